@@ -1,0 +1,55 @@
+/**
+ * One error type for every failure a client or a peer node may see: an HTTP status, a code a
+ * machine can switch on, a message a person can act on, and details (offsets, limits).
+ */
+export type ErrorDetails = Record<string, unknown>;
+
+export interface ErrorBody {
+  error: { code: string; message: string } & ErrorDetails;
+}
+
+export class TailbaseError extends Error {
+  override name = 'TailbaseError';
+  readonly status: number;
+  readonly code: string;
+  readonly details: ErrorDetails;
+
+  constructor(
+    status: number,
+    code: string,
+    message: string,
+    details: ErrorDetails = {},
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.status = status;
+    this.code = code;
+    this.details = details;
+  }
+
+  toBody(): ErrorBody {
+    return { error: { code: this.code, message: this.message, ...this.details } };
+  }
+}
+
+export const badRequest = (code: string, message: string, details?: ErrorDetails) =>
+  new TailbaseError(400, code, message, details);
+
+export const notFound = (code: string, message: string, details?: ErrorDetails) =>
+  new TailbaseError(404, code, message, details);
+
+export const tooLarge = (code: string, message: string, details?: ErrorDetails) =>
+  new TailbaseError(413, code, message, details);
+
+export const unavailable = (code: string, message: string, details?: ErrorDetails) =>
+  new TailbaseError(503, code, message, details);
+
+/** Rebuilds a TailbaseError from a peer's JSON error body, keeping its status and details. */
+export function errorFromBody(status: number, body: unknown): TailbaseError {
+  const error = (body as Partial<ErrorBody> | null)?.error;
+  if (error && typeof error.code === 'string' && typeof error.message === 'string') {
+    const { code, message, ...details } = error;
+    return new TailbaseError(status, code, message, details);
+  }
+  return new TailbaseError(status, 'peer_error', `peer answered ${status}`);
+}

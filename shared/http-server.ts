@@ -1,0 +1,70 @@
+/**
+ * What every node's HTTP server shares: errors mapped to JSON bodies (never a stack trace), 404s
+ * for unknown routes, and a listener that reports its URL and closes cleanly.
+ */
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { createAdaptorServer } from '@hono/node-server';
+import type { Context, Hono } from 'hono';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { TailbaseError } from './errors.js';
+import type { Logger } from './logger.js';
+
+export function errorResponse(c: Context, error: unknown, logger?: Logger): Response {
+  if (error instanceof TailbaseError) {
+    return c.json(error.toBody(), error.status as ContentfulStatusCode);
+  }
+  if (error instanceof HTTPException) {
+    const status = error.status;
+    const code = status === 413 ? 'body_too_large' : 'bad_request';
+    return c.json({ error: { code, message: error.message || 'bad request' } }, status);
+  }
+  logger?.error({ err: error, path: c.req.path }, 'unhandled error');
+  return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
+}
+
+/** Installs the shared error and not-found handlers on an app. */
+export function installErrorHandlers(app: Hono<any>, logger?: Logger): void {
+  app.onError((error, c) => errorResponse(c, error, logger));
+  app.notFound((c) =>
+    c.json(
+      { error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } },
+      404,
+    ),
+  );
+}
+
+export interface Listener {
+  url: string;
+  port: number;
+  server: Server;
+  close(): Promise<void>;
+}
+
+export async function listen(app: Hono<any>, host: string, port: number): Promise<Listener> {
+  const server = createAdaptorServer({ fetch: app.fetch, hostname: host }) as Server;
+  // Long-polls hold a request open for up to their wait; keep-alive sockets must outlive them.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
+  server.requestTimeout = 0;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const urlHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${urlHost}:${address.port}`,
+    port: address.port,
+    server,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}

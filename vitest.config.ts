@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts', '**/src/**/*.test.ts'],
+    exclude: ['node_modules', 'dist'],
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+    // Integration and fault tests start real processes and fsync real files; two cores can
+    // only take so many at once before timing-sensitive assertions see scheduler noise.
+    maxWorkers: 2,
+  },
+});
