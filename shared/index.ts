@@ -5,3 +5,5 @@ export * from './errors.js';
 export * from './log-client.js';
 export * from './http-server.js';
 export * from './logger.js';
+export * from './serve-client.js';
+export * from './cli-options.js';

@@ -1,0 +1,104 @@
+/**
+ * The log-node's configuration: every size, count and wait is named here with its unit, has a
+ * default, and is enforced where it is used.
+ */
+export type FsyncPolicy = 'always' | 'interval';
+export type CleanupPolicy = 'compact' | 'delete' | 'compact,delete';
+
+export interface LogNodeConfig {
+  dataDir: string;
+  host: string;
+  port: number;
+  partitions: number;
+  nodeId?: string;
+  /** Shared by every node of a cluster; when set, internal calls must carry it. */
+  clusterSecret?: string;
+  /** `always`: ack after fdatasync. `interval`: ack after write, fsync every fsyncIntervalMs. */
+  fsync: FsyncPolicy;
+  fsyncIntervalMs: number;
+  segmentBytesMax: number;
+  segmentMsMax: number;
+  /** A sparse index entry every this many bytes of log. */
+  indexIntervalBytes: number;
+  batchBytesMax: number;
+  recordBytesMax: number;
+  recordsPerBatchMax: number;
+  partitionsMax: number;
+  /** Bytes of batches a read answers with at most (at least one whole batch is always sent). */
+  readBytesMax: number;
+  longPollsMax: number;
+  longPollWaitMsMax: number;
+  /** Bytes waiting for the next group commit of a partition before appends get 503. */
+  appendQueueBytesMax: number;
+  cleanupPolicy: CleanupPolicy;
+  /** Closed segments whose newest record is older than this are deleted (delete policy). */
+  retentionMs: number;
+  /** Oldest closed segments are deleted while a partition exceeds this (delete policy). */
+  retentionBytes: number;
+  /** Tombstones are kept this long so consumers that were behind still see the delete. */
+  deleteRetentionMs: number;
+  cleanerIntervalMs: number;
+  /** Distinct keys the cleaner tracks in one pass; segments past the bound wait for the next. */
+  cleanerKeysMax: number;
+  /** A closed segment is compacted when at least this fraction of its records are superseded. */
+  cleanerMinDirtyRatio: number;
+  /** Producers silent for this long are forgotten (their next batch must start at sequence 0). */
+  producerExpiryMs: number;
+  /** Recent batches remembered per producer to answer retries with their original offsets. */
+  producerRecentBatchesMax: number;
+}
+
+const MiB = 1024 * 1024;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
+  host: '127.0.0.1',
+  port: 7070,
+  partitions: 8,
+  fsync: 'always',
+  fsyncIntervalMs: 50,
+  segmentBytesMax: 128 * MiB,
+  segmentMsMax: 7 * DAY_MS,
+  indexIntervalBytes: 4096,
+  batchBytesMax: 16 * MiB + 64 * 1024,
+  recordBytesMax: MiB + 2048,
+  recordsPerBatchMax: 10_000,
+  partitionsMax: 1024,
+  readBytesMax: 4 * MiB,
+  longPollsMax: 1024,
+  longPollWaitMsMax: 30_000,
+  appendQueueBytesMax: 256 * MiB,
+  cleanupPolicy: 'compact',
+  retentionMs: -1,
+  retentionBytes: -1,
+  deleteRetentionMs: DAY_MS,
+  cleanerIntervalMs: 15_000,
+  cleanerKeysMax: 2_000_000,
+  cleanerMinDirtyRatio: 0.5,
+  producerExpiryMs: 7 * DAY_MS,
+  producerRecentBatchesMax: 5,
+};
+
+export function logNodeConfig(
+  options: Partial<LogNodeConfig> & Pick<LogNodeConfig, 'dataDir'>,
+): LogNodeConfig {
+  const defined = Object.fromEntries(
+    Object.entries(options).filter(([, value]) => value !== undefined),
+  ) as Partial<LogNodeConfig>;
+  const config = { ...logNodeDefaults, ...defined } as LogNodeConfig;
+  if (!Number.isInteger(config.partitions) || config.partitions < 1) {
+    throw new Error(`partitions must be a positive integer, got ${config.partitions}`);
+  }
+  if (config.partitions > config.partitionsMax) {
+    throw new Error(
+      `partitions ${config.partitions} exceeds partitionsMax ${config.partitionsMax}`,
+    );
+  }
+  if (config.segmentBytesMax < config.batchBytesMax) {
+    throw new Error('segmentBytesMax must be at least batchBytesMax');
+  }
+  if (config.segmentBytesMax > 2 ** 31 - 1) {
+    throw new Error("segmentBytesMax must fit the index's 32-bit positions");
+  }
+  return config;
+}

@@ -1,0 +1,67 @@
+/** The log-node's public surface: start one, and the types its callers need. */
+import { createLogger, type Logger } from '../shared/logger.js';
+import { listen } from '../shared/http-server.js';
+import { systemClock, type Clock } from './clock.js';
+import { loadOrCreateClusterMeta } from './cluster-meta.js';
+import { logNodeConfig, logNodeDefaults, type LogNodeConfig } from './config.js';
+import { LogCleaner } from './log-cleaner.js';
+import { LogNode } from './log-node.js';
+import { createLogNodeApp } from './routes.js';
+
+export type { LogNodeConfig, FsyncPolicy, CleanupPolicy } from './config.js';
+export type { Clock } from './clock.js';
+export { logNodeDefaults } from './config.js';
+
+export interface LogNodeOptions extends Partial<Omit<LogNodeConfig, 'partitions'>> {
+  dataDir: string;
+  /** Only when creating a cluster; an existing data directory keeps its own count. */
+  partitions?: number;
+  clock?: Clock;
+  logger?: Logger;
+}
+
+export interface RunningLogNode {
+  url: string;
+  clusterId: string;
+  partitions: number;
+  node: LogNode;
+  cleaner: LogCleaner;
+  stop(): Promise<void>;
+}
+
+export async function startLogNode(options: LogNodeOptions): Promise<RunningLogNode> {
+  const logger = options.logger ?? createLogger('log-node');
+  const meta = loadOrCreateClusterMeta(
+    options.dataDir,
+    options.partitions,
+    logNodeDefaults.partitions,
+    options.nodeId,
+  );
+  const config = logNodeConfig({ ...options, partitions: meta.partitions });
+  const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
+  const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);
+  const listener = await listen(createLogNodeApp(node, cleaner, logger), config.host, config.port);
+  cleaner.start();
+  logger.info(
+    { url: listener.url, clusterId: meta.clusterId, partitions: meta.partitions },
+    'log-node ready',
+  );
+  let stopping: Promise<void> | null = null;
+  return {
+    url: listener.url,
+    clusterId: meta.clusterId,
+    partitions: meta.partitions,
+    node,
+    cleaner,
+    stop: () => {
+      stopping ??= (async () => {
+        node.closing = true;
+        await cleaner.stop();
+        const closed = listener.close();
+        await node.close();
+        await closed;
+      })();
+      return stopping;
+    },
+  };
+}

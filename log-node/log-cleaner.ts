@@ -1,0 +1,306 @@
+/**
+ * Background upkeep of closed segments: compaction (keep the latest record per collection+key,
+ * drop tombstones after their grace period) and retention (delete whole segments past an age
+ * or a size). The active segment is never touched. A compacted copy replaces its segment by one
+ * atomic rename, so a crash leaves either the old segment or the new one, never neither.
+ */
+import fs from 'node:fs';
+import { decodeRecords, encodeBatch, readBatchHeader } from '../shared/batch-codec.js';
+import type { Logger } from '../shared/logger.js';
+import { scanBatches } from './batch-scanner.js';
+import type { Clock } from './clock.js';
+import type { LogNode } from './log-node.js';
+import type { PartitionLog } from './partition-log.js';
+import { Segment } from './segment.js';
+import { CLEANED_SUFFIX, fsyncDir, LOG_SUFFIX, segmentPath } from './segment-files.js';
+
+export interface CleanSummary {
+  partition: number;
+  segmentsCompacted: number;
+  recordsRemoved: number;
+  bytesBefore: number;
+  bytesAfter: number;
+  segmentsDeleted: number;
+}
+
+const keyOf = (collection: string, key: string) => `${collection}\u0000${key}`;
+
+export class LogCleaner {
+  private readonly node: LogNode;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<CleanSummary[]> | null = null;
+
+  constructor(node: LogNode, clock: Clock, logger: Logger) {
+    this.node = node;
+    this.clock = clock;
+    this.logger = logger.child({ component: 'cleaner' });
+  }
+
+  start(): void {
+    this.timer = setInterval(
+      () => void this.runOnce().catch(() => undefined),
+      this.node.config.cleanerIntervalMs,
+    );
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running?.catch(() => undefined);
+  }
+
+  /** One pass over every open partition; concurrent callers share the pass in progress. */
+  runOnce(): Promise<CleanSummary[]> {
+    this.running ??= this.pass().finally(() => {
+      this.running = null;
+    });
+    return this.running;
+  }
+
+  private async pass(): Promise<CleanSummary[]> {
+    const summaries: CleanSummary[] = [];
+    for (const log of this.node.openPartitions()) {
+      if (this.node.closing) break;
+      try {
+        summaries.push(this.cleanPartition(log));
+      } catch (error) {
+        this.logger.error(
+          { partition: log.partition, err: error },
+          'cleaning failed; the segments are unchanged',
+        );
+      }
+      // Yield between partitions so appends and reads are served while the cleaner works.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    return summaries;
+  }
+
+  cleanPartition(log: PartitionLog): CleanSummary {
+    const { config } = this.node;
+    const summary: CleanSummary = {
+      partition: log.partition,
+      segmentsCompacted: 0,
+      recordsRemoved: 0,
+      bytesBefore: 0,
+      bytesAfter: 0,
+      segmentsDeleted: 0,
+    };
+    if (config.cleanupPolicy.includes('delete')) summary.segmentsDeleted = this.applyRetention(log);
+    if (config.cleanupPolicy.includes('compact')) this.compact(log, summary);
+    return summary;
+  }
+
+  private applyRetention(log: PartitionLog): number {
+    const { retentionMs, retentionBytes } = this.node.config;
+    const closed = log.closedSegments();
+    const nowMs = this.clock.nowMs();
+    let totalBytes = log.sizeBytes;
+    let count = 0;
+    for (const segment of closed) {
+      const expired = retentionMs >= 0 && nowMs - segment.state.maxTimestampMs > retentionMs;
+      const oversize =
+        retentionBytes >= 0 && totalBytes - segment.state.sizeBytes >= retentionBytes;
+      if (!expired && !oversize) break;
+      totalBytes -= segment.state.sizeBytes;
+      count++;
+    }
+    if (count > 0) {
+      log.deleteOldestSegments(count);
+      this.logger.info(
+        { partition: log.partition, segments: count, logStartOffset: log.logStartOffset },
+        'retention deleted segments',
+      );
+    }
+    return count;
+  }
+
+  private compact(log: PartitionLog, summary: CleanSummary): void {
+    const closed = log.closedSegments();
+    if (closed.length === 0) return;
+    const { latest, scannedSegments } = this.latestOffsets(log, closed);
+    const nowMs = this.clock.nowMs();
+    for (const segment of closed.slice(0, scannedSegments)) {
+      const plan = this.planSegment(segment, latest, nowMs);
+      if (plan.removable === 0) continue;
+      if (
+        plan.removable / plan.total < this.node.config.cleanerMinDirtyRatio &&
+        !plan.expiredTombstones
+      )
+        continue;
+      summary.bytesBefore += segment.state.sizeBytes;
+      const replacement = this.rewrite(segment, latest, nowMs);
+      log.replaceSegment(segment, replacement);
+      summary.segmentsCompacted++;
+      summary.recordsRemoved += plan.removable;
+      summary.bytesAfter += replacement.state.sizeBytes;
+    }
+    if (summary.segmentsCompacted > 0) {
+      this.logger.info({ ...summary }, 'compacted segments');
+    }
+  }
+
+  /**
+   * The newest offset of each key, from the oldest segment on. Bounded by cleanerKeysMax: a
+   * partial map is safe, because a record is only dropped for a newer record the map has seen.
+   */
+  private latestOffsets(
+    log: PartitionLog,
+    closed: readonly Segment[],
+  ): { latest: Map<string, number>; scannedSegments: number } {
+    const latest = new Map<string, number>();
+    const { keysMax, batchBytesMax } = {
+      keysMax: this.node.config.cleanerKeysMax,
+      batchBytesMax: this.node.config.batchBytesMax,
+    };
+    const active = log.activeForScan();
+    const all: { segment: Segment; until: number }[] = [
+      ...closed.map((segment) => ({ segment, until: segment.state.sizeBytes })),
+      { segment: active.segment, until: active.untilBytes },
+    ];
+    let scannedSegments = 0;
+    for (const { segment, until } of all) {
+      segment.acquire();
+      try {
+        scanBatches(segment.fileDescriptor, { until, verify: true, batchBytesMax }, ({ bytes }) => {
+          for (const record of decodeRecords(bytes))
+            latest.set(keyOf(record.collection, record.key), record.offset);
+        });
+      } finally {
+        segment.release();
+      }
+      if (latest.size > keysMax) break;
+      scannedSegments++;
+    }
+    return { latest, scannedSegments: Math.min(scannedSegments, closed.length) };
+  }
+
+  private isKept(
+    record: {
+      collection: string;
+      key: string;
+      offset: number;
+      value: Uint8Array | null;
+      timestampMs: number;
+    },
+    latest: Map<string, number>,
+    nowMs: number,
+  ): boolean {
+    if (latest.get(keyOf(record.collection, record.key)) !== record.offset) return false;
+    return (
+      record.value !== null || nowMs - record.timestampMs <= this.node.config.deleteRetentionMs
+    );
+  }
+
+  private planSegment(
+    segment: Segment,
+    latest: Map<string, number>,
+    nowMs: number,
+  ): { total: number; removable: number; expiredTombstones: boolean } {
+    let total = 0;
+    let removable = 0;
+    let expiredTombstones = false;
+    segment.acquire();
+    try {
+      scanBatches(
+        segment.fileDescriptor,
+        {
+          until: segment.state.sizeBytes,
+          verify: true,
+          batchBytesMax: this.node.config.batchBytesMax,
+        },
+        ({ bytes }) => {
+          for (const record of decodeRecords(bytes)) {
+            total++;
+            if (!this.isKept(record, latest, nowMs)) {
+              removable++;
+              if (
+                record.value === null &&
+                latest.get(keyOf(record.collection, record.key)) === record.offset
+              )
+                expiredTombstones = true;
+            }
+          }
+        },
+      );
+    } finally {
+      segment.release();
+    }
+    return { total, removable, expiredTombstones };
+  }
+
+  /** Writes the compacted copy beside the segment, makes it durable, and renames it into place. */
+  private rewrite(segment: Segment, latest: Map<string, number>, nowMs: number): Segment {
+    const { dir, baseOffset } = segment;
+    const cleanedPath = segmentPath(dir, baseOffset, CLEANED_SUFFIX);
+    const fd = fs.openSync(cleanedPath, 'w');
+    try {
+      segment.acquire();
+      try {
+        scanBatches(
+          segment.fileDescriptor,
+          {
+            until: segment.state.sizeBytes,
+            verify: true,
+            batchBytesMax: this.node.config.batchBytesMax,
+          },
+          ({ bytes }) => {
+            const records = decodeRecords(bytes);
+            const kept = records.filter((record) => this.isKept(record, latest, nowMs));
+            if (kept.length === 0) return;
+            if (kept.length === records.length) {
+              fs.writeSync(fd, bytes);
+              return;
+            }
+            const header = readBatchHeader(bytes)!;
+            fs.writeSync(
+              fd,
+              encodeBatch(kept, {
+                baseOffset: header.baseOffset,
+                leaderEpoch: header.leaderEpoch,
+                producerId: header.producerId,
+                baseSequence: header.baseSequence,
+                offsetDeltas: kept.map((record) => record.offset - header.baseOffset),
+                lastOffsetDelta: header.lastOffsetDelta,
+              }),
+            );
+          },
+        );
+      } finally {
+        segment.release();
+      }
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    // Keep the segment's age: retention reads it from the file's modification time.
+    const mtime = new Date(segment.state.maxTimestampMs);
+    fs.utimesSync(cleanedPath, mtime, mtime);
+    // The old index must not outlive the old log: remove it first; a crash rebuilds it.
+    fs.rmSync(segment.indexPath, { force: true });
+    fsyncDir(dir);
+    fs.renameSync(cleanedPath, segmentPath(dir, baseOffset, LOG_SUFFIX));
+    fsyncDir(dir);
+    const readFd = fs.openSync(segmentPath(dir, baseOffset, LOG_SUFFIX), 'r');
+    const replacement = new Segment(
+      dir,
+      baseOffset,
+      readFd,
+      null,
+      {
+        sizeBytes: fs.fstatSync(readFd).size,
+        nextOffset: segment.state.nextOffset,
+        maxTimestampMs: segment.state.maxTimestampMs,
+        createdAtMs: segment.state.createdAtMs,
+      },
+      {
+        indexIntervalBytes: this.node.config.indexIntervalBytes,
+        batchBytesMax: this.node.config.batchBytesMax,
+      },
+    );
+    replacement.loadIndex();
+    return replacement;
+  }
+}

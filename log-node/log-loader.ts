@@ -1,0 +1,213 @@
+/**
+ * Opens a partition directory after a clean stop or a crash. Finishes or discards interrupted
+ * file operations, scans the active segment batch by batch and truncates a torn tail, and
+ * rebuilds producer state. A corrupt batch that is not the tail stops the partition: serving
+ * past it would hand out garbage or lose acknowledged writes silently.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import type { Logger } from '../shared/logger.js';
+import { scanBatches } from './batch-scanner.js';
+import { OffsetIndex } from './offset-index.js';
+import { ProducerState } from './producer-state.js';
+import { Segment, type SegmentOptions } from './segment.js';
+import {
+  CLEANED_SUFFIX,
+  fsyncDir,
+  LOG_SUFFIX,
+  listBaseOffsets,
+  PRODUCERS_SUFFIX,
+  segmentPath,
+  TEMP_SUFFIX,
+} from './segment-files.js';
+
+export class CorruptLogError extends Error {
+  override name = 'CorruptLogError';
+}
+
+export interface LoadedPartition {
+  segments: Segment[];
+  producers: ProducerState;
+  truncatedBytes: number;
+}
+
+export interface LoadOptions extends SegmentOptions {
+  producerRecentBatchesMax: number;
+  producerExpiryMs: number;
+  nowMs: number;
+  logger: Logger;
+}
+
+export function loadPartition(dir: string, options: LoadOptions): LoadedPartition {
+  fs.mkdirSync(dir, { recursive: true });
+  removeLeftovers(dir, options.logger);
+  const bases = listBaseOffsets(dir, LOG_SUFFIX);
+  if (bases.length === 0) {
+    const segment = Segment.create(dir, 0, options.nowMs, options);
+    fsyncDir(dir);
+    return {
+      segments: [segment],
+      producers: new ProducerState(options.producerRecentBatchesMax, options.producerExpiryMs),
+      truncatedBytes: 0,
+    };
+  }
+  const segments: Segment[] = bases
+    .slice(0, -1)
+    .map((base, i) => openClosed(dir, base, bases[i + 1], options));
+  const { segment: active, truncatedBytes } = recoverActive(dir, bases[bases.length - 1], options);
+  segments.push(active);
+  const producers = loadProducers(dir, segments, options);
+  return { segments, producers, truncatedBytes };
+}
+
+/** A crash during compaction or an atomic write leaves these; the originals are intact. */
+function removeLeftovers(dir: string, logger: Logger): void {
+  for (const name of fs.readdirSync(dir)) {
+    if (name.endsWith(CLEANED_SUFFIX) || name.endsWith(TEMP_SUFFIX)) {
+      fs.rmSync(path.join(dir, name), { force: true });
+      logger.warn({ dir, file: name }, 'removed an unfinished file left by a crash');
+    }
+  }
+}
+
+function openClosed(dir: string, base: number, nextBase: number, options: SegmentOptions): Segment {
+  const file = segmentPath(dir, base, LOG_SUFFIX);
+  const fd = fs.openSync(file, 'r');
+  const stat = fs.fstatSync(fd);
+  return new Segment(
+    dir,
+    base,
+    fd,
+    null,
+    {
+      sizeBytes: stat.size,
+      nextOffset: nextBase,
+      maxTimestampMs: stat.mtimeMs,
+      createdAtMs: stat.mtimeMs,
+    },
+    options,
+  );
+}
+
+function recoverActive(
+  dir: string,
+  base: number,
+  options: LoadOptions,
+): { segment: Segment; truncatedBytes: number } {
+  const file = segmentPath(dir, base, LOG_SUFFIX);
+  const fd = fs.openSync(file, 'r+');
+  const stat = fs.fstatSync(fd);
+  const segment = new Segment(
+    dir,
+    base,
+    fd,
+    new OffsetIndex(),
+    {
+      sizeBytes: 0,
+      nextOffset: base,
+      maxTimestampMs: -1,
+      createdAtMs: stat.birthtimeMs || stat.mtimeMs,
+    },
+    options,
+  );
+  let expectedOffset = base;
+  let offsetError: string | null = null;
+  const end = scanBatches(
+    fd,
+    { until: stat.size, verify: true, batchBytesMax: options.batchBytesMax },
+    (batch) => {
+      if (batch.header.baseOffset !== expectedOffset) {
+        offsetError = `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`;
+        return false;
+      }
+      segment.maybeIndex(batch.header.baseOffset, batch.position, batch.header.sizeBytes);
+      expectedOffset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
+      segment.state.sizeBytes = batch.position + batch.header.sizeBytes;
+      segment.state.nextOffset = expectedOffset;
+      segment.state.maxTimestampMs = Math.max(
+        segment.state.maxTimestampMs,
+        batch.header.maxTimestampMs,
+      );
+    },
+  );
+  if (offsetError !== null) throw new CorruptLogError(`${file}: ${offsetError}`);
+  if (end.kind === 'invalid') {
+    if (end.reason === 'corrupt' && validBatchFollows(fd, end.position, stat.size, options)) {
+      throw new CorruptLogError(
+        `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data; refusing to serve past it`,
+      );
+    }
+    const truncatedBytes = stat.size - end.position;
+    segment.truncate(end.position);
+    options.logger.warn(
+      { file, position: end.position, truncatedBytes, reason: end.detail },
+      'truncated a torn tail',
+    );
+    return { segment, truncatedBytes };
+  }
+  return { segment, truncatedBytes: 0 };
+}
+
+/** Whether the bytes after a bad batch hold a good one: corruption in place, not a torn write. */
+function validBatchFollows(
+  fd: number,
+  position: number,
+  fileBytes: number,
+  options: SegmentOptions,
+): boolean {
+  const header = Buffer.alloc(12);
+  fs.readSync(fd, header, 0, 12, position);
+  const size = header.readInt32BE(8) + 12;
+  if (size <= 12 || size > options.batchBytesMax || position + size >= fileBytes) return false;
+  const next = scanBatches(
+    fd,
+    { from: position + size, until: fileBytes, verify: true, batchBytesMax: options.batchBytesMax },
+    () => false,
+  );
+  return next.kind === 'stopped';
+}
+
+/** The newest producer snapshot not past the active segment, then every batch after it. */
+function loadProducers(dir: string, segments: Segment[], options: LoadOptions): ProducerState {
+  const activeBase = segments[segments.length - 1].baseOffset;
+  const snapshots = listBaseOffsets(dir, PRODUCERS_SUFFIX).filter((base) => base <= activeBase);
+  let producers = new ProducerState(options.producerRecentBatchesMax, options.producerExpiryMs);
+  let fromOffset = segments[0].baseOffset;
+  for (const base of snapshots.reverse()) {
+    try {
+      producers = ProducerState.decode(
+        fs.readFileSync(segmentPath(dir, base, PRODUCERS_SUFFIX)),
+        options.producerRecentBatchesMax,
+        options.producerExpiryMs,
+      );
+      fromOffset = base;
+      break;
+    } catch (error) {
+      options.logger.warn(
+        { dir, base, err: error },
+        'unreadable producer snapshot; trying an older one',
+      );
+    }
+  }
+  for (const segment of segments) {
+    if (segment.state.nextOffset <= fromOffset) continue;
+    scanBatches(
+      segment.fileDescriptor,
+      { until: segment.state.sizeBytes, verify: false, batchBytesMax: options.batchBytesMax },
+      ({ header }) => {
+        if (header.baseOffset < fromOffset) return;
+        producers.record(
+          header.producerId,
+          {
+            sequence: header.baseSequence,
+            baseOffset: header.baseOffset,
+            lastOffset: header.baseOffset + header.lastOffsetDelta,
+          },
+          header.maxTimestampMs,
+        );
+      },
+    );
+  }
+  producers.expire(options.nowMs);
+  return producers;
+}

@@ -1,0 +1,141 @@
+/**
+ * A log-node: the partitions of one data directory, the node-wide bounds (long-polls), and the
+ * background work (compaction, retention) that runs over them.
+ */
+import path from 'node:path';
+import { badRequest, TailbaseError } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import type { Clock } from './clock.js';
+import type { ClusterMeta } from './cluster-meta.js';
+import type { LogNodeConfig } from './config.js';
+import { PartitionLog } from './partition-log.js';
+
+type PartitionSlot = { log: PartitionLog; error?: undefined } | { log?: undefined; error: Error };
+
+export interface PartitionStatus {
+  partition: number;
+  logStartOffset: number | null;
+  endOffset: number | null;
+  sizeBytes: number;
+  segments: number;
+  producers: number;
+  truncatedBytesOnLoad: number;
+  error?: string;
+}
+
+export class LogNode {
+  readonly config: LogNodeConfig;
+  readonly meta: ClusterMeta;
+  private readonly slots: PartitionSlot[];
+  private readonly logger: Logger;
+  private longPolls = 0;
+  closing = false;
+
+  constructor(config: LogNodeConfig, meta: ClusterMeta, clock: Clock, logger: Logger) {
+    this.config = config;
+    this.meta = meta;
+    this.logger = logger;
+    this.slots = [];
+    for (let p = 0; p < meta.partitions; p++) {
+      const dir = path.join(config.dataDir, 'partitions', String(p));
+      try {
+        this.slots.push({ log: PartitionLog.open(p, dir, config, clock, logger) });
+      } catch (error) {
+        logger.error({ partition: p, err: error }, 'partition failed to open; it stays stopped');
+        this.slots.push({ error: error as Error });
+      }
+    }
+  }
+
+  /** The open partition named by a route parameter; 400 for a bad number, 503 if it failed. */
+  partition(param: string): PartitionLog {
+    if (!/^\d+$/.test(param) || Number(param) >= this.slots.length) {
+      throw badRequest(
+        'invalid_partition',
+        `partition must be an integer from 0 to ${this.slots.length - 1}`,
+        {
+          partitions: this.slots.length,
+        },
+      );
+    }
+    const slot = this.slots[Number(param)];
+    if (slot.error) {
+      throw new TailbaseError(
+        503,
+        'partition_failed',
+        `partition ${param} stopped: ${slot.error.message}`,
+        {
+          partition: Number(param),
+        },
+      );
+    }
+    return slot.log;
+  }
+
+  openPartitions(): PartitionLog[] {
+    return this.slots.flatMap((slot) => (slot.log && !slot.log.failed ? [slot.log] : []));
+  }
+
+  /** Counts a long-poll in; 503 past longPollsMax. Returns the release. */
+  admitLongPoll(): () => void {
+    if (this.longPolls >= this.config.longPollsMax) {
+      throw new TailbaseError(503, 'too_many_long_polls', 'too many reads are waiting for data', {
+        limit: 'longPollsMax',
+        max: this.config.longPollsMax,
+      });
+    }
+    this.longPolls++;
+    let released = false;
+    return () => {
+      if (!released) {
+        released = true;
+        this.longPolls--;
+      }
+    };
+  }
+
+  failedPartitions(): number[] {
+    return this.slots.flatMap((slot, p) => (slot.error || slot.log?.failed ? [p] : []));
+  }
+
+  offsets(): { partition: number; logStartOffset: number; endOffset: number }[] {
+    return this.openPartitions().map((log) => ({
+      partition: log.partition,
+      logStartOffset: log.logStartOffset,
+      endOffset: log.endOffset,
+    }));
+  }
+
+  status(): {
+    nodeId: string;
+    clusterId: string;
+    longPolls: number;
+    partitions: PartitionStatus[];
+  } {
+    return {
+      nodeId: this.meta.nodeId,
+      clusterId: this.meta.clusterId,
+      longPolls: this.longPolls,
+      partitions: this.slots.map((slot, partition) => {
+        const error = slot.error ?? slot.log?.failed ?? null;
+        const log = slot.log;
+        return {
+          partition,
+          logStartOffset: log ? log.logStartOffset : null,
+          endOffset: log ? log.endOffset : null,
+          sizeBytes: log ? log.sizeBytes : 0,
+          segments: log ? log.segmentCount : 0,
+          producers: log ? log.producerCount : 0,
+          truncatedBytesOnLoad: log ? log.truncatedBytesOnLoad : 0,
+          ...(error ? { error: error.message } : {}),
+        };
+      }),
+    };
+  }
+
+  async close(): Promise<void> {
+    this.closing = true;
+    await Promise.all(this.slots.map((slot) => slot.log?.close()));
+    this.logger.info('log-node closed');
+  }
+}

@@ -1,0 +1,133 @@
+/** `tailbase log-node`: flags (each with a TAILBASE_* environment variable) and signal handling. */
+import { type Command, Option } from 'commander';
+import { createLogger } from '../shared/logger.js';
+import { logNodeDefaults } from './config.js';
+import { startLogNode } from './index.js';
+import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+
+export function registerLogNodeCommand(program: Command): void {
+  program
+    .command('log-node')
+    .description('run a log-node: durable partitions that hand out offsets')
+    .addOption(
+      new Option('--data <dir>', 'data directory').env('TAILBASE_DATA').makeOptionMandatory(),
+    )
+    .addOption(
+      new Option('--host <host>', 'address to bind')
+        .env('TAILBASE_HOST')
+        .default(logNodeDefaults.host),
+    )
+    .addOption(
+      integerOption('--port <port>', 'port to listen on', 'TAILBASE_PORT', logNodeDefaults.port),
+    )
+    .addOption(
+      integerOption(
+        '--partitions <n>',
+        'partitions, when creating the cluster',
+        'TAILBASE_PARTITIONS',
+      ),
+    )
+    .addOption(new Option('--node-id <id>', 'this node id').env('TAILBASE_NODE_ID'))
+    .addOption(
+      new Option('--cluster-secret <secret>', 'secret internal calls must carry').env(
+        'TAILBASE_CLUSTER_SECRET',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--fsync <policy>',
+        'always: ack after fsync; interval: may lose the last interval on power loss',
+      )
+        .choices(['always', 'interval'])
+        .env('TAILBASE_FSYNC')
+        .default(logNodeDefaults.fsync),
+    )
+    .addOption(
+      integerOption(
+        '--fsync-interval-ms <ms>',
+        'fsync period with --fsync interval',
+        'TAILBASE_FSYNC_INTERVAL_MS',
+        logNodeDefaults.fsyncIntervalMs,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--segment-bytes-max <bytes>',
+        'roll a segment at this size',
+        'TAILBASE_SEGMENT_BYTES_MAX',
+        logNodeDefaults.segmentBytesMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--segment-ms-max <ms>',
+        'roll a segment at this age',
+        'TAILBASE_SEGMENT_MS_MAX',
+        logNodeDefaults.segmentMsMax,
+      ),
+    )
+    .addOption(
+      new Option('--cleanup-policy <policy>', 'compact (keyed data), delete (events) or both')
+        .choices(['compact', 'delete', 'compact,delete'])
+        .env('TAILBASE_CLEANUP_POLICY')
+        .default(logNodeDefaults.cleanupPolicy),
+    )
+    .addOption(
+      integerOption(
+        '--retention-ms <ms>',
+        'delete closed segments older than this (-1: never)',
+        'TAILBASE_RETENTION_MS',
+        logNodeDefaults.retentionMs,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--retention-bytes <bytes>',
+        'delete oldest segments past this size (-1: never)',
+        'TAILBASE_RETENTION_BYTES',
+        logNodeDefaults.retentionBytes,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--delete-retention-ms <ms>',
+        'keep tombstones this long',
+        'TAILBASE_DELETE_RETENTION_MS',
+        logNodeDefaults.deleteRetentionMs,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--cleaner-interval-ms <ms>',
+        'how often the cleaner runs',
+        'TAILBASE_CLEANER_INTERVAL_MS',
+        logNodeDefaults.cleanerIntervalMs,
+      ),
+    )
+    .action(async (flags: Record<string, unknown>) => {
+      const logger = createLogger('log-node');
+      if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
+        throw new Error('binding a non-loopback address needs --cluster-secret');
+      }
+      const running = await startLogNode({
+        dataDir: flags.data as string,
+        host: flags.host as string,
+        port: flags.port as number,
+        partitions: flags.partitions as number | undefined,
+        nodeId: flags.nodeId as string | undefined,
+        clusterSecret: flags.clusterSecret as string | undefined,
+        fsync: flags.fsync as 'always' | 'interval',
+        fsyncIntervalMs: flags.fsyncIntervalMs as number,
+        segmentBytesMax: flags.segmentBytesMax as number,
+        segmentMsMax: flags.segmentMsMax as number,
+        cleanupPolicy: flags.cleanupPolicy as 'compact' | 'delete' | 'compact,delete',
+        retentionMs: flags.retentionMs as number,
+        retentionBytes: flags.retentionBytes as number,
+        deleteRetentionMs: flags.deleteRetentionMs as number,
+        cleanerIntervalMs: flags.cleanerIntervalMs as number,
+        logger,
+      });
+      process.stdout.write(`log-node listening on ${running.url}\n`);
+      onShutdownSignal(logger, running.stop);
+    });
+}

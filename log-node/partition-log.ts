@@ -1,0 +1,454 @@
+/**
+ * One partition of the log: the facade that owns its segments, hands out offsets, commits appends
+ * in groups (all batches that arrive during one fsync share the next), serves reads up to the
+ * durable end, and wakes long-polls.
+ */
+import fs from 'node:fs';
+import { assert } from '../shared/assert.js';
+import { enforceBatchLimits, stampBatch } from '../shared/batch-codec.js';
+import { TailbaseError } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import type { Clock } from './clock.js';
+import type { LogNodeConfig } from './config.js';
+import { loadPartition } from './log-loader.js';
+import { ProducerState } from './producer-state.js';
+import { Segment } from './segment.js';
+import {
+  fsyncDir,
+  PRODUCERS_SUFFIX,
+  listBaseOffsets,
+  segmentPath,
+  writeFileAtomic,
+} from './segment-files.js';
+import { Waiters } from './waiters.js';
+
+export interface AppendAck {
+  baseOffset: number;
+  lastOffset: number;
+  duplicate: boolean;
+}
+
+interface PendingAppend {
+  bytes: Buffer;
+  producerId: Uint8Array;
+  sequence: number;
+  lastOffsetDelta: number;
+  maxTimestampMs: number;
+  resolve: (ack: AppendAck) => void;
+  reject: (error: unknown) => void;
+}
+
+export interface PartitionReadResult {
+  batches: Buffer;
+  logStartOffset: number;
+  endOffset: number;
+}
+
+/** How many producer snapshots a partition keeps (the newest is used; one spare). */
+const PRODUCER_SNAPSHOTS_KEPT = 2;
+
+export class PartitionLog {
+  readonly partition: number;
+  readonly dir: string;
+  private readonly config: LogNodeConfig;
+  private readonly clock: Clock;
+  private readonly logger: Logger;
+  private segments: Segment[];
+  private producers: ProducerState;
+  private queue: PendingAppend[] = [];
+  private queuedBytes = 0;
+  private flushing: Promise<void> | null = null;
+  private failure: Error | null = null;
+  private closed = false;
+  /** Offsets below this are durable and may be read. */
+  private visibleEndOffset: number;
+  /** Bytes of the active segment that readers may see. */
+  private visibleActiveBytes: number;
+  private intervalTimer: NodeJS.Timeout | null = null;
+  readonly waiters = new Waiters();
+  readonly truncatedBytesOnLoad: number;
+
+  private constructor(
+    partition: number,
+    dir: string,
+    config: LogNodeConfig,
+    clock: Clock,
+    logger: Logger,
+  ) {
+    this.partition = partition;
+    this.dir = dir;
+    this.config = config;
+    this.clock = clock;
+    this.logger = logger.child({ partition });
+    const loaded = loadPartition(dir, {
+      indexIntervalBytes: config.indexIntervalBytes,
+      batchBytesMax: config.batchBytesMax,
+      producerRecentBatchesMax: config.producerRecentBatchesMax,
+      producerExpiryMs: config.producerExpiryMs,
+      nowMs: clock.nowMs(),
+      logger: this.logger,
+    });
+    this.segments = loaded.segments;
+    this.producers = loaded.producers;
+    this.truncatedBytesOnLoad = loaded.truncatedBytes;
+    this.visibleEndOffset = this.active.state.nextOffset;
+    this.visibleActiveBytes = this.active.state.sizeBytes;
+    if (config.fsync === 'interval') {
+      this.intervalTimer = setInterval(() => void this.syncInterval(), config.fsyncIntervalMs);
+      this.intervalTimer.unref();
+    }
+  }
+
+  /** Opens a partition; a corrupt log yields a failed partition that refuses reads and appends. */
+  static open(
+    partition: number,
+    dir: string,
+    config: LogNodeConfig,
+    clock: Clock,
+    logger: Logger,
+  ): PartitionLog {
+    return new PartitionLog(partition, dir, config, clock, logger);
+  }
+
+  private get active(): Segment {
+    return this.segments[this.segments.length - 1];
+  }
+
+  get logStartOffset(): number {
+    return this.segments[0].baseOffset;
+  }
+
+  get endOffset(): number {
+    return this.visibleEndOffset;
+  }
+
+  get sizeBytes(): number {
+    return this.segments.reduce((sum, s) => sum + s.state.sizeBytes, 0);
+  }
+
+  get segmentCount(): number {
+    return this.segments.length;
+  }
+
+  get producerCount(): number {
+    return this.producers.size;
+  }
+
+  get failed(): Error | null {
+    return this.failure;
+  }
+
+  /** Queues a producer's batch; resolves once it is durable (or, for a retry, with its offsets). */
+  append(batch: Buffer): Promise<AppendAck> {
+    this.ensureWritable();
+    const header = enforceBatchLimits(batch, this.config);
+    if (this.queuedBytes + batch.length > this.config.appendQueueBytesMax) {
+      throw new TailbaseError(
+        503,
+        'append_queue_full',
+        'too many bytes are waiting to be written',
+        {
+          partition: this.partition,
+          limit: 'appendQueueBytesMax',
+          max: this.config.appendQueueBytesMax,
+        },
+      );
+    }
+    // The bytes are stored as they came; copy them out of the request's buffer before stamping.
+    const bytes = Buffer.from(batch);
+    return new Promise<AppendAck>((resolve, reject) => {
+      this.queue.push({
+        bytes,
+        producerId: header.producerId.slice(),
+        sequence: header.baseSequence,
+        lastOffsetDelta: header.lastOffsetDelta,
+        maxTimestampMs: header.maxTimestampMs,
+        resolve,
+        reject,
+      });
+      this.queuedBytes += bytes.length;
+      if (this.flushing === null) this.flushing = this.flushLoop();
+    });
+  }
+
+  private ensureWritable(): void {
+    if (this.failure) {
+      throw new TailbaseError(
+        503,
+        'partition_failed',
+        `partition ${this.partition} stopped: ${this.failure.message}`,
+        {
+          partition: this.partition,
+        },
+      );
+    }
+    if (this.closed) throw new TailbaseError(503, 'shutting_down', 'the log-node is shutting down');
+  }
+
+  private async flushLoop(): Promise<void> {
+    try {
+      while (this.queue.length > 0 && this.failure === null) {
+        await this.commitRound();
+      }
+    } finally {
+      this.flushing = null;
+    }
+  }
+
+  /** One group commit: roll if due, assign offsets, write, fsync, then acknowledge. */
+  private async commitRound(): Promise<void> {
+    const first = this.queue[0];
+    const active = this.active;
+    if (
+      active.state.sizeBytes > 0 &&
+      (active.state.sizeBytes + first.bytes.length > this.config.segmentBytesMax ||
+        this.clock.nowMs() - active.state.createdAtMs >= this.config.segmentMsMax)
+    ) {
+      this.roll();
+    }
+    const room = this.config.segmentBytesMax - this.active.state.sizeBytes;
+    const round: PendingAppend[] = [];
+    let roundBytes = 0;
+    while (
+      this.queue.length > 0 &&
+      (round.length === 0 || roundBytes + this.queue[0].bytes.length <= room)
+    ) {
+      const entry = this.queue.shift()!;
+      this.queuedBytes -= entry.bytes.length;
+      roundBytes += entry.bytes.length;
+      round.push(entry);
+    }
+
+    const writes: {
+      bytes: Buffer;
+      baseOffset: number;
+      lastOffset: number;
+      maxTimestampMs: number;
+    }[] = [];
+    const acks: { entry: PendingAppend; ack: AppendAck }[] = [];
+    let nextOffset = this.active.state.nextOffset;
+    const nowMs = this.clock.nowMs();
+    for (const entry of round) {
+      let check;
+      try {
+        check = this.producers.check(entry.producerId, entry.sequence);
+      } catch (error) {
+        entry.reject(error);
+        continue;
+      }
+      if (check.kind === 'duplicate') {
+        acks.push({
+          entry,
+          ack: {
+            baseOffset: check.batch.baseOffset,
+            lastOffset: check.batch.lastOffset,
+            duplicate: true,
+          },
+        });
+        continue;
+      }
+      const baseOffset = nextOffset;
+      const lastOffset = baseOffset + entry.lastOffsetDelta;
+      stampBatch(entry.bytes, baseOffset, 0);
+      writes.push({
+        bytes: entry.bytes,
+        baseOffset,
+        lastOffset,
+        maxTimestampMs: entry.maxTimestampMs,
+      });
+      this.producers.record(
+        entry.producerId,
+        { sequence: entry.sequence, baseOffset, lastOffset },
+        nowMs,
+      );
+      acks.push({ entry, ack: { baseOffset, lastOffset, duplicate: false } });
+      nextOffset = lastOffset + 1;
+    }
+
+    try {
+      if (writes.length > 0) {
+        await this.active.append(writes);
+        if (this.config.fsync === 'always') await this.active.sync();
+        this.visibleEndOffset = this.active.state.nextOffset;
+        this.visibleActiveBytes = this.active.state.sizeBytes;
+      }
+    } catch (error) {
+      // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
+      // fsyncgate): stop the partition; a restart recovers from what is really on disk.
+      this.fail(error as Error);
+      for (const { entry } of acks) entry.reject(this.writableError());
+      return;
+    }
+    for (const { entry, ack } of acks) entry.resolve(ack);
+    if (writes.length > 0) this.waiters.wakeAll();
+  }
+
+  private async syncInterval(): Promise<void> {
+    if (this.failure || this.closed) return;
+    try {
+      await this.active.sync();
+    } catch (error) {
+      this.fail(error as Error);
+    }
+  }
+
+  private fail(error: Error): void {
+    if (this.failure) return;
+    this.failure = error;
+    this.logger.error({ err: error }, 'partition stopped after an I/O error');
+    const pending = this.queue.splice(0);
+    this.queuedBytes = 0;
+    for (const entry of pending) entry.reject(this.writableError());
+    this.waiters.wakeAll();
+  }
+
+  private writableError(): TailbaseError {
+    return new TailbaseError(
+      503,
+      'partition_failed',
+      `partition ${this.partition} stopped: ${this.failure?.message}`,
+      {
+        partition: this.partition,
+      },
+    );
+  }
+
+  /** Closes the active segment (fsynced, index written, producer state snapshotted) and opens the next. */
+  private roll(): void {
+    const closing = this.active;
+    closing.syncNow();
+    closing.writeIndex();
+    const nextBase = closing.state.nextOffset;
+    writeFileAtomic(segmentPath(this.dir, nextBase, PRODUCERS_SUFFIX), this.producers.encode());
+    const next = Segment.create(this.dir, nextBase, this.clock.nowMs(), {
+      indexIntervalBytes: this.config.indexIntervalBytes,
+      batchBytesMax: this.config.batchBytesMax,
+    });
+    fsyncDir(this.dir);
+    this.segments = [...this.segments, next];
+    this.visibleActiveBytes = 0;
+    this.producers.expire(this.clock.nowMs());
+    for (const base of listBaseOffsets(this.dir, PRODUCERS_SUFFIX).slice(
+      0,
+      -PRODUCER_SNAPSHOTS_KEPT,
+    )) {
+      fs.rmSync(segmentPath(this.dir, base, PRODUCERS_SUFFIX), { force: true });
+    }
+    this.logger.info({ baseOffset: nextBase }, 'rolled a new segment');
+  }
+
+  /**
+   * Whole batches holding offsets >= `offset`, up to maxBytes (at least one batch). Waits up to
+   * waitMs when nothing at or after the offset is durable yet.
+   */
+  async read(
+    offset: number,
+    maxBytes: number,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<PartitionReadResult> {
+    if (this.failure) throw this.writableError();
+    if (
+      !Number.isSafeInteger(offset) ||
+      offset < this.logStartOffset ||
+      offset > this.visibleEndOffset
+    ) {
+      throw new TailbaseError(
+        400,
+        'offset_out_of_range',
+        `offset ${offset} is outside the log of partition ${this.partition}`,
+        {
+          partition: this.partition,
+          offset,
+          logStartOffset: this.logStartOffset,
+          endOffset: this.visibleEndOffset,
+        },
+      );
+    }
+    let batches = await this.readNow(offset, maxBytes);
+    if (batches.length === 0 && waitMs > 0 && !this.closed) {
+      await this.waiters.wait(waitMs, signal);
+      batches = await this.readNow(offset, maxBytes);
+    }
+    return { batches, logStartOffset: this.logStartOffset, endOffset: this.visibleEndOffset };
+  }
+
+  private async readNow(offset: number, maxBytes: number): Promise<Buffer> {
+    const segments = this.segments;
+    let i = findSegment(segments, offset);
+    for (; i < segments.length; i++) {
+      const segment = segments[i];
+      const until = i === segments.length - 1 ? this.visibleActiveBytes : segment.state.sizeBytes;
+      segment.acquire();
+      try {
+        const position = segment.findPosition(offset, until);
+        if (position !== null) return await segment.readBatches(position, maxBytes, until);
+      } finally {
+        segment.release();
+      }
+    }
+    return Buffer.alloc(0);
+  }
+
+  /** Closed segments, oldest first: what retention and the cleaner work on. */
+  closedSegments(): readonly Segment[] {
+    return this.segments.slice(0, -1);
+  }
+
+  /** The active segment, for the cleaner's key scan; only its visible bytes may be read. */
+  activeForScan(): { segment: Segment; untilBytes: number } {
+    return { segment: this.active, untilBytes: this.visibleActiveBytes };
+  }
+
+  /** Swaps a closed segment for its compacted copy (already durable under the same name). */
+  replaceSegment(old: Segment, replacement: Segment): void {
+    const at = this.segments.indexOf(old);
+    assert(at >= 0 && at < this.segments.length - 1, 'only a closed segment is replaced');
+    const segments = [...this.segments];
+    segments[at] = replacement;
+    this.segments = segments;
+    old.retire();
+  }
+
+  /** Deletes the oldest closed segments; the log start offset moves to the first one left. */
+  deleteOldestSegments(count: number): void {
+    assert(count < this.segments.length, 'the active segment is never deleted');
+    const removed = this.segments.slice(0, count);
+    this.segments = this.segments.slice(count);
+    for (const segment of removed) {
+      fs.rmSync(segment.indexPath, { force: true });
+      fs.rmSync(segment.logPath, { force: true });
+      segment.retire();
+    }
+    fsyncDir(this.dir);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    while (this.flushing) await this.flushing;
+    if (this.intervalTimer) clearInterval(this.intervalTimer);
+    if (!this.failure) {
+      this.active.syncNow();
+      this.visibleEndOffset = this.active.state.nextOffset;
+    }
+    this.waiters.wakeAll();
+    for (const segment of this.segments) segment.retire();
+  }
+}
+
+/** The index of the last segment whose base offset is at or below `offset`. */
+function findSegment(segments: readonly Segment[], offset: number): number {
+  let low = 0;
+  let high = segments.length - 1;
+  let found = 0;
+  while (low <= high) {
+    const mid = (low + high) >>> 1;
+    if (segments[mid].baseOffset <= offset) {
+      found = mid;
+      low = mid + 1;
+    } else {
+      high = mid - 1;
+    }
+  }
+  return found;
+}

@@ -1,0 +1,140 @@
+/**
+ * The log-node's internal HTTP API (documented in log-node/README.md). Batches travel as raw
+ * bytes both ways; everything else is JSON.
+ */
+import { Hono } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { badRequest, TailbaseError } from '../shared/errors.js';
+import { installErrorHandlers } from '../shared/http-server.js';
+import {
+  CLUSTER_SECRET_HEADER,
+  END_OFFSET_HEADER,
+  LOG_START_OFFSET_HEADER,
+} from '../shared/log-client.js';
+import type { Logger } from '../shared/logger.js';
+import type { LogCleaner } from './log-cleaner.js';
+import type { LogNode } from './log-node.js';
+
+export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Logger): Hono {
+  const app = new Hono();
+  const { config } = node;
+  installErrorHandlers(app, logger);
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', (c) => {
+    const failed = node.failedPartitions();
+    if (node.closing || failed.length > 0) {
+      return c.json({ status: 'not_ready', failedPartitions: failed }, 503);
+    }
+    return c.json({ status: 'ready' });
+  });
+
+  app.use('/internal/*', async (c, next) => {
+    if (config.clusterSecret && c.req.header(CLUSTER_SECRET_HEADER) !== config.clusterSecret) {
+      throw new TailbaseError(401, 'unauthorized', 'internal calls need the cluster secret');
+    }
+    await next();
+  });
+
+  app.get('/internal/cluster', (c) =>
+    c.json({
+      clusterId: node.meta.clusterId,
+      partitions: node.meta.partitions,
+      nodeId: node.meta.nodeId,
+    }),
+  );
+
+  app.get('/internal/offsets', (c) => c.json({ partitions: node.offsets() }));
+  app.get('/internal/status', (c) => c.json(node.status()));
+  app.post('/internal/admin/clean', async (c) => c.json({ partitions: await cleaner.runOnce() }));
+
+  app.post(
+    '/internal/partitions/:partition/append',
+    bodyLimit({
+      maxSize: config.batchBytesMax,
+      onError: (c) => {
+        throw new TailbaseError(413, 'batch_too_large', 'batch exceeds batchBytesMax', {
+          limit: 'batchBytesMax',
+          max: config.batchBytesMax,
+        });
+      },
+    }),
+    async (c) => {
+      const log = node.partition(c.req.param('partition'));
+      const body = Buffer.from(await c.req.arrayBuffer());
+      if (body.length === 0)
+        throw badRequest('invalid_batch', 'the request body must be one encoded batch');
+      const ack = await log.append(body);
+      return c.json(ack);
+    },
+  );
+
+  app.get('/internal/partitions/:partition/records', async (c) => {
+    const log = node.partition(c.req.param('partition'));
+    const offset = integerParam(
+      c.req.query('offset'),
+      'offset',
+      0,
+      Number.MAX_SAFE_INTEGER,
+      undefined,
+    );
+    const maxBytes = integerParam(
+      c.req.query('max_bytes'),
+      'max_bytes',
+      1,
+      config.readBytesMax,
+      config.readBytesMax,
+    );
+    const waitMs = integerParam(c.req.query('wait_ms'), 'wait_ms', 0, config.longPollWaitMsMax, 0);
+    const release = waitMs > 0 ? node.admitLongPoll() : () => undefined;
+    try {
+      const result = await log.read(offset, maxBytes, waitMs, c.req.raw.signal);
+      return c.body(new Uint8Array(result.batches), 200, {
+        'content-type': 'application/octet-stream',
+        [LOG_START_OFFSET_HEADER]: String(result.logStartOffset),
+        [END_OFFSET_HEADER]: String(result.endOffset),
+      });
+    } finally {
+      release();
+    }
+  });
+
+  app.get('/internal/partitions/:partition/offsets', (c) => {
+    const log = node.partition(c.req.param('partition'));
+    return c.json({
+      partition: log.partition,
+      logStartOffset: log.logStartOffset,
+      endOffset: log.endOffset,
+    });
+  });
+
+  return app;
+}
+
+function integerParam(
+  raw: string | undefined,
+  name: string,
+  min: number,
+  max: number,
+  fallback: number | undefined,
+): number {
+  if (raw === undefined || raw === '') {
+    if (fallback === undefined)
+      throw badRequest('invalid_parameter', `${name} is required`, { parameter: name });
+    return fallback;
+  }
+  if (!/^\d+$/.test(raw)) {
+    throw badRequest('invalid_parameter', `${name} must be a non-negative integer`, {
+      parameter: name,
+    });
+  }
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < min || value > max) {
+    throw badRequest('invalid_parameter', `${name} must be between ${min} and ${max}`, {
+      parameter: name,
+      min,
+      max,
+    });
+  }
+  return value;
+}

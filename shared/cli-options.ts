@@ -1,0 +1,43 @@
+/** Helpers the node commands share: integer flags with env variables, loopback checks, shutdown. */
+import { InvalidArgumentError, Option } from 'commander';
+import type { Logger } from './logger.js';
+
+export function parseInteger(raw: string): number {
+  if (!/^-?\d+$/.test(raw.trim())) throw new InvalidArgumentError('expected an integer');
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value)) throw new InvalidArgumentError('integer out of range');
+  return value;
+}
+
+export function integerOption(
+  flags: string,
+  description: string,
+  env: string,
+  defaultValue?: number,
+): Option {
+  const option = new Option(flags, description).env(env).argParser(parseInteger);
+  return defaultValue === undefined ? option : option.default(defaultValue);
+}
+
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+}
+
+/** SIGTERM or Ctrl-C: stop cleanly once (in-flight writes finish and are fsynced); twice: exit. */
+export function onShutdownSignal(logger: Logger, stop: () => Promise<void>): void {
+  let stopping = false;
+  const handler = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130);
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', handler);
+  process.on('SIGINT', handler);
+}

@@ -1,0 +1,226 @@
+/**
+ * The typed client of a serve-node's internal HTTP API, used by the gateway, tests and benchmarks.
+ * The routes are documented in serve-node/README.md.
+ */
+import { errorFromBody, TailbaseError } from './errors.js';
+
+/** For each partition, the offset a read must include (it waits until applied[p] > offset). */
+export type WaitFor = Readonly<Record<number, number>>;
+
+/** For each partition a read covered (keyed by the partition number), the next unapplied offset. */
+export type AppliedOffsets = Record<string, number>;
+
+export interface ServeReadOptions {
+  waitFor?: WaitFor;
+  /** How long to wait for `waitFor` before a 504 `not_caught_up`; the node bounds it. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ServedDocument {
+  key: string;
+  /** The parsed JSON document. */
+  value: unknown;
+  /** The log offset of the record that wrote this version. */
+  offset: number;
+  partition: number;
+}
+
+export interface GetResult {
+  /** Null when the node holds no document under this key (a 404 `document_not_found`). */
+  doc: ServedDocument | null;
+  applied: AppliedOffsets;
+}
+
+export interface ScanOptions extends ServeReadOptions {
+  prefix?: string;
+  /** Inclusive. */
+  start?: string;
+  /** Exclusive. */
+  end?: string;
+  /** Exclusive resume key: the last key of the previous page. */
+  after?: string;
+  limit?: number;
+}
+
+export interface ScanResult {
+  items: ServedDocument[];
+  applied: AppliedOffsets;
+  more: boolean;
+}
+
+export interface SearchOptions extends ServeReadOptions {
+  q: string;
+  limit?: number;
+  offset?: number;
+  highlight?: boolean;
+}
+
+export interface SearchHit extends ServedDocument {
+  /** Higher is better: the negated FTS5 bm25(). */
+  score: number;
+  /** Field path → the field's text (or a snippet of it) with matches wrapped in <mark></mark>. */
+  highlights?: Record<string, string>;
+}
+
+export interface SearchResult {
+  hits: SearchHit[];
+  total: number;
+  applied: AppliedOffsets;
+}
+
+export type PartitionState = 'replaying' | 'tailing' | 'rebuilding' | 'stopped';
+
+export interface ServePartitionStatus {
+  partition: number;
+  applied: number;
+  logEndOffset: number;
+  lag: number;
+  applyRatePerSec: number;
+  etaSeconds: number | null;
+  state: PartitionState;
+  error?: string;
+}
+
+export interface ServeStatus {
+  nodeId: string;
+  clusterId: string | null;
+  partitions: ServePartitionStatus[];
+  ready: boolean;
+  /** Why the stores were last wiped and replayed, if they were (admin call, log start moved...). */
+  lastRebuild?: { reason: string; atMs: number };
+}
+
+export interface SnapshotResult {
+  dir: string;
+  applied: AppliedOffsets;
+}
+
+export interface ServeClient {
+  get(collection: string, key: string, options?: ServeReadOptions): Promise<GetResult>;
+  scan(collection: string, options?: ScanOptions): Promise<ScanResult>;
+  search(collection: string, options: SearchOptions): Promise<SearchResult>;
+  status(): Promise<ServeStatus>;
+  /** True when /readyz answers 200. */
+  ready(): Promise<boolean>;
+  rebuild(): Promise<void>;
+  snapshot(dir: string): Promise<SnapshotResult>;
+}
+
+export function formatWaitFor(waitFor: WaitFor): string {
+  return Object.entries(waitFor)
+    .map(([partition, offset]) => `${partition}:${offset}`)
+    .join(',');
+}
+
+export class HttpServeClient implements ServeClient {
+  readonly url: string;
+
+  constructor(url: string) {
+    this.url = url.replace(/\/+$/, '');
+  }
+
+  async get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
+    const path = `/internal/docs/${encodeURIComponent(collection)}/${encodeURIComponent(key)}`;
+    const response = await this.fetch(path + query(readParams(options)), options.signal);
+    const body = (await response.json().catch(() => null)) as
+      | (ServedDocument & { applied: AppliedOffsets })
+      | { error: { code: string; applied?: AppliedOffsets } }
+      | null;
+    if (response.status === 404 && body && 'error' in body) {
+      if (body.error.code === 'document_not_found') {
+        return { doc: null, applied: body.error.applied ?? {} };
+      }
+    }
+    if (!response.ok || body === null || 'error' in body)
+      throw errorFromBody(response.status, body);
+    const { applied, ...doc } = body;
+    return { doc, applied };
+  }
+
+  async scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {
+    const params = readParams(options);
+    for (const name of ['prefix', 'start', 'end', 'after'] as const) {
+      const value = options[name];
+      if (value !== undefined) params.set(name, value);
+    }
+    if (options.limit !== undefined) params.set('limit', String(options.limit));
+    const path = `/internal/scan/${encodeURIComponent(collection)}`;
+    return this.json<ScanResult>(await this.fetch(path + query(params), options.signal));
+  }
+
+  async search(collection: string, options: SearchOptions): Promise<SearchResult> {
+    const params = readParams(options);
+    params.set('q', options.q);
+    if (options.limit !== undefined) params.set('limit', String(options.limit));
+    if (options.offset !== undefined) params.set('offset', String(options.offset));
+    if (options.highlight) params.set('highlight', 'true');
+    const path = `/internal/search/${encodeURIComponent(collection)}`;
+    return this.json<SearchResult>(await this.fetch(path + query(params), options.signal));
+  }
+
+  async status(): Promise<ServeStatus> {
+    return this.json<ServeStatus>(await this.fetch('/internal/status'));
+  }
+
+  async ready(): Promise<boolean> {
+    const response = await this.fetch('/readyz');
+    await response.arrayBuffer();
+    return response.status === 200;
+  }
+
+  async rebuild(): Promise<void> {
+    await this.json<unknown>(await this.fetch('/internal/admin/rebuild', undefined, 'POST'));
+  }
+
+  async snapshot(dir: string): Promise<SnapshotResult> {
+    const response = await this.fetch('/internal/admin/snapshot', undefined, 'POST', { dir });
+    return this.json<SnapshotResult>(response);
+  }
+
+  private async fetch(
+    path: string,
+    signal?: AbortSignal,
+    method = 'GET',
+    body?: unknown,
+  ): Promise<Response> {
+    try {
+      return await fetch(this.url + path, {
+        method,
+        signal,
+        ...(body === undefined
+          ? {}
+          : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+      });
+    } catch (cause) {
+      if ((cause as Error).name === 'AbortError') throw cause;
+      throw new TailbaseError(
+        503,
+        'serve_unreachable',
+        `serve-node ${this.url} is unreachable`,
+        {},
+        { cause },
+      );
+    }
+  }
+
+  private async json<T>(response: Response): Promise<T> {
+    const body: unknown = await response.json().catch(() => null);
+    if (!response.ok) throw errorFromBody(response.status, body);
+    return body as T;
+  }
+}
+
+function readParams(options: ServeReadOptions): URLSearchParams {
+  const params = new URLSearchParams();
+  if (options.waitFor && Object.keys(options.waitFor).length > 0) {
+    params.set('wait_for', formatWaitFor(options.waitFor));
+  }
+  if (options.waitMs !== undefined) params.set('wait_ms', String(options.waitMs));
+  return params;
+}
+
+function query(params: URLSearchParams): string {
+  const text = params.toString();
+  return text === '' ? '' : `?${text}`;
+}
