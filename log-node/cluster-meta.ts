@@ -11,6 +11,7 @@ export interface ClusterMeta {
   formatVersion: 1;
   clusterId: string;
   partitions: number;
+  hostedPartitions: number[];
   nodeId: string;
   createdAt: string;
 }
@@ -27,12 +28,16 @@ export function readClusterMeta(dataDir: string): ClusterMeta | null {
 }
 
 /** Loads the data directory's identity or creates it; refuses a different partition count. */
-export function loadOrCreateClusterMeta(
-  dataDir: string,
-  partitions: number | undefined,
-  partitionsDefault: number,
-  nodeId: string | undefined,
-): ClusterMeta {
+export interface ClusterMetaRequest {
+  partitions?: number;
+  partitionsDefault: number;
+  nodeId?: string;
+  clusterId?: string;
+  hostedPartitions?: number[];
+}
+
+export function loadOrCreateClusterMeta(dataDir: string, request: ClusterMetaRequest): ClusterMeta {
+  const { partitions, nodeId, clusterId, hostedPartitions } = request;
   fs.mkdirSync(dataDir, { recursive: true });
   const existing = readClusterMeta(dataDir);
   if (existing) {
@@ -42,12 +47,32 @@ export function loadOrCreateClusterMeta(
           `the partition count is fixed when a cluster is created (asked for ${partitions})`,
       );
     }
+    if (clusterId !== undefined && clusterId !== existing.clusterId) {
+      throw new Error(
+        `the data directory ${dataDir} belongs to cluster ${existing.clusterId}, not ${clusterId}`,
+      );
+    }
+    if (
+      hostedPartitions !== undefined &&
+      hostedPartitions.join() !== existing.hostedPartitions.join()
+    ) {
+      throw new Error(
+        `the data directory ${dataDir} hosts partitions ${existing.hostedPartitions.join(',')}; ` +
+          `moving partitions between log-nodes is not supported (asked for ${hostedPartitions.join(',')})`,
+      );
+    }
     return existing;
+  }
+  const count = partitions ?? request.partitionsDefault;
+  const hosted = hostedPartitions ?? Array.from({ length: count }, (_, p) => p);
+  if (hosted.some((p) => !Number.isInteger(p) || p < 0 || p >= count)) {
+    throw new Error(`hosted partitions must lie in 0..${count - 1}`);
   }
   const meta: ClusterMeta = {
     formatVersion: 1,
-    clusterId: ulid(),
-    partitions: partitions ?? partitionsDefault,
+    clusterId: clusterId ?? ulid(),
+    partitions: count,
+    hostedPartitions: [...new Set(hosted)].sort((a, b) => a - b),
     nodeId: nodeId ?? `log-${ulid().slice(-8).toLowerCase()}`,
     createdAt: new Date().toISOString(),
   };

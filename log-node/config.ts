@@ -11,6 +11,13 @@ export interface LogNodeConfig {
   port: number;
   partitions: number;
   nodeId?: string;
+  /** Every log-node of a cluster shares it; a lone node makes one when it creates its data. */
+  clusterId?: string;
+  /**
+   * The partitions this node stores, when a cluster spreads them over several log-nodes (until
+   * replication puts each on several); all of them by default.
+   */
+  hostedPartitions?: number[];
   /** Shared by every node of a cluster; when set, internal calls must carry it. */
   clusterSecret?: string;
   /** `always`: ack after fdatasync. `interval`: ack after write, fsync every fsyncIntervalMs. */

@@ -31,12 +31,13 @@ export interface RunningLogNode {
 
 export async function startLogNode(options: LogNodeOptions): Promise<RunningLogNode> {
   const logger = options.logger ?? createLogger('log-node');
-  const meta = loadOrCreateClusterMeta(
-    options.dataDir,
-    options.partitions,
-    logNodeDefaults.partitions,
-    options.nodeId,
-  );
+  const meta = loadOrCreateClusterMeta(options.dataDir, {
+    partitions: options.partitions,
+    partitionsDefault: logNodeDefaults.partitions,
+    nodeId: options.nodeId,
+    clusterId: options.clusterId,
+    hostedPartitions: options.hostedPartitions,
+  });
   const config = logNodeConfig({ ...options, partitions: meta.partitions });
   const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
   const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);

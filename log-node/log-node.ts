@@ -10,7 +10,10 @@ import type { ClusterMeta } from './cluster-meta.js';
 import type { LogNodeConfig } from './config.js';
 import { PartitionLog } from './partition-log.js';
 
-type PartitionSlot = { log: PartitionLog; error?: undefined } | { log?: undefined; error: Error };
+type PartitionSlot =
+  | { log: PartitionLog; error?: undefined }
+  | { log?: undefined; error: Error }
+  | { log?: undefined; error?: undefined; hosted: false };
 
 export interface PartitionStatus {
   partition: number;
@@ -36,7 +39,12 @@ export class LogNode {
     this.meta = meta;
     this.logger = logger;
     this.slots = [];
+    const hosted = new Set(meta.hostedPartitions);
     for (let p = 0; p < meta.partitions; p++) {
+      if (!hosted.has(p)) {
+        this.slots.push({ hosted: false });
+        continue;
+      }
       const dir = path.join(config.dataDir, 'partitions', String(p));
       try {
         this.slots.push({ log: PartitionLog.open(p, dir, config, clock, logger) });
@@ -59,6 +67,17 @@ export class LogNode {
       );
     }
     const slot = this.slots[Number(param)];
+    if (!slot.log && !slot.error) {
+      throw new TailbaseError(
+        404,
+        'partition_not_hosted',
+        `partition ${param} lives on another log-node`,
+        {
+          partition: Number(param),
+          hostedPartitions: this.meta.hostedPartitions,
+        },
+      );
+    }
     if (slot.error) {
       throw new TailbaseError(
         503,
@@ -116,7 +135,8 @@ export class LogNode {
       nodeId: this.meta.nodeId,
       clusterId: this.meta.clusterId,
       longPolls: this.longPolls,
-      partitions: this.slots.map((slot, partition) => {
+      partitions: this.meta.hostedPartitions.map((partition) => {
+        const slot = this.slots[partition];
         const error = slot.error ?? slot.log?.failed ?? null;
         const log = slot.log;
         return {

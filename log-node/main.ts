@@ -4,6 +4,7 @@ import { createLogger } from '../shared/logger.js';
 import { logNodeDefaults } from './config.js';
 import { startLogNode } from './index.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+import { parsePartitionList } from '../shared/partition-list.js';
 
 export function registerLogNodeCommand(program: Command): void {
   program
@@ -25,6 +26,19 @@ export function registerLogNodeCommand(program: Command): void {
         '--partitions <n>',
         'partitions, when creating the cluster',
         'TAILBASE_PARTITIONS',
+      ),
+    )
+    .addOption(
+      new Option(
+        '--host-partitions <list>',
+        'partitions stored here when log-nodes split them, e.g. 0-3,6',
+      )
+        .env('TAILBASE_HOST_PARTITIONS')
+        .argParser(parsePartitionList),
+    )
+    .addOption(
+      new Option('--cluster-id <id>', 'the cluster id every log-node of a cluster shares').env(
+        'TAILBASE_CLUSTER_ID',
       ),
     )
     .addOption(new Option('--node-id <id>', 'this node id').env('TAILBASE_NODE_ID'))
@@ -115,6 +129,8 @@ export function registerLogNodeCommand(program: Command): void {
         port: flags.port as number,
         partitions: flags.partitions as number | undefined,
         nodeId: flags.nodeId as string | undefined,
+        clusterId: flags.clusterId as string | undefined,
+        hostedPartitions: flags.hostPartitions as number[] | undefined,
         clusterSecret: flags.clusterSecret as string | undefined,
         fsync: flags.fsync as 'always' | 'interval',
         fsyncIntervalMs: flags.fsyncIntervalMs as number,

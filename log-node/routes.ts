@@ -40,6 +40,7 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
     c.json({
       clusterId: node.meta.clusterId,
       partitions: node.meta.partitions,
+      hostedPartitions: node.meta.hostedPartitions,
       nodeId: node.meta.nodeId,
     }),
   );

@@ -7,3 +7,5 @@ export * from './http-server.js';
 export * from './logger.js';
 export * from './serve-client.js';
 export * from './cli-options.js';
+export * from './partition-list.js';
+export * from './log-cluster.js';

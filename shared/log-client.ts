@@ -31,6 +31,8 @@ export interface ReadResult {
 export interface ClusterInfo {
   clusterId: string;
   partitions: number;
+  /** The partitions this log-node stores. */
+  hostedPartitions: number[];
   nodeId: string;
 }
 
