@@ -1,6 +1,10 @@
-/** The `tailbase` command: one subcommand per node role, and the client commands. */
+/** The `tailbase` command: one subcommand per node role, the local cluster, and the client. */
 import { Command } from 'commander';
+import { registerGatewayCommand } from '../gateway/main.js';
 import { registerLogNodeCommand } from '../log-node/main.js';
+import { registerServeNodeCommand } from '../serve-node/main.js';
+import { registerStartCommand } from './embedded.js';
+import { registerClusterCommand } from './local-cluster.js';
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command('tailbase')
@@ -8,7 +12,11 @@ export async function main(argv: string[]): Promise<void> {
       'a database built as The Log describes: a durable log and serving nodes that tail it',
     )
     .showHelpAfterError();
+  registerStartCommand(program);
   registerLogNodeCommand(program);
+  registerServeNodeCommand(program);
+  registerGatewayCommand(program);
+  registerClusterCommand(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {

@@ -1,0 +1,146 @@
+/**
+ * `tailbase start`: a log-node, a serve-node and the gateway in one process, talking over HTTP on
+ * loopback exactly as a cluster does (so what is tested is what is deployed). Data goes to
+ * <data>/log and <data>/serve; the gateway URL is printed once the serve-node has caught up.
+ */
+import path from 'node:path';
+import { type Command, Option } from 'commander';
+import { parseApiKeys, startGateway } from '../gateway/index.js';
+import { startLogNode } from '../log-node/index.js';
+import { startServeNode } from '../serve-node/index.js';
+import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+import { createLogger } from '../shared/logger.js';
+
+export interface EmbeddedOptions {
+  dataDir: string;
+  host: string;
+  port: number;
+  partitions?: number;
+  apiKeys?: string;
+  /** How long start waits for the serve-node to catch up with the log before giving up. */
+  readyWaitMsMax: number;
+}
+
+export interface RunningEmbedded {
+  url: string;
+  logUrl: string;
+  serveUrl: string;
+  stop(): Promise<void>;
+}
+
+const READY_POLL_MS = 100;
+const INTERNAL_HOST = '127.0.0.1';
+
+export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
+  const logger = createLogger('tailbase');
+  const log = await startLogNode({
+    dataDir: path.join(options.dataDir, 'log'),
+    host: INTERNAL_HOST,
+    port: 0,
+    partitions: options.partitions,
+    logger: logger.child({ role: 'log-node' }),
+  });
+  const serve = await startServeNode({
+    dataDir: path.join(options.dataDir, 'serve'),
+    host: INTERNAL_HOST,
+    port: 0,
+    logUrls: [log.url],
+    logger: logger.child({ role: 'serve-node' }),
+  }).catch(async (error: unknown) => {
+    await log.stop();
+    throw error;
+  });
+  await waitReady(serve.url, options.readyWaitMsMax);
+  const gateway = await startGateway(
+    {
+      host: options.host,
+      port: options.port,
+      logUrls: [log.url],
+      serveUrls: [serve.url],
+      ...(options.apiKeys ? { apiKeys: parseApiKeys(options.apiKeys) } : {}),
+    },
+    { logger: logger.child({ role: 'gateway' }) },
+  ).catch(async (error: unknown) => {
+    await serve.stop();
+    await log.stop();
+    throw error;
+  });
+  return {
+    url: gateway.url,
+    logUrl: log.url,
+    serveUrl: serve.url,
+    // In-flight writes finish at the gateway and are fsynced by the log-node before it closes.
+    stop: async () => {
+      await gateway.stop();
+      await serve.stop();
+      await log.stop();
+    },
+  };
+}
+
+async function waitReady(url: string, waitMsMax: number): Promise<void> {
+  const deadline = Date.now() + waitMsMax;
+  while (Date.now() < deadline) {
+    const response = await fetch(`${url}/readyz`).catch(() => null);
+    if (response?.ok) return;
+    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+  }
+  throw new Error(`the serve-node did not catch up with the log within ${waitMsMax} ms`);
+}
+
+export function registerStartCommand(program: Command): void {
+  program
+    .command('start')
+    .description('run a whole tailbase (log-node, serve-node, gateway) in one process')
+    .addOption(new Option('--data <dir>', 'data directory').env('TAILBASE_DATA').default('./data'))
+    .addOption(
+      new Option('--host <host>', 'gateway address').env('TAILBASE_HOST').default('127.0.0.1'),
+    )
+    .addOption(integerOption('--port <port>', 'gateway port', 'TAILBASE_PORT', 8080))
+    .addOption(
+      integerOption(
+        '--partitions <n>',
+        'partitions, when creating the data',
+        'TAILBASE_PARTITIONS',
+      ),
+    )
+    .addOption(
+      new Option('--api-keys <keys>', 'API keys as KEY:read,write;KEY2:admin').env(
+        'TAILBASE_API_KEYS',
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--ready-wait-ms-max <ms>',
+        'how long to wait for catch-up at start',
+        'TAILBASE_READY_WAIT_MS_MAX',
+        600_000,
+      ),
+    )
+    .action(
+      async (flags: {
+        data: string;
+        host: string;
+        port: number;
+        partitions?: number;
+        apiKeys?: string;
+        readyWaitMsMax: number;
+      }) => {
+        if (!isLoopback(flags.host) && !flags.apiKeys) {
+          throw new Error(`binding ${flags.host} needs API keys (--api-keys or TAILBASE_API_KEYS)`);
+        }
+        const running = await startEmbedded({
+          dataDir: flags.data,
+          host: flags.host,
+          port: flags.port,
+          partitions: flags.partitions,
+          apiKeys: flags.apiKeys,
+          readyWaitMsMax: flags.readyWaitMsMax,
+        });
+        process.stdout.write(
+          `tailbase is ready: ${running.url}  (data in ${path.resolve(flags.data)})\n`,
+        );
+        onShutdownSignal(createLogger('tailbase'), running.stop);
+      },
+    );
+}
