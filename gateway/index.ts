@@ -1,0 +1,76 @@
+/**
+ * The gateway: the public HTTP API. `startGateway` learns the cluster from the log-node, the
+ * partitions each serve-node hosts, and listens; `createGatewayApp` is the app alone (for tests
+ * through `app.request` and for the embedded single-process mode).
+ */
+import { isLoopback } from '../shared/cli-options.js';
+import { listen } from '../shared/http-server.js';
+import { HttpLogClient, type ClusterInfo, type LogClient } from '../shared/log-client.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { HttpServeClient, type ServeClient } from '../shared/serve-client.js';
+import { createGatewayApp } from './app.js';
+import { PartitionedLogClient } from './log-router.js';
+import { resolveGatewayConfig, type GatewayConfigInput } from './config.js';
+import { closeGatewayServices, createGatewayServices, type GatewayServices } from './services.js';
+
+export { createGatewayApp } from './app.js';
+export * from './config.js';
+export { createGatewayServices, closeGatewayServices, type GatewayServices } from './services.js';
+export { TOKEN_HEADER } from './consistency.js';
+
+export interface GatewayHandle {
+  url: string;
+  services: GatewayServices;
+  stop(): Promise<void>;
+}
+
+export interface GatewayClients {
+  log?: LogClient;
+  serve?: ServeClient[];
+  logger?: Logger;
+}
+
+async function waitForCluster(log: LogClient, waitMsMax: number): Promise<ClusterInfo> {
+  const deadline = Date.now() + waitMsMax;
+  for (;;) {
+    try {
+      return await log.cluster();
+    } catch (error) {
+      if (Date.now() >= deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+}
+
+export async function startGateway(
+  input: GatewayConfigInput,
+  clients: GatewayClients = {},
+): Promise<GatewayHandle> {
+  const config = resolveGatewayConfig(input);
+  if (config.apiKeys.length === 0 && !isLoopback(config.host)) {
+    throw new Error(`refusing to bind ${config.host} without API keys: set TAILBASE_API_KEYS`);
+  }
+  if (config.logUrls.length === 0) throw new Error('the gateway needs a log-node URL');
+  const logger = clients.logger ?? createLogger('gateway');
+  const secret = { clusterSecret: config.clusterSecret };
+  const nodes = config.logUrls.map((url) => new HttpLogClient(url, secret));
+  const cluster = await waitForCluster(clients.log ?? nodes[0], config.startWaitMsMax);
+  const log = clients.log ?? (await PartitionedLogClient.connect(nodes));
+  const serve = clients.serve ?? config.serveUrls.map((url) => new HttpServeClient(url, secret));
+  const services = createGatewayServices(config, cluster, log, serve, logger);
+  await services.topology.refresh();
+  services.topology.start();
+  const listener = await listen(createGatewayApp(services), config.host, config.port);
+  logger.info({ url: listener.url, partitions: cluster.partitions }, 'gateway listening');
+  return {
+    url: listener.url,
+    services,
+    async stop() {
+      const closed = listener.close();
+      // Writes already taken are appended and answered before the streams are cut.
+      await closeGatewayServices(services);
+      listener.server.closeAllConnections();
+      await closed;
+    },
+  };
+}

@@ -1,0 +1,97 @@
+/** The serve-node's public surface: start one, and the types its callers need. */
+import { LogCluster } from '../shared/log-cluster.js';
+import { listen } from '../shared/http-server.js';
+import { createLogger, type Logger } from '../shared/logger.js';
+import { DEFAULT_HOST, DEFAULT_LIMITS, type ServeNodeConfig } from './config.js';
+import { createServeNodeApp } from './routes.js';
+import { ServeNode } from './serve-node.js';
+import {
+  createGeneration,
+  currentGeneration,
+  loadOrCreateNodeId,
+  seedFromSnapshot,
+} from './store-dirs.js';
+
+export type { ServeNodeConfig, ServeNodeLimits } from './config.js';
+export { DEFAULT_LIMITS as serveNodeDefaults } from './config.js';
+
+export interface ServeNodeOptions extends ServeNodeConfig {
+  clusterSecret?: string;
+  logger?: Logger;
+  /** How long start waits for the log to answer before giving up. */
+  logConnectMsMax?: number;
+}
+
+export interface RunningServeNode {
+  url: string;
+  nodeId: string;
+  node: ServeNode;
+  stop(): Promise<void>;
+}
+
+const LOG_CONNECT_MS_MAX = 30_000;
+
+export async function startServeNode(options: ServeNodeOptions): Promise<RunningServeNode> {
+  const logger = options.logger ?? createLogger('serve-node');
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  if (options.logUrls.length === 0) throw new Error('a serve-node needs at least one log URL');
+  // The log-nodes may split the partitions between them; LogCluster routes each to its node.
+  const log = await LogCluster.connect(options.logUrls, {
+    clusterSecret: options.clusterSecret,
+    connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
+  });
+  const cluster = await log.cluster();
+  const hosted = [...new Set(options.partitions ?? range(cluster.partitions))].sort(
+    (a, b) => a - b,
+  );
+  for (const partition of hosted) {
+    if (!Number.isInteger(partition) || partition < 0 || partition >= cluster.partitions) {
+      throw new Error(`partition ${partition} is not one of the log's ${cluster.partitions}`);
+    }
+  }
+  const nodeId = loadOrCreateNodeId(options.dataDir);
+  let generation = currentGeneration(options.dataDir);
+  if (generation === 0) {
+    generation = 1;
+    const dir = createGeneration(options.dataDir, generation);
+    if (options.fromSnapshot !== undefined) seedFromSnapshot(options.fromSnapshot, dir);
+  } else if (options.fromSnapshot !== undefined) {
+    logger.warn('the data directory already holds stores; --from-snapshot is ignored');
+  }
+  const node = new ServeNode({
+    nodeId,
+    clusterId: cluster.clusterId,
+    dataDir: options.dataDir,
+    generation,
+    hosted,
+    limits,
+    clusterSecret: options.clusterSecret,
+    log,
+    logger,
+  });
+  await node.start();
+  const listener = await listen(
+    createServeNodeApp(node, logger),
+    options.host ?? DEFAULT_HOST,
+    options.port ?? 0,
+  );
+  logger.info({ url: listener.url, nodeId, partitions: hosted }, 'serve-node ready');
+  let stopping: Promise<void> | null = null;
+  return {
+    url: listener.url,
+    nodeId,
+    node,
+    stop: () => {
+      stopping ??= (async () => {
+        const closed = listener.close();
+        await node.stop();
+        await closed;
+      })();
+      return stopping;
+    },
+  };
+}
+
+function range(count: number): number[] {
+  return Array.from({ length: count }, (_, i) => i);
+}
