@@ -1,0 +1,129 @@
+/**
+ * Redis as a peer: XADD (an append to a stream, acknowledged after `appendfsync always`) against
+ * tailbase's single-record append, and GET, both at the same 64 concurrent clients, driven by
+ * redis-benchmark (a native client, like wrk for tailbase).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
+import { freePort, spawnServer } from './processes.js';
+import { makeBenchDir } from './references.js';
+import type { BenchOptions, WorkloadResult } from './types.js';
+
+const CLIENTS = 64;
+const VALUE_BYTES = 100;
+const RUN_MS_MAX = 60_000;
+
+interface RedisRun {
+  name: string;
+  description: string;
+  args: string[];
+  requests: number;
+}
+
+function parseCsv(output: string): { rps: number; p50Ms: number; p99Ms: number; maxMs: number } {
+  const line = output
+    .split('\n')
+    .filter((l) => l.startsWith('"') && !l.startsWith('"test"'))
+    .pop();
+  if (line === undefined)
+    throw new Error(`redis-benchmark printed no result: ${output.slice(-500)}`);
+  const cells = line.split('","').map((c) => c.replace(/"/g, ''));
+  const number = (i: number) => Number(cells[i]);
+  return { rps: number(1), p50Ms: number(4), p99Ms: number(6), maxMs: number(7) };
+}
+
+function redisBenchmark(port: number, args: string[], requests: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(
+      'redis-benchmark',
+      [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        String(port),
+        '-c',
+        String(CLIENTS),
+        '-n',
+        String(requests),
+        '--csv',
+        ...args,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let output = '';
+    child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_MS_MAX);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(output);
+      else reject(new Error(`redis-benchmark exited with ${code}: ${output.slice(-500)}`));
+    });
+  });
+}
+
+export async function runRedisBench(options: BenchOptions): Promise<WorkloadResult[]> {
+  const dir = makeBenchDir('redis');
+  const port = await freePort();
+  const server = await spawnServer({
+    command: 'redis-server',
+    args: [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--appendonly',
+      'yes',
+      '--appendfsync',
+      'always',
+      '--save',
+      '',
+      '--daemonize',
+      'no',
+    ],
+    port,
+    ready: () =>
+      spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.includes(
+        'PONG',
+      ),
+  });
+  const value = 'x'.repeat(VALUE_BYTES);
+  const runs: RedisRun[] = [
+    {
+      name: 'redis XADD',
+      description: `1 x ${VALUE_BYTES} B entry, ${CLIENTS} clients, appendfsync always`,
+      args: ['XADD', 'bench', '*', 'v', value],
+      requests: options.quick ? 2000 : 60_000,
+    },
+    {
+      name: 'redis GET',
+      description: `${CLIENTS} clients, ${VALUE_BYTES} B values`,
+      args: ['-t', 'get', '-d', String(VALUE_BYTES)],
+      requests: options.quick ? 10_000 : 300_000,
+    },
+  ];
+  try {
+    const results: WorkloadResult[] = [];
+    for (const run of runs) {
+      server.resetPeakRss();
+      const r = parseCsv(await redisBenchmark(port, run.args, run.requests));
+      results.push({
+        group: 'peers',
+        name: run.name,
+        description: run.description,
+        throughput: { value: r.rps, unit: run.name.endsWith('XADD') ? 'records/s' : 'req/s' },
+        latency: { p50Ms: r.p50Ms, p99Ms: r.p99Ms, maxMs: r.maxMs, count: run.requests },
+        figures: { clients: CLIENTS, requests: run.requests, client: 'redis-benchmark' },
+        ratios: [],
+        peakRssBytes: { redis: server.peakRssBytes() },
+      });
+    }
+    return results;
+  } finally {
+    await server.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

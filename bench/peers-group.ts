@@ -1,0 +1,57 @@
+/**
+ * The peers group: each installed peer's workloads, a skip row naming the apt package for each
+ * missing one, and tailbase/peer ratios written onto the tailbase rows they compare with.
+ */
+import { runRedisBench } from './peer-redis.js';
+import { detectPeers } from './peers.js';
+import type { BenchOptions, WorkloadResult } from './types.js';
+
+type PeerRunner = (options: BenchOptions) => Promise<WorkloadResult[]>;
+
+const RUNNERS: Record<string, PeerRunner> = { redis: runRedisBench };
+
+/** Which tailbase workload each peer workload is the same work as (same concurrency, durability). */
+const COMPARISONS: { tailbase: [string, string]; peer: string }[] = [
+  { tailbase: ['log', 'append single-record'], peer: 'redis XADD' },
+];
+
+function skipRow(name: string, reason: string): WorkloadResult {
+  return {
+    group: 'peers',
+    name,
+    description: '',
+    figures: {},
+    ratios: [],
+    peakRssBytes: {},
+    skipped: reason,
+  };
+}
+
+export async function runPeersBench(options: BenchOptions): Promise<WorkloadResult[]> {
+  const results: WorkloadResult[] = [];
+  for (const peer of detectPeers()) {
+    const runner = RUNNERS[peer.name];
+    if (peer.binary === null) {
+      results.push(
+        skipRow(peer.name, `skipped: not installed (apt-get install -y ${peer.aptPackage})`),
+      );
+    } else if (runner === undefined) {
+      results.push(
+        skipRow(peer.name, `skipped: installed, workload not written yet (${peer.note})`),
+      );
+    } else {
+      results.push(...(await runner(options)));
+    }
+  }
+  return results;
+}
+
+export function addPeerRatios(workloads: WorkloadResult[]): void {
+  for (const { tailbase, peer } of COMPARISONS) {
+    const ours = workloads.find((w) => w.group === tailbase[0] && w.name === tailbase[1]);
+    const theirs = workloads.find((w) => w.group === 'peers' && w.name === peer);
+    if (ours?.throughput && theirs?.throughput && theirs.throughput.value > 0) {
+      ours.ratios.push({ reference: peer, value: ours.throughput.value / theirs.throughput.value });
+    }
+  }
+}
