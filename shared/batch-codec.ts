@@ -2,6 +2,7 @@
  * The record batch: the unit the gateway produces, the log-node stores byte for byte, and the
  * serve-node applies. The layout is written down in FORMAT.md beside this file; keep both in step.
  */
+import { isUtf8 } from 'node:buffer';
 import { assert } from './assert.js';
 import { crc32c } from './crc32c.js';
 import { badRequest, tooLarge } from './errors.js';
@@ -77,7 +78,10 @@ export interface EncodeBatchOptions {
 }
 
 const utf8 = new TextEncoder();
-const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+/** In `u` mode only unpaired surrogates match: they have no UTF-8 form. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+// ignoreBOM: a leading U+FEFF in a key is data and must survive the round trip.
+const utf8Strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function writeInt53(buf: Buffer, value: number, at: number): void {
   assert(Number.isSafeInteger(value), `int64 field out of safe range: ${value}`);
@@ -101,19 +105,40 @@ export function encodeBatch(
   options: EncodeBatchOptions = {},
 ): Buffer {
   assert(records.length > 0, 'a batch holds at least one record');
+  for (const r of records) {
+    // TextEncoder would turn a lone surrogate into U+FFFD: a different key, silently.
+    if (LONE_SURROGATE.test(r.collection) || LONE_SURROGATE.test(r.key)) {
+      throw badRequest('invalid_record', 'collections and keys must be well-formed Unicode');
+    }
+  }
   const encoded = records.map((r) => ({
     collection: utf8.encode(r.collection),
     key: utf8.encode(r.key),
     value: r.value,
     timestampMs: r.timestampMs,
   }));
+  for (const r of encoded) {
+    if (r.collection.length === 0 || r.collection.length > COLLECTION_BYTES_MAX) {
+      throw badRequest('invalid_record', `a collection must be 1..${COLLECTION_BYTES_MAX} bytes`);
+    }
+    if (r.key.length === 0 || r.key.length > KEY_BYTES_MAX) {
+      throw badRequest('invalid_record', `a key must be 1..${KEY_BYTES_MAX} bytes`);
+    }
+  }
   let size = BATCH_HEADER_BYTES;
   for (const r of encoded) {
     size += RECORD_OVERHEAD_BYTES + r.collection.length + r.key.length + (r.value?.length ?? 0);
   }
   const buf = Buffer.allocUnsafe(size);
-  const firstTimestampMs = Math.min(...encoded.map((r) => r.timestampMs));
-  const maxTimestampMs = Math.max(...encoded.map((r) => r.timestampMs));
+  let firstTimestampMs = Infinity;
+  let maxTimestampMs = -Infinity;
+  for (const r of encoded) {
+    firstTimestampMs = Math.min(firstTimestampMs, r.timestampMs);
+    maxTimestampMs = Math.max(maxTimestampMs, r.timestampMs);
+  }
+  if (maxTimestampMs - firstTimestampMs > 0x7fff_ffff) {
+    throw badRequest('invalid_record', 'the timestamps of one batch must lie within 2^31 ms');
+  }
   const offsetDeltas = options.offsetDeltas ?? encoded.map((_, i) => i);
   assert(offsetDeltas.length === encoded.length, 'one offset delta per record');
   const lastOffsetDelta = options.lastOffsetDelta ?? offsetDeltas[offsetDeltas.length - 1];
@@ -197,6 +222,9 @@ export function checkBatch(bytes: Uint8Array, at = 0, sizeBytesMax = 2 ** 31 - 1
   if (header === null) return { ok: false, reason: 'incomplete', detail: 'header cut short' };
   if (header.sizeBytes < BATCH_HEADER_BYTES || header.sizeBytes > sizeBytesMax) {
     return { ok: false, reason: 'corrupt', detail: `batch length ${header.sizeBytes} invalid` };
+  }
+  if (header.baseOffset < 0 || !Number.isSafeInteger(header.baseOffset)) {
+    return { ok: false, reason: 'corrupt', detail: `base offset ${header.baseOffset} invalid` };
   }
   if (header.magic !== BATCH_MAGIC) {
     return { ok: false, reason: 'corrupt', detail: `unknown magic ${header.magic}` };
@@ -283,7 +311,7 @@ export function decodeRecords(batch: Uint8Array): StoredRecord[] {
   return records;
 }
 
-/** Walks concatenated batches (a read answer); stops at the first incomplete or corrupt one. */
+/** Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. */
 export function* iterateBatches(
   bytes: Uint8Array,
 ): Generator<{ header: BatchHeader; bytes: Uint8Array }> {
@@ -348,12 +376,15 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
     if (keyLength === 0 || keyLength > KEY_BYTES_MAX) {
       throw badRequest('invalid_record', `record ${i} key length ${keyLength} invalid`);
     }
+    const collectionAt = at + 13;
+    const keyAt = collectionAt + collectionLength + 2;
+    if (
+      !isUtf8(buf.subarray(collectionAt, collectionAt + collectionLength)) ||
+      !isUtf8(buf.subarray(keyAt, keyAt + keyLength))
+    ) {
+      throw badRequest('invalid_record', `record ${i} collection or key is not valid UTF-8`);
+    }
     at += recordBytes;
-  }
-  try {
-    decodeRecords(batch);
-  } catch (cause) {
-    throw badRequest('invalid_record', `a record collection or key is not valid UTF-8: ${cause}`);
   }
   return header;
 }
