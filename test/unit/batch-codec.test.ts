@@ -621,19 +621,27 @@ describe('enforceBatchLimits', () => {
     expect(error.details).toMatchObject(details);
   }
 
-  /** Encodes one record with the given collection and key, then overwrites their bytes. */
+  /**
+   * One record with the given collection and key bytes, laid out by hand per shared/FORMAT.md, so
+   * the log's checks can be tried on batches the encoder itself refuses to make.
+   */
   function forgedRecord(collection: Uint8Array, key: Uint8Array): Buffer {
-    const bytes = encodeBatch([
-      {
-        collection: 'x'.repeat(collection.length),
-        key: 'y'.repeat(key.length),
-        value: Buffer.from('{}'),
-        timestampMs: 5,
-      },
+    const template = encodeBatch([
+      { collection: 'x', key: 'y', value: Buffer.from('{}'), timestampMs: 5 },
     ]);
-    const collectionAt = BATCH_HEADER_BYTES + 13;
-    bytes.set(collection, collectionAt);
-    bytes.set(key, collectionAt + collection.length + 2);
+    const header = Buffer.from(template.subarray(0, BATCH_HEADER_BYTES));
+    const value = Buffer.from('{}');
+    const body = Buffer.concat([
+      Buffer.from([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, collection.length]),
+      collection,
+      Buffer.from([key.length >> 8, key.length & 0xff]),
+      key,
+      Buffer.from([0, 0, 0, value.length]),
+      value,
+    ]);
+    body.writeInt32BE(body.length - 4, 0);
+    const bytes = Buffer.concat([header, body]);
+    bytes.writeInt32BE(bytes.length - 12, 8);
     return reseal(bytes);
   }
 
@@ -713,9 +721,11 @@ describe('enforceBatchLimits', () => {
       { ...record, collection: 'c'.repeat(65) },
     ];
     for (const bad of cases) {
-      const bytes = encodeBatch([record, bad]);
-      expect(checkBatch(bytes).ok).toBe(true);
-      expectRejected(() => enforceBatchLimits(bytes, roomy), 400, 'invalid_record');
+      // The encoder refuses to make such a batch, and the log refuses one forged by hand.
+      expectRejected(() => encodeBatch([record, bad]), 400, 'invalid_record');
+      const forged = forgedRecord(Buffer.from(bad.collection), Buffer.from(bad.key));
+      expect(checkBatch(forged).ok).toBe(true);
+      expectRejected(() => enforceBatchLimits(forged, roomy), 400, 'invalid_record');
     }
     const atLimits = { ...record, collection: 'c'.repeat(64), key: '€'.repeat(341) + 'k' };
     expect(enforceBatchLimits(encodeBatch([atLimits]), roomy).recordCount).toBe(1);
