@@ -1,5 +1,6 @@
 /** The `tailbase` command: one subcommand per node role, the local cluster, and the client. */
 import { Command } from 'commander';
+import { flushLogs } from '../shared/logger.js';
 import { registerGatewayCommand } from '../gateway/main.js';
 import { registerLogNodeCommand } from '../log-node/main.js';
 import { registerServeNodeCommand } from '../serve-node/main.js';
@@ -20,6 +21,7 @@ export async function main(argv: string[]): Promise<void> {
   try {
     await program.parseAsync(argv);
   } catch (error) {
+    flushLogs();
     process.stderr.write(`tailbase: ${(error as Error).message}\n`);
     process.exit(1);
   }

@@ -28,6 +28,8 @@ export interface LocalClusterOptions {
   dataRoot: string;
   env?: NodeJS.ProcessEnv;
   log?: (line: string) => void;
+  /** The tailbase command to run; the one beside this module by default. */
+  bin?: string;
 }
 
 export async function startLocalCluster(options: LocalClusterOptions): Promise<LocalCluster> {
@@ -43,7 +45,7 @@ export async function startLocalCluster(options: LocalClusterOptions): Promise<L
       if (service.dataDir) fs.mkdirSync(service.dataDir, { recursive: true });
       const logFile = path.join(options.dataRoot, `${service.name}.log`);
       const out = fs.openSync(logFile, 'a');
-      const child = spawn(process.execPath, [TAILBASE_BIN, ...service.args], {
+      const child = spawn(process.execPath, [options.bin ?? TAILBASE_BIN, ...service.args], {
         env: { ...env, ...service.env },
         stdio: ['ignore', out, out],
       });
@@ -68,13 +70,20 @@ async function waitHealthy(
   const [command, ...args] = service.healthcheck;
   for (let attempt = 0; attempt < service.healthcheckRetries; attempt++) {
     if (child.exitCode !== null) {
-      throw new Error(`${service.name} exited with ${child.exitCode}; see ${logFile}`);
+      throw new Error(`${service.name} exited with ${child.exitCode}:\n${logTail(logFile)}`);
     }
     const resolved = command === 'node' ? process.execPath : command;
     if (spawnSync(resolved, args, { stdio: 'ignore', timeout: 5000 }).status === 0) return;
     await new Promise((resolve) => setTimeout(resolve, service.healthcheckIntervalMs));
   }
-  throw new Error(`${service.name} did not become healthy; see ${logFile}`);
+  throw new Error(`${service.name} did not become healthy:\n${logTail(logFile)}`);
+}
+
+const LOG_TAIL_BYTES = 2000;
+
+function logTail(logFile: string): string {
+  const text = fs.readFileSync(logFile, 'utf8');
+  return text.slice(-LOG_TAIL_BYTES);
 }
 
 function stopProcess(child: ChildProcess): Promise<void> {

@@ -6,6 +6,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { BATCH_HEADER_BYTES, BATCH_MAGIC, checkBatch } from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
 import { scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
@@ -20,6 +21,9 @@ import {
   segmentPath,
   TEMP_SUFFIX,
 } from './segment-files.js';
+
+/** Where the magic byte sits in a batch header (shared/FORMAT.md). */
+const MAGIC_AT = 16;
 
 export class CorruptLogError extends Error {
   override name = 'CorruptLogError';
@@ -132,7 +136,7 @@ function recoverActive(
   );
   if (offsetError !== null) throw new CorruptLogError(`${file}: ${offsetError}`);
   if (end.kind === 'invalid') {
-    if (end.reason === 'corrupt' && validBatchFollows(fd, end.position, stat.size, options)) {
+    if (validBatchFollows(fd, end.position, stat.size, options)) {
       throw new CorruptLogError(
         `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data; refusing to serve past it`,
       );
@@ -148,23 +152,24 @@ function recoverActive(
   return { segment, truncatedBytes: 0 };
 }
 
-/** Whether the bytes after a bad batch hold a good one: corruption in place, not a torn write. */
+/**
+ * Whether a good batch starts after a bad one: damage in place, not a torn write. A damaged length
+ * field (outside the CRC) hides where the next batch starts, and may even make the bad batch look
+ * cut short, so every position is tried; the next batch starts within batchBytesMax of the bad one.
+ */
 function validBatchFollows(
   fd: number,
   position: number,
   fileBytes: number,
   options: SegmentOptions,
 ): boolean {
-  const header = Buffer.alloc(12);
-  fs.readSync(fd, header, 0, 12, position);
-  const size = header.readInt32BE(8) + 12;
-  if (size <= 12 || size > options.batchBytesMax || position + size >= fileBytes) return false;
-  const next = scanBatches(
-    fd,
-    { from: position + size, until: fileBytes, verify: true, batchBytesMax: options.batchBytesMax },
-    () => false,
-  );
-  return next.kind === 'stopped';
+  const window = Buffer.allocUnsafe(Math.min(fileBytes - position, 2 * options.batchBytesMax));
+  const bytesRead = fs.readSync(fd, window, 0, window.length, position);
+  for (let at = 1; at + BATCH_HEADER_BYTES <= bytesRead; at++) {
+    if (window[at + MAGIC_AT] !== BATCH_MAGIC) continue;
+    if (checkBatch(window.subarray(0, bytesRead), at, options.batchBytesMax).ok) return true;
+  }
+  return false;
 }
 
 /** The newest producer snapshot not past the active segment, then every batch after it. */

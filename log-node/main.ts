@@ -6,8 +6,24 @@ import { startLogNode } from './index.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
 import { parsePartitionList } from '../shared/partition-list.js';
 
+/** The limits README.md promises as flags, beyond the ones with their own wording below. */
+const limitFlags: [flag: string, key: keyof typeof logNodeDefaults, description: string][] = [
+  ['--index-interval-bytes <bytes>', 'indexIntervalBytes', 'an index entry every this many bytes'],
+  ['--batch-bytes-max <bytes>', 'batchBytesMax', 'largest batch accepted'],
+  ['--record-bytes-max <bytes>', 'recordBytesMax', 'largest record accepted'],
+  ['--records-per-batch-max <n>', 'recordsPerBatchMax', 'most records in one batch'],
+  ['--partitions-max <n>', 'partitionsMax', 'most partitions a node holds'],
+  ['--read-bytes-max <bytes>', 'readBytesMax', 'most bytes one read answers with'],
+  ['--long-polls-max <n>', 'longPollsMax', 'most reads waiting for data at once'],
+  ['--long-poll-wait-ms-max <ms>', 'longPollWaitMsMax', 'longest wait_ms of a read'],
+  ['--append-queue-bytes-max <bytes>', 'appendQueueBytesMax', 'bytes waiting to be written'],
+  ['--cleaner-keys-max <n>', 'cleanerKeysMax', 'keys the cleaner tracks in one pass'],
+  ['--producer-expiry-ms <ms>', 'producerExpiryMs', 'forget producers silent this long'],
+  ['--producer-recent-batches-max <n>', 'producerRecentBatchesMax', 'retries remembered'],
+];
+
 export function registerLogNodeCommand(program: Command): void {
-  program
+  const command = program
     .command('log-node')
     .description('run a log-node: durable partitions that hand out offsets')
     .addOption(
@@ -117,33 +133,38 @@ export function registerLogNodeCommand(program: Command): void {
         'TAILBASE_CLEANER_INTERVAL_MS',
         logNodeDefaults.cleanerIntervalMs,
       ),
-    )
-    .action(async (flags: Record<string, unknown>) => {
-      const logger = createLogger('log-node');
-      if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
-        throw new Error('binding a non-loopback address needs --cluster-secret');
-      }
-      const running = await startLogNode({
-        dataDir: flags.data as string,
-        host: flags.host as string,
-        port: flags.port as number,
-        partitions: flags.partitions as number | undefined,
-        nodeId: flags.nodeId as string | undefined,
-        clusterId: flags.clusterId as string | undefined,
-        hostedPartitions: flags.hostPartitions as number[] | undefined,
-        clusterSecret: flags.clusterSecret as string | undefined,
-        fsync: flags.fsync as 'always' | 'interval',
-        fsyncIntervalMs: flags.fsyncIntervalMs as number,
-        segmentBytesMax: flags.segmentBytesMax as number,
-        segmentMsMax: flags.segmentMsMax as number,
-        cleanupPolicy: flags.cleanupPolicy as 'compact' | 'delete' | 'compact,delete',
-        retentionMs: flags.retentionMs as number,
-        retentionBytes: flags.retentionBytes as number,
-        deleteRetentionMs: flags.deleteRetentionMs as number,
-        cleanerIntervalMs: flags.cleanerIntervalMs as number,
-        logger,
-      });
-      process.stdout.write(`log-node listening on ${running.url}\n`);
-      onShutdownSignal(logger, running.stop);
+    );
+  for (const [flag, key, description] of limitFlags) {
+    const env = `TAILBASE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
+    command.addOption(integerOption(flag, description, env, logNodeDefaults[key] as number));
+  }
+  command.action(async (flags: Record<string, unknown>) => {
+    const logger = createLogger('log-node');
+    if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
+      throw new Error('binding a non-loopback address needs --cluster-secret');
+    }
+    const running = await startLogNode({
+      dataDir: flags.data as string,
+      host: flags.host as string,
+      port: flags.port as number,
+      partitions: flags.partitions as number | undefined,
+      nodeId: flags.nodeId as string | undefined,
+      clusterId: flags.clusterId as string | undefined,
+      hostedPartitions: flags.hostPartitions as number[] | undefined,
+      clusterSecret: flags.clusterSecret as string | undefined,
+      fsync: flags.fsync as 'always' | 'interval',
+      fsyncIntervalMs: flags.fsyncIntervalMs as number,
+      segmentBytesMax: flags.segmentBytesMax as number,
+      segmentMsMax: flags.segmentMsMax as number,
+      cleanupPolicy: flags.cleanupPolicy as 'compact' | 'delete' | 'compact,delete',
+      retentionMs: flags.retentionMs as number,
+      retentionBytes: flags.retentionBytes as number,
+      deleteRetentionMs: flags.deleteRetentionMs as number,
+      cleanerIntervalMs: flags.cleanerIntervalMs as number,
+      ...Object.fromEntries(limitFlags.map(([, key]) => [key, flags[key] as number])),
+      logger,
     });
+    process.stdout.write(`log-node listening on ${running.url}\n`);
+    onShutdownSignal(logger, running.stop);
+  });
 }

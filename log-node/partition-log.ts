@@ -374,6 +374,8 @@ export class PartitionLog {
   }
 
   private async readNow(offset: number, maxBytes: number): Promise<Buffer> {
+    // close() retires the segments; a long-poll it woke finds nothing more to read.
+    if (this.closed) return Buffer.alloc(0);
     const segments = this.segments;
     let i = findSegment(segments, offset);
     for (; i < segments.length; i++) {

@@ -1,6 +1,6 @@
 /** Helpers the node commands share: integer flags with env variables, loopback checks, shutdown. */
 import { InvalidArgumentError, Option } from 'commander';
-import type { Logger } from './logger.js';
+import { flushLogs, type Logger } from './logger.js';
 
 export function parseInteger(raw: string): number {
   if (!/^-?\d+$/.test(raw.trim())) throw new InvalidArgumentError('expected an integer');
@@ -27,13 +27,21 @@ export function isLoopback(host: string): boolean {
 export function onShutdownSignal(logger: Logger, stop: () => Promise<void>): void {
   let stopping = false;
   const handler = (signal: NodeJS.Signals) => {
-    if (stopping) process.exit(130);
+    if (stopping) {
+      flushLogs();
+      process.exit(130);
+    }
     stopping = true;
     logger.info({ signal }, 'shutting down');
     stop().then(
-      () => process.exit(0),
+      () => {
+        logger.info('stopped');
+        flushLogs();
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
+        flushLogs();
         process.exit(1);
       },
     );

@@ -3,6 +3,7 @@
  * The routes are documented in serve-node/README.md.
  */
 import { errorFromBody, TailbaseError } from './errors.js';
+import { CLUSTER_SECRET_HEADER } from './log-client.js';
 
 /** For each partition, the offset a read must include (it waits until applied[p] > offset). */
 export type WaitFor = Readonly<Record<number, number>>;
@@ -113,11 +114,18 @@ export function formatWaitFor(waitFor: WaitFor): string {
     .join(',');
 }
 
+export interface HttpServeClientOptions {
+  /** Sent as the `tailbase-cluster-secret` header when the serve-node requires it. */
+  clusterSecret?: string;
+}
+
 export class HttpServeClient implements ServeClient {
   readonly url: string;
+  private readonly headers: Record<string, string>;
 
-  constructor(url: string) {
+  constructor(url: string, options: HttpServeClientOptions = {}) {
     this.url = url.replace(/\/+$/, '');
+    this.headers = options.clusterSecret ? { [CLUSTER_SECRET_HEADER]: options.clusterSecret } : {};
   }
 
   async get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
@@ -188,9 +196,11 @@ export class HttpServeClient implements ServeClient {
       return await fetch(this.url + path, {
         method,
         signal,
-        ...(body === undefined
-          ? {}
-          : { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } }),
+        headers:
+          body === undefined
+            ? this.headers
+            : { ...this.headers, 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       });
     } catch (cause) {
       if ((cause as Error).name === 'AbortError') throw cause;

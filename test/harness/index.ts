@@ -1,0 +1,6 @@
+/** The test harness: see README.md beside this file. */
+export * from './free-port.js';
+export * from './log-batches.js';
+export * from './random.js';
+export * from './spawn-node.js';
+export * from './temp-dir.js';

@@ -1,0 +1,218 @@
+// Proves compaction is invisible to readers of the latest state: for random put/delete histories,
+// the compacted log replays to the same latest value per key as the full history, every record
+// left sits at its original offset unchanged, a read at a removed offset answers the next record
+// left, tombstones go only after deleteRetentionMs, the active segment is never touched, and
+// reads running during compaction see only records of the history.
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { decodeRecords, iterateBatches, type LogRecord } from '../../shared/batch-codec.js';
+import { HttpLogClient } from '../../shared/log-client.js';
+import { createLogger } from '../../shared/logger.js';
+import { type LogNodeOptions, startLogNode } from '../../log-node/index.js';
+import {
+  lastOffsetOf,
+  type Random,
+  readPartition,
+  recordsOf,
+  seededRandom,
+  tempDir,
+  testSeed,
+  appendPlanned,
+} from '../harness/index.js';
+
+const logger = createLogger('test', 'silent');
+const PARTITIONS = 2;
+const COLLECTIONS = ['a', 'b', 'c'];
+const KEYS = 8;
+const BATCHES = 160;
+const DELETE_RETENTION_MS = 60_000;
+const IN_FLIGHT = 8;
+
+type History = Map<number, LogRecord>[];
+
+const keyOf = (r: { collection: string; key: string }) => `${r.collection}/${r.key}`;
+const hex = (value: Uint8Array | null) =>
+  value === null ? null : Buffer.from(value).toString('hex');
+
+/** Latest value per key after replaying records in offset order; deletes remove the key. */
+function replay(records: Iterable<{ collection: string; key: string; value: Uint8Array | null }>) {
+  const state = new Map<string, string>();
+  for (const r of records) {
+    if (r.value === null) state.delete(keyOf(r));
+    else state.set(keyOf(r), hex(r.value)!);
+  }
+  return state;
+}
+
+function randomBatch(random: Random, n: number, nowMs: number): LogRecord[] {
+  return Array.from({ length: random.int(1, 6) }, (_, i) => ({
+    collection: random.pick(COLLECTIONS),
+    key: `k${random.int(0, KEYS - 1)}`,
+    value:
+      random.next() < 0.25
+        ? null
+        : Buffer.from(JSON.stringify({ n, i, pad: '.'.repeat(random.int(0, 60)) })),
+    timestampMs: nowMs,
+  }));
+}
+
+async function writeHistory(url: string, random: Random, nowMs: number): Promise<History> {
+  const client = new HttpLogClient(url);
+  const history: History = Array.from({ length: PARTITIONS }, () => new Map());
+  // Drawn before sending, so the seed alone decides the history; the offsets come from the acks.
+  const planned = Array.from({ length: BATCHES }, (_, n) => ({
+    partition: random.int(0, PARTITIONS - 1),
+    records: randomBatch(random, n, nowMs),
+  }));
+  await appendPlanned(client, planned, IN_FLIGHT, history);
+  return history;
+}
+
+function activeBase(dataDir: string, partition: number): number {
+  const logs = fs
+    .readdirSync(path.join(dataDir, 'partitions', String(partition)))
+    .filter((n) => n.endsWith('.log'));
+  return Math.max(...logs.map((name) => Number(name.slice(0, 20))));
+}
+
+async function checkCompacted(
+  url: string,
+  dataDir: string,
+  history: History,
+  random: Random,
+  options: { nowMs: number; fullyClean: boolean },
+): Promise<number> {
+  const client = new HttpLogClient(url);
+  let removed = 0;
+  for (let p = 0; p < PARTITIONS; p++) {
+    const full = [...history[p].entries()].sort(([a], [b]) => a - b);
+    const { batches, logStartOffset, endOffset } = await readPartition(client, p);
+    expect(logStartOffset).toBe(0);
+    expect(endOffset).toBe(full.length);
+    const records = recordsOf(batches);
+    removed += full.length - records.length;
+    const left = new Map(records.map((r) => [r.offset, r]));
+    for (let i = 1; i < records.length; i++)
+      expect(records[i].offset).toBeGreaterThan(records[i - 1].offset);
+    for (const r of records) {
+      const original = history[p].get(r.offset)!;
+      expect({ ...r, value: hex(r.value) }, `partition ${p} offset ${r.offset}`).toEqual({
+        ...original,
+        value: hex(original.value),
+        offset: r.offset,
+      });
+    }
+    expect(replay(records), `partition ${p}: latest value per key`).toEqual(
+      replay(full.map(([, r]) => r)),
+    );
+
+    const latest = new Map<string, number>();
+    for (const [offset, r] of full) latest.set(keyOf(r), offset);
+    const active = activeBase(dataDir, p);
+    for (const [offset, r] of full) {
+      const isLatest = latest.get(keyOf(r)) === offset;
+      const tombstoneExpired =
+        r.value === null && options.nowMs - r.timestampMs > DELETE_RETENTION_MS;
+      const context = `partition ${p} offset ${offset} (active from ${active})`;
+      if (offset >= active)
+        expect(left.has(offset), `${context}: the active segment is untouched`).toBe(true);
+      else if (isLatest && !tombstoneExpired)
+        expect(left.has(offset), `${context}: latest kept`).toBe(true);
+      else if (options.fullyClean)
+        expect(left.has(offset), `${context}: superseded removed`).toBe(false);
+    }
+
+    // A read at any offset, removed or not, leads to the first record left at or after it. As in
+    // Kafka, a compacted batch keeps its last offset, so a one-batch answer may hold only records
+    // before the offset; a reader goes on from that batch's last offset + 1.
+    const survivors = records.map((r) => r.offset);
+    for (let sample = 0; sample < 40; sample++) {
+      const offset = random.int(0, endOffset - 1);
+      let from = offset;
+      let found: number | undefined;
+      for (let reads = 0; found === undefined && from < endOffset && reads < 50; reads++) {
+        const page = await client.read(p, from, { maxBytes: 1 });
+        for (const { header, bytes } of iterateBatches(page.batches)) {
+          expect(lastOffsetOf(header), `partition ${p}: read at ${from}`).toBeGreaterThanOrEqual(
+            from,
+          );
+          found ??= decodeRecords(bytes).find((r) => r.offset >= offset)?.offset;
+          from = lastOffsetOf(header) + 1;
+        }
+      }
+      expect(found, `partition ${p}: read at ${offset}`).toBe(survivors.find((o) => o >= offset));
+    }
+  }
+  return removed;
+}
+
+describe('log-node compaction', () => {
+  for (const cleanerMinDirtyRatio of [0, 0.5]) {
+    it(`replays to the same latest state as the full history (cleanerMinDirtyRatio ${cleanerMinDirtyRatio})`, async () => {
+      const seed = testSeed(`log-node compaction, dirty ratio ${cleanerMinDirtyRatio}`);
+      const random = seededRandom(seed);
+      const dir = tempDir('compaction');
+      const clock = { nowMs: () => now };
+      let now = 1_800_000_000_000;
+      const options: LogNodeOptions = {
+        dataDir: dir.path,
+        port: 0,
+        partitions: PARTITIONS,
+        segmentBytesMax: 2048,
+        batchBytesMax: 2048,
+        indexIntervalBytes: 256,
+        deleteRetentionMs: DELETE_RETENTION_MS,
+        cleanerIntervalMs: 3_600_000,
+        cleanerMinDirtyRatio,
+        clock,
+        logger,
+      };
+      let running = await startLogNode(options);
+      try {
+        const history = await writeHistory(running.url, random, now);
+        const closed = running.node.status().partitions.map((s) => s.segments - 1);
+        expect(Math.min(...closed)).toBeGreaterThanOrEqual(5);
+
+        // Readers in flight while the cleaner swaps segments see only records of the history.
+        const client = new HttpLogClient(running.url);
+        const readers = Array.from({ length: 6 }, (_, i) =>
+          readPartition(client, i % PARTITIONS, { maxBytes: 700 }),
+        );
+        const summaries = await running.cleaner.runOnce();
+        for (const [i, read] of (await Promise.all(readers)).entries()) {
+          for (const r of recordsOf(read.batches)) {
+            expect(hex(r.value)).toBe(hex(history[i % PARTITIONS].get(r.offset)!.value));
+          }
+        }
+        expect(summaries.reduce((sum, s) => sum + s.segmentsCompacted, 0)).toBeGreaterThan(0);
+
+        now += 1000;
+        const removed = await checkCompacted(running.url, dir.path, history, random, {
+          nowMs: now,
+          fullyClean: cleanerMinDirtyRatio === 0,
+        });
+        expect(removed).toBeGreaterThan(0);
+
+        // After a restart (indexes of compacted segments rebuilt or reloaded) nothing changes.
+        await running.stop();
+        running = await startLogNode(options);
+        await checkCompacted(running.url, dir.path, history, random, {
+          nowMs: now,
+          fullyClean: cleanerMinDirtyRatio === 0,
+        });
+
+        // Past deleteRetentionMs the cleaner drops the tombstones too; the latest state is the same.
+        now += DELETE_RETENTION_MS + 1;
+        await running.cleaner.runOnce();
+        await checkCompacted(running.url, dir.path, history, random, {
+          nowMs: now,
+          fullyClean: true,
+        });
+      } finally {
+        await running.stop();
+        dir.cleanup();
+      }
+    });
+  }
+});
