@@ -3,8 +3,8 @@
  * bytes both ways; everything else is JSON.
  */
 import { Hono } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import { badRequest, TailbaseError } from '../shared/errors.js';
+import { readBodyBytes } from '../shared/http-body.js';
 import { installErrorHandlers } from '../shared/http-server.js';
 import {
   CLUSTER_SECRET_HEADER,
@@ -49,26 +49,20 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
   app.get('/internal/status', (c) => c.json(node.status()));
   app.post('/internal/admin/clean', async (c) => c.json({ partitions: await cleaner.runOnce() }));
 
-  app.post(
-    '/internal/partitions/:partition/append',
-    bodyLimit({
-      maxSize: config.batchBytesMax,
-      onError: (c) => {
-        throw new TailbaseError(413, 'batch_too_large', 'batch exceeds batchBytesMax', {
-          limit: 'batchBytesMax',
-          max: config.batchBytesMax,
-        });
-      },
-    }),
-    async (c) => {
-      const log = node.partition(c.req.param('partition'));
-      const body = Buffer.from(await c.req.arrayBuffer());
-      if (body.length === 0)
-        throw badRequest('invalid_batch', 'the request body must be one encoded batch');
-      const ack = await log.append(body);
-      return c.json(ack);
-    },
-  );
+  const batchTooLarge = (actual?: number) =>
+    new TailbaseError(413, 'batch_too_large', 'batch exceeds batchBytesMax', {
+      limit: 'batchBytesMax',
+      max: config.batchBytesMax,
+      ...(actual === undefined ? {} : { actual }),
+    });
+  app.post('/internal/partitions/:partition/append', async (c) => {
+    const log = node.partition(c.req.param('partition'));
+    const body = await readBodyBytes(c, config.batchBytesMax, batchTooLarge);
+    if (body.length === 0) {
+      throw badRequest('invalid_batch', 'the request body must be one encoded batch');
+    }
+    return c.json(await log.append(body));
+  });
 
   app.get('/internal/partitions/:partition/records', async (c) => {
     const log = node.partition(c.req.param('partition'));

@@ -9,3 +9,4 @@ export * from './serve-client.js';
 export * from './cli-options.js';
 export * from './partition-list.js';
 export * from './log-cluster.js';
+export * from './http-body.js';
