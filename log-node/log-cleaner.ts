@@ -151,10 +151,7 @@ export class LogCleaner {
     closed: readonly Segment[],
   ): { latest: Map<string, number>; scannedSegments: number } {
     const latest = new Map<string, number>();
-    const { keysMax, batchBytesMax } = {
-      keysMax: this.node.config.cleanerKeysMax,
-      batchBytesMax: this.node.config.batchBytesMax,
-    };
+    const keysMax = this.node.config.cleanerKeysMax;
     const active = log.activeForScan();
     const all: { segment: Segment; until: number }[] = [
       ...closed.map((segment) => ({ segment, until: segment.state.sizeBytes })),
@@ -162,19 +159,29 @@ export class LogCleaner {
     ];
     let scannedSegments = 0;
     for (const { segment, until } of all) {
-      segment.acquire();
-      try {
-        scanBatches(segment.fileDescriptor, { until, verify: true, batchBytesMax }, ({ bytes }) => {
-          for (const record of decodeRecords(bytes))
-            latest.set(keyOf(record.collection, record.key), record.offset);
-        });
-      } finally {
-        segment.release();
-      }
+      this.forEachBatch(segment, until, (bytes) => {
+        for (const record of decodeRecords(bytes)) {
+          latest.set(keyOf(record.collection, record.key), record.offset);
+        }
+      });
       if (latest.size > keysMax) break;
       scannedSegments++;
     }
     return { latest, scannedSegments: Math.min(scannedSegments, closed.length) };
+  }
+
+  /** Every batch of a segment up to `until`, checked, while holding the segment open. */
+  private forEachBatch(segment: Segment, until: number, visit: (bytes: Buffer) => void): void {
+    segment.acquire();
+    try {
+      scanBatches(
+        segment.fileDescriptor,
+        { until, verify: true, batchBytesMax: this.node.config.batchBytesMax },
+        ({ bytes }) => visit(bytes),
+      );
+    } finally {
+      segment.release();
+    }
   }
 
   private isKept(
@@ -202,32 +209,15 @@ export class LogCleaner {
     let total = 0;
     let removable = 0;
     let expiredTombstones = false;
-    segment.acquire();
-    try {
-      scanBatches(
-        segment.fileDescriptor,
-        {
-          until: segment.state.sizeBytes,
-          verify: true,
-          batchBytesMax: this.node.config.batchBytesMax,
-        },
-        ({ bytes }) => {
-          for (const record of decodeRecords(bytes)) {
-            total++;
-            if (!this.isKept(record, latest, nowMs)) {
-              removable++;
-              if (
-                record.value === null &&
-                latest.get(keyOf(record.collection, record.key)) === record.offset
-              )
-                expiredTombstones = true;
-            }
-          }
-        },
-      );
-    } finally {
-      segment.release();
-    }
+    this.forEachBatch(segment, segment.state.sizeBytes, (bytes) => {
+      for (const record of decodeRecords(bytes)) {
+        total++;
+        if (this.isKept(record, latest, nowMs)) continue;
+        removable++;
+        const latestOfKey = latest.get(keyOf(record.collection, record.key));
+        if (record.value === null && latestOfKey === record.offset) expiredTombstones = true;
+      }
+    });
     return { total, removable, expiredTombstones };
   }
 
@@ -237,40 +227,27 @@ export class LogCleaner {
     const cleanedPath = segmentPath(dir, baseOffset, CLEANED_SUFFIX);
     const fd = fs.openSync(cleanedPath, 'w');
     try {
-      segment.acquire();
-      try {
-        scanBatches(
-          segment.fileDescriptor,
-          {
-            until: segment.state.sizeBytes,
-            verify: true,
-            batchBytesMax: this.node.config.batchBytesMax,
-          },
-          ({ bytes }) => {
-            const records = decodeRecords(bytes);
-            const kept = records.filter((record) => this.isKept(record, latest, nowMs));
-            if (kept.length === 0) return;
-            if (kept.length === records.length) {
-              fs.writeSync(fd, bytes);
-              return;
-            }
-            const header = readBatchHeader(bytes)!;
-            fs.writeSync(
-              fd,
-              encodeBatch(kept, {
-                baseOffset: header.baseOffset,
-                leaderEpoch: header.leaderEpoch,
-                producerId: header.producerId,
-                baseSequence: header.baseSequence,
-                offsetDeltas: kept.map((record) => record.offset - header.baseOffset),
-                lastOffsetDelta: header.lastOffsetDelta,
-              }),
-            );
-          },
+      this.forEachBatch(segment, segment.state.sizeBytes, (bytes) => {
+        const records = decodeRecords(bytes);
+        const kept = records.filter((record) => this.isKept(record, latest, nowMs));
+        if (kept.length === 0) return;
+        if (kept.length === records.length) {
+          fs.writeSync(fd, bytes);
+          return;
+        }
+        const header = readBatchHeader(bytes)!;
+        fs.writeSync(
+          fd,
+          encodeBatch(kept, {
+            baseOffset: header.baseOffset,
+            leaderEpoch: header.leaderEpoch,
+            producerId: header.producerId,
+            baseSequence: header.baseSequence,
+            offsetDeltas: kept.map((record) => record.offset - header.baseOffset),
+            lastOffsetDelta: header.lastOffsetDelta,
+          }),
         );
-      } finally {
-        segment.release();
-      }
+      });
       fs.fsyncSync(fd);
     } finally {
       fs.closeSync(fd);
