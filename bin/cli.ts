@@ -1,6 +1,7 @@
 /** The `tailbase` command: one subcommand per node role, the local cluster, and the client. */
 import { Command } from 'commander';
 import { flushLogs } from '../shared/logger.js';
+import { registerClientCommands } from '../client/index.js';
 import { registerGatewayCommand } from '../gateway/main.js';
 import { registerLogNodeCommand } from '../log-node/main.js';
 import { registerServeNodeCommand } from '../serve-node/main.js';
@@ -18,6 +19,7 @@ export async function main(argv: string[]): Promise<void> {
   registerServeNodeCommand(program);
   registerGatewayCommand(program);
   registerClusterCommand(program);
+  registerClientCommands(program);
   try {
     await program.parseAsync(argv);
   } catch (error) {

@@ -1,0 +1,17 @@
+/** `tailbase del <collection> <key>`: writes a tombstone. */
+import type { Command } from 'commander';
+import { clientAction, clientCommand } from '../command-kit.js';
+import type { ClientIo } from '../io.js';
+import { printWrite } from './put.js';
+
+export function registerDelCommand(program: Command, io: ClientIo): void {
+  clientCommand(program, io, 'del')
+    .description('delete a document (writes a tombstone)')
+    .argument('<collection>')
+    .argument('<key>')
+    .action(
+      clientAction(io, async (session, [collection, key]) => {
+        printWrite(session, 'deleted', collection, await session.client.delete(collection, key));
+      }),
+    );
+}

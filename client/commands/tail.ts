@@ -1,0 +1,64 @@
+/** `tailbase tail`: follows the change feed and prints each event as it arrives. */
+import { type Command, Option } from 'commander';
+import { followChanges } from '../change-feed.js';
+import { clientAction, clientCommand, integerAtLeast } from '../command-kit.js';
+import { summarizeJson, valueWidth } from '../format.js';
+import type { ChangeEvent } from '../http-client.js';
+import type { ClientIo } from '../io.js';
+
+export const RECONNECTS_MAX_DEFAULT = 10;
+const BACKOFF_MS = 200;
+const BACKOFF_MS_MAX = 5000;
+
+export function formatChange(event: ChangeEvent, columns: number | undefined): string {
+  const head = `${event.partition}:${event.offset}  ${event.collection}/${event.key}`;
+  const body =
+    event.value === null
+      ? '(deleted)'
+      : summarizeJson(event.value, valueWidth(columns, head.length + 2));
+  return `${head}  ${body}`;
+}
+
+export function registerTailCommand(program: Command, io: ClientIo): void {
+  clientCommand(program, io, 'tail')
+    .description('follow the change feed')
+    .option('--collection <collection>', 'only this collection')
+    .addOption(
+      new Option('--from <where>', 'start, now, or a token from an earlier event').default('now'),
+    )
+    .option('--limit <n>', 'stop after n events', integerAtLeast(1))
+    .addOption(
+      new Option('--reconnects <n>', 'failed connections in a row before giving up')
+        .env('TAILBASE_RECONNECTS_MAX')
+        .default(RECONNECTS_MAX_DEFAULT)
+        .argParser(integerAtLeast(0)),
+    )
+    .action(
+      clientAction(io, async (session, _args, flags) => {
+        const from = flags.from as string;
+        const stop = new AbortController();
+        const interrupted = () => stop.abort();
+        process.once('SIGINT', interrupted);
+        try {
+          const events = followChanges(session.client, {
+            collection: flags.collection as string | undefined,
+            ...(from === 'start' || from === 'now' ? { from } : { token: from }),
+            limit: flags.limit as number | undefined,
+            reconnectsMax: flags.reconnects as number,
+            backoffMs: BACKOFF_MS,
+            backoffMsMax: BACKOFF_MS_MAX,
+            signal: stop.signal,
+            onReconnect: (attempt, error) =>
+              session.note(`tailbase: reconnecting (${attempt}): ${(error as Error).message}`),
+          });
+          for await (const event of events) {
+            session.print(
+              session.json ? JSON.stringify(event) : formatChange(event, io.stdout.columns),
+            );
+          }
+        } finally {
+          process.removeListener('SIGINT', interrupted);
+        }
+      }),
+    );
+}

@@ -1,0 +1,113 @@
+/**
+ * Reads GET /v1/status defensively (fields may be missing or renamed while the gateway evolves)
+ * into rows: one per partition and replica, one per serve-node.
+ */
+import { formatPartitionList, formatTable } from './format.js';
+import { asObject, bool, type Loose, num, objects, text } from './loose-json.js';
+
+export interface ReplicaRow {
+  partition: number;
+  logStartOffset: number | null;
+  endOffset: number | null;
+  node: string | null;
+  up: boolean | null;
+  applied: number | null;
+  lag: number | null;
+  state: string | null;
+}
+
+export interface ServeNodeRow {
+  node: string;
+  nodeId: string | null;
+  up: boolean | null;
+  ready: boolean | null;
+  partitions: number[];
+}
+
+export interface StatusView {
+  clusterId: string | null;
+  replicas: ReplicaRow[];
+  serveNodes: ServeNodeRow[];
+}
+
+export function readStatus(body: unknown): StatusView {
+  const root = asObject(body);
+  const replicas: ReplicaRow[] = [];
+  for (const p of objects(root.partitions)) {
+    const partition = num(p.partition);
+    if (partition === null) continue;
+    const base = {
+      partition,
+      logStartOffset: num(p.logStartOffset),
+      endOffset: num(p.endOffset ?? p.logEndOffset),
+    };
+    const hosts = objects(p.replicas ?? p.serveNodes);
+    if (hosts.length === 0) {
+      replicas.push({ ...base, node: null, up: null, applied: null, lag: null, state: null });
+    }
+    for (const r of hosts) {
+      const applied = num(r.applied);
+      const lag =
+        num(r.lag) ??
+        (applied !== null && base.endOffset !== null
+          ? Math.max(base.endOffset - applied, 0)
+          : null);
+      replicas.push({
+        ...base,
+        node: text(r.node ?? r.nodeId ?? r.url),
+        up: bool(r.up),
+        applied,
+        lag,
+        state: text(r.state),
+      });
+    }
+  }
+  const serveNodes = objects(root.serveNodes).map((n, index) => ({
+    node: text(n.node ?? n.url) ?? String(index),
+    nodeId: text(n.nodeId),
+    up: bool(n.up),
+    ready: bool(n.ready),
+    partitions: (Array.isArray(n.partitions) ? n.partitions : [])
+      .map((p: unknown) => (typeof p === 'object' && p !== null ? (p as Loose).partition : p))
+      .filter((p: unknown): p is number => typeof p === 'number'),
+  }));
+  return { clusterId: text(root.clusterId), replicas, serveNodes };
+}
+
+const yesNo = (value: boolean | null) => (value === null ? null : value ? 'yes' : 'no');
+
+export function formatStatus(view: StatusView): string {
+  const lines: string[] = [];
+  if (view.clusterId !== null) lines.push(`cluster ${view.clusterId}\n`);
+  lines.push(
+    formatTable(
+      ['PARTITION', 'LOG START', 'LOG END', 'NODE', 'UP', 'APPLIED', 'LAG', 'STATE'],
+      view.replicas.map((r) => [
+        r.partition,
+        r.logStartOffset,
+        r.endOffset,
+        r.node,
+        yesNo(r.up),
+        r.applied,
+        r.lag,
+        r.state,
+      ]),
+    ),
+  );
+  if (view.serveNodes.length > 0) {
+    lines.push(
+      '\n' +
+        formatTable(
+          ['NODE', 'NODE ID', 'UP', 'READY', 'PARTITIONS'],
+          view.serveNodes.map((n) => [
+            n.node,
+            n.nodeId,
+            yesNo(n.up),
+            yesNo(n.ready),
+            formatPartitionList(n.partitions),
+          ]),
+        ),
+    );
+  }
+  return lines.join('');
+}

@@ -1,0 +1,162 @@
+// Proves the CLI's human output: aligned tables, JSON cut to fit, partition lists, the status
+// table read defensively from GET /v1/status, when a rebuild counts as caught up, change lines,
+// and that a rejected bulk record is named by its line in the source file.
+import { describe, expect, it } from 'vitest';
+import { locateRejection } from '../../client/commands/bulk.js';
+import { formatChange } from '../../client/commands/tail.js';
+import { formatPartitionList, formatTable, summarizeJson } from '../../client/format.js';
+import { readRebuildProgress } from '../../client/rebuild-progress.js';
+import { formatStatus, readStatus } from '../../client/status-view.js';
+import { TailbaseError } from '../../shared/errors.js';
+
+describe('formatting', () => {
+  it('aligns table columns and leaves the last one unpadded; missing cells are -', () => {
+    expect(
+      formatTable(
+        ['A', 'LONGER', 'C'],
+        [
+          ['xyz', 1, 'v'],
+          [null, 'éé', undefined],
+        ],
+      ),
+    ).toBe('A    LONGER  C\nxyz  1       v\n-    éé      -\n');
+  });
+
+  it('cuts JSON to the width with an ellipsis, counting characters not bytes', () => {
+    expect(summarizeJson({ a: 1 }, 20)).toBe('{"a":1}');
+    expect(summarizeJson({ name: 'ééééééé' }, 10)).toBe('{"name":"…');
+    expect([...summarizeJson({ name: 'ééééééé' }, 10)]).toHaveLength(10);
+  });
+
+  it('writes partition lists as ranges', () => {
+    expect(formatPartitionList([6, 0, 1, 2, 3, 9, 10])).toBe('0-3,6,9-10');
+    expect(formatPartitionList([])).toBe('');
+  });
+
+  it('prints a change as partition:offset collection/key value, deletes marked', () => {
+    const event = { collection: 'c', key: 'k', partition: 2, offset: 7, token: 't' };
+    expect(formatChange({ ...event, value: { a: 1 } }, 80)).toBe('2:7  c/k  {"a":1}');
+    expect(formatChange({ ...event, value: null }, 80)).toBe('2:7  c/k  (deleted)');
+  });
+
+  it('names the source line of a record the gateway rejected by line or by index', () => {
+    const chunk = { body: '', lineNumbers: [10, 12, 15], sourceBytes: 0 };
+    const byLine = locateRejection(
+      new TailbaseError(400, 'invalid_json', 'bad', { line: 2 }),
+      chunk,
+      30,
+    );
+    expect(byLine.message).toBe('line 12: bad (30 records before it were written)');
+    expect(byLine.details).toMatchObject({ line: 12, written: 30 });
+    const byIndex = locateRejection(
+      new TailbaseError(400, 'invalid_record', 'bad', { index: 2 }),
+      chunk,
+      0,
+    );
+    expect(byIndex.message).toMatch(/^line 15: bad/);
+    const whole = locateRejection(new TailbaseError(413, 'bulk_too_large', 'big'), chunk, 0);
+    expect(whole.message).toMatch(/^the chunk of lines 10-15: big/);
+  });
+});
+
+describe('status view', () => {
+  const status = {
+    clusterId: 'C1',
+    partitions: [
+      {
+        partition: 0,
+        logStartOffset: 0,
+        endOffset: 12,
+        replicas: [{ node: 0, up: true, applied: 10, lag: 2, state: 'tailing' }],
+      },
+      { partition: 1, logStartOffset: 3, endOffset: 5, replicas: [] },
+    ],
+    serveNodes: [{ node: 0, nodeId: 'serve-1', up: true, ready: false, partitions: [0, 1, 2] }],
+  };
+
+  it('reads the gateway shape into a table of partitions and one of serve-nodes', () => {
+    const text = formatStatus(readStatus(status));
+    expect(text).toBe(
+      [
+        'cluster C1',
+        'PARTITION  LOG START  LOG END  NODE  UP   APPLIED  LAG  STATE',
+        '0          0          12       0     yes  10       2    tailing',
+        '1          3          5        -     -    -        -    -',
+        '',
+        'NODE  NODE ID  UP   READY  PARTITIONS',
+        '0     serve-1  yes  no     0-2',
+        '',
+      ].join('\n'),
+    );
+  });
+
+  it('derives a missing lag from the offsets and survives junk', () => {
+    const view = readStatus({
+      partitions: [
+        { partition: 4, logEndOffset: 9, serveNodes: [{ url: 'http://s', applied: 6 }] },
+        'x',
+        null,
+      ],
+    });
+    expect(view.replicas).toEqual([
+      expect.objectContaining({ partition: 4, endOffset: 9, node: 'http://s', applied: 6, lag: 3 }),
+    ]);
+    for (const junk of [null, 42, 'text', { partitions: 'no' }, []]) {
+      expect(readStatus(junk)).toEqual({ clusterId: null, replicas: [], serveNodes: [] });
+    }
+  });
+});
+
+describe('rebuild progress', () => {
+  const part = (applied: number, logEndOffset: number, state = 'tailing') => ({
+    partition: 0,
+    applied,
+    logEndOffset,
+    lag: logEndOffset - applied,
+    state,
+  });
+
+  it('is caught up only when every lag is 0 and the node is ready', () => {
+    expect(
+      readRebuildProgress({ ready: true, partitions: [part(5, 5), part(3, 3)] }),
+    ).toMatchObject({
+      applied: 8,
+      total: 8,
+      caughtUp: true,
+      errors: [],
+    });
+    expect(
+      readRebuildProgress({ ready: true, partitions: [part(5, 5), part(1, 3)] }).caughtUp,
+    ).toBe(false);
+    // Just after the request the old stores still show lag 0, but the node is not ready.
+    expect(readRebuildProgress({ ready: false, partitions: [part(5, 5)] }).caughtUp).toBe(false);
+    // While the stores are swapped there are no partitions at all.
+    expect(readRebuildProgress({ ready: true, partitions: [] }).caughtUp).toBe(false);
+  });
+
+  it('sizes the total from end offsets known earlier, so a partition not read yet does not shrink it', () => {
+    const before = readRebuildProgress({
+      ready: true,
+      partitions: [{ ...part(40, 40), partition: 1 }],
+    });
+    const early = readRebuildProgress(
+      { ready: false, partitions: [{ ...part(0, 0, 'rebuilding'), partition: 1 }] },
+      before.ends,
+    );
+    expect(early).toMatchObject({ applied: 0, total: 40, caughtUp: false });
+  });
+
+  it('without a ready field, asks every partition to be tailing; reports partition errors', () => {
+    expect(readRebuildProgress({ partitions: [part(5, 5, 'rebuilding')] }).caughtUp).toBe(false);
+    expect(readRebuildProgress({ partitions: [part(5, 5)] }).caughtUp).toBe(true);
+    const failing = readRebuildProgress({
+      partitions: [{ ...part(0, 9, 'replaying'), error: 'log down' }],
+    });
+    expect(failing).toMatchObject({
+      applied: 0,
+      total: 9,
+      caughtUp: false,
+      errors: ['partition 0: log down'],
+    });
+  });
+});
