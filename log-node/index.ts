@@ -60,6 +60,8 @@ export async function startLogNode(options: LogNodeOptions): Promise<RunningLogN
         await cleaner.stop();
         const closed = listener.close();
         await node.close();
+        // Keep-alive connections would otherwise hold the server open with new requests.
+        listener.server.closeAllConnections();
         await closed;
       })();
       return stopping;

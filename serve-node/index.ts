@@ -85,6 +85,8 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
       stopping ??= (async () => {
         const closed = listener.close();
         await node.stop();
+        // Keep-alive connections would otherwise hold the server open with new requests.
+        listener.server.closeAllConnections();
         await closed;
       })();
       return stopping;

@@ -164,7 +164,7 @@ describe('tailbase client commands', () => {
         '--collection',
         'feed',
         '--from',
-        'now',
+        'start',
         '--limit',
         '4',
         '--json',
@@ -174,7 +174,6 @@ describe('tailbase client commands', () => {
       { home: system.home, onStdout: (out) => (seen = out.split('\n').length - 1) },
     );
     tail.catch(() => undefined);
-    await new Promise((resolve) => setTimeout(resolve, 300));
     expect((await cli('put', 'feed', 'one', '{"n":1}')).code).toBe(0);
     expect((await cli('put', 'feed', 'two', '{"n":2}')).code).toBe(0);
     for (let polls = 0; seen < 2 && polls < 200; polls++) {
