@@ -10,3 +10,6 @@ export * from './cli-options.js';
 export * from './partition-list.js';
 export * from './log-cluster.js';
 export * from './http-body.js';
+export * from './partitioner.js';
+export * from './token.js';
+export * from './internal-http.js';

@@ -2,7 +2,8 @@
  * The typed client of a log-node's internal HTTP API, used by serve-nodes, the gateway, tests and
  * benchmarks. The routes are documented in log-node/README.md.
  */
-import { errorFromBody, TailbaseError } from './errors.js';
+import { errorFromBody } from './errors.js';
+import { InternalHttp, type InternalResponse } from './internal-http.js';
 
 export const CLUSTER_SECRET_HEADER = 'tailbase-cluster-secret';
 export const LOG_START_OFFSET_HEADER = 'tailbase-log-start-offset';
@@ -55,72 +56,59 @@ export interface HttpLogClientOptions {
 
 export class HttpLogClient implements LogClient {
   readonly url: string;
-  private readonly headers: Record<string, string>;
+  private readonly http: InternalHttp;
 
   constructor(url: string, options: HttpLogClientOptions = {}) {
-    this.url = url.replace(/\/+$/, '');
-    this.headers = options.clusterSecret ? { [CLUSTER_SECRET_HEADER]: options.clusterSecret } : {};
+    const headers: Record<string, string> = options.clusterSecret
+      ? { [CLUSTER_SECRET_HEADER]: options.clusterSecret }
+      : {};
+    this.http = new InternalHttp(url, 'log-node', headers);
+    this.url = this.http.url;
   }
 
   async cluster(): Promise<ClusterInfo> {
-    return this.json<ClusterInfo>(await this.fetch('/internal/cluster'));
+    return json<ClusterInfo>(await this.http.request('/internal/cluster'));
   }
 
   async append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
-    const response = await this.fetch(`/internal/partitions/${partition}/append`, {
+    const response = await this.http.request(`/internal/partitions/${partition}/append`, {
       method: 'POST',
       headers: { 'content-type': 'application/octet-stream' },
       body: batch,
       signal,
     });
-    return this.json<AppendResult>(response);
+    return json<AppendResult>(response);
   }
 
   async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {
     const query = new URLSearchParams({ offset: String(offset) });
     if (options.maxBytes !== undefined) query.set('max_bytes', String(options.maxBytes));
     if (options.waitMs !== undefined) query.set('wait_ms', String(options.waitMs));
-    const response = await this.fetch(`/internal/partitions/${partition}/records?${query}`, {
+    const response = await this.http.request(`/internal/partitions/${partition}/records?${query}`, {
       signal: options.signal,
     });
-    if (!response.ok) throw errorFromBody(response.status, await response.json().catch(() => null));
+    if (!response.ok) throw errorFromBody(response.status, response.json());
     return {
-      batches: Buffer.from(await response.arrayBuffer()),
-      logStartOffset: Number(response.headers.get(LOG_START_OFFSET_HEADER)),
-      endOffset: Number(response.headers.get(END_OFFSET_HEADER)),
+      batches: response.body,
+      logStartOffset: Number(response.header(LOG_START_OFFSET_HEADER)),
+      endOffset: Number(response.header(END_OFFSET_HEADER)),
     };
   }
 
   async offsets(): Promise<PartitionOffsets[]> {
-    const body = await this.json<{ partitions: PartitionOffsets[] }>(
-      await this.fetch('/internal/offsets'),
+    const body = json<{ partitions: PartitionOffsets[] }>(
+      await this.http.request('/internal/offsets'),
     );
     return body.partitions;
   }
 
-  private async fetch(path: string, init: RequestInit = {}): Promise<Response> {
-    try {
-      return await fetch(this.url + path, {
-        ...init,
-        headers: { ...this.headers, ...(init.headers as Record<string, string> | undefined) },
-      });
-    } catch (cause) {
-      if ((cause as Error).name === 'AbortError') throw cause;
-      throw new TailbaseError(
-        503,
-        'log_unreachable',
-        `log-node ${this.url} is unreachable`,
-        {},
-        {
-          cause,
-        },
-      );
-    }
+  close(): void {
+    this.http.close();
   }
+}
 
-  private async json<T>(response: Response): Promise<T> {
-    const body: unknown = await response.json().catch(() => null);
-    if (!response.ok) throw errorFromBody(response.status, body);
-    return body as T;
-  }
+function json<T>(response: InternalResponse): T {
+  const body = response.json();
+  if (!response.ok) throw errorFromBody(response.status, body);
+  return body as T;
 }

@@ -1,0 +1,297 @@
+/**
+ * `npm run bench -- gateway` (issue 4): a log-node, serve-nodes and a gateway as real processes
+ * (`tailbase ...`), driven by wrk at 64 connections, each rate beside the bare hono handler
+ * measured in the same run:
+ * - put: single-document PUT (durable: the log fsyncs before the ack), writes/s;
+ * - write→visible: from a PUT's ack to a GET carrying its token returning the document, p50/p99;
+ * - get, scan, search: requests/s through the gateway (two serve-nodes, four partitions each);
+ * - search skew: overlap@10 of the merged ranking over two serve-nodes against one serve-node
+ *   holding every partition (per-node term statistics make scores not quite comparable).
+ */
+import { rmSync } from 'node:fs';
+import { HttpServeClient } from '../shared/serve-client.js';
+import { loadCorpus } from './corpus.js';
+import { LatencyHistogram } from './latency-histogram.js';
+import { runLoad } from './load.js';
+import { startLogNodeUnderTest } from './log-node-under-test.js';
+import {
+  freePort,
+  spawnServer,
+  tailbaseBuilt,
+  TAILBASE_BIN,
+  type RunningProcess,
+} from './processes.js';
+import { makeBenchDir } from './references.js';
+import type { BenchOptions, References, WorkloadResult } from './types.js';
+
+const PARTITIONS = 8;
+const CONNECTIONS = 64;
+const KEYS = 2_000;
+const VISIBLE_SESSIONS = 8;
+const BULK_CHUNK = 500;
+const SKEW_QUERIES = 50;
+const TARGET_PUT_PER_SEC = 10_000;
+const TARGET_GET_PER_SEC = 15_000;
+const TARGET_RATIO = 0.5;
+const TARGET_VISIBLE_P99_MS = 25;
+
+const keyOf = (i: number) => `key-${String(i).padStart(6, '0')}`;
+
+async function spawnTailbase(role: string, flags: string[], readyPath: string) {
+  const port = await freePort();
+  return spawnServer({
+    args: [TAILBASE_BIN, role, '--port', String(port), ...flags],
+    port,
+    readyPath,
+  });
+}
+
+async function request(url: string, init: RequestInit = {}) {
+  const response = await fetch(url, init);
+  const body = (await response.json()) as Record<string, any>;
+  if (!response.ok) throw new Error(`${init.method ?? 'GET'} ${url}: ${response.status}`);
+  return { body, token: response.headers.get('tailbase-token') ?? '' };
+}
+
+/** Each session PUTs then GETs with the token; the GET's duration is the write→visible time. */
+async function writeToVisible(url: string, samples: number): Promise<LatencyHistogram> {
+  const histogram = new LatencyHistogram();
+  let next = 0;
+  const session = async () => {
+    while (next < samples) {
+      const key = `visible-${next++}`;
+      const put = await request(`${url}/v1/collections/visible/docs/${key}`, {
+        method: 'PUT',
+        body: JSON.stringify({ n: next }),
+      });
+      const started = performance.now();
+      await request(`${url}/v1/collections/visible/docs/${key}`, {
+        headers: { 'tailbase-token': put.token },
+      });
+      histogram.recordMs(performance.now() - started);
+    }
+  };
+  await Promise.all(Array.from({ length: VISIBLE_SESSIONS }, session));
+  return histogram;
+}
+
+export async function runGatewayBench(
+  options: BenchOptions & { references?: References },
+): Promise<{ workloads: WorkloadResult[] }> {
+  const skip = (skipped: string) => ({
+    workloads: [
+      {
+        group: 'gateway',
+        name: 'put',
+        description: '',
+        figures: {},
+        ratios: [],
+        peakRssBytes: {},
+        skipped,
+      },
+    ],
+  });
+  if (!tailbaseBuilt()) return skip('skipped: not built yet (dist/bin/tailbase.js)');
+  const loadS = options.quick ? 1 : 5;
+  const hono = options.references?.honoReqPerSec?.value ?? 0;
+  const dirs = [makeBenchDir('gw-log')];
+  const log = await startLogNodeUnderTest(dirs[0], PARTITIONS);
+  const processes: RunningProcess[] = [];
+  try {
+    const serve = async (partitions: string) => {
+      dirs.push(makeBenchDir('gw-serve'));
+      const flags = ['--data', dirs[dirs.length - 1], '--log', log.url, '--partitions', partitions];
+      const node = await spawnTailbase('serve-node', flags, '/healthz');
+      processes.push(node);
+      return node;
+    };
+    const half = PARTITIONS / 2;
+    const low = await serve(`0-${half - 1}`);
+    const high = await serve(`${half}-${PARTITIONS - 1}`);
+    const single = await serve(`0-${PARTITIONS - 1}`);
+    const gateway = await spawnTailbase(
+      'gateway',
+      ['--log', log.url, '--serve', `${low.url},${high.url}`],
+      '/readyz',
+    );
+    processes.push(gateway);
+    const url = gateway.url;
+    const value = Buffer.from(
+      JSON.stringify({ title: 'benchmark document', n: 1, pad: 'x'.repeat(64) }),
+    );
+    const keys = Array.from({ length: KEYS }, (_, i) => keyOf(i));
+
+    // Every key exists before the load, so GETs measure hits whatever the PUT rate reached.
+    for (let i = 0; i < KEYS; i += BULK_CHUNK) {
+      const chunk = keys
+        .slice(i, i + BULK_CHUNK)
+        .map((key) => ({ key, value: JSON.parse(`${value}`) }));
+      await request(`${url}/v1/collections/bench/docs`, {
+        method: 'POST',
+        body: JSON.stringify(chunk),
+      });
+    }
+    const put = await runLoad({
+      baseUrl: url,
+      method: 'PUT',
+      contentType: 'application/json',
+      targets: keys.map((key) => ({ path: `/v1/collections/bench/docs/${key}`, body: value })),
+      connections: CONNECTIONS,
+      threads: 2,
+      durationS: loadS,
+    });
+    const visible = await writeToVisible(url, options.quick ? 100 : 1000);
+    // A strong read waits until the serve-nodes hold every PUT above before GETs are measured.
+    await request(`${url}/v1/collections/bench/docs?limit=1&consistency=strong&wait_ms=30000`);
+    const get = await runLoad({
+      baseUrl: url,
+      method: 'GET',
+      targets: keys.map((key) => ({ path: `/v1/collections/bench/docs/${key}` })),
+      connections: CONNECTIONS,
+      threads: 2,
+      durationS: loadS,
+    });
+    const scan = await runLoad({
+      baseUrl: url,
+      method: 'GET',
+      targets: keys
+        .filter((_, i) => i % 10 === 0)
+        .map((key) => ({ path: `/v1/collections/bench/docs?limit=20&start=${key}` })),
+      connections: CONNECTIONS,
+      threads: 2,
+      durationS: loadS,
+    });
+
+    const corpus = (await loadCorpus()).docs.slice(0, options.quick ? 500 : undefined);
+    let token = '';
+    for (let i = 0; i < corpus.length; i += BULK_CHUNK) {
+      const chunk = corpus.slice(i, i + BULK_CHUNK).map((d) => ({ key: d.key, value: d.value }));
+      ({ token } = await request(`${url}/v1/collections/corpus/docs`, {
+        method: 'POST',
+        body: JSON.stringify(chunk),
+        headers: token ? { 'tailbase-token': token } : {},
+      }));
+    }
+    const words = [
+      ...new Set(corpus.flatMap((d) => d.value.title.toLowerCase().match(/\p{L}{4,}/gu) ?? [])),
+    ];
+    const queries = words.slice(0, Math.max(SKEW_QUERIES, 200));
+    // Wait once for every serve-node to hold the whole corpus, then measure.
+    await request(`${url}/v1/collections/corpus/search?q=${encodeURIComponent(queries[0])}`, {
+      headers: { 'tailbase-token': token },
+    });
+    const wholeIndex = new HttpServeClient(single.url);
+    // The whole-index node waits for every record the log holds now, the corpus included.
+    const status = await request(`${url}/v1/status`);
+    const ends = status.body.partitions as { partition: number; endOffset: number }[];
+    const waitFor = Object.fromEntries(
+      ends.filter((p) => p.endOffset > 0).map((p) => [p.partition, p.endOffset - 1]),
+    );
+    let overlapSum = 0;
+    for (const q of queries.slice(0, SKEW_QUERIES)) {
+      const merged = await request(
+        `${url}/v1/collections/corpus/search?q=${encodeURIComponent(q)}&limit=10`,
+      );
+      const whole = await wholeIndex.search('corpus', { q, limit: 10, waitFor, waitMs: 30_000 });
+      const expected = new Set(whole.hits.map((h) => h.key));
+      const got = (merged.body.hits as { key: string }[]).filter((h) => expected.has(h.key)).length;
+      overlapSum += expected.size === 0 ? 1 : got / Math.min(10, expected.size);
+    }
+    const overlapAt10 = overlapSum / SKEW_QUERIES;
+    const search = await runLoad({
+      baseUrl: url,
+      method: 'GET',
+      targets: queries.map((q) => ({
+        path: `/v1/collections/corpus/search?q=${encodeURIComponent(q)}&limit=10`,
+      })),
+      connections: CONNECTIONS,
+      threads: 2,
+      durationS: loadS,
+    });
+
+    const rss = { gateway: gateway.peakRssBytes(), 'log-node': log.peakRssBytes() };
+    const vsHono = (v: number) => [
+      { reference: 'bare hono handler', value: hono > 0 ? v / hono : 0 },
+    ];
+    const ratioMet = (v: number) => hono > 0 && v / hono >= TARGET_RATIO;
+    const load = (name: string, description: string, result: typeof put, unit: string) => ({
+      group: 'gateway',
+      name,
+      description,
+      throughput: { value: result.requestsPerSec, unit },
+      latency: result.latency,
+      figures: { errorCount: result.errors, honoReqPerSec: hono },
+      ratios: vsHono(result.requestsPerSec),
+      peakRssBytes: rss,
+    });
+    return {
+      workloads: [
+        {
+          ...load(
+            'put',
+            `single-document PUT, ${CONNECTIONS} connections, ${KEYS} keys, fsync=always`,
+            put,
+            'writes/s',
+          ),
+          targets: [
+            {
+              name: 'PUT/s',
+              goal: `>= ${TARGET_PUT_PER_SEC}`,
+              met: put.requestsPerSec >= TARGET_PUT_PER_SEC,
+            },
+            {
+              name: 'PUT / bare hono',
+              goal: `>= ${TARGET_RATIO}`,
+              met: ratioMet(put.requestsPerSec),
+            },
+          ],
+        },
+        {
+          group: 'gateway',
+          name: 'write-visible',
+          description: `PUT ack → GET with its token returning the document, ${VISIBLE_SESSIONS} sessions`,
+          latency: visible.summary(),
+          figures: {},
+          ratios: [],
+          peakRssBytes: rss,
+          targets: [
+            {
+              name: 'write→visible p99',
+              goal: `<= ${TARGET_VISIBLE_P99_MS} ms`,
+              met: visible.quantileMs(0.99) <= TARGET_VISIBLE_P99_MS,
+            },
+          ],
+        },
+        {
+          ...load('get', `GET by key, ${CONNECTIONS} connections, eventual`, get, 'req/s'),
+          targets: [
+            {
+              name: 'GET/s',
+              goal: `>= ${TARGET_GET_PER_SEC}`,
+              met: get.requestsPerSec >= TARGET_GET_PER_SEC,
+            },
+            {
+              name: 'GET / bare hono',
+              goal: `>= ${TARGET_RATIO}`,
+              met: ratioMet(get.requestsPerSec),
+            },
+          ],
+        },
+        load('scan', 'range scan of 20 keys across 8 partitions on 2 serve-nodes', scan, 'req/s'),
+        {
+          ...load(
+            'search',
+            `top-10 search over ${corpus.length} real documents on 2 serve-nodes`,
+            search,
+            'queries/s',
+          ),
+          figures: { errorCount: search.errors, honoReqPerSec: hono, overlapAt10 },
+        },
+      ],
+    };
+  } finally {
+    await Promise.all(processes.map((p) => p.stop()));
+    await log.stop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * The gateway's hono app: every public route of DESIGN.md, behind request observability and
+ * API-key scopes, with one error mapping (shared/http-server.ts) so no stack trace reaches a
+ * client. Routes are registered per area in routes/; a known path with the wrong method is 405.
+ */
+import { Hono } from 'hono';
+import { TailbaseError } from '../shared/errors.js';
+import { errorResponse, installErrorHandlers } from '../shared/http-server.js';
+import { createScopeGuard } from './auth.js';
+import { observe, type GatewayEnv } from './observe.js';
+import { docRoutes } from './routes/docs.js';
+import { opsRoutes } from './routes/ops.js';
+import { queryRoutes } from './routes/query.js';
+import type { GatewayServices } from './services.js';
+
+const KNOWN_PATHS = [
+  '/v1/collections/:c/docs/:key',
+  '/v1/collections/:c/docs',
+  '/v1/collections/:c/search',
+  '/v1/collections/:c/settings',
+  '/v1/changes',
+  '/v1/status',
+  '/healthz',
+  '/readyz',
+  '/metrics',
+];
+
+/** The clients name the peer's URL in unreachable errors; a client of the gateway must not see it. */
+function withoutAddresses(error: unknown): unknown {
+  if (!(error instanceof TailbaseError)) return error;
+  if (error.code === 'log_unreachable') {
+    return new TailbaseError(503, error.code, 'the log is unreachable; retry later');
+  }
+  if (error.code === 'serve_unreachable') {
+    return new TailbaseError(503, error.code, 'no serve-node for this read is reachable');
+  }
+  return error;
+}
+
+export function createGatewayApp(services: GatewayServices): Hono<GatewayEnv> {
+  const app = new Hono<GatewayEnv>();
+  installErrorHandlers(app, services.logger);
+  app.onError((error, c) => errorResponse(c, withoutAddresses(error), services.logger));
+  app.use('*', observe(services.logger, services.metrics));
+  const guard = createScopeGuard(services.config.apiKeys);
+  docRoutes(app, services, guard);
+  queryRoutes(app, services, guard);
+  opsRoutes(app, services, guard);
+  for (const path of KNOWN_PATHS) {
+    app.all(path, (c) =>
+      c.json(
+        {
+          error: {
+            code: 'method_not_allowed',
+            message: `${c.req.method} is not allowed on ${path}`,
+          },
+        },
+        405,
+      ),
+    );
+  }
+  return app;
+}

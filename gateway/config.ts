@@ -1,0 +1,137 @@
+/**
+ * The gateway's configuration: where the log and the serve-nodes are, who may call, and every
+ * limit it enforces, each named with its unit last.
+ */
+export type Scope = 'read' | 'write' | 'admin';
+
+export interface ApiKey {
+  key: string;
+  scopes: Scope[];
+}
+
+export interface GatewayLimits {
+  /** A document's JSON bytes (PUT body, or one bulk record's value). */
+  documentBytesMax: number;
+  /** A key's UTF-8 bytes; the batch format caps it at 1024. */
+  keyBytesMax: number;
+  bulkRecordsMax: number;
+  bulkBytesMax: number;
+  settingsBytesMax: number;
+  scanLimitDefault: number;
+  scanLimitMax: number;
+  searchLimitDefault: number;
+  searchLimitMax: number;
+  /** Deep pages cost every serve-node offset+limit hits, so they are bounded (with searchLimitMax,
+   * within the serve-nodes' searchDepthMax of 1000). */
+  searchOffsetMax: number;
+  queryCharsMax: number;
+  waitMsDefault: number;
+  waitMsMax: number;
+  /** Events a change-feed request may ask for with `limit=` before the stream ends. */
+  feedLimitMax: number;
+}
+
+export interface WriterConfig {
+  /** How long a partition's first pending write waits for company before its batch is sent. */
+  lingerMs: number;
+  batchRecordsMax: number;
+  batchBytesMax: number;
+  /** Writes queued per partition (sent and waiting) before new ones are turned away (503). */
+  pendingBytesMax: number;
+  /** One append attempt's bound; a timed-out attempt is retried with the same id and sequence. */
+  appendTimeoutMs: number;
+  appendAttemptsMax: number;
+  appendRetryBackoffMs: number;
+}
+
+export interface GatewayConfig {
+  host: string;
+  port: number;
+  /** The log-nodes; when they split the partitions, each partition goes to the one hosting it. */
+  logUrls: string[];
+  serveUrls: string[];
+  clusterSecret?: string;
+  apiKeys: ApiKey[];
+  limits: GatewayLimits;
+  writer: WriterConfig;
+  /** How often each serve-node's /internal/status is read to learn what it hosts and its lag. */
+  topologyRefreshMs: number;
+  /** A serve-node that failed a call is skipped for this long unless no replica is left. */
+  nodeDownMs: number;
+  /** Hits a serve-node answers per search call (its searchLimitMax); deeper pages are fetched. */
+  serveSearchPageMax: number;
+  feedReadBytesMax: number;
+  feedPollMs: number;
+  /** How long start waits for the log-node to answer /internal/cluster. */
+  startWaitMsMax: number;
+}
+
+export const DEFAULT_LIMITS: GatewayLimits = {
+  documentBytesMax: 1024 * 1024,
+  keyBytesMax: 1024,
+  bulkRecordsMax: 10_000,
+  bulkBytesMax: 16 * 1024 * 1024,
+  settingsBytesMax: 64 * 1024,
+  scanLimitDefault: 100,
+  scanLimitMax: 1000,
+  searchLimitDefault: 10,
+  searchLimitMax: 100,
+  searchOffsetMax: 900,
+  queryCharsMax: 1024,
+  waitMsDefault: 5000,
+  waitMsMax: 30_000,
+  feedLimitMax: 100_000,
+};
+
+export const DEFAULT_WRITER: WriterConfig = {
+  lingerMs: 1,
+  batchRecordsMax: 1000,
+  batchBytesMax: 4 * 1024 * 1024,
+  pendingBytesMax: 64 * 1024 * 1024,
+  appendTimeoutMs: 10_000,
+  appendAttemptsMax: 3,
+  appendRetryBackoffMs: 50,
+};
+
+export type GatewayConfigInput = Partial<Omit<GatewayConfig, 'limits' | 'writer'>> & {
+  logUrls: string[];
+  serveUrls: string[];
+  limits?: Partial<GatewayLimits>;
+  writer?: Partial<WriterConfig>;
+};
+
+export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
+  return {
+    host: '127.0.0.1',
+    port: 0,
+    apiKeys: [],
+    topologyRefreshMs: 1000,
+    nodeDownMs: 2000,
+    serveSearchPageMax: 100,
+    feedReadBytesMax: 1024 * 1024,
+    feedPollMs: 5000,
+    startWaitMsMax: 30_000,
+    ...input,
+    limits: { ...DEFAULT_LIMITS, ...input.limits },
+    writer: { ...DEFAULT_WRITER, ...input.writer },
+  };
+}
+
+/** `KEY:read,write;KEY2:admin` (the TAILBASE_API_KEYS form) → API keys. */
+export function parseApiKeys(text: string): ApiKey[] {
+  const scopes: Scope[] = ['read', 'write', 'admin'];
+  return text
+    .split(';')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry.length > 0)
+    .map((entry) => {
+      const at = entry.lastIndexOf(':');
+      const key = at < 0 ? entry : entry.slice(0, at);
+      const named = at < 0 ? ['read', 'write', 'admin'] : entry.slice(at + 1).split(',');
+      for (const scope of named) {
+        if (!scopes.includes(scope as Scope)) throw new Error(`unknown API key scope "${scope}"`);
+      }
+      if (key.length < 16) throw new Error('an API key must be at least 16 characters');
+      return { key, scopes: named as Scope[] };
+    });
+}

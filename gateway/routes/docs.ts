@@ -1,0 +1,97 @@
+/** Writes and key reads: PUT / DELETE / GET one document, and the bulk POST. */
+import type { Context, Hono } from 'hono';
+import type { LogRecord } from '../../shared/batch-codec.js';
+import { partitionFor } from '../../shared/partitioner.js';
+import type { ScopeGuard } from '../auth.js';
+import { planRead, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
+import { parseBulk } from '../bulk.js';
+import type { GatewayEnv } from '../observe.js';
+import { writeRecords, type GatewayServices } from '../services.js';
+import {
+  checkCollection,
+  checkDocument,
+  checkKey,
+  decodeSegment,
+  decodeUtf8,
+  parseJson,
+  rawPathSegments,
+  readBody,
+  strictQuery,
+} from '../validation.js';
+
+/** `/v1/collections/:c/docs[/:key]`, decoded strictly from the raw URL. */
+export function docTarget(c: Context, services: GatewayServices) {
+  const segments = rawPathSegments(c.req.url);
+  const collection = checkCollection(decodeSegment(segments[3], 'collection'));
+  const rawKey = segments[5];
+  const key =
+    rawKey === undefined
+      ? undefined
+      : checkKey(decodeSegment(rawKey, 'key'), services.config.limits.keyBytesMax);
+  return { collection, key: key as string, query: strictQuery(c.req.url) };
+}
+
+export function docRoutes(app: Hono<GatewayEnv>, services: GatewayServices, guard: ScopeGuard) {
+  const { limits } = services.config;
+  const { tokens } = services;
+  const doc = '/v1/collections/:c/docs/:key';
+
+  /** Names, key and token are checked before the body is read, so a bad one costs no upload. */
+  const writeOne = async (c: Context, readValue: () => Promise<Uint8Array | null>) => {
+    const { collection, key, query } = docTarget(c, services);
+    const sent = requestToken(c, query, services);
+    const value = await readValue();
+    const record: LogRecord = { collection, key, value, timestampMs: Date.now() };
+    const { written, token } = await writeRecords(services, [record], sent);
+    const encoded = tokens.encode(token);
+    c.header(TOKEN_HEADER, encoded);
+    return c.json({
+      key,
+      partition: written[0].partition,
+      offset: written[0].offset,
+      token: encoded,
+    });
+  };
+
+  app.put(doc, guard('write'), (c) =>
+    writeOne(c, async () => {
+      const body = await readBody(
+        c,
+        limits.documentBytesMax,
+        'documentBytesMax',
+        'document_too_large',
+      );
+      checkDocument(parseJson(decodeUtf8(body, 'document'), 'document'), 'document');
+      return body;
+    }),
+  );
+
+  app.delete(doc, guard('write'), (c) => writeOne(c, async () => null));
+
+  app.get(doc, guard('read'), async (c) => {
+    const { collection, key, query } = docTarget(c, services);
+    const partition = partitionFor(collection, key, services.cluster.partitions);
+    const plan = await planRead(c, query, services, [partition]);
+    const result = await services.topology.onReplica(partition, (node) =>
+      node.client.get(collection, key, { waitFor: plan.waitFor, waitMs: plan.waitMs }),
+    );
+    c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, result.applied, [partition])));
+    if (result.doc === null) {
+      const message = `no document ${key} in ${collection}`;
+      return c.json({ error: { code: 'document_not_found', message, collection, key } }, 404);
+    }
+    return c.json({ key, value: result.doc.value, offset: result.doc.offset });
+  });
+
+  app.post('/v1/collections/:c/docs', guard('write'), async (c) => {
+    const { collection, query } = docTarget(c, services);
+    const sent = requestToken(c, query, services);
+    const body = await readBody(c, limits.bulkBytesMax, 'bulkBytesMax', 'bulk_too_large');
+    const text = decodeUtf8(body, 'bulk body');
+    const records = parseBulk(text, c.req.header('content-type'), collection, limits, Date.now());
+    const { token } = await writeRecords(services, records, sent);
+    const encoded = tokens.encode(token);
+    c.header(TOKEN_HEADER, encoded);
+    return c.json({ count: records.length, token: encoded });
+  });
+}

@@ -1,0 +1,93 @@
+/** Collection settings, the change feed, status, health, readiness and metrics. */
+import type { Hono } from 'hono';
+import type { ScopeGuard } from '../auth.js';
+import { changeFeed } from '../changes.js';
+import { requestToken, TOKEN_HEADER } from '../consistency.js';
+import type { GatewayEnv } from '../observe.js';
+import { writeRecords, type GatewayServices } from '../services.js';
+import { parseSettings, SETTINGS_COLLECTION } from '../settings.js';
+import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
+import { docTarget } from './docs.js';
+
+export function opsRoutes(app: Hono<GatewayEnv>, services: GatewayServices, guard: ScopeGuard) {
+  const { config, cluster, log, tokens, topology, metrics } = services;
+
+  app.put('/v1/collections/:c/settings', guard('admin'), async (c) => {
+    const { collection, query } = docTarget(c, services);
+    const sent = requestToken(c, query, services);
+    const body = await readBody(
+      c,
+      config.limits.settingsBytesMax,
+      'settingsBytesMax',
+      'settings_too_large',
+    );
+    const settings = parseSettings(parseJson(decodeUtf8(body, 'settings'), 'settings'));
+    const value = Buffer.from(JSON.stringify(settings));
+    const timestampMs = Date.now();
+    const records = Array.from({ length: cluster.partitions }, () => ({
+      collection: SETTINGS_COLLECTION,
+      key: collection,
+      value,
+      timestampMs,
+    }));
+    const { token } = await writeRecords(services, records, sent, (_record, index) => index);
+    const encoded = tokens.encode(token);
+    c.header(TOKEN_HEADER, encoded);
+    return c.json({ collection, settings, token: encoded });
+  });
+
+  app.get('/v1/changes', guard('read'), (c) => changeFeed(c, strictQuery(c.req.url), services));
+
+  app.get('/v1/status', guard('read'), async (c) => {
+    const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
+    return c.json({
+      clusterId: cluster.clusterId,
+      partitions: offsets.map(({ partition, logStartOffset, endOffset }) => ({
+        partition,
+        logStartOffset,
+        endOffset,
+        replicas: topology.nodes
+          .filter((node) => node.hosted.has(partition))
+          .map((node) => {
+            const p = node.status?.partitions.find((s) => s.partition === partition);
+            return {
+              node: node.index,
+              up: topology.isUp(node),
+              applied: p?.applied ?? null,
+              lag: p === undefined ? null : Math.max(0, endOffset - p.applied),
+              state: p?.state ?? null,
+            };
+          }),
+      })),
+      serveNodes: topology.nodes.map((node) => ({
+        node: node.index,
+        nodeId: node.status?.nodeId ?? null,
+        up: topology.isUp(node),
+        ready: node.status?.ready ?? false,
+        partitions: [...node.hosted].sort((a, b) => a - b),
+      })),
+    });
+  });
+
+  app.get('/healthz', (c) => c.json({ ok: true }));
+
+  app.get('/readyz', async (c) => {
+    const uncovered: number[] = [];
+    for (let p = 0; p < cluster.partitions; p++) {
+      if (!topology.nodes.some((node) => node.hosted.has(p) && topology.isUp(node))) {
+        uncovered.push(p);
+      }
+    }
+    const logUp = await log.offsets().then(
+      () => true,
+      () => false,
+    );
+    const ready = logUp && uncovered.length === 0;
+    return c.json({ ready, log: logUp, uncoveredPartitions: uncovered }, ready ? 200 : 503);
+  });
+
+  app.get('/metrics', guard('read'), async (c) => {
+    c.header('content-type', metrics.registry.contentType);
+    return c.body(await metrics.registry.metrics());
+  });
+}

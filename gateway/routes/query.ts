@@ -1,0 +1,99 @@
+/** Range scans and search: fanned out to one replica per partition and merged. */
+import type { Hono } from 'hono';
+import { badRequest } from '../../shared/errors.js';
+import type { SearchResult } from '../../shared/serve-client.js';
+import type { ScopeGuard } from '../auth.js';
+import { planRead, servedToken, TOKEN_HEADER, waitForPartitions } from '../consistency.js';
+import type { GatewayEnv } from '../observe.js';
+import { decodeCursor, encodeCursor, mergeScanPages } from '../scan.js';
+import { mergeSearchHits } from '../search.js';
+import type { GatewayServices } from '../services.js';
+import { intParam } from '../validation.js';
+import { docTarget } from './docs.js';
+
+export function queryRoutes(app: Hono<GatewayEnv>, services: GatewayServices, guard: ScopeGuard) {
+  const { limits } = services.config;
+  const { tokens, topology } = services;
+  const all = Array.from({ length: services.cluster.partitions }, (_, p) => p);
+
+  const bounded = (query: Map<string, string>, name: string) => {
+    const value = query.get(name);
+    if (value !== undefined && Buffer.byteLength(value) > limits.keyBytesMax) {
+      throw badRequest('invalid_parameter', `${name} is longer than keyBytesMax`, {
+        parameter: name,
+      });
+    }
+    return value === '' ? undefined : value;
+  };
+
+  app.get('/v1/collections/:c/docs', guard('read'), async (c) => {
+    const { collection, query } = docTarget(c, services);
+    const limit = intParam(query, 'limit', 1, limits.scanLimitMax, limits.scanLimitDefault);
+    const cursor = query.get('cursor');
+    const range = {
+      prefix: bounded(query, 'prefix'),
+      start: bounded(query, 'start'),
+      end: bounded(query, 'end'),
+      after: cursor ? decodeCursor(cursor, limits.keyBytesMax) : undefined,
+    };
+    const plan = await planRead(c, query, services, all);
+    const pages = await topology.fanOut(all, (node, assigned) =>
+      node.client.scan(collection, {
+        ...range,
+        limit,
+        waitFor: waitForPartitions(plan.waitFor, assigned),
+        waitMs: plan.waitMs,
+      }),
+    );
+    const merged = mergeScanPages(pages, limit);
+    c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, merged.applied, all)));
+    return c.json({
+      items: merged.items.map(({ key, value, offset }) => ({ key, value, offset })),
+      cursor: merged.after === null ? null : encodeCursor(merged.after),
+    });
+  });
+
+  app.get('/v1/collections/:c/search', guard('read'), async (c) => {
+    const { collection, query } = docTarget(c, services);
+    const q = query.get('q') ?? '';
+    if (q.trim() === '' || q.length > limits.queryCharsMax) {
+      throw badRequest('invalid_query', `q must be 1..${limits.queryCharsMax} characters`);
+    }
+    const limit = intParam(query, 'limit', 1, limits.searchLimitMax, limits.searchLimitDefault);
+    const offset = intParam(query, 'offset', 0, limits.searchOffsetMax, 0);
+    const highlight = query.get('highlight') === 'true';
+    const plan = await planRead(c, query, services, all);
+    const depth = offset + limit;
+    const pageMax = services.config.serveSearchPageMax;
+    // A node answers at most pageMax hits a call, so its top `depth` hits come in pages.
+    const pages = await topology.fanOut(all, async (node, assigned) => {
+      const top: SearchResult = { hits: [], total: 0, applied: {} };
+      for (let from = 0; from < depth; from += pageMax) {
+        const page = await node.client.search(collection, {
+          q,
+          limit: Math.min(pageMax, depth - from),
+          offset: from,
+          highlight,
+          waitFor: waitForPartitions(plan.waitFor, assigned),
+          waitMs: plan.waitMs,
+        });
+        top.hits.push(...page.hits);
+        top.total = page.total;
+        if (from === 0) top.applied = page.applied;
+        if (page.hits.length < Math.min(pageMax, depth - from)) break;
+      }
+      return top;
+    });
+    const merged = mergeSearchHits(pages, offset, limit);
+    c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, merged.applied, all)));
+    return c.json({
+      hits: merged.hits.map(({ key, score, value, highlights }) => ({
+        key,
+        score,
+        value,
+        ...(highlights ? { highlights } : {}),
+      })),
+      total: merged.total,
+    });
+  });
+}

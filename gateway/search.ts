@@ -1,0 +1,32 @@
+/**
+ * Search across serve-nodes: each replica ranks its share of the partitions (top offset+limit),
+ * and the hits are merged by score, ties by key. With every partition on one serve-node this is
+ * exactly that node's FTS5 ranking; across nodes each scores with its own term statistics, so the
+ * merged order can differ from one global index (measured in the benchmark, see README.md).
+ */
+import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-client.js';
+import { collectApplied } from './consistency.js';
+import { compareKeys } from './scan.js';
+
+export interface NodeHits {
+  assigned: readonly number[];
+  result: SearchResult;
+}
+
+export function mergeSearchHits(
+  pages: NodeHits[],
+  offset: number,
+  limit: number,
+): { hits: SearchHit[]; total: number; applied: AppliedOffsets } {
+  const hits: SearchHit[] = [];
+  const applied: AppliedOffsets = {};
+  let total = 0;
+  for (const { assigned, result } of pages) {
+    const mine = new Set(assigned);
+    hits.push(...result.hits.filter((hit) => mine.has(hit.partition)));
+    total += result.total;
+    collectApplied(applied, result.applied, assigned);
+  }
+  hits.sort((a, b) => b.score - a.score || compareKeys(a.key, b.key));
+  return { hits: hits.slice(offset, offset + limit), total, applied };
+}

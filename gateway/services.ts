@@ -1,0 +1,109 @@
+/**
+ * Everything the routes share, built once per gateway: the log client, the partition writers,
+ * the serve-node topology, the token codec, metrics and the logger.
+ */
+import type { LogRecord } from '../shared/batch-codec.js';
+import type { ClusterInfo, LogClient } from '../shared/log-client.js';
+import type { Logger } from '../shared/logger.js';
+import { partitionFor } from '../shared/partitioner.js';
+import type { ServeClient } from '../shared/serve-client.js';
+import { mergeTokenOffsets, TokenCodec, type TokenOffsets } from '../shared/token.js';
+import type { GatewayConfig } from './config.js';
+import { createMetrics, type GatewayMetrics } from './metrics.js';
+import { PartitionWriter } from './partition-writer.js';
+import { ServeTopology } from './topology.js';
+
+export interface GatewayServices {
+  config: GatewayConfig;
+  cluster: ClusterInfo;
+  log: LogClient;
+  tokens: TokenCodec;
+  writers: PartitionWriter[];
+  topology: ServeTopology;
+  metrics: GatewayMetrics;
+  logger: Logger;
+  /** Open change feeds, aborted when the gateway stops. */
+  feeds: Set<AbortController>;
+}
+
+export function createGatewayServices(
+  config: GatewayConfig,
+  cluster: ClusterInfo,
+  log: LogClient,
+  serveClients: ServeClient[],
+  logger: Logger,
+): GatewayServices {
+  const topology = new ServeTopology(serveClients, {
+    partitions: cluster.partitions,
+    refreshMs: config.topologyRefreshMs,
+    nodeDownMs: config.nodeDownMs,
+    logger,
+  });
+  const metrics = createMetrics(topology);
+  const observe = (partition: number, records: number, bytes: number, durationMs: number) => {
+    const labels = { partition: String(partition) };
+    metrics.batchRecords.observe(labels, records);
+    metrics.batchBytes.observe(labels, bytes);
+    metrics.appendSeconds.observe(labels, durationMs / 1000);
+  };
+  const writers = Array.from(
+    { length: cluster.partitions },
+    (_, p) => new PartitionWriter(p, log, config.writer, logger, observe),
+  );
+  return {
+    config,
+    cluster,
+    log,
+    tokens: new TokenCodec(cluster.clusterId, cluster.partitions),
+    writers,
+    topology,
+    metrics,
+    logger,
+    feeds: new Set(),
+  };
+}
+
+export async function closeGatewayServices(services: GatewayServices): Promise<void> {
+  services.topology.stop();
+  for (const feed of services.feeds) feed.abort();
+  await Promise.all(services.writers.map((w) => w.close()));
+}
+
+export interface WrittenRecord {
+  partition: number;
+  offset: number;
+}
+
+/**
+ * Routes records to their partitions' writers and waits for every one; the answer keeps the
+ * records' order and carries the token merged over the request's and every written offset.
+ */
+export async function writeRecords(
+  services: GatewayServices,
+  records: LogRecord[],
+  requestToken: TokenOffsets,
+  partitionOf: (record: LogRecord, index: number) => number = (r) =>
+    partitionFor(r.collection, r.key, services.cluster.partitions),
+): Promise<{ written: WrittenRecord[]; token: Map<number, number> }> {
+  const byPartition = new Map<number, number[]>();
+  const partitions = records.map(partitionOf);
+  partitions.forEach((p, i) => {
+    const list = byPartition.get(p);
+    if (list) list.push(i);
+    else byPartition.set(p, [i]);
+  });
+  const written: WrittenRecord[] = new Array(records.length);
+  await Promise.all(
+    [...byPartition].map(async ([partition, indexes]) => {
+      const offsets = await services.writers[partition].write(indexes.map((i) => records[i]));
+      indexes.forEach((recordIndex, i) => {
+        written[recordIndex] = { partition, offset: offsets[i] };
+      });
+    }),
+  );
+  const touched = new Map<number, number>();
+  for (const { partition, offset } of written) {
+    touched.set(partition, Math.max(offset, touched.get(partition) ?? -1));
+  }
+  return { written, token: mergeTokenOffsets(requestToken, touched) };
+}

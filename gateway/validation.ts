@@ -1,0 +1,156 @@
+/**
+ * Checks on everything a client sends, before anything reaches the log: names, keys, numbers,
+ * bodies (size first, then strict UTF-8, then JSON). Each failure is a 4xx with a code.
+ */
+import type { Context } from 'hono';
+import { badRequest, tooLarge } from '../shared/errors.js';
+import { readBodyBytes } from '../shared/http-body.js';
+
+export const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
+const utf8 = new TextEncoder();
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+/** With the u flag a surrogate pair is one code point, so only lone halves match. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+export function checkCollection(name: string): string {
+  if (!COLLECTION_PATTERN.test(name)) {
+    throw badRequest('invalid_collection', `collection name must match ${COLLECTION_PATTERN}`, {
+      collection: name.slice(0, 80),
+    });
+  }
+  return name;
+}
+
+export function checkKey(key: unknown, keyBytesMax: number): string {
+  if (typeof key !== 'string') throw badRequest('invalid_key', 'key must be a string');
+  const bytes = utf8.encode(key).length;
+  if (bytes < 1 || bytes > keyBytesMax || LONE_SURROGATE.test(key)) {
+    throw badRequest('invalid_key', `key must be 1..${keyBytesMax} bytes of UTF-8`, {
+      limit: 'keyBytesMax',
+      max: keyBytesMax,
+      actual: bytes,
+    });
+  }
+  return key;
+}
+
+/** Percent-decodes a path segment strictly: bytes that are not UTF-8 are refused, not replaced. */
+export function decodeSegment(raw: string, what: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw badRequest('invalid_utf8', `${what} is not percent-encoded UTF-8`);
+  }
+}
+
+/** The raw (still percent-encoded) path segments: hono keeps undecodable ones verbatim. */
+export function rawPathSegments(url: string): string[] {
+  const start = url.indexOf('/', url.indexOf('//') + 2);
+  const end = url.search(/[?#]/);
+  return url.slice(start, end < 0 ? undefined : end).split('/');
+}
+
+/** Query parameters, decoded strictly; a repeated name keeps its first value. */
+export function strictQuery(url: string): Map<string, string> {
+  const params = new Map<string, string>();
+  const at = url.indexOf('?');
+  if (at < 0) return params;
+  const hash = url.indexOf('#', at);
+  for (const pair of url.slice(at + 1, hash < 0 ? undefined : hash).split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const name = decodeSegment((eq < 0 ? pair : pair.slice(0, eq)).replace(/\+/g, ' '), 'query');
+    const value = eq < 0 ? '' : decodeSegment(pair.slice(eq + 1).replace(/\+/g, ' '), 'query');
+    if (!params.has(name)) params.set(name, value);
+  }
+  return params;
+}
+
+export function intParam(
+  query: Map<string, string>,
+  name: string,
+  min: number,
+  max: number,
+  fallback: number,
+): number {
+  const text = query.get(name);
+  if (text === undefined || text === '') return fallback;
+  const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
+  if (!(value >= min && value <= max)) {
+    throw badRequest('invalid_parameter', `${name} must be an integer in ${min}..${max}`, {
+      parameter: name,
+      min,
+      max,
+    });
+  }
+  return value;
+}
+
+export function enumParam<T extends string>(
+  query: Map<string, string>,
+  name: string,
+  allowed: readonly T[],
+): T | undefined {
+  const text = query.get(name);
+  if (text === undefined || text === '') return undefined;
+  if (!allowed.includes(text as T)) {
+    throw badRequest('invalid_parameter', `${name} must be one of ${allowed.join(', ')}`, {
+      parameter: name,
+    });
+  }
+  return text as T;
+}
+
+/** Reads a request body up to `bytesMax`, stopping as soon as it is exceeded (413 `code`). */
+export function readBody(
+  c: Context,
+  bytesMax: number,
+  limit: string,
+  code: string,
+): Promise<Uint8Array> {
+  return readBodyBytes(c, bytesMax, (actual) =>
+    tooLarge(code, `body exceeds ${limit} (${bytesMax} bytes)`, {
+      limit,
+      max: bytesMax,
+      ...(actual === undefined ? {} : { actual }),
+    }),
+  );
+}
+
+export function decodeUtf8(bytes: Uint8Array, what: string): string {
+  try {
+    return utf8Strict.decode(bytes);
+  } catch {
+    throw badRequest('invalid_utf8', `${what} is not valid UTF-8`);
+  }
+}
+
+export function parseJson(text: string, what: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (cause) {
+    throw badRequest('invalid_json', `${what} is not valid JSON: ${(cause as Error).message}`);
+  }
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A document is a JSON object whose strings are well-formed Unicode (no lone surrogates). */
+export function checkDocument(value: unknown, what: string): Record<string, unknown> {
+  if (!isPlainObject(value)) throw badRequest('invalid_document', `${what} must be a JSON object`);
+  if (!wellFormed(value)) {
+    throw badRequest('invalid_utf8', `${what} holds a string with a lone surrogate`);
+  }
+  return value;
+}
+
+function wellFormed(value: unknown): boolean {
+  if (typeof value === 'string') return !LONE_SURROGATE.test(value);
+  if (Array.isArray(value)) return value.every(wellFormed);
+  if (isPlainObject(value)) {
+    return Object.entries(value).every(([k, v]) => !LONE_SURROGATE.test(k) && wellFormed(v));
+  }
+  return true;
+}

@@ -1,0 +1,79 @@
+// Proves API-key security: no key → 401, a wrong key → 401, a key without the scope → 403,
+// admin includes every scope, health stays open; and that without keys the gateway refuses to
+// bind anything but loopback.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseApiKeys } from '../../gateway/config.js';
+import { startGateway } from '../../gateway/index.js';
+import { closeGatewayServices } from '../../gateway/services.js';
+import { gatewayApp, silent, startLog, type LogFixture } from './gateway-harness.js';
+
+let fixture: LogFixture;
+let gateway: Awaited<ReturnType<typeof gatewayApp>>;
+const READER = 'reader-key-0123456789';
+const WRITER = 'writer-key-0123456789';
+const ADMIN = 'admin-key-01234567890';
+
+beforeAll(async () => {
+  fixture = await startLog(2);
+  gateway = await gatewayApp(fixture.client, [], {
+    apiKeys: parseApiKeys(`${READER}:read;${WRITER}:write,read;${ADMIN}:admin`),
+  });
+});
+
+afterAll(async () => {
+  await closeGatewayServices(gateway.services);
+  await fixture.stop();
+});
+
+const put = (key?: string, path = '/v1/collections/a/docs/k') =>
+  gateway.app.request(path, {
+    method: 'PUT',
+    body: '{"x":1}',
+    headers: key ? { authorization: `Bearer ${key}` } : {},
+  });
+
+describe('gateway auth', () => {
+  it('asks for a key, refuses a wrong one and a missing scope', async () => {
+    const none = await put();
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as any).error.code).toBe('unauthorized');
+    expect((await put('not-a-key-at-all-000')).status).toBe(401);
+    const reader = await put(READER);
+    expect(reader.status).toBe(403);
+    expect(((await reader.json()) as any).error).toMatchObject({
+      code: 'forbidden',
+      scope: 'write',
+    });
+    expect((await put(WRITER)).status).toBe(200);
+    expect((await put(ADMIN)).status).toBe(200);
+    const settings = await put(WRITER, '/v1/collections/a/settings');
+    expect(settings.status).toBe(403);
+    const viaHeader = await gateway.app.request('/v1/collections/a/docs/k', {
+      method: 'DELETE',
+      headers: { 'x-api-key': WRITER },
+    });
+    expect(viaHeader.status).toBe(200);
+  });
+
+  it('leaves health open', async () => {
+    expect((await gateway.app.request('/healthz')).status).toBe(200);
+  });
+
+  it('refuses to bind beyond loopback without keys', async () => {
+    await expect(
+      startGateway(
+        { host: '0.0.0.0', logUrls: [fixture.log.url], serveUrls: [] },
+        { logger: silent },
+      ),
+    ).rejects.toThrow(/API keys/);
+  });
+
+  it('parses TAILBASE_API_KEYS and rejects unknown scopes and short keys', () => {
+    expect(parseApiKeys(`${READER}:read; ${ADMIN}`)).toEqual([
+      { key: READER, scopes: ['read'] },
+      { key: ADMIN, scopes: ['read', 'write', 'admin'] },
+    ]);
+    expect(() => parseApiKeys(`${READER}:root`)).toThrow(/scope/);
+    expect(() => parseApiKeys('short:read')).toThrow(/16/);
+  });
+});

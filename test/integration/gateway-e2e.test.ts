@@ -1,0 +1,223 @@
+// Proves the whole public API end to end over real processes' worth of nodes (one log-node, two
+// serve-nodes each hosting half the partitions, a gateway on a loopback port): writes, token
+// reads, bulk, scans across partitions with a cursor, merged search, settings, the change feed
+// and its exact resume, strong reads, status, health and metrics.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, startCluster, type ClusterFixture } from './gateway-harness.js';
+
+let cluster: ClusterFixture;
+let url: string;
+
+beforeAll(async () => {
+  cluster = await startCluster({ partitions: 4 });
+  url = cluster.url;
+});
+
+afterAll(async () => {
+  await cluster.stop();
+});
+
+async function readFeed(path: string, headers: Record<string, string> = {}) {
+  const response = await fetch(url + path, { headers });
+  expect(response.status).toBe(200);
+  const text = await response.text();
+  return text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line));
+}
+
+describe('gateway end to end', () => {
+  it('writes, reads its write with the token, deletes', async () => {
+    const put = await call(url, 'PUT', '/v1/collections/notes/docs/n1', { title: 'first' });
+    expect(put.status).toBe(200);
+    expect(put.body).toMatchObject({ key: 'n1', offset: expect.any(Number) });
+    expect(put.token).toBe(put.body.token);
+    const get = await call(url, 'GET', '/v1/collections/notes/docs/n1', undefined, {
+      'tailbase-token': put.token!,
+    });
+    expect(get.status).toBe(200);
+    expect(get.body).toEqual({ key: 'n1', value: { title: 'first' }, offset: put.body.offset });
+    expect(get.token).not.toBeNull();
+    const del = await call(url, 'DELETE', '/v1/collections/notes/docs/n1', undefined, {
+      'tailbase-token': get.token!,
+    });
+    expect(del.status).toBe(200);
+    const gone = await call(url, 'GET', `/v1/collections/notes/docs/n1?token=${del.token}`);
+    expect(gone.status).toBe(404);
+    expect(gone.body.error.code).toBe('document_not_found');
+  });
+
+  it('keys with slashes, spaces and non-ASCII round-trip', async () => {
+    for (const key of ['a/b', 'with space', 'ключ-🙂']) {
+      const path = `/v1/collections/notes/docs/${encodeURIComponent(key)}`;
+      const put = await call(url, 'PUT', path, { key });
+      expect(put.status).toBe(200);
+      const get = await call(url, 'GET', path, undefined, { 'tailbase-token': put.token! });
+      expect(get.body).toMatchObject({ key, value: { key } });
+    }
+  });
+
+  it('bulk-loads NDJSON and a JSON array, then scans every key once in order, page by page', async () => {
+    const keys = Array.from({ length: 23 }, (_, i) => `k${String(i).padStart(3, '0')}`);
+    const ndjson = keys
+      .slice(0, 12)
+      .map((key) => JSON.stringify({ key, value: { n: key } }))
+      .join('\n');
+    const first = await call(url, 'POST', '/v1/collections/bulky/docs', ndjson, {
+      'content-type': 'application/x-ndjson',
+    });
+    expect(first.body).toMatchObject({ count: 12 });
+    const array = keys.slice(12).map((key) => ({ key, value: { n: key } }));
+    const second = await call(url, 'POST', '/v1/collections/bulky/docs', array, {
+      'tailbase-token': first.token!,
+    });
+    expect(second.body).toMatchObject({ count: 11 });
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    let token = second.token!;
+    for (let page = 0; page < 20; page++) {
+      const query: string = `limit=5${cursor ? `&cursor=${cursor}` : ''}`;
+      const scan = await call(url, 'GET', `/v1/collections/bulky/docs?${query}`, undefined, {
+        'tailbase-token': token,
+      });
+      expect(scan.status).toBe(200);
+      expect(scan.body.items.length).toBeLessThanOrEqual(5);
+      seen.push(...scan.body.items.map((i: { key: string }) => i.key));
+      token = scan.token!;
+      cursor = scan.body.cursor;
+      if (cursor === null) break;
+    }
+    expect(seen).toEqual(keys);
+    const prefix = await call(url, 'GET', `/v1/collections/bulky/docs?prefix=k01&token=${token}`);
+    expect(prefix.body.items.map((i: { key: string }) => i.key)).toEqual(keys.slice(10, 20));
+    const range = await call(url, 'GET', `/v1/collections/bulky/docs?start=k005&end=k008`);
+    expect(range.body.items.map((i: { key: string }) => i.key)).toEqual(['k005', 'k006', 'k007']);
+  });
+
+  it('searches across both serve-nodes and merges by score', async () => {
+    const docs = [
+      { key: 's1', value: { title: 'log structured storage', body: 'the log is the database' } },
+      { key: 's2', value: { title: 'gardening', body: 'tomatoes like sun' } },
+      { key: 's3', value: { title: 'log log log', body: 'log everything into the log' } },
+      { key: 's4', value: { title: 'unrelated', body: 'a log appears once' } },
+    ];
+    const bulk = await call(url, 'POST', '/v1/collections/papers/docs', docs);
+    const search = await call(
+      url,
+      'GET',
+      '/v1/collections/papers/search?q=log&limit=10',
+      undefined,
+      {
+        'tailbase-token': bulk.token!,
+      },
+    );
+    expect(search.status).toBe(200);
+    const keys = search.body.hits.map((h: { key: string }) => h.key);
+    expect(keys.sort()).toEqual(['s1', 's3', 's4']);
+    const scores = search.body.hits.map((h: { score: number }) => h.score);
+    expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+    expect(search.body.total).toBe(3);
+    const paged = await call(
+      url,
+      'GET',
+      `/v1/collections/papers/search?q=log&limit=1&offset=1&token=${bulk.token}`,
+    );
+    expect(paged.body.hits[0].key).toBe(search.body.hits[1].key);
+  });
+
+  it('appends settings to every partition', async () => {
+    const put = await call(url, 'PUT', '/v1/collections/papers/settings', {
+      searchable: ['title'],
+      tokenizer: 'porter unicode61 remove_diacritics 2',
+    });
+    expect(put.status).toBe(200);
+    const offsets = await cluster.log.client.offsets();
+    const token = cluster.gateway.services.tokens.decode(put.body.token);
+    expect([...token.keys()].sort()).toEqual(offsets.map((o) => o.partition));
+    const search = (q: string) =>
+      call(url, 'GET', `/v1/collections/papers/search?q=${q}`, undefined, {
+        'tailbase-token': put.body.token,
+      });
+    expect((await search('gardening')).body.hits.map((h: { key: string }) => h.key)).toEqual([
+      's2',
+    ]);
+    expect((await search('tomatoes')).body.hits).toEqual([]);
+  });
+
+  it('streams the change feed and resumes exactly after the last token', async () => {
+    const a = await call(url, 'POST', '/v1/collections/feed/docs', [
+      { key: 'a', value: { v: 1 } },
+      { key: 'b', value: { v: 2 } },
+      { key: 'c', value: { v: 3 } },
+    ]);
+    expect(a.status).toBe(200);
+    const first = await readFeed('/v1/changes?collection=feed&limit=2');
+    expect(first).toHaveLength(2);
+    const resume = first[1].token;
+    await call(url, 'DELETE', '/v1/collections/feed/docs/a');
+    await call(url, 'PUT', '/v1/collections/feed/docs/d', { v: 4 });
+    const rest = await readFeed(`/v1/changes?collection=feed&limit=3&token=${resume}`);
+    const events = [...first, ...rest].map((e) => `${e.key}:${JSON.stringify(e.value)}`);
+    expect(new Set(events).size).toBe(5);
+    expect(events.sort()).toEqual(['a:null', 'a:{"v":1}', 'b:{"v":2}', 'c:{"v":3}', 'd:{"v":4}']);
+    for (const event of rest) {
+      expect(event).toMatchObject({ collection: 'feed', partition: expect.any(Number) });
+    }
+    // per partition, offsets strictly increase across the two connections
+    const byPartition = new Map<number, number>();
+    for (const e of [...first, ...rest]) {
+      expect(e.offset).toBeGreaterThan(byPartition.get(e.partition) ?? -1);
+      byPartition.set(e.partition, e.offset);
+    }
+  });
+
+  it('serves the feed as SSE and resumes from Last-Event-ID', async () => {
+    const response = await fetch(`${url}/v1/changes?collection=feed&limit=2`, {
+      headers: { accept: 'text/event-stream' },
+    });
+    expect(response.headers.get('content-type')).toContain('text/event-stream');
+    const text = await response.text();
+    const ids = [...text.matchAll(/^id: (.+)$/gm)].map((m) => m[1]);
+    expect(ids).toHaveLength(2);
+    const resumed = await fetch(`${url}/v1/changes?collection=feed&limit=1`, {
+      headers: { accept: 'text/event-stream', 'last-event-id': ids[1] },
+    });
+    const data = JSON.parse((await resumed.text()).match(/^data: (.+)$/m)![1]);
+    const firstData = [...text.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1]));
+    expect(firstData.map((e) => `${e.partition}:${e.offset}`)).not.toContain(
+      `${data.partition}:${data.offset}`,
+    );
+  });
+
+  it('from=now starts at the end of the log', async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${url}/v1/changes?from=now&collection=feed&limit=1`, {
+      signal: controller.signal,
+    });
+    const put = await call(url, 'PUT', '/v1/collections/feed/docs/late', { v: 9 });
+    const line = JSON.parse((await response.text()).trim());
+    expect(line).toMatchObject({ key: 'late', offset: put.body.offset });
+  });
+
+  it('a strong read sees a write acknowledged to another client', async () => {
+    const put = await call(url, 'PUT', '/v1/collections/strong/docs/x', { v: 'new' });
+    expect(put.status).toBe(200);
+    const get = await call(url, 'GET', '/v1/collections/strong/docs/x?consistency=strong');
+    expect(get.body).toMatchObject({ value: { v: 'new' }, offset: put.body.offset });
+  });
+
+  it('reports status, health, readiness and metrics', async () => {
+    const status = await call(url, 'GET', '/v1/status');
+    expect(status.body.partitions).toHaveLength(4);
+    expect(status.body.serveNodes).toHaveLength(2);
+    for (const p of status.body.partitions) expect(p.replicas).toHaveLength(1);
+    expect(JSON.stringify(status.body)).not.toContain('127.0.0.1');
+    expect((await call(url, 'GET', '/healthz')).status).toBe(200);
+    expect((await call(url, 'GET', '/readyz')).status).toBe(200);
+    const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+    expect(metrics).toContain('tailbase_gateway_requests_total');
+    expect(metrics).toContain('tailbase_gateway_batch_records_bucket');
+    expect(metrics).toContain('tailbase_gateway_partition_lag_records');
+  });
+});

@@ -1,0 +1,151 @@
+/** Starts real nodes on loopback ports in temp dirs for the gateway's tests; stop() removes all. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  createGatewayApp,
+  createGatewayServices,
+  resolveGatewayConfig,
+  startGateway,
+  type GatewayHandle,
+} from '../../gateway/index.js';
+import type { GatewayConfigInput } from '../../gateway/config.js';
+import type { GatewayServices } from '../../gateway/services.js';
+import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
+import { HttpLogClient } from '../../shared/log-client.js';
+import { createLogger } from '../../shared/logger.js';
+import type { ServeClient } from '../../shared/serve-client.js';
+import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
+
+export const silent = createLogger('test', 'silent');
+
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(join(tmpdir(), `tailbase-${prefix}-`));
+}
+
+export interface LogFixture {
+  log: RunningLogNode;
+  client: HttpLogClient;
+  dir: string;
+  stop(): Promise<void>;
+}
+
+export async function startLog(partitions: number): Promise<LogFixture> {
+  const dir = await tempDir('gw-log');
+  const log = await startLogNode({ dataDir: dir, port: 0, partitions, logger: silent });
+  return {
+    log,
+    dir,
+    client: new HttpLogClient(log.url),
+    async stop() {
+      // The shared listener's close waits for connections whose long-poll response was cut by
+      // the client's abort until keepAliveTimeout (65 s); bounded here, reported to the lead.
+      await Promise.race([log.stop(), new Promise((resolve) => setTimeout(resolve, 5000))]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The gateway app without a socket, for `app.request` tests, over real clients. */
+export async function gatewayApp(
+  log: HttpLogClient,
+  serve: ServeClient[],
+  input: Partial<GatewayConfigInput> = {},
+): Promise<{ app: ReturnType<typeof createGatewayApp>; services: GatewayServices }> {
+  const config = resolveGatewayConfig({ logUrls: [log.url], serveUrls: [], ...input });
+  const services = createGatewayServices(config, await log.cluster(), log, serve, silent);
+  await services.topology.refresh();
+  return { app: createGatewayApp(services), services };
+}
+
+export interface ClusterFixture {
+  log: LogFixture;
+  serves: RunningServeNode[];
+  gateway: GatewayHandle;
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * One log-node, two serve-nodes each hosting half the partitions, and a gateway over HTTP.
+ * `serveLogUrl` lets a test put something (a slow proxy) between the serve-nodes and the log.
+ */
+export async function startCluster(
+  options: {
+    partitions?: number;
+    gateway?: Partial<GatewayConfigInput>;
+    serveLogUrl?: (logUrl: string, index: number) => string;
+    /** Both serve-nodes host every partition (replicas) instead of half each. */
+    replicated?: boolean;
+  } = {},
+): Promise<ClusterFixture> {
+  const partitions = options.partitions ?? 4;
+  const log = await startLog(partitions);
+  const half = Math.ceil(partitions / 2);
+  const serveDirs: string[] = [];
+  const serves: RunningServeNode[] = [];
+  for (let i = 0; i < 2; i++) {
+    const dir = await tempDir(`gw-serve${i}`);
+    serveDirs.push(dir);
+    const hosted = Array.from({ length: partitions }, (_, p) => p).filter(
+      (p) => options.replicated || (i === 0 ? p < half : p >= half),
+    );
+    serves.push(
+      await startServeNode({
+        dataDir: dir,
+        port: 0,
+        logUrls: [options.serveLogUrl?.(log.log.url, i) ?? log.log.url],
+        partitions: hosted,
+        logger: silent,
+      }),
+    );
+  }
+  const gateway = await startGateway(
+    {
+      logUrls: [log.log.url],
+      serveUrls: serves.map((s) => s.url),
+      topologyRefreshMs: 200,
+      ...options.gateway,
+    },
+    { logger: silent },
+  );
+  return {
+    log,
+    serves,
+    gateway,
+    url: gateway.url,
+    async stop() {
+      await gateway.stop();
+      await Promise.all(serves.map((s) => s.stop()));
+      await log.stop();
+      await Promise.all(serveDirs.map((d) => rm(d, { recursive: true, force: true })));
+    },
+  };
+}
+
+export interface Answer<T = any> {
+  status: number;
+  body: T;
+  token: string | null;
+}
+
+/** A small HTTP client for tests: JSON in, JSON out, the Tailbase-Token header kept. */
+export async function call<T = any>(
+  url: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<Answer<T>> {
+  const response = await fetch(url + path, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    body: text === '' ? null : JSON.parse(text),
+    token: response.headers.get('tailbase-token'),
+  };
+}

@@ -1,0 +1,112 @@
+// Proves read-your-writes under concurrency: 32 sessions doing put-then-get and put-then-search
+// with their tokens see 0 stale reads, while one serve-node is slowed on purpose (a proxy delays
+// its log reads) so that the same reads without a token are sometimes stale: the token matters.
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call, startCluster, type ClusterFixture } from './gateway-harness.js';
+
+const SESSIONS = 32;
+const DELAY_MS = 60;
+let cluster: ClusterFixture;
+let proxy: Server;
+
+/** Forwards to the log-node, holding every records answer DELAY_MS before passing it on. */
+async function startSlowProxy(target: () => string): Promise<string> {
+  proxy = createServer(async (req, res) => {
+    try {
+      const upstream = await fetch(target() + req.url, {
+        headers: Object.fromEntries(
+          Object.entries(req.headers).filter(([k]) => k.startsWith('tailbase')),
+        ) as Record<string, string>,
+      });
+      const body = Buffer.from(await upstream.arrayBuffer());
+      if (req.url?.includes('/records')) await new Promise((r) => setTimeout(r, DELAY_MS));
+      const headers: Record<string, string> = {};
+      upstream.headers.forEach((value, name) => {
+        if (name.startsWith('tailbase') || name === 'content-type') headers[name] = value;
+      });
+      res.writeHead(upstream.status, headers).end(body);
+    } catch {
+      res.writeHead(502).end();
+    }
+  });
+  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+}
+
+beforeAll(async () => {
+  let logUrl = '';
+  const slowUrl = await startSlowProxy(() => logUrl);
+  cluster = await startCluster({
+    partitions: 4,
+    serveLogUrl: (url, index) => {
+      logUrl = url;
+      return index === 1 ? slowUrl : url;
+    },
+  });
+});
+
+afterAll(async () => {
+  await cluster.stop();
+  proxy.closeAllConnections();
+  await new Promise((resolve) => proxy.close(resolve));
+});
+
+describe('read-your-writes', () => {
+  it(`${SESSIONS} sessions with tokens never read stale; without tokens they sometimes do`, async () => {
+    const url = cluster.url;
+    let staleWithToken = 0;
+    let staleWithout = 0;
+    let reads = 0;
+    const session = async (s: number) => {
+      let token: string | null = null;
+      for (let i = 0; i < 4; i++) {
+        const key = `s${s}-k${i % 2}`;
+        const headers: Record<string, string> = token ? { 'tailbase-token': token } : {};
+        const put = await call(url, 'PUT', `/v1/collections/ryw/docs/${key}`, { i, s }, headers);
+        expect(put.status).toBe(200);
+        token = put.token!;
+        const get = await call(url, 'GET', `/v1/collections/ryw/docs/${key}`, undefined, {
+          'tailbase-token': token,
+        });
+        reads++;
+        if (get.status !== 200 || get.body.value.i !== i) staleWithToken++;
+        token = get.token!;
+      }
+      const word = `word${s}x${Date.now() % 100000}`;
+      const put = await call(
+        url,
+        'PUT',
+        `/v1/collections/rywsearch/docs/d${s}`,
+        { text: word },
+        {
+          'tailbase-token': token!,
+        },
+      );
+      const search = await call(
+        url,
+        'GET',
+        `/v1/collections/rywsearch/search?q=${word}`,
+        undefined,
+        {
+          'tailbase-token': put.token!,
+        },
+      );
+      reads++;
+      if (search.status !== 200 || search.body.hits[0]?.key !== `d${s}`) staleWithToken++;
+      for (let i = 0; i < 3; i++) {
+        const key = `e${s}-${i}`;
+        await call(url, 'PUT', `/v1/collections/rywe/docs/${key}`, { i });
+        const get = await call(url, 'GET', `/v1/collections/rywe/docs/${key}`);
+        if (get.status !== 200) staleWithout++;
+      }
+    };
+    await Promise.all(Array.from({ length: SESSIONS }, (_, s) => session(s)));
+    console.log(
+      `reads with a token: ${reads}, stale: ${staleWithToken}; stale without: ${staleWithout}`,
+    );
+    expect(staleWithToken).toBe(0);
+    expect(staleWithout).toBeGreaterThan(0);
+  });
+});

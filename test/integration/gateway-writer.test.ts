@@ -1,0 +1,114 @@
+// Proves the partition writer against a real log-node: concurrent writes coalesce into few
+// batches with dense offsets; a lost acknowledgement is retried with the same producer id and
+// sequence and appended once; a rejected batch does not consume its sequence; an unknown outcome
+// moves to a fresh producer id starting at 0, so no later batch is ever refused or duplicated.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_WRITER } from '../../gateway/config.js';
+import { PartitionWriter } from '../../gateway/partition-writer.js';
+import { decodeRecords, iterateBatches, type LogRecord } from '../../shared/batch-codec.js';
+import { TailbaseError } from '../../shared/errors.js';
+import type { AppendResult, LogClient } from '../../shared/log-client.js';
+import { silent, startLog, type LogFixture } from './gateway-harness.js';
+
+let fixture: LogFixture;
+
+beforeAll(async () => {
+  fixture = await startLog(4);
+});
+
+afterAll(async () => {
+  await fixture.stop();
+});
+
+const record = (key: string, bytes = 16): LogRecord => ({
+  collection: 'w',
+  key,
+  value: Buffer.from(JSON.stringify({ pad: 'x'.repeat(bytes) })),
+  timestampMs: Date.now(),
+});
+
+async function batchesOf(partition: number) {
+  const read = await fixture.client.read(partition, 0);
+  return [...iterateBatches(read.batches)].map(({ header, bytes }) => ({
+    producer: Buffer.from(header.producerId).toString('hex'),
+    sequence: header.baseSequence,
+    keys: decodeRecords(bytes).map((r) => r.key),
+  }));
+}
+
+/** The real log underneath; `fail` decides per call whether the answer is lost or never sent. */
+function faulty(fail: (call: number) => 'lose-answer' | 'unreachable' | null): LogClient {
+  let calls = 0;
+  return {
+    cluster: () => fixture.client.cluster(),
+    read: (p, o, options) => fixture.client.read(p, o, options),
+    offsets: () => fixture.client.offsets(),
+    async append(partition, batch, signal): Promise<AppendResult> {
+      const mode = fail(calls++);
+      if (mode === 'unreachable') throw new TailbaseError(503, 'log_unreachable', 'down');
+      const result = await fixture.client.append(partition, batch, signal);
+      if (mode === 'lose-answer') throw new DOMException('timed out', 'TimeoutError');
+      return result;
+    },
+  };
+}
+
+const config = { ...DEFAULT_WRITER, appendRetryBackoffMs: 1 };
+
+describe('partition writer', () => {
+  it('coalesces 300 concurrent writes into few batches with dense, distinct offsets', async () => {
+    const writer = new PartitionWriter(0, fixture.client, config, silent);
+    const offsets = (
+      await Promise.all(Array.from({ length: 300 }, (_, i) => writer.write([record(`c${i}`)])))
+    ).flat();
+    expect(new Set(offsets).size).toBe(300);
+    expect(Math.max(...offsets) - Math.min(...offsets)).toBe(299);
+    const batches = await batchesOf(0);
+    expect(batches.length).toBeLessThan(30);
+    expect(batches.map((b) => b.sequence)).toEqual(batches.map((_, i) => i));
+    await writer.close();
+  });
+
+  it('retries a batch whose acknowledgement was lost without appending it twice', async () => {
+    const writer = new PartitionWriter(
+      1,
+      faulty((n) => (n === 0 ? 'lose-answer' : null)),
+      config,
+      silent,
+    );
+    const [offset] = await writer.write([record('once')]);
+    const [next] = await writer.write([record('after')]);
+    expect(next).toBe(offset + 1);
+    const batches = await batchesOf(1);
+    expect(batches.flatMap((b) => b.keys)).toEqual(['once', 'after']);
+    expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
+    await writer.close();
+  });
+
+  it('keeps the sequence after a rejected batch', async () => {
+    const writer = new PartitionWriter(2, fixture.client, config, silent);
+    await writer.write([record('a')]);
+    const tooBig = record('huge', 3 * 1024 * 1024);
+    await expect(writer.write([tooBig])).rejects.toMatchObject({ status: 413 });
+    await writer.write([record('b')]);
+    const batches = await batchesOf(2);
+    expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
+    expect(new Set(batches.map((b) => b.producer)).size).toBe(1);
+    await writer.close();
+  });
+
+  it('after an unknown outcome starts a fresh producer at sequence 0', async () => {
+    const log = faulty((n) => (n >= 1 && n <= 3 ? 'unreachable' : null));
+    const writer = new PartitionWriter(3, log, config, silent);
+    await writer.write([record('first')]);
+    await expect(writer.write([record('lost')])).rejects.toMatchObject({
+      code: 'write_outcome_unknown',
+    });
+    await writer.write([record('third')]);
+    const batches = await batchesOf(3);
+    expect(batches.flatMap((b) => b.keys)).toEqual(['first', 'third']);
+    expect(batches.map((b) => b.sequence)).toEqual([0, 0]);
+    expect(batches[0].producer).not.toBe(batches[1].producer);
+    await writer.close();
+  });
+});
