@@ -5,11 +5,11 @@
  */
 import { isLoopback } from '../shared/cli-options.js';
 import { listen } from '../shared/http-server.js';
-import { HttpLogClient, type ClusterInfo, type LogClient } from '../shared/log-client.js';
+import type { LogClient } from '../shared/log-client.js';
+import { LogCluster } from '../shared/log-cluster.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { HttpServeClient, type ServeClient } from '../shared/serve-client.js';
 import { createGatewayApp } from './app.js';
-import { PartitionedLogClient } from './log-router.js';
 import { resolveGatewayConfig, type GatewayConfigInput } from './config.js';
 import { closeGatewayServices, createGatewayServices, type GatewayServices } from './services.js';
 
@@ -30,18 +30,6 @@ export interface GatewayClients {
   logger?: Logger;
 }
 
-async function waitForCluster(log: LogClient, waitMsMax: number): Promise<ClusterInfo> {
-  const deadline = Date.now() + waitMsMax;
-  for (;;) {
-    try {
-      return await log.cluster();
-    } catch (error) {
-      if (Date.now() >= deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
-  }
-}
-
 export async function startGateway(
   input: GatewayConfigInput,
   clients: GatewayClients = {},
@@ -53,9 +41,11 @@ export async function startGateway(
   if (config.logUrls.length === 0) throw new Error('the gateway needs a log-node URL');
   const logger = clients.logger ?? createLogger('gateway');
   const secret = { clusterSecret: config.clusterSecret };
-  const nodes = config.logUrls.map((url) => new HttpLogClient(url, secret));
-  const cluster = await waitForCluster(clients.log ?? nodes[0], config.startWaitMsMax);
-  const log = clients.log ?? (await PartitionedLogClient.connect(nodes));
+  // The log-nodes may split the partitions between them; LogCluster routes each to its node.
+  const log =
+    clients.log ??
+    (await LogCluster.connect(config.logUrls, { ...secret, connectWaitMs: config.startWaitMsMax }));
+  const cluster = await log.cluster();
   const serve = clients.serve ?? config.serveUrls.map((url) => new HttpServeClient(url, secret));
   const services = createGatewayServices(config, cluster, log, serve, logger);
   await services.topology.refresh();

@@ -13,3 +13,4 @@ export * from './http-body.js';
 export * from './partitioner.js';
 export * from './token.js';
 export * from './internal-http.js';
+export * from './collection-settings.js';

@@ -2,7 +2,8 @@
  * The typed client of a serve-node's internal HTTP API, used by the gateway, tests and benchmarks.
  * The routes are documented in serve-node/README.md.
  */
-import { errorFromBody, TailbaseError } from './errors.js';
+import { errorFromBody } from './errors.js';
+import { InternalHttp, type InternalResponse } from './internal-http.js';
 import { CLUSTER_SECRET_HEADER } from './log-client.js';
 
 /** For each partition, the offset a read must include (it waits until applied[p] > offset). */
@@ -42,6 +43,8 @@ export interface ScanOptions extends ServeReadOptions {
   /** Exclusive resume key: the last key of the previous page. */
   after?: string;
   limit?: number;
+  /** Only these of the node's hosted partitions (default, or empty: all it hosts). */
+  partitions?: readonly number[];
 }
 
 export interface ScanResult {
@@ -55,6 +58,8 @@ export interface SearchOptions extends ServeReadOptions {
   limit?: number;
   offset?: number;
   highlight?: boolean;
+  /** Only these of the node's hosted partitions (default, or empty: all it hosts). */
+  partitions?: readonly number[];
 }
 
 export interface SearchHit extends ServedDocument {
@@ -121,17 +126,20 @@ export interface HttpServeClientOptions {
 
 export class HttpServeClient implements ServeClient {
   readonly url: string;
-  private readonly headers: Record<string, string>;
+  private readonly http: InternalHttp;
 
   constructor(url: string, options: HttpServeClientOptions = {}) {
-    this.url = url.replace(/\/+$/, '');
-    this.headers = options.clusterSecret ? { [CLUSTER_SECRET_HEADER]: options.clusterSecret } : {};
+    const headers: Record<string, string> = options.clusterSecret
+      ? { [CLUSTER_SECRET_HEADER]: options.clusterSecret }
+      : {};
+    this.http = new InternalHttp(url, 'serve-node', headers);
+    this.url = this.http.url;
   }
 
   async get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
     const path = `/internal/docs/${encodeURIComponent(collection)}/${encodeURIComponent(key)}`;
     const response = await this.fetch(path + query(readParams(options)), options.signal);
-    const body = (await response.json().catch(() => null)) as
+    const body = response.json() as
       | (ServedDocument & { applied: AppliedOffsets })
       | { error: { code: string; applied?: AppliedOffsets } }
       | null;
@@ -173,7 +181,6 @@ export class HttpServeClient implements ServeClient {
 
   async ready(): Promise<boolean> {
     const response = await this.fetch('/readyz');
-    await response.arrayBuffer();
     return response.status === 200;
   }
 
@@ -186,43 +193,39 @@ export class HttpServeClient implements ServeClient {
     return this.json<SnapshotResult>(response);
   }
 
-  private async fetch(
+  private fetch(
     path: string,
     signal?: AbortSignal,
     method = 'GET',
     body?: unknown,
-  ): Promise<Response> {
-    try {
-      return await fetch(this.url + path, {
-        method,
-        signal,
-        headers:
-          body === undefined
-            ? this.headers
-            : { ...this.headers, 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-    } catch (cause) {
-      if ((cause as Error).name === 'AbortError') throw cause;
-      throw new TailbaseError(
-        503,
-        'serve_unreachable',
-        `serve-node ${this.url} is unreachable`,
-        {},
-        { cause },
-      );
-    }
+  ): Promise<InternalResponse> {
+    return this.http.request(path, {
+      method,
+      signal,
+      ...(body === undefined
+        ? {}
+        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+    });
   }
 
-  private async json<T>(response: Response): Promise<T> {
-    const body: unknown = await response.json().catch(() => null);
+  private json<T>(response: InternalResponse): T {
+    const body = response.json();
     if (!response.ok) throw errorFromBody(response.status, body);
     return body as T;
   }
+
+  close(): void {
+    this.http.close();
+  }
 }
 
-function readParams(options: ServeReadOptions): URLSearchParams {
+function readParams(
+  options: ServeReadOptions & { partitions?: readonly number[] },
+): URLSearchParams {
   const params = new URLSearchParams();
+  if (options.partitions !== undefined && options.partitions.length > 0) {
+    params.set('partitions', options.partitions.join(','));
+  }
   if (options.waitFor && Object.keys(options.waitFor).length > 0) {
     params.set('wait_for', formatWaitFor(options.waitFor));
   }

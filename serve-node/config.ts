@@ -1,0 +1,59 @@
+/**
+ * A serve-node's configuration: where it keeps its stores, which log it tails, which partitions it
+ * hosts, and every limit it enforces (units last in the names).
+ */
+export interface ServeNodeLimits {
+  /** The longest a read may wait for `wait_for`; larger `wait_ms` values are clamped to it. */
+  waitMsMax: number;
+  /** `wait_ms` when a read carries `wait_for` but no `wait_ms`. */
+  waitMsDefault: number;
+  /** Reads waiting for offsets at once; past it a read gets 503 `too_many_waiters`. */
+  waitersMax: number;
+  /** `max_bytes` of one log read: one read answer is applied in one transaction per store. */
+  logReadBytesMax: number;
+  /** The log-node's long-poll wait when the tailer is caught up. */
+  logWaitMs: number;
+  /** The longest pause between retries after a log error. */
+  retryMsMax: number;
+  scanLimitDefault: number;
+  scanLimitMax: number;
+  searchLimitDefault: number;
+  searchLimitMax: number;
+  /** limit + offset of a search; deep pages cost every partition's top-(offset+limit). */
+  searchDepthMax: number;
+  queryBytesMax: number;
+  queryTermsMax: number;
+  /** /readyz answers 200 when every hosted partition lags the log end by at most this many offsets. */
+  readyLagMax: number;
+}
+
+export interface ServeNodeConfig {
+  dataDir: string;
+  host?: string;
+  port?: number;
+  logUrls: string[];
+  /** Hosted partitions; default: every partition of the log. */
+  partitions?: number[];
+  /** A snapshot directory to seed an empty data dir from (see README.md). */
+  fromSnapshot?: string;
+  limits?: Partial<ServeNodeLimits>;
+}
+
+export const DEFAULT_LIMITS: ServeNodeLimits = {
+  waitMsMax: 30_000,
+  waitMsDefault: 5_000,
+  waitersMax: 1_000,
+  logReadBytesMax: 4 * 1024 * 1024,
+  logWaitMs: 2_000,
+  retryMsMax: 5_000,
+  scanLimitDefault: 100,
+  scanLimitMax: 1_000,
+  searchLimitDefault: 10,
+  searchLimitMax: 100,
+  searchDepthMax: 1_000,
+  queryBytesMax: 1_024,
+  queryTermsMax: 32,
+  readyLagMax: 1_000,
+};
+
+export const DEFAULT_HOST = '127.0.0.1';

@@ -1,0 +1,188 @@
+/**
+ * The document store: one LMDB environment (a file, docs.mdb) holding the latest version of every
+ * document of the hosted partitions, keyed by collection and key in UTF-8 byte order, and each
+ * partition's applied offset, written in the same transaction as the documents it covers.
+ * Layout (README.md): docs db key = collection, 0x00, key; value = offset (float64 BE),
+ * partition (uint32 BE), the document's JSON. meta db: `applied:<p>` → next unapplied offset,
+ * `clusterId` → the log cluster the documents came from.
+ */
+import { open, type Database, type RootDatabase } from 'lmdb';
+import type { PreparedRecord } from './prepared-record.js';
+import { SETTINGS_COLLECTION } from './collection-settings.js';
+
+export const DOCS_FILE = 'docs.mdb';
+const VALUE_HEADER_BYTES = 12;
+
+export interface StoredDoc {
+  key: string;
+  /** The document's JSON text. */
+  json: string;
+  offset: number;
+  partition: number;
+}
+
+export interface KeyRange {
+  /** Inclusive lower bound. */
+  start?: string;
+  /** Exclusive upper bound. */
+  end?: string;
+  prefix?: string;
+  /** Exclusive lower bound: the last key of the previous page. */
+  after?: string;
+}
+
+export class DocStore {
+  private readonly env: RootDatabase;
+  private readonly docs: Database<Buffer, Buffer>;
+  private readonly meta: Database<unknown, string>;
+
+  constructor(path: string) {
+    // overlappingSync (lmdb-js's default here) flushes after the commit returns but keeps the file
+    // consistent through a crash; this store is rebuilt from the log, so a lost tail is replayed.
+    this.env = open({ path, compression: false });
+    this.docs = this.env.openDB<Buffer, Buffer>({
+      name: 'docs',
+      keyEncoding: 'binary',
+      encoding: 'binary',
+    });
+    this.meta = this.env.openDB<unknown, string>({ name: 'meta', encoding: 'json' });
+  }
+
+  /** The partition's next unapplied offset, or null when nothing of it was ever applied. */
+  applied(partition: number): number | null {
+    const value = this.meta.get(`applied:${partition}`);
+    return typeof value === 'number' ? value : null;
+  }
+
+  clusterId(): string | null {
+    const value = this.meta.get('clusterId');
+    return typeof value === 'string' ? value : null;
+  }
+
+  setClusterId(clusterId: string): void {
+    this.meta.putSync('clusterId', clusterId);
+  }
+
+  /** Applies records of one partition (already filtered to offsets >= applied) in one transaction. */
+  apply(partition: number, records: readonly PreparedRecord[], nextOffset: number): void {
+    this.env.transactionSync(() => {
+      for (const record of records) {
+        if (record.collection === SETTINGS_COLLECTION) continue;
+        const key = docKey(record.collection, record.key);
+        if (record.json === null) {
+          this.docs.remove(key);
+        } else {
+          this.docs.put(key, encodeValue(record.offset, partition, record.json));
+        }
+      }
+      this.meta.put(`applied:${partition}`, nextOffset);
+    });
+  }
+
+  get(collection: string, key: string): StoredDoc | undefined {
+    const value = this.docs.get(docKey(collection, key));
+    return value === undefined ? undefined : decodeValue(key, value);
+  }
+
+  /**
+   * Up to `limit` documents in key order, and whether more follow; with `partitions`, only the
+   * documents of those partitions.
+   */
+  scan(
+    collection: string,
+    range: KeyRange,
+    limit: number,
+    partitions?: ReadonlySet<number>,
+  ): { items: StoredDoc[]; more: boolean } {
+    const bounds = keyBounds(collection, range);
+    if (bounds === null) return { items: [], more: false };
+    const prefixBytes = Buffer.byteLength(collection) + 1;
+    const items: StoredDoc[] = [];
+    const rangeLimit = partitions === undefined ? limit + 1 : undefined;
+    for (const { key, value } of this.docs.getRange({ ...bounds, limit: rangeLimit })) {
+      if (partitions !== undefined && !partitions.has(value.readUInt32BE(8))) continue;
+      if (items.length === limit) return { items, more: true };
+      items.push(decodeValue(key.subarray(prefixBytes).toString('utf8'), value));
+    }
+    return { items, more: false };
+  }
+
+  /** Every document of a collection in one partition (for re-indexing after a settings change). */
+  *documentsOf(collection: string, partition: number): Generator<StoredDoc> {
+    const bounds = keyBounds(collection, {});
+    if (bounds === null) return;
+    const prefixBytes = Buffer.byteLength(collection) + 1;
+    for (const { key, value } of this.docs.getRange(bounds)) {
+      if (value.readUInt32BE(8) !== partition) continue;
+      yield decodeValue(key.subarray(prefixBytes).toString('utf8'), value);
+    }
+  }
+
+  /** Writes a consistent copy (one read transaction) to `path`. */
+  async backup(path: string): Promise<void> {
+    await this.env.backup(path, false);
+  }
+
+  async close(): Promise<void> {
+    await this.env.close();
+  }
+}
+
+function docKey(collection: string, key: string): Buffer {
+  return Buffer.from(`${collection}\u0000${key}`, 'utf8');
+}
+
+function encodeValue(offset: number, partition: number, json: string): Buffer {
+  const buf = Buffer.allocUnsafe(VALUE_HEADER_BYTES + Buffer.byteLength(json));
+  buf.writeDoubleBE(offset, 0);
+  buf.writeUInt32BE(partition, 8);
+  buf.write(json, VALUE_HEADER_BYTES, 'utf8');
+  return buf;
+}
+
+function decodeValue(key: string, value: Buffer): StoredDoc {
+  return {
+    key,
+    offset: value.readDoubleBE(0),
+    partition: value.readUInt32BE(8),
+    json: value.toString('utf8', VALUE_HEADER_BYTES),
+  };
+}
+
+/** The LMDB key range of a collection narrowed by start/end/prefix/after; null when empty. */
+function keyBounds(collection: string, range: KeyRange): { start: Buffer; end: Buffer } | null {
+  const base = Buffer.from(`${collection}\u0000`, 'utf8');
+  let start: Buffer = base;
+  // 0x01 sorts right after the 0x00 separator: the first key past this collection.
+  let end: Buffer = Buffer.from(`${collection}\u0001`, 'utf8');
+  const raise = (candidate: Buffer) => {
+    if (Buffer.compare(candidate, start) > 0) start = candidate;
+  };
+  const lower = (candidate: Buffer) => {
+    if (Buffer.compare(candidate, end) < 0) end = candidate;
+  };
+  if (range.start !== undefined) raise(docKey(collection, range.start));
+  if (range.after !== undefined) raise(Buffer.concat([docKey(collection, range.after), ZERO]));
+  if (range.prefix !== undefined && range.prefix !== '') {
+    const prefix = docKey(collection, range.prefix);
+    raise(prefix);
+    const next = successor(prefix);
+    if (next !== null) lower(next);
+  }
+  if (range.end !== undefined) lower(docKey(collection, range.end));
+  return Buffer.compare(start, end) < 0 ? { start, end } : null;
+}
+
+const ZERO = Buffer.from([0]);
+
+/** The smallest byte string greater than every string starting with `prefix`, if there is one. */
+function successor(prefix: Buffer): Buffer | null {
+  for (let i = prefix.length - 1; i >= 0; i--) {
+    if (prefix[i] !== 0xff) {
+      const next = Buffer.from(prefix.subarray(0, i + 1));
+      next[i]++;
+      return next;
+    }
+  }
+  return null;
+}

@@ -1,0 +1,115 @@
+/** `tailbase serve-node`: flags (each with a TAILBASE_* environment variable) and signal handling. */
+import { InvalidArgumentError, Option, type Command } from 'commander';
+import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+import { createLogger } from '../shared/logger.js';
+import { DEFAULT_HOST, DEFAULT_LIMITS } from './config.js';
+import { startServeNode } from './index.js';
+
+/** `0-3,6` → [0, 1, 2, 3, 6]. */
+export function parsePartitionList(raw: string): number[] {
+  const partitions = new Set<number>();
+  for (const part of raw.split(',')) {
+    const match = /^\s*(\d{1,6})\s*(?:-\s*(\d{1,6})\s*)?$/.exec(part);
+    if (match === null) throw new InvalidArgumentError('expected partitions like 0-3,6');
+    const first = Number(match[1]);
+    const last = match[2] === undefined ? first : Number(match[2]);
+    if (last < first) throw new InvalidArgumentError(`range ${part} runs backwards`);
+    for (let p = first; p <= last; p++) partitions.add(p);
+  }
+  return [...partitions].sort((a, b) => a - b);
+}
+
+export function registerServeNodeCommand(program: Command): void {
+  program
+    .command('serve-node')
+    .description('run a serve-node: tail partitions into LMDB and SQLite FTS5 and serve reads')
+    .addOption(
+      new Option('--data <dir>', 'data directory').env('TAILBASE_DATA').makeOptionMandatory(),
+    )
+    .addOption(
+      new Option('--host <host>', 'address to bind').env('TAILBASE_HOST').default(DEFAULT_HOST),
+    )
+    .addOption(integerOption('--port <port>', 'port to listen on', 'TAILBASE_PORT', 0))
+    .addOption(
+      new Option('--log <urls>', 'log-node URL(s), comma-separated')
+        .env('TAILBASE_LOG')
+        .makeOptionMandatory()
+        .argParser((raw: string) =>
+          raw
+            .split(',')
+            .map((url) => url.trim())
+            .filter(Boolean),
+        ),
+    )
+    .addOption(
+      new Option('--partitions <list>', "hosted partitions, e.g. 0-3,6 (default: all the log's)")
+        .env('TAILBASE_PARTITIONS')
+        .argParser(parsePartitionList),
+    )
+    .addOption(
+      new Option('--from-snapshot <dir>', 'seed an empty data directory from a snapshot').env(
+        'TAILBASE_FROM_SNAPSHOT',
+      ),
+    )
+    .addOption(
+      new Option('--cluster-secret <secret>', 'secret internal calls carry and must carry').env(
+        'TAILBASE_CLUSTER_SECRET',
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--wait-ms-max <ms>',
+        'longest a read may wait for offsets',
+        'TAILBASE_WAIT_MS_MAX',
+        DEFAULT_LIMITS.waitMsMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--waiters-max <n>',
+        'reads that may wait at once',
+        'TAILBASE_WAITERS_MAX',
+        DEFAULT_LIMITS.waitersMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--log-read-bytes-max <bytes>',
+        'bytes per log read, applied as one transaction per store',
+        'TAILBASE_LOG_READ_BYTES_MAX',
+        DEFAULT_LIMITS.logReadBytesMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--ready-lag-max <offsets>',
+        '/readyz is 200 when every partition lags by at most this',
+        'TAILBASE_READY_LAG_MAX',
+        DEFAULT_LIMITS.readyLagMax,
+      ),
+    )
+    .action(async (flags: Record<string, unknown>) => {
+      const logger = createLogger('serve-node');
+      if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
+        throw new Error('binding a non-loopback address needs --cluster-secret');
+      }
+      const running = await startServeNode({
+        dataDir: flags.data as string,
+        host: flags.host as string,
+        port: flags.port as number,
+        logUrls: flags.log as string[],
+        partitions: flags.partitions as number[] | undefined,
+        fromSnapshot: flags.fromSnapshot as string | undefined,
+        clusterSecret: flags.clusterSecret as string | undefined,
+        limits: {
+          waitMsMax: flags.waitMsMax as number,
+          waitersMax: flags.waitersMax as number,
+          logReadBytesMax: flags.logReadBytesMax as number,
+          readyLagMax: flags.readyLagMax as number,
+        },
+        logger,
+      });
+      process.stdout.write(`serve-node listening on ${running.url}\n`);
+      onShutdownSignal(logger, running.stop);
+    });
+}

@@ -1,0 +1,90 @@
+/**
+ * Reads that wait for offsets to be applied. The apply loop calls `notify` after each commit, so a
+ * waiting read answers as soon as its offsets are in, with no polling; a bounded number may wait.
+ */
+import { TailbaseError, unavailable } from '../shared/errors.js';
+
+/** A read needs `offset` of `partition` applied, i.e. applied[partition] > offset. */
+export interface OffsetNeed {
+  partition: number;
+  offset: number;
+}
+
+interface Waiter {
+  needs: readonly OffsetNeed[];
+  resolve(): void;
+  reject(error: Error): void;
+  timer: NodeJS.Timeout;
+}
+
+export class OffsetWaiters {
+  private readonly waiting = new Set<Waiter>();
+
+  constructor(
+    private readonly waitersMax: number,
+    private readonly appliedOf: (partition: number) => number,
+  ) {}
+
+  get size(): number {
+    return this.waiting.size;
+  }
+
+  /** Resolves once every need is applied; 504 `not_caught_up` after `waitMs`. */
+  async wait(needs: readonly OffsetNeed[], waitMs: number): Promise<void> {
+    if (this.unmet(needs) === undefined) return;
+    if (this.waiting.size >= this.waitersMax) {
+      throw unavailable('too_many_waiters', `${this.waitersMax} reads are already waiting`, {
+        limit: 'waitersMax',
+        max: this.waitersMax,
+      });
+    }
+    await new Promise<void>((resolve, reject) => {
+      const waiter: Waiter = {
+        needs,
+        resolve,
+        reject,
+        timer: setTimeout(() => {
+          this.waiting.delete(waiter);
+          const need = this.unmet(needs);
+          if (need === undefined) resolve();
+          else reject(this.notCaughtUp(need, waitMs));
+        }, waitMs),
+      };
+      this.waiting.add(waiter);
+    });
+  }
+
+  /** Called by the apply loop after a commit that moved `partition` forward. */
+  notify(partition: number): void {
+    for (const waiter of this.waiting) {
+      if (!waiter.needs.some((need) => need.partition === partition)) continue;
+      if (this.unmet(waiter.needs) !== undefined) continue;
+      this.waiting.delete(waiter);
+      clearTimeout(waiter.timer);
+      waiter.resolve();
+    }
+  }
+
+  /** Fails every waiting read (the node is stopping). */
+  cancelAll(error: Error): void {
+    for (const waiter of this.waiting) {
+      clearTimeout(waiter.timer);
+      waiter.reject(error);
+    }
+    this.waiting.clear();
+  }
+
+  private unmet(needs: readonly OffsetNeed[]): OffsetNeed | undefined {
+    return needs.find((need) => this.appliedOf(need.partition) <= need.offset);
+  }
+
+  private notCaughtUp(need: OffsetNeed, waitMs: number): TailbaseError {
+    const applied = this.appliedOf(need.partition);
+    return new TailbaseError(
+      504,
+      'not_caught_up',
+      `partition ${need.partition} has applied up to ${applied}, offset ${need.offset} not applied within ${waitMs} ms`,
+      { partition: need.partition, applied, required: need.offset },
+    );
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * A log record made ready for both stores: its JSON parsed once, its text normalised. A value
+ * that is not valid JSON (the log accepts any bytes) is kept as a JSON string of its text, so one
+ * poison record can neither stop the apply loop nor make a read answer invalid JSON.
+ */
+import type { StoredRecord } from '../shared/batch-codec.js';
+
+export interface PreparedRecord {
+  offset: number;
+  collection: string;
+  key: string;
+  /** The document's JSON text; null for a tombstone. */
+  json: string | null;
+  /** The parsed document; undefined for a tombstone. */
+  doc: unknown;
+}
+
+export function prepareRecord(record: StoredRecord): PreparedRecord {
+  const { offset, collection, key } = record;
+  if (record.value === null) return { offset, collection, key, json: null, doc: undefined };
+  const value = record.value;
+  // Buffer's decoder is the fastest here; invalid UTF-8 becomes U+FFFD, as TextDecoder would.
+  const text = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8');
+  try {
+    return { offset, collection, key, json: text, doc: JSON.parse(text) };
+  } catch {
+    return { offset, collection, key, json: JSON.stringify(text), doc: text };
+  }
+}

@@ -1,0 +1,103 @@
+/** Parsing and bounding the query parameters of the read routes: bad input is a 400, never a 500. */
+import { badRequest } from '../shared/errors.js';
+import type { OffsetNeed } from './offset-waiters.js';
+
+export const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
+export const KEY_BYTES_MAX = 1024;
+
+export function checkCollection(collection: string): string {
+  if (!COLLECTION_PATTERN.test(collection)) {
+    throw badRequest('invalid_collection', `collection must match ${COLLECTION_PATTERN.source}`, {
+      collection: collection.slice(0, 80),
+    });
+  }
+  return collection;
+}
+
+export function checkKey(key: string): string {
+  const bytes = Buffer.byteLength(key);
+  if (bytes === 0 || bytes > KEY_BYTES_MAX) {
+    throw badRequest('invalid_key', `a key is 1..${KEY_BYTES_MAX} bytes of UTF-8`);
+  }
+  return key;
+}
+
+/** `wait_for=P:O,P:O` → needs; every partition must be hosted here. */
+export function parseWaitFor(raw: string | undefined, hosted: ReadonlySet<number>): OffsetNeed[] {
+  if (raw === undefined || raw === '') return [];
+  const parts = raw.split(',');
+  if (parts.length > hosted.size) {
+    throw badRequest(
+      'invalid_wait_for',
+      `wait_for names more partitions than the ${hosted.size} hosted`,
+    );
+  }
+  return parts.map((part) => {
+    const match = /^(\d{1,9}):(\d{1,15})$/.exec(part);
+    if (match === null) {
+      throw badRequest('invalid_wait_for', 'wait_for is partition:offset[,partition:offset...]', {
+        value: part.slice(0, 80),
+      });
+    }
+    return { partition: checkHosted(Number(match[1]), hosted), offset: Number(match[2]) };
+  });
+}
+
+/** An integer query parameter in [min, max], or the default when absent. */
+export function integerParam(
+  name: string,
+  raw: string | undefined,
+  options: { min: number; max: number; defaultValue: number; clamp?: boolean },
+): number {
+  if (raw === undefined || raw === '') return options.defaultValue;
+  if (!/^\d{1,15}$/.test(raw)) {
+    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
+  }
+  const value = Number(raw);
+  if (options.clamp) return Math.min(Math.max(value, options.min), options.max);
+  if (value < options.min || value > options.max) {
+    throw badRequest(
+      `invalid_${name}`,
+      `${name} must be between ${options.min} and ${options.max}`,
+      {
+        min: options.min,
+        max: options.max,
+      },
+    );
+  }
+  return value;
+}
+
+export function optionalString(name: string, raw: string | undefined): string | undefined {
+  if (raw === undefined) return undefined;
+  if (Buffer.byteLength(raw) > KEY_BYTES_MAX) {
+    throw badRequest(`invalid_${name}`, `${name} is at most ${KEY_BYTES_MAX} bytes`);
+  }
+  return raw;
+}
+
+/** `partitions=0,3`: a subset of the hosted partitions a scan or search covers (default: all). */
+export function parsePartitions(
+  raw: string | undefined,
+  hosted: ReadonlySet<number>,
+): number[] | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const parts = raw.split(',');
+  if (parts.length > hosted.size || !parts.every((part) => /^\d{1,9}$/.test(part))) {
+    throw badRequest(
+      'invalid_partitions',
+      'partitions is a comma-separated list of hosted partitions',
+    );
+  }
+  return [...new Set(parts.map((part) => checkHosted(Number(part), hosted)))].sort((a, b) => a - b);
+}
+
+function checkHosted(partition: number, hosted: ReadonlySet<number>): number {
+  if (!hosted.has(partition)) {
+    throw badRequest('partition_not_hosted', `partition ${partition} is not hosted by this node`, {
+      partition,
+      hosted: [...hosted],
+    });
+  }
+  return partition;
+}

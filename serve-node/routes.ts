@@ -1,0 +1,193 @@
+/**
+ * The serve-node's internal HTTP API (README.md): document reads, key-ordered scans, ranked
+ * search, each optionally waiting for offsets; status, health, and the admin calls.
+ */
+import Database from 'better-sqlite3';
+import { Hono, type Context } from 'hono';
+import { CLUSTER_SECRET_HEADER } from '../shared/log-client.js';
+import { badRequest, notFound, TailbaseError } from '../shared/errors.js';
+import { installErrorHandlers } from '../shared/http-server.js';
+import type { Logger } from '../shared/logger.js';
+import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
+import type { ServeNodeLimits } from './config.js';
+import type { StoredDoc } from './doc-store.js';
+import { parseQuery } from './fts-query.js';
+import type { OffsetWaiters } from './offset-waiters.js';
+import {
+  checkCollection,
+  checkKey,
+  integerParam,
+  optionalString,
+  parsePartitions,
+  parseWaitFor,
+} from './read-params.js';
+import type { Replica } from './replica.js';
+
+export interface ServeNodeCore {
+  hosted: readonly number[];
+  limits: ServeNodeLimits;
+  clusterSecret?: string;
+  waiters: OffsetWaiters;
+  replica(): Replica;
+  applied(): AppliedOffsets;
+  status(): ServeStatus;
+  ready(): boolean;
+  rebuild(reason: string): Promise<void>;
+  snapshot(dir: string): Promise<SnapshotResult>;
+}
+
+export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
+  const app = new Hono();
+  installErrorHandlers(app, logger);
+  const hostedSet = new Set(core.hosted);
+  const { limits } = core;
+
+  app.use('/internal/*', async (c, next) => {
+    if (core.clusterSecret && c.req.header(CLUSTER_SECRET_HEADER) !== core.clusterSecret) {
+      throw new TailbaseError(401, 'unauthorized', 'internal calls need the cluster secret');
+    }
+    await next();
+  });
+
+  /** Waits until the read's `wait_for` offsets are applied, for at most its `wait_ms`. */
+  const waitForOffsets = async (c: Context): Promise<void> => {
+    const needs = parseWaitFor(c.req.query('wait_for'), hostedSet);
+    const waitMs = integerParam('wait_ms', c.req.query('wait_ms'), {
+      min: 0,
+      max: limits.waitMsMax,
+      defaultValue: limits.waitMsDefault,
+      clamp: true,
+    });
+    if (needs.length > 0) await core.waiters.wait(needs, waitMs);
+  };
+
+  app.get('/healthz', (c) => c.json({ ok: true }));
+  app.get('/readyz', (c) =>
+    core.ready()
+      ? c.json({ ready: true })
+      : c.json({ error: { code: 'not_ready', message: 'partitions are still catching up' } }, 503),
+  );
+  app.get('/internal/status', (c) => c.json(core.status()));
+
+  app.get('/internal/docs/:collection/:key{.+}', async (c) => {
+    const collection = checkCollection(c.req.param('collection'));
+    const key = checkKey(c.req.param('key'));
+    await waitForOffsets(c);
+    const stored = core.replica().docs.get(collection, key);
+    // A data directory may still hold partitions this node hosted before: it serves only its own.
+    const doc = stored !== undefined && hostedSet.has(stored.partition) ? stored : undefined;
+    const applied = core.applied();
+    if (doc === undefined) {
+      throw notFound('document_not_found', `no document ${collection}/${key}`, { applied });
+    }
+    return jsonText(c, `${docJson(doc).slice(0, -1)},"applied":${JSON.stringify(applied)}}`);
+  });
+
+  app.get('/internal/scan/:collection', async (c) => {
+    const collection = checkCollection(c.req.param('collection'));
+    const limit = integerParam('limit', c.req.query('limit'), {
+      min: 1,
+      max: limits.scanLimitMax,
+      defaultValue: limits.scanLimitDefault,
+    });
+    const range = {
+      prefix: optionalString('prefix', c.req.query('prefix')),
+      start: optionalString('start', c.req.query('start')),
+      end: optionalString('end', c.req.query('end')),
+      after: optionalString('after', c.req.query('after')),
+    };
+    const partitions = parsePartitions(c.req.query('partitions'), hostedSet);
+    await waitForOffsets(c);
+    const { items, more } = core
+      .replica()
+      .docs.scan(collection, range, limit, partitions ? new Set(partitions) : hostedSet);
+    const applied = core.applied();
+    return jsonText(
+      c,
+      `{"items":[${items.map(docJson).join(',')}],"applied":${JSON.stringify(applied)},"more":${more}}`,
+    );
+  });
+
+  app.get('/internal/search/:collection', async (c) => {
+    const collection = checkCollection(c.req.param('collection'));
+    const q = c.req.query('q');
+    if (q === undefined || q.trim() === '') throw badRequest('invalid_query', 'q is required');
+    const query = parseQuery(q, limits);
+    const limit = integerParam('limit', c.req.query('limit'), {
+      min: 1,
+      max: limits.searchLimitMax,
+      defaultValue: limits.searchLimitDefault,
+    });
+    const offset = integerParam('offset', c.req.query('offset'), {
+      min: 0,
+      max: limits.searchDepthMax - limit,
+      defaultValue: 0,
+    });
+    const highlight = c.req.query('highlight') === 'true';
+    const partitions = parsePartitions(c.req.query('partitions'), hostedSet) ?? core.hosted;
+    await waitForOffsets(c);
+    const replica = core.replica();
+    let found;
+    try {
+      found = replica.search.search(collection, partitions, query, offset + limit);
+    } catch (error) {
+      // The parser emits only quoted strings, so this is a tokenizer corner case, not a bug to hide.
+      if (error instanceof Database.SqliteError) {
+        throw badRequest('invalid_query', `the query cannot be searched: ${error.message}`);
+      }
+      throw error;
+    }
+    const page = found.matches.slice(offset, offset + limit).flatMap((match) => {
+      const doc = replica.docs.get(collection, match.key);
+      return doc === undefined ? [] : [{ match, doc }];
+    });
+    const highlights: Array<Record<string, string>> = [];
+    if (highlight) {
+      for (const partition of new Set(page.map((hit) => hit.match.partition))) {
+        const inPartition = page.filter((hit) => hit.match.partition === partition);
+        const marked = replica.search.highlights(
+          collection,
+          partition,
+          inPartition.map((hit) => ({ doc: JSON.parse(hit.doc.json) as unknown })),
+          query,
+        );
+        inPartition.forEach((hit, i) => (highlights[page.indexOf(hit)] = marked[i]));
+      }
+    }
+    // The documents' JSON is spliced in as stored: parsing and re-serialising it is most of a search.
+    const hits = page.map(({ match, doc }, i) => {
+      const extra = highlight ? `,"highlights":${JSON.stringify(highlights[i] ?? {})}` : '';
+      return `${docJson(doc).slice(0, -1)},"score":${JSON.stringify(match.score)}${extra}}`;
+    });
+    const applied = JSON.stringify(core.applied());
+    return jsonText(c, `{"hits":[${hits.join(',')}],"total":${found.total},"applied":${applied}}`);
+  });
+
+  app.post('/internal/admin/rebuild', (c) => {
+    core.rebuild('admin_request').catch((error: unknown) => {
+      logger.error({ err: error }, 'rebuild failed');
+    });
+    return c.json({ rebuilding: true }, 202);
+  });
+
+  app.post('/internal/admin/snapshot', async (c) => {
+    const body = (await c.req.json().catch(() => null)) as { dir?: unknown } | null;
+    if (typeof body?.dir !== 'string' || !body.dir.startsWith('/')) {
+      throw badRequest('invalid_snapshot_dir', 'the body is {"dir": "/absolute/new/directory"}');
+    }
+    return c.json(await core.snapshot(body.dir));
+  });
+
+  return app;
+}
+
+function docJson(doc: StoredDoc): string {
+  return (
+    `{"key":${JSON.stringify(doc.key)},"value":${doc.json},` +
+    `"offset":${doc.offset},"partition":${doc.partition}}`
+  );
+}
+
+function jsonText(c: Context, body: string): Response {
+  return c.body(body, 200, { 'content-type': 'application/json; charset=utf-8' });
+}

@@ -1,0 +1,216 @@
+/**
+ * A running serve-node: the current store generation, one tailer per hosted partition, the
+ * waiting reads, and the operations that replace the stores (rebuild) or copy them (snapshot).
+ */
+import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { unavailable, badRequest } from '../shared/errors.js';
+import type { LogClient } from '../shared/log-client.js';
+import type { Logger } from '../shared/logger.js';
+import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
+import type { ServeNodeLimits } from './config.js';
+import { DOCS_FILE } from './doc-store.js';
+import { OffsetWaiters } from './offset-waiters.js';
+import { PartitionTailer } from './partition-tailer.js';
+import { Replica } from './replica.js';
+import type { ServeNodeCore } from './routes.js';
+import {
+  createGeneration,
+  generationDir,
+  removeGeneration,
+  SNAPSHOT_MANIFEST,
+} from './store-dirs.js';
+
+export interface ServeNodeParts {
+  nodeId: string;
+  clusterId: string;
+  dataDir: string;
+  generation: number;
+  hosted: readonly number[];
+  limits: ServeNodeLimits;
+  clusterSecret?: string;
+  log: LogClient;
+  logger: Logger;
+}
+
+export class ServeNode implements ServeNodeCore {
+  readonly hosted: readonly number[];
+  readonly limits: ServeNodeLimits;
+  readonly clusterSecret?: string;
+  readonly waiters: OffsetWaiters;
+  private current: Replica;
+  private generation: number;
+  private tailers: PartitionTailer[] = [];
+  private lastRebuild: { reason: string; atMs: number } | undefined;
+  private rebuilding: Promise<void> | null = null;
+  private stopped = false;
+
+  constructor(private readonly parts: ServeNodeParts) {
+    this.hosted = parts.hosted;
+    this.limits = parts.limits;
+    this.clusterSecret = parts.clusterSecret;
+    this.generation = parts.generation;
+    this.current = new Replica(generationDir(parts.dataDir, parts.generation));
+    this.waiters = new OffsetWaiters(parts.limits.waitersMax, (p) => this.current.applied(p));
+  }
+
+  /** Checks the stores against the log's identity and each other, then starts tailing. */
+  async start(): Promise<void> {
+    const stored = this.current.docs.clusterId();
+    const diverged = this.hosted.find((partition) => this.current.diverged(partition));
+    if (stored !== null && stored !== this.parts.clusterId) {
+      await this.replaceStores(
+        `the stores came from cluster ${stored}, the log is ${this.parts.clusterId}`,
+      );
+    } else if (diverged !== undefined) {
+      await this.replaceStores(`partition ${diverged}: the two stores' checkpoints diverged`);
+    } else {
+      this.current.docs.setClusterId(this.parts.clusterId);
+      this.startTailers(false);
+    }
+  }
+
+  replica(): Replica {
+    return this.current;
+  }
+
+  applied(): AppliedOffsets {
+    const applied: AppliedOffsets = {};
+    for (const partition of this.hosted) applied[partition] = this.current.applied(partition);
+    return applied;
+  }
+
+  status(): ServeStatus {
+    return {
+      nodeId: this.parts.nodeId,
+      clusterId: this.parts.clusterId,
+      partitions: this.tailers.map((tailer) => {
+        const applied = this.current.applied(tailer.partition);
+        const lag = Math.max(tailer.logEndOffset - applied, 0);
+        const applyRatePerSec = Math.round(tailer.rate.perSecond());
+        return {
+          partition: tailer.partition,
+          applied,
+          logEndOffset: tailer.logEndOffset,
+          lag,
+          applyRatePerSec,
+          etaSeconds: lag === 0 ? 0 : applyRatePerSec > 0 ? Math.ceil(lag / applyRatePerSec) : null,
+          state: tailer.state,
+          ...(tailer.error === undefined ? {} : { error: tailer.error }),
+        };
+      }),
+      ready: this.ready(),
+      ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
+    };
+  }
+
+  ready(): boolean {
+    return (
+      this.rebuilding === null &&
+      this.tailers.length === this.hosted.length &&
+      this.tailers.every(
+        (tailer) =>
+          tailer.reachedLog &&
+          tailer.logEndOffset - this.current.applied(tailer.partition) <= this.limits.readyLagMax,
+      )
+    );
+  }
+
+  /** Wipes both stores and replays every hosted partition from the log start. */
+  rebuild(reason: string): Promise<void> {
+    this.rebuilding ??= this.replaceStores(reason).finally(() => {
+      this.rebuilding = null;
+    });
+    return this.rebuilding;
+  }
+
+  /** A consistent copy of both stores (each with the checkpoint of its own contents) in `dir`. */
+  async snapshot(dir: string): Promise<SnapshotResult> {
+    if (this.rebuilding !== null) throw unavailable('rebuilding', 'the stores are being rebuilt');
+    if (existsSync(dir) && readdirSync(dir).length > 0) {
+      throw badRequest('invalid_snapshot_dir', `${dir} exists and is not empty`);
+    }
+    try {
+      mkdirSync(dir, { recursive: true });
+    } catch (error) {
+      throw badRequest('invalid_snapshot_dir', `cannot create ${dir}: ${(error as Error).message}`);
+    }
+    await this.current.backup(dir);
+    const copy = new Replica(dir);
+    const applied: AppliedOffsets = {};
+    const stores: Record<string, { docs: number | null; search: number | null }> = {};
+    for (const partition of this.hosted) {
+      applied[partition] = copy.applied(partition);
+      stores[partition] = {
+        docs: copy.docs.applied(partition),
+        search: copy.search.applied(partition),
+      };
+    }
+    await copy.close();
+    rmSync(join(dir, `${DOCS_FILE}-lock`), { force: true });
+    writeFileSync(
+      join(dir, SNAPSHOT_MANIFEST),
+      JSON.stringify(
+        {
+          clusterId: this.parts.clusterId,
+          partitions: this.hosted,
+          createdAtMs: Date.now(),
+          applied,
+          stores,
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+    return { dir, applied };
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.rebuilding?.catch(() => undefined);
+    await this.stopTailers();
+    this.waiters.cancelAll(unavailable('stopping', 'the serve-node is stopping'));
+    await this.current.close();
+  }
+
+  private async replaceStores(reason: string): Promise<void> {
+    this.parts.logger.warn({ reason }, 'wiping the stores and replaying the log');
+    await this.stopTailers();
+    if (this.stopped) return;
+    const old = { replica: this.current, generation: this.generation };
+    this.generation += 1;
+    this.current = new Replica(createGeneration(this.parts.dataDir, this.generation));
+    this.current.docs.setClusterId(this.parts.clusterId);
+    this.lastRebuild = { reason, atMs: Date.now() };
+    this.startTailers(true);
+    await old.replica.close();
+    removeGeneration(this.parts.dataDir, old.generation);
+  }
+
+  private startTailers(rebuilding: boolean): void {
+    const { log, limits, logger } = this.parts;
+    this.tailers = this.hosted.map(
+      (partition) =>
+        new PartitionTailer({
+          partition,
+          log,
+          replica: () => this.current,
+          logReadBytesMax: limits.logReadBytesMax,
+          logWaitMs: limits.logWaitMs,
+          retryMsMax: limits.retryMsMax,
+          logger,
+          rebuilding,
+          onApplied: (p) => this.waiters.notify(p),
+          onOutOfRange: (p, detail) => {
+            void this.rebuild(`partition ${p}: ${detail}`).catch((error: unknown) => {
+              logger.error({ err: error }, 'rebuild failed');
+            });
+          },
+        }),
+    );
+  }
+
+  private async stopTailers(): Promise<void> {
+    await Promise.all(this.tailers.map((tailer) => tailer.stop()));
+  }
+}

@@ -1,0 +1,78 @@
+/**
+ * A collection's search settings: which fields are searchable, their weights, the tokenizer.
+ * They travel as records of the reserved `_settings` collection (key = the target collection),
+ * appended by the gateway to every partition and applied by each serve-node in log order, so a
+ * replay reproduces them. One validator for both sides: a record the gateway appends is exactly
+ * a record every serve-node applies.
+ */
+export const SETTINGS_COLLECTION = '_settings';
+
+export const TOKENIZERS = [
+  'unicode61 remove_diacritics 2',
+  'porter unicode61 remove_diacritics 2',
+  'trigram',
+] as const;
+export type Tokenizer = (typeof TOKENIZERS)[number];
+
+export const FIELD_PATHS_MAX = 64;
+export const FIELD_PATH_BYTES_MAX = 256;
+export const WEIGHT_MAX = 1_000;
+const SETTINGS_KEYS = ['searchable', 'weights', 'tokenizer'];
+
+export interface CollectionSettings {
+  /** Field paths ("body.text"); null: every string field. */
+  searchable: string[] | null;
+  weights: Record<string, number>;
+  tokenizer: Tokenizer;
+}
+
+export const DEFAULT_SETTINGS: CollectionSettings = {
+  searchable: null,
+  weights: {},
+  tokenizer: 'unicode61 remove_diacritics 2',
+};
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+const isFieldPath = (path: unknown): path is string =>
+  typeof path === 'string' &&
+  path.length > 0 &&
+  Buffer.byteLength(path) <= FIELD_PATH_BYTES_MAX &&
+  path.split('.').every((segment) => segment.length > 0);
+
+/** The settings in canonical form, or the reason they are not valid settings. */
+export function validateSettings(raw: unknown): CollectionSettings | string {
+  if (!isPlainObject(raw)) return 'settings are a JSON object';
+  const unknown = Object.keys(raw).filter((key) => !SETTINGS_KEYS.includes(key));
+  if (unknown.length > 0) return `unknown settings: ${unknown.join(', ')}`;
+  const { searchable = null, weights = {}, tokenizer = DEFAULT_SETTINGS.tokenizer } = raw;
+  if (
+    searchable !== null &&
+    !(
+      Array.isArray(searchable) &&
+      searchable.length <= FIELD_PATHS_MAX &&
+      searchable.every(isFieldPath)
+    )
+  ) {
+    return `searchable is null or up to ${FIELD_PATHS_MAX} field paths like "body.text"`;
+  }
+  if (
+    !isPlainObject(weights) ||
+    Object.keys(weights).length > FIELD_PATHS_MAX ||
+    !Object.entries(weights).every(
+      ([path, weight]) =>
+        isFieldPath(path) && typeof weight === 'number' && weight > 0 && weight <= WEIGHT_MAX,
+    )
+  ) {
+    return `weights map up to ${FIELD_PATHS_MAX} field paths to numbers in (0, ${WEIGHT_MAX}]`;
+  }
+  if (!TOKENIZERS.includes(tokenizer as Tokenizer)) {
+    return `tokenizer is one of: ${TOKENIZERS.join(' | ')}`;
+  }
+  return {
+    searchable: searchable === null ? null : [...new Set(searchable as string[])],
+    weights: { ...(weights as Record<string, number>) },
+    tokenizer: tokenizer as Tokenizer,
+  };
+}

@@ -1,0 +1,250 @@
+// Proves a serve-node tailing a real log-node serves gets, scans and ranked search, waits for
+// offsets (answering as soon as they are applied, 504 when they never come, 503 past the waiter
+// bound), and answers every hostile query with 200 or 400.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
+import { TailbaseError } from '../../shared/errors.js';
+import { HttpLogClient } from '../../shared/log-client.js';
+import { createLogger } from '../../shared/logger.js';
+import { HttpServeClient } from '../../shared/serve-client.js';
+import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
+import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
+import { tempDir, type TempDir } from '../harness/index.js';
+
+const silent = createLogger('test', 'silent');
+let logDir: TempDir;
+let serveDir: TempDir;
+let logNode: RunningLogNode;
+let serveNode: RunningServeNode;
+let log: HttpLogClient;
+let serve: HttpServeClient;
+
+const record = (collection: string, key: string, value: unknown): LogRecord => ({
+  collection,
+  key,
+  value: value === null ? null : Buffer.from(JSON.stringify(value)),
+  timestampMs: Date.now(),
+});
+
+async function append(partition: number, records: LogRecord[]): Promise<number> {
+  return (await log.append(partition, encodeBatch(records))).lastOffset;
+}
+
+beforeAll(async () => {
+  logDir = tempDir('serve-reads-log');
+  serveDir = tempDir('serve-reads-serve');
+  logNode = await startLogNode({ dataDir: logDir.path, port: 0, partitions: 2, logger: silent });
+  log = new HttpLogClient(logNode.url);
+  serveNode = await startServeNode({
+    dataDir: serveDir.path,
+    logUrls: [logNode.url],
+    logger: silent,
+    limits: { waitersMax: 3, logWaitMs: 500 },
+  });
+  serve = new HttpServeClient(serveNode.url);
+  await append(0, [
+    record('articles', 'fox', { title: 'The quick brown fox', body: 'jumps over the lazy dog' }),
+    record('articles', 'dog', { title: 'Lazy dogs', body: 'a dog sleeps; the dog dreams of dogs' }),
+    record('articles', 'cafe', { title: 'Café society', tags: ['crème', 'brûlée'] }),
+    record('articles', 'a/b é', { title: 'slash and accent key', body: 'quickly written' }),
+  ]);
+  await append(1, [
+    record('_settings', 'cjk', { tokenizer: 'trigram' }),
+    record('cjk', 'tokyo', { text: '東京都は日本の首都です' }),
+    record('articles', 'cat', { title: 'A cat', body: 'the cat ignores the fox' }),
+  ]);
+  await append(0, [record('_settings', 'cjk', { tokenizer: 'trigram' })]);
+  const last = await append(0, [record('articles', 'gone', { title: 'soon deleted' })]);
+  const deleted = await append(0, [record('articles', 'gone', null)]);
+  expect(deleted).toBe(last + 1);
+  await serve.get('articles', 'fox', { waitFor: { 0: deleted, 1: 2 }, waitMs: 10_000 });
+});
+
+afterAll(async () => {
+  await serveNode?.stop();
+  await logNode?.stop();
+  serveDir?.cleanup();
+  logDir?.cleanup();
+});
+
+describe('serve-node reads', () => {
+  it('gets documents with their offset, partition and applied offsets; 404 carries applied', async () => {
+    const got = await serve.get('articles', 'a/b é');
+    expect(got.doc).toMatchObject({ key: 'a/b é', offset: 3, partition: 0 });
+    expect(got.doc?.value).toEqual({ title: 'slash and accent key', body: 'quickly written' });
+    expect(got.applied).toEqual({ 0: 7, 1: 3 });
+    const missing = await serve.get('articles', 'gone');
+    expect(missing).toEqual({ doc: null, applied: { 0: 7, 1: 3 } });
+  });
+
+  it('scans in key order across partitions, page by page', async () => {
+    const first = await serve.scan('articles', { limit: 2 });
+    expect(first.items.map((item) => item.key)).toEqual(['a/b é', 'cafe']);
+    expect(first.more).toBe(true);
+    const rest = await serve.scan('articles', { after: 'cafe', limit: 10 });
+    expect(rest.items.map((item) => item.key)).toEqual(['cat', 'dog', 'fox']);
+    expect(rest.more).toBe(false);
+    expect((await serve.scan('articles', { prefix: 'ca' })).items.map((i) => i.key)).toEqual([
+      'cafe',
+      'cat',
+    ]);
+  });
+
+  it('restricts scans and searches to the partitions asked for', async () => {
+    const scan = await serve.scan('articles', { partitions: [1] });
+    expect(scan.items.map((item) => [item.key, item.partition])).toEqual([['cat', 1]]);
+    const search = await serve.search('articles', { q: 'fox', partitions: [0] });
+    expect(search.hits.map((hit) => hit.key)).toEqual(['fox']);
+    expect(search.total).toBe(1);
+    const response = await fetch(`${serveNode.url}/internal/scan/articles?partitions=0,5`);
+    expect(response.status).toBe(400);
+  });
+
+  it('ranks with BM25 and supports phrases, prefixes, exclusion, OR, diacritics, trigram', async () => {
+    const keys = async (q: string) =>
+      (await serve.search('articles', { q })).hits.map((hit) => hit.key);
+    expect(await keys('dog')).toEqual(['dog', 'fox']);
+    expect(await keys('"quick brown"')).toEqual(['fox']);
+    expect(await keys('"brown quick"')).toEqual([]);
+    expect((await keys('quick*')).sort()).toEqual(['a/b é', 'fox']);
+    expect(await keys('fox -cat')).toEqual(['fox']);
+    expect((await keys('sleeps OR ignores')).sort()).toEqual(['cat', 'dog']);
+    expect(await keys('creme brulee')).toEqual(['cafe']);
+    expect(await keys('cafe')).toEqual(['cafe']);
+    const cjk = await serve.search('cjk', { q: '日本の首都', highlight: true });
+    expect(cjk.hits.map((hit) => hit.key)).toEqual(['tokyo']);
+    expect(cjk.hits[0].highlights).toEqual({ text: '東京都は<mark>日本の首都</mark>です' });
+    const result = await serve.search('articles', { q: 'fox', highlight: true, limit: 1 });
+    expect(result.total).toBe(2);
+    expect(result.hits).toHaveLength(1);
+    expect(result.hits[0].score).toBeGreaterThan(0);
+    expect(Object.values(result.hits[0].highlights ?? {}).join(' ')).toContain('<mark>fox</mark>');
+    const page2 = await serve.search('articles', { q: 'fox', limit: 1, offset: 1 });
+    expect(page2.hits[0].key).not.toBe(result.hits[0].key);
+  });
+
+  it('answers every hostile query with 200 or 400, never 500', async () => {
+    const hostile = [
+      '"unbalanced',
+      'a"b"c"',
+      'NEAR(fox dog)',
+      'title:fox',
+      '{title body}: fox',
+      'fox AND OR NOT dog',
+      '-',
+      '- -fox',
+      '*',
+      'fox*^',
+      '^fox',
+      '(((',
+      ')fox(',
+      '\u0000fox\u0000',
+      'fox\u0000"',
+      "' OR 1=1 --",
+      '"" "" ""',
+      'OR',
+      'x'.repeat(10_000),
+      'fox '.repeat(2_500),
+      '\uFFFF',
+      '🦊 fox',
+      'ab',
+    ];
+    for (const q of hostile) {
+      const url = `${serveNode.url}/internal/search/articles?q=${encodeURIComponent(q)}&highlight=true`;
+      const response = await fetch(url);
+      const body = (await response.json()) as { error?: { code: string } };
+      expect([200, 400], JSON.stringify(q.slice(0, 40))).toContain(response.status);
+      if (response.status === 400) expect(body.error?.code).toBe('invalid_query');
+    }
+    for (const raw of ['%FF%FE', '%ED%A0%80', '%', '%E0%A4', 'fox&q=dog']) {
+      const response = await fetch(`${serveNode.url}/internal/search/articles?q=${raw}`);
+      expect([200, 400], raw).toContain(response.status);
+    }
+    const cjkShort = await fetch(
+      `${serveNode.url}/internal/search/cjk?q=${encodeURIComponent('日')}`,
+    );
+    expect(cjkShort.status).toBe(200);
+  });
+
+  it('rejects bad names, limits and wait_for with 400', async () => {
+    const statuses = await Promise.all(
+      [
+        '/internal/docs/Bad/x',
+        '/internal/scan/articles?limit=0',
+        '/internal/scan/articles?limit=100000',
+        '/internal/search/articles',
+        '/internal/search/articles?q=fox&limit=abc',
+        '/internal/docs/articles/fox?wait_for=9:1',
+        '/internal/docs/articles/fox?wait_for=0',
+        '/internal/docs/articles/fox?wait_for=0:-1',
+      ].map(async (path) => {
+        const response = await fetch(serveNode.url + path);
+        return [
+          path,
+          response.status,
+          ((await response.json()) as { error: { code: string } }).error.code,
+        ];
+      }),
+    );
+    for (const [path, status] of statuses) expect(status, String(path)).toBe(400);
+    expect(statuses[5][2]).toBe('partition_not_hosted');
+    for (const path of [
+      '/internal/docs/articles/%FF',
+      '/internal/docs/articles/%',
+      '/internal/docs/articles/' + 'k'.repeat(2000),
+      '/internal/scan/articles?prefix=%FF',
+      '/internal/scan/articles?start=z&end=a',
+      '/internal/docs/articles/fox?wait_ms=99999999999999999',
+    ]) {
+      const response = await fetch(serveNode.url + path);
+      expect([200, 400, 404], path).toContain(response.status);
+    }
+  });
+
+  it('a read for an unwritten offset blocks, answers once applied, and 504s when it never comes', async () => {
+    const offsets = await log.offsets();
+    const next = offsets.find((entry) => entry.partition === 1)!.endOffset;
+    const started = Date.now();
+    const pending = serve.get('articles', 'late', { waitFor: { 1: next }, waitMs: 10_000 });
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    await append(1, [record('articles', 'late', { title: 'late arrival' })]);
+    const got = await pending;
+    const elapsedMs = Date.now() - started;
+    expect(got.doc?.key).toBe('late');
+    expect(got.applied[1]).toBe(next + 1);
+    expect(elapsedMs).toBeGreaterThanOrEqual(300);
+    expect(elapsedMs).toBeLessThan(3_000);
+
+    const error = await serve
+      .get('articles', 'late', { waitFor: { 1: next + 100 }, waitMs: 300 })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(TailbaseError);
+    expect(error).toMatchObject({
+      status: 504,
+      code: 'not_caught_up',
+      details: { partition: 1, applied: next + 1, required: next + 100 },
+    });
+  });
+
+  it('bounds the number of waiting reads with 503 too_many_waiters', async () => {
+    const waiting = [1, 2, 3].map(() =>
+      serve.get('articles', 'x', { waitFor: { 0: 1_000_000 }, waitMs: 800 }).catch((e) => e),
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const error = await serve
+      .get('articles', 'x', { waitFor: { 0: 1_000_000 }, waitMs: 800 })
+      .catch((e: unknown) => e);
+    expect(error).toMatchObject({ status: 503, code: 'too_many_waiters' });
+    for (const result of await Promise.all(waiting)) expect(result).toMatchObject({ status: 504 });
+  });
+
+  it('reports status per partition and readiness', async () => {
+    const status = await serve.status();
+    expect(status.ready).toBe(true);
+    expect(status.partitions.map((p) => [p.partition, p.lag, p.state])).toEqual([
+      [0, 0, 'tailing'],
+      [1, 0, 'tailing'],
+    ]);
+    expect(await serve.ready()).toBe(true);
+  });
+});

@@ -1,0 +1,80 @@
+// Proves that when retention moves the log start past a serve-node's checkpoint, the node wipes
+// and rebuilds by itself, says so in its status, and ends equal to the retained log.
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { HttpLogClient } from '../../shared/log-client.js';
+import { createLogger } from '../../shared/logger.js';
+import { HttpServeClient } from '../../shared/serve-client.js';
+import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
+import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
+import { sleep, tempDir } from '../harness/index.js';
+
+const silent = createLogger('test', 'silent');
+const logDir = tempDir('retention-log');
+const serveDir = tempDir('retention-serve');
+let logNode: RunningLogNode | undefined;
+let serveNode: RunningServeNode | undefined;
+
+afterAll(async () => {
+  await serveNode?.stop();
+  await logNode?.stop();
+  serveDir.cleanup();
+  logDir.cleanup();
+});
+
+const batchOf = (first: number, count: number) =>
+  encodeBatch(
+    Array.from({ length: count }, (_, i) => ({
+      collection: 'events',
+      key: `e${first + i}`,
+      value: Buffer.from(JSON.stringify({ n: first + i, pad: 'x'.repeat(200) })),
+      timestampMs: Date.now(),
+    })),
+  );
+
+describe('serve-node behind the log start', () => {
+  it('rebuilds by itself when retention removed what its checkpoint needs', async () => {
+    logNode = await startLogNode({
+      dataDir: logDir.path,
+      port: 0,
+      partitions: 1,
+      logger: silent,
+      batchBytesMax: 32 * 1024,
+      segmentBytesMax: 32 * 1024,
+      cleanupPolicy: 'delete',
+      retentionBytes: 96 * 1024,
+      cleanerIntervalMs: 50,
+    });
+    const log = new HttpLogClient(logNode.url);
+    const start = () =>
+      startServeNode({ dataDir: serveDir.path, logUrls: [logNode!.url], logger: silent });
+    const first = await log.append(0, batchOf(0, 50));
+    serveNode = await start();
+    const serve = new HttpServeClient(serveNode.url);
+    expect((await serve.get('events', 'e0', { waitFor: { 0: first.lastOffset } })).doc).not.toBe(
+      null,
+    );
+    await serveNode.stop();
+
+    let end = first.lastOffset;
+    for (let n = 50; n < 2_000; n += 50) end = (await log.append(0, batchOf(n, 50))).lastOffset;
+    let logStart = 0;
+    for (let polls = 0; polls < 200 && logStart <= first.lastOffset + 1; polls++) {
+      logStart = (await log.offsets())[0].logStartOffset;
+      await sleep(50);
+    }
+    expect(logStart).toBeGreaterThan(first.lastOffset + 1);
+
+    serveNode = await start();
+    const restarted = new HttpServeClient(serveNode.url);
+    const got = await restarted.get('events', `e${end}`, { waitFor: { 0: end }, waitMs: 20_000 });
+    expect(got.doc?.value).toMatchObject({ n: end });
+    const status = await restarted.status();
+    expect(status.lastRebuild?.reason).toMatch(/before the log start/);
+    expect(status.partitions[0].applied).toBe(end + 1);
+    expect((await restarted.get('events', 'e0')).doc).toBe(null);
+    const scanned = await restarted.scan('events', { limit: 1_000 });
+    expect(scanned.items.length + (scanned.more ? 1 : 0)).toBeGreaterThan(0);
+    expect(Math.min(...scanned.items.map((item) => item.offset))).toBeGreaterThanOrEqual(logStart);
+  });
+});
