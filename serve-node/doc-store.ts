@@ -63,9 +63,14 @@ export class DocStore {
     this.meta.putSync('clusterId', clusterId);
   }
 
-  /** Applies records of one partition (already filtered to offsets >= applied) in one transaction. */
-  apply(partition: number, records: readonly PreparedRecord[], nextOffset: number): void {
-    this.env.transactionSync(() => {
+  /**
+   * Applies records of one partition (already filtered to offsets >= applied) in one transaction,
+   * committed off the event loop: lmdb-js groups the transactions of all partitions into one
+   * commit. Synchronous commits, one per applied read answer, took a quarter of the event loop
+   * under write load (profiled); the promise resolves once the commit is visible to reads.
+   */
+  apply(partition: number, records: readonly PreparedRecord[], nextOffset: number): Promise<void> {
+    return this.env.transaction(() => {
       for (const record of records) {
         if (record.collection === SETTINGS_COLLECTION) continue;
         const key = docKey(record.collection, record.key);

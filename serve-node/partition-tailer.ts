@@ -62,7 +62,7 @@ export class PartitionTailer {
         signal,
       });
     let retryMs = RETRY_MS_MIN;
-    // While one answer is applied (synchronously), the next is already on its way from the log.
+    // While one answer is applied, the next is already on its way from the log.
     let prefetch: { offset: number; answer: Promise<ReadResult> } | null = null;
     while (!signal.aborted) {
       let offset: number | null = null;
@@ -83,7 +83,7 @@ export class PartitionTailer {
             prefetch = { offset: next, answer: read(next) };
             prefetch.answer.catch(() => undefined);
           }
-          const result = this.options.replica().apply(partition, offset, answer.batches);
+          const result = await this.options.replica().apply(partition, offset, answer.batches);
           this.rate.record(result.records);
           this.options.onApplied(partition);
           offset = result.nextOffset;

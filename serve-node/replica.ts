@@ -53,9 +53,10 @@ export class Replica {
    * Applies a read answer (whole batches; the first may begin before `fromOffset`). Each store
    * skips what its own checkpoint already covers, so re-applying changes nothing. The search store
    * commits first and LMDB second, so LMDB is never ahead of it: the search store can then read
-   * from LMDB the exact version it indexed of each document it updates.
+   * from LMDB the exact version it indexed of each document it updates. The caller awaits each
+   * apply of a partition before the next, so that read of LMDB sees the previous commit.
    */
-  apply(partition: number, fromOffset: number, batches: Uint8Array): ApplyResult {
+  async apply(partition: number, fromOffset: number, batches: Uint8Array): Promise<ApplyResult> {
     this.appliedCache.delete(partition);
     const prepared: PreparedRecord[] = [];
     let nextOffset = fromOffset;
@@ -73,14 +74,15 @@ export class Replica {
     if (docsFrom < searchFrom && nextOffset > docsFrom) {
       // After a crash between the two commits: LMDB catches up to the search store first.
       const upTo = Math.min(searchFrom, nextOffset);
-      this.docs.apply(partition, between(docsFrom, upTo), upTo);
+      await this.docs.apply(partition, between(docsFrom, upTo), upTo);
       docsFrom = upTo;
     }
     if (nextOffset > searchFrom) {
       const records = between(searchFrom, nextOffset);
       this.search.apply(partition, records, nextOffset, new StepView(this.docs));
-      this.docs.apply(partition, records, nextOffset);
+      await this.docs.apply(partition, records, nextOffset);
     }
+    this.appliedCache.delete(partition);
     return { nextOffset, records: prepared.length };
   }
 

@@ -85,7 +85,8 @@ export class SearchStore {
   constructor(path: string) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = FULL');
+    // No fsync per commit: the log can give back whatever a power loss takes (README.md).
+    this.db.pragma('synchronous = NORMAL');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS checkpoints (partition INTEGER PRIMARY KEY, applied INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS fts_tables (

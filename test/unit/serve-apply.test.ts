@@ -23,9 +23,9 @@ let replica: Replica;
 let nextOffset = 0;
 
 /** Appends records as one batch at the next offset, as the log would, and applies it. */
-function apply(records: LogRecord[], partition = 0): Buffer {
+async function apply(records: LogRecord[], partition = 0): Promise<Buffer> {
   const batch = encodeBatch(records, { baseOffset: nextOffset });
-  replica.apply(partition, nextOffset, batch);
+  await replica.apply(partition, nextOffset, batch);
   nextOffset += records.length;
   return batch;
 }
@@ -45,9 +45,9 @@ afterEach(async () => {
 });
 
 describe('Replica.apply', () => {
-  it('stores the last write of each key with its offset, deletes on tombstones', () => {
-    apply([doc('docs', 'a', { t: 'one' }), doc('docs', 'b', { t: 'two' })]);
-    apply([doc('docs', 'a', { t: 'three' }), doc('docs', 'b', null)]);
+  it('stores the last write of each key with its offset, deletes on tombstones', async () => {
+    await apply([doc('docs', 'a', { t: 'one' }), doc('docs', 'b', { t: 'two' })]);
+    await apply([doc('docs', 'a', { t: 'three' }), doc('docs', 'b', null)]);
     expect(replica.docs.get('docs', 'a')).toEqual({
       key: 'a',
       json: '{"t":"three"}',
@@ -61,16 +61,16 @@ describe('Replica.apply', () => {
     expect(search('two')).toEqual([]);
   });
 
-  it('re-applying a batch the stores hold changes nothing', () => {
-    const first = apply([doc('docs', 'a', { t: 'alpha' })]);
-    apply([doc('docs', 'a', { t: 'beta' })]);
-    replica.apply(0, 0, first);
+  it('re-applying a batch the stores hold changes nothing', async () => {
+    const first = await apply([doc('docs', 'a', { t: 'alpha' })]);
+    await apply([doc('docs', 'a', { t: 'beta' })]);
+    await replica.apply(0, 0, first);
     expect(replica.docs.get('docs', 'a')?.json).toBe('{"t":"beta"}');
     expect(search('alpha')).toEqual([]);
     expect(replica.applied(0)).toBe(2);
   });
 
-  it('LMDB behind the search store (a crash between the commits) catches up to the same state', () => {
+  it('LMDB behind the search store (a crash between the commits) catches up to the same state', async () => {
     const records = [doc('docs', 'a', { t: 'gamma' }), doc('docs', 'b', { t: 'delta' })];
     const batch = encodeBatch(records);
     // The search store commits first; a crash before LMDB's commit leaves LMDB behind.
@@ -82,7 +82,7 @@ describe('Replica.apply', () => {
     );
     expect(replica.readFrom(0)).toBe(null);
     expect(replica.diverged(0)).toBe(true);
-    replica.apply(0, 0, batch);
+    await replica.apply(0, 0, batch);
     expect(replica.docs.applied(0)).toBe(2);
     expect(replica.search.applied(0)).toBe(2);
     expect(replica.docs.get('docs', 'b')?.json).toBe('{"t":"delta"}');
@@ -99,7 +99,7 @@ describe('Replica.apply', () => {
         doc('docs', 'c', { t: 'zeta alpha' }),
       ],
     ];
-    for (const records of history) apply(records);
+    for (const records of history) await apply(records);
     const scores = () =>
       replica.search
         .search('docs', [0], parseQuery('alpha OR zeta', limits), 10)
@@ -109,14 +109,14 @@ describe('Replica.apply', () => {
     rmSync(dir, { recursive: true, force: true });
     replica = new Replica(dir);
     nextOffset = 0;
-    apply([doc('docs', 'a', { t: 'alpha beta' }), doc('docs', 'c', { t: 'zeta alpha' })]);
+    await apply([doc('docs', 'a', { t: 'alpha beta' }), doc('docs', 'c', { t: 'zeta alpha' })]);
     expect(afterHistory).toEqual(scores());
   });
 
-  it('scans in UTF-8 key order with prefix, start, end, after and limit', () => {
+  it('scans in UTF-8 key order with prefix, start, end, after and limit', async () => {
     const keys = ['b', 'a', 'ab', 'é', 'z', 'aa'];
-    apply(keys.map((key) => doc('docs', key, { key })));
-    apply([doc('other', 'a', {})]);
+    await apply(keys.map((key) => doc('docs', key, { key })));
+    await apply([doc('other', 'a', {})]);
     const scan = (range: object, limit = 10) =>
       replica.docs.scan('docs', range, limit).items.map((item) => item.key);
     expect(scan({})).toEqual(['a', 'aa', 'ab', 'b', 'z', 'é']);
@@ -127,8 +127,8 @@ describe('Replica.apply', () => {
     expect(replica.docs.scan('docs', { after: 'z' }, 2).more).toBe(false);
   });
 
-  it('indexes nested strings; settings re-index with searchable fields, weights, tokenizer', () => {
-    apply([
+  it('indexes nested strings; settings re-index with searchable fields, weights, tokenizer', async () => {
+    await apply([
       doc('docs', 'n', { meta: { tags: ['Crème brûlée'] }, n: 3 }),
       doc('docs', 't', { title: 'apple', body: 'banana' }),
       doc('docs', 'u', { title: 'banana', body: 'apple apple' }),
@@ -136,26 +136,26 @@ describe('Replica.apply', () => {
     expect(search('creme')).toEqual(['n']);
     expect(search('apple')).toEqual(['u', 't']);
     const settings = { searchable: ['title', 'body'], weights: { title: 10 } };
-    apply([doc('_settings', 'docs', settings)]);
+    await apply([doc('_settings', 'docs', settings)]);
     expect(search('apple')).toEqual(['t', 'u']);
     expect(search('creme')).toEqual([]);
-    apply([doc('_settings', 'docs', { tokenizer: 'trigram' })]);
-    apply([doc('docs', 'cjk', { text: '東京都は日本の首都です' })]);
+    await apply([doc('_settings', 'docs', { tokenizer: 'trigram' })]);
+    await apply([doc('docs', 'cjk', { text: '東京都は日本の首都です' })]);
     expect(search('日本の')).toEqual(['cjk']);
     expect(search('anan')).toEqual(['t', 'u'].sort());
-    apply([doc('_settings', 'docs', { tokenizer: 'porter unicode61 remove_diacritics 2' })]);
-    apply([doc('docs', 'run', { text: 'she was running' })]);
+    await apply([doc('_settings', 'docs', { tokenizer: 'porter unicode61 remove_diacritics 2' })]);
+    await apply([doc('docs', 'run', { text: 'she was running' })]);
     expect(search('runs')).toEqual(['run']);
     expect(replica.docs.get('_settings', 'docs')).toBeUndefined();
-    apply([doc('_settings', 'docs', { searchable: [] })]);
+    await apply([doc('_settings', 'docs', { searchable: [] })]);
     expect(search('running')).toEqual([]);
-    apply([doc('_settings', 'docs', null)]);
+    await apply([doc('_settings', 'docs', null)]);
     expect(search('running')).toEqual(['run']);
   });
 
-  it('ignores invalid settings and keeps a non-JSON value as a string', () => {
-    apply([doc('docs', 'a', { t: 'kept' })]);
-    apply([
+  it('ignores invalid settings and keeps a non-JSON value as a string', async () => {
+    await apply([doc('docs', 'a', { t: 'kept' })]);
+    await apply([
       {
         collection: '_settings',
         key: 'docs',
@@ -163,7 +163,9 @@ describe('Replica.apply', () => {
         timestampMs: 1,
       },
     ]);
-    apply([{ collection: 'docs', key: 'raw', value: Buffer.from('not json'), timestampMs: 1 }]);
+    await apply([
+      { collection: 'docs', key: 'raw', value: Buffer.from('not json'), timestampMs: 1 },
+    ]);
     expect(search('kept')).toEqual(['a']);
     expect(replica.docs.get('docs', 'raw')?.json).toBe('"not json"');
     expect(search('json')).toEqual(['raw']);
