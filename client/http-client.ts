@@ -5,6 +5,7 @@
  * command line keeps that token between runs in a file (token-store.ts).
  */
 import { errorFromBody, TailbaseError } from '../shared/errors.js';
+import type { ServeStatus } from '../shared/serve-client.js';
 import { splitLines } from './ndjson.js';
 
 export const TOKEN_HEADER = 'Tailbase-Token';
@@ -198,6 +199,16 @@ export class TailbaseClient {
 
   status(): Promise<unknown> {
     return this.json('/v1/status', {});
+  }
+
+  /** A serve-node's own status, by its index in status() (admin scope). */
+  serveNodeStatus(node: number): Promise<ServeStatus> {
+    return this.json(`/v1/admin/serve-nodes/${node}/status`, {});
+  }
+
+  /** Wipes a serve-node's stores and replays the log (admin scope); poll serveNodeStatus(). */
+  async rebuildServeNode(node: number): Promise<void> {
+    await this.json(`/v1/admin/serve-nodes/${node}/rebuild`, { method: 'POST' });
   }
 
   /** One connection to the change feed; it ends when the gateway closes it. */

@@ -1,11 +1,13 @@
 /**
- * `tailbase rebuild --serve <url>`: asks a serve-node to wipe its stores and replay the log
- * (POST /internal/admin/rebuild), then polls its status with a progress bar (records/s, ETA)
- * until every partition it hosts has caught up.
+ * `tailbase rebuild [--node N | --serve <url>]`: asks a serve-node to wipe its stores and replay
+ * the log, then polls its status with a progress bar (records/s, ETA) until every partition it
+ * hosts has caught up. By default through the gateway's admin API (`--node`, its index in
+ * `tailbase status`); `--serve` talks to a serve-node's internal API directly.
  */
 import { type Command, Option } from 'commander';
 import { TailbaseError } from '../../shared/errors.js';
 import { HttpServeClient } from '../../shared/serve-client.js';
+import type { TailbaseClient } from '../http-client.js';
 import { clientAction, clientCommand, integerAtLeast, parseHttpUrl } from '../command-kit.js';
 import { formatDuration, formatRate } from '../format.js';
 import type { ClientIo } from '../io.js';
@@ -21,9 +23,14 @@ export function registerRebuildCommand(program: Command, io: ClientIo): void {
   clientCommand(program, io, 'rebuild')
     .description("wipe a serve-node's stores, replay the log, and wait until it has caught up")
     .addOption(
-      new Option('--serve <url>', 'the serve-node to rebuild')
-        .argParser(parseHttpUrl)
-        .makeOptionMandatory(),
+      new Option('--node <index>', "the serve-node to rebuild, by its index in 'tailbase status'")
+        .default(0)
+        .argParser(integerAtLeast(0)),
+    )
+    .addOption(
+      new Option('--serve <url>', "a serve-node's internal URL, bypassing the gateway").argParser(
+        parseHttpUrl,
+      ),
     )
     .addOption(
       new Option('--cluster-secret <secret>', 'secret the serve-node asks of internal calls').env(
@@ -43,9 +50,11 @@ export function registerRebuildCommand(program: Command, io: ClientIo): void {
     )
     .action(
       clientAction(io, async (session, _args, flags) => {
-        const serve = new HttpServeClient(flags.serve as string, {
-          clusterSecret: flags.clusterSecret as string | undefined,
-        });
+        const serve = flags.serve
+          ? new HttpServeClient(flags.serve as string, {
+              clusterSecret: flags.clusterSecret as string | undefined,
+            })
+          : throughGateway(session.client, flags.node as number, flags.url as string);
         // The end offsets the node knows before the wipe size the bar from the first poll on.
         const before = readRebuildProgress(await serve.status());
         const startedMs = performance.now();
@@ -107,4 +116,13 @@ export function registerRebuildCommand(program: Command, io: ClientIo): void {
         );
       }),
     );
+}
+
+/** The serve-node admin calls of the gateway, in the shape of the internal client. */
+function throughGateway(client: TailbaseClient, node: number, url: string) {
+  return {
+    url: `${url} serve-node ${node}`,
+    status: () => client.serveNodeStatus(node),
+    rebuild: () => client.rebuildServeNode(node),
+  };
 }

@@ -1,5 +1,6 @@
 /** Collection settings, the change feed, status, health, readiness and metrics. */
 import type { Hono } from 'hono';
+import { notFound } from '../../shared/errors.js';
 import type { ScopeGuard } from '../auth.js';
 import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
@@ -67,6 +68,27 @@ export function opsRoutes(app: Hono<GatewayEnv>, services: GatewayServices, guar
         partitions: [...node.hosted].sort((a, b) => a - b),
       })),
     });
+  });
+
+  /** A serve-node by its index in /v1/status: operators rebuild one without knowing its address. */
+  const serveNode = (param: string) => {
+    const node = /^\d+$/.test(param) ? topology.nodes[Number(param)] : undefined;
+    if (node === undefined) {
+      throw notFound('serve_node_not_found', `no serve-node ${param}`, {
+        serveNodes: topology.nodes.length,
+      });
+    }
+    return node;
+  };
+
+  app.get('/v1/admin/serve-nodes/:node/status', guard('admin'), async (c) =>
+    c.json(await serveNode(c.req.param('node')).client.status()),
+  );
+
+  app.post('/v1/admin/serve-nodes/:node/rebuild', guard('admin'), async (c) => {
+    const node = serveNode(c.req.param('node'));
+    await node.client.rebuild();
+    return c.json({ node: node.index, rebuilding: true }, 202);
   });
 
   app.get('/healthz', (c) => c.json({ ok: true }));

@@ -123,7 +123,7 @@ describe('running tailbase like a user', () => {
       .slice(1)
       .map(jsonValues);
     expect(outputs).toHaveLength(steps.length);
-    const [write, keepToken, readOwn, search, bulk, scan, deleteAndFeed, status] =
+    const [write, keepToken, readOwn, search, bulk, scan, deleteAndFeed, status, rebuild, reread] =
       outputs as any[][];
 
     expect(write[0]).toMatchObject({
@@ -147,6 +147,8 @@ describe('running tailbase like a user', () => {
     for (const event of events)
       expect(event).toMatchObject({ collection: 'books', token: expect.any(String) });
     expect(status[0].partitions).toHaveLength(8);
+    expect(rebuild[0]).toMatchObject({ node: 0, rebuilding: true });
+    expect(reread[0]).toMatchObject({ key: 'the-log', value: { title: 'The Log' } });
 
     const acknowledged = new Map<string, number>([[write[0].key, write[0].offset]]);
     await killGroup(first.child, 'SIGKILL');
