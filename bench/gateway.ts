@@ -108,7 +108,6 @@ export async function runGatewayBench(
     const half = PARTITIONS / 2;
     const low = await serve(`0-${half - 1}`);
     const high = await serve(`${half}-${PARTITIONS - 1}`);
-    const single = await serve(`0-${PARTITIONS - 1}`);
     const gateway = await spawnTailbase(
       'gateway',
       ['--log', log.url, '--serve', `${low.url},${high.url}`],
@@ -180,6 +179,9 @@ export async function runGatewayBench(
     await request(`${url}/v1/collections/corpus/search?q=${encodeURIComponent(queries[0])}`, {
       headers: { 'tailbase-token': token },
     });
+    // Started only now, so the loads above ran against the two-node topology alone; it replays the
+    // log and the wait below lets it catch up.
+    const single = await serve(`0-${PARTITIONS - 1}`);
     const wholeIndex = new HttpServeClient(single.url);
     // The whole-index node waits for every record the log holds now, the corpus included.
     const status = await request(`${url}/v1/status`);
