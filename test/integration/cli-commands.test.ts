@@ -193,24 +193,23 @@ describe('tailbase client commands', () => {
     expect(run.stderr).toContain('reconnecting');
   });
 
-  it('rebuild wipes the serve-node, replays the log and returns once it has caught up', async () => {
-    const run = await cli('rebuild', '--serve', system.serveUrl, '--poll-ms', '50', '--json');
+  /** Runs `tailbase rebuild ...` and checks it returned only once the node had replayed it all. */
+  async function expectRebuilt(...args: string[]) {
+    const run = await cli('rebuild', ...args, '--poll-ms', '50', '--json');
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const result = JSON.parse(run.stdout) as { records: number };
     expect(result.records).toBeGreaterThanOrEqual(250);
     const get = await cli('get', 'items', 'doc-042', '--consistency', 'eventual');
     expect(JSON.parse(get.stdout)).toEqual({ title: 'item 42', body: 'plain' });
+  }
+
+  it('rebuild wipes the serve-node, replays the log and returns once it has caught up', async () => {
+    await expectRebuilt('--serve', system.serveUrl);
   });
 
   it('rebuild --node goes through the gateway admin API and waits for the same catch-up', async () => {
-    const run = await cli('rebuild', '--node', '0', '--poll-ms', '50', '--json');
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    const result = JSON.parse(run.stdout) as { records: number };
-    expect(result.records).toBeGreaterThanOrEqual(250);
-    const get = await cli('get', 'items', 'doc-042', '--consistency', 'eventual');
-    expect(JSON.parse(get.stdout)).toEqual({ title: 'item 42', body: 'plain' });
+    await expectRebuilt('--node', '0');
     const missing = await cli('rebuild', '--node', '7', '--json');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('serve_node_not_found');
