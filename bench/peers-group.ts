@@ -2,17 +2,32 @@
  * The peers group: each installed peer's workloads, a skip row naming the apt package for each
  * missing one, and tailbase/peer ratios written onto the tailbase rows they compare with.
  */
+import { runEtcdBench } from './peer-etcd.js';
+import { NATS_PUBLISH, runNatsBench } from './peer-nats.js';
+import { runPostgresBench } from './peer-postgres.js';
 import { runRedisBench } from './peer-redis.js';
 import { detectPeers } from './peers.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 
-type PeerRunner = (options: BenchOptions) => Promise<WorkloadResult[]>;
+/** Runs one peer's workloads against the server binary detectPeers() found. */
+type PeerRunner = (options: BenchOptions, binary: string) => Promise<WorkloadResult[]>;
 
-const RUNNERS: Record<string, PeerRunner> = { redis: runRedisBench };
+const RUNNERS: Record<string, PeerRunner> = {
+  etcd: runEtcdBench,
+  redis: runRedisBench,
+  nats: runNatsBench,
+  postgres: runPostgresBench,
+};
 
 /** Which tailbase workload each peer workload is the same work as (same concurrency, durability). */
 const COMPARISONS: { tailbase: [string, string]; peer: string }[] = [
   { tailbase: ['log', 'append single-record'], peer: 'redis XADD' },
+  { tailbase: ['log', 'append single-record'], peer: NATS_PUBLISH },
+  { tailbase: ['gateway', 'put'], peer: 'postgres INSERT' },
+  { tailbase: ['gateway', 'get'], peer: 'postgres SELECT' },
+  { tailbase: ['gateway', 'put'], peer: 'etcd put' },
+  // The gateway's plain GET is eventual: the same promise as etcd's serializable read.
+  { tailbase: ['gateway', 'get'], peer: 'etcd get serializable' },
 ];
 
 function skipRow(name: string, reason: string): WorkloadResult {
@@ -40,7 +55,7 @@ export async function runPeersBench(options: BenchOptions): Promise<WorkloadResu
         skipRow(peer.name, `skipped: installed, workload not written yet (${peer.note})`),
       );
     } else {
-      results.push(...(await runner(options)));
+      results.push(...(await runner(options, peer.binary)));
     }
   }
   return results;

@@ -83,6 +83,9 @@ export interface SpawnOptions {
   /** ...or a probe for servers that do not speak HTTP. */
   ready?: () => boolean;
   env?: Record<string, string>;
+  /** Run as this user (root starting a server that refuses root, e.g. postgres). */
+  uid?: number;
+  gid?: number;
 }
 
 async function httpReady(url: string): Promise<boolean> {
@@ -115,6 +118,8 @@ export async function spawnServer(options: SpawnOptions): Promise<RunningProcess
   const child = spawn(options.command ?? process.execPath, options.args, {
     env: { ...process.env, TAILBASE_LOG_LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    uid: options.uid,
+    gid: options.gid,
   });
   let tail = '';
   const keep = (chunk: Buffer) => {

@@ -1,0 +1,228 @@
+/**
+ * PostgreSQL as a peer: upsert and select of a JSON document by primary key, the same work as
+ * the gateway's PUT and GET (same 2000 keys, same document, 64 clients), with fsync=on and
+ * synchronous_commit=on so an insert is acknowledged after its WAL is on disk. Driven by pgbench
+ * (a native client, like wrk for tailbase); p50/p99 come from its per-transaction log.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chownSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { LatencyHistogram } from './latency-histogram.js';
+import { freePort, spawnServer } from './processes.js';
+import { makeBenchDir } from './references.js';
+import type { BenchOptions, LatencySummary, WorkloadResult } from './types.js';
+
+const CLIENTS = 64;
+const THREADS = 2;
+const KEYS = 2_000;
+const DOCUMENT = JSON.stringify({ title: 'benchmark document', n: 1, pad: 'x'.repeat(64) });
+const SETUP_MS_MAX = 30_000;
+/** pgbench's own -T bound, plus this much for connecting and writing its log. */
+const RUN_SLACK_MS = 20_000;
+const OUTPUT_TAIL_BYTES_MAX = 4096;
+
+const SCHEMA = `
+CREATE TABLE kv (k text PRIMARY KEY, v jsonb NOT NULL);
+INSERT INTO kv SELECT 'key-' || lpad(i::text, 6, '0'), '${DOCUMENT}'::jsonb
+  FROM generate_series(0, ${KEYS - 1}) AS i;
+`;
+
+const KEY_EXPRESSION = `'key-' || lpad(:k::text, 6, '0')`;
+
+interface PgRun {
+  name: string;
+  description: string;
+  script: string;
+  unit: string;
+}
+
+const RUNS: PgRun[] = [
+  {
+    name: 'postgres INSERT',
+    description: `INSERT ... ON CONFLICT DO UPDATE by primary key (upsert, as PUT), ${KEYS} keys, ${CLIENTS} clients, fsync=on, synchronous_commit=on`,
+    script: `\\set k random(0, ${KEYS - 1})\nINSERT INTO kv VALUES (${KEY_EXPRESSION}, '${DOCUMENT}') ON CONFLICT (k) DO UPDATE SET v = excluded.v;\n`,
+    unit: 'writes/s',
+  },
+  {
+    name: 'postgres SELECT',
+    description: `SELECT by primary key, ${KEYS} keys, ${CLIENTS} clients`,
+    script: `\\set k random(0, ${KEYS - 1})\nSELECT v FROM kv WHERE k = ${KEY_EXPRESSION};\n`,
+    unit: 'req/s',
+  },
+];
+
+/** Postgres refuses to run as root: as root, run it as the `postgres` user the package creates. */
+function serverUser(): { uid: number; gid: number } | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = (flag: string) => spawnSync('id', [flag, 'postgres'], { encoding: 'utf8' });
+  const uid = id('-u');
+  const gid = id('-g');
+  if (uid.status !== 0 || gid.status !== 0) {
+    throw new Error('running as root and there is no `postgres` user to run the server as');
+  }
+  return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+}
+
+function runTool(
+  binary: string,
+  args: string[],
+  timeoutMs: number,
+  user?: { uid: number; gid: number },
+  cwd?: string,
+): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(binary, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      uid: user?.uid,
+      gid: user?.gid,
+      cwd,
+      env: { ...process.env, PGUSER: 'postgres', PGDATABASE: 'postgres' },
+    });
+    let output = '';
+    const keep = (c: Buffer) =>
+      (output = (output + c.toString('utf8')).slice(-OUTPUT_TAIL_BYTES_MAX));
+    child.stdout.on('data', keep);
+    child.stderr.on('data', keep);
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      if (code === 0) resolve(output);
+      else reject(new Error(`${binary} exited with ${code}: ${output.slice(-500)}`));
+    });
+  });
+}
+
+/** Per-transaction log lines: `client transaction latency_us script epoch_s epoch_us`. */
+function latencyFromLogs(dir: string, prefix: string): LatencySummary {
+  const histogram = new LatencyHistogram();
+  for (const file of readdirSync(dir).filter((f) => f.startsWith(`${prefix}.`))) {
+    for (const line of readFileSync(join(dir, file), 'utf8').split('\n')) {
+      const fields = line.split(' ');
+      if (fields.length >= 6) histogram.recordMs(Number(fields[2]) / 1000);
+    }
+  }
+  return histogram.summary();
+}
+
+function parseSummary(output: string): { tps: number; transactions: number; failed: number } {
+  const tps = /^tps = ([\d.]+)/m.exec(output);
+  const transactions = /number of transactions actually processed: (\d+)/.exec(output);
+  if (tps === null || transactions === null) {
+    throw new Error(`pgbench printed no result: ${output.slice(-500)}`);
+  }
+  const failed = /number of failed transactions: (\d+)/.exec(output);
+  return {
+    tps: Number(tps[1]),
+    transactions: Number(transactions[1]),
+    failed: failed ? Number(failed[1]) : 0,
+  };
+}
+
+export async function runPostgresBench(
+  options: BenchOptions,
+  postgresBinary: string,
+): Promise<WorkloadResult[]> {
+  const bin = dirname(postgresBinary);
+  const user = serverUser();
+  const dir = makeBenchDir('postgres');
+  const data = join(dir, 'data');
+  const logs = join(dir, 'logs');
+  if (user) chownSync(dir, user.uid, user.gid);
+  try {
+    await runTool(
+      join(bin, 'initdb'),
+      ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'],
+      SETUP_MS_MAX,
+      user,
+      dir,
+    );
+    const port = await freePort();
+    const server = await spawnServer({
+      command: postgresBinary,
+      args: [
+        '-D',
+        data,
+        '-p',
+        String(port),
+        '-k',
+        dir,
+        '-c',
+        'listen_addresses=127.0.0.1',
+        '-c',
+        'fsync=on',
+        '-c',
+        'synchronous_commit=on',
+        '-c',
+        'full_page_writes=on',
+        '-c',
+        `max_connections=${CLIENTS + 16}`,
+      ],
+      port,
+      uid: user?.uid,
+      gid: user?.gid,
+      ready: () =>
+        spawnSync(join(bin, 'pg_isready'), ['-q', '-h', '127.0.0.1', '-p', String(port)]).status ===
+        0,
+    });
+    try {
+      const connection = ['-h', '127.0.0.1', '-p', String(port)];
+      await runTool(
+        join(bin, 'psql'),
+        // VACUUM cannot run in the transaction one -c wraps its statements in.
+        [...connection, '-v', 'ON_ERROR_STOP=1', '-q', '-c', SCHEMA, '-c', 'VACUUM ANALYZE kv'],
+        SETUP_MS_MAX,
+      );
+      const durationS = options.quick ? 1 : 5;
+      const results: WorkloadResult[] = [];
+      for (const [index, run] of RUNS.entries()) {
+        const script = join(dir, `script-${index}.sql`);
+        writeFileSync(script, run.script);
+        const logDir = `${logs}-${index}`;
+        mkdirSync(logDir);
+        server.resetPeakRss();
+        const output = await runTool(
+          join(bin, 'pgbench'),
+          [
+            ...connection,
+            '-n',
+            '-M',
+            'prepared',
+            '-c',
+            String(CLIENTS),
+            '-j',
+            String(THREADS),
+            '-T',
+            String(durationS),
+            '-f',
+            script,
+            '--log',
+            `--log-prefix=${join(logDir, 'tx')}`,
+          ],
+          durationS * 1000 + RUN_SLACK_MS,
+        );
+        const summary = parseSummary(output);
+        results.push({
+          group: 'peers',
+          name: run.name,
+          description: run.description,
+          throughput: { value: summary.tps, unit: run.unit },
+          latency: latencyFromLogs(logDir, 'tx'),
+          figures: {
+            clients: CLIENTS,
+            transactions: summary.transactions,
+            errorCount: summary.failed,
+            client: 'pgbench',
+          },
+          ratios: [],
+          peakRssBytes: { 'postgres (postmaster)': server.peakRssBytes() },
+        });
+      }
+      return results;
+    } finally {
+      await server.stop();
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
