@@ -7,6 +7,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { loadCorpus } from './corpus.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { freePort, spawnServer } from './processes.js';
 import { makeBenchDir } from './references.js';
@@ -50,6 +51,61 @@ const RUNS: PgRun[] = [
     unit: 'req/s',
   },
 ];
+
+/** Query terms of the search run: distinct title words, as the gateway's search workload uses. */
+const SEARCH_TERMS_MAX = 200;
+/** tsvector holds at most 1 MiB; longer documents are indexed up to this many characters. */
+const SEARCH_TEXT_CHARS_MAX = 256 * 1024;
+
+const SEARCH_SCHEMA = `
+CREATE TABLE docs (key text PRIMARY KEY, title text NOT NULL, body text NOT NULL,
+  tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || body)) STORED);
+CREATE INDEX docs_tsv ON docs USING GIN (tsv);
+CREATE TABLE terms (id int PRIMARY KEY, term text NOT NULL);
+`;
+
+const csvField = (text: string) => `"${text.replace(/\u0000/g, '').replace(/"/g, '""')}"`;
+
+/**
+ * The search corpus as a table with a generated tsvector and a GIN index, the way a PostgreSQL
+ * user would add full-text search, and the run that searches it: top 10 by ts_rank.
+ */
+async function searchRun(dir: string): Promise<{ setup: string[]; run: PgRun }> {
+  const corpus = await loadCorpus();
+  const csv = join(dir, 'corpus.csv');
+  writeFileSync(
+    csv,
+    corpus.docs
+      .map((doc) =>
+        [doc.key, doc.value.title, doc.value.body.slice(0, SEARCH_TEXT_CHARS_MAX)]
+          .map(csvField)
+          .join(','),
+      )
+      .join('\n'),
+  );
+  const terms = [
+    ...new Set(
+      corpus.docs.flatMap((doc) => doc.value.title.toLowerCase().match(/\p{L}{4,}/gu) ?? []),
+    ),
+  ].slice(0, SEARCH_TERMS_MAX);
+  const values = terms.map((term, i) => `(${i + 1}, '${term}')`).join(',');
+  return {
+    setup: [
+      SEARCH_SCHEMA,
+      `\\copy docs (key, title, body) FROM '${csv}' WITH (FORMAT csv)`,
+      `INSERT INTO terms VALUES ${values}`,
+    ],
+    run: {
+      name: 'postgres search',
+      description: `tsvector + GIN, top 10 by ts_rank over ${corpus.docs.length} real documents, one term, ${CLIENTS} clients`,
+      script:
+        `\\set t random(1, ${terms.length})\n` +
+        `SELECT key FROM docs, plainto_tsquery('simple', (SELECT term FROM terms WHERE id = :t)) q ` +
+        `WHERE tsv @@ q ORDER BY ts_rank(tsv, q) DESC LIMIT 10;\n`,
+      unit: 'queries/s',
+    },
+  };
+}
 
 /** Postgres refuses to run as root: as root, run it as the `postgres` user the package creates. */
 function serverUser(): { uid: number; gid: number } | undefined {
@@ -167,15 +223,27 @@ export async function runPostgresBench(
     });
     try {
       const connection = ['-h', '127.0.0.1', '-p', String(port)];
+      const search = await searchRun(dir);
+      if (user) chownSync(join(dir, 'corpus.csv'), user.uid, user.gid);
       await runTool(
         join(bin, 'psql'),
         // VACUUM cannot run in the transaction one -c wraps its statements in.
-        [...connection, '-v', 'ON_ERROR_STOP=1', '-q', '-c', SCHEMA, '-c', 'VACUUM ANALYZE kv'],
+        [
+          ...connection,
+          '-v',
+          'ON_ERROR_STOP=1',
+          '-q',
+          '-c',
+          SCHEMA,
+          ...search.setup.flatMap((statement) => ['-c', statement]),
+          '-c',
+          'VACUUM ANALYZE',
+        ],
         SETUP_MS_MAX,
       );
       const durationS = options.quick ? 1 : 5;
       const results: WorkloadResult[] = [];
-      for (const [index, run] of RUNS.entries()) {
+      for (const [index, run] of [...RUNS, search.run].entries()) {
         const script = join(dir, `script-${index}.sql`);
         writeFileSync(script, run.script);
         const logDir = `${logs}-${index}`;

@@ -28,6 +28,7 @@ const COMPARISONS: { tailbase: [string, string]; peer: string }[] = [
   { tailbase: ['gateway', 'put'], peer: 'etcd put' },
   // The gateway's plain GET is eventual: the same promise as etcd's serializable read.
   { tailbase: ['gateway', 'get'], peer: 'etcd get serializable' },
+  { tailbase: ['gateway', 'search'], peer: 'postgres search' },
 ];
 
 function skipRow(name: string, reason: string): WorkloadResult {
