@@ -38,7 +38,10 @@ export function scanBatches(
   options: ScanOptions,
   visit: (batch: ScannedBatch) => boolean | void,
 ): ScanEnd {
-  let buffer = Buffer.allocUnsafe(SCAN_CHUNK_BYTES);
+  // A tailing reader's lookup scans a few KiB: a full chunk for each was most of the log-node's
+  // garbage under write load (profiled).
+  const span = options.until - (options.from ?? 0);
+  let buffer = Buffer.allocUnsafe(Math.max(BATCH_HEADER_BYTES, Math.min(span, SCAN_CHUNK_BYTES)));
   let bufferStart = options.from ?? 0;
   let bufferLength = 0;
   let position = bufferStart;
