@@ -12,7 +12,8 @@ export interface CachedBatch {
 }
 
 export class RecentBatches {
-  private readonly batches: CachedBatch[] = [];
+  /** Slots before `head` are evicted and emptied, so their bytes can be collected at once. */
+  private readonly batches: (CachedBatch | null)[] = [];
   private head = 0;
   private cachedBytes = 0;
   private readonly bytesMax: number;
@@ -28,7 +29,8 @@ export class RecentBatches {
       this.cachedBytes += batch.bytes.length;
     }
     while (this.cachedBytes > this.bytesMax && this.head < this.batches.length) {
-      this.cachedBytes -= this.batches[this.head].bytes.length;
+      this.cachedBytes -= this.at(this.head).bytes.length;
+      this.batches[this.head] = null;
       this.head++;
     }
     // Compact the array now and then rather than shifting it on every eviction.
@@ -38,12 +40,16 @@ export class RecentBatches {
     }
   }
 
+  private at(index: number): CachedBatch {
+    return this.batches[index] as CachedBatch;
+  }
+
   /**
    * Whole batches from the one holding `offset` (or the next one after it), at least one and then
    * as many as fit maxBytes; null when the cache does not reach back to `offset`.
    */
   read(offset: number, maxBytes: number): Buffer | null {
-    if (this.head >= this.batches.length || this.batches[this.head].baseOffset > offset) {
+    if (this.head >= this.batches.length || this.at(this.head).baseOffset > offset) {
       return null;
     }
     let low = this.head;
@@ -51,7 +57,7 @@ export class RecentBatches {
     let first = this.batches.length;
     while (low <= high) {
       const mid = (low + high) >>> 1;
-      if (this.batches[mid].lastOffset >= offset) {
+      if (this.at(mid).lastOffset >= offset) {
         first = mid;
         high = mid - 1;
       } else {
@@ -61,7 +67,7 @@ export class RecentBatches {
     const parts: Buffer[] = [];
     let bytes = 0;
     for (let i = first; i < this.batches.length; i++) {
-      const batch = this.batches[i].bytes;
+      const batch = this.at(i).bytes;
       if (parts.length > 0 && bytes + batch.length > maxBytes) break;
       parts.push(batch);
       bytes += batch.length;

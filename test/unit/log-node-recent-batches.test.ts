@@ -31,3 +31,15 @@ describe('RecentBatches', () => {
     );
   });
 });
+
+// Proves eviction lets go of the bytes: what the cache still references stays within its bound.
+describe('RecentBatches memory', () => {
+  it('references no evicted batch', () => {
+    const cache = new RecentBatches(1000);
+    for (let i = 0; i < 500; i++) cache.add([batch(i, 1, 300)]);
+    const held = (cache as unknown as { batches: ({ bytes: Buffer } | null)[] }).batches
+      .filter((entry) => entry !== null)
+      .reduce((sum, entry) => sum + entry!.bytes.length, 0);
+    expect(held).toBeLessThanOrEqual(1000);
+  });
+});
