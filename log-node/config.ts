@@ -33,8 +33,6 @@ export interface LogNodeConfig {
   partitionsMax: number;
   /** Bytes of batches a read answers with at most (at least one whole batch is always sent). */
   readBytesMax: number;
-  /** Newest durable batches kept in memory per partition, so tail reads touch no file. */
-  recentBatchesBytesMax: number;
   longPollsMax: number;
   longPollWaitMsMax: number;
   /** Bytes waiting for the next group commit of a partition before appends get 503. */
@@ -74,7 +72,6 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   recordsPerBatchMax: 10_000,
   partitionsMax: 1024,
   readBytesMax: 4 * MiB,
-  recentBatchesBytesMax: 4 * MiB,
   longPollsMax: 1024,
   longPollWaitMsMax: 30_000,
   appendQueueBytesMax: 256 * MiB,

@@ -14,11 +14,6 @@ const limitFlags: [flag: string, key: keyof typeof logNodeDefaults, description:
   ['--records-per-batch-max <n>', 'recordsPerBatchMax', 'most records in one batch'],
   ['--partitions-max <n>', 'partitionsMax', 'most partitions a node holds'],
   ['--read-bytes-max <bytes>', 'readBytesMax', 'most bytes one read answers with'],
-  [
-    '--recent-batches-bytes-max <bytes>',
-    'recentBatchesBytesMax',
-    'newest batches kept in memory per partition',
-  ],
   ['--long-polls-max <n>', 'longPollsMax', 'most reads waiting for data at once'],
   ['--long-poll-wait-ms-max <ms>', 'longPollWaitMsMax', 'longest wait_ms of a read'],
   ['--append-queue-bytes-max <bytes>', 'appendQueueBytesMax', 'bytes waiting to be written'],

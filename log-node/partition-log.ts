@@ -20,7 +20,6 @@ import {
   segmentPath,
   writeFileAtomic,
 } from './segment-files.js';
-import { RecentBatches } from './recent-batches.js';
 import { Waiters } from './waiters.js';
 
 export interface AppendAck {
@@ -67,7 +66,6 @@ export class PartitionLog {
   private visibleActiveBytes: number;
   private intervalTimer: NodeJS.Timeout | null = null;
   readonly waiters = new Waiters();
-  private readonly recent: RecentBatches;
   readonly truncatedBytesOnLoad: number;
 
   private constructor(
@@ -95,7 +93,6 @@ export class PartitionLog {
     this.truncatedBytesOnLoad = loaded.truncatedBytes;
     this.visibleEndOffset = this.active.state.nextOffset;
     this.visibleActiveBytes = this.active.state.sizeBytes;
-    this.recent = new RecentBatches(config.recentBatchesBytesMax);
     if (config.fsync === 'interval') {
       this.intervalTimer = setInterval(() => void this.syncInterval(), config.fsyncIntervalMs);
       this.intervalTimer.unref();
@@ -274,7 +271,6 @@ export class PartitionLog {
         if (this.config.fsync === 'always') await this.active.sync();
         this.visibleEndOffset = this.active.state.nextOffset;
         this.visibleActiveBytes = this.active.state.sizeBytes;
-        this.recent.add(writes);
       }
     } catch (error) {
       // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
@@ -380,11 +376,6 @@ export class PartitionLog {
   private async readNow(offset: number, maxBytes: number): Promise<Buffer> {
     // close() retires the segments; a long-poll it woke finds nothing more to read.
     if (this.closed) return Buffer.alloc(0);
-    // Only the active segment's offsets: closed segments may have been compacted since cached.
-    if (offset >= this.active.baseOffset) {
-      const cached = this.recent.read(offset, maxBytes);
-      if (cached !== null) return cached;
-    }
     const segments = this.segments;
     let i = findSegment(segments, offset);
     for (; i < segments.length; i++) {
