@@ -56,11 +56,8 @@ export async function startGateway(
     url: listener.url,
     services,
     async stop() {
-      const closed = listener.close();
       // Writes already taken are appended and answered before the streams are cut.
-      await closeGatewayServices(services);
-      listener.server.closeAllConnections();
-      await closed;
+      await listener.close(() => closeGatewayServices(services));
     },
   };
 }

@@ -3,6 +3,7 @@
  * bodies (size first, then strict UTF-8, then JSON). Each failure is a 4xx with a code.
  */
 import type { Context } from 'hono';
+import { integerParam } from '../shared/query-params.js';
 import { badRequest, tooLarge } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 
@@ -73,17 +74,7 @@ export function intParam(
   max: number,
   fallback: number,
 ): number {
-  const text = query.get(name);
-  if (text === undefined || text === '') return fallback;
-  const value = /^\d{1,15}$/.test(text) ? Number(text) : NaN;
-  if (!(value >= min && value <= max)) {
-    throw badRequest('invalid_parameter', `${name} must be an integer in ${min}..${max}`, {
-      parameter: name,
-      min,
-      max,
-    });
-  }
-  return value;
+  return integerParam(query.get(name), name, min, max, fallback);
 }
 
 export function enumParam<T extends string>(

@@ -58,11 +58,7 @@ export async function startLogNode(options: LogNodeOptions): Promise<RunningLogN
       stopping ??= (async () => {
         node.closing = true;
         await cleaner.stop();
-        const closed = listener.close();
-        await node.close();
-        // Keep-alive connections would otherwise hold the server open with new requests.
-        listener.server.closeAllConnections();
-        await closed;
+        await listener.close(() => node.close());
       })();
       return stopping;
     },

@@ -5,6 +5,7 @@
 import { Hono } from 'hono';
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
+import { integerParam } from '../shared/query-params.js';
 import { installErrorHandlers } from '../shared/http-server.js';
 import {
   CLUSTER_SECRET_HEADER,
@@ -104,32 +105,4 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
   });
 
   return app;
-}
-
-function integerParam(
-  raw: string | undefined,
-  name: string,
-  min: number,
-  max: number,
-  fallback: number | undefined,
-): number {
-  if (raw === undefined || raw === '') {
-    if (fallback === undefined)
-      throw badRequest('invalid_parameter', `${name} is required`, { parameter: name });
-    return fallback;
-  }
-  if (!/^\d+$/.test(raw)) {
-    throw badRequest('invalid_parameter', `${name} must be a non-negative integer`, {
-      parameter: name,
-    });
-  }
-  const value = Number(raw);
-  if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw badRequest('invalid_parameter', `${name} must be between ${min} and ${max}`, {
-      parameter: name,
-      min,
-      max,
-    });
-  }
-  return value;
 }

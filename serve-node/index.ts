@@ -83,11 +83,7 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
     node,
     stop: () => {
       stopping ??= (async () => {
-        const closed = listener.close();
-        await node.stop();
-        // Keep-alive connections would otherwise hold the server open with new requests.
-        listener.server.closeAllConnections();
-        await closed;
+        await listener.close(() => node.stop());
       })();
       return stopping;
     },

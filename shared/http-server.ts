@@ -39,7 +39,12 @@ export interface Listener {
   url: string;
   port: number;
   server: Server;
-  close(): Promise<void>;
+  /**
+   * Stops taking connections, lets `drain` finish what is in flight (appends fsynced, writes
+   * answered), then cuts every connection left: a keep-alive client would otherwise keep sending
+   * requests and hold the server open until its timeout.
+   */
+  close(drain?: () => Promise<void>): Promise<void>;
 }
 
 export async function listen(app: Hono<any>, host: string, port: number): Promise<Listener> {
@@ -61,10 +66,12 @@ export async function listen(app: Hono<any>, host: string, port: number): Promis
     url: `http://${urlHost}:${address.port}`,
     port: address.port,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      }),
+    close: async (drain) => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await drain?.();
+      server.closeAllConnections();
+      await closed;
+    },
   };
 }

@@ -14,3 +14,4 @@ export * from './partitioner.js';
 export * from './token.js';
 export * from './internal-http.js';
 export * from './collection-settings.js';
+export * from './query-params.js';
