@@ -10,6 +10,7 @@ import { startLogNode } from '../log-node/index.js';
 import { startServeNode } from '../serve-node/index.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
+import { HttpServeClient } from '../shared/serve-client.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
@@ -79,11 +80,15 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
 }
 
 async function waitReady(url: string, waitMsMax: number): Promise<void> {
+  const serve = new HttpServeClient(url);
   const deadline = Date.now() + waitMsMax;
-  while (Date.now() < deadline) {
-    const response = await fetch(`${url}/readyz`).catch(() => null);
-    if (response?.ok) return;
-    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+  try {
+    while (Date.now() < deadline) {
+      if (await serve.ready().catch(() => false)) return;
+      await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
+    }
+  } finally {
+    serve.close();
   }
   throw new Error(`the serve-node did not catch up with the log within ${waitMsMax} ms`);
 }

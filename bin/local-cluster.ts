@@ -7,6 +7,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Command } from 'commander';
+import { onShutdownSignal } from '../shared/cli-options.js';
+import { createLogger } from '../shared/logger.js';
 import { readComposeServices, type LocalService } from './compose-services.js';
 
 const TAILBASE_BIN = fileURLToPath(new URL('./tailbase.js', import.meta.url));
@@ -116,13 +118,10 @@ export function registerClusterCommand(program: Command): void {
         `cluster ready: gateway on http://127.0.0.1:${port} (API key from TAILBASE_API_KEYS in compose.yaml)\n`,
       );
       let stopping = false;
-      const shutdown = () => {
-        if (stopping) return;
+      onShutdownSignal(createLogger('cluster'), () => {
         stopping = true;
-        void cluster.stop().then(() => process.exit(0));
-      };
-      process.on('SIGINT', shutdown);
-      process.on('SIGTERM', shutdown);
+        return cluster.stop();
+      });
       for (const { child, service } of cluster.processes) {
         child.once('exit', (code) => {
           if (!stopping) process.stderr.write(`${service.name} exited (${code}); see its log\n`);

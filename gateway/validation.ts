@@ -8,7 +8,6 @@ import { badRequest, tooLarge } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 
 export const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
-const utf8 = new TextEncoder();
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 /** With the u flag a surrogate pair is one code point, so only lone halves match. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
@@ -24,7 +23,7 @@ export function checkCollection(name: string): string {
 
 export function checkKey(key: unknown, keyBytesMax: number): string {
   if (typeof key !== 'string') throw badRequest('invalid_key', 'key must be a string');
-  const bytes = utf8.encode(key).length;
+  const bytes = Buffer.byteLength(key);
   if (bytes < 1 || bytes > keyBytesMax || LONE_SURROGATE.test(key)) {
     throw badRequest('invalid_key', `key must be 1..${keyBytesMax} bytes of UTF-8`, {
       limit: 'keyBytesMax',

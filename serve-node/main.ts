@@ -1,23 +1,10 @@
 /** `tailbase serve-node`: flags (each with a TAILBASE_* environment variable) and signal handling. */
-import { InvalidArgumentError, Option, type Command } from 'commander';
+import { Option, type Command } from 'commander';
+import { parsePartitionList } from '../shared/partition-list.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS } from './config.js';
 import { startServeNode } from './index.js';
-
-/** `0-3,6` → [0, 1, 2, 3, 6]. */
-export function parsePartitionList(raw: string): number[] {
-  const partitions = new Set<number>();
-  for (const part of raw.split(',')) {
-    const match = /^\s*(\d{1,6})\s*(?:-\s*(\d{1,6})\s*)?$/.exec(part);
-    if (match === null) throw new InvalidArgumentError('expected partitions like 0-3,6');
-    const first = Number(match[1]);
-    const last = match[2] === undefined ? first : Number(match[2]);
-    if (last < first) throw new InvalidArgumentError(`range ${part} runs backwards`);
-    for (let p = first; p <= last; p++) partitions.add(p);
-  }
-  return [...partitions].sort((a, b) => a - b);
-}
 
 export function registerServeNodeCommand(program: Command): void {
   program

@@ -41,6 +41,9 @@ export function queryRoutes(app: Hono<GatewayEnv>, services: GatewayServices, gu
       node.client.scan(collection, {
         ...range,
         limit,
+        // Only the partitions this node was assigned: a replica that also hosts others would
+        // otherwise scan them too and bound the page by keys the merge throws away.
+        partitions: assigned,
         waitFor: waitForPartitions(plan.waitFor, assigned),
         waitMs: plan.waitMs,
       }),
@@ -74,6 +77,8 @@ export function queryRoutes(app: Hono<GatewayEnv>, services: GatewayServices, gu
           limit: Math.min(pageMax, depth - from),
           offset: from,
           highlight,
+          // Its assigned partitions only, so `total` counts no partition twice across replicas.
+          partitions: assigned,
           waitFor: waitForPartitions(plan.waitFor, assigned),
           waitMs: plan.waitMs,
         });
