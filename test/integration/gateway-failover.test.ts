@@ -28,6 +28,16 @@ describe('replica failover', () => {
         (await call(url, 'GET', `/v1/collections/fo/docs/${key}`, undefined, token)).status,
       ).toBe(200);
     }
+    // With both replicas up each answers for the partitions it was assigned: none counted twice.
+    const both = await call(
+      url,
+      'GET',
+      '/v1/collections/fo/search?q=alpha&limit=50',
+      undefined,
+      token,
+    );
+    expect(both.body.total).toBe(20);
+    expect(both.body.hits).toHaveLength(20);
     await cluster.serves[0].stop();
     for (const { key } of docs) {
       const get = await call(url, 'GET', `/v1/collections/fo/docs/${key}`, undefined, token);
@@ -45,5 +55,44 @@ describe('replica failover', () => {
     expect(search.body.total).toBe(20);
     const status = await call(url, 'GET', '/v1/status');
     expect(status.body.serveNodes.map((n: { up: boolean }) => n.up)).toEqual([false, true]);
+  });
+});
+
+// Proves a serve-node that hosts more partitions than the gateway assigns it answers only for its
+// share: node 0 hosts 0-1 and node 1 hosts 1-3, so partition 1 lives on both and must be counted
+// once in a scan and in a search's total.
+describe('overlapping replicas', () => {
+  let overlap: ClusterFixture;
+  beforeAll(async () => {
+    overlap = await startCluster({ partitions: 4, hosted: (i) => (i === 0 ? [0, 1] : [1, 2, 3]) });
+  });
+  afterAll(async () => {
+    await overlap.stop();
+  });
+
+  it('counts each document once in scans and search totals', async () => {
+    const docs = Array.from({ length: 40 }, (_, i) => ({
+      key: `o${i}`,
+      value: { text: `beta ${i}` },
+    }));
+    const bulk = await call(overlap.url, 'POST', '/v1/collections/ov/docs', docs);
+    const token = { 'tailbase-token': bulk.token! };
+    const scan = await call(
+      overlap.url,
+      'GET',
+      '/v1/collections/ov/docs?limit=100',
+      undefined,
+      token,
+    );
+    expect(scan.body.items).toHaveLength(40);
+    const search = await call(
+      overlap.url,
+      'GET',
+      '/v1/collections/ov/search?q=beta&limit=100',
+      undefined,
+      token,
+    );
+    expect(search.body.hits).toHaveLength(40);
+    expect(search.body.total).toBe(40);
   });
 });

@@ -77,6 +77,8 @@ export async function startCluster(
     serveLogUrl?: (logUrl: string, index: number) => string;
     /** Both serve-nodes host every partition (replicas) instead of half each. */
     replicated?: boolean;
+    /** The partitions serve-node `index` hosts, overriding the two options above. */
+    hosted?: (index: number) => number[];
   } = {},
 ): Promise<ClusterFixture> {
   const partitions = options.partitions ?? 4;
@@ -87,9 +89,11 @@ export async function startCluster(
   for (let i = 0; i < 2; i++) {
     const dir = await tempDir(`gw-serve${i}`);
     serveDirs.push(dir);
-    const hosted = Array.from({ length: partitions }, (_, p) => p).filter(
-      (p) => options.replicated || (i === 0 ? p < half : p >= half),
-    );
+    const hosted =
+      options.hosted?.(i) ??
+      Array.from({ length: partitions }, (_, p) => p).filter(
+        (p) => options.replicated || (i === 0 ? p < half : p >= half),
+      );
     serves.push(
       await startServeNode({
         dataDir: dir,
