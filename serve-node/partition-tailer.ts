@@ -64,10 +64,13 @@ export class PartitionTailer {
     let retryMs = RETRY_MS_MIN;
     // While one answer is applied, the next is already on its way from the log.
     let prefetch: { offset: number; answer: Promise<ReadResult> } | null = null;
+    // Where the last apply left off: the stores' checkpoints are read only at the start and after
+    // an error, not again (an LMDB get and an SQLite query) before every read.
+    let known: number | null = null;
     while (!signal.aborted) {
-      let offset: number | null = null;
+      let offset: number | null = known;
       try {
-        offset = this.options.replica().readFrom(partition);
+        offset ??= this.options.replica().readFrom(partition);
         if (offset === null) {
           const offsets = await log.offsets();
           offset = offsets.find((entry) => entry.partition === partition)?.logStartOffset ?? 0;
@@ -88,12 +91,14 @@ export class PartitionTailer {
           this.options.onApplied(partition);
           offset = result.nextOffset;
         }
+        known = offset;
         this.error = undefined;
         retryMs = RETRY_MS_MIN;
         if (offset >= answer.endOffset) this.state = 'tailing';
         else if (this.state === 'tailing') this.state = 'replaying';
       } catch (error) {
         prefetch = null;
+        known = null;
         if (signal.aborted) break;
         if (
           error instanceof TailbaseError &&
