@@ -21,8 +21,23 @@ export interface MergedPage {
   applied: AppliedOffsets;
 }
 
+/**
+ * UTF-8 byte order, as the serve-nodes' LMDB keys sort, without encoding either string: it is
+ * code point order, which UTF-16 order matches except that surrogate pairs (code points above
+ * U+FFFF) must sort after U+E000..U+FFFF. Merges sort with it, so it must not allocate.
+ */
 export function compareKeys(a: string, b: string): number {
-  return Buffer.compare(Buffer.from(a), Buffer.from(b));
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x === y) continue;
+    const xSurrogate = x >= 0xd800 && x <= 0xdfff;
+    const ySurrogate = y >= 0xd800 && y <= 0xdfff;
+    if (xSurrogate !== ySurrogate) return xSurrogate ? 1 : -1;
+    return x - y;
+  }
+  return a.length - b.length;
 }
 
 export function mergeScanPages(pages: NodePage[], limit: number): MergedPage {

@@ -1,6 +1,7 @@
 // Proves the scatter-gather merges: scan pages merge in UTF-8 key order, never pass a node that
 // has more, and a cursor walk over replicas that overlap returns every key exactly once;
 // search hits merge by score; cursors round-trip and foreign ones are refused.
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compareKeys, decodeCursor, encodeCursor, mergeScanPages } from '../../gateway/scan.js';
 import { mergeSearchHits } from '../../gateway/search.js';
@@ -91,5 +92,20 @@ describe('search merge', () => {
     expect(merged.hits.map((h) => h.key)).toEqual(['b', 'd']);
     expect(merged.total).toBe(4);
     expect(merged.applied).toEqual({ '0': 3, '1': 7 });
+  });
+});
+
+// Proves compareKeys, which encodes nothing, orders every pair of keys as their UTF-8 bytes do.
+describe('compareKeys', () => {
+  it('agrees with Buffer.compare of the UTF-8 bytes', () => {
+    const chars = ['a', 'z', 'é', '\u07ff', '\u0800', '\ud7ff', '\ue000', '\uffff', '😀', '𐀀'];
+    const key = fc.array(fc.constantFrom(...chars), { maxLength: 5 }).map((c) => c.join(''));
+    fc.assert(
+      fc.property(key, key, (a, b) => {
+        const bytes = Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b)));
+        expect(Math.sign(compareKeys(a, b))).toBe(bytes);
+      }),
+      { numRuns: 2000 },
+    );
   });
 });
