@@ -4,8 +4,7 @@
  * client. Routes are registered per area in routes/; a known path with the wrong method is 405.
  */
 import { Hono } from 'hono';
-import { TailbaseError } from '../shared/errors.js';
-import { errorResponse, installErrorHandlers } from '../shared/http-server.js';
+import { installErrorHandlers } from '../shared/http-server.js';
 import { createScopeGuard } from './auth.js';
 import { observe, type GatewayEnv } from './observe.js';
 import { docRoutes } from './routes/docs.js';
@@ -25,22 +24,9 @@ const KNOWN_PATHS = [
   '/metrics',
 ];
 
-/** The clients name the peer's URL in unreachable errors; a client of the gateway must not see it. */
-function withoutAddresses(error: unknown): unknown {
-  if (!(error instanceof TailbaseError)) return error;
-  if (error.code === 'log_unreachable') {
-    return new TailbaseError(503, error.code, 'the log is unreachable; retry later');
-  }
-  if (error.code === 'serve_unreachable') {
-    return new TailbaseError(503, error.code, 'no serve-node for this read is reachable');
-  }
-  return error;
-}
-
 export function createGatewayApp(services: GatewayServices): Hono<GatewayEnv> {
   const app = new Hono<GatewayEnv>();
   installErrorHandlers(app, services.logger);
-  app.onError((error, c) => errorResponse(c, withoutAddresses(error), services.logger));
   app.use('*', observe(services.logger, services.metrics));
   const guard = createScopeGuard(services.config.apiKeys);
   docRoutes(app, services, guard);

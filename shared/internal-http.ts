@@ -83,9 +83,19 @@ export class InternalHttp {
     });
   }
 
+  /**
+   * The message names no address: it may travel on to a client of the gateway. The address is in
+   * the cause, which is logged.
+   */
   private unreachable(cause: Error): TailbaseError {
     const code = `${this.peer.replace(/-node$/, '')}_unreachable`;
-    return new TailbaseError(503, code, `${this.peer} ${this.url} is unreachable`, {}, { cause });
+    return new TailbaseError(
+      503,
+      code,
+      `a ${this.peer} is unreachable; retry later`,
+      {},
+      { cause },
+    );
   }
 
   close(): void {
