@@ -71,6 +71,11 @@ interface FtsTable {
 export class SearchStore {
   private readonly db: Database.Database;
   private readonly tables = new Map<string, FtsTable>();
+  /** Per tokenizer: a temp FTS5 table that highlights one answer's fields, and its statements. */
+  private readonly highlighters = new Map<
+    string,
+    { insert: Statement; select: Statement; clear: Statement }
+  >();
   private readonly statements: {
     applied: Statement;
     setApplied: Statement;
@@ -182,32 +187,48 @@ export class SearchStore {
     const table = this.table(partition, collection, false);
     const result = docs.map(() => ({}) as Record<string, string>);
     if (table === undefined) return result;
-    const temp = `temp.highlight_${TOKENIZERS.indexOf(table.settings.tokenizer)}`;
-    this.db.exec(
-      `CREATE VIRTUAL TABLE IF NOT EXISTS ${temp} USING fts5(text, tokenize = '${table.settings.tokenizer}');` +
-        `DELETE FROM ${temp};`,
-    );
+    const highlighter = this.highlighter(table.settings.tokenizer);
     const fields: Array<{ hit: number; path: string }> = [];
-    const insert = this.db.prepare(`INSERT INTO ${temp} (rowid, text) VALUES (?, ?)`);
-    docs.forEach(({ doc }, hit) => {
-      for (const field of searchableFields(doc, table.layout)) {
-        insert.run(fields.length, field.text);
-        fields.push({ hit, path: field.path });
+    try {
+      docs.forEach(({ doc }, hit) => {
+        for (const field of searchableFields(doc, table.layout)) {
+          highlighter.insert.run(fields.length, field.text);
+          fields.push({ hit, path: field.path });
+        }
+      });
+      const rows = highlighter.select.all(MARK_OPEN, MARK_CLOSE, query.highlightMatch) as Array<{
+        id: number;
+        text: string;
+      }>;
+      for (const row of rows) {
+        const field = fields[row.id];
+        result[field.hit][field.path] ??= row.text;
       }
-    });
-    const bare = temp.slice('temp.'.length);
-    const rows = this.db
-      .prepare(
-        `SELECT rowid AS id, snippet(${bare}, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS text ` +
-          `FROM ${temp} WHERE ${bare} MATCH ?`,
-      )
-      .all(MARK_OPEN, MARK_CLOSE, query.highlightMatch) as Array<{ id: number; text: string }>;
-    for (const row of rows) {
-      const field = fields[row.id];
-      result[field.hit][field.path] ??= row.text;
+    } finally {
+      highlighter.clear.run();
     }
-    this.db.exec(`DELETE FROM ${temp}`);
     return result;
+  }
+
+  /** Made once per tokenizer, not on every search: the table and its statements never change. */
+  private highlighter(tokenizer: string) {
+    let highlighter = this.highlighters.get(tokenizer);
+    if (highlighter === undefined) {
+      const name = `highlight_${TOKENIZERS.indexOf(tokenizer as (typeof TOKENIZERS)[number])}`;
+      this.db.exec(
+        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${name} USING fts5(text, tokenize = '${tokenizer}')`,
+      );
+      highlighter = {
+        insert: this.db.prepare(`INSERT INTO temp.${name} (rowid, text) VALUES (?, ?)`),
+        select: this.db.prepare(
+          `SELECT rowid AS id, snippet(${name}, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS text ` +
+            `FROM temp.${name} WHERE ${name} MATCH ?`,
+        ),
+        clear: this.db.prepare(`DELETE FROM temp.${name}`),
+      };
+      this.highlighters.set(tokenizer, highlighter);
+    }
+    return highlighter;
   }
 
   /** A consistent copy of the database (SQLite's online backup) at `path`. */
