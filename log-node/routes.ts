@@ -6,12 +6,8 @@ import { Hono } from 'hono';
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 import { integerParam } from '../shared/query-params.js';
-import { installErrorHandlers } from '../shared/http-server.js';
-import {
-  CLUSTER_SECRET_HEADER,
-  END_OFFSET_HEADER,
-  LOG_START_OFFSET_HEADER,
-} from '../shared/log-client.js';
+import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
+import { END_OFFSET_HEADER, LOG_START_OFFSET_HEADER } from '../shared/log-client.js';
 import type { Logger } from '../shared/logger.js';
 import type { LogCleaner } from './log-cleaner.js';
 import type { LogNode } from './log-node.js';
@@ -30,12 +26,7 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
     return c.json({ status: 'ready' });
   });
 
-  app.use('/internal/*', async (c, next) => {
-    if (config.clusterSecret && c.req.header(CLUSTER_SECRET_HEADER) !== config.clusterSecret) {
-      throw new TailbaseError(401, 'unauthorized', 'internal calls need the cluster secret');
-    }
-    await next();
-  });
+  app.use('/internal/*', requireClusterSecret(config.clusterSecret));
 
   app.get('/internal/cluster', (c) =>
     c.json({

@@ -4,9 +4,8 @@
  */
 import Database from 'better-sqlite3';
 import { Hono, type Context } from 'hono';
-import { CLUSTER_SECRET_HEADER } from '../shared/log-client.js';
-import { badRequest, notFound, TailbaseError } from '../shared/errors.js';
-import { installErrorHandlers } from '../shared/http-server.js';
+import { badRequest, notFound } from '../shared/errors.js';
+import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
 import type { Logger } from '../shared/logger.js';
 import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
 import type { ServeNodeLimits } from './config.js';
@@ -42,12 +41,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   const hostedSet = new Set(core.hosted);
   const { limits } = core;
 
-  app.use('/internal/*', async (c, next) => {
-    if (core.clusterSecret && c.req.header(CLUSTER_SECRET_HEADER) !== core.clusterSecret) {
-      throw new TailbaseError(401, 'unauthorized', 'internal calls need the cluster secret');
-    }
-    await next();
-  });
+  app.use('/internal/*', requireClusterSecret(core.clusterSecret));
 
   /** Waits until the read's `wait_for` offsets are applied, for at most its `wait_ms`. */
   const waitForOffsets = async (c: Context): Promise<void> => {

@@ -5,10 +5,11 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
-import type { Context, Hono } from 'hono';
+import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { TailbaseError } from './errors.js';
+import { CLUSTER_SECRET_HEADER } from './log-client.js';
 import type { Logger } from './logger.js';
 
 export function errorResponse(c: Context, error: unknown, logger?: Logger): Response {
@@ -33,6 +34,16 @@ export function installErrorHandlers(app: Hono<any>, logger?: Logger): void {
       404,
     ),
   );
+}
+
+/** Middleware for `/internal/*`: every call must carry the cluster secret when one is set. */
+export function requireClusterSecret(secret: string | undefined): MiddlewareHandler {
+  return async function clusterSecret(c, next) {
+    if (secret && c.req.header(CLUSTER_SECRET_HEADER) !== secret) {
+      throw new TailbaseError(401, 'unauthorized', 'internal calls need the cluster secret');
+    }
+    await next();
+  };
 }
 
 export interface Listener {
