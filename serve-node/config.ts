@@ -25,6 +25,10 @@ export interface ServeNodeLimits {
   queryTermsMax: number;
   /** /readyz answers 200 when every hosted partition lags the log end by at most this many offsets. */
   readyLagMax: number;
+  /** Keys of one batched document read (`POST /internal/docs`). */
+  getBatchKeysMax: number;
+  /** Body bytes of one batched document read. */
+  getBatchBytesMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -54,6 +58,8 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   queryBytesMax: 1_024,
   queryTermsMax: 32,
   readyLagMax: 1_000,
+  getBatchKeysMax: 1_000,
+  getBatchBytesMax: 2 * 1024 * 1024,
 };
 
 export const DEFAULT_HOST = '127.0.0.1';

@@ -75,6 +75,22 @@ export function registerServeNodeCommand(program: Command): void {
         DEFAULT_LIMITS.readyLagMax,
       ),
     )
+    .addOption(
+      integerOption(
+        '--get-batch-keys-max <n>',
+        'keys of one batched document read',
+        'TAILBASE_GET_BATCH_KEYS_MAX',
+        DEFAULT_LIMITS.getBatchKeysMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--get-batch-bytes-max <bytes>',
+        'body bytes of one batched document read',
+        'TAILBASE_GET_BATCH_BYTES_MAX',
+        DEFAULT_LIMITS.getBatchBytesMax,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('serve-node');
       if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -93,6 +109,8 @@ export function registerServeNodeCommand(program: Command): void {
           waitersMax: flags.waitersMax as number,
           logReadBytesMax: flags.logReadBytesMax as number,
           readyLagMax: flags.readyLagMax as number,
+          getBatchKeysMax: flags.getBatchKeysMax as number,
+          getBatchBytesMax: flags.getBatchBytesMax as number,
         },
         logger,
       });

@@ -43,6 +43,57 @@ export function parseWaitFor(raw: string | undefined, hosted: ReadonlySet<number
   });
 }
 
+export interface BatchGetItem {
+  collection: string;
+  key: string;
+  needs: OffsetNeed[];
+}
+
+/** `{"items": [{"collection", "key", "waitFor"?: {"P": O}}]}`: 1..keysMax items, each checked. */
+export function parseBatchGet(
+  body: Buffer,
+  hosted: ReadonlySet<number>,
+  keysMax: number,
+): BatchGetItem[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(body.toString('utf8'));
+  } catch {
+    throw badRequest('invalid_json', 'the body is not JSON');
+  }
+  const items = (parsed as { items?: unknown } | null)?.items;
+  if (!Array.isArray(items) || items.length === 0 || items.length > keysMax) {
+    throw badRequest('invalid_items', `items is an array of 1..${keysMax} reads`, {
+      limit: 'getBatchKeysMax',
+      max: keysMax,
+    });
+  }
+  return items.map((item: unknown) => {
+    const { collection, key, waitFor } = (item ?? {}) as Record<string, unknown>;
+    if (typeof collection !== 'string' || typeof key !== 'string') {
+      throw badRequest('invalid_items', 'each item has a string collection and key');
+    }
+    return {
+      collection: checkCollection(collection),
+      key: checkKey(key),
+      needs: parseWaitForObject(waitFor, hosted),
+    };
+  });
+}
+
+function parseWaitForObject(raw: unknown, hosted: ReadonlySet<number>): OffsetNeed[] {
+  if (raw === undefined) return [];
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw badRequest('invalid_wait_for', 'waitFor is an object of partition → offset');
+  }
+  return Object.entries(raw).map(([partition, offset]) => {
+    if (!/^\d{1,9}$/.test(partition) || !Number.isSafeInteger(offset) || (offset as number) < 0) {
+      throw badRequest('invalid_wait_for', 'waitFor is an object of partition → offset');
+    }
+    return { partition: checkHosted(Number(partition), hosted), offset: offset as number };
+  });
+}
+
 /** An integer query parameter in [min, max], or the default when absent. */
 export function integerParam(
   name: string,

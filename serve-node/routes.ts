@@ -4,7 +4,8 @@
  */
 import Database from 'better-sqlite3';
 import { Hono, type Context } from 'hono';
-import { badRequest, notFound } from '../shared/errors.js';
+import { badRequest, notFound, tooLarge } from '../shared/errors.js';
+import { readBodyBytes } from '../shared/http-body.js';
 import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
 import type { Logger } from '../shared/logger.js';
 import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
@@ -18,6 +19,7 @@ import {
   integerParam,
   optionalString,
   parsePartitions,
+  parseBatchGet,
   parseWaitFor,
 } from './read-params.js';
 import type { Replica } from './replica.js';
@@ -75,6 +77,29 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
       throw notFound('document_not_found', `no document ${collection}/${key}`, { applied });
     }
     return jsonText(c, `${docJson(doc).slice(0, -1)},"applied":${JSON.stringify(applied)}}`);
+  });
+
+  /**
+   * Many key reads in one call (the gateway coalesces concurrent GETs): nothing waits here; an item
+   * whose `waitFor` is not applied yet answers `false` and its caller retries it on the waiting route.
+   */
+  app.post('/internal/docs', async (c) => {
+    const body = await readBodyBytes(c, limits.getBatchBytesMax, (actualBytes) =>
+      tooLarge('batch_too_large', `a batched read is at most ${limits.getBatchBytesMax} bytes`, {
+        limit: 'getBatchBytesMax',
+        max: limits.getBatchBytesMax,
+        ...(actualBytes === undefined ? {} : { actualBytes }),
+      }),
+    );
+    const items = parseBatchGet(body, hostedSet, limits.getBatchKeysMax);
+    const { docs } = core.replica();
+    const applied = core.applied();
+    const answers = items.map(({ collection, key, needs }) => {
+      if (needs.some((need) => applied[need.partition] <= need.offset)) return 'false';
+      const stored = docs.get(collection, key);
+      return stored !== undefined && hostedSet.has(stored.partition) ? docJson(stored) : 'null';
+    });
+    return jsonText(c, `{"items":[${answers.join(',')}],"applied":${JSON.stringify(applied)}}`);
   });
 
   app.get('/internal/scan/:collection', async (c) => {

@@ -2,7 +2,8 @@
  * The typed client of a serve-node's internal HTTP API, used by the gateway, tests and benchmarks.
  * The routes are documented in serve-node/README.md.
  */
-import { errorFromBody } from './errors.js';
+import { CallBatcher } from './call-batcher.js';
+import { errorFromBody, TailbaseError } from './errors.js';
 import { InternalHttp, type InternalResponse } from './internal-http.js';
 import { CLUSTER_SECRET_HEADER } from './log-client.js';
 
@@ -122,11 +123,30 @@ export function formatWaitFor(waitFor: WaitFor): string {
 export interface HttpServeClientOptions {
   /** Sent as the `tailbase-cluster-secret` header when the serve-node requires it. */
   clusterSecret?: string;
+  /** Keys per batched read (at most the serve-node's `getBatchKeysMax`). */
+  getBatchKeysMax?: number;
+  /** Batched reads out at once to this serve-node. */
+  getBatchesInFlightMax?: number;
 }
+
+export const GET_BATCH_KEYS_MAX = 128;
+export const GET_BATCHES_IN_FLIGHT_MAX = 2;
+
+interface BatchedGet {
+  collection: string;
+  key: string;
+  waitFor: WaitFor;
+}
+
+/** `pending`: the item's `waitFor` was not applied; it is asked again on the waiting route. */
+type BatchedAnswer = GetResult | 'pending';
 
 export class HttpServeClient implements ServeClient {
   readonly url: string;
   private readonly http: InternalHttp;
+  private readonly batcher: CallBatcher<BatchedGet, BatchedAnswer>;
+  /** The node's applied offsets in its latest answer: a read they cover needs no wait. */
+  private lastApplied: AppliedOffsets = {};
 
   constructor(url: string, options: HttpServeClientOptions = {}) {
     const headers: Record<string, string> = options.clusterSecret
@@ -134,9 +154,47 @@ export class HttpServeClient implements ServeClient {
       : {};
     this.http = new InternalHttp(url, 'serve-node', headers);
     this.url = this.http.url;
+    this.batcher = new CallBatcher({
+      batchMax: options.getBatchKeysMax ?? GET_BATCH_KEYS_MAX,
+      inFlightMax: options.getBatchesInFlightMax ?? GET_BATCHES_IN_FLIGHT_MAX,
+      send: (items) => this.getBatch(items),
+    });
   }
 
+  /**
+   * A read the node's last known applied offsets cover joins a batched read with the reads made at
+   * the same time; one that may have to wait (or was answered `pending`) takes the waiting route.
+   */
   async get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
+    const waitFor = options.waitFor ?? {};
+    if (options.signal === undefined && this.covers(waitFor)) {
+      const answer = await this.batcher.call({ collection, key, waitFor });
+      if (answer !== 'pending') return answer;
+    }
+    return this.getOne(collection, key, options);
+  }
+
+  private covers(waitFor: WaitFor): boolean {
+    return Object.entries(waitFor).every(([p, offset]) => (this.lastApplied[p] ?? 0) > offset);
+  }
+
+  private async getBatch(items: BatchedGet[]): Promise<BatchedAnswer[]> {
+    const response = await this.fetch('/internal/docs', undefined, 'POST', { items });
+    const body = response.json() as {
+      items: (ServedDocument | null | false)[];
+      applied: AppliedOffsets;
+    } | null;
+    if (response.ok && body !== null && Array.isArray(body.items)) {
+      this.lastApplied = body.applied;
+      return body.items.map((doc) => (doc === false ? 'pending' : { doc, applied: body.applied }));
+    }
+    const error = errorFromBody(response.status, body);
+    // A batch the node refuses as a whole: each read goes alone and gets its own answer or error.
+    if (error instanceof TailbaseError && error.status < 500) return items.map(() => 'pending');
+    throw error;
+  }
+
+  private async getOne(collection: string, key: string, options: ServeReadOptions) {
     const path = `/internal/docs/${encodeURIComponent(collection)}/${encodeURIComponent(key)}`;
     const response = await this.fetch(path + query(readParams(options)), options.signal);
     const body = response.json() as
@@ -151,6 +209,7 @@ export class HttpServeClient implements ServeClient {
     if (!response.ok || body === null || 'error' in body)
       throw errorFromBody(response.status, body);
     const { applied, ...doc } = body;
+    this.lastApplied = applied;
     return { doc, applied };
   }
 

@@ -77,6 +77,74 @@ describe('serve-node reads', () => {
     expect(missing).toEqual({ doc: null, applied: { 0: 7, 1: 3 } });
   });
 
+  it('answers a batched read per item: document, null when absent, false when not applied', async () => {
+    const response = await fetch(`${serveNode.url}/internal/docs`, {
+      method: 'POST',
+      body: JSON.stringify({
+        items: [
+          { collection: 'articles', key: 'fox' },
+          { collection: 'articles', key: 'gone', waitFor: { 0: 6 } },
+          { collection: 'articles', key: 'cat', waitFor: { 1: 2 } },
+          { collection: 'articles', key: 'cat', waitFor: { 1: 3 } },
+        ],
+      }),
+    });
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { items: unknown[]; applied: unknown };
+    expect(body.applied).toEqual({ 0: 7, 1: 3 });
+    expect(body.items[0]).toMatchObject({ key: 'fox', partition: 0, offset: 0 });
+    expect(body.items.slice(1, 2)).toEqual([null]);
+    expect(body.items[2]).toMatchObject({ key: 'cat', partition: 1 });
+    expect(body.items[3]).toBe(false);
+  });
+
+  it('coalesces concurrent gets into batched reads with the same answers as single reads', async () => {
+    const keys = ['fox', 'dog', 'cafe', 'a/b é', 'cat', 'gone', 'missing'];
+    const batched = await Promise.all(keys.map((key) => serve.get('articles', key)));
+    const single = await Promise.all(
+      keys.map(async (key) => {
+        const path = `/internal/docs/articles/${encodeURIComponent(key)}`;
+        const response = await fetch(serveNode.url + path);
+        const body = (await response.json()) as Record<string, unknown>;
+        if (response.status === 404) return null;
+        delete body.applied;
+        return body;
+      }),
+    );
+    expect(batched.map((got) => got.doc)).toEqual(single);
+    expect(batched.every((got) => got.applied[0] === 7 && got.applied[1] === 3)).toBe(true);
+  });
+
+  it('rejects a bad batched read with 400 and an oversized one with 413', async () => {
+    const post = async (body: string) => {
+      const response = await fetch(`${serveNode.url}/internal/docs`, { method: 'POST', body });
+      return [response.status, ((await response.json()) as { error: { code: string } }).error.code];
+    };
+    const item = { collection: 'articles', key: 'fox' };
+    expect(await post('{')).toEqual([400, 'invalid_json']);
+    expect(await post('{"items":[]}')).toEqual([400, 'invalid_items']);
+    expect(await post(JSON.stringify({ items: [{ collection: 'articles' }] }))).toEqual([
+      400,
+      'invalid_items',
+    ]);
+    expect(await post(JSON.stringify({ items: [{ ...item, collection: 'Bad' }] }))).toEqual([
+      400,
+      'invalid_collection',
+    ]);
+    expect(await post(JSON.stringify({ items: [{ ...item, waitFor: { 9: 1 } }] }))).toEqual([
+      400,
+      'partition_not_hosted',
+    ]);
+    expect(await post(JSON.stringify({ items: [{ ...item, waitFor: { 0: -1 } }] }))).toEqual([
+      400,
+      'invalid_wait_for',
+    ]);
+    const tooMany = JSON.stringify({ items: Array.from({ length: 1_001 }, () => item) });
+    expect(await post(tooMany)).toEqual([400, 'invalid_items']);
+    const tooLarge = JSON.stringify({ items: [{ ...item, key: 'k'.repeat(3 * 1024 * 1024) }] });
+    expect(await post(tooLarge)).toEqual([413, 'batch_too_large']);
+  });
+
   it('scans in key order across partitions, page by page', async () => {
     const first = await serve.scan('articles', { limit: 2 });
     expect(first.items.map((item) => item.key)).toEqual(['a/b é', 'cafe']);
