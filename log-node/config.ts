@@ -37,6 +37,8 @@ export interface LogNodeConfig {
   longPollWaitMsMax: number;
   /** Bytes waiting for the next group commit of a partition before appends get 503. */
   appendQueueBytesMax: number;
+  /** Body bytes of one multi-partition append (`POST /internal/append`). */
+  appendRequestBytesMax: number;
   cleanupPolicy: CleanupPolicy;
   /** Closed segments whose newest record is older than this are deleted (delete policy). */
   retentionMs: number;
@@ -75,6 +77,7 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   longPollsMax: 1024,
   longPollWaitMsMax: 30_000,
   appendQueueBytesMax: 256 * MiB,
+  appendRequestBytesMax: 64 * MiB,
   cleanupPolicy: 'compact',
   retentionMs: -1,
   retentionBytes: -1,

@@ -17,6 +17,11 @@ const limitFlags: [flag: string, key: keyof typeof logNodeDefaults, description:
   ['--long-polls-max <n>', 'longPollsMax', 'most reads waiting for data at once'],
   ['--long-poll-wait-ms-max <ms>', 'longPollWaitMsMax', 'longest wait_ms of a read'],
   ['--append-queue-bytes-max <bytes>', 'appendQueueBytesMax', 'bytes waiting to be written'],
+  [
+    '--append-request-bytes-max <bytes>',
+    'appendRequestBytesMax',
+    'body of a multi-partition append',
+  ],
   ['--cleaner-keys-max <n>', 'cleanerKeysMax', 'keys the cleaner tracks in one pass'],
   ['--producer-expiry-ms <ms>', 'producerExpiryMs', 'forget producers silent this long'],
   ['--producer-recent-batches-max <n>', 'producerRecentBatchesMax', 'retries remembered'],

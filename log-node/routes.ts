@@ -7,7 +7,12 @@ import { badRequest, TailbaseError } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 import { integerParam } from '../shared/query-params.js';
 import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
-import { END_OFFSET_HEADER, LOG_START_OFFSET_HEADER } from '../shared/log-client.js';
+import {
+  END_OFFSET_HEADER,
+  LOG_START_OFFSET_HEADER,
+  type PartitionAppendOutcome,
+} from '../shared/log-client.js';
+import { decodeFrames } from '../shared/partition-frames.js';
 import type { Logger } from '../shared/logger.js';
 import type { LogCleaner } from './log-cleaner.js';
 import type { LogNode } from './log-node.js';
@@ -54,6 +59,36 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
       throw badRequest('invalid_batch', 'the request body must be one encoded batch');
     }
     return c.json(await log.append(body));
+  });
+
+  /**
+   * Batches for several partitions in one call (a gateway sends what all its partition writers
+   * have ready): each is appended as if it came alone, and each outcome, offsets or error, is
+   * answered in the order of the frames once all of them are settled.
+   */
+  app.post('/internal/append', async (c) => {
+    const body = await readBodyBytes(
+      c,
+      config.appendRequestBytesMax,
+      (actual) =>
+        new TailbaseError(413, 'request_too_large', 'request exceeds appendRequestBytesMax', {
+          limit: 'appendRequestBytesMax',
+          max: config.appendRequestBytesMax,
+          ...(actual === undefined ? {} : { actual }),
+        }),
+    );
+    const frames = decodeFrames(body, config.partitionsMax);
+    const outcomes = frames.map(async ({ partition, bytes }): Promise<PartitionAppendOutcome> => {
+      try {
+        if (bytes.length > config.batchBytesMax) throw batchTooLarge(bytes.length);
+        if (bytes.length === 0) throw badRequest('invalid_batch', 'a frame holds no batch');
+        return { partition, ...(await node.partition(String(partition)).append(bytes)) };
+      } catch (error) {
+        if (!(error instanceof TailbaseError)) throw error;
+        return { partition, status: error.status, ...error.toBody() };
+      }
+    });
+    return c.json({ partitions: await Promise.all(outcomes) });
   });
 
   app.get('/internal/partitions/:partition/records', async (c) => {

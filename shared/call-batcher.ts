@@ -7,6 +7,9 @@
 export interface CallBatcherOptions<Item, Answer> {
   batchMax: number;
   inFlightMax: number;
+  /** With `weigh`: a batch ends before the item that would take its weight past this. */
+  batchWeightMax?: number;
+  weigh?(item: Item): number;
   /** Answers the items, one answer per item in the same order. */
   send(items: Item[]): Promise<Answer[]>;
 }
@@ -39,9 +42,24 @@ export class CallBatcher<Item, Answer> {
     setImmediate(() => {
       this.scheduled = false;
       while (this.queue.length > 0 && this.inFlight < this.options.inFlightMax) {
-        void this.send(this.queue.splice(0, this.options.batchMax));
+        void this.send(this.queue.splice(0, this.nextBatchLength()));
       }
     });
+  }
+
+  /** At least one item, at most batchMax, and within batchWeightMax. */
+  private nextBatchLength(): number {
+    const { batchMax, batchWeightMax = Infinity, weigh } = this.options;
+    const limit = Math.min(batchMax, this.queue.length);
+    if (weigh === undefined) return limit;
+    let length = 1;
+    let weight = weigh(this.queue[0].item);
+    while (length < limit) {
+      weight += weigh(this.queue[length].item);
+      if (weight > batchWeightMax) break;
+      length += 1;
+    }
+    return length;
   }
 
   private async send(batch: Queued<Item, Answer>[]): Promise<void> {

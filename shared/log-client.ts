@@ -2,8 +2,10 @@
  * The typed client of a log-node's internal HTTP API, used by serve-nodes, the gateway, tests and
  * benchmarks. The routes are documented in log-node/README.md.
  */
-import { errorFromBody } from './errors.js';
+import { CallBatcher } from './call-batcher.js';
+import { errorFromBody, TailbaseError } from './errors.js';
 import { InternalHttp, type InternalResponse } from './internal-http.js';
+import { encodeFrames, FRAME_HEADER_BYTES, type PartitionFrame } from './partition-frames.js';
 
 export const CLUSTER_SECRET_HEADER = 'tailbase-cluster-secret';
 export const LOG_START_OFFSET_HEADER = 'tailbase-log-start-offset';
@@ -15,6 +17,11 @@ export interface AppendResult {
   /** True when the (producerId, sequence) was already appended and these are its offsets. */
   duplicate: boolean;
 }
+
+/** One partition's outcome in a multi-partition append: its offsets, or its error and status. */
+export type PartitionAppendOutcome = { partition: number } & (
+  AppendResult | ({ status: number } & ReturnType<TailbaseError['toBody']>)
+);
 
 export interface PartitionOffsets {
   partition: number;
@@ -52,11 +59,25 @@ export interface LogClient {
 
 export interface HttpLogClientOptions {
   clusterSecret?: string;
+  /** Body bytes of one multi-partition append (at most the log-node's `appendRequestBytesMax`). */
+  appendRequestBytesMax?: number;
+}
+
+export const APPEND_REQUEST_BYTES_MAX = 64 * 1024 * 1024;
+/** Multi-partition appends out to one log-node at once. */
+const APPENDS_IN_FLIGHT_MAX = 4;
+/** Partitions in one multi-partition append (the log-node's default `partitionsMax`). */
+const APPEND_PARTITIONS_MAX = 1024;
+
+interface QueuedAppend {
+  frame: PartitionFrame;
+  signal?: AbortSignal;
 }
 
 export class HttpLogClient implements LogClient {
   readonly url: string;
   private readonly http: InternalHttp;
+  private readonly appends: CallBatcher<QueuedAppend, AppendResult | TailbaseError>;
 
   constructor(url: string, options: HttpLogClientOptions = {}) {
     const headers: Record<string, string> = options.clusterSecret
@@ -64,20 +85,52 @@ export class HttpLogClient implements LogClient {
       : {};
     this.http = new InternalHttp(url, 'log-node', headers);
     this.url = this.http.url;
+    this.appends = new CallBatcher({
+      batchMax: APPEND_PARTITIONS_MAX,
+      inFlightMax: APPENDS_IN_FLIGHT_MAX,
+      batchWeightMax: options.appendRequestBytesMax ?? APPEND_REQUEST_BYTES_MAX,
+      weigh: (queued) => FRAME_HEADER_BYTES + queued.frame.bytes.length,
+      send: (queued) => this.appendMany(queued),
+    });
   }
 
   async cluster(): Promise<ClusterInfo> {
     return json<ClusterInfo>(await this.http.request('/internal/cluster'));
   }
 
+  /**
+   * Appends made in the same event-loop turn (a gateway's partition writers) travel to the
+   * log-node as one multi-partition append; each still gets its own offsets or error.
+   */
   async append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
-    const response = await this.http.request(`/internal/partitions/${partition}/append`, {
+    const bytes = Buffer.isBuffer(batch)
+      ? batch
+      : Buffer.from(batch.buffer, batch.byteOffset, batch.length);
+    const outcome = await this.appends.call({ frame: { partition, bytes }, signal });
+    if (outcome instanceof TailbaseError) throw outcome;
+    return outcome;
+  }
+
+  private async appendMany(queued: QueuedAppend[]): Promise<(AppendResult | TailbaseError)[]> {
+    const signals = queued.flatMap((item) => (item.signal === undefined ? [] : [item.signal]));
+    const response = await this.http.request('/internal/append', {
       method: 'POST',
       headers: { 'content-type': 'application/octet-stream' },
-      body: batch,
-      signal,
+      body: encodeFrames(queued.map((item) => item.frame)),
+      signal: signals.length === 0 ? undefined : AbortSignal.any(signals),
     });
-    return json<AppendResult>(response);
+    const { partitions } = json<{ partitions: PartitionAppendOutcome[] }>(response);
+    if (!Array.isArray(partitions) || partitions.length !== queued.length) {
+      throw new TailbaseError(502, 'peer_error', 'the log-node answered another number of appends');
+    }
+    return partitions.map((outcome) => {
+      if ('error' in outcome) return errorFromBody(outcome.status, outcome);
+      return {
+        baseOffset: outcome.baseOffset,
+        lastOffset: outcome.lastOffset,
+        duplicate: outcome.duplicate,
+      };
+    });
   }
 
   async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {

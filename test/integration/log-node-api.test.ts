@@ -7,6 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/log-client.js';
+import { encodeFrames } from '../../shared/partition-frames.js';
 import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
 import { readPartition, sleep, tempDir, type TempDir } from '../harness/index.js';
@@ -291,6 +292,48 @@ describe('limits and bad input', () => {
     expect(
       (await readPartition(client, 0)).batches.map((b) => b.bytes.subarray(16).toString('hex')),
     ).toEqual([good.subarray(16).toString('hex')]);
+  });
+
+  it('a multi-partition append answers each frame alone; bad framing is 400 and appends nothing', async () => {
+    const { node, client } = await start({ batchBytesMax: 4096, appendRequestBytesMax: 20_000 });
+    const post = (body: Buffer) => call(node.url, 'POST', '/internal/append', body);
+    const mixed = await post(
+      encodeFrames([
+        { partition: 0, bytes: batch(2) },
+        { partition: 1, bytes: batch(3) },
+        { partition: 7, bytes: batch(1) },
+        { partition: 0, bytes: Buffer.from('not a batch, but long enough to hold a header....') },
+        { partition: 1, bytes: batch(6, { valueBytes: 900 }) },
+        { partition: 0, bytes: batch(1) },
+      ]),
+    );
+    expect(mixed.status).toBe(200);
+    expect((mixed.json as unknown as { partitions: unknown[] }).partitions).toMatchObject([
+      { partition: 0, baseOffset: 0, lastOffset: 1, duplicate: false },
+      { partition: 1, baseOffset: 0, lastOffset: 2, duplicate: false },
+      { partition: 7, status: 400, error: { code: 'invalid_partition' } },
+      { partition: 0, status: 400, error: { code: 'invalid_batch' } },
+      { partition: 1, status: 413, error: { code: 'batch_too_large', limit: 'batchBytesMax' } },
+      { partition: 0, baseOffset: 2, lastOffset: 2 },
+    ]);
+    const whole = encodeFrames([{ partition: 0, bytes: batch(1) }]);
+    const bad: [string, Buffer, number, string][] = [
+      ['empty', Buffer.alloc(0), 400, 'invalid_frames'],
+      ['cut header', whole.subarray(0, 5), 400, 'invalid_frames'],
+      ['cut batch', whole.subarray(0, whole.length - 1), 400, 'invalid_frames'],
+      ['trailing byte', Buffer.concat([whole, Buffer.from([0])]), 400, 'invalid_frames'],
+      [
+        'too large',
+        Buffer.concat(Array.from({ length: 300 }, () => whole)),
+        413,
+        'request_too_large',
+      ],
+    ];
+    for (const [name, body, status, code] of bad) {
+      const answer = await post(body);
+      expect([answer.status, answer.json?.error?.code], name).toEqual([status, code]);
+    }
+    expect((await client.offsets()).map((p) => p.endOffset)).toEqual([3, 3]);
   });
 
   it('an idempotent retry returns the original offsets; a sequence gap is 409', async () => {

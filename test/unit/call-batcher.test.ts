@@ -42,6 +42,22 @@ describe('CallBatcher', () => {
     expect(peak()).toBe(2);
   });
 
+  it('ends a batch before the item that would pass batchWeightMax, never sending an empty one', async () => {
+    const sent: number[][] = [];
+    const batcher = new CallBatcher<number, number>({
+      batchMax: 100,
+      inFlightMax: 10,
+      batchWeightMax: 10,
+      weigh: (item) => item,
+      send: async (items) => {
+        sent.push(items);
+        return items;
+      },
+    });
+    await Promise.all([4, 5, 2, 12, 3, 3, 3, 3].map((n) => batcher.call(n)));
+    expect(sent).toEqual([[4, 5], [2], [12], [3, 3, 3], [3]]);
+  });
+
   it('collects what arrives while batches are out into the next batch', async () => {
     const { batcher, sent } = recorder(1, 100);
     const first = batcher.call(1);
