@@ -2,7 +2,7 @@
  * The log-node's internal HTTP API (documented in log-node/README.md). Batches travel as raw
  * bytes both ways; everything else is JSON.
  */
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 import { integerParam } from '../shared/query-params.js';
@@ -12,7 +12,9 @@ import {
   LOG_START_OFFSET_HEADER,
   type PartitionAppendOutcome,
 } from '../shared/log-client.js';
+import { encodeFetchAnswer } from '../shared/fetch-answer.js';
 import { decodeFrames } from '../shared/partition-frames.js';
+import { fetchPartitions, parseFetchPositions } from './fetch.js';
 import type { Logger } from '../shared/logger.js';
 import type { LogCleaner } from './log-cleaner.js';
 import type { LogNode } from './log-node.js';
@@ -91,6 +93,18 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
     return c.json({ partitions: await Promise.all(outcomes) });
   });
 
+  /** `max_bytes` (per partition) and `wait_ms` of the read routes. */
+  const readLimits = (c: Context) => ({
+    maxBytes: integerParam(
+      c.req.query('max_bytes'),
+      'max_bytes',
+      1,
+      config.readBytesMax,
+      config.readBytesMax,
+    ),
+    waitMs: integerParam(c.req.query('wait_ms'), 'wait_ms', 0, config.longPollWaitMsMax, 0),
+  });
+
   app.get('/internal/partitions/:partition/records', async (c) => {
     const log = node.partition(c.req.param('partition'));
     const offset = integerParam(
@@ -100,14 +114,7 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
       Number.MAX_SAFE_INTEGER,
       undefined,
     );
-    const maxBytes = integerParam(
-      c.req.query('max_bytes'),
-      'max_bytes',
-      1,
-      config.readBytesMax,
-      config.readBytesMax,
-    );
-    const waitMs = integerParam(c.req.query('wait_ms'), 'wait_ms', 0, config.longPollWaitMsMax, 0);
+    const { maxBytes, waitMs } = readLimits(c);
     const release = waitMs > 0 ? node.admitLongPoll() : () => undefined;
     try {
       const result = await log.read(offset, maxBytes, waitMs, c.req.raw.signal);
@@ -119,6 +126,16 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
     } finally {
       release();
     }
+  });
+
+  /** Several partitions' batches in one answer (shared/fetch-answer.ts), long-polling when idle. */
+  app.get('/internal/fetch', async (c) => {
+    const positions = parseFetchPositions(c.req.query('from'), config.partitionsMax);
+    const { maxBytes, waitMs } = readLimits(c);
+    const outcomes = await fetchPartitions(node, positions, maxBytes, waitMs, c.req.raw.signal);
+    return c.body(new Uint8Array(encodeFetchAnswer(outcomes)), 200, {
+      'content-type': 'application/octet-stream',
+    });
   });
 
   app.get('/internal/partitions/:partition/offsets', (c) => {

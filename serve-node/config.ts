@@ -11,7 +11,7 @@ export interface ServeNodeLimits {
   waitersMax: number;
   /** `max_bytes` of one log read: one read answer is applied in one transaction per store. */
   logReadBytesMax: number;
-  /** The log-node's long-poll wait when the tailer is caught up. */
+  /** The log-node's long-poll wait when every partition of a fetcher is caught up. */
   logWaitMs: number;
   /** The longest pause between retries after a log error. */
   retryMsMax: number;

@@ -15,6 +15,13 @@ export interface PreparedRecord {
   doc: unknown;
 }
 
+/** One partition's records (already filtered to offsets >= its checkpoint) and its new checkpoint. */
+export interface PartitionChange {
+  partition: number;
+  records: readonly PreparedRecord[];
+  nextOffset: number;
+}
+
 export function prepareRecord(record: StoredRecord): PreparedRecord {
   const { offset, collection, key } = record;
   if (record.value === null) return { offset, collection, key, json: null, doc: undefined };

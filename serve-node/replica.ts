@@ -11,6 +11,13 @@ import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE } from './search-store.js';
 import { StepView } from './step-view.js';
 
+export interface ApplyPart {
+  partition: number;
+  /** The offset the read asked for: records before it are skipped. */
+  fromOffset: number;
+  batches: Uint8Array;
+}
+
 export interface ApplyResult {
   /** The next offset to read. */
   nextOffset: number;
@@ -40,7 +47,7 @@ export class Replica {
   }
 
   /**
-   * Where the tailer reads from: the lower checkpoint, or null (read from the log start) when a
+   * Where the fetcher reads from: the lower checkpoint, or null (read from the log start) when a
    * store has none; the store that has one skips what it holds.
    */
   readFrom(partition: number): number | null {
@@ -49,15 +56,53 @@ export class Replica {
     return docs === null || search === null ? null : Math.min(docs, search);
   }
 
-  /**
-   * Applies a read answer (whole batches; the first may begin before `fromOffset`). Each store
-   * skips what its own checkpoint already covers, so re-applying changes nothing. The search store
-   * commits first and LMDB second, so LMDB is never ahead of it: the search store can then read
-   * from LMDB the exact version it indexed of each document it updates. The caller awaits each
-   * apply of a partition before the next, so that read of LMDB sees the previous commit.
-   */
+  /** Applies one partition's read answer: `applyMany` with one part. */
   async apply(partition: number, fromOffset: number, batches: Uint8Array): Promise<ApplyResult> {
-    this.appliedCache.delete(partition);
+    const [result] = await this.applyMany([{ partition, fromOffset, batches }]);
+    return result;
+  }
+
+  /**
+   * Applies read answers of several partitions (whole batches; the first may begin before
+   * `fromOffset`) in one SQLite transaction and then one LMDB transaction. Each store skips what
+   * its own checkpoint of that partition already covers, so re-applying changes nothing. The
+   * search store commits first and LMDB second, so LMDB is never ahead of it: the search store can
+   * then read from LMDB the exact version it indexed of each document it updates. The caller
+   * awaits each apply of a partition before the next, so that read of LMDB sees the previous
+   * commit. Partitions never share a key, so one partition's records never touch another's.
+   */
+  async applyMany(parts: readonly ApplyPart[]): Promise<ApplyResult[]> {
+    for (const { partition } of parts) this.appliedCache.delete(partition);
+    const plans = parts.map((part) => this.plan(part));
+    for (const plan of plans) {
+      if (plan.docsFrom < plan.searchFrom && plan.nextOffset > plan.docsFrom) {
+        // After a crash between the two commits: LMDB catches up to the search store first.
+        const upTo = Math.min(plan.searchFrom, plan.nextOffset);
+        await this.docs.applyMany([
+          {
+            partition: plan.partition,
+            records: between(plan.prepared, plan.docsFrom, upTo),
+            nextOffset: upTo,
+          },
+        ]);
+      }
+    }
+    const changes = plans
+      .filter((plan) => plan.nextOffset > plan.searchFrom)
+      .map((plan) => ({
+        partition: plan.partition,
+        records: between(plan.prepared, plan.searchFrom, plan.nextOffset),
+        nextOffset: plan.nextOffset,
+      }));
+    if (changes.length > 0) {
+      this.search.applyMany(changes, () => new StepView(this.docs));
+      await this.docs.applyMany(changes);
+    }
+    for (const { partition } of parts) this.appliedCache.delete(partition);
+    return plans.map((plan) => ({ nextOffset: plan.nextOffset, records: plan.prepared.length }));
+  }
+
+  private plan({ partition, fromOffset, batches }: ApplyPart) {
     const prepared: PreparedRecord[] = [];
     let nextOffset = fromOffset;
     for (const { header, bytes } of iterateBatches(batches)) {
@@ -66,24 +111,10 @@ export class Replica {
       }
       nextOffset = Math.max(nextOffset, header.baseOffset + header.lastOffsetDelta + 1);
     }
-    let docsFrom = this.docs.applied(partition) ?? fromOffset;
+    const docsFrom = this.docs.applied(partition) ?? fromOffset;
     const searchFrom = this.search.applied(partition) ?? fromOffset;
     assert(docsFrom <= searchFrom, `partition ${partition}: LMDB is ahead of the search store`);
-    const between = (from: number, to: number) =>
-      prepared.filter((record) => record.offset >= from && record.offset < to);
-    if (docsFrom < searchFrom && nextOffset > docsFrom) {
-      // After a crash between the two commits: LMDB catches up to the search store first.
-      const upTo = Math.min(searchFrom, nextOffset);
-      await this.docs.apply(partition, between(docsFrom, upTo), upTo);
-      docsFrom = upTo;
-    }
-    if (nextOffset > searchFrom) {
-      const records = between(searchFrom, nextOffset);
-      this.search.apply(partition, records, nextOffset, new StepView(this.docs));
-      await this.docs.apply(partition, records, nextOffset);
-    }
-    this.appliedCache.delete(partition);
-    return { nextOffset, records: prepared.length };
+    return { partition, prepared, nextOffset, docsFrom, searchFrom };
   }
 
   /**
@@ -108,4 +139,8 @@ export class Replica {
     this.search.close();
     await this.docs.close();
   }
+}
+
+function between(records: readonly PreparedRecord[], from: number, to: number) {
+  return records.filter((record) => record.offset >= from && record.offset < to);
 }

@@ -22,7 +22,7 @@ import {
   type ColumnLayout,
 } from './collection-settings.js';
 import type { ParsedQuery } from './fts-query.js';
-import type { PreparedRecord } from './prepared-record.js';
+import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
 export const SEARCH_FILE = 'search.sqlite';
 /** Matches are wrapped in these in highlights. */
@@ -140,13 +140,24 @@ export class SearchStore {
     nextOffset: number,
     docs: DocView,
   ): void {
+    this.applyMany([{ partition, records, nextOffset }], () => docs);
+  }
+
+  /** Several partitions' records in one transaction; `view` gives each partition its own view. */
+  applyMany(changes: readonly PartitionChange[], view: () => DocView): void {
     this.db.transaction(() => {
-      for (const record of records) {
-        if (record.collection === SETTINGS_COLLECTION) this.applySettings(partition, record, docs);
-        else this.applyDocument(partition, record, docs);
-        docs.advance(record);
+      for (const { partition, records, nextOffset } of changes) {
+        const docs = view();
+        for (const record of records) {
+          if (record.collection === SETTINGS_COLLECTION) {
+            this.applySettings(partition, record, docs);
+          } else {
+            this.applyDocument(partition, record, docs);
+          }
+          docs.advance(record);
+        }
+        this.statements.setApplied.run(partition, nextOffset);
       }
-      this.statements.setApplied.run(partition, nextOffset);
     })();
   }
 

@@ -1,5 +1,5 @@
 /**
- * A running serve-node: the current store generation, one tailer per hosted partition, the
+ * A running serve-node: the current store generation, one log fetcher per log-node it tails, the
  * waiting reads, and the operations that replace the stores (rebuild) or copy them (snapshot).
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serv
 import type { ServeNodeLimits } from './config.js';
 import { DOCS_FILE } from './doc-store.js';
 import { OffsetWaiters } from './offset-waiters.js';
-import { PartitionTailer } from './partition-tailer.js';
+import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { Replica } from './replica.js';
 import type { ServeNodeCore } from './routes.js';
 import {
@@ -40,7 +40,7 @@ export class ServeNode implements ServeNodeCore {
   readonly waiters: OffsetWaiters;
   private current: Replica;
   private generation: number;
-  private tailers: PartitionTailer[] = [];
+  private fetchers: LogFetcher[] = [];
   private lastRebuild: { reason: string; atMs: number } | undefined;
   private rebuilding: Promise<void> | null = null;
   private stopped = false;
@@ -66,7 +66,7 @@ export class ServeNode implements ServeNodeCore {
       await this.replaceStores(`partition ${diverged}: the two stores' checkpoints diverged`);
     } else {
       this.current.docs.setClusterId(this.parts.clusterId);
-      this.startTailers(false);
+      this.startFetchers(false);
     }
   }
 
@@ -84,19 +84,19 @@ export class ServeNode implements ServeNodeCore {
     return {
       nodeId: this.parts.nodeId,
       clusterId: this.parts.clusterId,
-      partitions: this.tailers.map((tailer) => {
-        const applied = this.current.applied(tailer.partition);
-        const lag = Math.max(tailer.logEndOffset - applied, 0);
-        const applyRatePerSec = Math.round(tailer.rate.perSecond());
+      partitions: this.tailed().map((tailed) => {
+        const applied = this.current.applied(tailed.partition);
+        const lag = Math.max(tailed.logEndOffset - applied, 0);
+        const applyRatePerSec = Math.round(tailed.rate.perSecond());
         return {
-          partition: tailer.partition,
+          partition: tailed.partition,
           applied,
-          logEndOffset: tailer.logEndOffset,
+          logEndOffset: tailed.logEndOffset,
           lag,
           applyRatePerSec,
           etaSeconds: lag === 0 ? 0 : applyRatePerSec > 0 ? Math.ceil(lag / applyRatePerSec) : null,
-          state: tailer.state,
-          ...(tailer.error === undefined ? {} : { error: tailer.error }),
+          state: tailed.state,
+          ...(tailed.error === undefined ? {} : { error: tailed.error }),
         };
       }),
       ready: this.ready(),
@@ -107,11 +107,11 @@ export class ServeNode implements ServeNodeCore {
   ready(): boolean {
     return (
       this.rebuilding === null &&
-      this.tailers.length === this.hosted.length &&
-      this.tailers.every(
-        (tailer) =>
-          tailer.reachedLog &&
-          tailer.logEndOffset - this.current.applied(tailer.partition) <= this.limits.readyLagMax,
+      this.tailed().length === this.hosted.length &&
+      this.tailed().every(
+        (tailed) =>
+          tailed.reachedLog &&
+          tailed.logEndOffset - this.current.applied(tailed.partition) <= this.limits.readyLagMax,
       )
     );
   }
@@ -168,31 +168,37 @@ export class ServeNode implements ServeNodeCore {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.rebuilding?.catch(() => undefined);
-    await this.stopTailers();
+    await this.stopFetchers();
     this.waiters.cancelAll(unavailable('stopping', 'the serve-node is stopping'));
     await this.current.close();
   }
 
   private async replaceStores(reason: string): Promise<void> {
     this.parts.logger.warn({ reason }, 'wiping the stores and replaying the log');
-    await this.stopTailers();
+    await this.stopFetchers();
     if (this.stopped) return;
     const old = { replica: this.current, generation: this.generation };
     this.generation += 1;
     this.current = new Replica(createGeneration(this.parts.dataDir, this.generation));
     this.current.docs.setClusterId(this.parts.clusterId);
     this.lastRebuild = { reason, atMs: Date.now() };
-    this.startTailers(true);
+    this.startFetchers(true);
     await old.replica.close();
     removeGeneration(this.parts.dataDir, old.generation);
   }
 
-  private startTailers(rebuilding: boolean): void {
+  /** Every hosted partition as its fetcher tails it, in hosted order. */
+  private tailed(): TailedPartition[] {
+    const all = this.fetchers.flatMap((fetcher) => fetcher.partitions);
+    return all.sort((a, b) => a.partition - b.partition);
+  }
+
+  private startFetchers(rebuilding: boolean): void {
     const { log, limits, logger } = this.parts;
-    this.tailers = this.hosted.map(
-      (partition) =>
-        new PartitionTailer({
-          partition,
+    this.fetchers = log.fetchGroups(this.hosted).map(
+      (partitions) =>
+        new LogFetcher({
+          partitions,
           log,
           replica: () => this.current,
           logReadBytesMax: limits.logReadBytesMax,
@@ -200,7 +206,9 @@ export class ServeNode implements ServeNodeCore {
           retryMsMax: limits.retryMsMax,
           logger,
           rebuilding,
-          onApplied: (p) => this.waiters.notify(p),
+          onApplied: (applied) => {
+            for (const p of applied) this.waiters.notify(p);
+          },
           onOutOfRange: (p, detail) => {
             void this.rebuild(`partition ${p}: ${detail}`).catch((error: unknown) => {
               logger.error({ err: error }, 'rebuild failed');
@@ -210,7 +218,7 @@ export class ServeNode implements ServeNodeCore {
     );
   }
 
-  private async stopTailers(): Promise<void> {
-    await Promise.all(this.tailers.map((tailer) => tailer.stop()));
+  private async stopFetchers(): Promise<void> {
+    await Promise.all(this.fetchers.map((fetcher) => fetcher.stop()));
   }
 }

@@ -4,6 +4,7 @@
  */
 import { CallBatcher } from './call-batcher.js';
 import { errorFromBody, TailbaseError } from './errors.js';
+import { decodeFetchAnswer, type FetchOutcome } from './fetch-answer.js';
 import { InternalHttp, type InternalResponse } from './internal-http.js';
 import { encodeFrames, FRAME_HEADER_BYTES, type PartitionFrame } from './partition-frames.js';
 
@@ -50,10 +51,22 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
+export interface FetchPosition {
+  partition: number;
+  offset: number;
+}
+
 export interface LogClient {
   cluster(): Promise<ClusterInfo>;
   append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult>;
   read(partition: number, offset: number, options?: ReadOptions): Promise<ReadResult>;
+  /**
+   * Several partitions of one log-node in one read (`fetchGroups` says which go together); each
+   * outcome is the partition's batches or its own error. `maxBytes` applies per partition.
+   */
+  fetch(positions: readonly FetchPosition[], options?: ReadOptions): Promise<FetchOutcome[]>;
+  /** The partitions grouped by the log-node that stores them. */
+  fetchGroups(partitions: readonly number[]): number[][];
   offsets(): Promise<PartitionOffsets[]>;
 }
 
@@ -146,6 +159,25 @@ export class HttpLogClient implements LogClient {
       logStartOffset: Number(response.header(LOG_START_OFFSET_HEADER)),
       endOffset: Number(response.header(END_OFFSET_HEADER)),
     };
+  }
+
+  async fetch(
+    positions: readonly FetchPosition[],
+    options: ReadOptions = {},
+  ): Promise<FetchOutcome[]> {
+    const from = positions.map(({ partition, offset }) => `${partition}:${offset}`).join(',');
+    const query = new URLSearchParams({ from });
+    if (options.maxBytes !== undefined) query.set('max_bytes', String(options.maxBytes));
+    if (options.waitMs !== undefined) query.set('wait_ms', String(options.waitMs));
+    const response = await this.http.request(`/internal/fetch?${query}`, {
+      signal: options.signal,
+    });
+    if (!response.ok) throw errorFromBody(response.status, response.json());
+    return decodeFetchAnswer(response.body);
+  }
+
+  fetchGroups(partitions: readonly number[]): number[][] {
+    return partitions.length === 0 ? [] : [[...partitions]];
   }
 
   async offsets(): Promise<PartitionOffsets[]> {

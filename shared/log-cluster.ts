@@ -5,9 +5,11 @@
  * partition or several split them.
  */
 import { TailbaseError } from './errors.js';
+import type { FetchOutcome } from './fetch-answer.js';
 import {
   type AppendResult,
   type ClusterInfo,
+  type FetchPosition,
   HttpLogClient,
   type HttpLogClientOptions,
   type LogClient,
@@ -94,6 +96,24 @@ export class LogCluster implements LogClient {
 
   read(partition: number, offset: number, options?: ReadOptions): Promise<ReadResult> {
     return this.client(partition).read(partition, offset, options);
+  }
+
+  /** From the log-node that stores the first partition: `fetchGroups` keeps each call on one. */
+  fetch(positions: readonly FetchPosition[], options?: ReadOptions): Promise<FetchOutcome[]> {
+    const owner = this.client(positions[0].partition);
+    if (positions.some((position) => this.client(position.partition) !== owner)) {
+      throw new TailbaseError(400, 'invalid_partition', 'one fetch reads one log-node');
+    }
+    return owner.fetch(positions, options);
+  }
+
+  fetchGroups(partitions: readonly number[]): number[][] {
+    const groups = new Map<LogClient, number[]>();
+    for (const partition of partitions) {
+      const owner = this.client(partition);
+      groups.set(owner, [...(groups.get(owner) ?? []), partition]);
+    }
+    return [...groups.values()];
   }
 
   /** Every partition's offsets, from the nodes that store them, in partition order. */

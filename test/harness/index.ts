@@ -4,3 +4,4 @@ export * from './log-batches.js';
 export * from './random.js';
 export * from './spawn-node.js';
 export * from './temp-dir.js';
+export * from './serve-fixture.js';

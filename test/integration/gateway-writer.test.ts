@@ -42,6 +42,8 @@ function faulty(fail: (call: number) => 'lose-answer' | 'unreachable' | null): L
   return {
     cluster: () => fixture.client.cluster(),
     read: (p, o, options) => fixture.client.read(p, o, options),
+    fetch: (positions, options) => fixture.client.fetch(positions, options),
+    fetchGroups: (partitions) => fixture.client.fetchGroups(partitions),
     offsets: () => fixture.client.offsets(),
     async append(partition, batch, signal): Promise<AppendResult> {
       const mode = fail(calls++);

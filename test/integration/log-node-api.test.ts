@@ -199,6 +199,61 @@ describe('long-poll', () => {
   });
 });
 
+describe('multi-partition fetch', () => {
+  it('answers each partition, fails one alone, and long-polls until any partition has data', async () => {
+    const { node, client } = await start({ partitions: 3, longPollWaitMsMax: 5000 });
+    await client.append(0, batch(2));
+    await client.append(2, batch(1));
+    const answer = await client.fetch([
+      { partition: 0, offset: 1 },
+      { partition: 1, offset: 0 },
+      { partition: 2, offset: 5 },
+    ]);
+    expect(answer).toHaveLength(3);
+    expect(answer[0]).toMatchObject({ partition: 0, logStartOffset: 0, endOffset: 2 });
+    expect('batches' in answer[0] && answer[0].batches.readBigInt64BE(0)).toBe(0n);
+    expect(answer[1]).toMatchObject({ partition: 1, endOffset: 0 });
+    expect('batches' in answer[1] && answer[1].batches.length).toBe(0);
+    expect(answer[2]).toMatchObject({ partition: 2 });
+    expect('error' in answer[2] && answer[2].error).toMatchObject({
+      status: 400,
+      code: 'offset_out_of_range',
+      details: { logStartOffset: 0, endOffset: 1 },
+    });
+
+    const started = Date.now();
+    const idle = [
+      { partition: 0, offset: 2 },
+      { partition: 1, offset: 0 },
+    ];
+    const waiting = client.fetch(idle, { waitMs: 5000 });
+    for (let i = 0; i < 200 && node.node.status().longPolls < 1; i++) await sleep(5);
+    expect(node.node.status().longPolls).toBe(1);
+    const ack = await client.append(1, batch(3));
+    const woken = await waiting;
+    expect(Date.now() - started).toBeLessThan(4000);
+    expect(woken.map((o) => 'batches' in o && o.batches.length > 0)).toEqual([false, true]);
+    expect('batches' in woken[1] && woken[1].batches.readBigInt64BE(0)).toBe(
+      BigInt(ack.baseOffset),
+    );
+    expect(node.node.status().longPolls).toBe(0);
+    const timedOut = Date.now();
+    const empty = await client.fetch([{ partition: 0, offset: 2 }], { waitMs: 200 });
+    expect(Date.now() - timedOut).toBeGreaterThanOrEqual(190);
+    expect('batches' in empty[0] && empty[0].batches.length).toBe(0);
+  });
+
+  it('rejects a bad partition list with 400', async () => {
+    const { node } = await start({ partitionsMax: 4 });
+    for (const from of ['', '0', '0:x', '0:-1', 'a:1', '0:1,0:2', '0:0,1:0,2:0,3:0,4:0', '0:1e3']) {
+      const answer = await call(node.url, 'GET', `/internal/fetch?from=${from}`);
+      expect([answer.status, answer.json?.error?.code], from).toEqual([400, 'invalid_parameter']);
+    }
+    const [unknown] = await new HttpLogClient(node.url).fetch([{ partition: 9, offset: 0 }]);
+    expect('error' in unknown && unknown.error).toMatchObject({ code: 'invalid_partition' });
+  });
+});
+
 describe('limits and bad input', () => {
   it('each limit is a 4xx JSON error naming it, and the log is unchanged', async () => {
     const { node, client } = await start({

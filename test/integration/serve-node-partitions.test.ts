@@ -1,27 +1,17 @@
 // Proves a serve-node serves exactly the partitions it hosts: restarted on the same data directory
 // with fewer partitions it hides the others' documents, and with more it replays the new ones.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { HttpLogClient } from '../../shared/log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { HttpServeClient } from '../../shared/serve-client.js';
-import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
-import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
-import { tempDir } from '../harness/index.js';
+import { startLogNode } from '../../log-node/index.js';
+import { startServeNode } from '../../serve-node/index.js';
+import { logAndServeNodes } from '../harness/index.js';
 
 const silent = createLogger('test', 'silent');
-const logDir = tempDir('partitions-log');
-const serveDir = tempDir('partitions-serve');
-let logNode: RunningLogNode | undefined;
-let serveNode: RunningServeNode | undefined;
-
-afterAll(async () => {
-  await serveNode?.stop();
-  await logNode?.stop();
-  serveDir.cleanup();
-  logDir.cleanup();
-});
+const nodes = logAndServeNodes('partitions');
 
 const docBatch = (key: string) =>
   encodeBatch([
@@ -30,30 +20,35 @@ const docBatch = (key: string) =>
 
 describe('serve-node hosted partitions', () => {
   it('hides partitions it no longer hosts and replays the ones it gains', async () => {
-    logNode = await startLogNode({ dataDir: logDir.path, port: 0, partitions: 2, logger: silent });
-    const log = new HttpLogClient(logNode.url);
+    nodes.logNode = await startLogNode({
+      dataDir: nodes.logDir.path,
+      port: 0,
+      partitions: 2,
+      logger: silent,
+    });
+    const log = new HttpLogClient(nodes.logNode.url);
     const p0 = await log.append(0, docBatch('zero'));
     const p1 = await log.append(1, docBatch('one'));
     const start = async (partitions?: number[]) => {
-      serveNode = await startServeNode({
-        dataDir: serveDir.path,
-        logUrls: [logNode!.url],
+      nodes.serveNode = await startServeNode({
+        dataDir: nodes.serveDir.path,
+        logUrls: [nodes.logNode!.url],
         partitions,
         logger: silent,
       });
-      return new HttpServeClient(serveNode.url);
+      return new HttpServeClient(nodes.serveNode.url);
     };
 
     let serve = await start([1]);
     await serve.get('c', 'one', { waitFor: { 1: p1.lastOffset } });
     expect((await serve.get('c', 'zero')).doc).toBe(null);
-    await serveNode!.stop();
+    await nodes.serveNode!.stop();
 
     serve = await start();
     expect((await serve.get('c', 'zero', { waitFor: { 0: p0.lastOffset } })).doc?.partition).toBe(
       0,
     );
-    await serveNode!.stop();
+    await nodes.serveNode!.stop();
 
     serve = await start([1]);
     expect((await serve.get('c', 'zero')).doc).toBe(null);

@@ -1,26 +1,16 @@
 // Proves that when retention moves the log start past a serve-node's checkpoint, the node wipes
 // and rebuilds by itself, says so in its status, and ends equal to the retained log.
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { HttpServeClient } from '../../shared/serve-client.js';
-import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
-import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
-import { sleep, tempDir } from '../harness/index.js';
+import { startLogNode } from '../../log-node/index.js';
+import { startServeNode } from '../../serve-node/index.js';
+import { logAndServeNodes, sleep } from '../harness/index.js';
 
 const silent = createLogger('test', 'silent');
-const logDir = tempDir('retention-log');
-const serveDir = tempDir('retention-serve');
-let logNode: RunningLogNode | undefined;
-let serveNode: RunningServeNode | undefined;
-
-afterAll(async () => {
-  await serveNode?.stop();
-  await logNode?.stop();
-  serveDir.cleanup();
-  logDir.cleanup();
-});
+const nodes = logAndServeNodes('retention');
 
 const batchOf = (first: number, count: number) =>
   encodeBatch(
@@ -34,8 +24,8 @@ const batchOf = (first: number, count: number) =>
 
 describe('serve-node behind the log start', () => {
   it('rebuilds by itself when retention removed what its checkpoint needs', async () => {
-    logNode = await startLogNode({
-      dataDir: logDir.path,
+    nodes.logNode = await startLogNode({
+      dataDir: nodes.logDir.path,
       port: 0,
       partitions: 1,
       logger: silent,
@@ -45,16 +35,20 @@ describe('serve-node behind the log start', () => {
       retentionBytes: 96 * 1024,
       cleanerIntervalMs: 50,
     });
-    const log = new HttpLogClient(logNode.url);
+    const log = new HttpLogClient(nodes.logNode.url);
     const start = () =>
-      startServeNode({ dataDir: serveDir.path, logUrls: [logNode!.url], logger: silent });
+      startServeNode({
+        dataDir: nodes.serveDir.path,
+        logUrls: [nodes.logNode!.url],
+        logger: silent,
+      });
     const first = await log.append(0, batchOf(0, 50));
-    serveNode = await start();
-    const serve = new HttpServeClient(serveNode.url);
+    nodes.serveNode = await start();
+    const serve = new HttpServeClient(nodes.serveNode.url);
     expect((await serve.get('events', 'e0', { waitFor: { 0: first.lastOffset } })).doc).not.toBe(
       null,
     );
-    await serveNode.stop();
+    await nodes.serveNode.stop();
 
     let end = first.lastOffset;
     for (let n = 50; n < 2_000; n += 50) end = (await log.append(0, batchOf(n, 50))).lastOffset;
@@ -65,8 +59,8 @@ describe('serve-node behind the log start', () => {
     }
     expect(logStart).toBeGreaterThan(first.lastOffset + 1);
 
-    serveNode = await start();
-    const restarted = new HttpServeClient(serveNode.url);
+    nodes.serveNode = await start();
+    const restarted = new HttpServeClient(nodes.serveNode.url);
     const got = await restarted.get('events', `e${end}`, { waitFor: { 0: end }, waitMs: 20_000 });
     expect(got.doc?.value).toMatchObject({ n: end });
     const status = await restarted.status();

@@ -1,0 +1,80 @@
+/**
+ * A multi-partition read, as Kafka's fetch: a serve-node asks for all the partitions it tails from
+ * this node in one call. Each partition is read as `GET /internal/partitions/:p/records` would,
+ * and fails alone (its error is in the answer); when none has anything yet, the call long-polls
+ * until an append to any of them is durable.
+ */
+import { badRequest, TailbaseError } from '../shared/errors.js';
+import type { FetchOutcome } from '../shared/fetch-answer.js';
+import type { LogNode } from './log-node.js';
+
+export interface FetchPosition {
+  partition: number;
+  offset: number;
+}
+
+/** `from=P:O[,P:O]`: distinct partitions, at most `partitionsMax`. */
+export function parseFetchPositions(raw: string | undefined, partitionsMax: number) {
+  const parts = raw === undefined || raw === '' ? [] : raw.split(',');
+  if (parts.length === 0 || parts.length > partitionsMax) {
+    throw badRequest('invalid_parameter', `from lists 1..${partitionsMax} partition:offset pairs`, {
+      parameter: 'from',
+    });
+  }
+  const positions = parts.map((part): FetchPosition => {
+    const match = /^(\d{1,9}):(\d{1,16})$/.exec(part);
+    const offset = Number(match?.[2]);
+    if (match === null || !Number.isSafeInteger(offset)) {
+      throw badRequest('invalid_parameter', 'from is partition:offset[,partition:offset...]', {
+        parameter: 'from',
+        value: part.slice(0, 40),
+      });
+    }
+    return { partition: Number(match[1]), offset };
+  });
+  if (new Set(positions.map((position) => position.partition)).size !== positions.length) {
+    throw badRequest('invalid_parameter', 'from names a partition twice', { parameter: 'from' });
+  }
+  return positions;
+}
+
+export async function fetchPartitions(
+  node: LogNode,
+  positions: readonly FetchPosition[],
+  maxBytes: number,
+  waitMs: number,
+  signal?: AbortSignal,
+): Promise<FetchOutcome[]> {
+  const outcomes = await readAll(node, positions, maxBytes);
+  const idle = outcomes.every((outcome) => !('error' in outcome) && outcome.batches.length === 0);
+  if (!idle || waitMs === 0 || node.closing) return outcomes;
+  const logs = positions.map((position) => node.partition(String(position.partition)));
+  if (logs.some((log, i) => log.endOffset > positions[i].offset))
+    return readAll(node, positions, maxBytes);
+  const release = node.admitLongPoll();
+  const woken = new AbortController();
+  const stop = () => woken.abort();
+  signal?.addEventListener('abort', stop, { once: true });
+  try {
+    await Promise.race(logs.map((log) => log.waiters.wait(waitMs, woken.signal)));
+  } finally {
+    stop();
+    signal?.removeEventListener('abort', stop);
+    release();
+  }
+  return readAll(node, positions, maxBytes);
+}
+
+function readAll(node: LogNode, positions: readonly FetchPosition[], maxBytes: number) {
+  return Promise.all(
+    positions.map(async ({ partition, offset }): Promise<FetchOutcome> => {
+      try {
+        const read = await node.partition(String(partition)).read(offset, maxBytes, 0);
+        return { partition, ...read };
+      } catch (error) {
+        if (!(error instanceof TailbaseError)) throw error;
+        return { partition, error };
+      }
+    }),
+  );
+}

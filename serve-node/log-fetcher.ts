@@ -1,0 +1,249 @@
+/**
+ * Tails the hosted partitions that one log-node stores, as a Kafka follower's fetcher does: one
+ * multi-partition read for all of them (long-polling when every one is caught up), and everything
+ * an answer holds applied as one group (one transaction per store). While a group is applied, the
+ * next read is already on its way if the log holds more. Each partition keeps its own state, lag
+ * and error: a partition the log-node fails backs off alone (bounded exponential); the log-node
+ * unreachable backs off all of them. A checkpoint behind the log start (retention removed what it
+ * needs) is reported to the node, which wipes and rebuilds.
+ */
+import { readBatchHeader } from '../shared/batch-codec.js';
+import { TailbaseError } from '../shared/errors.js';
+import type { FetchOutcome } from '../shared/fetch-answer.js';
+import type { FetchPosition, LogClient } from '../shared/log-client.js';
+import type { Logger } from '../shared/logger.js';
+import type { PartitionState } from '../shared/serve-client.js';
+import { ApplyRate } from './apply-rate.js';
+import type { ApplyPart, Replica } from './replica.js';
+
+export interface FetcherOptions {
+  /** Partitions stored by one log-node (`log.fetchGroups`). */
+  partitions: readonly number[];
+  log: LogClient;
+  replica: () => Replica;
+  logReadBytesMax: number;
+  logWaitMs: number;
+  retryMsMax: number;
+  logger: Logger;
+  /** After each commit, with the partitions it moved: wakes waiting reads. */
+  onApplied(partitions: readonly number[]): void;
+  /** The checkpoint is older than the log start. */
+  onOutOfRange(partition: number, detail: string): void;
+  rebuilding: boolean;
+}
+
+const RETRY_MS_MIN = 50;
+
+/** One partition as its fetcher tails it. */
+export class TailedPartition {
+  state: PartitionState;
+  logEndOffset = 0;
+  /** Set by the first successful read: until then the lag is unknown. */
+  reachedLog = false;
+  error: string | undefined;
+  readonly rate = new ApplyRate();
+  /** The next offset to read; null: ask the stores (at the start and after an error). */
+  next: number | null = null;
+  retryMs = RETRY_MS_MIN;
+  retryAtMs = 0;
+  /** Its checkpoint is before the log start: the node rebuilds, this fetcher leaves it alone. */
+  halted = false;
+
+  constructor(
+    readonly partition: number,
+    rebuilding: boolean,
+  ) {
+    this.state = rebuilding ? 'rebuilding' : 'replaying';
+  }
+}
+
+export class LogFetcher {
+  readonly partitions: TailedPartition[];
+  private readonly byNumber = new Map<number, TailedPartition>();
+  private readonly abort = new AbortController();
+  private readonly done: Promise<void>;
+
+  constructor(private readonly options: FetcherOptions) {
+    this.partitions = options.partitions.map((p) => new TailedPartition(p, options.rebuilding));
+    for (const tailed of this.partitions) this.byNumber.set(tailed.partition, tailed);
+    this.done = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.done;
+    for (const tailed of this.partitions) tailed.state = 'stopped';
+  }
+
+  private async run(): Promise<void> {
+    const { logger } = this.options;
+    const signal = this.abort.signal;
+    let retryMs = RETRY_MS_MIN;
+    let prefetch: { key: string; answer: Promise<FetchOutcome[]> } | null = null;
+    while (!signal.aborted) {
+      try {
+        const due = await this.duePartitions();
+        if (due.length === 0) {
+          await sleep(this.msUntilRetry(), signal);
+          continue;
+        }
+        const positions = due.map((tailed) => ({
+          partition: tailed.partition,
+          offset: tailed.next as number,
+        }));
+        const key = positionsKey(positions);
+        const answer = await (prefetch?.key === key ? prefetch.answer : this.fetch(positions));
+        prefetch = null;
+        if (signal.aborted) break;
+        const parts = this.take(answer);
+        if (parts.length > 0) {
+          const after = positions.map((position) => {
+            const part = parts.find((p) => p.partition === position.partition);
+            return part === undefined ? position : { ...position, offset: offsetAfter(part) };
+          });
+          if (after.some((p) => p.offset < this.byNumber.get(p.partition)!.logEndOffset)) {
+            prefetch = { key: positionsKey(after), answer: this.fetch(after) };
+            prefetch.answer.catch(() => undefined);
+          }
+          const results = await this.options.replica().applyMany(parts);
+          parts.forEach((part, i) => {
+            const tailed = this.byNumber.get(part.partition)!;
+            tailed.next = results[i].nextOffset;
+            tailed.rate.record(results[i].records);
+          });
+          this.options.onApplied(parts.map((part) => part.partition));
+        }
+        for (const tailed of due) this.settle(tailed);
+        retryMs = RETRY_MS_MIN;
+      } catch (error) {
+        prefetch = null;
+        if (signal.aborted) break;
+        for (const tailed of this.partitions) {
+          tailed.next = null;
+          tailed.error = (error as Error).message;
+        }
+        logger.warn(
+          { partitions: this.options.partitions, err: error },
+          'tailing failed; retrying',
+        );
+        await sleep(retryMs, signal);
+        retryMs = Math.min(retryMs * 2, this.options.retryMsMax);
+      }
+    }
+  }
+
+  /** The partitions to read now, each with its next offset known. */
+  private async duePartitions(): Promise<TailedPartition[]> {
+    const now = Date.now();
+    const due = this.partitions.filter((tailed) => !tailed.halted && tailed.retryAtMs <= now);
+    const unknown = due.filter((tailed) => tailed.next === null);
+    let logStarts: Map<number, number> | null = null;
+    for (const tailed of unknown) {
+      tailed.next = this.options.replica().readFrom(tailed.partition);
+      if (tailed.next === null) {
+        logStarts ??= new Map(
+          (await this.options.log.offsets()).map((o) => [o.partition, o.logStartOffset]),
+        );
+        tailed.next = logStarts.get(tailed.partition) ?? 0;
+      }
+    }
+    return due;
+  }
+
+  private msUntilRetry(): number {
+    const waiting = this.partitions.filter((tailed) => !tailed.halted);
+    if (waiting.length === 0) return this.options.retryMsMax;
+    return Math.max(Math.min(...waiting.map((tailed) => tailed.retryAtMs)) - Date.now(), 1);
+  }
+
+  /** The first read of a partition does not long-poll, so its lag (and readiness) is known at once. */
+  private fetch(positions: FetchPosition[]): Promise<FetchOutcome[]> {
+    const caughtUp = positions.every((p) => this.byNumber.get(p.partition)!.reachedLog);
+    return this.options.log.fetch(positions, {
+      maxBytes: this.options.logReadBytesMax,
+      waitMs: caughtUp ? this.options.logWaitMs : 0,
+      signal: this.abort.signal,
+    });
+  }
+
+  /** Records each partition's outcome; answers what is to apply. */
+  private take(answer: readonly FetchOutcome[]): ApplyPart[] {
+    const parts: ApplyPart[] = [];
+    for (const outcome of answer) {
+      const tailed = this.byNumber.get(outcome.partition);
+      if (tailed === undefined) continue;
+      if ('error' in outcome) {
+        this.fail(tailed, outcome.error);
+        continue;
+      }
+      tailed.logEndOffset = outcome.endOffset;
+      tailed.reachedLog = true;
+      if (outcome.batches.length > 0) {
+        parts.push({
+          partition: tailed.partition,
+          fromOffset: tailed.next as number,
+          batches: outcome.batches,
+        });
+      }
+    }
+    return parts;
+  }
+
+  private fail(tailed: TailedPartition, error: TailbaseError): void {
+    const logStart = error.details.logStartOffset;
+    if (
+      error.code === 'offset_out_of_range' &&
+      tailed.next !== null &&
+      typeof logStart === 'number' &&
+      tailed.next < logStart
+    ) {
+      tailed.halted = true;
+      this.options.onOutOfRange(
+        tailed.partition,
+        `checkpoint ${tailed.next} is before the log start ${logStart}`,
+      );
+      return;
+    }
+    this.options.logger.warn({ partition: tailed.partition, err: error }, 'partition read failed');
+    tailed.error = error.message;
+    tailed.next = null;
+    tailed.retryAtMs = Date.now() + tailed.retryMs;
+    tailed.retryMs = Math.min(tailed.retryMs * 2, this.options.retryMsMax);
+  }
+
+  /** After a round: a partition read without error is healthy; its state follows its lag. */
+  private settle(tailed: TailedPartition): void {
+    if (tailed.next === null || tailed.halted) return;
+    tailed.error = undefined;
+    tailed.retryMs = RETRY_MS_MIN;
+    if (tailed.next >= tailed.logEndOffset) tailed.state = 'tailing';
+    else if (tailed.state === 'tailing') tailed.state = 'replaying';
+  }
+}
+
+function positionsKey(positions: readonly FetchPosition[]): string {
+  return positions.map((p) => `${p.partition}:${p.offset}`).join(',');
+}
+
+/** The offset after the last whole batch of a read answer, from the headers alone. */
+function offsetAfter(part: ApplyPart): number {
+  let next = part.fromOffset;
+  for (let at = 0; ;) {
+    const header = readBatchHeader(part.batches, at);
+    if (header === null || at + header.sizeBytes > part.batches.length) return next;
+    next = header.baseOffset + header.lastOffsetDelta + 1;
+    at += header.sizeBytes;
+  }
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
+  });
+}

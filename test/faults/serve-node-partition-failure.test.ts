@@ -1,0 +1,65 @@
+// Proves one partition failing on the log-node (corruption before its tail) does not stop a
+// serve-node's other partitions, though one fetcher reads them all: the failed one reports its
+// error and backs off, the healthy one keeps applying new writes.
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { HttpLogClient } from '../../shared/log-client.js';
+import { createLogger } from '../../shared/logger.js';
+import { HttpServeClient } from '../../shared/serve-client.js';
+import { startLogNode } from '../../log-node/index.js';
+import { startServeNode } from '../../serve-node/index.js';
+import { freePort, logAndServeNodes, sleep } from '../harness/index.js';
+
+const silent = createLogger('test', 'silent');
+const nodes = logAndServeNodes('partition-failure');
+
+const doc = (key: string) =>
+  encodeBatch([{ collection: 'c', key, value: Buffer.from(`{"text":"${key}"}`), timestampMs: 1 }]);
+
+describe('a failed partition on the log-node', () => {
+  it('leaves the other partitions of the same fetcher applying', async () => {
+    const port = await freePort();
+    const start = () =>
+      startLogNode({ dataDir: nodes.logDir.path, port, partitions: 2, logger: silent });
+    nodes.logNode = await start();
+    let log = new HttpLogClient(nodes.logNode.url);
+    for (const key of ['a', 'b', 'c']) await log.append(0, doc(`p0-${key}`));
+    await log.append(1, doc('p1-a'));
+    await nodes.logNode.stop();
+
+    // A flipped bit in the first batch's CRC-covered bytes, with batches after it: not a torn tail.
+    const segment = path.join(nodes.logDir.path, 'partitions/0', `${'0'.padStart(20, '0')}.log`);
+    const bytes = fs.readFileSync(segment);
+    bytes[40] ^= 0x04;
+    fs.writeFileSync(segment, bytes);
+    nodes.logNode = await start();
+    log = new HttpLogClient(nodes.logNode.url);
+
+    nodes.serveNode = await startServeNode({
+      dataDir: nodes.serveDir.path,
+      logUrls: [nodes.logNode.url],
+      logger: silent,
+      limits: { retryMsMax: 200 },
+    });
+    const serve = new HttpServeClient(nodes.serveNode.url);
+    expect((await serve.get('c', 'p1-a', { waitFor: { 1: 0 }, waitMs: 10_000 })).doc?.key).toBe(
+      'p1-a',
+    );
+    const later = await log.append(1, doc('p1-b'));
+    const got = await serve.get('c', 'p1-b', { waitFor: { 1: later.lastOffset }, waitMs: 10_000 });
+    expect(got.doc?.key).toBe('p1-b');
+
+    let status = await serve.status();
+    for (let i = 0; i < 100 && status.partitions[0].error === undefined; i++) {
+      await sleep(20);
+      status = await serve.status();
+    }
+    expect(status.partitions[0]).toMatchObject({ partition: 0, applied: 0 });
+    expect(status.partitions[0].error).toMatch(/partition 0 stopped/);
+    expect(status.partitions[1]).toMatchObject({ partition: 1, applied: 2, state: 'tailing' });
+    expect(status.partitions[1].error).toBeUndefined();
+    expect(status.ready).toBe(false);
+  });
+});
