@@ -9,6 +9,7 @@
  *   holding every partition (per-node term statistics make scores not quite comparable).
  */
 import { rmSync } from 'node:fs';
+import { InternalHttp, type InternalResponse } from '../shared/internal-http.js';
 import { HttpServeClient } from '../shared/serve-client.js';
 import { loadCorpus } from './corpus.js';
 import { LatencyHistogram } from './latency-histogram.js';
@@ -53,25 +54,43 @@ async function request(url: string, init: RequestInit = {}) {
   return { body, token: response.headers.get('tailbase-token') ?? '' };
 }
 
-/** Each session PUTs then GETs with the token; the GET's duration is the write→visible time. */
+/**
+ * Each session PUTs then GETs with the token; the GET's duration is the write→visible time. The
+ * sessions use node:http with keep-alive (the nodes' own internal client): with `fetch` the same
+ * measurement read p50 13.5 ms, p99 54 ms against 8.5 ms and 25 ms, most of it the client's own.
+ */
 async function writeToVisible(url: string, samples: number): Promise<LatencyHistogram> {
   const histogram = new LatencyHistogram();
+  const http = new InternalHttp(url, 'gateway');
+  const expectOk = (what: string, response: InternalResponse) => {
+    if (!response.ok) throw new Error(`${what}: ${response.status} ${response.body}`);
+    return response;
+  };
   let next = 0;
   const session = async () => {
     while (next < samples) {
-      const key = `visible-${next++}`;
-      const put = await request(`${url}/v1/collections/visible/docs/${key}`, {
-        method: 'PUT',
-        body: JSON.stringify({ n: next }),
-      });
+      const path = `/v1/collections/visible/docs/visible-${next++}`;
+      const put = expectOk(
+        `PUT ${path}`,
+        await http.request(path, {
+          method: 'PUT',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ n: next }),
+        }),
+      );
       const started = performance.now();
-      await request(`${url}/v1/collections/visible/docs/${key}`, {
-        headers: { 'tailbase-token': put.token },
-      });
+      expectOk(
+        `GET ${path}`,
+        await http.request(path, { headers: { 'tailbase-token': put.header('tailbase-token')! } }),
+      );
       histogram.recordMs(performance.now() - started);
     }
   };
-  await Promise.all(Array.from({ length: VISIBLE_SESSIONS }, session));
+  try {
+    await Promise.all(Array.from({ length: VISIBLE_SESSIONS }, session));
+  } finally {
+    http.close();
+  }
   return histogram;
 }
 
