@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { ulid } from 'ulid';
-import { writeFileAtomic } from './segment-files.js';
+import { writeFileAtomic } from '../shared/durable-files.js';
 
 export interface ClusterMeta {
   formatVersion: 1;

@@ -12,7 +12,8 @@ import type { Clock } from './clock.js';
 import type { LogNode } from './log-node.js';
 import type { PartitionLog } from './partition-log.js';
 import { Segment } from './segment.js';
-import { CLEANED_SUFFIX, fsyncDir, LOG_SUFFIX, segmentPath } from './segment-files.js';
+import { CLEANED_SUFFIX, LOG_SUFFIX, segmentPath } from './segment-files.js';
+import { fsyncDir } from '../shared/durable-files.js';
 
 export interface CleanSummary {
   partition: number;

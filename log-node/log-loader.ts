@@ -14,13 +14,12 @@ import { ProducerState } from './producer-state.js';
 import { Segment, type SegmentOptions } from './segment.js';
 import {
   CLEANED_SUFFIX,
-  fsyncDir,
   LOG_SUFFIX,
   listBaseOffsets,
   PRODUCERS_SUFFIX,
   segmentPath,
-  TEMP_SUFFIX,
 } from './segment-files.js';
+import { TEMP_SUFFIX, fsyncDir } from '../shared/durable-files.js';
 
 /** Where the magic byte sits in a batch header (shared/FORMAT.md). */
 const MAGIC_AT = 16;

@@ -13,13 +13,8 @@ import type { LogNodeConfig } from './config.js';
 import { loadPartition } from './log-loader.js';
 import { ProducerState } from './producer-state.js';
 import { Segment } from './segment.js';
-import {
-  fsyncDir,
-  PRODUCERS_SUFFIX,
-  listBaseOffsets,
-  segmentPath,
-  writeFileAtomic,
-} from './segment-files.js';
+import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
+import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
 import { Waiters } from './waiters.js';
 
 export interface AppendAck {

@@ -8,7 +8,8 @@ import { assert } from '../shared/assert.js';
 import { BATCH_HEADER_BYTES } from '../shared/batch-codec.js';
 import { scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
-import { INDEX_SUFFIX, LOG_SUFFIX, segmentPath, writeFileAtomic } from './segment-files.js';
+import { INDEX_SUFFIX, LOG_SUFFIX, segmentPath } from './segment-files.js';
+import { writeFileAtomic } from '../shared/durable-files.js';
 
 const writev = promisify(fs.writev);
 const fdatasync = promisify(fs.fdatasync);

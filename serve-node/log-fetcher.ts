@@ -105,7 +105,7 @@ export class LogFetcher {
             prefetch = { key: positionsKey(after), answer: this.fetch(after) };
             prefetch.answer.catch(() => undefined);
           }
-          const results = await this.options.replica().applyMany(parts);
+          const results = this.options.replica().applyMany(parts);
           parts.forEach((part, i) => {
             const tailed = this.byNumber.get(part.partition)!;
             tailed.next = results[i].nextOffset;

@@ -57,8 +57,8 @@ export class Replica {
   }
 
   /** Applies one partition's read answer: `applyMany` with one part. */
-  async apply(partition: number, fromOffset: number, batches: Uint8Array): Promise<ApplyResult> {
-    const [result] = await this.applyMany([{ partition, fromOffset, batches }]);
+  apply(partition: number, fromOffset: number, batches: Uint8Array): ApplyResult {
+    const [result] = this.applyMany([{ partition, fromOffset, batches }]);
     return result;
   }
 
@@ -67,18 +67,17 @@ export class Replica {
    * `fromOffset`) in one SQLite transaction and then one LMDB transaction. Each store skips what
    * its own checkpoint of that partition already covers, so re-applying changes nothing. The
    * search store commits first and LMDB second, so LMDB is never ahead of it: the search store can
-   * then read from LMDB the exact version it indexed of each document it updates. The caller
-   * awaits each apply of a partition before the next, so that read of LMDB sees the previous
-   * commit. Partitions never share a key, so one partition's records never touch another's.
+   * then read from LMDB the exact version it indexed of each document it updates. Partitions
+   * never share a key, so one partition's records never touch another's.
    */
-  async applyMany(parts: readonly ApplyPart[]): Promise<ApplyResult[]> {
+  applyMany(parts: readonly ApplyPart[]): ApplyResult[] {
     for (const { partition } of parts) this.appliedCache.delete(partition);
     const plans = parts.map((part) => this.plan(part));
     for (const plan of plans) {
       if (plan.docsFrom < plan.searchFrom && plan.nextOffset > plan.docsFrom) {
         // After a crash between the two commits: LMDB catches up to the search store first.
         const upTo = Math.min(plan.searchFrom, plan.nextOffset);
-        await this.docs.applyMany([
+        this.docs.applyMany([
           {
             partition: plan.partition,
             records: between(plan.prepared, plan.docsFrom, upTo),
@@ -96,7 +95,7 @@ export class Replica {
       }));
     if (changes.length > 0) {
       this.search.applyMany(changes, () => new StepView(this.docs));
-      await this.docs.applyMany(changes);
+      this.docs.applyMany(changes);
     }
     for (const { partition } of parts) this.appliedCache.delete(partition);
     return plans.map((plan) => ({ nextOffset: plan.nextOffset, records: plan.prepared.length }));

@@ -31,6 +31,8 @@ export interface ServeNodeParts {
   clusterSecret?: string;
   log: LogClient;
   logger: Logger;
+  /** Why the node starts from an empty store generation it had to replace, if it did. */
+  startedEmpty?: string;
 }
 
 export class ServeNode implements ServeNodeCore {
@@ -50,6 +52,9 @@ export class ServeNode implements ServeNodeCore {
     this.limits = parts.limits;
     this.clusterSecret = parts.clusterSecret;
     this.generation = parts.generation;
+    if (parts.startedEmpty !== undefined) {
+      this.lastRebuild = { reason: parts.startedEmpty, atMs: Date.now() };
+    }
     this.current = new Replica(generationDir(parts.dataDir, parts.generation));
     this.waiters = new OffsetWaiters(parts.limits.waitersMax, (p) => this.current.applied(p));
   }
