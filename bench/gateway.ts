@@ -158,9 +158,10 @@ export async function runGatewayBench(
       threads: 2,
       durationS: loadS,
     });
-    const visible = await writeToVisible(url, options.quick ? 100 : 1000);
-    // A strong read waits until the serve-nodes hold every PUT above before GETs are measured.
+    // A strong read waits until the serve-nodes hold every PUT above, so write→visible measures
+    // new writes rather than the drain of the PUT load's backlog, and GETs find every version.
     await request(`${url}/v1/collections/bench/docs?limit=1&consistency=strong&wait_ms=30000`);
+    const visible = await writeToVisible(url, options.quick ? 100 : 1000);
     const get = await runLoad({
       baseUrl: url,
       method: 'GET',
