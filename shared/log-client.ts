@@ -132,6 +132,12 @@ export class HttpLogClient implements LogClient {
       body: encodeFrames(queued.map((item) => item.frame)),
       signal: signals.length === 0 ? undefined : AbortSignal.any(signals),
     });
+    const refusal = response.ok ? null : errorFromBody(response.status, response.json()).code;
+    if (refusal === 'not_found' || refusal === 'request_too_large') {
+      // A log-node without the route (an older version) or with a smaller appendRequestBytesMax:
+      // each batch goes alone, as the route it has always had takes it.
+      return Promise.all(queued.map((item) => this.appendOne(item)));
+    }
     const { partitions } = json<{ partitions: PartitionAppendOutcome[] }>(response);
     if (!Array.isArray(partitions) || partitions.length !== queued.length) {
       throw new TailbaseError(502, 'peer_error', 'the log-node answered another number of appends');
@@ -144,6 +150,17 @@ export class HttpLogClient implements LogClient {
         duplicate: outcome.duplicate,
       };
     });
+  }
+
+  private async appendOne({ frame, signal }: QueuedAppend): Promise<AppendResult | TailbaseError> {
+    const response = await this.http.request(`/internal/partitions/${frame.partition}/append`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/octet-stream' },
+      body: frame.bytes,
+      signal,
+    });
+    const body = response.json();
+    return response.ok ? (body as AppendResult) : errorFromBody(response.status, body);
   }
 
   async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {

@@ -391,6 +391,18 @@ describe('limits and bad input', () => {
     expect((await client.offsets()).map((p) => p.endOffset)).toEqual([3, 3]);
   });
 
+  it('appends made together still land when the log-node refuses them as one request', async () => {
+    const { client } = await start({ appendRequestBytesMax: 300 });
+    const [a, b] = [batch(2), batch(2)];
+    expect(a.length + b.length + 16).toBeGreaterThan(300);
+    const acks = await Promise.all([client.append(0, a), client.append(1, b)]);
+    expect(acks).toEqual([
+      { baseOffset: 0, lastOffset: 1, duplicate: false },
+      { baseOffset: 0, lastOffset: 1, duplicate: false },
+    ]);
+    expect((await client.offsets()).map((p) => p.endOffset)).toEqual([2, 2]);
+  });
+
   it('an idempotent retry returns the original offsets; a sequence gap is 409', async () => {
     const { node, client } = await start();
     const producerId = Buffer.alloc(16, 7);
