@@ -184,13 +184,20 @@ export class HttpServeClient implements ServeClient {
       items: (ServedDocument | null | false)[];
       applied: AppliedOffsets;
     } | null;
-    if (response.ok && body !== null && Array.isArray(body.items)) {
+    if (response.ok) {
+      if (body === null || !Array.isArray(body.items) || body.items.length !== items.length) {
+        throw new TailbaseError(
+          502,
+          'peer_error',
+          'the serve-node answered another number of reads',
+        );
+      }
       this.lastApplied = body.applied;
       return body.items.map((doc) => (doc === false ? 'pending' : { doc, applied: body.applied }));
     }
     const error = errorFromBody(response.status, body);
     // A batch the node refuses as a whole: each read goes alone and gets its own answer or error.
-    if (error instanceof TailbaseError && error.status < 500) return items.map(() => 'pending');
+    if (error.status < 500) return items.map(() => 'pending');
     throw error;
   }
 
