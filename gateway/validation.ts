@@ -7,19 +7,9 @@ import { integerParam } from '../shared/query-params.js';
 import { badRequest, tooLarge } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 
-export const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 /** With the u flag a surrogate pair is one code point, so only lone halves match. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
-
-export function checkCollection(name: string): string {
-  if (!COLLECTION_PATTERN.test(name)) {
-    throw badRequest('invalid_collection', `collection name must match ${COLLECTION_PATTERN}`, {
-      collection: name.slice(0, 80),
-    });
-  }
-  return name;
-}
 
 export function checkKey(key: unknown, keyBytesMax: number): string {
   if (typeof key !== 'string') throw badRequest('invalid_key', 'key must be a string');

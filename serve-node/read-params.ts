@@ -1,18 +1,9 @@
 /** Parsing and bounding the query parameters of the read routes: bad input is a 400, never a 500. */
 import { badRequest } from '../shared/errors.js';
+import { checkCollection } from '../shared/collection-name.js';
 import type { OffsetNeed } from './offset-waiters.js';
 
-export const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
 export const KEY_BYTES_MAX = 1024;
-
-export function checkCollection(collection: string): string {
-  if (!COLLECTION_PATTERN.test(collection)) {
-    throw badRequest('invalid_collection', `collection must match ${COLLECTION_PATTERN.source}`, {
-      collection: collection.slice(0, 80),
-    });
-  }
-  return collection;
-}
 
 export function checkKey(key: string): string {
   const bytes = Buffer.byteLength(key);

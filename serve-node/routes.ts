@@ -4,6 +4,7 @@
  */
 import Database from 'better-sqlite3';
 import { Hono, type Context } from 'hono';
+import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, notFound, tooLarge } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
@@ -14,7 +15,6 @@ import type { StoredDoc } from './doc-store.js';
 import { parseQuery } from './fts-query.js';
 import type { OffsetWaiters } from './offset-waiters.js';
 import {
-  checkCollection,
   checkKey,
   integerParam,
   optionalString,

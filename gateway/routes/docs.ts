@@ -1,6 +1,7 @@
 /** Writes and key reads: PUT / DELETE / GET one document, and the bulk POST. */
 import type { Context, Hono } from 'hono';
 import type { LogRecord } from '../../shared/batch-codec.js';
+import { checkCollection } from '../../shared/collection-name.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
@@ -8,7 +9,6 @@ import { parseBulk } from '../bulk.js';
 import type { GatewayEnv } from '../observe.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import {
-  checkCollection,
   checkDocument,
   checkKey,
   decodeSegment,
