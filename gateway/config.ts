@@ -2,6 +2,9 @@
  * The gateway's configuration: where the log and the serve-nodes are, who may call, and every
  * limit it enforces, each named with its unit last.
  */
+import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-client.js';
+import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
+
 export type Scope = 'read' | 'write' | 'admin';
 
 export interface ApiKey {
@@ -60,6 +63,10 @@ export interface GatewayConfig {
   nodeDownMs: number;
   /** Hits a serve-node answers per search call (its searchLimitMax); deeper pages are fetched. */
   serveSearchPageMax: number;
+  /** Keys in one batched read to a serve-node (at most its getBatchKeysMax). */
+  serveGetBatchKeysMax: number;
+  /** Body bytes of one multi-partition append (at most the log-nodes' appendRequestBytesMax). */
+  appendRequestBytesMax: number;
   feedReadBytesMax: number;
   feedPollMs: number;
   /** How long start waits for the log-node to answer /internal/cluster. */
@@ -108,6 +115,8 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     topologyRefreshMs: 1000,
     nodeDownMs: 2000,
     serveSearchPageMax: 100,
+    serveGetBatchKeysMax: GET_BATCH_KEYS_MAX,
+    appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
     feedReadBytesMax: 1024 * 1024,
     feedPollMs: 5000,
     startWaitMsMax: 30_000,

@@ -44,9 +44,18 @@ export async function startGateway(
   // The log-nodes may split the partitions between them; LogCluster routes each to its node.
   const log =
     clients.log ??
-    (await LogCluster.connect(config.logUrls, { ...secret, connectWaitMs: config.startWaitMsMax }));
+    (await LogCluster.connect(config.logUrls, {
+      ...secret,
+      connectWaitMs: config.startWaitMsMax,
+      appendRequestBytesMax: config.appendRequestBytesMax,
+    }));
   const cluster = await log.cluster();
-  const serve = clients.serve ?? config.serveUrls.map((url) => new HttpServeClient(url, secret));
+  const serve =
+    clients.serve ??
+    config.serveUrls.map(
+      (url) =>
+        new HttpServeClient(url, { ...secret, getBatchKeysMax: config.serveGetBatchKeysMax }),
+    );
   const services = createGatewayServices(config, cluster, log, serve, logger);
   await services.topology.refresh();
   services.topology.start();

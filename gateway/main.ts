@@ -1,7 +1,9 @@
 /** `tailbase gateway`: flags (each with a TAILBASE_* environment variable) and signal handling. */
 import { type Command, Option } from 'commander';
 import { integerOption, onShutdownSignal } from '../shared/cli-options.js';
+import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-client.js';
 import { createLogger } from '../shared/logger.js';
+import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
 import { DEFAULT_LIMITS, DEFAULT_WRITER, parseApiKeys } from './config.js';
 import { startGateway } from './index.js';
 
@@ -89,6 +91,22 @@ export function registerGatewayCommand(program: Command): void {
         DEFAULT_WRITER.batchRecordsMax,
       ),
     )
+    .addOption(
+      integerOption(
+        '--serve-get-batch-keys-max <n>',
+        'keys in one batched read to a serve-node (at most its --get-batch-keys-max)',
+        'TAILBASE_SERVE_GET_BATCH_KEYS_MAX',
+        GET_BATCH_KEYS_MAX,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--append-request-bytes-max <bytes>',
+        "body of one multi-partition append (at most the log-nodes' --append-request-bytes-max)",
+        'TAILBASE_APPEND_REQUEST_BYTES_MAX',
+        APPEND_REQUEST_BYTES_MAX,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('gateway');
       const running = await startGateway(
@@ -99,6 +117,8 @@ export function registerGatewayCommand(program: Command): void {
           serveUrls: flags.serve as string[],
           clusterSecret: flags.clusterSecret as string | undefined,
           apiKeys: flags.apiKeys ? parseApiKeys(flags.apiKeys as string) : [],
+          serveGetBatchKeysMax: flags.serveGetBatchKeysMax as number,
+          appendRequestBytesMax: flags.appendRequestBytesMax as number,
           limits: {
             documentBytesMax: flags.documentBytesMax as number,
             bulkRecordsMax: flags.bulkRecordsMax as number,

@@ -9,7 +9,11 @@ let cluster: ClusterFixture;
 let url: string;
 
 beforeAll(async () => {
-  cluster = await startCluster({ partitions: 4 });
+  // Tiny batch bounds, so batched reads and multi-partition appends are split on every test here.
+  cluster = await startCluster({
+    partitions: 4,
+    gateway: { serveGetBatchKeysMax: 2, appendRequestBytesMax: 512 },
+  });
   url = cluster.url;
 });
 
@@ -46,6 +50,26 @@ describe('gateway end to end', () => {
     const gone = await call(url, 'GET', `/v1/collections/notes/docs/n1?token=${del.token}`);
     expect(gone.status).toBe(404);
     expect(gone.body.error.code).toBe('document_not_found');
+  });
+
+  it('concurrent writes and reads each get their own answer across split batches', async () => {
+    const keys = Array.from({ length: 24 }, (_, i) => `c${i}`);
+    const puts = await Promise.all(
+      keys.map((key) => call(url, 'PUT', `/v1/collections/many/docs/${key}`, { key })),
+    );
+    expect(puts.map((put) => put.status)).toEqual(keys.map(() => 200));
+    const gets = await Promise.all(
+      keys.map((key, i) =>
+        call(url, 'GET', `/v1/collections/many/docs/${key}?token=${puts[i].token}`),
+      ),
+    );
+    expect(gets.map((get) => get.body)).toEqual(
+      keys.map((key, i) => ({ key, value: { key }, offset: puts[i].body.offset })),
+    );
+    const eventual = await Promise.all(
+      [...keys, 'absent'].map((key) => call(url, 'GET', `/v1/collections/many/docs/${key}`)),
+    );
+    expect(eventual.map((get) => get.status)).toEqual([...keys.map(() => 200), 404]);
   });
 
   it('keys with slashes, spaces and non-ASCII round-trip', async () => {
