@@ -2,11 +2,17 @@
 // the compacted log replays to the same latest value per key as the full history, every record
 // left sits at its original offset unchanged, a read at a removed offset answers the next record
 // left, tombstones go only after deleteRetentionMs, the active segment is never touched, and
-// reads running during compaction see only records of the history.
+// reads running during compaction see only records of the history; a closed segment below
+// cleanerMinDirtyRatio is left untouched while one above it is compacted.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { decodeRecords, iterateBatches, type LogRecord } from '../../shared/batch-codec.js';
+import {
+  decodeRecords,
+  encodeBatch,
+  iterateBatches,
+  type LogRecord,
+} from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, startLogNode } from '../../log-node/index.js';
@@ -167,6 +173,73 @@ async function checkCompacted(
 }
 
 describe('log-node compaction', () => {
+  it('leaves a closed segment below cleanerMinDirtyRatio untouched and compacts one above it', async () => {
+    const dir = tempDir('compaction-ratio');
+    const now = 1_800_000_000_000;
+    const running = await startLogNode({
+      dataDir: dir.path,
+      port: 0,
+      partitions: PARTITIONS,
+      segmentBytesMax: 1024,
+      batchBytesMax: 1024,
+      indexIntervalBytes: 256,
+      deleteRetentionMs: DELETE_RETENTION_MS,
+      cleanerIntervalMs: 3_600_000,
+      cleanerMinDirtyRatio: 0.5,
+      clock: { nowMs: () => now },
+      logger,
+    });
+    try {
+      const client = new HttpLogClient(running.url);
+      const history: History = Array.from({ length: PARTITIONS }, () => new Map());
+      const put = async (partition: number, key: string) => {
+        const record = {
+          collection: 'a',
+          key,
+          value: Buffer.from(JSON.stringify({ key, pad: '.'.repeat(40) })),
+          timestampMs: now,
+        };
+        const ack = await client.append(partition, encodeBatch([record]));
+        history[partition].set(ack.baseOffset, record);
+      };
+      for (let p = 0; p < PARTITIONS; p++) {
+        for (let i = 0; i < 30; i++) await put(p, `k${i}`);
+        const bases = segmentBases(dir.path, p);
+        expect(bases.length, 'three closed segments at least').toBeGreaterThanOrEqual(4);
+        // One key of the first segment written again (below the ratio), every key of the second.
+        await put(p, 'k0');
+        for (let offset = bases[1]; offset < bases[2]; offset++) {
+          await put(p, history[p].get(offset)!.key);
+        }
+      }
+      await running.cleaner.runOnce();
+      const random = seededRandom(testSeed('log-node compaction, below and above the ratio'));
+      await checkCompacted(running.url, dir.path, history, random, {
+        nowMs: now,
+        minDirtyRatio: 0.5,
+      });
+      for (let p = 0; p < PARTITIONS; p++) {
+        const [first, second, third] = segmentBases(dir.path, p);
+        const left = new Set(
+          recordsOf((await readPartition(client, p)).batches).map((r) => r.offset),
+        );
+        for (let offset = first; offset < second; offset++) {
+          expect(left.has(offset), `partition ${p}: below the ratio, offset ${offset} kept`).toBe(
+            true,
+          );
+        }
+        for (let offset = second; offset < third; offset++) {
+          expect(left.has(offset), `partition ${p}: above it, offset ${offset} removed`).toBe(
+            false,
+          );
+        }
+      }
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
   for (const cleanerMinDirtyRatio of [0, 0.5]) {
     it(`replays to the same latest state as the full history (cleanerMinDirtyRatio ${cleanerMinDirtyRatio})`, async () => {
       const seed = testSeed(`log-node compaction, dirty ratio ${cleanerMinDirtyRatio}`);
