@@ -85,31 +85,6 @@ function parseWaitForObject(raw: unknown, hosted: ReadonlySet<number>): OffsetNe
   });
 }
 
-/** An integer query parameter in [min, max], or the default when absent. */
-export function integerParam(
-  name: string,
-  raw: string | undefined,
-  options: { min: number; max: number; defaultValue: number; clamp?: boolean },
-): number {
-  if (raw === undefined || raw === '') return options.defaultValue;
-  if (!/^\d{1,15}$/.test(raw)) {
-    throw badRequest(`invalid_${name}`, `${name} must be a non-negative integer`);
-  }
-  const value = Number(raw);
-  if (options.clamp) return Math.min(Math.max(value, options.min), options.max);
-  if (value < options.min || value > options.max) {
-    throw badRequest(
-      `invalid_${name}`,
-      `${name} must be between ${options.min} and ${options.max}`,
-      {
-        min: options.min,
-        max: options.max,
-      },
-    );
-  }
-  return value;
-}
-
 export function optionalString(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
   if (Buffer.byteLength(raw) > KEY_BYTES_MAX) {

@@ -8,6 +8,7 @@ import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, notFound, tooLarge } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
+import { integerParam } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
 import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
 import type { ServeNodeLimits } from './config.js';
@@ -16,7 +17,6 @@ import { parseQuery } from './fts-query.js';
 import type { OffsetWaiters } from './offset-waiters.js';
 import {
   checkKey,
-  integerParam,
   optionalString,
   parsePartitions,
   parseBatchGet,
@@ -48,12 +48,17 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   /** Waits until the read's `wait_for` offsets are applied, for at most its `wait_ms`. */
   const waitForOffsets = async (c: Context): Promise<void> => {
     const needs = parseWaitFor(c.req.query('wait_for'), hostedSet);
-    const waitMs = integerParam('wait_ms', c.req.query('wait_ms'), {
-      min: 0,
-      max: limits.waitMsMax,
-      defaultValue: limits.waitMsDefault,
-      clamp: true,
-    });
+    // Longer waits than waitMsMax are clamped to it, not refused.
+    const waitMs = Math.min(
+      integerParam(
+        c.req.query('wait_ms'),
+        'wait_ms',
+        0,
+        Number.MAX_SAFE_INTEGER,
+        limits.waitMsDefault,
+      ),
+      limits.waitMsMax,
+    );
     if (needs.length > 0) await core.waiters.wait(needs, waitMs);
   };
 
@@ -104,11 +109,13 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
 
   app.get('/internal/scan/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
-    const limit = integerParam('limit', c.req.query('limit'), {
-      min: 1,
-      max: limits.scanLimitMax,
-      defaultValue: limits.scanLimitDefault,
-    });
+    const limit = integerParam(
+      c.req.query('limit'),
+      'limit',
+      1,
+      limits.scanLimitMax,
+      limits.scanLimitDefault,
+    );
     const range = {
       prefix: optionalString('prefix', c.req.query('prefix')),
       start: optionalString('start', c.req.query('start')),
@@ -132,16 +139,20 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     const q = c.req.query('q');
     if (q === undefined || q.trim() === '') throw badRequest('invalid_query', 'q is required');
     const query = parseQuery(q, limits);
-    const limit = integerParam('limit', c.req.query('limit'), {
-      min: 1,
-      max: limits.searchLimitMax,
-      defaultValue: limits.searchLimitDefault,
-    });
-    const offset = integerParam('offset', c.req.query('offset'), {
-      min: 0,
-      max: limits.searchDepthMax - limit,
-      defaultValue: 0,
-    });
+    const limit = integerParam(
+      c.req.query('limit'),
+      'limit',
+      1,
+      limits.searchLimitMax,
+      limits.searchLimitDefault,
+    );
+    const offset = integerParam(
+      c.req.query('offset'),
+      'offset',
+      0,
+      limits.searchDepthMax - limit,
+      0,
+    );
     const highlight = c.req.query('highlight') === 'true';
     const partitions = parsePartitions(c.req.query('partitions'), hostedSet) ?? core.hosted;
     await waitForOffsets(c);

@@ -256,6 +256,10 @@ describe('serve-node reads', () => {
     );
     for (const [path, status] of statuses) expect(status, String(path)).toBe(400);
     expect(statuses[5][2]).toBe('partition_not_hosted');
+    expect(statuses.slice(1, 3).map((s) => s[2])).toEqual([
+      'invalid_parameter',
+      'invalid_parameter',
+    ]);
     for (const path of [
       '/internal/docs/articles/%FF',
       '/internal/docs/articles/%',
