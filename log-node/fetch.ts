@@ -6,12 +6,8 @@
  */
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
+import type { FetchPosition } from '../shared/log-client.js';
 import type { LogNode } from './log-node.js';
-
-export interface FetchPosition {
-  partition: number;
-  offset: number;
-}
 
 /** `from=P:O[,P:O]`: distinct partitions, at most `partitionsMax`. */
 export function parseFetchPositions(raw: string | undefined, partitionsMax: number) {
@@ -49,17 +45,14 @@ export async function fetchPartitions(
   const idle = outcomes.every((outcome) => !('error' in outcome) && outcome.batches.length === 0);
   if (!idle || waitMs === 0 || node.closing) return outcomes;
   const logs = positions.map((position) => node.partition(String(position.partition)));
-  if (logs.some((log, i) => log.endOffset > positions[i].offset))
-    return readAll(node, positions, maxBytes);
   const release = node.admitLongPoll();
+  // The first append to any of them ends the wait; the other waits are then cancelled.
   const woken = new AbortController();
-  const stop = () => woken.abort();
-  signal?.addEventListener('abort', stop, { once: true });
+  const cancel = signal === undefined ? woken.signal : AbortSignal.any([woken.signal, signal]);
   try {
-    await Promise.race(logs.map((log) => log.waiters.wait(waitMs, woken.signal)));
+    await Promise.race(logs.map((log) => log.waiters.wait(waitMs, cancel)));
   } finally {
-    stop();
-    signal?.removeEventListener('abort', stop);
+    woken.abort();
     release();
   }
   return readAll(node, positions, maxBytes);

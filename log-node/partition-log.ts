@@ -369,8 +369,10 @@ export class PartitionLog {
   }
 
   private async readNow(offset: number, maxBytes: number): Promise<Buffer> {
-    // close() retires the segments; a long-poll it woke finds nothing more to read.
-    if (this.closed) return Buffer.alloc(0);
+    // close() retires the segments; a long-poll it woke finds nothing more to read. At the end of
+    // the log (where every caught-up tailer asks) there is nothing to look up, and the answer is
+    // given without an await, so no append can become visible between it and a long-poll's wait.
+    if (this.closed || offset >= this.visibleEndOffset) return Buffer.alloc(0);
     const segments = this.segments;
     let i = findSegment(segments, offset);
     for (; i < segments.length; i++) {
