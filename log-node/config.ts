@@ -2,6 +2,8 @@
  * The log-node's configuration: every size, count and wait is named here with its unit, has a
  * default, and is enforced where it is used.
  */
+import { APPEND_REQUEST_BYTES_MAX, PARTITIONS_MAX } from '../shared/log-client.js';
+
 export type FsyncPolicy = 'always' | 'interval';
 export type CleanupPolicy = 'compact' | 'delete' | 'compact,delete';
 
@@ -72,12 +74,12 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   batchBytesMax: 16 * MiB + 64 * 1024,
   recordBytesMax: MiB + 2048,
   recordsPerBatchMax: 10_000,
-  partitionsMax: 1024,
+  partitionsMax: PARTITIONS_MAX,
   readBytesMax: 4 * MiB,
   longPollsMax: 1024,
   longPollWaitMsMax: 30_000,
   appendQueueBytesMax: 256 * MiB,
-  appendRequestBytesMax: 64 * MiB,
+  appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
   cleanupPolicy: 'compact',
   retentionMs: -1,
   retentionBytes: -1,

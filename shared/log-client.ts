@@ -76,11 +76,12 @@ export interface HttpLogClientOptions {
   appendRequestBytesMax?: number;
 }
 
+/** The default bound of a multi-partition append, the log-node's and its clients'. */
 export const APPEND_REQUEST_BYTES_MAX = 64 * 1024 * 1024;
+/** The default bound of partitions a log-node holds, and so of frames in one append. */
+export const PARTITIONS_MAX = 1024;
 /** Multi-partition appends out to one log-node at once. */
 const APPENDS_IN_FLIGHT_MAX = 4;
-/** Partitions in one multi-partition append (the log-node's default `partitionsMax`). */
-const APPEND_PARTITIONS_MAX = 1024;
 
 interface QueuedAppend {
   frame: PartitionFrame;
@@ -91,6 +92,7 @@ export class HttpLogClient implements LogClient {
   readonly url: string;
   private readonly http: InternalHttp;
   private readonly appends: CallBatcher<QueuedAppend, AppendResult | TailbaseError>;
+  private appendRouteMissing = false;
 
   constructor(url: string, options: HttpLogClientOptions = {}) {
     const headers: Record<string, string> = options.clusterSecret
@@ -99,7 +101,7 @@ export class HttpLogClient implements LogClient {
     this.http = new InternalHttp(url, 'log-node', headers);
     this.url = this.http.url;
     this.appends = new CallBatcher({
-      batchMax: APPEND_PARTITIONS_MAX,
+      batchMax: PARTITIONS_MAX,
       inFlightMax: APPENDS_IN_FLIGHT_MAX,
       batchWeightMax: options.appendRequestBytesMax ?? APPEND_REQUEST_BYTES_MAX,
       weigh: (queued) => FRAME_HEADER_BYTES + queued.frame.bytes.length,
@@ -125,6 +127,7 @@ export class HttpLogClient implements LogClient {
   }
 
   private async appendMany(queued: QueuedAppend[]): Promise<(AppendResult | TailbaseError)[]> {
+    if (this.appendRouteMissing) return Promise.all(queued.map((item) => this.appendOne(item)));
     const signals = queued.flatMap((item) => (item.signal === undefined ? [] : [item.signal]));
     const response = await this.http.request('/internal/append', {
       method: 'POST',
@@ -132,13 +135,15 @@ export class HttpLogClient implements LogClient {
       body: encodeFrames(queued.map((item) => item.frame)),
       signal: signals.length === 0 ? undefined : AbortSignal.any(signals),
     });
-    const refusal = response.ok ? null : errorFromBody(response.status, response.json()).code;
-    if (refusal === 'not_found' || refusal === 'request_too_large') {
-      // A log-node without the route (an older version) or with a smaller appendRequestBytesMax:
-      // each batch goes alone, as the route it has always had takes it.
+    if (!response.ok) {
+      const refusal = errorFromBody(response.status, response.json());
+      if (refusal.code !== 'not_found' && refusal.code !== 'request_too_large') throw refusal;
+      // A log-node without the route (an older version: remembered) or with a smaller
+      // appendRequestBytesMax: each batch goes alone, as the route it has always had takes it.
+      this.appendRouteMissing ||= refusal.code === 'not_found';
       return Promise.all(queued.map((item) => this.appendOne(item)));
     }
-    const { partitions } = json<{ partitions: PartitionAppendOutcome[] }>(response);
+    const { partitions } = response.json() as { partitions: PartitionAppendOutcome[] };
     if (!Array.isArray(partitions) || partitions.length !== queued.length) {
       throw new TailbaseError(502, 'peer_error', 'the log-node answered another number of appends');
     }
