@@ -6,12 +6,9 @@
  * partition (uint32 BE), the document's JSON. meta db: `applied:<p>` → next unapplied offset,
  * `clusterId` → the log cluster the documents came from.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import type { PartitionChange } from './prepared-record.js';
 import { SETTINGS_COLLECTION } from './collection-settings.js';
-import { currentBootId, flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
 export const DOCS_FILE = 'docs.mdb';
 const VALUE_HEADER_BYTES = 12;
@@ -39,17 +36,13 @@ export class DocStore {
   private readonly docs: Database<Buffer, Buffer>;
   private readonly meta: Database<unknown, string>;
 
-  private readonly unflushed: boolean;
-
-  constructor(private readonly path: string) {
-    // Commits without fsync, behind a marker that makes the node rebuild after a power loss
-    // (unflushed-marker.ts): asynchronous commits through lmdb-js's write thread took 2-5 ms at
-    // the median and 10-21 ms at p99 per applied answer, most of a write's time to visibility.
-    const bootId = currentBootId();
-    this.unflushed = bootId !== null;
-    mkdirSync(dirname(path), { recursive: true });
-    if (bootId !== null) markUnflushed(dirname(path), bootId);
-    this.env = open({ path, compression: false, noSync: this.unflushed });
+  /**
+   * `noSync`: commits without fsync, for stores behind the replica's unflushed marker
+   * (unflushed-marker.ts): asynchronous commits through lmdb-js's write thread took 2-5 ms at the
+   * median and 10-21 ms at p99 per applied answer, most of a write's time to visibility.
+   */
+  constructor(path: string, options: { noSync: boolean }) {
+    this.env = open({ path, compression: false, noSync: options.noSync });
     this.docs = this.env.openDB<Buffer, Buffer>({
       name: 'docs',
       keyEncoding: 'binary',
@@ -138,10 +131,8 @@ export class DocStore {
     await this.env.backup(path, false);
   }
 
-  /** Closes the environment, then flushes the file and clears the unflushed marker. */
   async close(): Promise<void> {
     await this.env.close();
-    if (this.unflushed) flushAndClearMarker(dirname(this.path), this.path);
   }
 }
 

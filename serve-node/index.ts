@@ -5,12 +5,9 @@ import { createLogger, type Logger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS, type ServeNodeConfig } from './config.js';
 import { createServeNodeApp } from './routes.js';
 import { ServeNode } from './serve-node.js';
-import { unflushedSinceEarlierBoot } from './unflushed-marker.js';
 import {
   createGeneration,
   currentGeneration,
-  generationDir,
-  removeGeneration,
   loadOrCreateNodeId,
   seedFromSnapshot,
 } from './store-dirs.js';
@@ -61,15 +58,6 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
   } else if (options.fromSnapshot !== undefined) {
     logger.warn('the data directory already holds stores; --from-snapshot is ignored');
   }
-  let startedEmpty: string | undefined;
-  if (unflushedSinceEarlierBoot(generationDir(options.dataDir, generation))) {
-    // Opening a store a power loss may have torn is not safe: start an empty generation instead.
-    startedEmpty = 'the machine restarted while the stores held unflushed writes';
-    logger.warn({ reason: startedEmpty }, 'wiping the stores and replaying the log');
-    removeGeneration(options.dataDir, generation);
-    generation += 1;
-    createGeneration(options.dataDir, generation);
-  }
   const node = new ServeNode({
     nodeId,
     clusterId: cluster.clusterId,
@@ -80,7 +68,6 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
     clusterSecret: options.clusterSecret,
     log,
     logger,
-    startedEmpty,
   });
   await node.start();
   const listener = await listen(

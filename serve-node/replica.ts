@@ -3,6 +3,7 @@
  * partition becomes one LMDB transaction and one SQLite transaction, each carrying its own
  * checkpoint. A read may rely on the lower of the two checkpoints.
  */
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { assert } from '../shared/assert.js';
@@ -10,6 +11,7 @@ import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE } from './search-store.js';
 import { StepView } from './step-view.js';
+import { currentBootId, flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
 export interface ApplyPart {
   partition: number;
@@ -31,8 +33,15 @@ export class Replica {
   /** Every read answer reports `applied`; the stores change only through apply(), which resets it. */
   private readonly appliedCache = new Map<number, number>();
 
+  /** LMDB commits without fsync, behind the unflushed marker in `dir` (unflushed-marker.ts). */
+  private readonly unflushed: boolean;
+
   constructor(readonly dir: string) {
-    this.docs = new DocStore(join(dir, DOCS_FILE));
+    const bootId = currentBootId();
+    this.unflushed = bootId !== null;
+    mkdirSync(dir, { recursive: true });
+    if (bootId !== null) markUnflushed(dir, bootId);
+    this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: this.unflushed });
     this.search = new SearchStore(join(dir, SEARCH_FILE));
   }
 
@@ -134,9 +143,14 @@ export class Replica {
     await this.search.backup(join(dir, SEARCH_FILE));
   }
 
-  async close(): Promise<void> {
+  /**
+   * Closes both stores, flushing LMDB and clearing the unflushed marker; with `discard` (stores
+   * about to be deleted) nothing is flushed.
+   */
+  async close(options: { discard?: boolean } = {}): Promise<void> {
     this.search.close();
     await this.docs.close();
+    if (this.unflushed && !options.discard) flushAndClearMarker(join(this.dir, DOCS_FILE));
   }
 }
 

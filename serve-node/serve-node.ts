@@ -20,6 +20,7 @@ import {
   removeGeneration,
   SNAPSHOT_MANIFEST,
 } from './store-dirs.js';
+import { unflushedSinceEarlierBoot } from './unflushed-marker.js';
 
 export interface ServeNodeParts {
   nodeId: string;
@@ -31,8 +32,6 @@ export interface ServeNodeParts {
   clusterSecret?: string;
   log: LogClient;
   logger: Logger;
-  /** Why the node starts from an empty store generation it had to replace, if it did. */
-  startedEmpty?: string;
 }
 
 export class ServeNode implements ServeNodeCore {
@@ -52,10 +51,16 @@ export class ServeNode implements ServeNodeCore {
     this.limits = parts.limits;
     this.clusterSecret = parts.clusterSecret;
     this.generation = parts.generation;
-    if (parts.startedEmpty !== undefined) {
-      this.lastRebuild = { reason: parts.startedEmpty, atMs: Date.now() };
+    const dir = generationDir(parts.dataDir, parts.generation);
+    if (unflushedSinceEarlierBoot(dir)) {
+      // Opening stores a power loss may have torn is not safe: they go unopened.
+      const reason = 'the machine restarted while the stores held unflushed writes';
+      parts.logger.warn({ reason }, 'wiping the stores and replaying the log');
+      removeGeneration(parts.dataDir, parts.generation);
+      this.current = this.openNextGeneration(reason);
+    } else {
+      this.current = new Replica(dir);
     }
-    this.current = new Replica(generationDir(parts.dataDir, parts.generation));
     this.waiters = new OffsetWaiters(parts.limits.waitersMax, (p) => this.current.applied(p));
   }
 
@@ -183,13 +188,18 @@ export class ServeNode implements ServeNodeCore {
     await this.stopFetchers();
     if (this.stopped) return;
     const old = { replica: this.current, generation: this.generation };
-    this.generation += 1;
-    this.current = new Replica(createGeneration(this.parts.dataDir, this.generation));
+    this.current = this.openNextGeneration(reason);
     this.current.docs.setClusterId(this.parts.clusterId);
-    this.lastRebuild = { reason, atMs: Date.now() };
     this.startFetchers(true);
-    await old.replica.close();
+    await old.replica.close({ discard: true });
     removeGeneration(this.parts.dataDir, old.generation);
+  }
+
+  /** Empty stores in the next generation, recording why the node replays the log into them. */
+  private openNextGeneration(reason: string): Replica {
+    this.generation += 1;
+    this.lastRebuild = { reason, atMs: Date.now() };
+    return new Replica(createGeneration(this.parts.dataDir, this.generation));
   }
 
   /** Every hosted partition as its fetcher tails it, in hosted order. */

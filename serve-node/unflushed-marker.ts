@@ -8,7 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
+import { fsyncDir, fsyncPath, writeFileAtomic } from '../shared/durable-files.js';
 
 const MARKER_FILE = 'unflushed-boot-id';
 const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
@@ -37,14 +37,10 @@ export function markUnflushed(dir: string, bootId: string): void {
   writeFileAtomic(path.join(dir, MARKER_FILE), Buffer.from(`${bootId}\n`));
 }
 
-/** Flushes `file` (every page any process wrote to it), then removes the marker. */
-export function flushAndClearMarker(dir: string, file: string): void {
-  const fd = fs.openSync(file, 'r+');
-  try {
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
+/** Flushes `file` (every page any process wrote to it), then removes the marker of its dir. */
+export function flushAndClearMarker(file: string): void {
+  fsyncPath(file);
+  const dir = path.dirname(file);
   fs.rmSync(path.join(dir, MARKER_FILE), { force: true });
   fsyncDir(dir);
 }

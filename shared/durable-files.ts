@@ -8,14 +8,19 @@ import path from 'node:path';
 /** A file being written under its final name plus this suffix; never read, deleted on recovery. */
 export const TEMP_SUFFIX = '.tmp';
 
-/** Makes a rename or unlink in `dir` durable. */
-export function fsyncDir(dir: string): void {
-  const fd = fs.openSync(dir, 'r');
+/** Flushes a file's (or a directory's) written pages, whoever wrote them. */
+export function fsyncPath(file: string): void {
+  const fd = fs.openSync(file, 'r');
   try {
     fs.fsyncSync(fd);
   } finally {
     fs.closeSync(fd);
   }
+}
+
+/** Makes a rename or unlink in `dir` durable. */
+export function fsyncDir(dir: string): void {
+  fsyncPath(dir);
 }
 
 /** Writes a whole file crash-safely: temporary name, fsync, rename, fsync of the directory. */
