@@ -76,9 +76,7 @@ export class LogFetcher {
   }
 
   private async run(): Promise<void> {
-    const { logger } = this.options;
     const signal = this.abort.signal;
-    let retryMs = RETRY_MS_MIN;
     let prefetch: { key: string; answer: Promise<FetchOutcome[]> } | null = null;
     while (!signal.aborted) {
       try {
@@ -114,20 +112,16 @@ export class LogFetcher {
           this.options.onApplied(parts.map((part) => part.partition));
         }
         for (const tailed of due) this.settle(tailed);
-        retryMs = RETRY_MS_MIN;
       } catch (error) {
         prefetch = null;
         if (signal.aborted) break;
-        for (const tailed of this.partitions) {
-          tailed.next = null;
-          tailed.error = (error as Error).message;
-        }
-        logger.warn(
+        this.options.logger.warn(
           { partitions: this.options.partitions, err: error },
           'tailing failed; retrying',
         );
-        await sleep(retryMs, signal);
-        retryMs = Math.min(retryMs * 2, this.options.retryMsMax);
+        for (const tailed of this.partitions) {
+          if (!tailed.halted) this.backOff(tailed, (error as Error).message);
+        }
       }
     }
   }
@@ -205,7 +199,12 @@ export class LogFetcher {
       return;
     }
     this.options.logger.warn({ partition: tailed.partition, err: error }, 'partition read failed');
-    tailed.error = error.message;
+    this.backOff(tailed, error.message);
+  }
+
+  /** The partition is read again after its back-off (bounded exponential), from its checkpoint. */
+  private backOff(tailed: TailedPartition, error: string): void {
+    tailed.error = error;
     tailed.next = null;
     tailed.retryAtMs = Date.now() + tailed.retryMs;
     tailed.retryMs = Math.min(tailed.retryMs * 2, this.options.retryMsMax);

@@ -54,10 +54,10 @@ export class OffsetWaiters {
     });
   }
 
-  /** Called by the apply loop after a commit that moved `partition` forward. */
-  notify(partition: number): void {
+  /** Called by the apply loop after a commit that moved `partitions` forward. */
+  notify(partitions: readonly number[]): void {
     for (const waiter of this.waiting) {
-      if (!waiter.needs.some((need) => need.partition === partition)) continue;
+      if (!waiter.needs.some((need) => partitions.includes(need.partition))) continue;
       if (this.unmet(waiter.needs) !== undefined) continue;
       this.waiting.delete(waiter);
       clearTimeout(waiter.timer);

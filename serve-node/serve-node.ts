@@ -42,6 +42,8 @@ export class ServeNode implements ServeNodeCore {
   private current: Replica;
   private generation: number;
   private fetchers: LogFetcher[] = [];
+  /** Every hosted partition as its fetcher tails it, in hosted order (set with the fetchers). */
+  private tailed: TailedPartition[] = [];
   private lastRebuild: { reason: string; atMs: number } | undefined;
   private rebuilding: Promise<void> | null = null;
   private stopped = false;
@@ -94,7 +96,7 @@ export class ServeNode implements ServeNodeCore {
     return {
       nodeId: this.parts.nodeId,
       clusterId: this.parts.clusterId,
-      partitions: this.tailed().map((tailed) => {
+      partitions: this.tailed.map((tailed) => {
         const applied = this.current.applied(tailed.partition);
         const lag = Math.max(tailed.logEndOffset - applied, 0);
         const applyRatePerSec = Math.round(tailed.rate.perSecond());
@@ -117,8 +119,8 @@ export class ServeNode implements ServeNodeCore {
   ready(): boolean {
     return (
       this.rebuilding === null &&
-      this.tailed().length === this.hosted.length &&
-      this.tailed().every(
+      this.tailed.length === this.hosted.length &&
+      this.tailed.every(
         (tailed) =>
           tailed.reachedLog &&
           tailed.logEndOffset - this.current.applied(tailed.partition) <= this.limits.readyLagMax,
@@ -202,12 +204,6 @@ export class ServeNode implements ServeNodeCore {
     return new Replica(createGeneration(this.parts.dataDir, this.generation));
   }
 
-  /** Every hosted partition as its fetcher tails it, in hosted order. */
-  private tailed(): TailedPartition[] {
-    const all = this.fetchers.flatMap((fetcher) => fetcher.partitions);
-    return all.sort((a, b) => a.partition - b.partition);
-  }
-
   private startFetchers(rebuilding: boolean): void {
     const { log, limits, logger } = this.parts;
     this.fetchers = log.fetchGroups(this.hosted).map(
@@ -221,9 +217,7 @@ export class ServeNode implements ServeNodeCore {
           retryMsMax: limits.retryMsMax,
           logger,
           rebuilding,
-          onApplied: (applied) => {
-            for (const p of applied) this.waiters.notify(p);
-          },
+          onApplied: (applied) => this.waiters.notify(applied),
           onOutOfRange: (p, detail) => {
             void this.rebuild(`partition ${p}: ${detail}`).catch((error: unknown) => {
               logger.error({ err: error }, 'rebuild failed');
@@ -231,6 +225,9 @@ export class ServeNode implements ServeNodeCore {
           },
         }),
     );
+    this.tailed = this.fetchers
+      .flatMap((fetcher) => fetcher.partitions)
+      .sort((a, b) => a.partition - b.partition);
   }
 
   private async stopFetchers(): Promise<void> {
