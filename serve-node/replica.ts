@@ -65,12 +65,6 @@ export class Replica {
     return docs === null || search === null ? null : Math.min(docs, search);
   }
 
-  /** Applies one partition's read answer: `applyMany` with one part. */
-  apply(partition: number, fromOffset: number, batches: Uint8Array): ApplyResult {
-    const [result] = this.applyMany([{ partition, fromOffset, batches }]);
-    return result;
-  }
-
   /**
    * Applies read answers of several partitions (whole batches; the first may begin before
    * `fromOffset`) in one SQLite transaction and then one LMDB transaction. Each store skips what

@@ -62,6 +62,12 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     if (needs.length > 0) await core.waiters.wait(needs, waitMs);
   };
 
+  /** A data directory may still hold partitions this node hosted before: it serves only its own. */
+  const hostedDoc = (collection: string, key: string) => {
+    const stored = core.replica().docs.get(collection, key);
+    return stored !== undefined && hostedSet.has(stored.partition) ? stored : undefined;
+  };
+
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', (c) =>
     core.ready()
@@ -74,9 +80,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     const collection = checkCollection(c.req.param('collection'));
     const key = checkKey(c.req.param('key'));
     await waitForOffsets(c);
-    const stored = core.replica().docs.get(collection, key);
-    // A data directory may still hold partitions this node hosted before: it serves only its own.
-    const doc = stored !== undefined && hostedSet.has(stored.partition) ? stored : undefined;
+    const doc = hostedDoc(collection, key);
     const applied = core.applied();
     if (doc === undefined) {
       throw notFound('document_not_found', `no document ${collection}/${key}`, { applied });
@@ -97,12 +101,11 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
       }),
     );
     const items = parseBatchGet(body, hostedSet, limits.getBatchKeysMax);
-    const { docs } = core.replica();
     const applied = core.applied();
     const answers = items.map(({ collection, key, needs }) => {
       if (needs.some((need) => applied[need.partition] <= need.offset)) return 'false';
-      const stored = docs.get(collection, key);
-      return stored !== undefined && hostedSet.has(stored.partition) ? docJson(stored) : 'null';
+      const doc = hostedDoc(collection, key);
+      return doc === undefined ? 'null' : docJson(doc);
     });
     return jsonText(c, `{"items":[${answers.join(',')}],"applied":${JSON.stringify(applied)}}`);
   });

@@ -130,20 +130,10 @@ export class SearchStore {
   }
 
   /**
-   * Applies records of one partition (already filtered to offsets >= applied) in one transaction.
-   * `docs` must show the documents exactly as of this store's checkpoint (the replica applies
-   * this store before LMDB so that it does).
+   * Applies several partitions' records (each already filtered to offsets >= its checkpoint) in
+   * one transaction. `view` gives each partition its view of the documents, which must show them
+   * exactly as of this store's checkpoint (the replica applies this store before LMDB so it does).
    */
-  apply(
-    partition: number,
-    records: readonly PreparedRecord[],
-    nextOffset: number,
-    docs: DocView,
-  ): void {
-    this.applyMany([{ partition, records, nextOffset }], () => docs);
-  }
-
-  /** Several partitions' records in one transaction; `view` gives each partition its own view. */
   applyMany(changes: readonly PartitionChange[], view: () => DocView): void {
     this.db.transaction(() => {
       for (const { partition, records, nextOffset } of changes) {

@@ -125,12 +125,11 @@ export interface HttpServeClientOptions {
   clusterSecret?: string;
   /** Keys per batched read (at most the serve-node's `getBatchKeysMax`). */
   getBatchKeysMax?: number;
-  /** Batched reads out at once to this serve-node. */
-  getBatchesInFlightMax?: number;
 }
 
 export const GET_BATCH_KEYS_MAX = 128;
-export const GET_BATCHES_IN_FLIGHT_MAX = 2;
+/** Batched reads out at once to one serve-node. */
+const GET_BATCHES_IN_FLIGHT_MAX = 2;
 
 interface BatchedGet {
   collection: string;
@@ -156,7 +155,7 @@ export class HttpServeClient implements ServeClient {
     this.url = this.http.url;
     this.batcher = new CallBatcher({
       batchMax: options.getBatchKeysMax ?? GET_BATCH_KEYS_MAX,
-      inFlightMax: options.getBatchesInFlightMax ?? GET_BATCHES_IN_FLIGHT_MAX,
+      inFlightMax: GET_BATCHES_IN_FLIGHT_MAX,
       send: (items) => this.getBatch(items),
     });
   }

@@ -25,7 +25,7 @@ let nextOffset = 0;
 /** Appends records as one batch at the next offset, as the log would, and applies it. */
 async function apply(records: LogRecord[], partition = 0): Promise<Buffer> {
   const batch = encodeBatch(records, { baseOffset: nextOffset });
-  await replica.apply(partition, nextOffset, batch);
+  replica.applyMany([{ partition, fromOffset: nextOffset, batches: batch }]);
   nextOffset += records.length;
   return batch;
 }
@@ -64,7 +64,7 @@ describe('Replica.apply', () => {
   it('re-applying a batch the stores hold changes nothing', async () => {
     const first = await apply([doc('docs', 'a', { t: 'alpha' })]);
     await apply([doc('docs', 'a', { t: 'beta' })]);
-    await replica.apply(0, 0, first);
+    replica.applyMany([{ partition: 0, fromOffset: 0, batches: first }]);
     expect(replica.docs.get('docs', 'a')?.json).toBe('{"t":"beta"}');
     expect(search('alpha')).toEqual([]);
     expect(replica.applied(0)).toBe(2);
@@ -74,15 +74,19 @@ describe('Replica.apply', () => {
     const records = [doc('docs', 'a', { t: 'gamma' }), doc('docs', 'b', { t: 'delta' })];
     const batch = encodeBatch(records);
     // The search store commits first; a crash before LMDB's commit leaves LMDB behind.
-    replica.search.apply(
-      0,
-      records.map((r, offset) => prepareRecord({ ...r, offset })),
-      2,
-      new StepView(replica.docs),
+    replica.search.applyMany(
+      [
+        {
+          partition: 0,
+          records: records.map((r, offset) => prepareRecord({ ...r, offset })),
+          nextOffset: 2,
+        },
+      ],
+      () => new StepView(replica.docs),
     );
     expect(replica.readFrom(0)).toBe(null);
     expect(replica.diverged(0)).toBe(true);
-    await replica.apply(0, 0, batch);
+    replica.applyMany([{ partition: 0, fromOffset: 0, batches: batch }]);
     expect(replica.docs.applied(0)).toBe(2);
     expect(replica.search.applied(0)).toBe(2);
     expect(replica.docs.get('docs', 'b')?.json).toBe('{"t":"delta"}');
