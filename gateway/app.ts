@@ -6,33 +6,23 @@
 import { Hono } from 'hono';
 import { installErrorHandlers } from '../shared/http-server.js';
 import { createScopeGuard } from './auth.js';
-import { observe, type GatewayEnv } from './observe.js';
+import { observe } from './observe.js';
 import { docRoutes } from './routes/docs.js';
 import { opsRoutes } from './routes/ops.js';
 import { queryRoutes } from './routes/query.js';
 import type { GatewayServices } from './services.js';
 
-const KNOWN_PATHS = [
-  '/v1/collections/:c/docs/:key',
-  '/v1/collections/:c/docs',
-  '/v1/collections/:c/search',
-  '/v1/collections/:c/settings',
-  '/v1/changes',
-  '/v1/status',
-  '/healthz',
-  '/readyz',
-  '/metrics',
-];
-
-export function createGatewayApp(services: GatewayServices): Hono<GatewayEnv> {
-  const app = new Hono<GatewayEnv>();
+export function createGatewayApp(services: GatewayServices): Hono {
+  const app = new Hono();
   installErrorHandlers(app, services.logger);
   app.use('*', observe(services.logger, services.metrics));
   const guard = createScopeGuard(services.config.apiKeys);
   docRoutes(app, services, guard);
   queryRoutes(app, services, guard);
   opsRoutes(app, services, guard);
-  for (const path of KNOWN_PATHS) {
+  // Every path the routes registered (not the middleware's wildcard), so none is left out.
+  const known = new Set(app.routes.map((route) => route.path).filter((p) => !p.includes('*')));
+  for (const path of known) {
     app.all(path, (c) =>
       c.json(
         {

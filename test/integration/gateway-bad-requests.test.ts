@@ -235,10 +235,17 @@ const table: [string, string, RequestInit, number, string][] = [
     'method_not_allowed',
   ],
   ['unknown method on status', '/v1/status', { method: 'POST' }, 405, 'method_not_allowed'],
+  [
+    'unknown method on an admin route',
+    '/v1/admin/serve-nodes/0/rebuild',
+    { method: 'DELETE' },
+    405,
+    'method_not_allowed',
+  ],
 ];
 
 describe('gateway bad requests', () => {
-  it.each(table)('%s → %i %s', async (_name, path, init, status, code) => {
+  it.each(table)('%s: %s %o → %i %s', async (_name, path, init, status, code) => {
     const before = await fixture.client.offsets();
     const response = await app.request(path, init);
     expect(response.status).toBe(status);
