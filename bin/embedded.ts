@@ -10,7 +10,6 @@ import { startLogNode } from '../log-node/index.js';
 import { startServeNode } from '../serve-node/index.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
-import { HttpServeClient } from '../shared/serve-client.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
@@ -51,7 +50,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     await log.stop();
     throw error;
   });
-  await waitReady(serve.url, options.readyWaitMsMax);
+  await waitReady(serve.node, options.readyWaitMsMax);
   const gateway = await startGateway(
     {
       host: options.host,
@@ -79,16 +78,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   };
 }
 
-async function waitReady(url: string, waitMsMax: number): Promise<void> {
-  const serve = new HttpServeClient(url);
+/** Polls the in-process serve-node's own readiness (what its /readyz answers). */
+async function waitReady(node: { ready(): boolean }, waitMsMax: number): Promise<void> {
   const deadline = Date.now() + waitMsMax;
-  try {
-    while (Date.now() < deadline) {
-      if (await serve.ready().catch(() => false)) return;
-      await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
-    }
-  } finally {
-    serve.close();
+  while (Date.now() < deadline) {
+    if (node.ready()) return;
+    await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
   throw new Error(`the serve-node did not catch up with the log within ${waitMsMax} ms`);
 }

@@ -10,11 +10,9 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from '../shared/logger.js';
 import type { GatewayMetrics } from './metrics.js';
 
-export type GatewayEnv = { Variables: Record<string, never> };
-
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
-export function observe(logger: Logger, metrics: GatewayMetrics): MiddlewareHandler<GatewayEnv> {
+export function observe(logger: Logger, metrics: GatewayMetrics): MiddlewareHandler {
   return async function observeRequest(c, next) {
     const startedMs = performance.now();
     const incoming = c.req.header('x-request-id');
@@ -28,12 +26,10 @@ export function observe(logger: Logger, metrics: GatewayMetrics): MiddlewareHand
     metrics.requests.inc({ method: c.req.method, route, status: String(c.res.status) });
     metrics.requestSeconds.observe({ method: c.req.method, route }, seconds);
     if (logger.isLevelEnabled('debug') || c.res.status >= 500) {
-      logger
-        .child({ reqId: requestId })
-        [c.res.status >= 500 ? 'error' : 'debug'](
-          { method: c.req.method, route, status: c.res.status, ms: seconds * 1000 },
-          'request',
-        );
+      logger[c.res.status >= 500 ? 'error' : 'debug'](
+        { reqId: requestId, method: c.req.method, route, status: c.res.status, ms: seconds * 1000 },
+        'request',
+      );
     }
   };
 }

@@ -54,7 +54,7 @@ export function registerRebuildCommand(program: Command, io: ClientIo): void {
           ? new HttpServeClient(flags.serve as string, {
               clusterSecret: flags.clusterSecret as string | undefined,
             })
-          : throughGateway(session.client, flags.node as number, flags.url as string);
+          : throughGateway(session.client, flags.node as number);
         // The end offsets the node knows before the wipe size the bar from the first poll on.
         const before = readRebuildProgress(await serve.status());
         const startedMs = performance.now();
@@ -119,9 +119,9 @@ export function registerRebuildCommand(program: Command, io: ClientIo): void {
 }
 
 /** The serve-node admin calls of the gateway, in the shape of the internal client. */
-function throughGateway(client: TailbaseClient, node: number, url: string) {
+function throughGateway(client: TailbaseClient, node: number) {
   return {
-    url: `${url} serve-node ${node}`,
+    url: `${client.url} serve-node ${node}`,
     status: () => client.serveNodeStatus(node),
     rebuild: () => client.rebuildServeNode(node),
   };

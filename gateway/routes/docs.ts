@@ -6,7 +6,6 @@ import { partitionFor } from '../../shared/partitioner.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
-import type { GatewayEnv } from '../observe.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import {
   checkDocument,
@@ -31,7 +30,7 @@ export function docTarget(c: Context, services: GatewayServices) {
   return { collection, key: key as string, query: strictQuery(c.req.url) };
 }
 
-export function docRoutes(app: Hono<GatewayEnv>, services: GatewayServices, guard: ScopeGuard) {
+export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
   const { tokens } = services;
   const doc = '/v1/collections/:c/docs/:key';

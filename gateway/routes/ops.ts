@@ -4,13 +4,12 @@ import { notFound } from '../../shared/errors.js';
 import type { ScopeGuard } from '../auth.js';
 import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
-import type { GatewayEnv } from '../observe.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { parseSettings, SETTINGS_COLLECTION } from '../settings.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { docTarget } from './docs.js';
 
-export function opsRoutes(app: Hono<GatewayEnv>, services: GatewayServices, guard: ScopeGuard) {
+export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { config, cluster, log, tokens, topology, metrics } = services;
 
   app.put('/v1/collections/:c/settings', guard('admin'), async (c) => {

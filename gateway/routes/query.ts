@@ -4,14 +4,13 @@ import { badRequest } from '../../shared/errors.js';
 import type { SearchResult } from '../../shared/serve-client.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, servedToken, TOKEN_HEADER, waitForPartitions } from '../consistency.js';
-import type { GatewayEnv } from '../observe.js';
 import { decodeCursor, encodeCursor, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
 import type { GatewayServices } from '../services.js';
 import { intParam } from '../validation.js';
 import { docTarget } from './docs.js';
 
-export function queryRoutes(app: Hono<GatewayEnv>, services: GatewayServices, guard: ScopeGuard) {
+export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
   const { tokens, topology } = services;
   const all = Array.from({ length: services.cluster.partitions }, (_, p) => p);
