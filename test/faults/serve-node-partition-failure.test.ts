@@ -5,14 +5,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
-import { createLogger } from '../../shared/logger.js';
-import { HttpServeClient } from '../../shared/serve-client.js';
-import { startLogNode } from '../../log-node/index.js';
-import { startServeNode } from '../../serve-node/index.js';
-import { freePort, logAndServeNodes, sleep } from '../harness/index.js';
+import { logAndServeNodes, sleep } from '../harness/index.js';
 
-const silent = createLogger('test', 'silent');
 const nodes = logAndServeNodes('partition-failure');
 
 const doc = (key: string) =>
@@ -20,30 +14,19 @@ const doc = (key: string) =>
 
 describe('a failed partition on the log-node', () => {
   it('leaves the other partitions of the same fetcher applying', async () => {
-    const port = await freePort();
-    const start = () =>
-      startLogNode({ dataDir: nodes.logDir.path, port, partitions: 2, logger: silent });
-    nodes.logNode = await start();
-    let log = new HttpLogClient(nodes.logNode.url);
+    let log = await nodes.startLog({ partitions: 2 });
     for (const key of ['a', 'b', 'c']) await log.append(0, doc(`p0-${key}`));
     await log.append(1, doc('p1-a'));
-    await nodes.logNode.stop();
+    await nodes.logNode!.stop();
 
     // A flipped bit in the first batch's CRC-covered bytes, with batches after it: not a torn tail.
     const segment = path.join(nodes.logDir.path, 'partitions/0', `${'0'.padStart(20, '0')}.log`);
     const bytes = fs.readFileSync(segment);
     bytes[40] ^= 0x04;
     fs.writeFileSync(segment, bytes);
-    nodes.logNode = await start();
-    log = new HttpLogClient(nodes.logNode.url);
+    log = await nodes.startLog({ partitions: 2 });
 
-    nodes.serveNode = await startServeNode({
-      dataDir: nodes.serveDir.path,
-      logUrls: [nodes.logNode.url],
-      logger: silent,
-      limits: { retryMsMax: 200 },
-    });
-    const serve = new HttpServeClient(nodes.serveNode.url);
+    const serve = await nodes.startServe({ limits: { retryMsMax: 200 } });
     expect((await serve.get('c', 'p1-a', { waitFor: { 1: 0 }, waitMs: 10_000 })).doc?.key).toBe(
       'p1-a',
     );

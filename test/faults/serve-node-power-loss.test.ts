@@ -6,15 +6,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
-import { createLogger } from '../../shared/logger.js';
 import { HttpServeClient } from '../../shared/serve-client.js';
-import { startLogNode } from '../../log-node/index.js';
-import { startServeNode } from '../../serve-node/index.js';
 import { currentBootId } from '../../serve-node/unflushed-marker.js';
 import { logAndServeNodes } from '../harness/index.js';
 
-const silent = createLogger('test', 'silent');
 const nodes = logAndServeNodes('power-loss');
 const MARKER = 'unflushed-boot-id';
 
@@ -26,13 +21,7 @@ const storeDirs = () =>
 
 describe.runIf(currentBootId() !== null)('serve-node stores across a power loss', () => {
   it('keeps its stores after a clean stop and replays after an unflushed earlier boot', async () => {
-    nodes.logNode = await startLogNode({
-      dataDir: nodes.logDir.path,
-      port: 0,
-      partitions: 2,
-      logger: silent,
-    });
-    const log = new HttpLogClient(nodes.logNode.url);
+    const log = await nodes.startLog({ partitions: 2 });
     const docs = ['a', 'b', 'c', 'd'].map((key, i) => ({
       collection: 'c',
       key,
@@ -43,14 +32,7 @@ describe.runIf(currentBootId() !== null)('serve-node stores across a power loss'
       (await log.append(0, encodeBatch(docs.slice(0, 2)))).lastOffset,
       (await log.append(1, encodeBatch(docs.slice(2)))).lastOffset,
     ];
-    const start = async () => {
-      nodes.serveNode = await startServeNode({
-        dataDir: nodes.serveDir.path,
-        logUrls: [nodes.logNode!.url],
-        logger: silent,
-      });
-      return new HttpServeClient(nodes.serveNode.url);
-    };
+    const start = () => nodes.startServe();
     const everyDoc = async (serve: HttpServeClient) => {
       const scan = await serve.scan('c', { waitFor: { 0: last[0], 1: last[1] }, waitMs: 10_000 });
       return scan.items.map((item) => item.key);

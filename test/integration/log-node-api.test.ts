@@ -244,12 +244,12 @@ describe('multi-partition fetch', () => {
   });
 
   it('rejects a bad partition list with 400', async () => {
-    const { node } = await start({ partitionsMax: 4 });
+    const { node, client } = await start({ partitionsMax: 4 });
     for (const from of ['', '0', '0:x', '0:-1', 'a:1', '0:1,0:2', '0:0,1:0,2:0,3:0,4:0', '0:1e3']) {
       const answer = await call(node.url, 'GET', `/internal/fetch?from=${from}`);
       expect([answer.status, answer.json?.error?.code], from).toEqual([400, 'invalid_parameter']);
     }
-    const [unknown] = await new HttpLogClient(node.url).fetch([{ partition: 9, offset: 0 }]);
+    const [unknown] = await client.fetch([{ partition: 9, offset: 0 }]);
     expect('error' in unknown && unknown.error).toMatchObject({ code: 'invalid_partition' });
   });
 });

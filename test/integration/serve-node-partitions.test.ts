@@ -3,14 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
-import { HttpLogClient } from '../../shared/log-client.js';
-import { createLogger } from '../../shared/logger.js';
-import { HttpServeClient } from '../../shared/serve-client.js';
-import { startLogNode } from '../../log-node/index.js';
-import { startServeNode } from '../../serve-node/index.js';
 import { logAndServeNodes } from '../harness/index.js';
 
-const silent = createLogger('test', 'silent');
 const nodes = logAndServeNodes('partitions');
 
 const docBatch = (key: string) =>
@@ -20,24 +14,10 @@ const docBatch = (key: string) =>
 
 describe('serve-node hosted partitions', () => {
   it('hides partitions it no longer hosts and replays the ones it gains', async () => {
-    nodes.logNode = await startLogNode({
-      dataDir: nodes.logDir.path,
-      port: 0,
-      partitions: 2,
-      logger: silent,
-    });
-    const log = new HttpLogClient(nodes.logNode.url);
+    const log = await nodes.startLog({ partitions: 2 });
     const p0 = await log.append(0, docBatch('zero'));
     const p1 = await log.append(1, docBatch('one'));
-    const start = async (partitions?: number[]) => {
-      nodes.serveNode = await startServeNode({
-        dataDir: nodes.serveDir.path,
-        logUrls: [nodes.logNode!.url],
-        partitions,
-        logger: silent,
-      });
-      return new HttpServeClient(nodes.serveNode.url);
-    };
+    const start = (partitions?: number[]) => nodes.startServe({ partitions });
 
     let serve = await start([1]);
     await serve.get('c', 'one', { waitFor: { 1: p1.lastOffset } });

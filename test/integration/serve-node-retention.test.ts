@@ -2,14 +2,8 @@
 // and rebuilds by itself, says so in its status, and ends equal to the retained log.
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
-import { createLogger } from '../../shared/logger.js';
-import { HttpServeClient } from '../../shared/serve-client.js';
-import { startLogNode } from '../../log-node/index.js';
-import { startServeNode } from '../../serve-node/index.js';
 import { logAndServeNodes, sleep } from '../harness/index.js';
 
-const silent = createLogger('test', 'silent');
 const nodes = logAndServeNodes('retention');
 
 const batchOf = (first: number, count: number) =>
@@ -24,31 +18,20 @@ const batchOf = (first: number, count: number) =>
 
 describe('serve-node behind the log start', () => {
   it('rebuilds by itself when retention removed what its checkpoint needs', async () => {
-    nodes.logNode = await startLogNode({
-      dataDir: nodes.logDir.path,
-      port: 0,
+    const log = await nodes.startLog({
       partitions: 1,
-      logger: silent,
       batchBytesMax: 32 * 1024,
       segmentBytesMax: 32 * 1024,
       cleanupPolicy: 'delete',
       retentionBytes: 96 * 1024,
       cleanerIntervalMs: 50,
     });
-    const log = new HttpLogClient(nodes.logNode.url);
-    const start = () =>
-      startServeNode({
-        dataDir: nodes.serveDir.path,
-        logUrls: [nodes.logNode!.url],
-        logger: silent,
-      });
     const first = await log.append(0, batchOf(0, 50));
-    nodes.serveNode = await start();
-    const serve = new HttpServeClient(nodes.serveNode.url);
+    const serve = await nodes.startServe();
     expect((await serve.get('events', 'e0', { waitFor: { 0: first.lastOffset } })).doc).not.toBe(
       null,
     );
-    await nodes.serveNode.stop();
+    await nodes.serveNode!.stop();
 
     let end = first.lastOffset;
     for (let n = 50; n < 2_000; n += 50) end = (await log.append(0, batchOf(n, 50))).lastOffset;
@@ -59,8 +42,7 @@ describe('serve-node behind the log start', () => {
     }
     expect(logStart).toBeGreaterThan(first.lastOffset + 1);
 
-    nodes.serveNode = await start();
-    const restarted = new HttpServeClient(nodes.serveNode.url);
+    const restarted = await nodes.startServe();
     const got = await restarted.get('events', `e${end}`, { waitFor: { 0: end }, waitMs: 20_000 });
     expect(got.doc?.value).toMatchObject({ n: end });
     const status = await restarted.status();
