@@ -123,62 +123,65 @@ export async function runNatsBench(
   binary: string,
 ): Promise<WorkloadResult[]> {
   const dir = makeBenchDir('nats');
-  const port = await freePort();
-  const monitorPort = await freePort();
-  const server = await spawnServer({
-    command: binary,
-    args: ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', dir],
-    port: monitorPort,
-    readyPath: '/healthz?js-enabled-only=true',
-  });
-  const connections: NatsConnection[] = [];
   try {
-    for (let i = 0; i < CONNECTIONS; i++) connections.push(await NatsConnection.open(port, i));
-    const stream = { name: STREAM, subjects: [`${STREAM}.>`], storage: 'file', num_replicas: 1 };
-    const created = JSON.parse(
-      await connections[0].request(`$JS.API.STREAM.CREATE.${STREAM}`, JSON.stringify(stream)),
-    ) as { error?: unknown };
-    if (created.error) throw new Error(`stream create failed: ${JSON.stringify(created.error)}`);
+    const port = await freePort();
+    const monitorPort = await freePort();
+    const server = await spawnServer({
+      command: binary,
+      args: ['-a', '127.0.0.1', '-p', String(port), '-m', String(monitorPort), '-js', '-sd', dir],
+      port: monitorPort,
+      readyPath: '/healthz?js-enabled-only=true',
+    });
+    const connections: NatsConnection[] = [];
+    try {
+      for (let i = 0; i < CONNECTIONS; i++) connections.push(await NatsConnection.open(port, i));
+      const stream = { name: STREAM, subjects: [`${STREAM}.>`], storage: 'file', num_replicas: 1 };
+      const created = JSON.parse(
+        await connections[0].request(`$JS.API.STREAM.CREATE.${STREAM}`, JSON.stringify(stream)),
+      ) as { error?: unknown };
+      if (created.error) throw new Error(`stream create failed: ${JSON.stringify(created.error)}`);
 
-    const value = Buffer.alloc(VALUE_BYTES, 0x78);
-    const durationMs = (options.quick ? 1 : 5) * 1000;
-    const histogram = new LatencyHistogram();
-    server.resetPeakRss();
-    const started = performance.now();
-    const deadline = started + durationMs;
-    let acked = 0;
-    await Promise.all(
-      connections.map(async (connection, index) => {
-        const subject = `${STREAM}.${index}`;
-        for (let i = 0; i < PUBLISHES_PER_CONNECTION_MAX && performance.now() < deadline; i++) {
-          const t0 = performance.now();
-          checkAck(await connection.request(subject, value));
-          histogram.recordMs(performance.now() - t0);
-          acked++;
-        }
-      }),
-    );
-    const seconds = (performance.now() - started) / 1000;
-    return [
-      {
-        group: 'peers',
-        name: NATS_PUBLISH,
-        description: `1 x ${VALUE_BYTES} B message, ${CONNECTIONS} connections, file storage, NOT DURABLE (2.9 acks before fsync), client node:net`,
-        throughput: { value: acked / seconds, unit: 'records/s' },
-        latency: histogram.summary(),
-        figures: {
-          connections: CONNECTIONS,
-          acked,
-          durable: 'no: acks before fsync',
-          client: 'node:net',
+      const value = Buffer.alloc(VALUE_BYTES, 0x78);
+      const durationMs = (options.quick ? 1 : 5) * 1000;
+      const histogram = new LatencyHistogram();
+      server.resetPeakRss();
+      const started = performance.now();
+      const deadline = started + durationMs;
+      let acked = 0;
+      await Promise.all(
+        connections.map(async (connection, index) => {
+          const subject = `${STREAM}.${index}`;
+          for (let i = 0; i < PUBLISHES_PER_CONNECTION_MAX && performance.now() < deadline; i++) {
+            const t0 = performance.now();
+            checkAck(await connection.request(subject, value));
+            histogram.recordMs(performance.now() - t0);
+            acked++;
+          }
+        }),
+      );
+      const seconds = (performance.now() - started) / 1000;
+      return [
+        {
+          group: 'peers',
+          name: NATS_PUBLISH,
+          description: `1 x ${VALUE_BYTES} B message, ${CONNECTIONS} connections, file storage, NOT DURABLE (2.9 acks before fsync), client node:net`,
+          throughput: { value: acked / seconds, unit: 'records/s' },
+          latency: histogram.summary(),
+          figures: {
+            connections: CONNECTIONS,
+            acked,
+            durable: 'no: acks before fsync',
+            client: 'node:net',
+          },
+          ratios: [],
+          peakRssBytes: { 'nats-server': server.peakRssBytes() },
         },
-        ratios: [],
-        peakRssBytes: { 'nats-server': server.peakRssBytes() },
-      },
-    ];
+      ];
+    } finally {
+      for (const connection of connections) connection.close();
+      await server.stop();
+    }
   } finally {
-    for (const connection of connections) connection.close();
-    await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

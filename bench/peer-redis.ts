@@ -63,67 +63,73 @@ function redisBenchmark(port: number, args: string[], requests: number): Promise
   });
 }
 
-export async function runRedisBench(options: BenchOptions): Promise<WorkloadResult[]> {
+export async function runRedisBench(
+  options: BenchOptions,
+  binary: string,
+): Promise<WorkloadResult[]> {
   const dir = makeBenchDir('redis');
-  const port = await freePort();
-  const server = await spawnServer({
-    command: 'redis-server',
-    args: [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--dir',
-      dir,
-      '--appendonly',
-      'yes',
-      '--appendfsync',
-      'always',
-      '--save',
-      '',
-      '--daemonize',
-      'no',
-    ],
-    port,
-    ready: () =>
-      spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.includes(
-        'PONG',
-      ),
-  });
-  const value = 'x'.repeat(VALUE_BYTES);
-  const runs: RedisRun[] = [
-    {
-      name: 'redis XADD',
-      description: `1 x ${VALUE_BYTES} B entry, ${CLIENTS} clients, appendfsync always`,
-      args: ['XADD', 'bench', '*', 'v', value],
-      requests: options.quick ? 2000 : 60_000,
-    },
-    {
-      name: 'redis GET',
-      description: `${CLIENTS} clients, ${VALUE_BYTES} B values`,
-      args: ['-t', 'get', '-d', String(VALUE_BYTES)],
-      requests: options.quick ? 10_000 : 300_000,
-    },
-  ];
   try {
-    const results: WorkloadResult[] = [];
-    for (const run of runs) {
-      server.resetPeakRss();
-      const r = parseCsv(await redisBenchmark(port, run.args, run.requests));
-      results.push({
-        group: 'peers',
-        name: run.name,
-        description: run.description,
-        throughput: { value: r.rps, unit: run.name.endsWith('XADD') ? 'records/s' : 'req/s' },
-        latency: { p50Ms: r.p50Ms, p99Ms: r.p99Ms, maxMs: r.maxMs, count: run.requests },
-        figures: { clients: CLIENTS, requests: run.requests, client: 'redis-benchmark' },
-        ratios: [],
-        peakRssBytes: { redis: server.peakRssBytes() },
-      });
+    const port = await freePort();
+    const server = await spawnServer({
+      command: binary,
+      args: [
+        '--port',
+        String(port),
+        '--bind',
+        '127.0.0.1',
+        '--dir',
+        dir,
+        '--appendonly',
+        'yes',
+        '--appendfsync',
+        'always',
+        '--save',
+        '',
+        '--daemonize',
+        'no',
+      ],
+      port,
+      ready: () =>
+        spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.includes(
+          'PONG',
+        ),
+    });
+    const value = 'x'.repeat(VALUE_BYTES);
+    const runs: RedisRun[] = [
+      {
+        name: 'redis XADD',
+        description: `1 x ${VALUE_BYTES} B entry, ${CLIENTS} clients, appendfsync always`,
+        args: ['XADD', 'bench', '*', 'v', value],
+        requests: options.quick ? 2000 : 60_000,
+      },
+      {
+        name: 'redis GET',
+        description: `${CLIENTS} clients, ${VALUE_BYTES} B values`,
+        args: ['-t', 'get', '-d', String(VALUE_BYTES)],
+        requests: options.quick ? 10_000 : 300_000,
+      },
+    ];
+    try {
+      const results: WorkloadResult[] = [];
+      for (const run of runs) {
+        server.resetPeakRss();
+        const r = parseCsv(await redisBenchmark(port, run.args, run.requests));
+        results.push({
+          group: 'peers',
+          name: run.name,
+          description: run.description,
+          throughput: { value: r.rps, unit: run.name.endsWith('XADD') ? 'records/s' : 'req/s' },
+          latency: { p50Ms: r.p50Ms, p99Ms: r.p99Ms, maxMs: r.maxMs, count: run.requests },
+          figures: { clients: CLIENTS, requests: run.requests, client: 'redis-benchmark' },
+          ratios: [],
+          peakRssBytes: { redis: server.peakRssBytes() },
+        });
+      }
+      return results;
+    } finally {
+      await server.stop();
     }
-    return results;
   } finally {
-    await server.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }

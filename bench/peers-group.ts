@@ -6,13 +6,13 @@ import { runEtcdBench } from './peer-etcd.js';
 import { NATS_PUBLISH, runNatsBench } from './peer-nats.js';
 import { runPostgresBench } from './peer-postgres.js';
 import { runRedisBench } from './peer-redis.js';
-import { detectPeers } from './peers.js';
+import { detectPeers, type PeerName } from './peers.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 
 /** Runs one peer's workloads against the server binary detectPeers() found. */
 type PeerRunner = (options: BenchOptions, binary: string) => Promise<WorkloadResult[]>;
 
-const RUNNERS: Record<string, PeerRunner> = {
+const RUNNERS: Record<PeerName, PeerRunner> = {
   etcd: runEtcdBench,
   redis: runRedisBench,
   nats: runNatsBench,
@@ -50,10 +50,6 @@ export async function runPeersBench(options: BenchOptions): Promise<WorkloadResu
     if (peer.binary === null) {
       results.push(
         skipRow(peer.name, `skipped: not installed (apt-get install -y ${peer.aptPackage})`),
-      );
-    } else if (runner === undefined) {
-      results.push(
-        skipRow(peer.name, `skipped: installed, workload not written yet (${peer.note})`),
       );
     } else {
       results.push(...(await runner(options, peer.binary)));

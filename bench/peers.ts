@@ -6,8 +6,10 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
+export type PeerName = 'etcd' | 'redis' | 'nats' | 'postgres';
+
 export interface Peer {
-  name: string;
+  name: PeerName;
   aptPackage: string;
   /** The server binary, or null when the package is missing. */
   binary: string | null;

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { renderChart } from '../../bench/chart.js';
 import { LatencyHistogram } from '../../bench/latency-histogram.js';
 import { normalizeGroup } from '../../bench/normalize.js';
-import { aptLine } from '../../bench/peers.js';
+import { aptLine, type PeerName } from '../../bench/peers.js';
 import { workloadTable } from '../../bench/table.js';
 import type { WorkloadResult } from '../../bench/types.js';
 
@@ -110,7 +110,7 @@ describe('rendering', () => {
 
 describe('aptLine', () => {
   it('names exactly the missing peers’ packages, or nothing when all are installed', () => {
-    const peer = (name: string, installed: boolean) => ({
+    const peer = (name: PeerName, installed: boolean) => ({
       name,
       aptPackage: `${name}-server`,
       binary: installed ? `/usr/bin/${name}` : null,
