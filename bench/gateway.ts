@@ -12,6 +12,15 @@ import { rmSync } from 'node:fs';
 import { InternalHttp, type InternalResponse } from '../shared/internal-http.js';
 import { HttpServeClient } from '../shared/serve-client.js';
 import { loadCorpus } from './corpus.js';
+import {
+  CONNECTIONS,
+  DOCUMENT,
+  KEYS,
+  keyOf,
+  SEARCH_TERMS_MAX,
+  searchCorpus,
+  searchTerms,
+} from './workload.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { runLoad } from './load.js';
 import { startLogNodeUnderTest } from './log-node-under-test.js';
@@ -26,8 +35,6 @@ import { makeBenchDir } from './references.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
 
 const PARTITIONS = 8;
-const CONNECTIONS = 64;
-const KEYS = 2_000;
 const VISIBLE_SESSIONS = 8;
 const BULK_CHUNK = 500;
 const SKEW_QUERIES = 50;
@@ -35,8 +42,6 @@ const TARGET_PUT_PER_SEC = 10_000;
 const TARGET_GET_PER_SEC = 15_000;
 const TARGET_RATIO = 0.5;
 const TARGET_VISIBLE_P99_MS = 25;
-
-const keyOf = (i: number) => `key-${String(i).padStart(6, '0')}`;
 
 async function spawnTailbase(role: string, flags: string[], readyPath: string) {
   const port = await freePort();
@@ -134,9 +139,7 @@ export async function runGatewayBench(
     );
     processes.push(gateway);
     const url = gateway.url;
-    const value = Buffer.from(
-      JSON.stringify({ title: 'benchmark document', n: 1, pad: 'x'.repeat(64) }),
-    );
+    const value = Buffer.from(DOCUMENT);
     const keys = Array.from({ length: KEYS }, (_, i) => keyOf(i));
 
     // Every key exists before the load, so GETs measure hits whatever the PUT rate reached.
@@ -181,7 +184,7 @@ export async function runGatewayBench(
       durationS: loadS,
     });
 
-    const corpus = (await loadCorpus()).docs.slice(0, options.quick ? 500 : undefined);
+    const corpus = searchCorpus((await loadCorpus()).docs, options.quick);
     let token = '';
     for (let i = 0; i < corpus.length; i += BULK_CHUNK) {
       const chunk = corpus.slice(i, i + BULK_CHUNK).map((d) => ({ key: d.key, value: d.value }));
@@ -191,10 +194,7 @@ export async function runGatewayBench(
         headers: token ? { 'tailbase-token': token } : {},
       }));
     }
-    const words = [
-      ...new Set(corpus.flatMap((d) => d.value.title.toLowerCase().match(/\p{L}{4,}/gu) ?? [])),
-    ];
-    const queries = words.slice(0, Math.max(SKEW_QUERIES, 200));
+    const queries = searchTerms(corpus, Math.max(SKEW_QUERIES, SEARCH_TERMS_MAX));
     // Wait once for every serve-node to hold the whole corpus, then measure.
     await request(`${url}/v1/collections/corpus/search?q=${encodeURIComponent(queries[0])}`, {
       headers: { 'tailbase-token': token },

@@ -11,16 +11,13 @@ import { freePort, spawnServer } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 import type { WrkResult } from './wrk.js';
+import { CONNECTIONS, DOCUMENT, KEYS, keyOf } from './workload.js';
 
-const CONNECTIONS = 64;
-const KEYS = 2_000;
 /** etcd's default --max-txn-ops. */
 const TXN_OPS_MAX = 128;
-const DOCUMENT = JSON.stringify({ title: 'benchmark document', n: 1, pad: 'x'.repeat(64) });
 const PRELOAD_REQUEST_MS_MAX = 10_000;
 
 const base64 = (text: string) => Buffer.from(text).toString('base64');
-const keyOf = (i: number) => `key-${String(i).padStart(6, '0')}`;
 const keys = Array.from({ length: KEYS }, (_, i) => base64(keyOf(i)));
 
 /** Every key exists before the load, so gets measure hits whatever the put rate reached. */

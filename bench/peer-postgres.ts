@@ -8,15 +8,20 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadCorpus } from './corpus.js';
+import {
+  CONNECTIONS,
+  DOCUMENT,
+  KEYS,
+  SEARCH_TERMS_MAX,
+  searchCorpus,
+  searchTerms,
+} from './workload.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { freePort, spawnServer } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, LatencySummary, WorkloadResult } from './types.js';
 
-const CLIENTS = 64;
 const THREADS = 2;
-const KEYS = 2_000;
-const DOCUMENT = JSON.stringify({ title: 'benchmark document', n: 1, pad: 'x'.repeat(64) });
 const SETUP_MS_MAX = 30_000;
 /** pgbench's own -T bound, plus this much for connecting and writing its log. */
 const RUN_SLACK_MS = 20_000;
@@ -40,20 +45,19 @@ interface PgRun {
 const RUNS: PgRun[] = [
   {
     name: 'postgres INSERT',
-    description: `INSERT ... ON CONFLICT DO UPDATE by primary key (upsert, as PUT), ${KEYS} keys, ${CLIENTS} clients, fsync=on, synchronous_commit=on`,
+    description: `INSERT ... ON CONFLICT DO UPDATE by primary key (upsert, as PUT), ${KEYS} keys, ${CONNECTIONS} clients, fsync=on, synchronous_commit=on`,
     script: `\\set k random(0, ${KEYS - 1})\nINSERT INTO kv VALUES (${KEY_EXPRESSION}, '${DOCUMENT}') ON CONFLICT (k) DO UPDATE SET v = excluded.v;\n`,
     unit: 'writes/s',
   },
   {
     name: 'postgres SELECT',
-    description: `SELECT by primary key, ${KEYS} keys, ${CLIENTS} clients`,
+    description: `SELECT by primary key, ${KEYS} keys, ${CONNECTIONS} clients`,
     script: `\\set k random(0, ${KEYS - 1})\nSELECT v FROM kv WHERE k = ${KEY_EXPRESSION};\n`,
     unit: 'req/s',
   },
 ];
 
 /** Query terms of the search run: distinct title words, as the gateway's search workload uses. */
-const SEARCH_TERMS_MAX = 200;
 /** tsvector holds at most 1 MiB; longer documents are indexed up to this many characters. */
 const SEARCH_TEXT_CHARS_MAX = 256 * 1024;
 
@@ -70,12 +74,12 @@ const csvField = (text: string) => `"${text.replace(/\u0000/g, '').replace(/"/g,
  * The search corpus as a table with a generated tsvector and a GIN index, the way a PostgreSQL
  * user would add full-text search, and the run that searches it: top 10 by ts_rank.
  */
-async function searchRun(dir: string): Promise<{ setup: string[]; run: PgRun }> {
-  const corpus = await loadCorpus();
+async function searchRun(dir: string, quick: boolean): Promise<{ setup: string[]; run: PgRun }> {
+  const docs = searchCorpus((await loadCorpus()).docs, quick);
   const csv = join(dir, 'corpus.csv');
   writeFileSync(
     csv,
-    corpus.docs
+    docs
       .map((doc) =>
         [doc.key, doc.value.title, doc.value.body.slice(0, SEARCH_TEXT_CHARS_MAX)]
           .map(csvField)
@@ -83,11 +87,7 @@ async function searchRun(dir: string): Promise<{ setup: string[]; run: PgRun }> 
       )
       .join('\n'),
   );
-  const terms = [
-    ...new Set(
-      corpus.docs.flatMap((doc) => doc.value.title.toLowerCase().match(/\p{L}{4,}/gu) ?? []),
-    ),
-  ].slice(0, SEARCH_TERMS_MAX);
+  const terms = searchTerms(docs, SEARCH_TERMS_MAX);
   const values = terms.map((term, i) => `(${i + 1}, '${term}')`).join(',');
   return {
     setup: [
@@ -97,7 +97,7 @@ async function searchRun(dir: string): Promise<{ setup: string[]; run: PgRun }> 
     ],
     run: {
       name: 'postgres search',
-      description: `tsvector + GIN, top 10 by ts_rank over ${corpus.docs.length} real documents, one term, ${CLIENTS} clients`,
+      description: `tsvector + GIN, top 10 by ts_rank over ${docs.length} real documents, one term, ${CONNECTIONS} clients`,
       script:
         `\\set t random(1, ${terms.length})\n` +
         `SELECT key FROM docs, plainto_tsquery('simple', (SELECT term FROM terms WHERE id = :t)) q ` +
@@ -212,7 +212,7 @@ export async function runPostgresBench(
         '-c',
         'full_page_writes=on',
         '-c',
-        `max_connections=${CLIENTS + 16}`,
+        `max_connections=${CONNECTIONS + 16}`,
       ],
       port,
       uid: user?.uid,
@@ -223,7 +223,7 @@ export async function runPostgresBench(
     });
     try {
       const connection = ['-h', '127.0.0.1', '-p', String(port)];
-      const search = await searchRun(dir);
+      const search = await searchRun(dir, options.quick);
       if (user) chownSync(join(dir, 'corpus.csv'), user.uid, user.gid);
       await runTool(
         join(bin, 'psql'),
@@ -257,7 +257,7 @@ export async function runPostgresBench(
             '-M',
             'prepared',
             '-c',
-            String(CLIENTS),
+            String(CONNECTIONS),
             '-j',
             String(THREADS),
             '-T',
@@ -277,7 +277,7 @@ export async function runPostgresBench(
           throughput: { value: summary.tps, unit: run.unit },
           latency: latencyFromLogs(logDir, 'tx'),
           figures: {
-            clients: CLIENTS,
+            clients: CONNECTIONS,
             transactions: summary.transactions,
             errorCount: summary.failed,
             client: 'pgbench',
