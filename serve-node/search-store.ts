@@ -1,35 +1,35 @@
 /**
  * The search store: one SQLite database (search.sqlite, WAL) holding an FTS5 table per collection
- * and partition, the settings each was built with, and each partition's applied offset, written in
- * the same transaction as the rows it covers. FTS5 tables are contentless (content=''): the text
- * lives once, in LMDB. A row is removed with FTS5's 'delete' command and the text it was indexed
- * with, recomputed from the stored version of the document; that keeps BM25's statistics exact,
- * which contentless_delete=1 does not (its deletes leave row and token totals behind, so scores
- * would depend on a replica's history). Highlights re-tokenize the hits' fields in a temporary
- * table. Layout in README.md.
+ * and settings (fts-table.ts) that every hosted partition indexing the collection with those
+ * settings shares, which table each partition uses, and each partition's applied offset, written
+ * in the same transaction as the rows it covers. FTS5 tables are contentless (content=''): the
+ * text lives once, in LMDB. A row is removed with FTS5's 'delete' command and the text it was
+ * indexed with, recomputed from the stored version of the document; that keeps BM25's statistics
+ * exact, which contentless_delete=1 does not (its deletes leave row and token totals behind, so
+ * scores would depend on a replica's history). Layout in README.md.
  */
+import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import {
-  columnLayout,
   columnTexts,
   DEFAULT_SETTINGS,
   parseSettings,
-  searchableFields,
   SETTINGS_COLLECTION,
-  TOKENIZERS,
-  type CollectionSettings,
-  type ColumnLayout,
 } from './collection-settings.js';
 import type { ParsedQuery } from './fts-query.js';
+import { openFtsTable, offsetOfRow, partitionOfRow, rowOf, type FtsTable } from './fts-table.js';
+import { Highlighters } from './highlighter.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
+export { MARK_CLOSE, MARK_OPEN } from './highlighter.js';
+
 export const SEARCH_FILE = 'search.sqlite';
-/** Matches are wrapped in these in highlights. */
-export const MARK_OPEN = '<mark>';
-export const MARK_CLOSE = '</mark>';
-/** Tokens of context a highlight keeps around the matches of a long field (FTS5 allows <= 64). */
-const SNIPPET_TOKENS = 24;
+/**
+ * `PRAGMA user_version` of this layout. Version 0 (tables per partition and collection) is read
+ * by no code: a serve-node finding it replays the log into new stores (outdatedSearchLayout).
+ */
+const SEARCH_LAYOUT_VERSION = 2;
 
 /** A stored version of a document: what the search store indexed for it. */
 export interface DocVersion {
@@ -40,7 +40,7 @@ export interface DocVersion {
 
 /**
  * The documents as of the record being applied: the search store reads the version it indexed
- * (to delete it) and a collection's documents (to re-index it) through this.
+ * (to delete it) and a partition's documents of a collection (to re-index them) through this.
  */
 export interface DocView {
   get(collection: string, key: string): DocVersion | undefined;
@@ -52,40 +52,45 @@ export interface DocView {
 export interface SearchMatch {
   key: string;
   partition: number;
-  /** The offset of the version indexed (its FTS5 rowid). */
+  /** The offset of the version indexed. */
   offset: number;
   score: number;
 }
 
-interface FtsTable {
-  id: number;
-  name: string;
-  settings: CollectionSettings;
-  layout: ColumnLayout;
-  insert: Statement;
-  remove: Statement;
-  search: Statement;
-  count: Statement;
+/** Why the search store at `path` cannot be opened by this code, or null when it can. */
+export function outdatedSearchLayout(path: string): string | null {
+  if (!existsSync(path)) return null;
+  const db = new Database(path, { readonly: true });
+  try {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    const tables = db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").pluck();
+    if (version === SEARCH_LAYOUT_VERSION || (version === 0 && tables.get() === 0)) return null;
+    return `the search store has layout ${version}; this serve-node reads layout ${SEARCH_LAYOUT_VERSION}`;
+  } finally {
+    db.close();
+  }
 }
 
 export class SearchStore {
   private readonly db: Database.Database;
-  private readonly tables = new Map<string, FtsTable>();
-  /** Per tokenizer: a temp FTS5 table that highlights one answer's fields, and its statements. */
-  private readonly highlighters = new Map<
-    string,
-    { insert: Statement; select: Statement; clear: Statement }
-  >();
-  private readonly statements: {
-    applied: Statement;
-    setApplied: Statement;
-    tableRow: Statement;
-    insertTable: Statement;
-    updateTable: Statement;
-    upsertRow: Statement;
-    deleteRow: Statement;
-    deleteRowsOf: Statement;
-  };
+  private readonly highlighters: Highlighters;
+  private readonly tablesById = new Map<number, FtsTable>();
+  /** `partition/collection` → the table the partition indexes the collection in. */
+  private readonly tableIdOf = new Map<string, number>();
+  private readonly statements: Record<
+    | 'applied'
+    | 'setApplied'
+    | 'tableById'
+    | 'tableBySettings'
+    | 'insertTable'
+    | 'deleteTable'
+    | 'partitionTable'
+    | 'setPartitionTable'
+    | 'tableUsers'
+    | 'upsertRow'
+    | 'deleteRow',
+    Statement
+  >;
 
   constructor(path: string) {
     this.db = new Database(path);
@@ -95,32 +100,44 @@ export class SearchStore {
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS checkpoints (partition INTEGER PRIMARY KEY, applied INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS fts_tables (
-        id INTEGER PRIMARY KEY, partition INTEGER NOT NULL, collection TEXT NOT NULL,
-        settings TEXT NOT NULL, UNIQUE (partition, collection));
+        id INTEGER PRIMARY KEY, collection TEXT NOT NULL, settings TEXT NOT NULL,
+        UNIQUE (collection, settings));
+      CREATE TABLE IF NOT EXISTS partition_tables (
+        partition INTEGER NOT NULL, collection TEXT NOT NULL, table_id INTEGER NOT NULL,
+        PRIMARY KEY (partition, collection)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS doc_rows (
         table_id INTEGER NOT NULL, key TEXT NOT NULL, row INTEGER NOT NULL,
         PRIMARY KEY (table_id, key)) WITHOUT ROWID;
       CREATE UNIQUE INDEX IF NOT EXISTS doc_rows_by_row ON doc_rows (table_id, row);
+      PRAGMA user_version = ${SEARCH_LAYOUT_VERSION};
     `);
+    this.highlighters = new Highlighters(this.db);
+    const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
-      applied: this.db.prepare('SELECT applied FROM checkpoints WHERE partition = ?').pluck(),
-      setApplied: this.db.prepare(
+      applied: prepare('SELECT applied FROM checkpoints WHERE partition = ?').pluck(),
+      setApplied: prepare(
         'INSERT INTO checkpoints (partition, applied) VALUES (?, ?) ' +
           'ON CONFLICT (partition) DO UPDATE SET applied = excluded.applied',
       ),
-      tableRow: this.db.prepare(
-        'SELECT id, settings FROM fts_tables WHERE partition = ? AND collection = ?',
+      tableById: prepare('SELECT id, collection, settings FROM fts_tables WHERE id = ?'),
+      tableBySettings: prepare(
+        'SELECT id, collection, settings FROM fts_tables WHERE collection = ? AND settings = ?',
       ),
-      insertTable: this.db.prepare(
-        'INSERT INTO fts_tables (partition, collection, settings) VALUES (?, ?, ?)',
+      insertTable: prepare('INSERT INTO fts_tables (collection, settings) VALUES (?, ?)'),
+      deleteTable: prepare('DELETE FROM fts_tables WHERE id = ?'),
+      partitionTable: prepare(
+        'SELECT table_id FROM partition_tables WHERE partition = ? AND collection = ?',
+      ).pluck(),
+      setPartitionTable: prepare(
+        'INSERT INTO partition_tables (partition, collection, table_id) VALUES (?, ?, ?) ' +
+          'ON CONFLICT (partition, collection) DO UPDATE SET table_id = excluded.table_id',
       ),
-      updateTable: this.db.prepare('UPDATE fts_tables SET settings = ? WHERE id = ?'),
-      upsertRow: this.db.prepare(
+      tableUsers: prepare('SELECT count(*) FROM partition_tables WHERE table_id = ?').pluck(),
+      upsertRow: prepare(
         'INSERT INTO doc_rows (table_id, key, row) VALUES (?, ?, ?) ' +
           'ON CONFLICT (table_id, key) DO UPDATE SET row = excluded.row',
       ),
-      deleteRow: this.db.prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
-      deleteRowsOf: this.db.prepare('DELETE FROM doc_rows WHERE table_id = ?'),
+      deleteRow: prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
     };
   }
 
@@ -135,6 +152,17 @@ export class SearchStore {
    * exactly as of this store's checkpoint (the replica applies this store before LMDB so it does).
    */
   applyMany(changes: readonly PartitionChange[], view: () => DocView): void {
+    try {
+      this.applyInTransaction(changes, view);
+    } catch (error) {
+      // A rolled-back transaction may have made or moved tables: the caches forget them.
+      this.tableIdOf.clear();
+      this.tablesById.clear();
+      throw error;
+    }
+  }
+
+  private applyInTransaction(changes: readonly PartitionChange[], view: () => DocView): void {
     this.db.transaction(() => {
       for (const { partition, records, nextOffset } of changes) {
         const docs = view();
@@ -152,8 +180,10 @@ export class SearchStore {
   }
 
   /**
-   * Matches of one collection across partitions, best first (ties by partition, then offset: the
-   * same order in every replica), and their count.
+   * The best `depth` matches of one collection in `partitions`, best first (ties by partition,
+   * then offset: the same order in every replica), and the number of matches. Partitions that
+   * share a table are scored with that table's statistics; during a settings change, partitions
+   * the change has not reached yet are in another table, scored with its own.
    */
   search(
     collection: string,
@@ -161,23 +191,33 @@ export class SearchStore {
     query: ParsedQuery,
     depth: number,
   ): { matches: SearchMatch[]; total: number } {
+    const byTable = new Map<FtsTable, number[]>();
+    for (const partition of partitions) {
+      const table = this.table(partition, collection);
+      if (table !== undefined) byTable.set(table, [...(byTable.get(table) ?? []), partition]);
+    }
     const matches: SearchMatch[] = [];
     let total = 0;
-    for (const partition of partitions) {
-      const table = this.table(partition, collection, false);
-      if (table === undefined) continue;
-      const rows = table.search.all(query.match, depth) as Array<Omit<SearchMatch, 'partition'>>;
-      for (const row of rows) matches.push({ ...row, partition });
+    for (const [table, inTable] of byTable) {
+      const among = JSON.stringify(inTable);
+      const rows = table.search.all(query.match, among, depth) as Array<{
+        row: number;
+        score: number;
+        key: string;
+      }>;
+      for (const { row, score, key } of rows) {
+        matches.push({ key, score, partition: partitionOfRow(row), offset: offsetOfRow(row) });
+      }
       // Fewer rows than asked for are all the matches: no second pass to count them.
-      total += rows.length < depth ? rows.length : (table.count.get(query.match) as number);
+      total += rows.length < depth ? rows.length : (table.count.get(query.match, among) as number);
     }
     matches.sort((a, b) => b.score - a.score || a.partition - b.partition || a.offset - b.offset);
-    return { matches, total };
+    return { matches: matches.slice(0, depth), total };
   }
 
   /**
    * For each (hit, field) the field's text, or a snippet of it, with the query's matches marked,
-   * tokenized as the collection's table tokenizes them.
+   * tokenized as the partition's table of the collection tokenizes them.
    */
   highlights(
     collection: string,
@@ -185,51 +225,9 @@ export class SearchStore {
     docs: Array<{ doc: unknown }>,
     query: ParsedQuery,
   ): Array<Record<string, string>> {
-    const table = this.table(partition, collection, false);
-    const result = docs.map(() => ({}) as Record<string, string>);
-    if (table === undefined) return result;
-    const highlighter = this.highlighter(table.settings.tokenizer);
-    const fields: Array<{ hit: number; path: string }> = [];
-    try {
-      docs.forEach(({ doc }, hit) => {
-        for (const field of searchableFields(doc, table.layout)) {
-          highlighter.insert.run(fields.length, field.text);
-          fields.push({ hit, path: field.path });
-        }
-      });
-      const rows = highlighter.select.all(MARK_OPEN, MARK_CLOSE, query.highlightMatch) as Array<{
-        id: number;
-        text: string;
-      }>;
-      for (const row of rows) {
-        const field = fields[row.id];
-        result[field.hit][field.path] ??= row.text;
-      }
-    } finally {
-      highlighter.clear.run();
-    }
-    return result;
-  }
-
-  /** Made once per tokenizer, not on every search: the table and its statements never change. */
-  private highlighter(tokenizer: string) {
-    let highlighter = this.highlighters.get(tokenizer);
-    if (highlighter === undefined) {
-      const name = `highlight_${TOKENIZERS.indexOf(tokenizer as (typeof TOKENIZERS)[number])}`;
-      this.db.exec(
-        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${name} USING fts5(text, tokenize = '${tokenizer}')`,
-      );
-      highlighter = {
-        insert: this.db.prepare(`INSERT INTO temp.${name} (rowid, text) VALUES (?, ?)`),
-        select: this.db.prepare(
-          `SELECT rowid AS id, snippet(${name}, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS text ` +
-            `FROM temp.${name} WHERE ${name} MATCH ?`,
-        ),
-        clear: this.db.prepare(`DELETE FROM temp.${name}`),
-      };
-      this.highlighters.set(tokenizer, highlighter);
-    }
-    return highlighter;
+    const table = this.table(partition, collection);
+    if (table === undefined) return docs.map(() => ({}));
+    return this.highlighters.mark(table, docs, query);
   }
 
   /** A consistent copy of the database (SQLite's online backup) at `path`. */
@@ -242,94 +240,93 @@ export class SearchStore {
   }
 
   /**
-   * A document's FTS5 rowid is the offset of the version indexed: the same in every replica, so
-   * ties in score break the same way everywhere. `docs` holds a version of a key exactly when
-   * this table indexed it (both are as of this store's checkpoint), so it tells, without a
-   * lookup here, which row to remove and the text it was indexed with.
+   * `docs` holds a version of a key exactly when this store indexed it (both are as of this
+   * store's checkpoint), so it tells, without a lookup here, which row to remove and the text it
+   * was indexed with.
    */
   private applyDocument(partition: number, record: PreparedRecord, docs: DocView): void {
-    const table = this.table(partition, record.collection, record.json !== null);
-    if (table === undefined) return;
+    let table = this.table(partition, record.collection);
+    if (table === undefined) {
+      if (record.json === null) return;
+      table = this.tableFor(record.collection, JSON.stringify(DEFAULT_SETTINGS));
+      this.setTable(partition, record.collection, table);
+    }
     const indexed = docs.get(record.collection, record.key);
     if (indexed !== undefined) {
-      table.remove.run(indexed.offset, ...columnTexts(JSON.parse(indexed.json), table.layout));
+      const texts = columnTexts(JSON.parse(indexed.json), table.layout);
+      table.remove.run(rowOf(partition, indexed.offset), ...texts);
     }
     if (record.json === null) {
       if (indexed !== undefined) this.statements.deleteRow.run(table.id, record.key);
       return;
     }
-    this.statements.upsertRow.run(table.id, record.key, record.offset);
-    table.insert.run(record.offset, ...columnTexts(record.doc, table.layout));
+    const row = rowOf(partition, record.offset);
+    this.statements.upsertRow.run(table.id, record.key, row);
+    table.insert.run(row, ...columnTexts(record.doc, table.layout));
   }
 
+  /**
+   * Moves the partition's documents of the collection to the table of the new settings. A
+   * tombstone restores the defaults; an invalid value is ignored, the same way on every replay.
+   */
   private applySettings(partition: number, record: PreparedRecord, docs: DocView): void {
-    // A tombstone restores the defaults; an invalid value is ignored, the same way on every replay.
     const settings = record.json === null ? DEFAULT_SETTINGS : parseSettings(record.json);
     if (settings === null) return;
     const collection = record.key;
-    const previous = this.table(partition, collection, false);
-    if (previous !== undefined) {
-      this.db.exec(`DROP TABLE ${previous.name}`);
-      this.statements.deleteRowsOf.run(previous.id);
-      this.statements.updateTable.run(JSON.stringify(settings), previous.id);
-      this.tables.delete(`${partition}/${collection}`);
-    } else {
-      this.statements.insertTable.run(partition, collection, JSON.stringify(settings));
-    }
-    const table = this.table(partition, collection, false);
-    if (table === undefined) return;
+    const previous = this.table(partition, collection);
+    const next = this.tableFor(collection, JSON.stringify(settings));
+    if (previous === next) return;
     for (const doc of docs.documentsOf(collection, partition)) {
-      this.statements.upsertRow.run(table.id, doc.key, doc.offset);
-      table.insert.run(doc.offset, ...columnTexts(JSON.parse(doc.json), table.layout));
+      const row = rowOf(partition, doc.offset);
+      const value = JSON.parse(doc.json) as unknown;
+      if (previous !== undefined) {
+        previous.remove.run(row, ...columnTexts(value, previous.layout));
+        this.statements.deleteRow.run(previous.id, doc.key);
+      }
+      this.statements.upsertRow.run(next.id, doc.key, row);
+      next.insert.run(row, ...columnTexts(value, next.layout));
+    }
+    this.setTable(partition, collection, next);
+    if (previous !== undefined && this.statements.tableUsers.get(previous.id) === 0) {
+      this.db.exec(`DROP TABLE ${previous.name}`);
+      this.statements.deleteTable.run(previous.id);
+      this.tablesById.delete(previous.id);
     }
   }
 
-  /** The collection's FTS5 table in a partition; made with default settings when `create`. */
-  private table(partition: number, collection: string, create: boolean): FtsTable | undefined {
+  /** The table the partition indexes the collection in; undefined before its first document. */
+  private table(partition: number, collection: string): FtsTable | undefined {
     const cacheKey = `${partition}/${collection}`;
-    const cached = this.tables.get(cacheKey);
-    if (cached !== undefined) return cached;
-    let row = this.statements.tableRow.get(partition, collection) as
-      { id: number; settings: string } | undefined;
-    if (row === undefined) {
-      if (!create) return undefined;
-      const settings = JSON.stringify(DEFAULT_SETTINGS);
-      const id = Number(
-        this.statements.insertTable.run(partition, collection, settings).lastInsertRowid,
-      );
-      row = { id, settings };
+    let id = this.tableIdOf.get(cacheKey);
+    if (id === undefined) {
+      id = this.statements.partitionTable.get(partition, collection) as number | undefined;
+      if (id === undefined) return undefined;
+      this.tableIdOf.set(cacheKey, id);
     }
-    const settings = JSON.parse(row.settings) as CollectionSettings;
-    const layout = columnLayout(settings);
-    const name = `fts_${row.id}`;
-    const columns = layout.weights.map((_, i) => `c${i}`);
-    // Settings were validated on parse: the tokenizer is one of TOKENIZERS, never user text.
-    this.db.exec(
-      `CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING fts5(${columns.join(', ')}, ` +
-        `content = '', tokenize = '${settings.tokenizer}')`,
-    );
-    const table: FtsTable = {
-      id: row.id,
-      name,
-      settings,
-      layout,
-      insert: this.db.prepare(
-        `INSERT INTO ${name} (rowid, ${columns.join(', ')}) VALUES (?, ${columns.map(() => '?').join(', ')})`,
-      ),
-      remove: this.db.prepare(
-        `INSERT INTO ${name} (${name}, rowid, ${columns.join(', ')}) ` +
-          `VALUES ('delete', ?, ${columns.map(() => '?').join(', ')})`,
-      ),
-      // Keys are looked up for the page only, not for every match.
-      search: this.db.prepare(
-        'SELECT m.row AS offset, m.score AS score, r.key AS key FROM ' +
-          `(SELECT rowid AS row, -bm25(${name}, ${layout.weights.join(', ')}) AS score ` +
-          `FROM ${name} WHERE ${name} MATCH ? ORDER BY score DESC, rowid LIMIT ?) m ` +
-          `JOIN doc_rows r ON r.table_id = ${row.id} AND r.row = m.row ORDER BY m.score DESC, m.row`,
-      ),
-      count: this.db.prepare(`SELECT count(*) FROM ${name} WHERE ${name} MATCH ?`).pluck(),
-    };
-    this.tables.set(cacheKey, table);
+    return this.tableById(id);
+  }
+
+  private setTable(partition: number, collection: string, table: FtsTable): void {
+    this.statements.setPartitionTable.run(partition, collection, table.id);
+    this.tableIdOf.set(`${partition}/${collection}`, table.id);
+  }
+
+  private tableById(id: number): FtsTable {
+    let table = this.tablesById.get(id);
+    if (table === undefined) {
+      const row = this.statements.tableById.get(id) as Parameters<typeof openFtsTable>[1];
+      table = openFtsTable(this.db, row);
+      this.tablesById.set(id, table);
+    }
     return table;
+  }
+
+  /** The collection's table for these settings, made when no partition has used it yet. */
+  private tableFor(collection: string, settingsJson: string): FtsTable {
+    const row = this.statements.tableBySettings.get(collection, settingsJson) as
+      { id: number } | undefined;
+    const id =
+      row?.id ?? Number(this.statements.insertTable.run(collection, settingsJson).lastInsertRowid);
+    return this.tableById(id);
   }
 }

@@ -13,6 +13,7 @@ import { DOCS_FILE } from './doc-store.js';
 import { OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { Replica } from './replica.js';
+import { outdatedSearchLayout, SEARCH_FILE } from './search-store.js';
 import type { ServeNodeCore } from './routes.js';
 import {
   createGeneration,
@@ -54,9 +55,12 @@ export class ServeNode implements ServeNodeCore {
     this.clusterSecret = parts.clusterSecret;
     this.generation = parts.generation;
     const dir = generationDir(parts.dataDir, parts.generation);
-    if (unflushedSinceEarlierBoot(dir)) {
-      // Opening stores a power loss may have torn is not safe: they go unopened.
-      const reason = 'the machine restarted while the stores held unflushed writes';
+    // Opening stores a power loss may have torn, or of an older layout, is not safe: they go
+    // unopened.
+    const reason = unflushedSinceEarlierBoot(dir)
+      ? 'the machine restarted while the stores held unflushed writes'
+      : outdatedSearchLayout(join(dir, SEARCH_FILE));
+    if (reason !== null) {
       parts.logger.warn({ reason }, 'wiping the stores and replaying the log');
       removeGeneration(parts.dataDir, parts.generation);
       this.current = this.openNextGeneration(reason);

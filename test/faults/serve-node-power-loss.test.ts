@@ -5,7 +5,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeBatch } from '../../shared/batch-codec.js';
 import { HttpServeClient } from '../../shared/serve-client.js';
 import { currentBootId } from '../../serve-node/unflushed-marker.js';
 import { logAndServeNodes } from '../harness/index.js';
@@ -13,28 +12,15 @@ import { logAndServeNodes } from '../harness/index.js';
 const nodes = logAndServeNodes('power-loss');
 const MARKER = 'unflushed-boot-id';
 
-const storeDirs = () =>
-  fs
-    .readdirSync(nodes.serveDir.path)
-    .filter((name) => name.startsWith('stores-'))
-    .map((name) => path.join(nodes.serveDir.path, name));
+const storeDirs = () => nodes.storeDirs();
 
 describe.runIf(currentBootId() !== null)('serve-node stores across a power loss', () => {
   it('keeps its stores after a clean stop and replays after an unflushed earlier boot', async () => {
     const log = await nodes.startLog({ partitions: 2 });
-    const docs = ['a', 'b', 'c', 'd'].map((key, i) => ({
-      collection: 'c',
-      key,
-      value: Buffer.from(JSON.stringify({ text: `word${i}` })),
-      timestampMs: 1,
-    }));
-    const last = [
-      (await log.append(0, encodeBatch(docs.slice(0, 2)))).lastOffset,
-      (await log.append(1, encodeBatch(docs.slice(2)))).lastOffset,
-    ];
+    const waitFor = await nodes.appendFourWords(log);
     const start = () => nodes.startServe();
     const everyDoc = async (serve: HttpServeClient) => {
-      const scan = await serve.scan('c', { waitFor: { 0: last[0], 1: last[1] }, waitMs: 10_000 });
+      const scan = await serve.scan('c', { waitFor, waitMs: 10_000 });
       return scan.items.map((item) => item.key);
     };
 

@@ -1,3 +1,5 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { afterAll } from 'vitest';
 import { startLogNode, type LogNodeOptions, type RunningLogNode } from '../../log-node/index.js';
 import {
@@ -5,6 +7,7 @@ import {
   type RunningServeNode,
   type ServeNodeOptions,
 } from '../../serve-node/index.js';
+import { encodeBatch } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { HttpServeClient } from '../../shared/serve-client.js';
@@ -41,6 +44,29 @@ export function logAndServeNodes(name: string) {
         ...options,
       });
       return new HttpServeClient(nodes.serveNode.url);
+    },
+    /** The serve-node's store generations (`stores-<n>` directories). */
+    storeDirs(): string[] {
+      return fs
+        .readdirSync(nodes.serveDir.path)
+        .filter((name) => name.startsWith('stores-'))
+        .map((name) => path.join(nodes.serveDir.path, name));
+    },
+    /**
+     * Documents a..d of collection `c` (`{text: "word<i>"}`), two in each of partitions 0 and 1;
+     * answers the wait_for that covers them.
+     */
+    async appendFourWords(log: HttpLogClient): Promise<Record<number, number>> {
+      const docs = ['a', 'b', 'c', 'd'].map((key, i) => ({
+        collection: 'c',
+        key,
+        value: Buffer.from(JSON.stringify({ text: `word${i}` })),
+        timestampMs: 1,
+      }));
+      return {
+        0: (await log.append(0, encodeBatch(docs.slice(0, 2)))).lastOffset,
+        1: (await log.append(1, encodeBatch(docs.slice(2)))).lastOffset,
+      };
     },
   };
   afterAll(async () => {

@@ -1,0 +1,91 @@
+/**
+ * One FTS5 table of the search store: a collection's documents, in every partition this node
+ * hosts that indexes it with the same settings, and the statements that write and query it.
+ * Holding a collection's partitions in one table gives one set of BM25 statistics per node, so a
+ * search over all of them ranks exactly as a single FTS5 index of those documents would.
+ */
+import type Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
+import { assert } from '../shared/assert.js';
+import { PARTITIONS_MAX } from '../shared/log-client.js';
+import { columnLayout, type CollectionSettings, type ColumnLayout } from './collection-settings.js';
+
+/**
+ * A row is `offset * ROW_PARTITIONS + partition`: unique across partitions, the same in every
+ * replica, and in (offset, partition) order. Offsets stay below 2^53 / 1024, about 8.8e12.
+ */
+const ROW_PARTITIONS = PARTITIONS_MAX;
+
+export function rowOf(partition: number, offset: number): number {
+  const row = offset * ROW_PARTITIONS + partition;
+  assert(Number.isSafeInteger(row), `offset ${offset} is past what an FTS5 row can hold`);
+  return row;
+}
+
+export function partitionOfRow(row: number): number {
+  return row % ROW_PARTITIONS;
+}
+
+export function offsetOfRow(row: number): number {
+  return Math.floor(row / ROW_PARTITIONS);
+}
+
+export interface FtsTable {
+  id: number;
+  name: string;
+  collection: string;
+  /** The settings' canonical JSON: one table per collection and settings. */
+  settingsJson: string;
+  settings: CollectionSettings;
+  layout: ColumnLayout;
+  insert: Statement;
+  remove: Statement;
+  /** (match, partitions as a JSON array, limit) → {row, score, key}, best first. */
+  search: Statement;
+  /** (match, partitions as a JSON array) → the number of matches. */
+  count: Statement;
+}
+
+/** Creates `fts_<id>` when it does not exist yet and prepares its statements. */
+export function openFtsTable(
+  db: Database.Database,
+  row: { id: number; collection: string; settings: string },
+): FtsTable {
+  const settings = JSON.parse(row.settings) as CollectionSettings;
+  const layout = columnLayout(settings);
+  const name = `fts_${row.id}`;
+  const columns = layout.weights.map((_, i) => `c${i}`);
+  // Settings were validated on parse: the tokenizer is one of TOKENIZERS, never user text.
+  db.exec(
+    `CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING fts5(${columns.join(', ')}, ` +
+      `content = '', tokenize = '${settings.tokenizer}')`,
+  );
+  const inPartitions = `rowid % ${ROW_PARTITIONS} IN (SELECT value FROM json_each(?))`;
+  return {
+    id: row.id,
+    name,
+    collection: row.collection,
+    settingsJson: row.settings,
+    settings,
+    layout,
+    insert: db.prepare(
+      `INSERT INTO ${name} (rowid, ${columns.join(', ')}) VALUES (?, ${columns.map(() => '?').join(', ')})`,
+    ),
+    remove: db.prepare(
+      `INSERT INTO ${name} (${name}, rowid, ${columns.join(', ')}) ` +
+        `VALUES ('delete', ?, ${columns.map(() => '?').join(', ')})`,
+    ),
+    // Ties: partition, then offset. Keys are looked up for the page only, not for every match.
+    search: db.prepare(
+      'SELECT m.row AS row, m.score AS score, r.key AS key FROM ' +
+        `(SELECT rowid AS row, -bm25(${name}, ${layout.weights.join(', ')}) AS score ` +
+        `FROM ${name} WHERE ${name} MATCH ? AND ${inPartitions} ` +
+        `ORDER BY score DESC, rowid % ${ROW_PARTITIONS}, rowid LIMIT ?) m ` +
+        `JOIN doc_rows r ON r.table_id = ${row.id} AND r.row = m.row ` +
+        `ORDER BY m.score DESC, m.row % ${ROW_PARTITIONS}, m.row`,
+    ),
+    count: db
+      .prepare(`SELECT count(*) FROM ${name} WHERE ${name} MATCH ? AND ${inPartitions}`)
+      .pluck(),
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * Highlights: each hit's fields re-tokenized in a temporary FTS5 table with the collection's
+ * tokenizer, returning per field path the text (or a snippet of a long field) with the query's
+ * matches marked. One temporary table per tokenizer, made once, not on every search.
+ */
+import type Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
+import { searchableFields, TOKENIZERS } from './collection-settings.js';
+import type { FtsTable } from './fts-table.js';
+import type { ParsedQuery } from './fts-query.js';
+
+/** Matches are wrapped in these in highlights. */
+export const MARK_OPEN = '<mark>';
+export const MARK_CLOSE = '</mark>';
+/** Tokens of context a highlight keeps around the matches of a long field (FTS5 allows <= 64). */
+const SNIPPET_TOKENS = 24;
+
+interface Highlighter {
+  insert: Statement;
+  select: Statement;
+  clear: Statement;
+}
+
+export class Highlighters {
+  private readonly byTokenizer = new Map<string, Highlighter>();
+
+  constructor(private readonly db: Database.Database) {}
+
+  /** For each (hit, field) the field's text, or a snippet of it, with the query's matches marked. */
+  mark(
+    table: FtsTable,
+    docs: Array<{ doc: unknown }>,
+    query: ParsedQuery,
+  ): Array<Record<string, string>> {
+    const result = docs.map(() => ({}) as Record<string, string>);
+    const highlighter = this.highlighter(table.settings.tokenizer);
+    const fields: Array<{ hit: number; path: string }> = [];
+    try {
+      docs.forEach(({ doc }, hit) => {
+        for (const field of searchableFields(doc, table.layout)) {
+          highlighter.insert.run(fields.length, field.text);
+          fields.push({ hit, path: field.path });
+        }
+      });
+      const rows = highlighter.select.all(MARK_OPEN, MARK_CLOSE, query.highlightMatch) as Array<{
+        id: number;
+        text: string;
+      }>;
+      for (const row of rows) {
+        const field = fields[row.id];
+        result[field.hit][field.path] ??= row.text;
+      }
+    } finally {
+      highlighter.clear.run();
+    }
+    return result;
+  }
+
+  private highlighter(tokenizer: string): Highlighter {
+    let highlighter = this.byTokenizer.get(tokenizer);
+    if (highlighter === undefined) {
+      const name = `highlight_${TOKENIZERS.indexOf(tokenizer as (typeof TOKENIZERS)[number])}`;
+      this.db.exec(
+        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${name} USING fts5(text, tokenize = '${tokenizer}')`,
+      );
+      highlighter = {
+        insert: this.db.prepare(`INSERT INTO temp.${name} (rowid, text) VALUES (?, ?)`),
+        select: this.db.prepare(
+          `SELECT rowid AS id, snippet(${name}, 0, ?, ?, '…', ${SNIPPET_TOKENS}) AS text ` +
+            `FROM temp.${name} WHERE ${name} MATCH ?`,
+        ),
+        clear: this.db.prepare(`DELETE FROM temp.${name}`),
+      };
+      this.byTokenizer.set(tokenizer, highlighter);
+    }
+    return highlighter;
+  }
+}

@@ -1,0 +1,46 @@
+// Proves a serve-node never opens a search store of an older layout (FTS5 tables per partition,
+// before one table per collection): it starts new stores, says why in its status, replays the log
+// and serves every document and search hit again.
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { describe, expect, it } from 'vitest';
+import { SEARCH_FILE } from '../../serve-node/search-store.js';
+import { logAndServeNodes } from '../harness/index.js';
+
+const nodes = logAndServeNodes('store-layout');
+
+const storeDirs = () => nodes.storeDirs();
+
+/** The layout-0 schema, as the serve-node of stop 8 wrote it. */
+function writeLayoutZero(file: string): void {
+  for (const suffix of ['', '-wal', '-shm']) fs.rmSync(file + suffix, { force: true });
+  const db = new Database(file);
+  db.exec(`
+    CREATE TABLE checkpoints (partition INTEGER PRIMARY KEY, applied INTEGER NOT NULL);
+    CREATE TABLE fts_tables (id INTEGER PRIMARY KEY, partition INTEGER NOT NULL,
+      collection TEXT NOT NULL, settings TEXT NOT NULL, UNIQUE (partition, collection));
+    INSERT INTO checkpoints VALUES (0, 2), (1, 2);
+  `);
+  db.close();
+}
+
+describe('serve-node search store layout', () => {
+  it('replays the log into new stores when it finds an older layout', async () => {
+    const log = await nodes.startLog({ partitions: 2 });
+    const waitFor = await nodes.appendFourWords(log);
+    let serve = await nodes.startServe();
+    await serve.scan('c', { waitFor, waitMs: 10_000 });
+    await nodes.serveNode!.stop();
+    const [first] = storeDirs();
+    writeLayoutZero(path.join(first, SEARCH_FILE));
+
+    serve = await nodes.startServe();
+    expect((await serve.status()).lastRebuild?.reason).toMatch(/search store has layout 0/);
+    expect(storeDirs()).toHaveLength(1);
+    expect(storeDirs()[0]).not.toBe(first);
+    const scan = await serve.scan('c', { waitFor, waitMs: 10_000 });
+    expect(scan.items.map((item) => item.key)).toEqual(['a', 'b', 'c', 'd']);
+    expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
+  });
+});
