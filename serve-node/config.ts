@@ -13,6 +13,12 @@ export interface ServeNodeLimits {
   logReadBytesMax: number;
   /** The log-node's long-poll wait when every partition of a fetcher is caught up. */
   logWaitMs: number;
+  /**
+   * A fetcher that has caught up with the log, with no read waiting on its partitions, waits this
+   * long before its next log read, so writes arriving meanwhile are applied as one group. Reads
+   * without a token may see writes this much later; a read that waits for offsets ends the pause.
+   */
+  applyLingerMs: number;
   /** The longest pause between retries after a log error. */
   retryMsMax: number;
   scanLimitDefault: number;
@@ -49,6 +55,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   waitersMax: 1_000,
   logReadBytesMax: 4 * 1024 * 1024,
   logWaitMs: 2_000,
+  applyLingerMs: 20,
   retryMsMax: 5_000,
   scanLimitDefault: 100,
   scanLimitMax: 1_000,

@@ -23,8 +23,12 @@ export interface FetcherOptions {
   replica: () => Replica;
   logReadBytesMax: number;
   logWaitMs: number;
+  /** Caught up with no read waiting, the fetcher waits this long before reading again. */
+  applyLingerMs: number;
   retryMsMax: number;
   logger: Logger;
+  /** Whether a read waits for offsets of these partitions that are not applied yet. */
+  readsWaiting(partitions: readonly number[]): boolean;
   /** After each commit, with the partitions it moved: wakes waiting reads. */
   onApplied(partitions: readonly number[]): void;
   /** The checkpoint is older than the log start. */
@@ -62,11 +66,21 @@ export class LogFetcher {
   private readonly byNumber = new Map<number, TailedPartition>();
   private readonly abort = new AbortController();
   private readonly done: Promise<void>;
+  private readonly lingering: Wakeable = { wake: null };
 
   constructor(private readonly options: FetcherOptions) {
     this.partitions = options.partitions.map((p) => new TailedPartition(p, options.rebuilding));
     for (const tailed of this.partitions) this.byNumber.set(tailed.partition, tailed);
     this.done = this.run();
+  }
+
+  hosts(partition: number): boolean {
+    return this.byNumber.has(partition);
+  }
+
+  /** A read waits for one of this fetcher's partitions: it reads the log now, not after a pause. */
+  hurry(): void {
+    this.lingering.wake?.();
   }
 
   async stop(): Promise<void> {
@@ -112,6 +126,7 @@ export class LogFetcher {
           this.options.onApplied(parts.map((part) => part.partition));
         }
         for (const tailed of due) this.settle(tailed);
+        if (parts.length > 0 && prefetch === null) await this.linger(signal);
       } catch (error) {
         prefetch = null;
         if (signal.aborted) break;
@@ -148,6 +163,18 @@ export class LogFetcher {
     const waiting = this.partitions.filter((tailed) => !tailed.halted);
     if (waiting.length === 0) return this.options.retryMsMax;
     return Math.max(Math.min(...waiting.map((tailed) => tailed.retryAtMs)) - Date.now(), 1);
+  }
+
+  /**
+   * Caught up (the answer reached the log end) and with no read waiting, the next log read waits
+   * `applyLingerMs`, so what arrives meanwhile is applied as one group: a transaction costs far
+   * more than a record (README.md has the figures). A read that starts waiting ends the pause.
+   */
+  private async linger(signal: AbortSignal): Promise<void> {
+    if (this.options.applyLingerMs <= 0 || this.options.readsWaiting(this.options.partitions)) {
+      return;
+    }
+    await sleep(this.options.applyLingerMs, signal, this.lingering);
   }
 
   /** The first read of a partition does not long-poll, so its lag (and readiness) is known at once. */
@@ -235,14 +262,21 @@ function offsetAfter(part: ApplyPart): number {
   }
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Holds the function that ends a sleep early while one is in progress. */
+interface Wakeable {
+  wake: (() => void) | null;
+}
+
+function sleep(ms: number, signal: AbortSignal, wakeable?: Wakeable): Promise<void> {
   return new Promise((resolve) => {
     const timer = setTimeout(done, ms);
     function done() {
       clearTimeout(timer);
       signal.removeEventListener('abort', done);
+      if (wakeable) wakeable.wake = null;
       resolve();
     }
     signal.addEventListener('abort', done, { once: true });
+    if (wakeable) wakeable.wake = done;
   });
 }

@@ -69,6 +69,14 @@ export function registerServeNodeCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--apply-linger-ms <ms>',
+        'caught up and with no read waiting, pause this long between log reads (0: none)',
+        'TAILBASE_APPLY_LINGER_MS',
+        DEFAULT_LIMITS.applyLingerMs,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--ready-lag-max <offsets>',
         '/readyz is 200 when every partition lags by at most this',
         'TAILBASE_READY_LAG_MAX',
@@ -108,6 +116,7 @@ export function registerServeNodeCommand(program: Command): void {
           waitMsMax: flags.waitMsMax as number,
           waitersMax: flags.waitersMax as number,
           logReadBytesMax: flags.logReadBytesMax as number,
+          applyLingerMs: flags.applyLingerMs as number,
           readyLagMax: flags.readyLagMax as number,
           getBatchKeysMax: flags.getBatchKeysMax as number,
           getBatchBytesMax: flags.getBatchBytesMax as number,

@@ -23,6 +23,8 @@ export class OffsetWaiters {
   constructor(
     private readonly waitersMax: number,
     private readonly appliedOf: (partition: number) => number,
+    /** Called when a read starts waiting, with what it waits for. */
+    private readonly onWait: (needs: readonly OffsetNeed[]) => void = () => undefined,
   ) {}
 
   get size(): number {
@@ -38,6 +40,7 @@ export class OffsetWaiters {
         max: this.waitersMax,
       });
     }
+    this.onWait(needs);
     await new Promise<void>((resolve, reject) => {
       const waiter: Waiter = {
         needs,
@@ -52,6 +55,14 @@ export class OffsetWaiters {
       };
       this.waiting.add(waiter);
     });
+  }
+
+  /** Whether a read waits for one of these partitions. */
+  waitingOn(partitions: readonly number[]): boolean {
+    for (const waiter of this.waiting) {
+      if (waiter.needs.some((need) => partitions.includes(need.partition))) return true;
+    }
+    return false;
   }
 
   /** Called by the apply loop after a commit that moved `partitions` forward. */

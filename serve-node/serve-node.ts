@@ -67,7 +67,15 @@ export class ServeNode implements ServeNodeCore {
     } else {
       this.current = new Replica(dir);
     }
-    this.waiters = new OffsetWaiters(parts.limits.waitersMax, (p) => this.current.applied(p));
+    this.waiters = new OffsetWaiters(
+      parts.limits.waitersMax,
+      (p) => this.current.applied(p),
+      (needs) => {
+        for (const fetcher of this.fetchers) {
+          if (needs.some((need) => fetcher.hosts(need.partition))) fetcher.hurry();
+        }
+      },
+    );
   }
 
   /** Checks the stores against the log's identity and each other, then starts tailing. */
@@ -218,9 +226,11 @@ export class ServeNode implements ServeNodeCore {
           replica: () => this.current,
           logReadBytesMax: limits.logReadBytesMax,
           logWaitMs: limits.logWaitMs,
+          applyLingerMs: limits.applyLingerMs,
           retryMsMax: limits.retryMsMax,
           logger,
           rebuilding,
+          readsWaiting: (partitions) => this.waiters.waitingOn(partitions),
           onApplied: (applied) => this.waiters.notify(applied),
           onOutOfRange: (p, detail) => {
             void this.rebuild(`partition ${p}: ${detail}`).catch((error: unknown) => {
