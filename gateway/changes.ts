@@ -10,7 +10,6 @@ import { stream } from 'hono/streaming';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
-import { mergeTokenOffsets } from '../shared/token.js';
 import { requestToken, TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';

@@ -4,35 +4,10 @@
  * and fails alone (its error is in the answer); when none has anything yet, the call long-polls
  * until an append to any of them is durable.
  */
-import { badRequest, TailbaseError } from '../shared/errors.js';
+import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { FetchPosition } from '../shared/log-client.js';
 import type { LogNode } from './log-node.js';
-
-/** `from=P:O[,P:O]`: distinct partitions, at most `partitionsMax`. */
-export function parseFetchPositions(raw: string | undefined, partitionsMax: number) {
-  const parts = raw === undefined || raw === '' ? [] : raw.split(',');
-  if (parts.length === 0 || parts.length > partitionsMax) {
-    throw badRequest('invalid_parameter', `from lists 1..${partitionsMax} partition:offset pairs`, {
-      parameter: 'from',
-    });
-  }
-  const positions = parts.map((part): FetchPosition => {
-    const match = /^(\d{1,9}):(\d{1,16})$/.exec(part);
-    const offset = Number(match?.[2]);
-    if (match === null || !Number.isSafeInteger(offset)) {
-      throw badRequest('invalid_parameter', 'from is partition:offset[,partition:offset...]', {
-        parameter: 'from',
-        value: part.slice(0, 40),
-      });
-    }
-    return { partition: Number(match[1]), offset };
-  });
-  if (new Set(positions.map((position) => position.partition)).size !== positions.length) {
-    throw badRequest('invalid_parameter', 'from names a partition twice', { parameter: 'from' });
-  }
-  return positions;
-}
 
 export async function fetchPartitions(
   node: LogNode,

@@ -5,7 +5,7 @@
 import { Hono, type Context } from 'hono';
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
-import { integerParam } from '../shared/query-params.js';
+import { integerParam, partitionOffsetList } from '../shared/query-params.js';
 import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
 import {
   END_OFFSET_HEADER,
@@ -14,7 +14,7 @@ import {
 } from '../shared/log-client.js';
 import { encodeFetchAnswer } from '../shared/fetch-answer.js';
 import { decodeFrames } from '../shared/partition-frames.js';
-import { fetchPartitions, parseFetchPositions } from './fetch.js';
+import { fetchPartitions } from './fetch.js';
 import type { Logger } from '../shared/logger.js';
 import type { LogCleaner } from './log-cleaner.js';
 import type { LogNode } from './log-node.js';
@@ -128,7 +128,7 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
 
   /** Several partitions' batches in one answer (shared/fetch-answer.ts), long-polling when idle. */
   app.get('/internal/fetch', async (c) => {
-    const positions = parseFetchPositions(c.req.query('from'), config.partitionsMax);
+    const positions = partitionOffsetList(c.req.query('from') ?? '', 'from', config.partitionsMax);
     const { maxBytes, waitMs } = readLimits(c);
     const outcomes = await fetchPartitions(node, positions, maxBytes, waitMs, c.req.raw.signal);
     return c.body(bytesOf(encodeFetchAnswer(outcomes)), 200, {

@@ -1,6 +1,7 @@
 /** Parsing and bounding the query parameters of the read routes: bad input is a 400, never a 500. */
 import { badRequest } from '../shared/errors.js';
 import { checkCollection } from '../shared/collection-name.js';
+import { partitionOffsetList } from '../shared/query-params.js';
 import type { OffsetNeed } from './offset-waiters.js';
 
 export const KEY_BYTES_MAX = 1024;
@@ -16,22 +17,10 @@ export function checkKey(key: string): string {
 /** `wait_for=P:O,P:O` → needs; every partition must be hosted here. */
 export function parseWaitFor(raw: string | undefined, hosted: ReadonlySet<number>): OffsetNeed[] {
   if (raw === undefined || raw === '') return [];
-  const parts = raw.split(',');
-  if (parts.length > hosted.size) {
-    throw badRequest(
-      'invalid_wait_for',
-      `wait_for names more partitions than the ${hosted.size} hosted`,
-    );
-  }
-  return parts.map((part) => {
-    const match = /^(\d{1,9}):(\d{1,15})$/.exec(part);
-    if (match === null) {
-      throw badRequest('invalid_wait_for', 'wait_for is partition:offset[,partition:offset...]', {
-        value: part.slice(0, 80),
-      });
-    }
-    return { partition: checkHosted(Number(match[1]), hosted), offset: Number(match[2]) };
-  });
+  return partitionOffsetList(raw, 'wait_for', hosted.size, 'invalid_wait_for').map((need) => ({
+    partition: checkHosted(need.partition, hosted),
+    offset: need.offset,
+  }));
 }
 
 export interface BatchGetItem {

@@ -28,3 +28,39 @@ export function integerParam(
   }
   return value;
 }
+
+export interface PartitionOffset {
+  partition: number;
+  offset: number;
+}
+
+/**
+ * `P:O[,P:O...]` (a serve-node's `wait_for`, a log-node's fetch `from`): 1..`max` pairs of
+ * distinct partitions, each offset a safe integer. Anything else is 400 `code`, naming `name`.
+ */
+export function partitionOffsetList(
+  raw: string,
+  name: string,
+  max: number,
+  code = 'invalid_parameter',
+): PartitionOffset[] {
+  const parts = raw === '' ? [] : raw.split(',');
+  if (parts.length === 0 || parts.length > max) {
+    throw badRequest(code, `${name} lists 1..${max} partition:offset pairs`, { parameter: name });
+  }
+  const pairs = parts.map((part) => {
+    const match = /^(\d{1,9}):(\d{1,16})$/.exec(part);
+    const offset = Number(match?.[2]);
+    if (match === null || !Number.isSafeInteger(offset)) {
+      throw badRequest(code, `${name} is partition:offset[,partition:offset...]`, {
+        parameter: name,
+        value: part.slice(0, 40),
+      });
+    }
+    return { partition: Number(match[1]), offset };
+  });
+  if (new Set(pairs.map((pair) => pair.partition)).size !== pairs.length) {
+    throw badRequest(code, `${name} names a partition twice`, { parameter: name });
+  }
+  return pairs;
+}

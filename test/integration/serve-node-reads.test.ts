@@ -245,6 +245,8 @@ describe('serve-node reads', () => {
         '/internal/docs/articles/fox?wait_for=9:1',
         '/internal/docs/articles/fox?wait_for=0',
         '/internal/docs/articles/fox?wait_for=0:-1',
+        '/internal/docs/articles/fox?wait_for=0:1,0:2',
+        '/internal/docs/articles/fox?wait_for=0:99999999999999999',
       ].map(async (path) => {
         const response = await fetch(serveNode.url + path);
         return [
@@ -260,6 +262,7 @@ describe('serve-node reads', () => {
       'invalid_parameter',
       'invalid_parameter',
     ]);
+    expect(statuses.slice(6).map((s) => s[2])).toEqual(Array(4).fill('invalid_wait_for'));
     for (const path of [
       '/internal/docs/articles/%FF',
       '/internal/docs/articles/%',
