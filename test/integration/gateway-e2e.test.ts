@@ -150,6 +150,28 @@ describe('gateway end to end', () => {
     expect(paged.body.hits[0].key).toBe(search.body.hits[1].key);
   });
 
+  it('pages through equal scores without repeating or skipping a hit', async () => {
+    // Identical documents score the same on a node: only the tie order decides the pages.
+    const keys = Array.from({ length: 20 }, (_, i) => `tie-${String(i).padStart(2, '0')}`);
+    const bulk = await call(
+      url,
+      'POST',
+      '/v1/collections/ties/docs',
+      keys.map((key) => ({ key, value: { text: 'same words here' } })),
+    );
+    const seen: string[] = [];
+    for (let offset = 0; offset < keys.length; offset += 3) {
+      const page = await call(
+        url,
+        'GET',
+        `/v1/collections/ties/search?q=same&limit=3&offset=${offset}&token=${bulk.token}`,
+      );
+      expect(page.status).toBe(200);
+      seen.push(...page.body.hits.map((hit: { key: string }) => hit.key));
+    }
+    expect(seen.sort()).toEqual(keys);
+  });
+
   it('appends settings to every partition', async () => {
     const put = await call(url, 'PUT', '/v1/collections/papers/settings', {
       searchable: ['title'],

@@ -66,9 +66,10 @@ describe('scan merge', () => {
 });
 
 describe('search merge', () => {
-  it('merges by score, ties by key, and pages after merging', () => {
-    const hit = (key: string, score: number, partition: number) => ({
+  it('merges by score, ties by partition then offset, and pages after merging', () => {
+    const hit = (key: string, score: number, partition: number, offset = 0) => ({
       ...doc(key, partition),
+      offset,
       score,
     });
     const merged = mergeSearchHits(
@@ -80,7 +81,7 @@ describe('search merge', () => {
         {
           assigned: [1],
           result: {
-            hits: [hit('b', 3, 1), hit('d', 3, 1), hit('x', 9, 2)],
+            hits: [hit('d', 3, 1, 4), hit('b', 3, 1, 7), hit('x', 9, 2)],
             total: 2,
             applied: { '1': 7 },
           },
@@ -89,7 +90,7 @@ describe('search merge', () => {
       1,
       2,
     );
-    expect(merged.hits.map((h) => h.key)).toEqual(['b', 'd']);
+    expect(merged.hits.map((h) => h.key)).toEqual(['d', 'b']);
     expect(merged.total).toBe(4);
     expect(merged.applied).toEqual({ '0': 3, '1': 7 });
   });
