@@ -57,6 +57,13 @@ export class DocStore {
     return typeof value === 'number' ? value : null;
   }
 
+  /** Every partition with a checkpoint here. */
+  checkpointedPartitions(): number[] {
+    const prefix = 'applied:';
+    const keys = this.meta.getKeys({ start: prefix, end: 'applied;' });
+    return [...keys].map((key) => Number(key.slice(prefix.length)));
+  }
+
   clusterId(): string | null {
     const value = this.meta.get('clusterId');
     return typeof value === 'string' ? value : null;

@@ -131,6 +131,12 @@ export class Replica {
     return search === null || docs > search;
   }
 
+  /** Partitions either store holds a checkpoint of, in order. */
+  storedPartitions(): number[] {
+    const stored = [...this.docs.checkpointedPartitions(), ...this.search.checkpointedPartitions()];
+    return [...new Set(stored)].sort((a, b) => a - b);
+  }
+
   /** LMDB is copied first, so the copy's LMDB is never ahead of its search store either. */
   async backup(dir: string): Promise<void> {
     await this.docs.backup(join(dir, DOCS_FILE));

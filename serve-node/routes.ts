@@ -62,7 +62,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     if (needs.length > 0) await core.waiters.wait(needs, waitMs);
   };
 
-  /** A data directory may still hold partitions this node hosted before: it serves only its own. */
+  /** A node serves only the partitions it hosts (its stores hold no other: ServeNode.start). */
   const hostedDoc = (collection: string, key: string) => {
     const stored = core.replica().docs.get(collection, key);
     return stored !== undefined && hostedSet.has(stored.partition) ? stored : undefined;

@@ -79,6 +79,7 @@ export class SearchStore {
   private readonly tableIdOf = new Map<string, number>();
   private readonly statements: Record<
     | 'applied'
+    | 'partitions'
     | 'setApplied'
     | 'tableById'
     | 'tableBySettings'
@@ -115,6 +116,7 @@ export class SearchStore {
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
       applied: prepare('SELECT applied FROM checkpoints WHERE partition = ?').pluck(),
+      partitions: prepare('SELECT partition FROM checkpoints').pluck(),
       setApplied: prepare(
         'INSERT INTO checkpoints (partition, applied) VALUES (?, ?) ' +
           'ON CONFLICT (partition) DO UPDATE SET applied = excluded.applied',
@@ -144,6 +146,11 @@ export class SearchStore {
   applied(partition: number): number | null {
     const value = this.statements.applied.get(partition) as number | undefined;
     return value ?? null;
+  }
+
+  /** Every partition with a checkpoint here. */
+  checkpointedPartitions(): number[] {
+    return this.statements.partitions.all() as number[];
   }
 
   /**

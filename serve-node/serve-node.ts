@@ -82,9 +82,16 @@ export class ServeNode implements ServeNodeCore {
   async start(): Promise<void> {
     const stored = this.current.docs.clusterId();
     const diverged = this.hosted.find((partition) => this.current.diverged(partition));
+    const hosted = new Set(this.hosted);
+    const foreign = this.current.storedPartitions().filter((p) => !hosted.has(p));
     if (stored !== null && stored !== this.parts.clusterId) {
       await this.replaceStores(
         `the stores came from cluster ${stored}, the log is ${this.parts.clusterId}`,
+      );
+    } else if (foreign.length > 0) {
+      // Their documents would count in the search statistics of the collections they share.
+      await this.replaceStores(
+        `the stores hold partitions this node no longer hosts (${foreign.join(', ')})`,
       );
     } else if (diverged !== undefined) {
       await this.replaceStores(`partition ${diverged}: the two stores' checkpoints diverged`);

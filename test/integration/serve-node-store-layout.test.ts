@@ -1,6 +1,7 @@
 // Proves a serve-node never opens a search store of an older layout (FTS5 tables per partition,
 // before one table per collection): it starts new stores, says why in its status, replays the log
-// and serves every document and search hit again.
+// and serves every document and search hit again (test/integration/serve-node-partitions.test.ts
+// covers stores holding partitions the node no longer hosts).
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
