@@ -5,7 +5,8 @@
  */
 import path from 'node:path';
 import { type Command, Option } from 'commander';
-import { parseApiKeys, startGateway } from '../gateway/index.js';
+import { parseApiKeys, startGateway, type GatewayConfigInput } from '../gateway/index.js';
+import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
 import { startLogNode } from '../log-node/index.js';
 import { startServeNode } from '../serve-node/index.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
@@ -19,6 +20,7 @@ export interface EmbeddedOptions {
   apiKeys?: string;
   /** How long start waits for the serve-node to catch up with the log before giving up. */
   readyWaitMsMax: number;
+  gateway?: Pick<GatewayConfigInput, 'limits' | 'writer'>;
 }
 
 export interface RunningEmbedded {
@@ -57,6 +59,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       port: options.port,
       logUrls: [log.url],
       serveUrls: [serve.url],
+      ...options.gateway,
       ...(options.apiKeys ? { apiKeys: parseApiKeys(options.apiKeys) } : {}),
     },
     { logger: logger.child({ role: 'gateway' }) },
@@ -89,7 +92,7 @@ async function waitReady(node: { ready(): boolean }, waitMsMax: number): Promise
 }
 
 export function registerStartCommand(program: Command): void {
-  program
+  const command = program
     .command('start')
     .description('run a whole tailbase (log-node, serve-node, gateway) in one process')
     .addOption(new Option('--data <dir>', 'data directory').env('TAILBASE_DATA').default('./data'))
@@ -116,31 +119,34 @@ export function registerStartCommand(program: Command): void {
         'TAILBASE_READY_WAIT_MS_MAX',
         600_000,
       ),
-    )
-    .action(
-      async (flags: {
+    );
+  addGatewayLimitOptions(command).action(
+    async (
+      flags: {
         data: string;
         host: string;
         port: number;
         partitions?: number;
         apiKeys?: string;
         readyWaitMsMax: number;
-      }) => {
-        if (!isLoopback(flags.host) && !flags.apiKeys) {
-          throw new Error(`binding ${flags.host} needs API keys (--api-keys or TAILBASE_API_KEYS)`);
-        }
-        const running = await startEmbedded({
-          dataDir: flags.data,
-          host: flags.host,
-          port: flags.port,
-          partitions: flags.partitions,
-          apiKeys: flags.apiKeys,
-          readyWaitMsMax: flags.readyWaitMsMax,
-        });
-        process.stdout.write(
-          `tailbase is ready: ${running.url}  (data in ${path.resolve(flags.data)})\n`,
-        );
-        onShutdownSignal(createLogger('tailbase'), running.stop);
-      },
-    );
+      } & Record<string, unknown>,
+    ) => {
+      if (!isLoopback(flags.host) && !flags.apiKeys) {
+        throw new Error(`binding ${flags.host} needs API keys (--api-keys or TAILBASE_API_KEYS)`);
+      }
+      const running = await startEmbedded({
+        dataDir: flags.data,
+        host: flags.host,
+        port: flags.port,
+        partitions: flags.partitions,
+        apiKeys: flags.apiKeys,
+        readyWaitMsMax: flags.readyWaitMsMax,
+        gateway: gatewayLimitValues(flags),
+      });
+      process.stdout.write(
+        `tailbase is ready: ${running.url}  (data in ${path.resolve(flags.data)})\n`,
+      );
+      onShutdownSignal(createLogger('tailbase'), running.stop);
+    },
+  );
 }

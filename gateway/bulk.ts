@@ -60,7 +60,9 @@ export function parseBulk(
       }
       const key = checkKey(entry.key, limits.keyBytesMax);
       if (entry.value === null) return { collection, key, value: null, timestampMs: nowMs };
-      const value = Buffer.from(JSON.stringify(checkDocument(entry.value, 'value')));
+      const value = Buffer.from(
+        JSON.stringify(checkDocument(entry.value, 'value', limits.documentDepthMax)),
+      );
       if (value.length > limits.documentBytesMax) {
         throw tooLarge('document_too_large', 'a record value exceeds documentBytesMax', {
           limit: 'documentBytesMax',

@@ -2,6 +2,7 @@
  * The gateway's configuration: where the log and the serve-nodes are, who may call, and every
  * limit it enforces, each named with its unit last.
  */
+import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-client.js';
 import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
 
@@ -15,6 +16,8 @@ export interface ApiKey {
 export interface GatewayLimits {
   /** A document's JSON bytes (PUT body, or one bulk record's value). */
   documentBytesMax: number;
+  /** Levels of nesting in a document, the document object itself being level 1. */
+  documentDepthMax: number;
   /** A key's UTF-8 bytes; the batch format caps it at 1024. */
   keyBytesMax: number;
   bulkRecordsMax: number;
@@ -75,6 +78,7 @@ export interface GatewayConfig {
 
 export const DEFAULT_LIMITS: GatewayLimits = {
   documentBytesMax: 1024 * 1024,
+  documentDepthMax: 64,
   keyBytesMax: 1024,
   bulkRecordsMax: 10_000,
   bulkBytesMax: 16 * 1024 * 1024,
@@ -88,6 +92,35 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   waitMsDefault: 5000,
   waitMsMax: 30_000,
   feedLimitMax: 100_000,
+};
+
+/** What each limit bounds: the help of its flag (shared/cli-options.ts limitOptions). */
+export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
+  documentBytesMax: 'largest document (a PUT body or a bulk value), bytes',
+  documentDepthMax: 'deepest nesting of a document, the document itself being level 1',
+  keyBytesMax: 'longest key, UTF-8 bytes (at most 1024)',
+  bulkRecordsMax: 'most records in one bulk request',
+  bulkBytesMax: 'largest bulk body, bytes',
+  settingsBytesMax: 'largest collection settings body, bytes',
+  scanLimitDefault: 'scan page size without limit=',
+  scanLimitMax: 'largest scan limit=',
+  searchLimitDefault: 'search hits without limit=',
+  searchLimitMax: 'largest search limit=',
+  searchOffsetMax: 'largest search offset=',
+  queryCharsMax: 'longest search q=, characters',
+  waitMsDefault: 'wait_ms of a read that waits for a token without one, ms',
+  waitMsMax: 'longest wait_ms a read may ask for, ms',
+  feedLimitMax: 'most events one change-feed request may ask for',
+};
+
+export const WRITER_HELP: Record<keyof WriterConfig, string> = {
+  lingerMs: "how long a partition's first pending write waits for others to share its batch, ms",
+  batchRecordsMax: 'most records in one appended batch',
+  batchBytesMax: 'largest appended batch, bytes',
+  pendingBytesMax: 'bytes of writes queued per partition before new ones get 503',
+  appendTimeoutMs: 'bound of one append attempt, ms',
+  appendAttemptsMax: 'attempts of one append before its outcome is unknown',
+  appendRetryBackoffMs: 'pause before a retried append, times the attempt number, ms',
 };
 
 export const DEFAULT_WRITER: WriterConfig = {
@@ -107,8 +140,20 @@ export type GatewayConfigInput = Partial<Omit<GatewayConfig, 'limits' | 'writer'
   writer?: Partial<WriterConfig>;
 };
 
+/** Writer settings that may be 0 (no linger, no pause); every other setting is at least 1. */
+const MAY_BE_ZERO = new Set<string>(['lingerMs', 'appendRetryBackoffMs']);
+
+function checkSettings(settings: Record<string, number>): void {
+  for (const [name, value] of Object.entries(settings)) {
+    const min = MAY_BE_ZERO.has(name) ? 0 : 1;
+    if (!Number.isSafeInteger(value) || value < min) {
+      throw new Error(`${name} must be an integer of at least ${min}, not ${value}`);
+    }
+  }
+}
+
 export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
-  return {
+  const config: GatewayConfig = {
     host: '127.0.0.1',
     port: 0,
     apiKeys: [],
@@ -124,6 +169,12 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     limits: { ...DEFAULT_LIMITS, ...input.limits },
     writer: { ...DEFAULT_WRITER, ...input.writer },
   };
+  checkSettings({ ...config.limits });
+  checkSettings({ ...config.writer });
+  if (config.limits.keyBytesMax > KEY_BYTES_MAX) {
+    throw new Error(`keyBytesMax must be at most ${KEY_BYTES_MAX}, the batch format's bound`);
+  }
+  return config;
 }
 
 /** `KEY:read,write;KEY2:admin` (the TAILBASE_API_KEYS form) → API keys. */

@@ -1,10 +1,15 @@
 /** `tailbase gateway`: flags (each with a TAILBASE_* environment variable) and signal handling. */
 import { type Command, Option } from 'commander';
-import { integerOption, onShutdownSignal } from '../shared/cli-options.js';
+import {
+  integerOption,
+  limitOptions,
+  limitValues,
+  onShutdownSignal,
+} from '../shared/cli-options.js';
 import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-client.js';
 import { createLogger } from '../shared/logger.js';
 import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
-import { DEFAULT_LIMITS, DEFAULT_WRITER, parseApiKeys } from './config.js';
+import { DEFAULT_LIMITS, DEFAULT_WRITER, LIMIT_HELP, parseApiKeys, WRITER_HELP } from './config.js';
 import { startGateway } from './index.js';
 
 const urlList = (raw: string) =>
@@ -13,8 +18,23 @@ const urlList = (raw: string) =>
     .map((url) => url.trim())
     .filter((url) => url.length > 0);
 
+/** The gateway's limit and writer flags, for `tailbase gateway` and `tailbase start`. */
+export function addGatewayLimitOptions(command: Command): Command {
+  const options = [
+    ...limitOptions(DEFAULT_LIMITS, LIMIT_HELP),
+    ...limitOptions(DEFAULT_WRITER, WRITER_HELP),
+  ];
+  for (const option of options) command.addOption(option);
+  return command;
+}
+
+/** What the flags of addGatewayLimitOptions were given. */
+export function gatewayLimitValues(flags: Record<string, unknown>) {
+  return { limits: limitValues(DEFAULT_LIMITS, flags), writer: limitValues(DEFAULT_WRITER, flags) };
+}
+
 export function registerGatewayCommand(program: Command): void {
-  program
+  const command = program
     .command('gateway')
     .description('run the gateway: the public HTTP API over the log and the serve-nodes')
     .addOption(
@@ -45,54 +65,6 @@ export function registerGatewayCommand(program: Command): void {
     )
     .addOption(
       integerOption(
-        '--document-bytes-max <bytes>',
-        'largest document',
-        'TAILBASE_DOCUMENT_BYTES_MAX',
-        DEFAULT_LIMITS.documentBytesMax,
-      ),
-    )
-    .addOption(
-      integerOption(
-        '--bulk-records-max <n>',
-        'most records in one bulk request',
-        'TAILBASE_BULK_RECORDS_MAX',
-        DEFAULT_LIMITS.bulkRecordsMax,
-      ),
-    )
-    .addOption(
-      integerOption(
-        '--bulk-bytes-max <bytes>',
-        'largest bulk body',
-        'TAILBASE_BULK_BYTES_MAX',
-        DEFAULT_LIMITS.bulkBytesMax,
-      ),
-    )
-    .addOption(
-      integerOption(
-        '--wait-ms-max <ms>',
-        'longest wait a read may ask for',
-        'TAILBASE_WAIT_MS_MAX',
-        DEFAULT_LIMITS.waitMsMax,
-      ),
-    )
-    .addOption(
-      integerOption(
-        '--linger-ms <ms>',
-        'how long a write waits for others to share its batch',
-        'TAILBASE_LINGER_MS',
-        DEFAULT_WRITER.lingerMs,
-      ),
-    )
-    .addOption(
-      integerOption(
-        '--batch-records-max <n>',
-        'most records in one appended batch',
-        'TAILBASE_BATCH_RECORDS_MAX',
-        DEFAULT_WRITER.batchRecordsMax,
-      ),
-    )
-    .addOption(
-      integerOption(
         '--serve-get-batch-keys-max <n>',
         'keys in one batched read to a serve-node (at most its --get-batch-keys-max)',
         'TAILBASE_SERVE_GET_BATCH_KEYS_MAX',
@@ -106,33 +78,24 @@ export function registerGatewayCommand(program: Command): void {
         'TAILBASE_APPEND_REQUEST_BYTES_MAX',
         APPEND_REQUEST_BYTES_MAX,
       ),
-    )
-    .action(async (flags: Record<string, unknown>) => {
-      const logger = createLogger('gateway');
-      const running = await startGateway(
-        {
-          host: flags.host as string,
-          port: flags.port as number,
-          logUrls: flags.log as string[],
-          serveUrls: flags.serve as string[],
-          clusterSecret: flags.clusterSecret as string | undefined,
-          apiKeys: flags.apiKeys ? parseApiKeys(flags.apiKeys as string) : [],
-          serveGetBatchKeysMax: flags.serveGetBatchKeysMax as number,
-          appendRequestBytesMax: flags.appendRequestBytesMax as number,
-          limits: {
-            documentBytesMax: flags.documentBytesMax as number,
-            bulkRecordsMax: flags.bulkRecordsMax as number,
-            bulkBytesMax: flags.bulkBytesMax as number,
-            waitMsMax: flags.waitMsMax as number,
-          },
-          writer: {
-            lingerMs: flags.lingerMs as number,
-            batchRecordsMax: flags.batchRecordsMax as number,
-          },
-        },
-        { logger },
-      );
-      process.stdout.write(`gateway listening on ${running.url}\n`);
-      onShutdownSignal(logger, running.stop);
-    });
+    );
+  addGatewayLimitOptions(command).action(async (flags: Record<string, unknown>) => {
+    const logger = createLogger('gateway');
+    const running = await startGateway(
+      {
+        host: flags.host as string,
+        port: flags.port as number,
+        logUrls: flags.log as string[],
+        serveUrls: flags.serve as string[],
+        clusterSecret: flags.clusterSecret as string | undefined,
+        apiKeys: flags.apiKeys ? parseApiKeys(flags.apiKeys as string) : [],
+        serveGetBatchKeysMax: flags.serveGetBatchKeysMax as number,
+        appendRequestBytesMax: flags.appendRequestBytesMax as number,
+        ...gatewayLimitValues(flags),
+      },
+      { logger },
+    );
+    process.stdout.write(`gateway listening on ${running.url}\n`);
+    onShutdownSignal(logger, running.stop);
+  });
 }

@@ -6,10 +6,14 @@
  *
  * Sequence bookkeeping, the part that must never drift from the log's:
  * - acknowledged (or acknowledged as a duplicate): the log holds sequence n, the next is n + 1;
- * - rejected with a 4xx (the batch is invalid): the log did not take it, n is reused;
- * - no definitive answer after every attempt: the log may or may not hold n, so nothing after it
- *   can be numbered safely; the writer takes a fresh producer id and starts again at 0, and the
- *   batch's writers are told the outcome is unknown (503 `write_outcome_unknown`);
+ * - rejected with a 4xx (the batch is invalid) before any attempt went unanswered: the log did not
+ *   take it, n is reused;
+ * - no definitive answer after every attempt, or a 4xx after an attempt that went unanswered (that
+ *   attempt may have been appended): the log may or may not hold n, so nothing after it can be
+ *   numbered safely; the writer takes a fresh producer id and starts again at 0, and the batch's
+ *   writers are told the outcome is unknown (503 `write_outcome_unknown`);
+ * - acknowledged as a duplicate although n was never sent before: the log holds another batch
+ *   under n, so this one is treated as unknown too, never acknowledged with another's offsets;
  * - `sequence_gap` or `unknown_producer` (the log forgot this producer, e.g. it expired): the batch
  *   was not appended, so it is re-sent at once under a fresh producer id;
  * - `sequence_too_old` (the log is past n and no longer remembers it): n may be this batch, so it
@@ -158,6 +162,8 @@ export class PartitionWriter {
       baseSequence: this.nextSequence,
     });
     let lastError: unknown;
+    /** An attempt of this producer id and sequence went unanswered: the log may hold it. */
+    let unanswered = false;
     for (let attempt = 1; attempt <= this.config.appendAttemptsMax; attempt++) {
       try {
         const result = await this.log.append(
@@ -165,6 +171,10 @@ export class PartitionWriter {
           encoded,
           AbortSignal.timeout(this.config.appendTimeoutMs),
         );
+        if (result.duplicate && !unanswered) {
+          lastError = new Error(`the log holds another batch under sequence ${this.nextSequence}`);
+          break;
+        }
         assert(
           result.lastOffset - result.baseOffset === batch.length - 1,
           'the log answered one offset per record',
@@ -180,13 +190,16 @@ export class PartitionWriter {
           this.logger.warn({ partition: this.partition }, 'log forgot this producer; new id');
           this.rotateProducer();
           encoded = encodeBatch(records, { producerId: this.producerId, baseSequence: 0 });
+          unanswered = false;
           continue;
         }
         if (code === 'sequence_too_old') break;
         if (isDefinitiveRejection(error)) {
+          if (unanswered) break;
           batch.forEach((w) => w.reject(error));
           return;
         }
+        unanswered = true;
         if (attempt < this.config.appendAttemptsMax) {
           await sleep(this.config.appendRetryBackoffMs * attempt);
         }

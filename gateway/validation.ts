@@ -105,6 +105,12 @@ export function decodeUtf8(bytes: Uint8Array, what: string): string {
   }
 }
 
+/** A leading UTF-8 byte order mark is not part of a JSON text (RFC 8259 §8.1): it is not stored. */
+export function withoutBom(bytes: Uint8Array): Uint8Array {
+  const bom = bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  return bom ? bytes.subarray(3) : bytes;
+}
+
 export function parseJson(text: string, what: string): unknown {
   try {
     return JSON.parse(text);
@@ -117,20 +123,37 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** A document is a JSON object whose strings are well-formed Unicode (no lone surrogates). */
-export function checkDocument(value: unknown, what: string): Record<string, unknown> {
+/**
+ * A document is a JSON object nested at most `depthMax` levels (the object itself is level 1)
+ * whose strings and names are well-formed Unicode (no lone surrogates). Walked without recursion,
+ * so no nesting a client sends can exhaust the stack.
+ */
+export function checkDocument(
+  value: unknown,
+  what: string,
+  depthMax: number,
+): Record<string, unknown> {
   if (!isPlainObject(value)) throw badRequest('invalid_document', `${what} must be a JSON object`);
-  if (!wellFormed(value)) {
-    throw badRequest('invalid_utf8', `${what} holds a string with a lone surrogate`);
+  const pending: Array<{ value: unknown; depth: number }> = [{ value, depth: 1 }];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const { value: item, depth } = next;
+    if (typeof item === 'string') {
+      if (LONE_SURROGATE.test(item)) {
+        throw badRequest('invalid_utf8', `${what} holds a string with a lone surrogate`);
+      }
+      continue;
+    }
+    if (typeof item !== 'object' || item === null) continue;
+    if (depth > depthMax) {
+      throw badRequest('document_too_deep', `${what} nests deeper than ${depthMax} levels`, {
+        limit: 'documentDepthMax',
+        max: depthMax,
+      });
+    }
+    const children = Array.isArray(item) ? item : Object.values(item);
+    if (!Array.isArray(item))
+      pending.push(...Object.keys(item).map((name) => ({ value: name, depth })));
+    for (const child of children) pending.push({ value: child, depth: depth + 1 });
   }
   return value;
-}
-
-function wellFormed(value: unknown): boolean {
-  if (typeof value === 'string') return !LONE_SURROGATE.test(value);
-  if (Array.isArray(value)) return value.every(wellFormed);
-  if (isPlainObject(value)) {
-    return Object.entries(value).every(([k, v]) => !LONE_SURROGATE.test(k) && wellFormed(v));
-  }
-  return true;
 }

@@ -49,3 +49,36 @@ export function onShutdownSignal(logger: Logger, stop: () => Promise<void>): voi
   process.on('SIGTERM', handler);
   process.on('SIGINT', handler);
 }
+
+/** `documentBytesMax` → `document-bytes-max`. */
+const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
+
+/**
+ * One integer flag per limit, named from it (`documentBytesMax` → `--document-bytes-max`,
+ * `TAILBASE_DOCUMENT_BYTES_MAX`), defaulting to its value in `defaults`; `help` says what each
+ * bounds. With `limitValues`, every limit is configurable without a flag written by hand.
+ */
+export function limitOptions<T extends { [K in keyof T]: number }>(
+  defaults: T,
+  help: Record<keyof T, string>,
+): Option[] {
+  return Object.entries<number>(defaults).map(([name, value]) => {
+    const flag = kebab(name);
+    return integerOption(
+      `--${flag} <n>`,
+      help[name as keyof T],
+      `TAILBASE_${flag.replace(/-/g, '_').toUpperCase()}`,
+      value,
+    );
+  });
+}
+
+/** The values commander parsed for `limitOptions(defaults, …)`. */
+export function limitValues<T extends { [K in keyof T]: number }>(
+  defaults: T,
+  flags: Record<string, unknown>,
+): T {
+  return Object.fromEntries(
+    Object.keys(defaults).map((name) => [name, flags[name] as number]),
+  ) as T;
+}

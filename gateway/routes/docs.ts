@@ -9,6 +9,7 @@ import { parseBulk } from '../bulk.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import {
   checkDocument,
+  withoutBom,
   checkKey,
   decodeSegment,
   decodeUtf8,
@@ -60,8 +61,12 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
         'documentBytesMax',
         'document_too_large',
       );
-      checkDocument(parseJson(decodeUtf8(body, 'document'), 'document'), 'document');
-      return body;
+      checkDocument(
+        parseJson(decodeUtf8(body, 'document'), 'document'),
+        'document',
+        limits.documentDepthMax,
+      );
+      return withoutBom(body);
     }),
   );
 

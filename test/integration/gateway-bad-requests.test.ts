@@ -2,6 +2,7 @@
 // code (never a stack trace) and the log's end offsets stay exactly as they were.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
+import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
 import { TokenCodec } from '../../shared/token.js';
 import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
 
@@ -39,6 +40,8 @@ const post = (body: string | Uint8Array, type = 'application/x-ndjson') => ({
   body,
   headers: { 'content-type': type },
 });
+
+const nested = (depth: number) => `{"a":${'['.repeat(depth - 1)}1${']'.repeat(depth - 1)}}`;
 
 const table: [string, string, RequestInit, number, string][] = [
   ['malformed JSON', '/v1/collections/items/docs/a', json('{"a":'), 400, 'invalid_json'],
@@ -147,6 +150,20 @@ const table: [string, string, RequestInit, number, string][] = [
     'invalid_json',
   ],
   ['bulk: empty', '/v1/collections/items/docs', post('\n\n'), 400, 'empty_bulk'],
+  [
+    'document nested too deep',
+    '/v1/collections/items/docs/a',
+    json(nested(65)),
+    400,
+    'document_too_deep',
+  ],
+  [
+    'bulk: value nested too deep',
+    '/v1/collections/items/docs',
+    post(`{"key":"a","value":${nested(65)}}`),
+    400,
+    'document_too_deep',
+  ],
   [
     'bulk: value a string',
     '/v1/collections/items/docs',
@@ -263,12 +280,30 @@ describe('gateway bad requests', () => {
       json('{"x":1}', { 'tailbase-token': goodToken }),
     );
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { token: string; partition: number };
+    const body = (await response.json()) as { token: string; partition: number; offset: number };
     const merged = services.tokens.decode(body.token);
     for (const [p, o] of services.tokens.decode(goodToken)) {
       expect(merged.get(p)).toBeGreaterThanOrEqual(o);
     }
+    expect(merged.get(body.partition)).toBe(body.offset);
     expect(response.headers.get('tailbase-token')).toBe(body.token);
+  });
+
+  it('takes a document nested exactly documentDepthMax levels', async () => {
+    const response = await app.request('/v1/collections/items/docs/deep', json(nested(64)));
+    expect(response.status).toBe(200);
+  });
+
+  it('stores a body sent with a UTF-8 byte order mark as the JSON text after it', async () => {
+    const bom = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')]);
+    const response = await app.request('/v1/collections/items/docs/bom', json(bom));
+    expect(response.status).toBe(200);
+    const { partition, offset } = (await response.json()) as { partition: number; offset: number };
+    const read = await fixture.client.read(partition, offset);
+    const [record] = [...iterateBatches(read.batches)]
+      .flatMap((batch) => decodeRecords(batch.bytes))
+      .filter((r) => r.offset === offset);
+    expect(Buffer.from(record.value!).toString('utf8')).toBe('{"a":1}');
   });
 });
 

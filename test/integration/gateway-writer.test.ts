@@ -37,7 +37,9 @@ async function batchesOf(partition: number) {
 }
 
 /** The real log underneath; `fail` decides per call whether the answer is lost or never sent. */
-function faulty(fail: (call: number) => 'lose-answer' | 'unreachable' | null): LogClient {
+function faulty(
+  fail: (call: number) => 'lose-answer' | 'unreachable' | 'refuse' | null,
+): LogClient {
   let calls = 0;
   return {
     cluster: () => fixture.client.cluster(),
@@ -48,6 +50,7 @@ function faulty(fail: (call: number) => 'lose-answer' | 'unreachable' | null): L
     async append(partition, batch, signal): Promise<AppendResult> {
       const mode = fail(calls++);
       if (mode === 'unreachable') throw new TailbaseError(503, 'log_unreachable', 'down');
+      if (mode === 'refuse') throw new TailbaseError(401, 'unauthorized', 'wrong secret');
       const result = await fixture.client.append(partition, batch, signal);
       if (mode === 'lose-answer') throw new DOMException('timed out', 'TimeoutError');
       return result;
@@ -96,6 +99,29 @@ describe('partition writer', () => {
     const batches = await batchesOf(2);
     expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
     expect(new Set(batches.map((b) => b.producer)).size).toBe(1);
+    await writer.close();
+  });
+
+  it('a refusal after a lost answer is an unknown outcome, never a free sequence', async () => {
+    // The first attempt is appended but its answer lost; the retry is refused (e.g. a changed
+    // secret). Keeping the sequence would have the log answer the next batch as a duplicate of
+    // the first, acknowledging records it never stored.
+    const writer = new PartitionWriter(
+      0,
+      faulty((n) => (n === 0 ? 'lose-answer' : n === 1 ? 'refuse' : null)),
+      config,
+      silent,
+    );
+    const before = (await batchesOf(0)).length;
+    await expect(writer.write([record('maybe')])).rejects.toMatchObject({
+      code: 'write_outcome_unknown',
+    });
+    const [offset] = await writer.write([record('next')]);
+    const batches = (await batchesOf(0)).slice(before);
+    expect(batches.flatMap((b) => b.keys)).toEqual(['maybe', 'next']);
+    const read = await fixture.client.read(0, offset);
+    const [stored] = [...iterateBatches(read.batches)].flatMap((b) => decodeRecords(b.bytes));
+    expect(stored).toMatchObject({ key: 'next', offset });
     await writer.close();
   });
 
