@@ -68,6 +68,11 @@ export interface GatewayConfig {
   serveSearchPageMax: number;
   /** Keys in one batched read to a serve-node (at most its getBatchKeysMax). */
   serveGetBatchKeysMax: number;
+  /**
+   * How long a serve-node may take to answer, beyond the wait a read asked it for; past it the node
+   * counts as down (for nodeDownMs) and the read moves to another replica.
+   */
+  serveAnswerMsMax: number;
   /** Body bytes of one multi-partition append (at most the log-nodes' appendRequestBytesMax). */
   appendRequestBytesMax: number;
   feedReadBytesMax: number;
@@ -75,6 +80,8 @@ export interface GatewayConfig {
   /** How long start waits for the log-node to answer /internal/cluster. */
   startWaitMsMax: number;
 }
+
+export const SERVE_ANSWER_MS_MAX = 5000;
 
 export const DEFAULT_LIMITS: GatewayLimits = {
   documentBytesMax: 1024 * 1024,
@@ -161,6 +168,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     nodeDownMs: 2000,
     serveSearchPageMax: 100,
     serveGetBatchKeysMax: GET_BATCH_KEYS_MAX,
+    serveAnswerMsMax: SERVE_ANSWER_MS_MAX,
     appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
     feedReadBytesMax: 1024 * 1024,
     feedPollMs: 5000,

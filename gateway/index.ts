@@ -54,7 +54,11 @@ export async function startGateway(
     clients.serve ??
     config.serveUrls.map(
       (url) =>
-        new HttpServeClient(url, { ...secret, getBatchKeysMax: config.serveGetBatchKeysMax }),
+        new HttpServeClient(url, {
+          ...secret,
+          getBatchKeysMax: config.serveGetBatchKeysMax,
+          answerMsMax: config.serveAnswerMsMax,
+        }),
     );
   const services = createGatewayServices(config, cluster, log, serve, logger);
   await services.topology.refresh();

@@ -9,7 +9,14 @@ import {
 import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-client.js';
 import { createLogger } from '../shared/logger.js';
 import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
-import { DEFAULT_LIMITS, DEFAULT_WRITER, LIMIT_HELP, parseApiKeys, WRITER_HELP } from './config.js';
+import {
+  DEFAULT_LIMITS,
+  DEFAULT_WRITER,
+  LIMIT_HELP,
+  parseApiKeys,
+  SERVE_ANSWER_MS_MAX,
+  WRITER_HELP,
+} from './config.js';
 import { startGateway } from './index.js';
 
 const urlList = (raw: string) =>
@@ -65,6 +72,14 @@ export function registerGatewayCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--serve-answer-ms-max <ms>',
+        'how long a serve-node may take beyond the wait a read asked for before it counts as down',
+        'TAILBASE_SERVE_ANSWER_MS_MAX',
+        SERVE_ANSWER_MS_MAX,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--serve-get-batch-keys-max <n>',
         'keys in one batched read to a serve-node (at most its --get-batch-keys-max)',
         'TAILBASE_SERVE_GET_BATCH_KEYS_MAX',
@@ -90,6 +105,7 @@ export function registerGatewayCommand(program: Command): void {
         clusterSecret: flags.clusterSecret as string | undefined,
         apiKeys: flags.apiKeys ? parseApiKeys(flags.apiKeys as string) : [],
         serveGetBatchKeysMax: flags.serveGetBatchKeysMax as number,
+        serveAnswerMsMax: flags.serveAnswerMsMax as number,
         appendRequestBytesMax: flags.appendRequestBytesMax as number,
         ...gatewayLimitValues(flags),
       },

@@ -23,6 +23,8 @@ export interface InternalRequest {
   headers?: Record<string, string>;
   body?: Uint8Array | string;
   signal?: AbortSignal;
+  /** Past this the call fails as the peer unreachable: a node that hangs is as good as down. */
+  timeoutMs?: number;
 }
 
 export class InternalHttp {
@@ -79,6 +81,14 @@ export class InternalHttp {
         if (error.name === 'AbortError') reject(error);
         else reject(this.unreachable(error));
       });
+      const { timeoutMs } = options;
+      if (timeoutMs !== undefined) {
+        const timer = setTimeout(() => {
+          request.destroy(new Error(`no answer within ${timeoutMs} ms`));
+        }, timeoutMs);
+        // 'close' comes once the answer is read or the request failed, whichever happens.
+        request.once('close', () => clearTimeout(timer));
+      }
       request.end(body);
     });
   }

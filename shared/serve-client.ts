@@ -125,7 +125,15 @@ export interface HttpServeClientOptions {
   clusterSecret?: string;
   /** Keys per batched read (at most the serve-node's `getBatchKeysMax`). */
   getBatchKeysMax?: number;
+  /**
+   * How long the node may take to answer, on top of the wait a read asks for; past it the call
+   * fails as `serve_unreachable`, so a hung node is skipped like a crashed one. None by default.
+   */
+  answerMsMax?: number;
 }
+
+/** The serve-node's longest wait when a read gives wait_for without wait_ms (its waitMsMax). */
+const NODE_WAIT_MS_MAX = 30_000;
 
 export const GET_BATCH_KEYS_MAX = 128;
 /** Batched reads out at once to one serve-node. */
@@ -146,8 +154,10 @@ export class HttpServeClient implements ServeClient {
   private readonly batcher: CallBatcher<BatchedGet, BatchedAnswer>;
   /** The node's applied offsets in its latest answer: a read they cover needs no wait. */
   private lastApplied: AppliedOffsets = {};
+  private readonly answerMsMax: number | undefined;
 
   constructor(url: string, options: HttpServeClientOptions = {}) {
+    this.answerMsMax = options.answerMsMax;
     const headers: Record<string, string> = options.clusterSecret
       ? { [CLUSTER_SECRET_HEADER]: options.clusterSecret }
       : {};
@@ -178,7 +188,7 @@ export class HttpServeClient implements ServeClient {
   }
 
   private async getBatch(items: BatchedGet[]): Promise<BatchedAnswer[]> {
-    const response = await this.fetch('/internal/docs', undefined, 'POST', { items });
+    const response = await this.fetch('/internal/docs', {}, 'POST', { items });
     const body = response.json() as {
       items: (ServedDocument | null | false)[];
       applied: AppliedOffsets;
@@ -202,7 +212,7 @@ export class HttpServeClient implements ServeClient {
 
   private async getOne(collection: string, key: string, options: ServeReadOptions) {
     const path = `/internal/docs/${encodeURIComponent(collection)}/${encodeURIComponent(key)}`;
-    const response = await this.fetch(path + query(readParams(options)), options.signal);
+    const response = await this.fetch(path + query(readParams(options)), options);
     const body = response.json() as
       | (ServedDocument & { applied: AppliedOffsets })
       | { error: { code: string; applied?: AppliedOffsets } }
@@ -227,7 +237,7 @@ export class HttpServeClient implements ServeClient {
     }
     if (options.limit !== undefined) params.set('limit', String(options.limit));
     const path = `/internal/scan/${encodeURIComponent(collection)}`;
-    return this.json<ScanResult>(await this.fetch(path + query(params), options.signal));
+    return this.json<ScanResult>(await this.fetch(path + query(params), options));
   }
 
   async search(collection: string, options: SearchOptions): Promise<SearchResult> {
@@ -237,7 +247,7 @@ export class HttpServeClient implements ServeClient {
     if (options.offset !== undefined) params.set('offset', String(options.offset));
     if (options.highlight) params.set('highlight', 'true');
     const path = `/internal/search/${encodeURIComponent(collection)}`;
-    return this.json<SearchResult>(await this.fetch(path + query(params), options.signal));
+    return this.json<SearchResult>(await this.fetch(path + query(params), options));
   }
 
   async status(): Promise<ServeStatus> {
@@ -250,23 +260,31 @@ export class HttpServeClient implements ServeClient {
   }
 
   async rebuild(): Promise<void> {
-    await this.json<unknown>(await this.fetch('/internal/admin/rebuild', undefined, 'POST'));
+    await this.json<unknown>(await this.fetch('/internal/admin/rebuild', {}, 'POST'));
   }
 
   async snapshot(dir: string): Promise<SnapshotResult> {
-    const response = await this.fetch('/internal/admin/snapshot', undefined, 'POST', { dir });
+    const response = await this.fetch('/internal/admin/snapshot', {}, 'POST', { dir });
     return this.json<SnapshotResult>(response);
   }
 
+  /**
+   * A call bounded by answerMsMax plus the wait it asks the node for (the node's own bound when
+   * it waits for offsets without wait_ms). Admin calls are not bounded: a snapshot takes its time.
+   */
   private fetch(
     path: string,
-    signal?: AbortSignal,
+    read: ServeReadOptions = {},
     method = 'GET',
     body?: unknown,
   ): Promise<InternalResponse> {
+    const waits = read.waitFor !== undefined && Object.keys(read.waitFor).length > 0;
+    const waitMs = read.waitMs ?? (waits ? NODE_WAIT_MS_MAX : 0);
+    const admin = path.startsWith('/internal/admin/');
     return this.http.request(path, {
       method,
-      signal,
+      signal: read.signal,
+      ...(this.answerMsMax === undefined || admin ? {} : { timeoutMs: this.answerMsMax + waitMs }),
       ...(body === undefined
         ? {}
         : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),

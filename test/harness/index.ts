@@ -5,3 +5,4 @@ export * from './random.js';
 export * from './spawn-node.js';
 export * from './temp-dir.js';
 export * from './serve-fixture.js';
+export * from './stall-proxy.js';

@@ -2,9 +2,23 @@
 // reads, scans and searches spread over both, and once one is stopped every read still succeeds
 // on the other (the gateway skips the node it finds unreachable).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startStallProxy } from '../harness/index.js';
 import { call, startCluster, type ClusterFixture } from './gateway-harness.js';
 
 let cluster: ClusterFixture;
+
+/** A scan's items and a search's hits and total over one collection, read with `token`. */
+async function scanAndSearch(
+  url: string,
+  collection: string,
+  q: string,
+  token: Record<string, string>,
+) {
+  const base = `/v1/collections/${collection}`;
+  const scan = await call(url, 'GET', `${base}/docs?limit=100`, undefined, token);
+  const search = await call(url, 'GET', `${base}/search?q=${q}&limit=100`, undefined, token);
+  return { items: scan.body.items, hits: search.body.hits, total: search.body.total };
+}
 
 beforeAll(async () => {
   cluster = await startCluster({ partitions: 4, replicated: true });
@@ -77,22 +91,60 @@ describe('overlapping replicas', () => {
     }));
     const bulk = await call(overlap.url, 'POST', '/v1/collections/ov/docs', docs);
     const token = { 'tailbase-token': bulk.token! };
-    const scan = await call(
-      overlap.url,
-      'GET',
-      '/v1/collections/ov/docs?limit=100',
-      undefined,
-      token,
-    );
-    expect(scan.body.items).toHaveLength(40);
-    const search = await call(
-      overlap.url,
-      'GET',
-      '/v1/collections/ov/search?q=beta&limit=100',
-      undefined,
-      token,
-    );
-    expect(search.body.hits).toHaveLength(40);
-    expect(search.body.total).toBe(40);
+    const read = await scanAndSearch(overlap.url, 'ov', 'beta', token);
+    expect(read.items).toHaveLength(40);
+    expect(read.hits).toHaveLength(40);
+    expect(read.total).toBe(40);
+  });
+});
+
+// Proves a serve-node that hangs (alive, never answering) is skipped like one that is down: with
+// node 0 behind a proxy that stalls, eventual reads, token reads, scans and searches all answer
+// from node 1 within a bound, instead of waiting on node 0 forever.
+describe('a hung replica', () => {
+  const ANSWER_MS_MAX = 300;
+  it('is skipped once it has not answered within serveAnswerMsMax', async () => {
+    let nodeUrl = '';
+    const proxy = await startStallProxy(() => nodeUrl);
+    const hung = await startCluster({
+      partitions: 4,
+      replicated: true,
+      serveUrl: (url, index) => {
+        if (index !== 0) return url;
+        nodeUrl = url;
+        return proxy.url;
+      },
+      gateway: { serveAnswerMsMax: ANSWER_MS_MAX },
+    });
+    try {
+      const docs = Array.from({ length: 8 }, (_, i) => ({ key: `h${i}`, value: { text: 'beta' } }));
+      const bulk = await call(hung.url, 'POST', '/v1/collections/hung/docs', docs);
+      const token = { 'tailbase-token': bulk.token! };
+      expect(
+        (await call(hung.url, 'GET', '/v1/collections/hung/docs/h0', undefined, token)).status,
+      ).toBe(200);
+      proxy.stall(true);
+      const started = performance.now();
+      for (const { key } of docs) {
+        const get = await call(
+          hung.url,
+          'GET',
+          `/v1/collections/hung/docs/${key}`,
+          undefined,
+          token,
+        );
+        expect(get.status).toBe(200);
+        expect((await call(hung.url, 'GET', `/v1/collections/hung/docs/${key}`)).status).toBe(200);
+      }
+      const read = await scanAndSearch(hung.url, 'hung', 'beta', token);
+      expect(read.items).toHaveLength(8);
+      expect(read.total).toBe(8);
+      // Each read waits out the bound at most once before node 0 counts as down.
+      expect(performance.now() - started).toBeLessThan(10 * ANSWER_MS_MAX + 2000);
+    } finally {
+      proxy.stall(false);
+      await hung.stop();
+      await proxy.close();
+    }
   });
 });

@@ -75,6 +75,8 @@ export async function startCluster(
     partitions?: number;
     gateway?: Partial<GatewayConfigInput>;
     serveLogUrl?: (logUrl: string, index: number) => string;
+    /** The URL the gateway is given for serve-node `index` (something in front of it). */
+    serveUrl?: (url: string, index: number) => string;
     /** Both serve-nodes host every partition (replicas) instead of half each. */
     replicated?: boolean;
     /** The partitions serve-node `index` hosts, overriding the two options above. */
@@ -107,7 +109,7 @@ export async function startCluster(
   const gateway = await startGateway(
     {
       logUrls: [log.log.url],
-      serveUrls: serves.map((s) => s.url),
+      serveUrls: serves.map((s, i) => options.serveUrl?.(s.url, i) ?? s.url),
       topologyRefreshMs: 200,
       ...options.gateway,
     },
