@@ -1,6 +1,7 @@
 // Proves read-your-writes under concurrency: 32 sessions doing put-then-get and put-then-search
 // with their tokens see 0 stale reads, while one serve-node is slowed on purpose (a proxy delays
-// its log reads) so that the same reads without a token are sometimes stale: the token matters.
+// its log reads) so that reads without a token of the partitions it serves are sometimes stale:
+// the token matters. Strong reads of a write another client made never are.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,8 +11,10 @@ const SESSIONS = 32;
 const DELAY_MS = 60;
 let cluster: ClusterFixture;
 let proxy: Server;
+/** Serve-node 1, the slowed one, hosts partitions 2 and 3 of 4. */
+const slowed = (partition: number) => partition >= 2;
 
-/** Forwards to the log-node, holding every records answer DELAY_MS before passing it on. */
+/** Forwards to the log-node, holding every answer to a log read DELAY_MS before passing it on. */
 async function startSlowProxy(target: () => string): Promise<string> {
   proxy = createServer(async (req, res) => {
     try {
@@ -21,7 +24,8 @@ async function startSlowProxy(target: () => string): Promise<string> {
         ) as Record<string, string>,
       });
       const body = Buffer.from(await upstream.arrayBuffer());
-      if (req.url?.includes('/records')) await new Promise((r) => setTimeout(r, DELAY_MS));
+      const logRead = req.url?.includes('/records') || req.url?.startsWith('/internal/fetch');
+      if (logRead) await new Promise((r) => setTimeout(r, DELAY_MS));
       const headers: Record<string, string> = {};
       upstream.headers.forEach((value, name) => {
         if (name.startsWith('tailbase') || name === 'content-type') headers[name] = value;
@@ -57,7 +61,7 @@ describe('read-your-writes', () => {
   it(`${SESSIONS} sessions with tokens never read stale; without tokens they sometimes do`, async () => {
     const url = cluster.url;
     let staleWithToken = 0;
-    let staleWithout = 0;
+    const staleWithout = { slowed: 0, other: 0 };
     let reads = 0;
     const session = async (s: number) => {
       let token: string | null = null;
@@ -97,16 +101,40 @@ describe('read-your-writes', () => {
       if (search.status !== 200 || search.body.hits[0]?.key !== `d${s}`) staleWithToken++;
       for (let i = 0; i < 3; i++) {
         const key = `e${s}-${i}`;
-        await call(url, 'PUT', `/v1/collections/rywe/docs/${key}`, { i });
+        const put = await call(url, 'PUT', `/v1/collections/rywe/docs/${key}`, { i });
         const get = await call(url, 'GET', `/v1/collections/rywe/docs/${key}`);
-        if (get.status !== 200) staleWithout++;
+        if (get.status !== 200) staleWithout[slowed(put.body.partition) ? 'slowed' : 'other']++;
       }
     };
     await Promise.all(Array.from({ length: SESSIONS }, (_, s) => session(s)));
     console.log(
-      `reads with a token: ${reads}, stale: ${staleWithToken}; stale without: ${staleWithout}`,
+      `reads with a token: ${reads}, stale: ${staleWithToken}; stale without one: ` +
+        `${staleWithout.slowed} on the slowed node, ${staleWithout.other} on the other`,
     );
     expect(staleWithToken).toBe(0);
-    expect(staleWithout).toBeGreaterThan(0);
+    expect(staleWithout.slowed).toBeGreaterThan(0);
+  });
+
+  it('strong reads see a write another client had acknowledged; eventual ones sometimes not', async () => {
+    const url = cluster.url;
+    let staleStrong = 0;
+    let staleEventual = 0;
+    let slowedWrites = 0;
+    for (let i = 0; i < 40; i++) {
+      const key = `strong-${i}`;
+      const put = await call(url, 'PUT', `/v1/collections/strong/docs/${key}`, { i });
+      if (!slowed(put.body.partition)) continue;
+      slowedWrites++;
+      // Another client: it holds no token, only the knowledge that the write was acknowledged.
+      const [strong, eventual] = await Promise.all([
+        call(url, 'GET', `/v1/collections/strong/docs/${key}?consistency=strong`),
+        call(url, 'GET', `/v1/collections/strong/docs/${key}`),
+      ]);
+      if (strong.status !== 200 || strong.body.value.i !== i) staleStrong++;
+      if (eventual.status !== 200) staleEventual++;
+    }
+    expect(slowedWrites).toBeGreaterThan(0);
+    expect(staleStrong).toBe(0);
+    expect(staleEventual).toBeGreaterThan(0);
   });
 });
