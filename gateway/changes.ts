@@ -2,14 +2,19 @@
  * The change feed: every record after a token, each partition in offset order, streamed as NDJSON
  * (or SSE for `Accept: text/event-stream`). Each event carries the token of everything sent so far
  * on this stream, so a consumer that resumes with the last token it received misses nothing and
- * sees nothing twice. One long-polling reader per partition; writes to the stream are awaited, so
- * a slow consumer slows the readers instead of filling memory.
+ * sees nothing twice. A stream resumes from its token and, for SSE, from `Last-Event-ID` too (an
+ * EventSource reconnects to the same URL with it), whichever is further; with a token, `from` is
+ * not used: a partition the token does not name had nothing sent yet and starts at the log start.
+ * An SSE stream opens with the id of its starting position, so a reconnect before the first event
+ * misses nothing either. One long-polling reader per partition; writes to the stream are awaited,
+ * so a slow consumer slows the readers instead of filling memory.
  */
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
+import { mergeTokenOffsets } from '../shared/token.js';
 import { requestToken, TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
@@ -24,11 +29,10 @@ export async function changeFeed(
   const { config, log, tokens, logger } = services;
   const sse = (c.req.header('accept') ?? '').includes('text/event-stream');
   const lastEventId = sse ? c.req.header('last-event-id') : undefined;
-  const token =
-    lastEventId && !query.has('token') && !c.req.header(TOKEN_HEADER)
-      ? tokens.decode(lastEventId)
-      : requestToken(c, query, services);
-  const from = enumParam(query, 'from', ['start', 'now'] as const) ?? 'start';
+  const sentToken = requestToken(c, query, services);
+  const token = lastEventId ? mergeTokenOffsets(sentToken, tokens.decode(lastEventId)) : sentToken;
+  const from =
+    token.size > 0 ? 'start' : (enumParam(query, 'from', ['start', 'now'] as const) ?? 'start');
   const collectionParam = query.get('collection');
   const collection = collectionParam ? checkCollection(collectionParam) : undefined;
   const limit = intParam(query, 'limit', 1, config.limits.feedLimitMax, Infinity);
@@ -59,6 +63,7 @@ export async function changeFeed(
     // The client going away aborts the request; the gateway stopping aborts every feed.
     c.req.raw.signal.addEventListener('abort', () => stop.abort(), { once: true });
     services.feeds.add(stop);
+    if (sse) await out.write(`id: ${tokens.encode(position)}\n\n`);
     let sent = 0;
     const emit = async (event: Record<string, unknown>, partition: number, offset: number) => {
       if (stop.signal.aborted) return;

@@ -218,22 +218,50 @@ describe('gateway end to end', () => {
     }
   });
 
-  it('serves the feed as SSE and resumes from Last-Event-ID', async () => {
-    const response = await fetch(`${url}/v1/changes?collection=feed&limit=2`, {
-      headers: { accept: 'text/event-stream' },
+  it('serves the feed as SSE and resumes from Last-Event-ID over the URL token', async () => {
+    const all = await readFeed('/v1/changes?collection=feed&limit=5');
+    const sseEvents = (text: string) => ({
+      ids: [...text.matchAll(/^id: (.+)$/gm)].map((m) => m[1]),
+      data: [...text.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1])),
     });
-    expect(response.headers.get('content-type')).toContain('text/event-stream');
-    const text = await response.text();
-    const ids = [...text.matchAll(/^id: (.+)$/gm)].map((m) => m[1]);
-    expect(ids).toHaveLength(2);
-    const resumed = await fetch(`${url}/v1/changes?collection=feed&limit=1`, {
-      headers: { accept: 'text/event-stream', 'last-event-id': ids[1] },
+    // An EventSource reconnects to the URL it opened, token and all, adding Last-Event-ID.
+    const path = `/v1/changes?collection=feed&limit=2&token=${all[0].token}`;
+    const first = await fetch(url + path, { headers: { accept: 'text/event-stream' } });
+    expect(first.headers.get('content-type')).toContain('text/event-stream');
+    const opened = sseEvents(await first.text());
+    expect(opened.data).toHaveLength(2);
+    // The opening id (the starting position), then one per event.
+    expect(opened.ids).toHaveLength(3);
+    const resumed = await fetch(url + path, {
+      headers: { accept: 'text/event-stream', 'last-event-id': opened.ids[2] },
+    });
+    const rest = sseEvents(await resumed.text()).data;
+    const key = (e: { partition: number; offset: number }) => `${e.partition}:${e.offset}`;
+    const seen = [...opened.data, ...rest].map(key);
+    expect(new Set(seen).size).toBe(4);
+    expect(seen.sort()).toEqual(all.slice(1).map(key).sort());
+  });
+
+  it('an SSE stream opened at the log end resumes from its opening id', async () => {
+    const controller = new AbortController();
+    const response = await fetch(`${url}/v1/changes?collection=late&from=now`, {
+      headers: { accept: 'text/event-stream' },
+      signal: controller.signal,
+    });
+    const reader = response.body!.getReader();
+    let opening = '';
+    while (!opening.includes('\n\n')) {
+      opening += new TextDecoder().decode((await reader.read()).value);
+    }
+    controller.abort();
+    const id = /^id: (.+)$/m.exec(opening)![1];
+    // Written while the consumer is away, after the stream it opened had started.
+    await call(url, 'PUT', '/v1/collections/late/docs/k', { v: 1 });
+    const resumed = await fetch(`${url}/v1/changes?collection=late&from=now&limit=1`, {
+      headers: { accept: 'text/event-stream', 'last-event-id': id },
     });
     const data = JSON.parse((await resumed.text()).match(/^data: (.+)$/m)![1]);
-    const firstData = [...text.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1]));
-    expect(firstData.map((e) => `${e.partition}:${e.offset}`)).not.toContain(
-      `${data.partition}:${data.offset}`,
-    );
+    expect(data).toMatchObject({ collection: 'late', key: 'k', value: { v: 1 } });
   });
 
   it('from=now starts at the end of the log', async () => {
