@@ -67,9 +67,12 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     const plan = await planRead(c, query, services, all);
     const depth = offset + limit;
     const pageMax = services.config.serveSearchPageMax;
-    // A node answers at most pageMax hits a call, so its top `depth` hits come in pages.
+    // A node answers at most pageMax hits a call, so its top `depth` hits come in pages. Pages
+    // may be read at different states: a document updated between them is kept once, and the
+    // token covers the latest state read. (One that moved up into an earlier page is missed.)
     const pages = await topology.fanOut(all, async (node, assigned) => {
       const top: SearchResult = { hits: [], total: 0, applied: {} };
+      const keys = new Set<string>();
       for (let from = 0; from < depth; from += pageMax) {
         const page = await node.client.search(collection, {
           q,
@@ -81,9 +84,14 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
           waitFor: waitForPartitions(plan.waitFor, assigned),
           waitMs: plan.waitMs,
         });
-        top.hits.push(...page.hits);
+        for (const hit of page.hits) {
+          if (!keys.has(hit.key)) top.hits.push(hit);
+          keys.add(hit.key);
+        }
         top.total = page.total;
-        if (from === 0) top.applied = page.applied;
+        for (const [p, applied] of Object.entries(page.applied)) {
+          top.applied[p] = Math.max(top.applied[p] ?? applied, applied);
+        }
         if (page.hits.length < Math.min(pageMax, depth - from)) break;
       }
       return top;

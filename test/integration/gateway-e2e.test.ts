@@ -9,10 +9,11 @@ let cluster: ClusterFixture;
 let url: string;
 
 beforeAll(async () => {
-  // Tiny batch bounds, so batched reads and multi-partition appends are split on every test here.
+  // Tiny batch bounds, so batched reads, multi-partition appends and each node's search hits are
+  // split on every test here.
   cluster = await startCluster({
     partitions: 4,
-    gateway: { serveGetBatchKeysMax: 2, appendRequestBytesMax: 512 },
+    gateway: { serveGetBatchKeysMax: 2, appendRequestBytesMax: 512, serveSearchPageMax: 2 },
   });
   url = cluster.url;
 });
