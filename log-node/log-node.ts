@@ -8,7 +8,7 @@ import type { Logger } from '../shared/logger.js';
 import type { Clock } from './clock.js';
 import type { ClusterMeta } from './cluster-meta.js';
 import type { LogNodeConfig } from './config.js';
-import { PartitionLog } from './partition-log.js';
+import { partitionFailed, PartitionLog } from './partition-log.js';
 
 type PartitionSlot =
   | { log: PartitionLog; error?: undefined }
@@ -78,16 +78,7 @@ export class LogNode {
         },
       );
     }
-    if (slot.error) {
-      throw new TailbaseError(
-        503,
-        'partition_failed',
-        `partition ${param} stopped: ${slot.error.message}`,
-        {
-          partition: Number(param),
-        },
-      );
-    }
+    if (slot.error) throw partitionFailed(Number(param));
     return slot.log;
   }
 

@@ -42,6 +42,19 @@ export interface PartitionReadResult {
 /** How many producer snapshots a partition keeps (the newest is used; one spare). */
 const PRODUCER_SNAPSHOTS_KEPT = 2;
 
+/**
+ * What a stopped partition answers. The cause (an errno, a file and byte position) is in the
+ * log-node's log and its /internal/status, never in an answer that may travel on to a client.
+ */
+export function partitionFailed(partition: number): TailbaseError {
+  return new TailbaseError(
+    503,
+    'partition_failed',
+    `partition ${partition} stopped after a storage error; the log-node's log has the cause`,
+    { partition },
+  );
+}
+
 export class PartitionLog {
   readonly partition: number;
   readonly dir: string;
@@ -167,16 +180,7 @@ export class PartitionLog {
   }
 
   private ensureWritable(): void {
-    if (this.failure) {
-      throw new TailbaseError(
-        503,
-        'partition_failed',
-        `partition ${this.partition} stopped: ${this.failure.message}`,
-        {
-          partition: this.partition,
-        },
-      );
-    }
+    if (this.failure) throw partitionFailed(this.partition);
     if (this.closed) throw new TailbaseError(503, 'shutting_down', 'the log-node is shutting down');
   }
 
@@ -271,7 +275,7 @@ export class PartitionLog {
       // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
       // fsyncgate): stop the partition; a restart recovers from what is really on disk.
       this.fail(error as Error);
-      for (const { entry } of acks) entry.reject(this.writableError());
+      for (const { entry } of acks) entry.reject(partitionFailed(this.partition));
       return;
     }
     for (const { entry, ack } of acks) entry.resolve(ack);
@@ -293,19 +297,8 @@ export class PartitionLog {
     this.logger.error({ err: error }, 'partition stopped after an I/O error');
     const pending = this.queue.splice(0);
     this.queuedBytes = 0;
-    for (const entry of pending) entry.reject(this.writableError());
+    for (const entry of pending) entry.reject(partitionFailed(this.partition));
     this.waiters.wakeAll();
-  }
-
-  private writableError(): TailbaseError {
-    return new TailbaseError(
-      503,
-      'partition_failed',
-      `partition ${this.partition} stopped: ${this.failure?.message}`,
-      {
-        partition: this.partition,
-      },
-    );
   }
 
   /** Closes the active segment (fsynced, index written, producer state snapshotted) and opens the next. */
@@ -342,7 +335,7 @@ export class PartitionLog {
     waitMs: number,
     signal?: AbortSignal,
   ): Promise<PartitionReadResult> {
-    if (this.failure) throw this.writableError();
+    if (this.failure) throw partitionFailed(this.partition);
     if (
       !Number.isSafeInteger(offset) ||
       offset < this.logStartOffset ||

@@ -46,6 +46,14 @@ export const unavailable = (code: string, message: string, details?: ErrorDetail
 
 /** Rebuilds a TailbaseError from a peer's JSON error body, keeping its status and details. */
 export function errorFromBody(status: number, body: unknown): TailbaseError {
+  if (status === 401 || status === 403) {
+    // A node refusing another is a cluster set up wrong (its secret), never the caller's key.
+    return new TailbaseError(
+      502,
+      'cluster_misconfigured',
+      'a node of the cluster refused an internal call; check the cluster secret',
+    );
+  }
   const error = (body as Partial<ErrorBody> | null)?.error;
   if (error && typeof error.code === 'string' && typeof error.message === 'string') {
     const { code, message, ...details } = error;

@@ -2,6 +2,7 @@
  * What every node's HTTP server shares: errors mapped to JSON bodies (never a stack trace), 404s
  * for unknown routes, and a listener that reports its URL and closes cleanly.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
@@ -36,10 +37,17 @@ export function installErrorHandlers(app: Hono<any>, logger?: Logger): void {
   );
 }
 
-/** Middleware for `/internal/*`: every call must carry the cluster secret when one is set. */
+const sha256 = (text: string) => createHash('sha256').update(text).digest();
+
+/**
+ * Middleware for `/internal/*`: every call must carry the cluster secret when one is set,
+ * compared as SHA-256 digests in constant time.
+ */
 export function requireClusterSecret(secret: string | undefined): MiddlewareHandler {
+  const expected = secret ? sha256(secret) : null;
   return async function clusterSecret(c, next) {
-    if (secret && c.req.header(CLUSTER_SECRET_HEADER) !== secret) {
+    const sent = c.req.header(CLUSTER_SECRET_HEADER);
+    if (expected && (sent === undefined || !timingSafeEqual(sha256(sent), expected))) {
       throw new TailbaseError(401, 'unauthorized', 'internal calls need the cluster secret');
     }
     await next();

@@ -198,6 +198,20 @@ describe('running tailbase like a user', () => {
     expect(new Set(written.map((w) => w.partition)).size).toBeGreaterThan(3);
 
     const secret = 'dev-cluster-secret-change-me';
+    // Internal routes refuse a call without the secret or with another one.
+    for (const url of [
+      'http://127.0.0.1:7071/internal/offsets',
+      'http://127.0.0.1:7081/internal/status',
+    ]) {
+      expect((await fetch(url)).status, url).toBe(401);
+      const wrong = await fetch(url, { headers: { 'tailbase-cluster-secret': `${secret}x` } });
+      expect(wrong.status, url).toBe(401);
+    }
+    // A node refused by another reports the cluster as misconfigured, not the caller as unknown.
+    const refused = await new HttpServeClient('http://127.0.0.1:7081', { clusterSecret: 'wrong' })
+      .status()
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 502, code: 'cluster_misconfigured' });
     for (const url of ['http://127.0.0.1:7081', 'http://127.0.0.1:7082']) {
       const serve = new HttpServeClient(url, { clusterSecret: secret });
       for (const { key, partition, offset } of written) {
