@@ -114,6 +114,18 @@ async function waitReady(
   throw new Error(`not ready after ${READY_WAIT_MS_MAX} ms: ${output()}`);
 }
 
+/** Every server started and not stopped yet: killed when the bench exits, whatever the path. */
+const running = new Set<ChildProcess>();
+
+/**
+ * Kills what is still running (a group that timed out leaves its servers behind otherwise);
+ * `process.exit` skips `finally` blocks, so run.ts calls this before it exits.
+ */
+export function killRunningServers(): void {
+  for (const child of running) child.kill('SIGKILL');
+  running.clear();
+}
+
 export async function spawnServer(options: SpawnOptions): Promise<RunningProcess> {
   const child = spawn(options.command ?? process.execPath, options.args, {
     env: { ...process.env, TAILBASE_LOG_LEVEL: 'warn', ...options.env },
@@ -121,13 +133,19 @@ export async function spawnServer(options: SpawnOptions): Promise<RunningProcess
     uid: options.uid,
     gid: options.gid,
   });
+  running.add(child);
   let tail = '';
   const keep = (chunk: Buffer) => {
     tail = (tail + chunk.toString('utf8')).slice(-OUTPUT_TAIL_BYTES_MAX);
   };
   child.stdout?.on('data', keep);
   child.stderr?.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', () => {
+      running.delete(child);
+      resolve();
+    }),
+  );
   const url = `http://127.0.0.1:${options.port}`;
   const stop = async () => {
     if (child.exitCode !== null || child.signalCode !== null) return;

@@ -31,8 +31,19 @@ export function benchDataRoot(): string {
   return process.env.TAILBASE_BENCH_DIR ?? tmpdir();
 }
 
+/** Every directory made for a run: removed when the bench exits, whatever the path. */
+const benchDirs = new Set<string>();
+
 export function makeBenchDir(prefix: string): string {
-  return mkdtempSync(join(benchDataRoot(), `tailbase-bench-${prefix}-`));
+  const dir = mkdtempSync(join(benchDataRoot(), `tailbase-bench-${prefix}-`));
+  benchDirs.add(dir);
+  return dir;
+}
+
+/** Removes what makeBenchDir made (a group that timed out leaves its directories otherwise). */
+export function removeBenchDirs(): void {
+  for (const dir of benchDirs) rmSync(dir, { recursive: true, force: true });
+  benchDirs.clear();
 }
 
 /** Appends 4 KiB blocks, each followed by fdatasync, the way a log commits: bounded by time and count. */

@@ -17,7 +17,8 @@ import { normalizeGroup } from './normalize.js';
 import { RESULTS_DIR } from './paths.js';
 import { describePeers, detectPeers } from './peers.js';
 import { addPeerRatios, runPeersBench } from './peers-group.js';
-import { benchDataRoot, measureReferences } from './references.js';
+import { killRunningServers } from './processes.js';
+import { benchDataRoot, measureReferences, removeBenchDirs } from './references.js';
 import { referenceTable, workloadTable } from './table.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
 
@@ -85,6 +86,8 @@ async function runGroup(group: Group, context: GroupContext): Promise<WorkloadRe
     );
     return results;
   } catch (error) {
+    // Groups run one at a time: what still runs is this group's, and would load the next one.
+    killRunningServers();
     const message = error instanceof Error ? error.message : String(error);
     return [
       {
@@ -181,11 +184,14 @@ async function main(): Promise<number> {
   return failed.length > 0 ? 1 : 0;
 }
 
-// Exit explicitly: a group that timed out may still hold sockets or timers open.
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  },
-);
+// Exit explicitly: a group that timed out may still hold sockets or timers open. Its servers and
+// directories are removed first, since its own cleanup never runs.
+const exit = (code: number) => {
+  killRunningServers();
+  removeBenchDirs();
+  process.exit(code);
+};
+main().then(exit, (error: unknown) => {
+  console.error(error);
+  exit(1);
+});

@@ -9,6 +9,7 @@ const HEADERS = [
   'p50 ms',
   'p99 ms',
   'peak RSS',
+  'errors',
   'vs reference',
   'targets',
 ];
@@ -17,7 +18,7 @@ function row(w: WorkloadResult): string[] {
   if (w.skipped !== undefined || w.error !== undefined) {
     // In the last column, so a long reason does not widen the figures' columns.
     const why = w.error !== undefined ? `FAILED: ${w.error}` : (w.skipped ?? '');
-    return [w.group, w.name, '-', '-', '-', '-', '-', why];
+    return [w.group, w.name, '-', '-', '-', '-', '-', '-', why];
   }
   const rss = Object.values(w.peakRssBytes);
   return [
@@ -27,6 +28,8 @@ function row(w: WorkloadResult): string[] {
     w.latency ? formatMs(w.latency.p50Ms) : '-',
     w.latency ? formatMs(w.latency.p99Ms) : '-',
     rss.length > 0 ? rss.map(formatBytes).join(' + ') : '-',
+    // Non-2xx answers and socket errors: not counted in the throughput, shown so none go unseen.
+    typeof w.figures.errorCount === 'number' ? String(w.figures.errorCount) : '-',
     w.ratios.map((r) => `${formatRatio(r.value)} ${r.reference}`).join('; ') || '-',
     (w.targets ?? []).map((t) => `${t.met ? 'met' : 'MISSED'} ${t.name} ${t.goal}`).join('; ') ||
       '-',

@@ -23,3 +23,27 @@ export function searchTerms(docs: readonly CorpusDoc[], max: number): string[] {
   const words = docs.flatMap((doc) => doc.value.title.toLowerCase().match(/\p{L}{4,}/gu) ?? []);
   return [...new Set(words)].slice(0, max);
 }
+
+/** Documents a skew query term is in, at least: past 10, a top 10 has to choose. */
+const SKEW_TERM_DOCS_MIN = 20;
+
+/**
+ * Queries whose top 10 depends on ranking (each term in at least 20 documents, at most a fifth of
+ * them): single terms, most frequent first, then pairs of them joined with OR.
+ */
+export function skewQueries(docs: readonly CorpusDoc[], count: number): string[] {
+  const documentsWith = new Map<string, number>();
+  for (const doc of docs) {
+    const text = `${doc.value.title} ${doc.value.body}`.toLowerCase();
+    for (const word of new Set(text.match(/\p{L}{4,}/gu) ?? [])) {
+      documentsWith.set(word, (documentsWith.get(word) ?? 0) + 1);
+    }
+  }
+  const terms = [...documentsWith]
+    .filter(([, n]) => n >= SKEW_TERM_DOCS_MIN && n <= docs.length / 5)
+    .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+    .map(([word]) => word);
+  const singles = terms.slice(0, Math.ceil(count / 2));
+  const pairs = singles.map((word, i) => `${word} OR ${terms[(i * 7 + 3) % terms.length]}`);
+  return [...singles, ...pairs].slice(0, count);
+}

@@ -117,7 +117,8 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
       '--',
       ...scriptArgs,
     ];
-    const output = await runCapture('wrk', args);
+    // wrk ends on its own after the duration; a hung one is killed past this.
+    const output = await runCapture('wrk', args, (run.durationS + REQUEST_TIMEOUT_S + 30) * 1000);
     const line = output.split('\n').find((l) => l.startsWith(MARKER));
     if (line === undefined) throw new Error(`wrk printed no summary: ${output.slice(-2000)}`);
     const s = JSON.parse(line.slice(MARKER.length)) as WrkSummary;
@@ -139,9 +140,11 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
   }
 }
 
-function runCapture(command: string, args: string[]): Promise<string> {
+function runCapture(command: string, args: string[], timeoutMs: number): Promise<string> {
   return new Promise((resolve, reject) => {
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.once('exit', () => clearTimeout(timer));
     let output = '';
     const keep = (chunk: Buffer) => {
       output = (output + chunk.toString('utf8')).slice(-OUTPUT_BYTES_MAX);
