@@ -1,5 +1,5 @@
 /** `tailbase log-node`: flags (each with a TAILBASE_* environment variable) and signal handling. */
-import { type Command, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createLogger } from '../shared/logger.js';
 import { logNodeDefaults } from './config.js';
 import { startLogNode } from './index.js';
@@ -26,6 +26,14 @@ const limitFlags: [flag: string, key: keyof typeof logNodeDefaults, description:
   ['--producer-expiry-ms <ms>', 'producerExpiryMs', 'forget producers silent this long'],
   ['--producer-recent-batches-max <n>', 'producerRecentBatchesMax', 'retries remembered'],
 ];
+
+function parseRatio(raw: string): number {
+  const value = Number(raw);
+  if (raw.trim() === '' || !(value >= 0 && value <= 1)) {
+    throw new InvalidArgumentError('expected a number from 0 to 1');
+  }
+  return value;
+}
 
 export function registerLogNodeCommand(program: Command): void {
   const command = program
@@ -138,6 +146,15 @@ export function registerLogNodeCommand(program: Command): void {
         'TAILBASE_CLEANER_INTERVAL_MS',
         logNodeDefaults.cleanerIntervalMs,
       ),
+    )
+    .addOption(
+      new Option(
+        '--cleaner-min-dirty-ratio <ratio>',
+        'compact a partition once this share of its closed records is superseded (0..1)',
+      )
+        .env('TAILBASE_CLEANER_MIN_DIRTY_RATIO')
+        .argParser(parseRatio)
+        .default(logNodeDefaults.cleanerMinDirtyRatio),
     );
   for (const [flag, key, description] of limitFlags) {
     const env = `TAILBASE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
@@ -166,6 +183,7 @@ export function registerLogNodeCommand(program: Command): void {
       retentionBytes: flags.retentionBytes as number,
       deleteRetentionMs: flags.deleteRetentionMs as number,
       cleanerIntervalMs: flags.cleanerIntervalMs as number,
+      cleanerMinDirtyRatio: flags.cleanerMinDirtyRatio as number,
       ...Object.fromEntries(limitFlags.map(([, key]) => [key, flags[key] as number])),
       logger,
     });
