@@ -50,7 +50,11 @@ export function parseBulk(
   limits: GatewayLimits,
   nowMs: number,
 ): LogRecord[] {
-  const ndjson = contentType?.includes('ndjson') || !text.trimStart().startsWith('[');
+  // application/json is a JSON array; NDJSON, or a body of no JSON type that is not an array, is
+  // one record a line.
+  const type = contentType ?? '';
+  const ndjson =
+    type.includes('ndjson') || (!type.includes('json') && !text.trimStart().startsWith('['));
   const parsed = entries(text, ndjson, limits);
   if (parsed.length === 0) throw badRequest('empty_bulk', 'a bulk request holds no records');
   return parsed.map((entry, index) => {

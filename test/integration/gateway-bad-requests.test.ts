@@ -143,11 +143,18 @@ const table: [string, string, RequestInit, number, string][] = [
     'bulk_too_large',
   ],
   [
-    'bulk: not an array',
+    'bulk: malformed JSON array',
     '/v1/collections/items/docs',
-    post('{"key":"a"', 'application/json'),
+    post('[{"key":"a"', 'application/json'),
     400,
     'invalid_json',
+  ],
+  [
+    'bulk: application/json not an array',
+    '/v1/collections/items/docs',
+    post('{"key":"a","value":{}}', 'application/json'),
+    400,
+    'invalid_bulk',
   ],
   ['bulk: empty', '/v1/collections/items/docs', post('\n\n'), 400, 'empty_bulk'],
   [

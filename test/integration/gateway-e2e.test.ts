@@ -282,6 +282,21 @@ describe('gateway end to end', () => {
     expect(get.body).toMatchObject({ value: { v: 'new' }, offset: put.body.offset });
   });
 
+  it('refuses an oversize body over a real socket by its declared length, writing nothing', async () => {
+    const before = await cluster.log.client.offsets();
+    const body = JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) });
+    const response = await fetch(`${url}/v1/collections/big/docs/k`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+      body,
+    });
+    expect(response.status).toBe(413);
+    expect(((await response.json()) as { error: { code: string } }).error.code).toBe(
+      'document_too_large',
+    );
+    expect(await cluster.log.client.offsets()).toEqual(before);
+  });
+
   it('reports status, health, readiness and metrics', async () => {
     const status = await call(url, 'GET', '/v1/status');
     expect(status.body.partitions).toHaveLength(4);
