@@ -36,6 +36,7 @@ export async function changeFeed(
   const collectionParam = query.get('collection');
   const collection = collectionParam ? checkCollection(collectionParam) : undefined;
   const limit = intParam(query, 'limit', 1, config.limits.feedLimitMax, Infinity);
+  const skipRemoved = enumParam(query, 'removed', ['fail', 'skip'] as const) === 'skip';
 
   const next = new Map<number, number>();
   const position = new Map(token);
@@ -49,6 +50,16 @@ export async function changeFeed(
       });
     }
     const start = sent !== undefined ? sent + 1 : from === 'now' ? endOffset : logStartOffset;
+    if (start < logStartOffset && sent !== undefined && !skipRemoved) {
+      // Retention removed records after the token: resuming would skip them without a word.
+      throw new TailbaseError(
+        410,
+        'records_removed',
+        `partition ${partition} no longer holds the records after this token; ` +
+          'resume with removed=skip to continue from its log start',
+        { partition, logStartOffset },
+      );
+    }
     next.set(partition, Math.max(start, logStartOffset));
     if (sent === undefined && from === 'now' && endOffset > 0)
       position.set(partition, endOffset - 1);
