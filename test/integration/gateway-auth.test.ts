@@ -1,4 +1,5 @@
-// Proves API-key security: no key → 401, a wrong key → 401, a key without the scope → 403,
+// Proves API-key security: no key → 401, a wrong key → 401, a key without the scope → 403 on
+// every guarded route (and the log untouched),
 // admin includes every scope, health stays open; and that without keys the gateway refuses to
 // bind anything but loopback.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,11 +13,12 @@ let gateway: Awaited<ReturnType<typeof gatewayApp>>;
 const READER = 'reader-key-0123456789';
 const WRITER = 'writer-key-0123456789';
 const ADMIN = 'admin-key-01234567890';
+const WRITE_ONLY = 'write-only-key-012345';
 
 beforeAll(async () => {
   fixture = await startLog(2);
   gateway = await gatewayApp(fixture.client, [], {
-    apiKeys: parseApiKeys(`${READER}:read;${WRITER}:write,read;${ADMIN}:admin`),
+    apiKeys: parseApiKeys(`${READER}:read;${WRITER}:write,read;${ADMIN}:admin;${WRITE_ONLY}:write`),
   });
 });
 
@@ -54,6 +56,39 @@ describe('gateway auth', () => {
     });
     expect(viaHeader.status).toBe(200);
   });
+
+  // Every guarded route, the scope it needs, and a key that lacks it.
+  const routes: [method: string, path: string, lacking: string][] = [
+    ['GET', '/v1/collections/a/docs/k', WRITE_ONLY],
+    ['GET', '/v1/collections/a/docs', WRITE_ONLY],
+    ['GET', '/v1/collections/a/search?q=x', WRITE_ONLY],
+    ['GET', '/v1/changes', WRITE_ONLY],
+    ['GET', '/v1/status', WRITE_ONLY],
+    ['GET', '/metrics', WRITE_ONLY],
+    ['PUT', '/v1/collections/a/docs/k', READER],
+    ['DELETE', '/v1/collections/a/docs/k', READER],
+    ['POST', '/v1/collections/a/docs', READER],
+    ['PUT', '/v1/collections/a/settings', WRITER],
+    ['GET', '/v1/admin/serve-nodes/0/status', WRITER],
+    ['POST', '/v1/admin/serve-nodes/0/rebuild', WRITER],
+  ];
+  it.each(routes)(
+    '%s %s: 401 without a key, 403 with one lacking its scope',
+    async (method, path, lacking) => {
+      const before = await fixture.client.offsets();
+      const body = method === 'GET' || method === 'DELETE' ? undefined : '[{"key":"k","value":{}}]';
+      const refused = [
+        await gateway.app.request(path, { method, body }),
+        await gateway.app.request(path, {
+          method,
+          body,
+          headers: { authorization: `Bearer ${lacking}` },
+        }),
+      ];
+      expect(refused.map((r) => r.status)).toEqual([401, 403]);
+      expect(await fixture.client.offsets()).toEqual(before);
+    },
+  );
 
   it('leaves health open', async () => {
     expect((await gateway.app.request('/healthz')).status).toBe(200);
