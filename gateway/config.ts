@@ -2,8 +2,13 @@
  * The gateway's configuration: where the log and the serve-nodes are, who may call, and every
  * limit it enforces, each named with its unit last.
  */
-import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
-import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-client.js';
+import {
+  BATCH_HEADER_BYTES,
+  COLLECTION_BYTES_MAX,
+  KEY_BYTES_MAX,
+  RECORD_OVERHEAD_BYTES,
+} from '../shared/batch-codec.js';
+import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-client.js';
 import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
 
 export type Scope = 'read' | 'write' | 'admin';
@@ -183,6 +188,31 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     throw new Error(`keyBytesMax must be at most ${KEY_BYTES_MAX}, the batch format's bound`);
   }
   return config;
+}
+
+/**
+ * The gateway's batches must be ones the log takes: a refused batch fails every write in it, and a
+ * bulk request can be refused after other partitions took theirs. Checked at start against the
+ * log-nodes' limits (the tightest of them).
+ */
+export function checkAgainstLog(config: GatewayConfig, log: LogLimits): void {
+  const recordBytesMax =
+    RECORD_OVERHEAD_BYTES +
+    COLLECTION_BYTES_MAX +
+    config.limits.keyBytesMax +
+    config.limits.documentBytesMax;
+  const problems = [
+    config.writer.batchRecordsMax > log.recordsPerBatchMax &&
+      `batchRecordsMax ${config.writer.batchRecordsMax} exceeds the log's recordsPerBatchMax ${log.recordsPerBatchMax}`,
+    config.writer.batchBytesMax + BATCH_HEADER_BYTES > log.batchBytesMax &&
+      `batchBytesMax ${config.writer.batchBytesMax} plus a batch header exceeds the log's batchBytesMax ${log.batchBytesMax}`,
+    recordBytesMax > log.recordBytesMax &&
+      `documentBytesMax ${config.limits.documentBytesMax} with the longest key makes records of ${recordBytesMax} bytes, past the log's recordBytesMax ${log.recordBytesMax}`,
+    recordBytesMax + BATCH_HEADER_BYTES > log.batchBytesMax &&
+      `documentBytesMax ${config.limits.documentBytesMax} makes a one-record batch past the log's batchBytesMax ${log.batchBytesMax}`,
+  ].filter((problem): problem is string => typeof problem === 'string');
+  if (problems.length > 0)
+    throw new Error(`the gateway's limits do not fit the log: ${problems.join('; ')}`);
 }
 
 /** `KEY:read,write;KEY2:admin` (the TAILBASE_API_KEYS form) → API keys. */

@@ -10,7 +10,7 @@ import { LogCluster } from '../shared/log-cluster.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { HttpServeClient, type ServeClient } from '../shared/serve-client.js';
 import { createGatewayApp } from './app.js';
-import { resolveGatewayConfig, type GatewayConfigInput } from './config.js';
+import { checkAgainstLog, resolveGatewayConfig, type GatewayConfigInput } from './config.js';
 import { closeGatewayServices, createGatewayServices, type GatewayServices } from './services.js';
 
 export { createGatewayApp } from './app.js';
@@ -50,6 +50,7 @@ export async function startGateway(
       appendRequestBytesMax: config.appendRequestBytesMax,
     }));
   const cluster = await log.cluster();
+  if (cluster.limits) checkAgainstLog(config, cluster.limits);
   const serve =
     clients.serve ??
     config.serveUrls.map(

@@ -41,6 +41,11 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
       partitions: node.meta.partitions,
       hostedPartitions: node.meta.hostedPartitions,
       nodeId: node.meta.nodeId,
+      limits: {
+        batchBytesMax: config.batchBytesMax,
+        recordBytesMax: config.recordBytesMax,
+        recordsPerBatchMax: config.recordsPerBatchMax,
+      },
     }),
   );
 

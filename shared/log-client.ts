@@ -37,12 +37,21 @@ export interface ReadResult {
   endOffset: number;
 }
 
+/** The batch limits a log-node enforces, so a writer can check its own against them. */
+export interface LogLimits {
+  batchBytesMax: number;
+  recordBytesMax: number;
+  recordsPerBatchMax: number;
+}
+
 export interface ClusterInfo {
   clusterId: string;
   partitions: number;
   /** The partitions this log-node stores. */
   hostedPartitions: number[];
   nodeId: string;
+  /** Absent from log-nodes older than stop 9. */
+  limits?: LogLimits;
 }
 
 export interface ReadOptions {

@@ -13,6 +13,7 @@ import {
   HttpLogClient,
   type HttpLogClientOptions,
   type LogClient,
+  type LogLimits,
   type PartitionOffsets,
   type ReadOptions,
   type ReadResult,
@@ -29,17 +30,21 @@ export class LogCluster implements LogClient {
   readonly partitions: number;
   private readonly owners: LogClient[];
   private readonly nodes: LogClient[];
+  /** The tightest of the log-nodes' limits: a batch may go to any of them. */
+  private readonly limits: LogLimits | undefined;
 
   private constructor(
     clusterId: string,
     partitions: number,
     owners: LogClient[],
     nodes: LogClient[],
+    limits: LogLimits | undefined,
   ) {
     this.clusterId = clusterId;
     this.partitions = partitions;
     this.owners = owners;
     this.nodes = nodes;
+    this.limits = limits;
   }
 
   /** Asks every log-node what it stores; they must agree on the cluster and cover every partition. */
@@ -65,7 +70,7 @@ export class LogCluster implements LogClient {
       if (owner < 0) throw new Error(`no log-node among ${urls.join(', ')} stores partition ${p}`);
       owners.push(clients[owner]);
     }
-    return new LogCluster(first.clusterId, first.partitions, owners, clients);
+    return new LogCluster(first.clusterId, first.partitions, owners, clients, tightest(infos));
   }
 
   async cluster(): Promise<ClusterInfo> {
@@ -75,6 +80,7 @@ export class LogCluster implements LogClient {
       partitions: this.partitions,
       hostedPartitions,
       nodeId: 'log-cluster',
+      ...(this.limits ? { limits: this.limits } : {}),
     };
   }
 
@@ -144,4 +150,14 @@ async function clusterInfoWithRetry(
       await new Promise((resolve) => setTimeout(resolve, options.connectRetryMs ?? 250));
     }
   }
+}
+
+function tightest(infos: readonly ClusterInfo[]): LogLimits | undefined {
+  const all = infos.flatMap((info) => (info.limits ? [info.limits] : []));
+  if (all.length === 0) return undefined;
+  return {
+    batchBytesMax: Math.min(...all.map((l) => l.batchBytesMax)),
+    recordBytesMax: Math.min(...all.map((l) => l.recordBytesMax)),
+    recordsPerBatchMax: Math.min(...all.map((l) => l.recordsPerBatchMax)),
+  };
 }

@@ -3,7 +3,10 @@
 // sequence and appended once; a rejected batch does not consume its sequence; an unknown outcome
 // moves to a fresh producer id starting at 0, so no later batch is ever refused or duplicated.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_WRITER } from '../../gateway/config.js';
+import { DEFAULT_WRITER, type WriterConfig } from '../../gateway/config.js';
+import { startGateway } from '../../gateway/index.js';
+import { startLogNode } from '../../log-node/index.js';
+import { tempDir } from '../harness/index.js';
 import { PartitionWriter } from '../../gateway/partition-writer.js';
 import { decodeRecords, iterateBatches, type LogRecord } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
@@ -138,5 +141,28 @@ describe('partition writer', () => {
     expect(batches.map((b) => b.sequence)).toEqual([0, 0]);
     expect(batches[0].producer).not.toBe(batches[1].producer);
     await writer.close();
+  });
+
+  it('refuses to start with batches the log would refuse', async () => {
+    const dir = tempDir('strict-log');
+    const strict = await startLogNode({
+      dataDir: dir.path,
+      port: 0,
+      partitions: 1,
+      recordsPerBatchMax: 100,
+      logger: silent,
+    });
+    try {
+      const start = (writer: Partial<WriterConfig>) =>
+        startGateway({ logUrls: [strict.url], serveUrls: [], writer }, { logger: silent });
+      await expect(start({})).rejects.toThrow(
+        /batchRecordsMax 1000 exceeds the log's recordsPerBatchMax 100/,
+      );
+      const fitting = await start({ batchRecordsMax: 100 });
+      await fitting.stop();
+    } finally {
+      await strict.stop();
+      dir.cleanup();
+    }
   });
 });
