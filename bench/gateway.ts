@@ -24,14 +24,7 @@ import {
 } from './workload.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { runLoad } from './load.js';
-import { startLogNodeUnderTest } from './log-node-under-test.js';
-import {
-  freePort,
-  spawnServer,
-  tailbaseBuilt,
-  TAILBASE_BIN,
-  type RunningProcess,
-} from './processes.js';
+import { spawnLogNode, spawnTailbase, tailbaseBuilt, type RunningProcess } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
 
@@ -46,15 +39,6 @@ const TARGET_PUT_PER_SEC = 10_000;
 const TARGET_GET_PER_SEC = 15_000;
 const TARGET_RATIO = 0.5;
 const TARGET_VISIBLE_P99_MS = 25;
-
-async function spawnTailbase(role: string, flags: string[], readyPath: string) {
-  const port = await freePort();
-  return spawnServer({
-    args: [TAILBASE_BIN, role, '--port', String(port), ...flags],
-    port,
-    readyPath,
-  });
-}
 
 async function request(url: string, init: RequestInit = {}) {
   const response = await fetch(url, { signal: AbortSignal.timeout(REQUEST_MS_MAX), ...init });
@@ -132,24 +116,25 @@ export async function runGatewayBench(
   const loadS = options.quick ? 1 : 5;
   const hono = options.references?.honoReqPerSec?.value ?? 0;
   const dirs = [makeBenchDir('gw-log')];
-  const log = await startLogNodeUnderTest(dirs[0], PARTITIONS);
+  const log = await spawnLogNode(dirs[0], PARTITIONS);
   const processes: RunningProcess[] = [];
   try {
     const serve = async (partitions: string) => {
       dirs.push(makeBenchDir('gw-serve'));
       const flags = ['--data', dirs[dirs.length - 1], '--log', log.url, '--partitions', partitions];
-      const node = await spawnTailbase('serve-node', flags, '/healthz');
+      const node = await spawnTailbase('serve-node', flags, { readyPath: '/healthz' });
       processes.push(node);
       return node;
     };
     const half = PARTITIONS / 2;
     const low = await serve(`0-${half - 1}`);
     const high = await serve(`${half}-${PARTITIONS - 1}`);
-    const gateway = await spawnTailbase(
-      'gateway',
-      ['--log', log.url, '--serve', `${low.url},${high.url}`],
-      '/readyz',
-    );
+    const gateway = await spawnTailbase('gateway', [
+      '--log',
+      log.url,
+      '--serve',
+      `${low.url},${high.url}`,
+    ]);
     processes.push(gateway);
     const url = gateway.url;
     const value = Buffer.from(DOCUMENT);

@@ -9,7 +9,7 @@ import { rmSync } from 'node:fs';
 import { encodeBatch } from '../shared/batch-codec.js';
 import type { LogRecord } from '../shared/batch-codec.js';
 import { loadClient, runLoad } from './load.js';
-import { logNodeAvailability, startLogNodeUnderTest } from './log-node-under-test.js';
+import { spawnLogNode, tailbaseBuilt } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, Ratio, References, WorkloadResult } from './types.js';
 import type { WrkResult } from './wrk.js';
@@ -75,7 +75,6 @@ interface AppendMeasurement {
   batchBytes: number;
   peakRssBytes: number;
   cpuSeconds: number;
-  mode: string;
   /** Records in the log at the end, against records acknowledged over warm-up and run. */
   recordsInLog: number;
   recordsAcked: number;
@@ -83,7 +82,7 @@ interface AppendMeasurement {
 
 async function measureAppends(run: AppendRun, options: BenchOptions): Promise<AppendMeasurement> {
   const dataDir = makeBenchDir('log');
-  const node = await startLogNodeUnderTest(dataDir, PARTITIONS);
+  const node = await spawnLogNode(dataDir, PARTITIONS);
   try {
     const targets = appendTargets(run.recordsPerBatch);
     const load = {
@@ -106,7 +105,6 @@ async function measureAppends(run: AppendRun, options: BenchOptions): Promise<Ap
       batchBytes: targets[0].body.length,
       peakRssBytes: node.peakRssBytes(),
       cpuSeconds,
-      mode: node.mode,
       recordsInLog: await totalEndOffset(node.url),
       recordsAcked: Math.round(acked),
     };
@@ -142,7 +140,6 @@ function toResult(
       recordsAcked: m.recordsAcked,
       recordsInLog: m.recordsInLog,
       client: loadClient(),
-      logNode: m.mode,
     },
     ratios,
     peakRssBytes: { 'log-node': m.peakRssBytes },
@@ -158,7 +155,7 @@ export async function runLogBench(
   options: BenchOptions,
   references: References,
 ): Promise<WorkloadResult[]> {
-  const unavailable = logNodeAvailability();
+  const unavailable = tailbaseBuilt() ? null : 'skipped: not built yet (dist/bin/tailbase.js)';
   const batched: AppendRun = {
     name: 'append batched',
     description: `${BATCH_RECORDS} x ${VALUE_BYTES} B records a batch, ${BATCHED_PRODUCERS} producers, fsync=always`,

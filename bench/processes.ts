@@ -173,6 +173,32 @@ export async function spawnServer(options: SpawnOptions): Promise<RunningProcess
   };
 }
 
+/**
+ * `tailbase <role> --port P ...flags` on a free loopback port, ready once `readyPath` answers 2xx:
+ * every node a benchmark measures is a process of its own, so the load client never shares its
+ * event loop.
+ */
+export async function spawnTailbase(
+  role: 'log-node' | 'serve-node' | 'gateway',
+  flags: string[],
+  options: { readyPath?: string; env?: Record<string, string> } = {},
+): Promise<RunningProcess> {
+  const port = await freePort();
+  return spawnServer({
+    args: [TAILBASE_BIN, role, '--port', String(port), ...flags],
+    port,
+    readyPath: options.readyPath ?? '/readyz',
+    env: options.env,
+  });
+}
+
+/** The log-node the benchmarks write to: fsync=always, whatever the environment says. */
+export function spawnLogNode(dataDir: string, partitions: number): Promise<RunningProcess> {
+  return spawnTailbase('log-node', ['--data', dataDir, '--partitions', String(partitions)], {
+    env: { TAILBASE_FSYNC: 'always' },
+  });
+}
+
 export function tailbaseBuilt(): boolean {
   return existsSync(TAILBASE_BIN);
 }

@@ -1,14 +1,15 @@
 /**
  * `npm run bench [-- GROUP...] [--quick] [--peers]`: measures the machine's references, runs
  * each workload group against real processes it starts, and writes the terminal table,
- * bench/results/<date>.json and an SVG chart. Skipped groups (not built yet) do not fail the run;
- * a workload that ran and failed does.
+ * bench/results/<date>.json and an SVG chart. A skipped workload (a peer not installed) does not
+ * fail the run; a workload that ran and failed does.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { renderChart } from './chart.js';
+import { runGatewayBench } from './gateway.js';
+import { runServeBench } from './serve.js';
 import { loadCorpus } from './corpus.js';
 import { runLogBench } from './log.js';
 import { loadClient } from './load.js';
@@ -34,32 +35,13 @@ interface Group {
   run(context: GroupContext): Promise<WorkloadResult[]>;
 }
 
-/** A group another node's author writes; loaded by a computed path so tsc builds without it. */
-function lazyGroup(name: string, file: string, exportName: string): Group {
-  return {
-    name,
-    async run(context) {
-      const url = new URL(`./${file}.js`, import.meta.url);
-      if (!existsSync(fileURLToPath(url))) {
-        return normalizeGroup(name, { skipped: `skipped: not built yet (bench/${file}.ts)` });
-      }
-      const module = (await import(url.href)) as Record<string, unknown>;
-      const run = module[exportName];
-      if (typeof run !== 'function') {
-        throw new Error(`bench/${file}.ts does not export ${exportName}`);
-      }
-      return normalizeGroup(
-        name,
-        await run({ quick: context.quick, references: context.references }),
-      );
-    },
-  };
-}
-
 const GROUPS: Group[] = [
   { name: 'log', run: (context) => runLogBench(context, context.references) },
-  lazyGroup('serve', 'serve', 'runServeBench'),
-  lazyGroup('gateway', 'gateway', 'runGatewayBench'),
+  { name: 'serve', run: async (context) => normalizeGroup('serve', await runServeBench(context)) },
+  {
+    name: 'gateway',
+    run: async (context) => normalizeGroup('gateway', await runGatewayBench(context)),
+  },
   { name: 'peers', run: (context) => runPeersBench(context) },
 ];
 

@@ -15,8 +15,7 @@ import { createLogger } from '../shared/logger.js';
 import { startServeNode } from '../serve-node/index.js';
 import { loadCorpus, type CorpusDoc } from './corpus.js';
 import { runLoad } from './load.js';
-import { startLogNodeUnderTest } from './log-node-under-test.js';
-import { freePort, spawnServer, tailbaseBuilt, TAILBASE_BIN } from './processes.js';
+import { spawnLogNode, spawnTailbase, tailbaseBuilt, type RunningProcess } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 
@@ -256,29 +255,15 @@ export async function runServeBench(
 
   const logDir = makeBenchDir('serve-log');
   const serveDir = makeBenchDir('serve-node');
-  const logNode = await startLogNodeUnderTest(logDir, PARTITIONS);
-  let serve: Awaited<ReturnType<typeof spawnServer>> | undefined;
+  const logNode = await spawnLogNode(logDir, PARTITIONS);
+  let serve: RunningProcess | undefined;
   try {
     const log = new HttpLogClient(logNode.url);
     await appendDocs(log, 'bench', docs);
     const replay = await measureReplay(serveDir, logNode.url, docCount);
     const replayPerSec = docCount / replay.seconds;
     // The same data directory in a process of its own for the loads: it resumes from checkpoints.
-    const port = await freePort();
-    serve = await spawnServer({
-      args: [
-        TAILBASE_BIN,
-        'serve-node',
-        '--data',
-        serveDir,
-        '--port',
-        String(port),
-        '--log',
-        logNode.url,
-      ],
-      port,
-      readyPath: '/readyz',
-    });
+    serve = await spawnTailbase('serve-node', ['--data', serveDir, '--log', logNode.url]);
 
     await appendDocs(log, 'corpus', corpus);
     await waitApplied(serve.url, docCount + corpus.length);
