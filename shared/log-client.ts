@@ -83,7 +83,15 @@ export interface HttpLogClientOptions {
   clusterSecret?: string;
   /** Body bytes of one multi-partition append (at most the log-node's `appendRequestBytesMax`). */
   appendRequestBytesMax?: number;
+  /**
+   * How long the log-node may take to answer a read, fetch or offsets call beyond the wait it was
+   * asked for; past it the call fails as `log_unreachable` (a hung node is as good as down).
+   * Appends are bounded by their callers' signals.
+   */
+  answerMsMax?: number;
 }
+
+export const LOG_ANSWER_MS_MAX = 10_000;
 
 /** The default bound of a multi-partition append, the log-node's and its clients'. */
 export const APPEND_REQUEST_BYTES_MAX = 64 * 1024 * 1024;
@@ -102,6 +110,7 @@ export class HttpLogClient implements LogClient {
   private readonly http: InternalHttp;
   private readonly appends: CallBatcher<QueuedAppend, AppendResult | TailbaseError>;
   private appendRouteMissing = false;
+  private readonly answerMsMax: number;
 
   constructor(url: string, options: HttpLogClientOptions = {}) {
     const headers: Record<string, string> = options.clusterSecret
@@ -109,6 +118,7 @@ export class HttpLogClient implements LogClient {
       : {};
     this.http = new InternalHttp(url, 'log-node', headers);
     this.url = this.http.url;
+    this.answerMsMax = options.answerMsMax ?? LOG_ANSWER_MS_MAX;
     this.appends = new CallBatcher({
       batchMax: PARTITIONS_MAX,
       inFlightMax: APPENDS_IN_FLIGHT_MAX,
@@ -119,7 +129,9 @@ export class HttpLogClient implements LogClient {
   }
 
   async cluster(): Promise<ClusterInfo> {
-    return json<ClusterInfo>(await this.http.request('/internal/cluster'));
+    return json<ClusterInfo>(
+      await this.http.request('/internal/cluster', { timeoutMs: this.answerMsMax }),
+    );
   }
 
   /**
@@ -183,6 +195,7 @@ export class HttpLogClient implements LogClient {
     if (options.waitMs !== undefined) query.set('wait_ms', String(options.waitMs));
     const response = await this.http.request(`/internal/partitions/${partition}/records?${query}`, {
       signal: options.signal,
+      timeoutMs: this.answerMsMax + (options.waitMs ?? 0),
     });
     if (!response.ok) throw errorFromBody(response.status, response.json());
     return {
@@ -202,6 +215,7 @@ export class HttpLogClient implements LogClient {
     if (options.waitMs !== undefined) query.set('wait_ms', String(options.waitMs));
     const response = await this.http.request(`/internal/fetch?${query}`, {
       signal: options.signal,
+      timeoutMs: this.answerMsMax + (options.waitMs ?? 0),
     });
     if (!response.ok) throw errorFromBody(response.status, response.json());
     return decodeFetchAnswer(response.body);
@@ -213,7 +227,7 @@ export class HttpLogClient implements LogClient {
 
   async offsets(): Promise<PartitionOffsets[]> {
     const body = json<{ partitions: PartitionOffsets[] }>(
-      await this.http.request('/internal/offsets'),
+      await this.http.request('/internal/offsets', { timeoutMs: this.answerMsMax }),
     );
     return body.partitions;
   }

@@ -1,0 +1,39 @@
+// Proves a log-node that hangs (alive, never answering) fails the log client's calls within its
+// bound instead of holding them forever: offsets, reads and a serve-node's fetch all reject as
+// log_unreachable once answerMsMax (plus the wait they asked for) has passed.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpLogClient } from '../../shared/log-client.js';
+import { logAndServeNodes, startStallProxy } from '../harness/index.js';
+
+const ANSWER_MS_MAX = 200;
+const nodes = logAndServeNodes('log-deadline');
+let proxy: Awaited<ReturnType<typeof startStallProxy>>;
+
+beforeAll(async () => {
+  await nodes.startLog({ partitions: 2 });
+  proxy = await startStallProxy(() => nodes.logNode!.url);
+});
+
+afterAll(async () => {
+  await proxy.close();
+});
+
+describe('log client against a hung log-node', () => {
+  it('rejects each call as log_unreachable within its bound', async () => {
+    const client = new HttpLogClient(proxy.url, { answerMsMax: ANSWER_MS_MAX });
+    expect((await client.offsets()).length).toBe(2);
+    proxy.stall(true);
+    for (const [call, waitMs] of [
+      [() => client.offsets(), 0],
+      [() => client.read(0, 0, { waitMs: 100 }), 100],
+      [() => client.fetch([{ partition: 0, offset: 0 }], { waitMs: 100 }), 100],
+    ] as const) {
+      const started = performance.now();
+      await expect(call()).rejects.toMatchObject({ status: 503, code: 'log_unreachable' });
+      const tookMs = performance.now() - started;
+      expect(tookMs).toBeGreaterThanOrEqual(ANSWER_MS_MAX + waitMs - 5);
+      expect(tookMs).toBeLessThan(ANSWER_MS_MAX + waitMs + 1000);
+    }
+    client.close();
+  });
+});
