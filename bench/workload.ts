@@ -34,9 +34,11 @@ const SKEW_TERM_DOCS_MIN = 20;
 export function skewQueries(docs: readonly CorpusDoc[], count: number): string[] {
   const documentsWith = new Map<string, number>();
   for (const doc of docs) {
+    // Tokens as FTS5's unicode61 cuts them (runs of letters and digits: us-central1 holds
+    // central1, not central); the terms kept are words of four letters or more.
     const text = `${doc.value.title} ${doc.value.body}`.toLowerCase();
-    for (const word of new Set(text.match(/\p{L}{4,}/gu) ?? [])) {
-      documentsWith.set(word, (documentsWith.get(word) ?? 0) + 1);
+    for (const token of new Set(text.match(/[\p{L}\p{N}]+/gu) ?? [])) {
+      if (/^\p{L}{4,}$/u.test(token)) documentsWith.set(token, (documentsWith.get(token) ?? 0) + 1);
     }
   }
   const terms = [...documentsWith]
