@@ -19,6 +19,8 @@ export interface ServeNodeLimits {
    * without a token may see writes this much later; a read that waits for offsets ends the pause.
    */
   applyLingerMs: number;
+  /** The pause above applies only once no read has waited on the fetcher's partitions this long. */
+  applyLingerIdleMs: number;
   /** The longest pause between retries after a log error. */
   retryMsMax: number;
   scanLimitDefault: number;
@@ -56,6 +58,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   logReadBytesMax: 4 * 1024 * 1024,
   logWaitMs: 2_000,
   applyLingerMs: 20,
+  applyLingerIdleMs: 1_000,
   retryMsMax: 5_000,
   scanLimitDefault: 100,
   scanLimitMax: 1_000,

@@ -25,6 +25,8 @@ export interface FetcherOptions {
   logWaitMs: number;
   /** Caught up with no read waiting, the fetcher waits this long before reading again. */
   applyLingerMs: number;
+  /** ...but only once no read has waited on its partitions for this long. */
+  applyLingerIdleMs: number;
   retryMsMax: number;
   logger: Logger;
   /** Whether a read waits for offsets of these partitions that are not applied yet. */
@@ -67,6 +69,8 @@ export class LogFetcher {
   private readonly abort = new AbortController();
   private readonly done: Promise<void>;
   private readonly lingering: Wakeable = { wake: null };
+  /** When a read last waited on one of this fetcher's partitions. */
+  private lastWaitMs = -Infinity;
 
   constructor(private readonly options: FetcherOptions) {
     this.partitions = options.partitions.map((p) => new TailedPartition(p, options.rebuilding));
@@ -80,6 +84,7 @@ export class LogFetcher {
 
   /** A read waits for one of this fetcher's partitions: it reads the log now, not after a pause. */
   hurry(): void {
+    this.lastWaitMs = Date.now();
     this.lingering.wake?.();
   }
 
@@ -166,15 +171,18 @@ export class LogFetcher {
   }
 
   /**
-   * Caught up (the answer reached the log end) and with no read waiting, the next log read waits
-   * `applyLingerMs`, so what arrives meanwhile is applied as one group: a transaction costs far
-   * more than a record (README.md has the figures). A read that starts waiting ends the pause.
+   * Caught up (the answer reached the log end), with no read waiting and none for
+   * `applyLingerIdleMs`, the next log read waits `applyLingerMs`, so what arrives meanwhile is
+   * applied as one group: a transaction costs far more than a record (README.md has the figures).
+   * While reads wait on these partitions now and then (read-your-writes traffic) every write is
+   * applied at once, as Elasticsearch refreshes only shards that are searched; a read that starts
+   * waiting also ends a pause.
    */
   private async linger(signal: AbortSignal): Promise<void> {
-    if (this.options.applyLingerMs <= 0 || this.options.readsWaiting(this.options.partitions)) {
-      return;
-    }
-    await sleep(this.options.applyLingerMs, signal, this.lingering);
+    const { applyLingerMs, applyLingerIdleMs, readsWaiting, partitions } = this.options;
+    if (applyLingerMs <= 0 || readsWaiting(partitions)) return;
+    if (Date.now() - this.lastWaitMs < applyLingerIdleMs) return;
+    await sleep(applyLingerMs, signal, this.lingering);
   }
 
   /** The first read of a partition does not long-poll, so its lag (and readiness) is known at once. */

@@ -77,6 +77,14 @@ export function registerServeNodeCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--apply-linger-idle-ms <ms>',
+        'pause between log reads only once no read has waited for offsets this long',
+        'TAILBASE_APPLY_LINGER_IDLE_MS',
+        DEFAULT_LIMITS.applyLingerIdleMs,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--ready-lag-max <offsets>',
         '/readyz is 200 when every partition lags by at most this',
         'TAILBASE_READY_LAG_MAX',
@@ -117,6 +125,7 @@ export function registerServeNodeCommand(program: Command): void {
           waitersMax: flags.waitersMax as number,
           logReadBytesMax: flags.logReadBytesMax as number,
           applyLingerMs: flags.applyLingerMs as number,
+          applyLingerIdleMs: flags.applyLingerIdleMs as number,
           readyLagMax: flags.readyLagMax as number,
           getBatchKeysMax: flags.getBatchKeysMax as number,
           getBatchBytesMax: flags.getBatchBytesMax as number,

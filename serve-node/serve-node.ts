@@ -234,6 +234,7 @@ export class ServeNode implements ServeNodeCore {
           logReadBytesMax: limits.logReadBytesMax,
           logWaitMs: limits.logWaitMs,
           applyLingerMs: limits.applyLingerMs,
+          applyLingerIdleMs: limits.applyLingerIdleMs,
           retryMsMax: limits.retryMsMax,
           logger,
           rebuilding,

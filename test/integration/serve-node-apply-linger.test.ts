@@ -1,33 +1,79 @@
-// Proves the apply linger: a serve-node that has caught up, with no read waiting, pauses before its
-// next log read (so a write is not yet visible to a read without a token), and a read that waits
-// for the write's offset ends the pause at once instead of waiting it out.
+// Proves the apply linger: a serve-node that has caught up, with no read waiting and none for
+// applyLingerIdleMs, pauses before its next log read (so a write is not yet visible to a read
+// without a token), and a read that waits for the write's offset ends the pause at once instead of
+// waiting it out. While reads wait now and then, it does not pause at all.
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
+import type { HttpLogClient } from '../../shared/log-client.js';
+import type { HttpServeClient } from '../../shared/serve-client.js';
 import { logAndServeNodes } from '../harness/index.js';
 
 const LINGER_MS = 5_000;
-const nodes = logAndServeNodes('apply-linger');
+const IDLE_MS = 100;
+const paused = logAndServeNodes('apply-linger');
+const busy = logAndServeNodes('apply-linger-busy');
 
-const put = (key: string) =>
-  encodeBatch([
-    { collection: 'c', key, value: Buffer.from(JSON.stringify({ key })), timestampMs: 1 },
-  ]);
+const put = (log: HttpLogClient, key: string) =>
+  log.append(
+    0,
+    encodeBatch([
+      { collection: 'c', key, value: Buffer.from(JSON.stringify({ key })), timestampMs: 1 },
+    ]),
+  );
+
+/** Until the in-process serve-node has a read waiting for offsets. */
+async function untilWaiting(nodes: typeof paused) {
+  while (nodes.serveNode!.node.waiters.size === 0) {
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Reads `key` without a token until it is there; the time it took. */
+async function visibleAfterMs(serve: HttpServeClient, key: string, boundMs: number) {
+  const started = performance.now();
+  while ((await serve.get('c', key)).doc === null) {
+    expect(performance.now() - started).toBeLessThan(boundMs);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+  return performance.now() - started;
+}
 
 describe('serve-node apply linger', () => {
-  it('holds back reads without a token and never a read that waits', async () => {
-    const log = await nodes.startLog({ partitions: 1 });
-    const serve = await nodes.startServe({ limits: { applyLingerMs: LINGER_MS } });
-    const first = await log.append(0, put('a'));
-    const a = await serve.get('c', 'a', { waitFor: { 0: first.lastOffset }, waitMs: 10_000 });
-    expect(a.doc?.key).toBe('a');
+  it('holds back reads without a token once reads are idle, and never a read that waits', async () => {
+    const log = await paused.startLog({ partitions: 1 });
+    const serve = await paused.startServe({
+      limits: { applyLingerMs: LINGER_MS, applyLingerIdleMs: IDLE_MS },
+    });
+    // A read waiting for offset 0 before it is written: the fetcher has seen a read wait.
+    const waiting = serve.get('c', 'a', { waitFor: { 0: 0 }, waitMs: 10_000 });
+    await untilWaiting(paused);
+    await put(log, 'a');
+    expect((await waiting).doc?.key).toBe('a');
+    // Past the idle time, the next apply is followed by a pause.
+    await new Promise((resolve) => setTimeout(resolve, 2 * IDLE_MS));
+    await put(log, 'b');
+    await visibleAfterMs(serve, 'b', LINGER_MS / 2);
 
-    // Caught up after applying `a` and no read waiting: the fetcher pauses.
-    const second = await log.append(0, put('b'));
-    expect((await serve.get('c', 'b')).doc).toBeNull();
-
+    const third = await put(log, 'c');
+    expect((await serve.get('c', 'c')).doc).toBeNull();
     const started = performance.now();
-    const b = await serve.get('c', 'b', { waitFor: { 0: second.lastOffset }, waitMs: 10_000 });
-    expect(b.doc?.key).toBe('b');
+    const c = await serve.get('c', 'c', { waitFor: { 0: third.lastOffset }, waitMs: 10_000 });
+    expect(c.doc?.key).toBe('c');
     expect(performance.now() - started).toBeLessThan(LINGER_MS / 2);
+  });
+
+  it('does not pause while reads have waited within applyLingerIdleMs', async () => {
+    const log = await busy.startLog({ partitions: 1 });
+    const serve = await busy.startServe({
+      limits: { applyLingerMs: LINGER_MS, applyLingerIdleMs: 60_000 },
+    });
+    const waiting = serve.get('c', 'a', { waitFor: { 0: 0 }, waitMs: 10_000 });
+    await untilWaiting(busy);
+    await put(log, 'a');
+    await waiting;
+    for (const key of ['b', 'c', 'd']) {
+      await put(log, key);
+      expect(await visibleAfterMs(serve, key, LINGER_MS / 2)).toBeLessThan(LINGER_MS / 2);
+    }
   });
 });
