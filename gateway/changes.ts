@@ -31,8 +31,8 @@ export async function changeFeed(
   const lastEventId = sse ? c.req.header('last-event-id') : undefined;
   const sentToken = requestToken(c, query, services);
   const token = lastEventId ? mergeTokenOffsets(sentToken, tokens.decode(lastEventId)) : sentToken;
-  const from =
-    token.size > 0 ? 'start' : (enumParam(query, 'from', ['start', 'now'] as const) ?? 'start');
+  const fromParam = enumParam(query, 'from', ['start', 'now'] as const) ?? 'start';
+  const from = token.size > 0 ? 'start' : fromParam;
   const collectionParam = query.get('collection');
   const collection = collectionParam ? checkCollection(collectionParam) : undefined;
   const limit = intParam(query, 'limit', 1, config.limits.feedLimitMax, Infinity);
@@ -61,8 +61,11 @@ export async function changeFeed(
       );
     }
     next.set(partition, Math.max(start, logStartOffset));
-    if (sent === undefined && from === 'now' && endOffset > 0)
+    if (sent === undefined && from === 'now' && endOffset > 0) {
       position.set(partition, endOffset - 1);
+    }
+    // A gap the consumer accepted (removed=skip) is not asked about again on the next resume.
+    if (start < logStartOffset && sent !== undefined) position.set(partition, logStartOffset - 1);
   }
 
   c.header('content-type', sse ? 'text/event-stream' : 'application/x-ndjson');

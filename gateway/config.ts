@@ -184,6 +184,16 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
   };
   checkSettings({ ...config.limits });
   checkSettings({ ...config.writer });
+  const { limits } = config;
+  for (const [fallback, max] of [
+    ['scanLimitDefault', 'scanLimitMax'],
+    ['searchLimitDefault', 'searchLimitMax'],
+    ['waitMsDefault', 'waitMsMax'],
+  ] as const) {
+    if (limits[fallback] > limits[max]) {
+      throw new Error(`${fallback} ${limits[fallback]} is above ${max} ${limits[max]}`);
+    }
+  }
   if (config.limits.keyBytesMax > KEY_BYTES_MAX) {
     throw new Error(`keyBytesMax must be at most ${KEY_BYTES_MAX}, the batch format's bound`);
   }

@@ -53,8 +53,10 @@ export function recordBytes(record: LogRecord): number {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The log refused the batch, so it holds none of it: a 4xx, or a node refusing the call. */
 function isDefinitiveRejection(error: unknown): boolean {
-  return error instanceof TailbaseError && error.status >= 400 && error.status < 500;
+  if (!(error instanceof TailbaseError)) return false;
+  return (error.status >= 400 && error.status < 500) || error.code === 'cluster_misconfigured';
 }
 
 export class PartitionWriter {

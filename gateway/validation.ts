@@ -151,8 +151,9 @@ export function checkDocument(
       });
     }
     const children = Array.isArray(item) ? item : Object.values(item);
+    // One push at a time: spreading a wide object's members into push() overflows the stack.
     if (!Array.isArray(item))
-      pending.push(...Object.keys(item).map((name) => ({ value: name, depth })));
+      for (const name of Object.keys(item)) pending.push({ value: name, depth });
     for (const child of children) pending.push({ value: child, depth: depth + 1 });
   }
   return value;

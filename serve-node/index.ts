@@ -1,5 +1,6 @@
 /** The serve-node's public surface: start one, and the types its callers need. */
 import { LogCluster } from '../shared/log-cluster.js';
+import { PARTITIONS_MAX } from '../shared/log-client.js';
 import { listen } from '../shared/http-server.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS, type ServeNodeConfig } from './config.js';
@@ -45,6 +46,10 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
     (a, b) => a - b,
   );
   for (const partition of hosted) {
+    // FTS5 rows are offset * PARTITIONS_MAX + partition (fts-table.ts): a larger one would collide.
+    if (partition >= PARTITIONS_MAX) {
+      throw new Error(`a serve-node hosts partitions below ${PARTITIONS_MAX}, not ${partition}`);
+    }
     if (!Number.isInteger(partition) || partition < 0 || partition >= cluster.partitions) {
       throw new Error(`partition ${partition} is not one of the log's ${cluster.partitions}`);
     }

@@ -23,7 +23,10 @@ export interface InternalRequest {
   headers?: Record<string, string>;
   body?: Uint8Array | string;
   signal?: AbortSignal;
-  /** Past this the call fails as the peer unreachable: a node that hangs is as good as down. */
+  /**
+   * Past this without the answer's headers the call fails as the peer unreachable: a node that
+   * hangs is as good as down. The body, once started, is not bounded by it.
+   */
   timeoutMs?: number;
 }
 
@@ -86,7 +89,8 @@ export class InternalHttp {
         const timer = setTimeout(() => {
           request.destroy(new Error(`no answer within ${timeoutMs} ms`));
         }, timeoutMs);
-        // 'close' comes once the answer is read or the request failed, whichever happens.
+        // The bound is on the answer starting: a large body may take longer to arrive.
+        request.once('response', () => clearTimeout(timer));
         request.once('close', () => clearTimeout(timer));
       }
       request.end(body);

@@ -132,7 +132,10 @@ export interface HttpServeClientOptions {
   answerMsMax?: number;
 }
 
-/** The serve-node's longest wait when a read gives wait_for without wait_ms (its waitMsMax). */
+/**
+ * A bound on the wait of a read that gives wait_for without wait_ms: the node waits its
+ * waitMsDefault, and never more than its waitMsMax, 30 s by default.
+ */
 const NODE_WAIT_MS_MAX = 30_000;
 
 export const GET_BATCH_KEYS_MAX = 128;

@@ -41,7 +41,7 @@ async function batchesOf(partition: number) {
 
 /** The real log underneath; `fail` decides per call whether the answer is lost or never sent. */
 function faulty(
-  fail: (call: number) => 'lose-answer' | 'unreachable' | 'refuse' | null,
+  fail: (call: number) => 'lose-answer' | 'unreachable' | 'refuse' | 'misconfigured' | null,
 ): LogClient {
   let calls = 0;
   return {
@@ -54,6 +54,9 @@ function faulty(
       const mode = fail(calls++);
       if (mode === 'unreachable') throw new TailbaseError(503, 'log_unreachable', 'down');
       if (mode === 'refuse') throw new TailbaseError(401, 'unauthorized', 'wrong secret');
+      if (mode === 'misconfigured') {
+        throw new TailbaseError(502, 'cluster_misconfigured', 'a node refused the call');
+      }
       const result = await fixture.client.append(partition, batch, signal);
       if (mode === 'lose-answer') throw new DOMException('timed out', 'TimeoutError');
       return result;
@@ -125,6 +128,24 @@ describe('partition writer', () => {
     const read = await fixture.client.read(0, offset);
     const [stored] = [...iterateBatches(read.batches)].flatMap((b) => decodeRecords(b.bytes));
     expect(stored).toMatchObject({ key: 'next', offset });
+    await writer.close();
+  });
+
+  it('a node refusing the call is a definite refusal: no retry, the sequence kept', async () => {
+    const writer = new PartitionWriter(
+      2,
+      faulty((n) => (n === 0 ? 'misconfigured' : null)),
+      config,
+      silent,
+    );
+    const before = await batchesOf(2);
+    await expect(writer.write([record('refused')])).rejects.toMatchObject({
+      code: 'cluster_misconfigured',
+    });
+    await writer.write([record('taken')]);
+    const after = (await batchesOf(2)).slice(before.length);
+    expect(after.map((b) => b.keys)).toEqual([['taken']]);
+    expect(after[0].sequence).toBe(0);
     await writer.close();
   });
 
