@@ -28,8 +28,8 @@ const urlList = (raw: string) =>
 /** The gateway's limit and writer flags, for `tailbase gateway` and `tailbase start`. */
 export function addGatewayLimitOptions(command: Command): Command {
   const options = [
-    ...limitOptions(DEFAULT_LIMITS, LIMIT_HELP),
-    ...limitOptions(DEFAULT_WRITER, WRITER_HELP),
+    ...limitOptions(LIMIT_HELP, DEFAULT_LIMITS),
+    ...limitOptions(WRITER_HELP, DEFAULT_WRITER),
   ];
   for (const option of options) command.addOption(option);
   return command;
@@ -37,7 +37,7 @@ export function addGatewayLimitOptions(command: Command): Command {
 
 /** What the flags of addGatewayLimitOptions were given. */
 export function gatewayLimitValues(flags: Record<string, unknown>) {
-  return { limits: limitValues(DEFAULT_LIMITS, flags), writer: limitValues(DEFAULT_WRITER, flags) };
+  return { limits: limitValues(LIMIT_HELP, flags), writer: limitValues(WRITER_HELP, flags) };
 }
 
 export function registerGatewayCommand(program: Command): void {

@@ -3,29 +3,31 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createLogger } from '../shared/logger.js';
 import { logNodeDefaults } from './config.js';
 import { startLogNode } from './index.js';
-import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+import {
+  integerOption,
+  isLoopback,
+  limitOptions,
+  limitValues,
+  onShutdownSignal,
+} from '../shared/cli-options.js';
 import { parsePartitionList } from '../shared/partition-list.js';
 
 /** The limits README.md promises as flags, beyond the ones with their own wording below. */
-const limitFlags: [flag: string, key: keyof typeof logNodeDefaults, description: string][] = [
-  ['--index-interval-bytes <bytes>', 'indexIntervalBytes', 'an index entry every this many bytes'],
-  ['--batch-bytes-max <bytes>', 'batchBytesMax', 'largest batch accepted'],
-  ['--record-bytes-max <bytes>', 'recordBytesMax', 'largest record accepted'],
-  ['--records-per-batch-max <n>', 'recordsPerBatchMax', 'most records in one batch'],
-  ['--partitions-max <n>', 'partitionsMax', 'most partitions a node holds'],
-  ['--read-bytes-max <bytes>', 'readBytesMax', 'most bytes one read answers with'],
-  ['--long-polls-max <n>', 'longPollsMax', 'most reads waiting for data at once'],
-  ['--long-poll-wait-ms-max <ms>', 'longPollWaitMsMax', 'longest wait_ms of a read'],
-  ['--append-queue-bytes-max <bytes>', 'appendQueueBytesMax', 'bytes waiting to be written'],
-  [
-    '--append-request-bytes-max <bytes>',
-    'appendRequestBytesMax',
-    'body of a multi-partition append',
-  ],
-  ['--cleaner-keys-max <n>', 'cleanerKeysMax', 'keys the cleaner tracks in one pass'],
-  ['--producer-expiry-ms <ms>', 'producerExpiryMs', 'forget producers silent this long'],
-  ['--producer-recent-batches-max <n>', 'producerRecentBatchesMax', 'retries remembered'],
-];
+const LIMIT_HELP = {
+  indexIntervalBytes: 'an index entry every this many bytes',
+  batchBytesMax: 'largest batch accepted, bytes',
+  recordBytesMax: 'largest record accepted, bytes',
+  recordsPerBatchMax: 'most records in one batch',
+  partitionsMax: 'most partitions a node holds',
+  readBytesMax: 'most bytes one read answers with',
+  longPollsMax: 'most reads waiting for data at once',
+  longPollWaitMsMax: 'longest wait_ms of a read',
+  appendQueueBytesMax: 'bytes waiting to be written',
+  appendRequestBytesMax: 'body of a multi-partition append, bytes',
+  cleanerKeysMax: 'keys the cleaner tracks in one pass',
+  producerExpiryMs: 'forget producers silent this long',
+  producerRecentBatchesMax: 'retries remembered',
+};
 
 function parseRatio(raw: string): number {
   const value = Number(raw);
@@ -156,10 +158,7 @@ export function registerLogNodeCommand(program: Command): void {
         .argParser(parseRatio)
         .default(logNodeDefaults.cleanerMinDirtyRatio),
     );
-  for (const [flag, key, description] of limitFlags) {
-    const env = `TAILBASE_${key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase()}`;
-    command.addOption(integerOption(flag, description, env, logNodeDefaults[key] as number));
-  }
+  for (const option of limitOptions(LIMIT_HELP, logNodeDefaults)) command.addOption(option);
   command.action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('log-node');
     if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -184,7 +183,7 @@ export function registerLogNodeCommand(program: Command): void {
       deleteRetentionMs: flags.deleteRetentionMs as number,
       cleanerIntervalMs: flags.cleanerIntervalMs as number,
       cleanerMinDirtyRatio: flags.cleanerMinDirtyRatio as number,
-      ...Object.fromEntries(limitFlags.map(([, key]) => [key, flags[key] as number])),
+      ...limitValues(LIMIT_HELP, flags),
       logger,
     });
     process.stdout.write(`log-node listening on ${running.url}\n`);

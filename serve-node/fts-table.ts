@@ -33,9 +33,6 @@ export function offsetOfRow(row: number): number {
 export interface FtsTable {
   id: number;
   name: string;
-  collection: string;
-  /** The settings' canonical JSON: one table per collection and settings. */
-  settingsJson: string;
   settings: CollectionSettings;
   layout: ColumnLayout;
   insert: Statement;
@@ -49,7 +46,7 @@ export interface FtsTable {
 /** Creates `fts_<id>` when it does not exist yet and prepares its statements. */
 export function openFtsTable(
   db: Database.Database,
-  row: { id: number; collection: string; settings: string },
+  row: { id: number; settings: string },
 ): FtsTable {
   const settings = JSON.parse(row.settings) as CollectionSettings;
   const layout = columnLayout(settings);
@@ -64,8 +61,6 @@ export function openFtsTable(
   return {
     id: row.id,
     name,
-    collection: row.collection,
-    settingsJson: row.settings,
     settings,
     layout,
     insert: db.prepare(

@@ -62,12 +62,6 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     if (needs.length > 0) await core.waiters.wait(needs, waitMs);
   };
 
-  /** A node serves only the partitions it hosts (its stores hold no other: ServeNode.start). */
-  const hostedDoc = (collection: string, key: string) => {
-    const stored = core.replica().docs.get(collection, key);
-    return stored !== undefined && hostedSet.has(stored.partition) ? stored : undefined;
-  };
-
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', (c) =>
     core.ready()
@@ -80,7 +74,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     const collection = checkCollection(c.req.param('collection'));
     const key = checkKey(c.req.param('key'));
     await waitForOffsets(c);
-    const doc = hostedDoc(collection, key);
+    const doc = core.replica().docs.get(collection, key);
     const applied = core.applied();
     if (doc === undefined) {
       throw notFound('document_not_found', `no document ${collection}/${key}`, { applied });
@@ -104,7 +98,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     const applied = core.applied();
     const answers = items.map(({ collection, key, needs }) => {
       if (needs.some((need) => applied[need.partition] <= need.offset)) return 'false';
-      const doc = hostedDoc(collection, key);
+      const doc = core.replica().docs.get(collection, key);
       return doc === undefined ? 'null' : docJson(doc);
     });
     return jsonText(c, `{"items":[${answers.join(',')}],"applied":${JSON.stringify(applied)}}`);

@@ -121,10 +121,10 @@ export class SearchStore {
         'INSERT INTO checkpoints (partition, applied) VALUES (?, ?) ' +
           'ON CONFLICT (partition) DO UPDATE SET applied = excluded.applied',
       ),
-      tableById: prepare('SELECT id, collection, settings FROM fts_tables WHERE id = ?'),
+      tableById: prepare('SELECT id, settings FROM fts_tables WHERE id = ?'),
       tableBySettings: prepare(
-        'SELECT id, collection, settings FROM fts_tables WHERE collection = ? AND settings = ?',
-      ),
+        'SELECT id FROM fts_tables WHERE collection = ? AND settings = ?',
+      ).pluck(),
       insertTable: prepare('INSERT INTO fts_tables (collection, settings) VALUES (?, ?)'),
       deleteTable: prepare('DELETE FROM fts_tables WHERE id = ?'),
       partitionTable: prepare(
@@ -201,7 +201,10 @@ export class SearchStore {
     const byTable = new Map<FtsTable, number[]>();
     for (const partition of partitions) {
       const table = this.table(partition, collection);
-      if (table !== undefined) byTable.set(table, [...(byTable.get(table) ?? []), partition]);
+      if (table === undefined) continue;
+      const inTable = byTable.get(table);
+      if (inTable === undefined) byTable.set(table, [partition]);
+      else inTable.push(partition);
     }
     const matches: SearchMatch[] = [];
     let total = 0;
@@ -330,10 +333,10 @@ export class SearchStore {
 
   /** The collection's table for these settings, made when no partition has used it yet. */
   private tableFor(collection: string, settingsJson: string): FtsTable {
-    const row = this.statements.tableBySettings.get(collection, settingsJson) as
-      { id: number } | undefined;
+    const found = this.statements.tableBySettings.get(collection, settingsJson) as
+      number | undefined;
     const id =
-      row?.id ?? Number(this.statements.insertTable.run(collection, settingsJson).lastInsertRowid);
+      found ?? Number(this.statements.insertTable.run(collection, settingsJson).lastInsertRowid);
     return this.tableById(id);
   }
 }

@@ -54,31 +54,31 @@ export function onShutdownSignal(logger: Logger, stop: () => Promise<void>): voi
 const kebab = (name: string) => name.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 
 /**
- * One integer flag per limit, named from it (`documentBytesMax` → `--document-bytes-max`,
- * `TAILBASE_DOCUMENT_BYTES_MAX`), defaulting to its value in `defaults`; `help` says what each
- * bounds. With `limitValues`, every limit is configurable without a flag written by hand.
+ * One integer flag per limit `help` describes, named from it (`documentBytesMax` →
+ * `--document-bytes-max`, `TAILBASE_DOCUMENT_BYTES_MAX`), defaulting to its value in `defaults`.
+ * With `limitValues`, every limit is configurable without a flag written by hand.
  */
-export function limitOptions<T extends { [K in keyof T]: number }>(
-  defaults: T,
-  help: Record<keyof T, string>,
+export function limitOptions<K extends string>(
+  help: Record<K, string>,
+  defaults: { readonly [P in NoInfer<K>]: number },
 ): Option[] {
-  return Object.entries<number>(defaults).map(([name, value]) => {
+  return (Object.keys(help) as K[]).map((name) => {
     const flag = kebab(name);
     return integerOption(
       `--${flag} <n>`,
-      help[name as keyof T],
+      help[name],
       `TAILBASE_${flag.replace(/-/g, '_').toUpperCase()}`,
-      value,
+      defaults[name],
     );
   });
 }
 
-/** The values commander parsed for `limitOptions(defaults, …)`. */
-export function limitValues<T extends { [K in keyof T]: number }>(
-  defaults: T,
+/** The values commander parsed for `limitOptions(help, …)`. */
+export function limitValues<K extends string>(
+  help: Record<K, string>,
   flags: Record<string, unknown>,
-): T {
+): Record<K, number> {
   return Object.fromEntries(
-    Object.keys(defaults).map((name) => [name, flags[name] as number]),
-  ) as T;
+    Object.keys(help).map((name) => [name, flags[name] as number]),
+  ) as Record<K, number>;
 }

@@ -65,10 +65,12 @@ function faulty(
 }
 
 const config = { ...DEFAULT_WRITER, appendRetryBackoffMs: 1 };
+const writerOn = (partition: number, log: LogClient = fixture.client) =>
+  new PartitionWriter(partition, log, config, silent);
 
 describe('partition writer', () => {
   it('coalesces 300 concurrent writes into few batches with dense, distinct offsets', async () => {
-    const writer = new PartitionWriter(0, fixture.client, config, silent);
+    const writer = writerOn(0);
     const offsets = (
       await Promise.all(Array.from({ length: 300 }, (_, i) => writer.write([record(`c${i}`)])))
     ).flat();
@@ -81,11 +83,9 @@ describe('partition writer', () => {
   });
 
   it('retries a batch whose acknowledgement was lost without appending it twice', async () => {
-    const writer = new PartitionWriter(
+    const writer = writerOn(
       1,
       faulty((n) => (n === 0 ? 'lose-answer' : null)),
-      config,
-      silent,
     );
     const [offset] = await writer.write([record('once')]);
     const [next] = await writer.write([record('after')]);
@@ -97,7 +97,7 @@ describe('partition writer', () => {
   });
 
   it('keeps the sequence after a rejected batch', async () => {
-    const writer = new PartitionWriter(2, fixture.client, config, silent);
+    const writer = writerOn(2);
     await writer.write([record('a')]);
     const tooBig = record('huge', 3 * 1024 * 1024);
     await expect(writer.write([tooBig])).rejects.toMatchObject({ status: 413 });
@@ -112,11 +112,9 @@ describe('partition writer', () => {
     // The first attempt is appended but its answer lost; the retry is refused (e.g. a changed
     // secret). Keeping the sequence would have the log answer the next batch as a duplicate of
     // the first, acknowledging records it never stored.
-    const writer = new PartitionWriter(
+    const writer = writerOn(
       0,
       faulty((n) => (n === 0 ? 'lose-answer' : n === 1 ? 'refuse' : null)),
-      config,
-      silent,
     );
     const before = (await batchesOf(0)).length;
     await expect(writer.write([record('maybe')])).rejects.toMatchObject({
@@ -132,11 +130,9 @@ describe('partition writer', () => {
   });
 
   it('a node refusing the call is a definite refusal: no retry, the sequence kept', async () => {
-    const writer = new PartitionWriter(
+    const writer = writerOn(
       2,
       faulty((n) => (n === 0 ? 'misconfigured' : null)),
-      config,
-      silent,
     );
     const before = await batchesOf(2);
     await expect(writer.write([record('refused')])).rejects.toMatchObject({
@@ -151,7 +147,7 @@ describe('partition writer', () => {
 
   it('after an unknown outcome starts a fresh producer at sequence 0', async () => {
     const log = faulty((n) => (n >= 1 && n <= 3 ? 'unreachable' : null));
-    const writer = new PartitionWriter(3, log, config, silent);
+    const writer = writerOn(3, log);
     await writer.write([record('first')]);
     await expect(writer.write([record('lost')])).rejects.toMatchObject({
       code: 'write_outcome_unknown',
