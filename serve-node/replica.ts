@@ -9,7 +9,7 @@ import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { assert } from '../shared/assert.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
-import { SearchStore, SEARCH_FILE } from './search-store.js';
+import { SearchStore, SEARCH_FILE, WAL_SUFFIX } from './search-store.js';
 import { StepView } from './step-view.js';
 import { currentBootId, flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
@@ -33,7 +33,7 @@ export class Replica {
   /** Every read answer reports `applied`; the stores change only through apply(), which resets it. */
   private readonly appliedCache = new Map<number, number>();
 
-  /** LMDB commits without fsync, behind the unflushed marker in `dir` (unflushed-marker.ts). */
+  /** Both stores commit without fsync, behind the unflushed marker in `dir` (unflushed-marker.ts). */
   private readonly unflushed: boolean;
 
   constructor(readonly dir: string) {
@@ -42,7 +42,7 @@ export class Replica {
     mkdirSync(dir, { recursive: true });
     if (bootId !== null) markUnflushed(dir, bootId);
     this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: this.unflushed });
-    this.search = new SearchStore(join(dir, SEARCH_FILE));
+    this.search = new SearchStore(join(dir, SEARCH_FILE), { noSync: this.unflushed });
   }
 
   /** The offset a read may rely on: the next offset both stores have yet to apply. */
@@ -144,13 +144,15 @@ export class Replica {
   }
 
   /**
-   * Closes both stores, flushing LMDB and clearing the unflushed marker; with `discard` (stores
+   * Closes both stores, flushing them and clearing the unflushed marker; with `discard` (stores
    * about to be deleted) nothing is flushed.
    */
   async close(options: { discard?: boolean } = {}): Promise<void> {
     this.search.close();
     await this.docs.close();
-    if (this.unflushed && !options.discard) flushAndClearMarker(join(this.dir, DOCS_FILE));
+    if (this.unflushed && !options.discard) {
+      flushAndClearMarker(this.dir, [DOCS_FILE, SEARCH_FILE, SEARCH_FILE + WAL_SUFFIX]);
+    }
   }
 }
 

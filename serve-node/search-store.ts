@@ -25,6 +25,8 @@ import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 export { MARK_CLOSE, MARK_OPEN } from './highlighter.js';
 
 export const SEARCH_FILE = 'search.sqlite';
+/** SQLite's write-ahead log beside the store; a clean close folds it in and removes it. */
+export const WAL_SUFFIX = '-wal';
 /**
  * `PRAGMA user_version` of this layout. Version 0 (tables per partition and collection) is read
  * by no code: a serve-node finding it replays the log into new stores (outdatedSearchLayout).
@@ -93,11 +95,15 @@ export class SearchStore {
     Statement
   >;
 
-  constructor(path: string) {
+  /**
+   * `noSync`: no fsync at all, not even at WAL checkpoints, for stores behind the replica's
+   * unflushed marker (unflushed-marker.ts); otherwise fsync only at checkpoints. Either way a
+   * commit is not fsynced: the log can give back whatever a power loss takes (README.md).
+   */
+  constructor(path: string, options: { noSync: boolean }) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
-    // No fsync per commit: the log can give back whatever a power loss takes (README.md).
-    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma(options.noSync ? 'synchronous = OFF' : 'synchronous = NORMAL');
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS checkpoints (partition INTEGER PRIMARY KEY, applied INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS fts_tables (

@@ -1,10 +1,11 @@
 /**
- * The document store commits without fsync (LMDB `noSync`), so a commit costs a write to the page
- * cache and nothing more. A process crash loses nothing (the kernel still holds every page); a
- * power loss or kernel crash may tear the file. So while the store is open a marker file next to
- * it names the boot (Linux's boot id) under which it may hold unflushed pages; a clean close
- * flushes the file and removes the marker. A store whose marker names another boot may be torn
- * and is rebuilt from the log. Where no boot id can be read, the store fsyncs as LMDB normally does.
+ * The stores commit without fsync (LMDB `noSync`, SQLite `synchronous=OFF`), so a commit costs a
+ * write to the page cache and nothing more. A process crash loses nothing (the kernel still holds
+ * every page); a power loss or kernel crash may tear the files. So while the stores are open a
+ * marker file next to them names the boot (Linux's boot id) under which they may hold unflushed
+ * pages; a clean close flushes the files and removes the marker. Stores whose marker names another
+ * boot may be torn and are rebuilt from the log. Where no boot id can be read, the stores fsync as
+ * they normally do (LMDB every commit, SQLite at WAL checkpoints).
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -37,10 +38,14 @@ export function markUnflushed(dir: string, bootId: string): void {
   writeFileAtomic(path.join(dir, MARKER_FILE), Buffer.from(`${bootId}\n`));
 }
 
-/** Flushes `file` (every page any process wrote to it), then removes the marker of its dir. */
-export function flushAndClearMarker(file: string): void {
-  fsyncPath(file);
-  const dir = path.dirname(file);
+/**
+ * Flushes the closed stores' `files` of `dir` (every page any process wrote to them; a file the
+ * store removed as it closed, such as SQLite's WAL, is skipped), then removes the marker.
+ */
+export function flushAndClearMarker(dir: string, files: readonly string[]): void {
+  for (const file of files) {
+    if (fs.existsSync(path.join(dir, file))) fsyncPath(path.join(dir, file));
+  }
   fs.rmSync(path.join(dir, MARKER_FILE), { force: true });
   fsyncDir(dir);
 }

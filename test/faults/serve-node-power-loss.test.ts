@@ -1,4 +1,4 @@
-// Proves the document store's no-fsync commits are safe: while a serve-node runs, a marker names
+// Proves the stores' no-fsync commits (LMDB and SQLite) are safe: while a serve-node runs, a marker names
 // this boot; a clean stop flushes and removes it, so a restart keeps the stores; a marker left by
 // an earlier boot (a power loss: the stores may be torn) makes the node start from empty stores and
 // replay the log, saying why in its status, and it ends with every document.
@@ -30,6 +30,8 @@ describe.runIf(currentBootId() !== null)('serve-node stores across a power loss'
     expect(fs.readFileSync(path.join(first, MARKER), 'utf8').trim()).toBe(currentBootId());
     await nodes.serveNode!.stop();
     expect(fs.existsSync(path.join(first, MARKER))).toBe(false);
+    // The search store's WAL was folded into the file the stop flushed, not left beside it.
+    expect(fs.readdirSync(first).filter((file) => file.endsWith('-wal'))).toEqual([]);
 
     serve = await start();
     expect((await serve.status()).lastRebuild).toBeUndefined();
