@@ -2,6 +2,8 @@
  * A serve-node's configuration: where it keeps its stores, which log it tails, which partitions it
  * hosts, and every limit it enforces (units last in the names).
  */
+import { SERVE_WAIT_MS_MAX } from '../shared/serve-client.js';
+
 export interface ServeNodeLimits {
   /** The longest a read may wait for `wait_for`; larger `wait_ms` values are clamped to it. */
   waitMsMax: number;
@@ -52,7 +54,7 @@ export interface ServeNodeConfig {
 }
 
 export const DEFAULT_LIMITS: ServeNodeLimits = {
-  waitMsMax: 30_000,
+  waitMsMax: SERVE_WAIT_MS_MAX,
   waitMsDefault: 5_000,
   waitersMax: 1_000,
   logReadBytesMax: 4 * 1024 * 1024,

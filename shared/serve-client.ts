@@ -133,10 +133,10 @@ export interface HttpServeClientOptions {
 }
 
 /**
- * A bound on the wait of a read that gives wait_for without wait_ms: the node waits its
- * waitMsDefault, and never more than its waitMsMax, 30 s by default.
+ * A serve-node's default waitMsMax, so also this client's bound on the wait of a read that gives
+ * wait_for without wait_ms (the node waits its waitMsDefault, never more than its waitMsMax).
  */
-const NODE_WAIT_MS_MAX = 30_000;
+export const SERVE_WAIT_MS_MAX = 30_000;
 
 export const GET_BATCH_KEYS_MAX = 128;
 /** Batched reads out at once to one serve-node. */
@@ -282,7 +282,7 @@ export class HttpServeClient implements ServeClient {
     body?: unknown,
   ): Promise<InternalResponse> {
     const waits = read.waitFor !== undefined && Object.keys(read.waitFor).length > 0;
-    const waitMs = read.waitMs ?? (waits ? NODE_WAIT_MS_MAX : 0);
+    const waitMs = read.waitMs ?? (waits ? SERVE_WAIT_MS_MAX : 0);
     const admin = path.startsWith('/internal/admin/');
     return this.http.request(path, {
       method,
