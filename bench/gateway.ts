@@ -24,6 +24,7 @@ import {
 } from './workload.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { runLoad } from './load.js';
+import { CpuWindow } from './cpu-share.js';
 import { spawnLogNode, spawnTailbase, tailbaseBuilt, type RunningProcess } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
@@ -114,6 +115,7 @@ export async function runGatewayBench(
   });
   if (!tailbaseBuilt()) return skip('skipped: not built yet (dist/bin/tailbase.js)');
   const loadS = options.quick ? 1 : 5;
+  const warmupS = options.quick ? 1 : 2;
   const hono = options.references?.honoReqPerSec?.value ?? 0;
   const dirs = [makeBenchDir('gw-log')];
   const log = await spawnLogNode(dirs[0], PARTITIONS);
@@ -150,31 +152,33 @@ export async function runGatewayBench(
         body: JSON.stringify(chunk),
       });
     }
-    const put = await runLoad({
+    const putLoad = {
       baseUrl: url,
-      method: 'PUT',
+      method: 'PUT' as const,
       contentType: 'application/json',
       targets: keys.map((key) => ({ path: `/v1/collections/bench/docs/${key}`, body: value })),
       connections: CONNECTIONS,
       threads: 2,
-      durationS: loadS,
+    };
+    // Unmeasured, as the log group warms up: the PUT path compiled, the pools and sockets open.
+    await runLoad({ ...putLoad, durationS: warmupS });
+    const putCpu = new CpuWindow({
+      gateway: [gateway],
+      'log-node': [log],
+      'serve-nodes': [low, high],
     });
+    const put = await runLoad({ ...putLoad, durationS: loadS });
+    const putMachineBusyPercent = putCpu.machineBusyPercent();
     // A strong read waits until the serve-nodes hold every PUT above, so write→visible measures
     // new writes rather than the drain of the PUT load's backlog, and GETs find every version.
     await request(`${url}/v1/collections/bench/docs?limit=1&consistency=strong&wait_ms=30000`);
+    // The serve-nodes' share counts the backlog they applied after the load ended.
+    const putCpuMicros = putCpu.microsPerRequest(put.requests);
     const visible = await writeToVisible(url, options.quick ? 100 : 1000);
     // The same sessions while half as many connections keep PUTting: what a reader sees in use.
     const [visibleLoaded] = await Promise.all([
       writeToVisible(url, Number.MAX_SAFE_INTEGER, loadS * 1000),
-      runLoad({
-        baseUrl: url,
-        method: 'PUT',
-        contentType: 'application/json',
-        targets: keys.map((key) => ({ path: `/v1/collections/bench/docs/${key}`, body: value })),
-        connections: CONNECTIONS / 2,
-        threads: 2,
-        durationS: loadS,
-      }),
+      runLoad({ ...putLoad, connections: CONNECTIONS / 2, durationS: loadS }),
     ]);
     await request(`${url}/v1/collections/bench/docs?limit=1&consistency=strong&wait_ms=30000`);
     const get = await runLoad({
@@ -278,6 +282,7 @@ export async function runGatewayBench(
             put,
             'writes/s',
           ),
+          cpu: { machineBusyPercent: putMachineBusyPercent, microsPerRequest: putCpuMicros },
           targets: [
             {
               name: 'PUT/s',

@@ -20,7 +20,7 @@ import { describePeers, detectPeers } from './peers.js';
 import { addPeerRatios, runPeersBench } from './peers-group.js';
 import { killRunningServers } from './processes.js';
 import { benchDataRoot, measureReferences, removeBenchDirs } from './references.js';
-import { referenceTable, workloadTable } from './table.js';
+import { cpuTable, referenceTable, workloadTable } from './table.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
 
 const GROUP_TIME_MS_MAX = 240_000;
@@ -136,6 +136,8 @@ async function main(): Promise<number> {
 
   console.log(`\n${referenceTable(references)}\n`);
   console.log(`${workloadTable(workloads)}\n`);
+  const cpu = cpuTable(workloads);
+  if (cpu !== null) console.log(`${cpu}\n`);
   console.log(`corpus: ${corpus.docs.length} documents, ${corpus.bytes} bytes (${corpus.file})`);
 
   mkdirSync(opts.out, { recursive: true });

@@ -50,6 +50,21 @@ export function workloadTable(workloads: WorkloadResult[]): string {
   return renderTable(workloads.map(row), HEADERS);
 }
 
+/** Where each load's CPU went, for the workloads that measured it. */
+export function cpuTable(workloads: WorkloadResult[]): string | null {
+  const measured = workloads.filter((w) => w.cpu !== undefined);
+  if (measured.length === 0) return null;
+  const rows = measured.map((w) => [
+    w.group,
+    w.name,
+    w.cpu!.machineBusyPercent < 0 ? '-' : `${w.cpu!.machineBusyPercent.toFixed(0)}%`,
+    Object.entries(w.cpu!.microsPerRequest)
+      .map(([role, micros]) => `${role} ${micros.toFixed(0)}`)
+      .join(', '),
+  ]);
+  return renderTable(rows, ['group', 'workload', 'machine busy', 'CPU µs per request']);
+}
+
 export function referenceTable(references: References): string {
   const rows = Object.values(references).map((r) => [
     r.name,

@@ -17,6 +17,13 @@ export interface Ratio {
   value: number;
 }
 
+export interface CpuShare {
+  /** Percent of every core's time that was busy, any process (-1 where unknown). */
+  machineBusyPercent: number;
+  /** CPU microseconds per request of each role under test. */
+  microsPerRequest: Record<string, number>;
+}
+
 export interface WorkloadResult {
   group: string;
   name: string;
@@ -29,6 +36,8 @@ export interface WorkloadResult {
   ratios: Ratio[];
   /** Peak resident set of each process under test, by role. */
   peakRssBytes: Record<string, number>;
+  /** Where the load's CPU went (bench/cpu-share.ts). */
+  cpu?: CpuShare;
   /** A target from the issues, stated and checked, never used to tune the measurement. */
   targets?: { name: string; goal: string; met: boolean }[];
   /** Why the workload did not run (its part is not built yet, a peer is missing). */

@@ -1,12 +1,17 @@
 // Proves the bench's reporting is faithful: percentiles land within the histogram's 1 % buckets,
-// foreign group results become table rows, and the chart and table render every workload.
+// foreign group results become table rows, the chart and table render every workload, and a CPU
+// window charges a real process's CPU per request.
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { CpuWindow } from '../../bench/cpu-share.js';
 import { renderChart } from '../../bench/chart.js';
 import { LatencyHistogram } from '../../bench/latency-histogram.js';
 import { normalizeGroup } from '../../bench/normalize.js';
 import { aptLine, type PeerName } from '../../bench/peers.js';
-import { workloadTable } from '../../bench/table.js';
+import { readCpuSeconds, type RunningProcess } from '../../bench/processes.js';
+import { cpuTable, workloadTable } from '../../bench/table.js';
 import type { WorkloadResult } from '../../bench/types.js';
 
 describe('LatencyHistogram', () => {
@@ -98,6 +103,18 @@ describe('rendering', () => {
     expect(table).toContain('skipped: not built yet');
   });
 
+  it('prints where the CPU went for the workloads that measured it, and no table otherwise', () => {
+    expect(cpuTable(workloads)).toBeNull();
+    const measured: WorkloadResult = {
+      ...workloads[0],
+      cpu: { machineBusyPercent: 71.4, microsPerRequest: { gateway: 100.2, 'log-node': 60 } },
+    };
+    const table = cpuTable([measured, workloads[1]])!;
+    expect(table).toContain('71%');
+    expect(table).toContain('gateway 100, log-node 60');
+    expect(table).not.toContain('not built yet');
+  });
+
   it('draws a bar per measured workload and reference, with labels escaped', () => {
     const svg = renderChart('bench', workloads, references);
     expect(svg.startsWith('<svg')).toBe(true);
@@ -120,5 +137,37 @@ describe('aptLine', () => {
       'apt-get install -y etcd-server nats-server',
     );
     expect(aptLine([peer('redis', true)])).toBeNull();
+  });
+});
+
+describe.runIf(process.platform === 'linux')('CpuWindow', () => {
+  it("charges a process's CPU burnt inside the window, per request", async () => {
+    // Starts, says so, burns 300 ms of CPU when told to, says so, then idles until killed.
+    const script = `
+      process.stdout.write('ready\\n');
+      process.stdin.once('data', () => {
+        const until = Date.now() + 300;
+        while (Date.now() < until);
+        process.stdout.write('done\\n');
+      });
+      setInterval(() => {}, 1000);`;
+    const child = spawn(process.execPath, ['-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+    try {
+      const lines = child.stdout!.setEncoding('utf8');
+      expect(String((await once(lines, 'data'))[0])).toContain('ready');
+      const proc = { cpuSeconds: () => readCpuSeconds(child.pid!) } as RunningProcess;
+      const window = new CpuWindow({ child: [proc] });
+      child.stdin!.write('go\n');
+      expect(String((await once(lines, 'data'))[0])).toContain('done');
+      // 300 ms over 100 requests is 3,000 µs each; /proc counts in 10 ms ticks.
+      const micros = window.microsPerRequest(100).child;
+      expect(micros).toBeGreaterThanOrEqual(2_500);
+      expect(micros).toBeLessThanOrEqual(4_500);
+      const busy = window.machineBusyPercent();
+      expect(busy).toBeGreaterThan(0);
+      expect(busy).toBeLessThanOrEqual(100);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });
