@@ -1,8 +1,7 @@
 /**
  * Where a load's CPU went: each process's CPU per request (from /proc/<pid>/stat) and how busy the
- * whole machine was (from /proc/stat), over the same window. On a shared 2-core machine a rate
- * moves by a fifth or more between runs minutes apart; CPU per request moves less, and it says
- * which process to look at.
+ * whole machine was (from /proc/stat), over the same window: which process to look at, and
+ * whether the load left the machine idle.
  */
 import { readFileSync } from 'node:fs';
 import type { RunningProcess } from './processes.js';
