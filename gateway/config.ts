@@ -9,7 +9,7 @@ import {
   RECORD_OVERHEAD_BYTES,
 } from '../shared/batch-codec.js';
 import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-client.js';
-import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
+import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-client.js';
 
 export type Scope = 'read' | 'write' | 'admin';
 
@@ -223,6 +223,28 @@ export function checkAgainstLog(config: GatewayConfig, log: LogLimits): void {
   ].filter((problem): problem is string => typeof problem === 'string');
   if (problems.length > 0)
     throw new Error(`the gateway's limits do not fit the log: ${problems.join('; ')}`);
+}
+
+/**
+ * Where the gateway's read limits pass a serve-node's: requests the gateway accepts that the node
+ * would refuse (or, for waits, cut short). Serve-nodes come and go, so this is reported (logged,
+ * and in /v1/status), not a reason to stop.
+ */
+export function serveLimitConflicts(config: GatewayConfig, node: ServeReadLimits): string[] {
+  const { limits } = config;
+  const deepest = limits.searchOffsetMax + limits.searchLimitMax;
+  return [
+    limits.scanLimitMax > node.scanLimitMax &&
+      `scanLimitMax ${limits.scanLimitMax} exceeds the serve-node's scanLimitMax ${node.scanLimitMax}`,
+    config.serveSearchPageMax > node.searchLimitMax &&
+      `serveSearchPageMax ${config.serveSearchPageMax} exceeds the serve-node's searchLimitMax ${node.searchLimitMax}`,
+    deepest > node.searchDepthMax &&
+      `searchOffsetMax + searchLimitMax ${deepest} exceeds the serve-node's searchDepthMax ${node.searchDepthMax}`,
+    limits.waitMsMax > node.waitMsMax &&
+      `waitMsMax ${limits.waitMsMax} exceeds the serve-node's waitMsMax ${node.waitMsMax}`,
+    config.serveGetBatchKeysMax > node.getBatchKeysMax &&
+      `serveGetBatchKeysMax ${config.serveGetBatchKeysMax} exceeds the serve-node's getBatchKeysMax ${node.getBatchKeysMax}`,
+  ].filter((conflict): conflict is string => typeof conflict === 'string');
 }
 
 /** `KEY:read,write;KEY2:admin` (the TAILBASE_API_KEYS form) → API keys. */

@@ -8,7 +8,7 @@ import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ServeClient } from '../shared/serve-client.js';
 import { mergeTokenOffsets, TokenCodec, type TokenOffsets } from '../shared/token.js';
-import type { GatewayConfig } from './config.js';
+import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { PartitionWriter } from './partition-writer.js';
 import { ServeTopology } from './topology.js';
@@ -38,6 +38,7 @@ export function createGatewayServices(
     refreshMs: config.topologyRefreshMs,
     nodeDownMs: config.nodeDownMs,
     logger,
+    limitConflicts: (limits) => serveLimitConflicts(config, limits),
   });
   const metrics = createMetrics(topology);
   const observe = (partition: number, records: number, bytes: number, durationMs: number) => {

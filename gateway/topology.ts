@@ -5,7 +5,7 @@
  */
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { ServeClient, ServeStatus } from '../shared/serve-client.js';
+import type { ServeClient, ServeReadLimits, ServeStatus } from '../shared/serve-client.js';
 
 export interface ServeNode {
   /** The node's position in the configured list: a name that leaks no address. */
@@ -15,6 +15,8 @@ export interface ServeNode {
   hosted: Set<number>;
   downUntilMs: number;
   lastError: string | null;
+  /** Where the gateway's limits pass this node's (from its last status), e.g. a larger scan limit. */
+  limitConflicts: string[];
 }
 
 export interface TopologyOptions {
@@ -23,6 +25,8 @@ export interface TopologyOptions {
   nodeDownMs: number;
   logger: Logger;
   nowMs?: () => number;
+  /** The gateway's limits that a node's read limits do not allow (none by default). */
+  limitConflicts?: (limits: ServeReadLimits) => string[];
 }
 
 function isUnreachable(error: unknown): boolean {
@@ -47,6 +51,7 @@ export class ServeTopology {
       hosted: new Set<number>(),
       downUntilMs: 0,
       lastError: null,
+      limitConflicts: [],
     }));
     this.cursors = new Array<number>(options.partitions).fill(0);
     this.now = options.nowMs ?? Date.now;
@@ -76,11 +81,27 @@ export class ServeTopology {
           node.hosted = new Set(status.partitions.map((p) => p.partition));
           node.downUntilMs = 0;
           node.lastError = null;
+          this.checkLimits(node, status);
         } catch (error) {
           this.markDown(node, error);
         }
       }),
     );
+  }
+
+  /** Records where the gateway's limits pass the node's, warning once each time they change. */
+  private checkLimits(node: ServeNode, status: ServeStatus): void {
+    const conflicts =
+      status.limits && this.options.limitConflicts
+        ? this.options.limitConflicts(status.limits)
+        : [];
+    if (conflicts.join('\n') !== node.limitConflicts.join('\n') && conflicts.length > 0) {
+      this.options.logger.warn(
+        { node: node.index, conflicts },
+        "the gateway's limits pass this serve-node's: some requests it accepts will be refused",
+      );
+    }
+    node.limitConflicts = conflicts;
   }
 
   markDown(node: ServeNode, error: unknown): void {

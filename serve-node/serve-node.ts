@@ -131,6 +131,13 @@ export class ServeNode implements ServeNodeCore {
         };
       }),
       ready: this.ready(),
+      limits: {
+        scanLimitMax: this.limits.scanLimitMax,
+        searchLimitMax: this.limits.searchLimitMax,
+        searchDepthMax: this.limits.searchDepthMax,
+        waitMsMax: this.limits.waitMsMax,
+        getBatchKeysMax: this.limits.getBatchKeysMax,
+      },
       ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
     };
   }

@@ -89,11 +89,22 @@ export interface ServePartitionStatus {
   error?: string;
 }
 
+/** The read bounds a serve-node enforces, so a gateway can check its own against them. */
+export interface ServeReadLimits {
+  scanLimitMax: number;
+  searchLimitMax: number;
+  searchDepthMax: number;
+  waitMsMax: number;
+  getBatchKeysMax: number;
+}
+
 export interface ServeStatus {
   nodeId: string;
   clusterId: string | null;
   partitions: ServePartitionStatus[];
   ready: boolean;
+  /** Absent from serve-nodes older than stop 10. */
+  limits?: ServeReadLimits;
   /** Why the stores were last wiped and replayed, if they were (admin call, log start moved...). */
   lastRebuild?: { reason: string; atMs: number };
 }

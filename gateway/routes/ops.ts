@@ -65,6 +65,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
         up: topology.isUp(node),
         ready: node.status?.ready ?? false,
         partitions: [...node.hosted].sort((a, b) => a - b),
+        limitConflicts: node.limitConflicts,
       })),
     });
   });
