@@ -3,17 +3,16 @@
  * are compared as SHA-256 digests in constant time. `admin` includes `read` and `write`. With no
  * keys configured every request is allowed, which is why the gateway then binds only loopback.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { timingSafeEqual } from 'node:crypto';
 import type { MiddlewareHandler } from 'hono';
 import { TailbaseError } from '../shared/errors.js';
+import { sha256 } from '../shared/http-server.js';
 import type { ApiKey, Scope } from './config.js';
-
-const digest = (text: string) => createHash('sha256').update(text).digest();
 
 export type ScopeGuard = (scope: Scope) => MiddlewareHandler;
 
 export function createScopeGuard(keys: ApiKey[]): ScopeGuard {
-  const known = keys.map((k) => ({ digest: digest(k.key), scopes: new Set(k.scopes) }));
+  const known = keys.map((k) => ({ digest: sha256(k.key), scopes: new Set(k.scopes) }));
   const open: MiddlewareHandler = async (_c, next) => next();
   return (scope) => {
     if (known.length === 0) return open;
@@ -24,7 +23,7 @@ export function createScopeGuard(keys: ApiKey[]): ScopeGuard {
         c.header('www-authenticate', 'Bearer realm="tailbase"');
         throw new TailbaseError(401, 'unauthorized', 'an API key is required');
       }
-      const candidate = digest(presented);
+      const candidate = sha256(presented);
       const match = known.find((k) => timingSafeEqual(k.digest, candidate));
       if (!match) throw new TailbaseError(401, 'invalid_api_key', 'the API key is not valid');
       if (!match.scopes.has(scope) && !match.scopes.has('admin')) {

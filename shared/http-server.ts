@@ -37,7 +37,8 @@ export function installErrorHandlers(app: Hono<any>, logger?: Logger): void {
   );
 }
 
-const sha256 = (text: string) => createHash('sha256').update(text).digest();
+/** A secret's digest: secrets are compared as SHA-256 digests, in constant time, of any length. */
+export const sha256 = (text: string) => createHash('sha256').update(text).digest();
 
 /**
  * Middleware for `/internal/*`: every call must carry the cluster secret when one is set,
