@@ -1,9 +1,10 @@
 /**
  * Search across serve-nodes: each replica ranks its share of the partitions (top offset+limit),
  * and the hits are merged by score, ties by partition and then offset: the order every node cuts
- * its top hits in, so pages of equal scores neither repeat nor skip a hit. With every partition on one serve-node this is
- * exactly that node's FTS5 ranking; across nodes each scores with its own term statistics, so the
- * merged order can differ from one global index (measured in the benchmark, see README.md).
+ * its top hits in, so pages of equal scores neither repeat nor skip a hit. With every partition on
+ * one serve-node this is exactly that node's FTS5 ranking; across nodes each scores with its own
+ * term statistics, so the merged order can differ from one global index (measured in the
+ * benchmark, see README.md).
  */
 import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-client.js';
 import { collectApplied } from './consistency.js';

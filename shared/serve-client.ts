@@ -274,17 +274,16 @@ export class HttpServeClient implements ServeClient {
   }
 
   async rebuild(): Promise<void> {
-    await this.json<unknown>(await this.fetch('/internal/admin/rebuild', {}, 'POST'));
+    await this.json<unknown>(await this.admin('/internal/admin/rebuild'));
   }
 
   async snapshot(dir: string): Promise<SnapshotResult> {
-    const response = await this.fetch('/internal/admin/snapshot', {}, 'POST', { dir });
-    return this.json<SnapshotResult>(response);
+    return this.json<SnapshotResult>(await this.admin('/internal/admin/snapshot', { dir }));
   }
 
   /**
    * A call bounded by answerMsMax plus the wait it asks the node for (the node's own bound when
-   * it waits for offsets without wait_ms). Admin calls are not bounded: a snapshot takes its time.
+   * it waits for offsets without wait_ms).
    */
   private fetch(
     path: string,
@@ -294,15 +293,17 @@ export class HttpServeClient implements ServeClient {
   ): Promise<InternalResponse> {
     const waits = read.waitFor !== undefined && Object.keys(read.waitFor).length > 0;
     const waitMs = read.waitMs ?? (waits ? SERVE_WAIT_MS_MAX : 0);
-    const admin = path.startsWith('/internal/admin/');
     return this.http.request(path, {
       method,
       signal: read.signal,
-      ...(this.answerMsMax === undefined || admin ? {} : { timeoutMs: this.answerMsMax + waitMs }),
-      ...(body === undefined
-        ? {}
-        : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }),
+      ...(this.answerMsMax === undefined ? {} : { timeoutMs: this.answerMsMax + waitMs }),
+      ...jsonBody(body),
     });
+  }
+
+  /** An admin call, not bounded by answerMsMax: a snapshot takes its time. */
+  private admin(path: string, body?: unknown): Promise<InternalResponse> {
+    return this.http.request(path, { method: 'POST', ...jsonBody(body) });
   }
 
   private json<T>(response: InternalResponse): T {
@@ -314,6 +315,12 @@ export class HttpServeClient implements ServeClient {
   close(): void {
     this.http.close();
   }
+}
+
+function jsonBody(body: unknown): { headers?: Record<string, string>; body?: string } {
+  return body === undefined
+    ? {}
+    : { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) };
 }
 
 function readParams(
