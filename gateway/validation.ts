@@ -134,15 +134,15 @@ export function checkDocument(
   depthMax: number,
 ): Record<string, unknown> {
   if (!isPlainObject(value)) throw badRequest('invalid_document', `${what} must be a JSON object`);
+  const checkText = (text: string) => {
+    if (LONE_SURROGATE.test(text)) {
+      throw badRequest('invalid_utf8', `${what} holds a string with a lone surrogate`);
+    }
+  };
   const pending: Array<{ value: unknown; depth: number }> = [{ value, depth: 1 }];
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const { value: item, depth } = next;
-    if (typeof item === 'string') {
-      if (LONE_SURROGATE.test(item)) {
-        throw badRequest('invalid_utf8', `${what} holds a string with a lone surrogate`);
-      }
-      continue;
-    }
+    if (typeof item === 'string') checkText(item);
     if (typeof item !== 'object' || item === null) continue;
     if (depth > depthMax) {
       throw badRequest('document_too_deep', `${what} nests deeper than ${depthMax} levels`, {
@@ -150,11 +150,16 @@ export function checkDocument(
         max: depthMax,
       });
     }
-    const children = Array.isArray(item) ? item : Object.values(item);
     // One push at a time: spreading a wide object's members into push() overflows the stack.
-    if (!Array.isArray(item))
-      for (const name of Object.keys(item)) pending.push({ value: name, depth });
-    for (const child of children) pending.push({ value: child, depth: depth + 1 });
+    if (Array.isArray(item)) {
+      for (const child of item) pending.push({ value: child, depth: depth + 1 });
+      continue;
+    }
+    const members = item as Record<string, unknown>;
+    for (const name of Object.keys(members)) {
+      checkText(name);
+      pending.push({ value: members[name], depth: depth + 1 });
+    }
   }
   return value;
 }

@@ -68,6 +68,13 @@ const table: [string, string, RequestInit, number, string][] = [
     400,
     'invalid_utf8',
   ],
+  [
+    'lone surrogate in a nested member name',
+    '/v1/collections/items/docs/a',
+    json('{"a":{"\\udc00":1}}'),
+    400,
+    'invalid_utf8',
+  ],
   ['bad collection', '/v1/collections/Items/docs/a', json('{}'), 400, 'invalid_collection'],
   [
     'reserved collection',
