@@ -171,7 +171,9 @@ export async function runGatewayBench(
     const putMachineBusyPercent = putCpu.machineBusyPercent();
     // A strong read waits until the serve-nodes hold every PUT above, so write→visible measures
     // new writes rather than the drain of the PUT load's backlog, and GETs find every version.
-    await request(`${url}/v1/collections/bench/docs?limit=1&consistency=strong&wait_ms=30000`);
+    const drained = () =>
+      request(`${url}/v1/collections/bench/docs?limit=1&consistency=strong&wait_ms=30000`);
+    await drained();
     // The serve-nodes' share counts the backlog they applied after the load ended.
     const putCpuMicros = putCpu.microsPerRequest(put.requests);
     const visible = await writeToVisible(url, options.quick ? 100 : 1000);
@@ -180,7 +182,7 @@ export async function runGatewayBench(
       writeToVisible(url, Number.MAX_SAFE_INTEGER, loadS * 1000),
       runLoad({ ...putLoad, connections: CONNECTIONS / 2, durationS: loadS }),
     ]);
-    await request(`${url}/v1/collections/bench/docs?limit=1&consistency=strong&wait_ms=30000`);
+    await drained();
     const get = await runLoad({
       baseUrl: url,
       method: 'GET',

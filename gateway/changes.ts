@@ -50,8 +50,9 @@ export async function changeFeed(
       });
     }
     const start = sent !== undefined ? sent + 1 : from === 'now' ? endOffset : logStartOffset;
-    if (start < logStartOffset && sent !== undefined && !skipRemoved) {
-      // Retention removed records after the token: resuming would skip them without a word.
+    // Retention removed records after the token: resuming would skip them without a word.
+    const removedAfterToken = sent !== undefined && start < logStartOffset;
+    if (removedAfterToken && !skipRemoved) {
       throw new TailbaseError(
         410,
         'records_removed',
@@ -65,7 +66,7 @@ export async function changeFeed(
       position.set(partition, endOffset - 1);
     }
     // A gap the consumer accepted (removed=skip) is not asked about again on the next resume.
-    if (start < logStartOffset && sent !== undefined) position.set(partition, logStartOffset - 1);
+    if (removedAfterToken) position.set(partition, logStartOffset - 1);
   }
 
   c.header('content-type', sse ? 'text/event-stream' : 'application/x-ndjson');
