@@ -1,10 +1,9 @@
 /** Parsing and bounding the query parameters of the read routes: bad input is a 400, never a 500. */
+import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import { badRequest } from '../shared/errors.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { partitionOffsetList } from '../shared/query-params.js';
 import type { OffsetNeed } from './offset-waiters.js';
-
-export const KEY_BYTES_MAX = 1024;
 
 export function checkKey(key: string): string {
   const bytes = Buffer.byteLength(key);
