@@ -194,7 +194,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
       throw new Error(`${fallback} ${limits[fallback]} is above ${max} ${limits[max]}`);
     }
   }
-  if (config.limits.keyBytesMax > KEY_BYTES_MAX) {
+  if (limits.keyBytesMax > KEY_BYTES_MAX) {
     throw new Error(`keyBytesMax must be at most ${KEY_BYTES_MAX}, the batch format's bound`);
   }
   return config;
@@ -220,7 +220,7 @@ export function checkAgainstLog(config: GatewayConfig, log: LogLimits): void {
       `documentBytesMax ${config.limits.documentBytesMax} with the longest key makes records of ${recordBytesMax} bytes, past the log's recordBytesMax ${log.recordBytesMax}`,
     recordBytesMax + BATCH_HEADER_BYTES > log.batchBytesMax &&
       `documentBytesMax ${config.limits.documentBytesMax} makes a one-record batch past the log's batchBytesMax ${log.batchBytesMax}`,
-  ].filter((problem): problem is string => typeof problem === 'string');
+  ].filter(isStated);
   if (problems.length > 0)
     throw new Error(`the gateway's limits do not fit the log: ${problems.join('; ')}`);
 }
@@ -244,7 +244,12 @@ export function serveLimitConflicts(config: GatewayConfig, node: ServeReadLimits
       `waitMsMax ${limits.waitMsMax} exceeds the serve-node's waitMsMax ${node.waitMsMax}`,
     config.serveGetBatchKeysMax > node.getBatchKeysMax &&
       `serveGetBatchKeysMax ${config.serveGetBatchKeysMax} exceeds the serve-node's getBatchKeysMax ${node.getBatchKeysMax}`,
-  ].filter((conflict): conflict is string => typeof conflict === 'string');
+  ].filter(isStated);
+}
+
+/** The checks above list `condition && message`: the messages of the conditions that hold. */
+function isStated(item: string | false): item is string {
+  return typeof item === 'string';
 }
 
 /** `KEY:read,write;KEY2:admin` (the TAILBASE_API_KEYS form) → API keys. */
