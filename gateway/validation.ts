@@ -125,7 +125,8 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 
 /**
  * A document is a JSON object nested at most `depthMax` levels (the object itself is level 1)
- * whose strings and names are well-formed Unicode (no lone surrogates). Walked without recursion,
+ * whose strings and names are well-formed Unicode (no lone surrogates) and whose numbers are
+ * doubles. Walked without recursion,
  * so no nesting a client sends can exhaust the stack.
  */
 export function checkDocument(
@@ -143,6 +144,10 @@ export function checkDocument(
   for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
     const { value: item, depth } = next;
     if (typeof item === 'string') checkText(item);
+    // JSON.parse reads a number past the double range as ±Infinity, which reads back as null.
+    if (typeof item === 'number' && !Number.isFinite(item)) {
+      throw badRequest('invalid_number', `${what} holds a number beyond the double range`);
+    }
     if (typeof item !== 'object' || item === null) continue;
     if (depth > depthMax) {
       throw badRequest('document_too_deep', `${what} nests deeper than ${depthMax} levels`, {

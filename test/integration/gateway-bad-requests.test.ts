@@ -75,6 +75,20 @@ const table: [string, string, RequestInit, number, string][] = [
     400,
     'invalid_utf8',
   ],
+  [
+    'number past the double range',
+    '/v1/collections/items/docs/a',
+    json('{"a":{"b":[-1e400]}}'),
+    400,
+    'invalid_number',
+  ],
+  [
+    'bulk: number past the double range',
+    '/v1/collections/items/docs',
+    post('{"key":"a","value":{"n":1e309}}'),
+    400,
+    'invalid_number',
+  ],
   ['bad collection', '/v1/collections/Items/docs/a', json('{}'), 400, 'invalid_collection'],
   [
     'reserved collection',
