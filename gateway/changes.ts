@@ -6,16 +6,21 @@
  * EventSource reconnects to the same URL with it), whichever is further; with a token, `from` is
  * not used: a partition the token does not name had nothing sent yet and starts at the log start.
  * An SSE stream opens with the id of its starting position, so a reconnect before the first event
- * misses nothing either. One long-polling reader per partition; writes to the stream are awaited,
- * so a slow consumer slows the readers instead of filling memory.
+ * misses nothing either. The `token=` parameter is the feed's position and wins over a
+ * `Tailbase-Token` header (a client may send its session token on every request).
+ *
+ * Each feed reads its partitions with one multi-partition long-poll per log-node, and at most
+ * `feedsMax` feeds are open at once (503 `too_many_feeds` before the stream starts), so feeds
+ * cannot take the sockets appends and reads need. Writes to the stream are awaited, so a slow
+ * consumer slows the reads instead of filling memory.
  */
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
-import { mergeTokenOffsets } from '../shared/token.js';
-import { requestToken, TOKEN_HEADER } from './consistency.js';
+import { mergeTokenOffsets, type TokenOffsets } from '../shared/token.js';
+import { TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
 
@@ -26,17 +31,53 @@ export async function changeFeed(
   query: Map<string, string>,
   services: GatewayServices,
 ): Promise<Response> {
-  const { config, log, tokens, logger } = services;
+  const { config, tokens } = services;
   const sse = (c.req.header('accept') ?? '').includes('text/event-stream');
-  const lastEventId = sse ? c.req.header('last-event-id') : undefined;
-  const sentToken = requestToken(c, query, services);
-  const token = lastEventId ? mergeTokenOffsets(sentToken, tokens.decode(lastEventId)) : sentToken;
+  const sent = [query.get('token') || c.req.header(TOKEN_HEADER)];
+  if (sse) sent.push(c.req.header('last-event-id'));
+  const resumes = sent.filter((text): text is string => Boolean(text));
+  const token = resumes
+    .map((text) => tokens.decode(text))
+    .reduce<TokenOffsets>((merged, next) => mergeTokenOffsets(merged, next), new Map());
   const fromParam = enumParam(query, 'from', ['start', 'now'] as const) ?? 'start';
-  const from = token.size > 0 ? 'start' : fromParam;
+  // A resume starts where its token says, even one naming no partition (opened on empty ones).
+  const from = resumes.length > 0 ? 'start' : fromParam;
   const collectionParam = query.get('collection');
   const collection = collectionParam ? checkCollection(collectionParam) : undefined;
   const limit = intParam(query, 'limit', 1, config.limits.feedLimitMax, Infinity);
   const skipRemoved = enumParam(query, 'removed', ['fail', 'skip'] as const) === 'skip';
+  if (services.feeds.size >= config.limits.feedsMax) {
+    throw new TailbaseError(503, 'too_many_feeds', 'too many change feeds are open; retry later', {
+      limit: 'feedsMax',
+      max: config.limits.feedsMax,
+    });
+  }
+  const stop = new AbortController();
+  services.feeds.add(stop);
+  try {
+    return await openFeed(c, services, stop, { token, from, collection, limit, skipRemoved, sse });
+  } catch (error) {
+    services.feeds.delete(stop);
+    throw error;
+  }
+}
+
+interface FeedRequest {
+  token: TokenOffsets;
+  from: 'start' | 'now';
+  collection: string | undefined;
+  limit: number;
+  skipRemoved: boolean;
+  sse: boolean;
+}
+
+async function openFeed(
+  c: Context,
+  services: GatewayServices,
+  stop: AbortController,
+  { token, from, collection, limit, skipRemoved, sse }: FeedRequest,
+): Promise<Response> {
+  const { config, log, tokens, logger } = services;
 
   const next = new Map<number, number>();
   const position = new Map(token);
@@ -73,11 +114,9 @@ export async function changeFeed(
   c.header('cache-control', 'no-cache');
   c.header(TOKEN_HEADER, tokens.encode(position));
   return stream(c, async (out) => {
-    const stop = new AbortController();
     out.onAbort(() => stop.abort());
     // The client going away aborts the request; the gateway stopping aborts every feed.
     c.req.raw.signal.addEventListener('abort', () => stop.abort(), { once: true });
-    services.feeds.add(stop);
     if (sse) await out.write(`id: ${tokens.encode(position)}\n\n`);
     let sent = 0;
     const emit = async (event: Record<string, unknown>, partition: number, offset: number) => {
@@ -88,33 +127,46 @@ export async function changeFeed(
       if (++sent >= limit) stop.abort();
       await out.write(sse ? `id: ${resume}\nevent: change\ndata: ${line}\n\n` : `${line}\n`);
     };
-    const follow = async (partition: number) => {
-      let offset = next.get(partition) as number;
+    /** Sends what one partition's read holds past `offset`; answers the offset to read next. */
+    const send = async (partition: number, offset: number, batches: Buffer) => {
+      for (const batch of iterateBatches(batches)) {
+        for (const record of decodeRecords(batch.bytes)) {
+          if (record.offset < offset || record.collection.startsWith('_')) continue;
+          if (collection !== undefined && record.collection !== collection) continue;
+          const value = record.value === null ? null : JSON.parse(utf8Strict.decode(record.value));
+          await emit(
+            { collection: record.collection, key: record.key, value },
+            partition,
+            record.offset,
+          );
+          if (stop.signal.aborted) return offset;
+        }
+        offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
+      }
+      return offset;
+    };
+    /** One long-poll for the partitions one log-node stores, each sent in offset order. */
+    const follow = async (partitions: number[]) => {
       while (!stop.signal.aborted) {
-        const read = await log.read(partition, offset, {
+        const positions = partitions.map((partition) => ({
+          partition,
+          offset: next.get(partition) as number,
+        }));
+        const outcomes = await log.fetch(positions, {
           maxBytes: config.feedReadBytesMax,
           waitMs: config.feedPollMs,
           signal: stop.signal,
         });
-        for (const batch of iterateBatches(read.batches)) {
-          for (const record of decodeRecords(batch.bytes)) {
-            if (record.offset < offset || record.collection.startsWith('_')) continue;
-            if (collection !== undefined && record.collection !== collection) continue;
-            const value =
-              record.value === null ? null : JSON.parse(utf8Strict.decode(record.value));
-            await emit(
-              { collection: record.collection, key: record.key, value },
-              partition,
-              record.offset,
-            );
-            if (stop.signal.aborted) return;
-          }
-          offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
+        for (const outcome of outcomes) {
+          if ('error' in outcome) throw outcome.error;
+          const offset = next.get(outcome.partition) as number;
+          next.set(outcome.partition, await send(outcome.partition, offset, outcome.batches));
+          if (stop.signal.aborted) return;
         }
       }
     };
     try {
-      await Promise.all([...next.keys()].map(follow));
+      await Promise.all(log.fetchGroups([...next.keys()]).map(follow));
     } catch (error) {
       if (stop.signal.aborted) return;
       stop.abort();

@@ -8,6 +8,7 @@ import {
   KEY_BYTES_MAX,
   RECORD_OVERHEAD_BYTES,
 } from '../shared/batch-codec.js';
+import { INTERNAL_SOCKETS_MAX } from '../shared/internal-http.js';
 import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-client.js';
 import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-client.js';
 
@@ -40,7 +41,14 @@ export interface GatewayLimits {
   waitMsMax: number;
   /** Events a change-feed request may ask for with `limit=` before the stream ends. */
   feedLimitMax: number;
+  /**
+   * Change feeds open at once. Each holds one long-poll per log-node on the sockets the gateway
+   * keeps to it, so at most FEEDS_MAX_CEILING: appends and reads always keep the other half.
+   */
+  feedsMax: number;
 }
+
+export const FEEDS_MAX_CEILING = INTERNAL_SOCKETS_MAX / 2;
 
 export interface WriterConfig {
   /** How long a partition's first pending write waits for company before its batch is sent. */
@@ -104,6 +112,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   waitMsDefault: 5000,
   waitMsMax: 30_000,
   feedLimitMax: 100_000,
+  feedsMax: 64,
 };
 
 /** What each limit bounds: the help of its flag (shared/cli-options.ts limitOptions). */
@@ -123,6 +132,7 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   waitMsDefault: 'wait_ms of a read that waits for a token without one, ms',
   waitMsMax: 'longest wait_ms a read may ask for, ms',
   feedLimitMax: 'most events one change-feed request may ask for',
+  feedsMax: `change feeds open at once (at most ${FEEDS_MAX_CEILING})`,
 };
 
 export const WRITER_HELP: Record<keyof WriterConfig, string> = {
@@ -193,6 +203,11 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     if (limits[fallback] > limits[max]) {
       throw new Error(`${fallback} ${limits[fallback]} is above ${max} ${limits[max]}`);
     }
+  }
+  if (limits.feedsMax > FEEDS_MAX_CEILING) {
+    throw new Error(
+      `feedsMax must be at most ${FEEDS_MAX_CEILING}, half the sockets kept per log-node`,
+    );
   }
   if (limits.keyBytesMax > KEY_BYTES_MAX) {
     throw new Error(`keyBytesMax must be at most ${KEY_BYTES_MAX}, the batch format's bound`);
