@@ -8,6 +8,7 @@ import {
   KEY_BYTES_MAX,
   RECORD_OVERHEAD_BYTES,
 } from '../shared/batch-codec.js';
+import { CLOSE_ANSWER_WAIT_MS_MAX } from '../shared/http-server.js';
 import { INTERNAL_SOCKETS_MAX } from '../shared/internal-http.js';
 import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-client.js';
 import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-client.js';
@@ -92,6 +93,8 @@ export interface GatewayConfig {
   feedPollMs: number;
   /** How long start waits for the log-node to answer /internal/cluster. */
   startWaitMsMax: number;
+  /** How long a stopping gateway waits for the answers to requests already in. */
+  closeAnswerWaitMsMax: number;
 }
 
 export const SERVE_ANSWER_MS_MAX = 5000;
@@ -188,6 +191,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     feedReadBytesMax: 1024 * 1024,
     feedPollMs: 5000,
     startWaitMsMax: 30_000,
+    closeAnswerWaitMsMax: CLOSE_ANSWER_WAIT_MS_MAX,
     ...input,
     limits: { ...DEFAULT_LIMITS, ...input.limits },
     writer: { ...DEFAULT_WRITER, ...input.writer },

@@ -64,7 +64,9 @@ export async function startGateway(
   const services = createGatewayServices(config, cluster, log, serve, logger);
   await services.topology.refresh();
   services.topology.start();
-  const listener = await listen(createGatewayApp(services), config.host, config.port);
+  const listener = await listen(createGatewayApp(services), config.host, config.port, {
+    answerWaitMsMax: config.closeAnswerWaitMsMax,
+  });
   logger.info({ url: listener.url, partitions: cluster.partitions }, 'gateway listening');
   return {
     url: listener.url,

@@ -4,7 +4,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import type { Server, ServerResponse } from 'node:http';
 import { createAdaptorServer } from '@hono/node-server';
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
@@ -61,14 +61,39 @@ export interface Listener {
   server: Server;
   /**
    * Stops taking connections, lets `drain` finish what is in flight (appends fsynced, writes
-   * answered), then cuts every connection left: a keep-alive client would otherwise keep sending
-   * requests and hold the server open until its timeout.
+   * taken), waits up to `answerWaitMsMax` for every request already in to be answered (each on a
+   * connection that then closes), then cuts every connection left: a keep-alive client would
+   * otherwise keep sending requests and hold the server open until its timeout.
    */
   close(drain?: () => Promise<void>): Promise<void>;
 }
 
-export async function listen(app: Hono<any>, host: string, port: number): Promise<Listener> {
+export interface ListenOptions {
+  /** How long a closing server waits for the answers to requests already in, ms. */
+  answerWaitMsMax?: number;
+}
+
+export const CLOSE_ANSWER_WAIT_MS_MAX = 5000;
+
+export async function listen(
+  app: Hono<any>,
+  host: string,
+  port: number,
+  options: ListenOptions = {},
+): Promise<Listener> {
   const server = createAdaptorServer({ fetch: app.fetch, hostname: host }) as Server;
+  const answering = new Set<ServerResponse>();
+  let closing = false;
+  let allAnswered = () => {};
+  // First of the request listeners, so the answer's headers are not written yet.
+  server.prependListener('request', (_request, response: ServerResponse) => {
+    if (closing) response.shouldKeepAlive = false;
+    answering.add(response);
+    response.once('close', () => {
+      answering.delete(response);
+      if (answering.size === 0) allAnswered();
+    });
+  });
   // Long-polls hold a request open for up to their wait; keep-alive sockets must outlive them.
   server.keepAliveTimeout = 65_000;
   server.headersTimeout = 66_000;
@@ -87,9 +112,21 @@ export async function listen(app: Hono<any>, host: string, port: number): Promis
     port: address.port,
     server,
     close: async (drain) => {
+      closing = true;
+      for (const response of answering) {
+        if (!response.headersSent) response.shouldKeepAlive = false;
+      }
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       await drain?.();
+      if (answering.size > 0) {
+        let timer: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          allAnswered = resolve;
+          timer = setTimeout(resolve, options.answerWaitMsMax ?? CLOSE_ANSWER_WAIT_MS_MAX);
+        });
+        clearTimeout(timer);
+      }
       server.closeAllConnections();
       await closed;
     },
