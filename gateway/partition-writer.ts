@@ -17,11 +17,21 @@
  * - `sequence_gap` or `unknown_producer` (the log forgot this producer, e.g. it expired): the batch
  *   was not appended, so it is re-sent at once under a fresh producer id;
  * - `sequence_too_old` (the log is past n and no longer remembers it): n may be this batch, so it
- *   is treated like no answer at all.
+ *   is treated like no answer at all;
+ * - past SEQUENCE_MAX (2^31 - 1, the format's int32; about 25 days at 1,000 batches/s): the writer
+ *   takes a fresh producer id and starts again at 0.
+ *
+ * Writes are taken whole or not at all: `admit` checks every partition a request touches before
+ * `write` queues any of them, so a request turned away leaves nothing queued.
  */
 import { ulid, ulidToUUID } from 'ulid';
 import { assert } from '../shared/assert.js';
-import { encodeBatch, RECORD_OVERHEAD_BYTES, type LogRecord } from '../shared/batch-codec.js';
+import {
+  encodeBatch,
+  RECORD_OVERHEAD_BYTES,
+  SEQUENCE_MAX,
+  type LogRecord,
+} from '../shared/batch-codec.js';
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-client.js';
 import type { Logger } from '../shared/logger.js';
@@ -76,22 +86,28 @@ export class PartitionWriter {
     private readonly observe: BatchObserver = () => {},
   ) {}
 
+  /** Throws (503 `shutting_down` or `overloaded`) unless `write` would take these records now. */
+  admit(records: readonly LogRecord[]): void {
+    if (this.closed) throw unavailable('shutting_down', 'the gateway is shutting down');
+    const total = records.reduce((sum, record) => sum + recordBytes(record), 0);
+    if (this.queuedBytes > 0 && this.queuedBytes + total > this.config.pendingBytesMax) {
+      throw unavailable('overloaded', `partition ${this.partition} has too many pending writes`, {
+        partition: this.partition,
+        limit: 'pendingBytesMax',
+        max: this.config.pendingBytesMax,
+      });
+    }
+  }
+
   /** Queues records (in order) and resolves with the offset of each once the log has fsynced it. */
   write(records: LogRecord[]): Promise<number[]> {
-    if (this.closed) {
-      return Promise.reject(unavailable('shutting_down', 'the gateway is shutting down'));
+    try {
+      this.admit(records);
+    } catch (error) {
+      return Promise.reject(error);
     }
     const sizes = records.map(recordBytes);
     const total = sizes.reduce((a, b) => a + b, 0);
-    if (this.queuedBytes > 0 && this.queuedBytes + total > this.config.pendingBytesMax) {
-      return Promise.reject(
-        unavailable('overloaded', `partition ${this.partition} has too many pending writes`, {
-          partition: this.partition,
-          limit: 'pendingBytesMax',
-          max: this.config.pendingBytesMax,
-        }),
-      );
-    }
     const offsets = records.map(
       (record, i) =>
         new Promise<number>((resolve, reject) => {
@@ -149,7 +165,12 @@ export class PartitionWriter {
     }
     const batch = this.queue.splice(0, count);
     this.queuedBytes -= bytes;
-    this.inFlight = this.append(batch, bytes).finally(() => {
+    // A throw before the first attempt (encoding) must answer the writers, not go unhandled.
+    const appended = this.append(batch, bytes).catch((error: unknown) => {
+      this.logger.error({ partition: this.partition, err: error }, 'batch not sent');
+      batch.forEach((w) => w.reject(error));
+    });
+    this.inFlight = appended.finally(() => {
       this.inFlight = null;
       // These writes already waited out a whole append: no extra linger for them.
       if (this.queue.length > 0) this.sendNext();
@@ -159,6 +180,7 @@ export class PartitionWriter {
   private async append(batch: PendingWrite[], bytes: number): Promise<void> {
     const startedMs = performance.now();
     const records = batch.map((w) => w.record);
+    if (this.nextSequence > SEQUENCE_MAX) this.rotateProducer();
     let encoded = encodeBatch(records, {
       producerId: this.producerId,
       baseSequence: this.nextSequence,

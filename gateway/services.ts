@@ -94,9 +94,16 @@ export async function writeRecords(
     else byPartition.set(p, [i]);
   });
   const written: WrittenRecord[] = new Array(records.length);
+  const groups = [...byPartition].map(([partition, indexes]) => ({
+    partition,
+    indexes,
+    records: indexes.map((i) => records[i]),
+  }));
+  // Every partition is asked first, so a request turned away queues nothing anywhere.
+  for (const { partition, records: group } of groups) services.writers[partition].admit(group);
   await Promise.all(
-    [...byPartition].map(async ([partition, indexes]) => {
-      const offsets = await services.writers[partition].write(indexes.map((i) => records[i]));
+    groups.map(async ({ partition, indexes, records: group }) => {
+      const offsets = await services.writers[partition].write(group);
       indexes.forEach((recordIndex, i) => {
         written[recordIndex] = { partition, offset: offsets[i] };
       });

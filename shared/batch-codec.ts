@@ -14,6 +14,8 @@ export const BATCH_CRC_START = 21;
 export const RECORD_OVERHEAD_BYTES = 4 + 4 + 4 + 1 + 2 + 4;
 export const PRODUCER_ID_BYTES = 16;
 export const NO_SEQUENCE = -1;
+/** A batch sequence is an int32: the last a producer id can number. */
+export const SEQUENCE_MAX = 0x7fffffff;
 export const COLLECTION_BYTES_MAX = 64;
 export const KEY_BYTES_MAX = 1024;
 

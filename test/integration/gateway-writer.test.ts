@@ -8,10 +8,17 @@ import { startGateway } from '../../gateway/index.js';
 import { startLogNode } from '../../log-node/index.js';
 import { tempDir } from '../harness/index.js';
 import { PartitionWriter } from '../../gateway/partition-writer.js';
-import { decodeRecords, iterateBatches, type LogRecord } from '../../shared/batch-codec.js';
+import { closeGatewayServices, writeRecords } from '../../gateway/services.js';
+import {
+  decodeRecords,
+  iterateBatches,
+  SEQUENCE_MAX,
+  type LogRecord,
+} from '../../shared/batch-codec.js';
+import { partitionFor } from '../../shared/partitioner.js';
 import { TailbaseError } from '../../shared/errors.js';
 import type { AppendResult, LogClient } from '../../shared/log-client.js';
-import { silent, startLog, type LogFixture } from './gateway-harness.js';
+import { gatewayApp, silent, startLog, type LogFixture } from './gateway-harness.js';
 
 let fixture: LogFixture;
 
@@ -158,6 +165,46 @@ describe('partition writer', () => {
     expect(batches.map((b) => b.sequence)).toEqual([0, 0]);
     expect(batches[0].producer).not.toBe(batches[1].producer);
     await writer.close();
+  });
+
+  it('numbers past the int32 sequence under a fresh producer id from 0', async () => {
+    const writer = writerOn(1);
+    await writer.write([record('under-first-id')]);
+    const [firstId] = (await batchesOf(1)).slice(-1);
+    // As if SEQUENCE_MAX had just been acknowledged: the next number does not fit the format.
+    (writer as unknown as { nextSequence: number }).nextSequence = SEQUENCE_MAX + 1;
+    await writer.write([record('under-next-id')]);
+    const [next] = (await batchesOf(1)).slice(-1);
+    expect(next).toMatchObject({ sequence: 0, keys: ['under-next-id'] });
+    expect(next.producer).not.toBe(firstId.producer);
+    await writer.close();
+  });
+
+  it('a bulk turned away as overloaded leaves nothing queued on any partition', async () => {
+    const own = await startLog(2);
+    const gateway = await gatewayApp(own.client, [], {
+      writer: { lingerMs: 300, pendingBytesMax: 400 },
+    });
+    try {
+      const keyIn = (partition: number, prefix: string) => {
+        for (let i = 0; ; i++)
+          if (partitionFor('w', `${prefix}${i}`, 2) === partition) return `${prefix}${i}`;
+      };
+      const [crowded, other] = [keyIn(0, 'a'), keyIn(1, 'b')];
+      // Lingers in partition 0's queue while the bulk arrives.
+      const waiting = writeRecords(gateway.services, [record(crowded)], new Map());
+      const bulk = [record(other), record(crowded, 500)];
+      await expect(writeRecords(gateway.services, bulk, new Map())).rejects.toMatchObject({
+        status: 503,
+        code: 'overloaded',
+      });
+      await waiting;
+      const offsets = await own.client.offsets();
+      expect(offsets.map((p) => p.endOffset)).toEqual([1, 0]);
+    } finally {
+      await closeGatewayServices(gateway.services);
+      await own.stop();
+    }
   });
 
   it('refuses to start with batches the log would refuse', async () => {
