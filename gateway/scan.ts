@@ -61,29 +61,55 @@ export function mergeScanPages(pages: NodePage[], limit: number): MergedPage {
   return { items: page, after, applied };
 }
 
-const CURSOR_VERSION = 1;
+/**
+ * A cursor is base64url of a version byte and the key's UTF-8 bytes, at most 1 + keyBytesMax
+ * bytes. Version 1 was the JSON `[1, key]`, which spends six bytes (`\u0001`) on each control
+ * character; it still decodes, so a scan begun before an upgrade can go on.
+ */
+const CURSOR_VERSION = 2;
+const CURSOR_VERSION_JSON = 1;
+/** The JSON text `[1,""]` around a version-1 key, which escapes each UTF-8 byte to 6 at most. */
+const cursorBytesMax = (keyBytesMax: number) => 6 + 6 * keyBytesMax;
+const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+/** With the u flag a surrogate pair is one code point, so only lone halves match. */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
 export function encodeCursor(after: string): string {
-  return Buffer.from(JSON.stringify([CURSOR_VERSION, after])).toString('base64url');
+  const key = Buffer.from(after, 'utf8');
+  return Buffer.concat([Buffer.of(CURSOR_VERSION), key]).toString('base64url');
 }
 
+/**
+ * The key a cursor resumes after. Anything this gateway could not have issued is a 400
+ * `invalid_cursor`: a key over keyBytesMax or not well-formed UTF-8 is refused here, not
+ * repaired into another key or passed on for a serve-node to refuse in its own terms.
+ */
 export function decodeCursor(cursor: string, keyBytesMax: number): string {
   const invalid = () => badRequest('invalid_cursor', 'cursor is not one this gateway issued');
-  if (cursor.length > 4 * keyBytesMax + 64 || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
-  let parsed: unknown;
+  const charsMax = Math.ceil((cursorBytesMax(keyBytesMax) * 4) / 3);
+  if (cursor.length > charsMax || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
+  const bytes = Buffer.from(cursor, 'base64url');
+  let key: unknown;
   try {
-    parsed = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
+    key =
+      bytes[0] === CURSOR_VERSION
+        ? utf8Strict.decode(bytes.subarray(1))
+        : versionOneKey(JSON.parse(utf8Strict.decode(bytes)));
   } catch {
     throw invalid();
   }
   if (
-    !Array.isArray(parsed) ||
-    parsed.length !== 2 ||
-    parsed[0] !== CURSOR_VERSION ||
-    typeof parsed[1] !== 'string' ||
-    parsed[1].length === 0
+    typeof key !== 'string' ||
+    key.length === 0 ||
+    Buffer.byteLength(key) > keyBytesMax ||
+    LONE_SURROGATE.test(key)
   ) {
     throw invalid();
   }
-  return parsed[1];
+  return key;
+}
+
+function versionOneKey(parsed: unknown): unknown {
+  const valid = Array.isArray(parsed) && parsed.length === 2 && parsed[0] === CURSOR_VERSION_JSON;
+  return valid ? parsed[1] : undefined;
 }

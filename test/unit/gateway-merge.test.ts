@@ -63,6 +63,41 @@ describe('scan merge', () => {
       expect(() => decodeCursor(bad, 1024)).toThrow(/cursor/);
     }
   });
+
+  it('round-trips cursors for keys of keyBytesMax bytes whatever their characters', () => {
+    // JSON writes a control character as \u00XX, six bytes for one byte of key.
+    for (const key of ['\x01'.repeat(1024), '\u{1F600}'.repeat(256), '\x1f"\\'.repeat(341) + 'x']) {
+      expect(Buffer.byteLength(key)).toBe(1024);
+      expect(decodeCursor(encodeCursor(key), 1024)).toBe(key);
+    }
+  });
+
+  it('decodes version-1 cursors, which were JSON [1, key]', () => {
+    const v1 = (key: string) => Buffer.from(JSON.stringify([1, key])).toString('base64url');
+    for (const key of ['ключ/1', '\x01'.repeat(1024), '.']) {
+      expect(decodeCursor(v1(key), 1024)).toBe(key);
+    }
+  });
+
+  it('refuses crafted cursors whose key is too long or not well-formed UTF-8', () => {
+    const v1 = (json: string) => Buffer.from(json).toString('base64url');
+    const crafted = [
+      encodeCursor('a'.repeat(1025)),
+      encodeCursor('\u{1F600}'.repeat(256) + 'a'),
+      v1(JSON.stringify([1, 'a'.repeat(1025)])),
+      v1('[1,"\\ud800"]'),
+      v1('[1,"a\\udc00b"]'),
+      Buffer.from([0x5b, 0x31, 0x2c, 0x22, 0xed, 0xa0, 0x80, 0x22, 0x5d]).toString('base64url'),
+      Buffer.from([0x02, 0x61, 0xed, 0xa0, 0x80]).toString('base64url'),
+      Buffer.from([0x02, 0xff]).toString('base64url'),
+      Buffer.from([0x02]).toString('base64url'),
+    ];
+    for (const cursor of crafted) {
+      expect(() => decodeCursor(cursor, 1024), cursor.slice(0, 40)).toThrow(
+        expect.objectContaining({ status: 400, code: 'invalid_cursor' }),
+      );
+    }
+  });
 });
 
 describe('search merge', () => {
