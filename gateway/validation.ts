@@ -21,6 +21,11 @@ export function checkKey(key: unknown, keyBytesMax: number): string {
       actual: bytes,
     });
   }
+  // A URL parser folds the path segments `.` and `..` (also written %2E) before routing, so a
+  // document stored under either could never be read, written or deleted by key.
+  if (key === '.' || key === '..') {
+    throw badRequest('invalid_key', `key may not be "${key}": a URL path cannot address it`);
+  }
   return key;
 }
 
