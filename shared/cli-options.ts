@@ -1,4 +1,5 @@
 /** Helpers the node commands share: integer flags with env variables, loopback checks, shutdown. */
+import { isIP } from 'node:net';
 import { InvalidArgumentError, Option } from 'commander';
 import { flushLogs, type Logger } from './logger.js';
 
@@ -19,8 +20,17 @@ export function integerOption(
   return defaultValue === undefined ? option : option.default(defaultValue);
 }
 
+/**
+ * Whether a bind address is loopback, so a node there may go without keys or a cluster secret:
+ * an IPv4 literal in 127.0.0.0/8, the IPv6 literal ::1 (bracketed or not), or `localhost`. Any
+ * other name is not, whatever it looks like: `127.example.com` can resolve to a public address.
+ */
 export function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || host.startsWith('127.');
+  if (host === 'localhost') return true;
+  const literal = host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host;
+  const family = isIP(literal);
+  if (family === 4) return literal.startsWith('127.');
+  return family === 6 && literal === '::1';
 }
 
 /** SIGTERM or Ctrl-C: stop cleanly once (in-flight writes finish and are fsynced); twice: exit. */
