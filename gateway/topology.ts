@@ -1,11 +1,17 @@
 /**
- * What the gateway knows of the serve-nodes: which partitions each hosts (from its
- * /internal/status, re-read every topologyRefreshMs), which are down, and how to pick a replica
- * for a partition (round-robin over the live ones) or one replica per partition for a fan-out.
+ * What the gateway knows of the serve-nodes: which partitions each hosts and how fresh each copy
+ * is (from its /internal/status, re-read every topologyRefreshMs), which are down, and how to
+ * pick a replica for a partition (round-robin over the live ones of the freshest tier) or one
+ * replica per partition for a fan-out.
  */
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { ServeClient, ServeReadLimits, ServeStatus } from '../shared/serve-client.js';
+import type {
+  ServeClient,
+  ServePartitionStatus,
+  ServeReadLimits,
+  ServeStatus,
+} from '../shared/serve-client.js';
 
 export interface ServeNode {
   /** The node's position in the configured list: a name that leaks no address. */
@@ -27,6 +33,35 @@ export interface TopologyOptions {
   nowMs?: () => number;
   /** The gateway's limits that a node's read limits do not allow (none by default). */
   limitConflicts?: (limits: ServeReadLimits) => string[];
+  /** Replicas of a partition this many records apart or fewer are equally good (default below). */
+  replicaLagRecordsEqualMax?: number;
+}
+
+/**
+ * Healthy replicas of a partition differ by what each applied between the moments their statuses
+ * were read (and a serve-node lingers applyLingerMs before applying), hundreds of records under
+ * load; within this bound they share reads rather than one taking them all until the next
+ * refresh. The same as the serve-node's default readyLagMax: as far behind as a node counts as
+ * caught up.
+ */
+export const REPLICA_LAG_RECORDS_EQUAL_MAX = 1_000;
+
+/** How fresh one node's copy of a partition is, as its last status told. */
+interface Standing {
+  node: ServeNode;
+  /** Its stores were wiped and are being replayed from the log start. */
+  rebuilding: boolean;
+  /** Records behind: its own lag, or how far it trails the replica that has applied the most. */
+  behindRecords: number;
+}
+
+/**
+ * A rebuilding node's lag reads 0 until its first log read tells it the log end, so the state says
+ * it is rebuilding ('stopped' is the moment between dropping the old stores and tailing into the
+ * new ones).
+ */
+function isRebuilding(partition: ServePartitionStatus): boolean {
+  return partition.state === 'rebuilding' || partition.state === 'stopped';
 }
 
 function isUnreachable(error: unknown): boolean {
@@ -36,6 +71,11 @@ function isUnreachable(error: unknown): boolean {
 export class ServeTopology {
   readonly nodes: ServeNode[];
   private readonly cursors: number[];
+  /**
+   * Per partition, its hosts grouped best first (caught up before behind before rebuilding);
+   * computed at each refresh so that choosing a replica stays cheap per request.
+   */
+  private tiers: ServeNode[][][];
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
   private readonly now: () => number;
@@ -54,6 +94,7 @@ export class ServeTopology {
       limitConflicts: [],
     }));
     this.cursors = new Array<number>(options.partitions).fill(0);
+    this.tiers = Array.from({ length: options.partitions }, () => []);
     this.now = options.nowMs ?? Date.now;
   }
 
@@ -87,6 +128,54 @@ export class ServeTopology {
         }
       }),
     );
+    this.rankReplicas();
+  }
+
+  /**
+   * Orders each partition's hosts: not rebuilding first, then by records behind; hosts within
+   * replicaLagRecordsEqualMax of the best of their tier share it. A node whose status could not be
+   * read keeps the standing of its last one (and is down, so it comes last anyway).
+   */
+  private rankReplicas(): void {
+    const equalMax = this.options.replicaLagRecordsEqualMax ?? REPLICA_LAG_RECORDS_EQUAL_MAX;
+    const reported: { node: ServeNode; partition: ServePartitionStatus }[][] = Array.from(
+      { length: this.options.partitions },
+      () => [],
+    );
+    for (const node of this.nodes) {
+      for (const partition of node.status?.partitions ?? []) {
+        reported[partition.partition]?.push({ node, partition });
+      }
+    }
+    this.tiers = reported.map((hosts) => {
+      // Older serve-nodes may leave out applied, lag or state: such a copy counts as caught up.
+      const appliedMax = Math.max(0, ...hosts.map((h) => h.partition.applied ?? 0));
+      const standings: Standing[] = hosts.map(({ node, partition }) => ({
+        node,
+        rebuilding: isRebuilding(partition),
+        behindRecords: Math.max(
+          partition.lag ?? 0,
+          partition.applied === undefined ? 0 : appliedMax - partition.applied,
+        ),
+      }));
+      standings.sort(
+        (a, b) => Number(a.rebuilding) - Number(b.rebuilding) || a.behindRecords - b.behindRecords,
+      );
+      const tiers: ServeNode[][] = [];
+      let first: Standing | null = null;
+      for (const standing of standings) {
+        if (
+          first === null ||
+          standing.rebuilding !== first.rebuilding ||
+          standing.behindRecords - first.behindRecords > equalMax
+        ) {
+          first = standing;
+          tiers.push([]);
+        }
+        tiers[tiers.length - 1].push(standing.node);
+      }
+      return tiers;
+    });
   }
 
   /** Records where the gateway's limits pass the node's, warning once each time they change. */
@@ -116,17 +205,28 @@ export class ServeTopology {
     return node.downUntilMs <= this.now();
   }
 
-  /** Replicas of a partition, rotated for spread, live ones first (down ones as a last resort). */
+  /**
+   * Replicas of a partition, best tier first and rotated within each tier for spread; live ones
+   * before down ones (a last resort), so a rebuilding or lagging node is asked only when no
+   * fresher one is up.
+   */
   replicas(partition: number): ServeNode[] {
-    const hosting = this.nodes.filter((node) => node.hosted.has(partition));
-    if (hosting.length === 0) {
+    const tiers = this.tiers[partition] ?? [];
+    if (tiers.length === 0) {
       throw unavailable('partition_unavailable', `no serve-node hosts partition ${partition}`, {
         partition,
       });
     }
-    const start = this.cursors[partition]++ % hosting.length;
-    const rotated = [...hosting.slice(start), ...hosting.slice(0, start)];
-    return [...rotated.filter((n) => this.isUp(n)), ...rotated.filter((n) => !this.isUp(n))];
+    const turn = this.cursors[partition]++;
+    const up: ServeNode[] = [];
+    const down: ServeNode[] = [];
+    for (const tier of tiers) {
+      for (let i = 0; i < tier.length; i++) {
+        const node = tier[(turn + i) % tier.length];
+        (this.isUp(node) ? up : down).push(node);
+      }
+    }
+    return [...up, ...down];
   }
 
   /** Runs `call` on a replica of the partition, moving to the next one when a node is unreachable. */
@@ -172,7 +272,7 @@ export class ServeTopology {
           }
         }),
       );
-      if (failed.length > 0 && failed.some((p) => this.candidates(p, excluded).length === 0)) {
+      if (failed.length > 0 && failed.some((p) => this.preferred(p, excluded).length === 0)) {
         throw lastError;
       }
       remaining = failed;
@@ -180,35 +280,54 @@ export class ServeTopology {
     return results;
   }
 
-  private candidates(partition: number, excluded: Set<ServeNode>): ServeNode[] {
-    return this.nodes.filter((node) => node.hosted.has(partition) && !excluded.has(node));
+  /**
+   * The replicas a partition would rather be read from: the live ones of its best tier that has
+   * any; failing that, the down ones of its best tier. Empty when every host is excluded.
+   */
+  private preferred(partition: number, excluded: Set<ServeNode>): ServeNode[] {
+    const tiers = this.tiers[partition] ?? [];
+    for (const up of [true, false]) {
+      for (const tier of tiers) {
+        const fit = tier.filter((node) => !excluded.has(node) && this.isUp(node) === up);
+        if (fit.length > 0) return fit;
+      }
+    }
+    return [];
   }
 
-  /** Greedy cover: nodes hosting the most still-unassigned partitions first, live before down. */
+  /**
+   * Greedy cover: each partition goes to one of its preferred replicas, nodes preferred by the
+   * most still-unassigned partitions first (fewer calls), so a node that hosts everything but is
+   * rebuilding or behind is passed over for fresher ones that host a part each.
+   */
   private assign(partitions: number[], excluded: Set<ServeNode>): Map<ServeNode, number[]> {
     const plan = new Map<ServeNode, number[]>();
     const left = new Set(partitions);
+    const preferred = new Map<number, ServeNode[]>();
     for (const partition of partitions) {
-      if (this.candidates(partition, excluded).length === 0) {
+      const nodes = this.preferred(partition, excluded);
+      if (nodes.length === 0) {
         throw unavailable('partition_unavailable', `no serve-node hosts partition ${partition}`, {
           partition,
         });
       }
+      preferred.set(partition, nodes);
     }
+    const prefers = (partition: number, node: ServeNode) =>
+      (preferred.get(partition) as ServeNode[]).includes(node);
     while (left.size > 0) {
       let best: ServeNode | null = null;
-      let bestScore = -1;
+      let bestCovers = 0;
       for (const node of this.nodes) {
         if (excluded.has(node)) continue;
-        const covers = [...left].filter((p) => node.hosted.has(p)).length;
-        const score = covers === 0 ? -1 : covers + (this.isUp(node) ? 1_000_000 : 0);
-        if (score > bestScore) {
+        const covers = [...left].filter((p) => prefers(p, node)).length;
+        if (covers > bestCovers) {
           best = node;
-          bestScore = score;
+          bestCovers = covers;
         }
       }
       if (best === null) break;
-      const assigned = [...left].filter((p) => best.hosted.has(p));
+      const assigned = [...left].filter((p) => prefers(p, best));
       assigned.forEach((p) => left.delete(p));
       plan.set(best, assigned);
     }
