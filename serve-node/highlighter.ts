@@ -32,7 +32,8 @@ export class Highlighters {
     docs: Array<{ doc: unknown }>,
     query: ParsedQuery,
   ): Array<Record<string, string>> {
-    const result = docs.map(() => ({}) as Record<string, string>);
+    // Without a prototype, a field named `constructor` or `__proto__` is not already "set".
+    const result = docs.map(() => Object.create(null) as Record<string, string>);
     const highlighter = this.highlighter(table.settings.tokenizer);
     const fields: Array<{ hit: number; path: string }> = [];
     try {
