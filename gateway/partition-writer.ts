@@ -8,10 +8,15 @@
  * - acknowledged (or acknowledged as a duplicate): the log holds sequence n, the next is n + 1;
  * - rejected with a 4xx (the batch is invalid) before any attempt went unanswered: the log did not
  *   take it, n is reused;
- * - no definitive answer after every attempt, or a 4xx after an attempt that went unanswered (that
- *   attempt may have been appended): the log may or may not hold n, so nothing after it can be
- *   numbered safely; the writer takes a fresh producer id and starts again at 0, and the batch's
- *   writers are told the outcome is unknown (503 `write_outcome_unknown`);
+ * - refused before the log could take it (the log-node refused the connection, so the request never
+ *   reached it; or 503 `append_queue_full`, raised before the batch is queued): retried under the
+ *   same id and n, as any failure is; when every attempt was refused like this, the log holds
+ *   nothing under n, so n is reused and the writers are told the write was not stored (503
+ *   `log_unavailable` or `append_queue_full`);
+ * - no definitive answer after every attempt, or a 4xx or a refusal after an attempt that went
+ *   unanswered (that attempt may have been appended): the log may or may not hold n, so nothing
+ *   after it can be numbered safely; the writer takes a fresh producer id and starts again at 0,
+ *   and the batch's writers are told the outcome is unknown (503 `write_outcome_unknown`);
  * - acknowledged as a duplicate although n was never sent before: the log holds another batch
  *   under n, so this one is treated as unknown too, never acknowledged with another's offsets;
  * - `sequence_gap` or `unknown_producer` (the log forgot this producer, e.g. it expired): the batch
@@ -33,6 +38,7 @@ import {
   type LogRecord,
 } from '../shared/batch-codec.js';
 import { TailbaseError, unavailable } from '../shared/errors.js';
+import { connectionRefused } from '../shared/internal-http.js';
 import type { LogClient } from '../shared/log-client.js';
 import type { Logger } from '../shared/logger.js';
 import type { WriterConfig } from './config.js';
@@ -63,10 +69,40 @@ export function recordBytes(record: LogRecord): number {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The log refused the batch, so it holds none of it: a 4xx, or a node refusing the call. */
-function isDefinitiveRejection(error: unknown): boolean {
-  if (!(error instanceof TailbaseError)) return false;
-  return (error.status >= 400 && error.status < 500) || error.code === 'cluster_misconfigured';
+/**
+ * Whether the log certainly did not append the batch: `final` when a retry would be refused too
+ * (a 4xx, a node refusing the call), `retryable` when it may be taken later (the log-node refused
+ * the connection, or its append queue was full), null when the log may hold it (no answer, a
+ * connection cut after the request left, `partition_failed` mid-write, any other 5xx).
+ */
+function refusal(error: unknown): 'final' | 'retryable' | null {
+  if (!(error instanceof TailbaseError)) return null;
+  if ((error.status >= 400 && error.status < 500) || error.code === 'cluster_misconfigured') {
+    return 'final';
+  }
+  if (error.code === 'append_queue_full' || connectionRefused(error)) return 'retryable';
+  return null;
+}
+
+/** What the writers of a batch the log never took hear: retry later, nothing was stored. */
+function notStored(partition: number, error: TailbaseError): TailbaseError {
+  if (error.code === 'append_queue_full') {
+    return new TailbaseError(
+      503,
+      'append_queue_full',
+      `the log-node's append queue is full; partition ${partition}'s batch was not stored, ` +
+        'retry later',
+      { ...error.details, partition },
+      { cause: error },
+    );
+  }
+  return new TailbaseError(
+    503,
+    'log_unavailable',
+    `no log-node took the connection; partition ${partition}'s batch was not stored, retry later`,
+    { partition },
+    { cause: error },
+  );
 }
 
 export class PartitionWriter {
@@ -218,16 +254,24 @@ export class PartitionWriter {
           continue;
         }
         if (code === 'sequence_too_old') break;
-        if (isDefinitiveRejection(error)) {
+        const refused = refusal(error);
+        if (refused === 'final') {
           if (unanswered) break;
           batch.forEach((w) => w.reject(error));
           return;
         }
-        unanswered = true;
+        if (refused === null) unanswered = true;
         if (attempt < this.config.appendAttemptsMax) {
           await sleep(this.config.appendRetryBackoffMs * attempt);
         }
       }
+    }
+    if (!unanswered && refusal(lastError) === 'retryable') {
+      // Every attempt under this id and n was refused before the log could take it: n is free.
+      this.logger.warn({ partition: this.partition, err: lastError }, 'append refused; not stored');
+      const error = notStored(this.partition, lastError as TailbaseError);
+      batch.forEach((w) => w.reject(error));
+      return;
     }
     this.logger.error({ partition: this.partition, err: lastError }, 'append outcome unknown');
     this.rotateProducer();

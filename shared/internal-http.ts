@@ -30,6 +30,18 @@ export interface InternalRequest {
   timeoutMs?: number;
 }
 
+/**
+ * True when the call failed because the peer refused the connection, so no byte of the request
+ * reached it. TCP reports ECONNREFUSED only for a reset answering its connect, before the socket
+ * is established; a connection that drops after the request left fails as ECONNRESET, a hang up
+ * or a timeout, and the peer may have acted on it. Read from the cause, which never leaves this
+ * process, rather than from details, which travel in error bodies: no peer's answer can claim it.
+ */
+export function connectionRefused(error: unknown): boolean {
+  if (!(error instanceof TailbaseError) || !error.code.endsWith('_unreachable')) return false;
+  return (error.cause as NodeJS.ErrnoException | undefined)?.code === 'ECONNREFUSED';
+}
+
 export class InternalHttp {
   readonly url: string;
   private readonly agent: http.Agent;
@@ -99,7 +111,7 @@ export class InternalHttp {
 
   /**
    * The message names no address: it may travel on to a client of the gateway. The address is in
-   * the cause, which is logged.
+   * the cause, which is logged (and read by `connectionRefused`, never sent on).
    */
   private unreachable(cause: Error): TailbaseError {
     const code = `${this.peer.replace(/-node$/, '')}_unreachable`;

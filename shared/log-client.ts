@@ -108,7 +108,8 @@ interface QueuedAppend {
 export class HttpLogClient implements LogClient {
   readonly url: string;
   private readonly http: InternalHttp;
-  private readonly appends: CallBatcher<QueuedAppend, AppendResult | TailbaseError>;
+  /** Each batch's own outcome: its offsets, or the error of its frame or of its call. */
+  private readonly appends: CallBatcher<QueuedAppend, AppendResult | Error>;
   private appendRouteMissing = false;
   private readonly answerMsMax: number;
 
@@ -136,19 +137,21 @@ export class HttpLogClient implements LogClient {
 
   /**
    * Appends made in the same event-loop turn (a gateway's partition writers) travel to the
-   * log-node as one multi-partition append; each still gets its own offsets or error.
+   * log-node as one multi-partition append; each still gets its own offsets or error. A call that
+   * fails as a whole fails every batch in it alike: refused connecting (`connectionRefused`), none
+   * of them reached the log-node.
    */
   async append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
     const bytes = Buffer.isBuffer(batch)
       ? batch
       : Buffer.from(batch.buffer, batch.byteOffset, batch.length);
     const outcome = await this.appends.call({ frame: { partition, bytes }, signal });
-    if (outcome instanceof TailbaseError) throw outcome;
+    if (outcome instanceof Error) throw outcome;
     return outcome;
   }
 
-  private async appendMany(queued: QueuedAppend[]): Promise<(AppendResult | TailbaseError)[]> {
-    if (this.appendRouteMissing) return Promise.all(queued.map((item) => this.appendOne(item)));
+  private async appendMany(queued: QueuedAppend[]): Promise<(AppendResult | Error)[]> {
+    if (this.appendRouteMissing) return this.appendEach(queued);
     const signals = queued.flatMap((item) => (item.signal === undefined ? [] : [item.signal]));
     const response = await this.http.request('/internal/append', {
       method: 'POST',
@@ -162,7 +165,7 @@ export class HttpLogClient implements LogClient {
       // A log-node without the route (an older version: remembered) or with a smaller
       // appendRequestBytesMax: each batch goes alone, as the route it has always had takes it.
       this.appendRouteMissing ||= refusal.code === 'not_found';
-      return Promise.all(queued.map((item) => this.appendOne(item)));
+      return this.appendEach(queued);
     }
     const { partitions } = response.json() as { partitions: PartitionAppendOutcome[] };
     if (!Array.isArray(partitions) || partitions.length !== queued.length) {
@@ -176,6 +179,20 @@ export class HttpLogClient implements LogClient {
         duplicate: outcome.duplicate,
       };
     });
+  }
+
+  /**
+   * Each batch in its own call, each answered with its own outcome: one call failing (its
+   * connection refused) says nothing of another, which the log-node may have appended.
+   */
+  private appendEach(queued: QueuedAppend[]): Promise<(AppendResult | Error)[]> {
+    return Promise.all(
+      queued.map((item) =>
+        this.appendOne(item).catch((error: unknown) =>
+          error instanceof Error ? error : new Error(String(error)),
+        ),
+      ),
+    );
   }
 
   private async appendOne({ frame, signal }: QueuedAppend): Promise<AppendResult | TailbaseError> {

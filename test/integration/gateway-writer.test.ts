@@ -1,12 +1,16 @@
 // Proves the partition writer against a real log-node: concurrent writes coalesce into few
 // batches with dense offsets; a lost acknowledgement is retried with the same producer id and
 // sequence and appended once; a rejected batch does not consume its sequence; an unknown outcome
-// moves to a fresh producer id starting at 0, so no later batch is ever refused or duplicated.
+// moves to a fresh producer id starting at 0, so no later batch is ever refused or duplicated;
+// a batch the log certainly never took (its node refused the connection, its queue was full) is
+// answered as not stored and keeps its sequence.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_WRITER, type WriterConfig } from '../../gateway/config.js';
 import { startGateway } from '../../gateway/index.js';
 import { startLogNode } from '../../log-node/index.js';
-import { tempDir } from '../harness/index.js';
+import { freePort, tempDir } from '../harness/index.js';
 import { PartitionWriter } from '../../gateway/partition-writer.js';
 import { closeGatewayServices, writeRecords } from '../../gateway/services.js';
 import {
@@ -17,16 +21,20 @@ import {
 } from '../../shared/batch-codec.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { TailbaseError } from '../../shared/errors.js';
-import type { AppendResult, LogClient } from '../../shared/log-client.js';
+import { HttpLogClient, type AppendResult, type LogClient } from '../../shared/log-client.js';
 import { gatewayApp, silent, startLog, type LogFixture } from './gateway-harness.js';
 
 let fixture: LogFixture;
+/** A log client whose node is down: nothing listens on its port, so it refuses every connection. */
+let down: HttpLogClient;
 
 beforeAll(async () => {
   fixture = await startLog(4);
+  down = new HttpLogClient(`http://127.0.0.1:${await freePort()}`);
 });
 
 afterAll(async () => {
+  down.close();
   await fixture.stop();
 });
 
@@ -37,8 +45,8 @@ const record = (key: string, bytes = 16): LogRecord => ({
   timestampMs: Date.now(),
 });
 
-async function batchesOf(partition: number) {
-  const read = await fixture.client.read(partition, 0);
+async function batchesOf(partition: number, log: LogClient = fixture.client) {
+  const read = await log.read(partition, 0);
   return [...iterateBatches(read.batches)].map(({ header, bytes }) => ({
     producer: Buffer.from(header.producerId).toString('hex'),
     sequence: header.baseSequence,
@@ -46,9 +54,14 @@ async function batchesOf(partition: number) {
   }));
 }
 
-/** The real log underneath; `fail` decides per call whether the answer is lost or never sent. */
+/**
+ * The real log underneath; `fail` decides per call whether the answer is lost or never sent
+ * (`down`: sent to a port nothing listens on, through the real client).
+ */
 function faulty(
-  fail: (call: number) => 'lose-answer' | 'unreachable' | 'refuse' | 'misconfigured' | null,
+  fail: (
+    call: number,
+  ) => 'lose-answer' | 'unreachable' | 'refuse' | 'misconfigured' | 'down' | null,
 ): LogClient {
   let calls = 0;
   return {
@@ -64,6 +77,7 @@ function faulty(
       if (mode === 'misconfigured') {
         throw new TailbaseError(502, 'cluster_misconfigured', 'a node refused the call');
       }
+      if (mode === 'down') return down.append(partition, batch, signal);
       const result = await fixture.client.append(partition, batch, signal);
       if (mode === 'lose-answer') throw new DOMException('timed out', 'TimeoutError');
       return result;
@@ -74,6 +88,21 @@ function faulty(
 const config = { ...DEFAULT_WRITER, appendRetryBackoffMs: 1 };
 const writerOn = (partition: number, log: LogClient = fixture.client) =>
   new PartitionWriter(partition, log, config, silent);
+
+/** A stand-in log-node on a loopback port: `handle` answers (or cuts) each request. */
+async function fakeLogNode(handle: http.RequestListener) {
+  const server = http.createServer(handle);
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = new HttpLogClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+  return {
+    client,
+    async close() {
+      client.close();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
 
 describe('partition writer', () => {
   it('coalesces 300 concurrent writes into few batches with dense, distinct offsets', async () => {
@@ -227,6 +256,136 @@ describe('partition writer', () => {
     } finally {
       await strict.stop();
       dir.cleanup();
+    }
+  });
+
+  it('a log-node that refuses the connection: not stored, producer and sequence kept', async () => {
+    // Nothing listens on the port, so the request never left: every attempt is refused before
+    // the log could take the batch, and the next batch must be numbered right after the last one.
+    const writer = writerOn(
+      3,
+      faulty((n) => (n >= 1 && n <= 3 ? 'down' : null)),
+    );
+    const before = (await batchesOf(3)).length;
+    await writer.write([record('first')]);
+    await expect(writer.write([record('refused')])).rejects.toMatchObject({
+      status: 503,
+      code: 'log_unavailable',
+      details: { partition: 3 },
+    });
+    await writer.write([record('after')]);
+    const batches = (await batchesOf(3)).slice(before);
+    expect(batches.flatMap((b) => b.keys)).toEqual(['first', 'after']);
+    expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
+    expect(batches[1].producer).toBe(batches[0].producer);
+    await writer.close();
+  });
+
+  it('a full append queue on the log: not stored, producer and sequence kept', async () => {
+    // A batch over appendQueueBytesMax is refused as append_queue_full on every attempt, by the
+    // real log-node, before it is queued.
+    const dir = tempDir('full-queue');
+    const node = await startLogNode({
+      dataDir: dir.path,
+      port: 0,
+      partitions: 1,
+      appendQueueBytesMax: 300,
+      logger: silent,
+    });
+    const client = new HttpLogClient(node.url);
+    try {
+      const writer = writerOn(0, client);
+      await writer.write([record('first')]);
+      await expect(writer.write([record('too-big', 400)])).rejects.toMatchObject({
+        status: 503,
+        code: 'append_queue_full',
+        details: { partition: 0 },
+      });
+      await writer.write([record('after')]);
+      const batches = await batchesOf(0, client);
+      expect(batches.flatMap((b) => b.keys)).toEqual(['first', 'after']);
+      expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
+      expect(batches[1].producer).toBe(batches[0].producer);
+      await writer.close();
+    } finally {
+      client.close();
+      await node.stop();
+      dir.cleanup();
+    }
+  });
+
+  it('a lost answer then refused connections is still an unknown outcome', async () => {
+    // The first attempt is appended but its answer lost; the node then goes down. The log holds
+    // the batch, so "not stored" would be a lie and sequence 0 is taken.
+    const writer = writerOn(
+      1,
+      faulty((n) => (n === 0 ? 'lose-answer' : n <= 2 ? 'down' : null)),
+    );
+    const before = (await batchesOf(1)).length;
+    await expect(writer.write([record('maybe')])).rejects.toMatchObject({
+      code: 'write_outcome_unknown',
+    });
+    await writer.write([record('next')]);
+    const batches = (await batchesOf(1)).slice(before);
+    expect(batches.flatMap((b) => b.keys)).toEqual(['maybe', 'next']);
+    expect(batches.map((b) => b.sequence)).toEqual([0, 0]);
+    expect(batches[1].producer).not.toBe(batches[0].producer);
+    await writer.close();
+  });
+
+  it('a connection reset after the request was sent is an unknown outcome', async () => {
+    // The node read the whole append and then cut the connection: it may have appended it.
+    let calls = 0;
+    const node = await fakeLogNode((request) => {
+      calls++;
+      request.resume();
+      request.on('end', () => request.socket.resetAndDestroy());
+    });
+    try {
+      const writer = writerOn(0, node.client);
+      await expect(writer.write([record('cut')])).rejects.toMatchObject({
+        code: 'write_outcome_unknown',
+      });
+      expect(calls).toBe(config.appendAttemptsMax);
+      await writer.close();
+    } finally {
+      await node.close();
+    }
+  });
+
+  it('batches sent one by one are answered one by one', async () => {
+    // A log-node without the multi-partition route takes each batch alone; one call failing
+    // says nothing of its neighbours, one of which the log may have appended.
+    const node = await fakeLogNode((request, response) => {
+      request.resume();
+      request.on('end', () => {
+        if (request.url === '/internal/partitions/1/append') {
+          request.socket.resetAndDestroy();
+          return;
+        }
+        const found = request.url === '/internal/partitions/0/append';
+        response.writeHead(found ? 200 : 404, { 'content-type': 'application/json' });
+        response.end(
+          JSON.stringify(
+            found
+              ? { baseOffset: 7, lastOffset: 7, duplicate: false }
+              : { error: { code: 'not_found', message: 'no such route' } },
+          ),
+        );
+      });
+    });
+    try {
+      const [taken, cut] = await Promise.allSettled([
+        node.client.append(0, Buffer.from('batch 0')),
+        node.client.append(1, Buffer.from('batch 1')),
+      ]);
+      expect(taken).toEqual({
+        status: 'fulfilled',
+        value: { baseOffset: 7, lastOffset: 7, duplicate: false },
+      });
+      expect(cut).toMatchObject({ status: 'rejected', reason: { code: 'log_unreachable' } });
+    } finally {
+      await node.close();
     }
   });
 });
