@@ -24,7 +24,23 @@ import { TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
 
-const utf8Strict = new TextDecoder('utf-8', { fatal: true });
+const utf8 = new TextDecoder('utf-8');
+
+/**
+ * A record's value as one line of JSON: its text as written, so no number is rounded, with the
+ * line breaks JSON allows between tokens turned into spaces (inside strings they are escaped).
+ * Bytes that are not JSON (the log takes any) go out as a JSON string of their text, invalid UTF-8
+ * as U+FFFD, as the serve-nodes keep them.
+ */
+function valueLine(bytes: Uint8Array): string {
+  const text = utf8.decode(bytes);
+  try {
+    JSON.parse(text);
+  } catch {
+    return JSON.stringify(text);
+  }
+  return text.replace(/[\r\n]/g, ' ');
+}
 
 export async function changeFeed(
   c: Context,
@@ -119,11 +135,12 @@ async function openFeed(
     c.req.raw.signal.addEventListener('abort', () => stop.abort(), { once: true });
     if (sse) await out.write(`id: ${tokens.encode(position)}\n\n`);
     let sent = 0;
-    const emit = async (event: Record<string, unknown>, partition: number, offset: number) => {
+    /** `event` is the line's leading members as JSON text, without braces. */
+    const emit = async (event: string, partition: number, offset: number) => {
       if (stop.signal.aborted) return;
       position.set(partition, offset);
       const resume = tokens.encode(position);
-      const line = JSON.stringify({ ...event, partition, offset, token: resume });
+      const line = `{${event},"partition":${partition},"offset":${offset},"token":"${resume}"}`;
       if (++sent >= limit) stop.abort();
       await out.write(sse ? `id: ${resume}\nevent: change\ndata: ${line}\n\n` : `${line}\n`);
     };
@@ -133,12 +150,9 @@ async function openFeed(
         for (const record of decodeRecords(batch.bytes)) {
           if (record.offset < offset || record.collection.startsWith('_')) continue;
           if (collection !== undefined && record.collection !== collection) continue;
-          const value = record.value === null ? null : JSON.parse(utf8Strict.decode(record.value));
-          await emit(
-            { collection: record.collection, key: record.key, value },
-            partition,
-            record.offset,
-          );
+          const value = record.value === null ? 'null' : valueLine(record.value);
+          const names = `"collection":${JSON.stringify(record.collection)},"key":${JSON.stringify(record.key)}`;
+          await emit(`${names},"value":${value}`, partition, record.offset);
           if (stop.signal.aborted) return offset;
         }
         offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;

@@ -7,7 +7,7 @@ import { Hono, type Context } from 'hono';
 import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, notFound, tooLarge } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
-import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
+import { installErrorHandlers, jsonText, requireClusterSecret } from '../shared/http-server.js';
 import { integerParam } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
 import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
@@ -181,7 +181,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
         inPartition.forEach((hit, i) => (highlights[page.indexOf(hit)] = marked[i]));
       }
     }
-    // The documents' JSON is spliced in as stored: parsing and re-serialising it is most of a search.
+    // The documents' JSON goes out as stored: parsing and re-serialising it is most of a search.
     const hits = page.map(({ match, doc }, i) => {
       const extra = highlight ? `,"highlights":${JSON.stringify(highlights[i] ?? {})}` : '';
       return `${docJson(doc).slice(0, -1)},"score":${JSON.stringify(match.score)}${extra}}`;
@@ -208,13 +208,10 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   return app;
 }
 
+/** A document with its JSON text as a string, so no reader's JSON.parse rounds its numbers. */
 function docJson(doc: StoredDoc): string {
   return (
-    `{"key":${JSON.stringify(doc.key)},"value":${doc.json},` +
+    `{"key":${JSON.stringify(doc.key)},"json":${JSON.stringify(doc.json)},` +
     `"offset":${doc.offset},"partition":${doc.partition}}`
   );
-}
-
-function jsonText(c: Context, body: string): Response {
-  return c.body(body, 200, { 'content-type': 'application/json; charset=utf-8' });
 }

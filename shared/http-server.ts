@@ -26,6 +26,11 @@ export function errorResponse(c: Context, error: unknown, logger?: Logger): Resp
   return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
 }
 
+/** A 200 answer whose JSON body was built as text (to splice in stored JSON unparsed). */
+export function jsonText(c: Context, body: string): Response {
+  return c.body(body, 200, { 'content-type': 'application/json; charset=utf-8' });
+}
+
 /** Installs the shared error and not-found handlers on an app. */
 export function installErrorHandlers(app: Hono<any>, logger?: Logger): void {
   app.onError((error, c) => errorResponse(c, error, logger));

@@ -22,8 +22,11 @@ export interface ServeReadOptions {
 
 export interface ServedDocument {
   key: string;
-  /** The parsed JSON document. */
-  value: unknown;
+  /**
+   * The document's JSON text as stored, passed on unparsed: JSON.parse would round integers past
+   * 2^53 and the gateway would answer another number than the one written.
+   */
+  json: string;
   /** The log offset of the record that wrote this version. */
   offset: number;
   partition: number;
@@ -292,7 +295,8 @@ export class HttpServeClient implements ServeClient {
     body?: unknown,
   ): Promise<InternalResponse> {
     const waits = read.waitFor !== undefined && Object.keys(read.waitFor).length > 0;
-    const waitMs = read.waitMs ?? (waits ? SERVE_WAIT_MS_MAX : 0);
+    // A read with nothing to wait for answers at once, whatever wait it carries.
+    const waitMs = waits ? (read.waitMs ?? SERVE_WAIT_MS_MAX) : 0;
     return this.http.request(path, {
       method,
       signal: read.signal,

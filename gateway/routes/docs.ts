@@ -3,6 +3,7 @@ import type { Context, Hono } from 'hono';
 import type { LogRecord } from '../../shared/batch-codec.js';
 import { checkCollection } from '../../shared/collection-name.js';
 import { partitionFor } from '../../shared/partitioner.js';
+import { jsonText } from '../../shared/http-server.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
@@ -84,7 +85,11 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       const message = `no document ${key} in ${collection}`;
       return c.json({ error: { code: 'document_not_found', message, collection, key } }, 404);
     }
-    return c.json({ key, value: result.doc.value, offset: result.doc.offset });
+    // The stored JSON text as written: a parse and re-serialisation would round big integers.
+    return jsonText(
+      c,
+      `{"key":${JSON.stringify(key)},"value":${result.doc.json},"offset":${result.doc.offset}}`,
+    );
   });
 
   app.post('/v1/collections/:c/docs', guard('write'), async (c) => {

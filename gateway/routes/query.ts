@@ -1,6 +1,7 @@
 /** Range scans and search: fanned out to one replica per partition and merged. */
 import type { Hono } from 'hono';
 import { badRequest } from '../../shared/errors.js';
+import { jsonText } from '../../shared/http-server.js';
 import type { SearchResult } from '../../shared/serve-client.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, servedToken, TOKEN_HEADER, waitForPartitions } from '../consistency.js';
@@ -49,10 +50,12 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     );
     const merged = mergeScanPages(pages, limit);
     c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, merged.applied, all)));
-    return c.json({
-      items: merged.items.map(({ key, value, offset }) => ({ key, value, offset })),
-      cursor: merged.after === null ? null : encodeCursor(merged.after),
-    });
+    const items = merged.items.map(
+      ({ key, json, offset }) =>
+        `{"key":${JSON.stringify(key)},"value":${json},"offset":${offset}}`,
+    );
+    const next = JSON.stringify(merged.after === null ? null : encodeCursor(merged.after));
+    return jsonText(c, `{"items":[${items.join(',')}],"cursor":${next}}`);
   });
 
   app.get('/v1/collections/:c/search', guard('read'), async (c) => {
@@ -98,14 +101,10 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     });
     const merged = mergeSearchHits(pages, offset, limit);
     c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, merged.applied, all)));
-    return c.json({
-      hits: merged.hits.map(({ key, score, value, highlights }) => ({
-        key,
-        score,
-        value,
-        ...(highlights ? { highlights } : {}),
-      })),
-      total: merged.total,
+    const hits = merged.hits.map(({ key, score, json, highlights }) => {
+      const marked = highlights ? `,"highlights":${JSON.stringify(highlights)}` : '';
+      return `{"key":${JSON.stringify(key)},"score":${JSON.stringify(score)},"value":${json}${marked}}`;
     });
+    return jsonText(c, `{"hits":[${hits.join(',')}],"total":${merged.total}}`);
   });
 }

@@ -95,7 +95,7 @@ describe('serve-node killed mid-replay', () => {
       for (const item of result.items) {
         const k = Number(item.key.slice('item-'.length));
         expect(isDeleted(k), item.key).toBe(false);
-        expect(item.value).toEqual(JSON.parse(valueOf(k, VERSIONS - 1)!.toString()));
+        expect(JSON.parse(item.json)).toEqual(JSON.parse(valueOf(k, VERSIONS - 1)!.toString()));
         expect(item.offset).toBe(lastOffset.get(k));
         expect(item.partition).toBe(k % 2);
         seen.add(k);

@@ -192,6 +192,32 @@ describe('gateway end to end', () => {
     expect((await search('tomatoes')).body.hits).toEqual([]);
   });
 
+  it('answers every read with the document as written, numbers unrounded', async () => {
+    // JSON.parse rounds 12345678901234567891 to ...7000 and -0 to 0: nothing between the body
+    // written and the bodies read may parse and re-serialise the document.
+    const text = '{"t":"exactprobe words",\n "big":12345678901234567891,"z":-0,"f":1.50e300}';
+    const put = await fetch(`${url}/v1/collections/exact/docs/n`, { method: 'PUT', body: text });
+    expect(put.status).toBe(200);
+    const token = put.headers.get('tailbase-token')!;
+    const read = async (
+      path: string,
+      headers: Record<string, string> = { 'tailbase-token': token },
+    ) => {
+      const response = await fetch(url + path, { headers });
+      expect(response.status).toBe(200);
+      return response.text();
+    };
+    const numbers = '"big":12345678901234567891,"z":-0,"f":1.50e300';
+    expect(await read('/v1/collections/exact/docs/n')).toContain(numbers);
+    expect(await read('/v1/collections/exact/docs')).toContain(numbers);
+    expect(await read('/v1/collections/exact/search?q=exactprobe')).toContain(numbers);
+    // From the log start: the write's own token would start the feed after it.
+    const feed = await read(`/v1/changes?collection=exact&limit=1`, {});
+    expect(feed.trim().split('\n')).toHaveLength(1);
+    expect(feed).toContain(numbers);
+    expect(JSON.parse(feed)).toMatchObject({ key: 'n', value: { t: 'exactprobe words' } });
+  });
+
   it('streams the change feed and resumes exactly after the last token', async () => {
     const a = await call(url, 'POST', '/v1/collections/feed/docs', [
       { key: 'a', value: { v: 1 } },

@@ -2,6 +2,7 @@
 // reads, scans and searches spread over both, and once one is stopped every read still succeeds
 // on the other (the gateway skips the node it finds unreachable).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { HttpServeClient } from '../../shared/serve-client.js';
 import { startStallProxy } from '../harness/index.js';
 import { call, startCluster, type ClusterFixture } from './gateway-harness.js';
 
@@ -124,6 +125,15 @@ describe('a hung replica', () => {
         (await call(hung.url, 'GET', '/v1/collections/hung/docs/h0', undefined, token)).status,
       ).toBe(200);
       proxy.stall(true);
+      // A read with nothing to wait for is bounded by the answer bound alone, whatever wait_ms
+      // it carries: an eventual scan or search must not wait out its wait on a hung node.
+      const direct = new HttpServeClient(proxy.url, { answerMsMax: ANSWER_MS_MAX });
+      const askedAt = performance.now();
+      await expect(direct.scan('hung', { waitMs: 5000 })).rejects.toMatchObject({
+        code: 'serve_unreachable',
+      });
+      expect(performance.now() - askedAt).toBeLessThan(ANSWER_MS_MAX + 1000);
+      direct.close();
       const started = performance.now();
       for (const { key } of docs) {
         const get = await call(

@@ -219,7 +219,9 @@ describe('running tailbase like a user', () => {
           waitFor: { [partition]: offset },
           waitMs: 10_000,
         });
-        expect(result.doc?.value, `${url} ${key}`).toEqual({ text: `note number ${key.slice(1)}` });
+        expect(JSON.parse(result.doc?.json ?? 'null'), `${url} ${key}`).toEqual({
+          text: `note number ${key.slice(1)}`,
+        });
       }
     }
     await cluster.stop();

@@ -9,7 +9,7 @@ import type { ScanResult, ServedDocument } from '../../shared/serve-client.js';
 
 const doc = (key: string, partition: number): ServedDocument => ({
   key,
-  value: {},
+  json: '{}',
   offset: 0,
   partition,
 });
