@@ -356,7 +356,7 @@ describe('gateway with its log unreachable', () => {
       expect(response.status).toBe(503);
       const text = await response.text();
       expect(text).not.toContain('127.0.0.1');
-      expect(JSON.parse(text).error.code).toMatch(/unreachable|outcome_unknown/);
+      expect(JSON.parse(text).error.code).toMatch(/unreachable|log_unavailable|outcome_unknown/);
     }
     await closeGatewayServices(deadServices);
   });
