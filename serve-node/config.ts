@@ -27,6 +27,11 @@ export interface ServeNodeLimits {
   retryMsMax: number;
   scanLimitDefault: number;
   scanLimitMax: number;
+  /**
+   * Document bytes of one scan page: past them the page ends early (`more`), so a page of large
+   * documents stays far below V8's ~512 MB string bound (1000 documents of 1 MiB answered 500).
+   */
+  scanBytesMax: number;
   searchLimitDefault: number;
   searchLimitMax: number;
   /** limit + offset of a search; deep pages cost every partition's top-(offset+limit). */
@@ -64,6 +69,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   retryMsMax: 5_000,
   scanLimitDefault: 100,
   scanLimitMax: 1_000,
+  scanBytesMax: 16 * 1024 * 1024,
   searchLimitDefault: 10,
   searchLimitMax: 100,
   searchDepthMax: 1_000,

@@ -101,22 +101,28 @@ export class DocStore {
 
   /**
    * Up to `limit` documents in key order, and whether more follow; with `partitions`, only the
-   * documents of those partitions.
+   * documents of those partitions. The page also ends (with more) before the document that would
+   * take its stored bytes past `bytesMax`, but holds at least one.
    */
   scan(
     collection: string,
     range: KeyRange,
     limit: number,
     partitions?: ReadonlySet<number>,
+    bytesMax = Infinity,
   ): { items: StoredDoc[]; more: boolean } {
     const bounds = keyBounds(collection, range);
     if (bounds === null) return { items: [], more: false };
     const prefixBytes = Buffer.byteLength(collection) + 1;
     const items: StoredDoc[] = [];
+    let bytes = 0;
     const rangeLimit = partitions === undefined ? limit + 1 : undefined;
     for (const { key, value } of this.docs.getRange({ ...bounds, limit: rangeLimit })) {
       if (partitions !== undefined && !partitions.has(value.readUInt32BE(8))) continue;
-      if (items.length === limit) return { items, more: true };
+      // At least one document a page, however large, so a scan always moves on.
+      const full = items.length === limit || (items.length > 0 && bytes + value.length > bytesMax);
+      if (full) return { items, more: true };
+      bytes += value.length;
       items.push(decodeValue(key.subarray(prefixBytes).toString('utf8'), value));
     }
     return { items, more: false };

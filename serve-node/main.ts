@@ -93,6 +93,14 @@ export function registerServeNodeCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--scan-bytes-max <bytes>',
+        'document bytes of one scan page; past them the page ends early',
+        'TAILBASE_SCAN_BYTES_MAX',
+        DEFAULT_LIMITS.scanBytesMax,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--get-batch-keys-max <n>',
         'keys of one batched document read',
         'TAILBASE_GET_BATCH_KEYS_MAX',
@@ -127,6 +135,7 @@ export function registerServeNodeCommand(program: Command): void {
           applyLingerMs: flags.applyLingerMs as number,
           applyLingerIdleMs: flags.applyLingerIdleMs as number,
           readyLagMax: flags.readyLagMax as number,
+          scanBytesMax: flags.scanBytesMax as number,
           getBatchKeysMax: flags.getBatchKeysMax as number,
           getBatchBytesMax: flags.getBatchBytesMax as number,
         },

@@ -123,7 +123,13 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     await waitForOffsets(c);
     const { items, more } = core
       .replica()
-      .docs.scan(collection, range, limit, partitions ? new Set(partitions) : hostedSet);
+      .docs.scan(
+        collection,
+        range,
+        limit,
+        partitions ? new Set(partitions) : hostedSet,
+        limits.scanBytesMax,
+      );
     const applied = core.applied();
     return jsonText(
       c,

@@ -161,6 +161,45 @@ describe('serve-node reads', () => {
     ]);
   });
 
+  it('ends a scan page early past scanBytesMax, and pages on to every key', async () => {
+    const budgetDir = tempDir('serve-reads-budget');
+    const budget = await startServeNode({
+      dataDir: budgetDir.path,
+      logUrls: [logNode.url],
+      logger: silent,
+      limits: { scanBytesMax: 200 },
+    });
+    try {
+      const client = new HttpServeClient(budget.url);
+      const ends = Object.fromEntries(
+        (await log.offsets()).map((p) => [p.partition, p.endOffset - 1]),
+      );
+      const whole = await serve.scan('articles', { limit: 100 });
+      expect(whole.more).toBe(false);
+      const keys: string[] = [];
+      let after: string | undefined;
+      for (let pages = 1; ; pages++) {
+        const page = await client.scan('articles', {
+          limit: 100,
+          after,
+          waitFor: ends,
+          waitMs: 10_000,
+        });
+        expect(page.items.length).toBeGreaterThan(0);
+        expect(page.items.length).toBeLessThan(whole.items.length);
+        keys.push(...page.items.map((item) => item.key));
+        if (!page.more) break;
+        after = page.items.at(-1)!.key;
+        expect(pages).toBeLessThan(whole.items.length);
+      }
+      expect(keys).toEqual(whole.items.map((item) => item.key));
+      client.close();
+    } finally {
+      await budget.stop();
+      budgetDir.cleanup();
+    }
+  });
+
   it('restricts scans and searches to the partitions asked for', async () => {
     const scan = await serve.scan('articles', { partitions: [1] });
     expect(scan.items.map((item) => [item.key, item.partition])).toEqual([['cat', 1]]);
