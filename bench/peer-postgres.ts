@@ -4,7 +4,7 @@
  * synchronous_commit=on so an insert is acknowledged after its WAL is on disk. Driven by pgbench
  * (a native client, like wrk for tailbase); p50/p99 come from its per-transaction log.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { chownSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { loadCorpus } from './corpus.js';
@@ -19,6 +19,7 @@ import {
 import { LatencyHistogram } from './latency-histogram.js';
 import { freePort, spawnServer } from './processes.js';
 import { makeBenchDir } from './references.js';
+import { runTool } from './run-tool.js';
 import type { BenchOptions, LatencySummary, WorkloadResult } from './types.js';
 
 const THREADS = 2;
@@ -119,33 +120,20 @@ function serverUser(): { uid: number; gid: number } | undefined {
   return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
 }
 
-function runTool(
+/** A PostgreSQL tool (initdb, psql, pgbench) as the postgres role: the tail of its output. */
+function pgTool(
   binary: string,
   args: string[],
   timeoutMs: number,
   user?: { uid: number; gid: number },
   cwd?: string,
 ): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(binary, args, {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      uid: user?.uid,
-      gid: user?.gid,
-      cwd,
-      env: { ...process.env, PGUSER: 'postgres', PGDATABASE: 'postgres' },
-    });
-    let output = '';
-    const keep = (c: Buffer) =>
-      (output = (output + c.toString('utf8')).slice(-OUTPUT_TAIL_BYTES_MAX));
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(output);
-      else reject(new Error(`${binary} exited with ${code}: ${output.slice(-500)}`));
-    });
+  return runTool(binary, args, {
+    timeoutMs,
+    user,
+    cwd,
+    outputBytesMax: OUTPUT_TAIL_BYTES_MAX,
+    env: { ...process.env, PGUSER: 'postgres', PGDATABASE: 'postgres' },
   });
 }
 
@@ -186,7 +174,7 @@ export async function runPostgresBench(
   const logs = join(dir, 'logs');
   if (user) chownSync(dir, user.uid, user.gid);
   try {
-    await runTool(
+    await pgTool(
       join(bin, 'initdb'),
       ['-D', data, '-U', 'postgres', '--auth=trust', '--no-sync', '-E', 'UTF8'],
       SETUP_MS_MAX,
@@ -225,7 +213,7 @@ export async function runPostgresBench(
       const connection = ['-h', '127.0.0.1', '-p', String(port)];
       const search = await searchRun(dir, options.quick);
       if (user) chownSync(join(dir, 'corpus.csv'), user.uid, user.gid);
-      await runTool(
+      await pgTool(
         join(bin, 'psql'),
         // VACUUM cannot run in the transaction one -c wraps its statements in.
         [
@@ -249,7 +237,7 @@ export async function runPostgresBench(
         const logDir = `${logs}-${index}`;
         mkdirSync(logDir);
         server.resetPeakRss();
-        const output = await runTool(
+        const output = await pgTool(
           join(bin, 'pgbench'),
           [
             ...connection,

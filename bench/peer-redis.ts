@@ -3,10 +3,11 @@
  * tailbase's single-record append, and GET, both at the same 64 concurrent clients, driven by
  * redis-benchmark (a native client, like wrk for tailbase).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
 import { freePort, spawnServer } from './processes.js';
 import { makeBenchDir } from './references.js';
+import { runTool } from './run-tool.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 
 const CLIENTS = 64;
@@ -33,34 +34,9 @@ function parseCsv(output: string): { rps: number; p50Ms: number; p99Ms: number; 
 }
 
 function redisBenchmark(port: number, args: string[], requests: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      'redis-benchmark',
-      [
-        '-h',
-        '127.0.0.1',
-        '-p',
-        String(port),
-        '-c',
-        String(CLIENTS),
-        '-n',
-        String(requests),
-        '--csv',
-        ...args,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let output = '';
-    child.stdout.on('data', (c: Buffer) => (output += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (output += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), RUN_MS_MAX);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      if (code === 0) resolve(output);
-      else reject(new Error(`redis-benchmark exited with ${code}: ${output.slice(-500)}`));
-    });
-  });
+  const target = ['-h', '127.0.0.1', '-p', String(port)];
+  const load = ['-c', String(CLIENTS), '-n', String(requests), '--csv'];
+  return runTool('redis-benchmark', [...target, ...load, ...args], { timeoutMs: RUN_MS_MAX });
 }
 
 export async function runRedisBench(

@@ -3,13 +3,13 @@
  * server does. A Lua script cycles through pre-encoded request bodies (one per path) and prints
  * wrk's summary as JSON. Debian package: `wrk`.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { runTool } from './run-tool.js';
 import type { LatencySummary } from './types.js';
 
-const OUTPUT_BYTES_MAX = 1 << 20;
 const REQUEST_TIMEOUT_S = 10;
 const MARKER = 'WRKJSON ';
 
@@ -118,7 +118,9 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
       ...scriptArgs,
     ];
     // wrk ends on its own after the duration; a hung one is killed past this.
-    const output = await runCapture('wrk', args, (run.durationS + REQUEST_TIMEOUT_S + 30) * 1000);
+    const output = await runTool('wrk', args, {
+      timeoutMs: (run.durationS + REQUEST_TIMEOUT_S + 30) * 1000,
+    });
     const line = output.split('\n').find((l) => l.startsWith(MARKER));
     if (line === undefined) throw new Error(`wrk printed no summary: ${output.slice(-2000)}`);
     const s = JSON.parse(line.slice(MARKER.length)) as WrkSummary;
@@ -138,23 +140,4 @@ export async function runWrk(run: WrkRun): Promise<WrkResult> {
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
-}
-
-function runCapture(command: string, args: string[], timeoutMs: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.once('exit', () => clearTimeout(timer));
-    let output = '';
-    const keep = (chunk: Buffer) => {
-      output = (output + chunk.toString('utf8')).slice(-OUTPUT_BYTES_MAX);
-    };
-    child.stdout.on('data', keep);
-    child.stderr.on('data', keep);
-    child.once('error', reject);
-    child.once('exit', (code) => {
-      if (code === 0) resolve(output);
-      else reject(new Error(`${command} exited with ${code}: ${output.slice(-2000)}`));
-    });
-  });
 }
