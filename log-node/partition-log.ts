@@ -33,6 +33,9 @@ interface PendingAppend {
   reject: (error: unknown) => void;
 }
 
+/** A stamped batch as the active segment appends it. */
+type SegmentWrite = Parameters<Segment['append']>[0][number];
+
 export interface PartitionReadResult {
   batches: Buffer;
   logStartOffset: number;
@@ -189,13 +192,50 @@ export class PartitionLog {
       while (this.queue.length > 0 && this.failure === null) {
         await this.commitRound();
       }
+    } catch (error) {
+      // commitRound settles its own failures; should anything escape it, this partition stops
+      // (and says why) rather than leave its appends unanswered or take the node down with an
+      // unhandled rejection.
+      this.fail(error as Error);
     } finally {
       this.flushing = null;
     }
   }
 
-  /** One group commit: roll if due, assign offsets, write, fsync, then acknowledge. */
+  /**
+   * One group commit: roll if due, assign offsets, write, fsync, then acknowledge. Any error on
+   * the way (the roll's files included) stops the partition and fails every append of the round.
+   */
   private async commitRound(): Promise<void> {
+    const taken: PendingAppend[] = [];
+    try {
+      const { writes, acks } = this.takeRound(taken);
+      if (writes.length > 0) {
+        await this.active.append(writes);
+        if (this.config.fsync === 'always') await this.active.sync();
+        this.visibleEndOffset = this.active.state.nextOffset;
+        this.visibleActiveBytes = this.active.state.sizeBytes;
+      }
+      for (const { entry, ack } of acks) entry.resolve(ack);
+      if (writes.length > 0) this.waiters.wakeAll();
+    } catch (error) {
+      // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
+      // fsyncgate), and after a failed roll the segment set may not match the directory: stop
+      // the partition; a restart recovers from what is really on disk.
+      this.fail(error as Error);
+      for (const entry of taken) entry.reject(partitionFailed(this.partition));
+    }
+  }
+
+  /**
+   * Takes the next round from the queue (rolling first if due) and assigns its offsets; every
+   * entry taken is pushed to `taken`, so a failure can answer it. A refused batch is answered at
+   * once.
+   */
+  private takeRound(taken: PendingAppend[]): {
+    writes: SegmentWrite[];
+    acks: { entry: PendingAppend; ack: AppendAck }[];
+  } {
     const first = this.queue[0];
     const active = this.active;
     if (
@@ -206,28 +246,22 @@ export class PartitionLog {
       this.roll();
     }
     const room = this.config.segmentBytesMax - this.active.state.sizeBytes;
-    const round: PendingAppend[] = [];
     let roundBytes = 0;
     while (
       this.queue.length > 0 &&
-      (round.length === 0 || roundBytes + this.queue[0].bytes.length <= room)
+      (taken.length === 0 || roundBytes + this.queue[0].bytes.length <= room)
     ) {
       const entry = this.queue.shift()!;
       this.queuedBytes -= entry.bytes.length;
       roundBytes += entry.bytes.length;
-      round.push(entry);
+      taken.push(entry);
     }
 
-    const writes: {
-      bytes: Buffer;
-      baseOffset: number;
-      lastOffset: number;
-      maxTimestampMs: number;
-    }[] = [];
+    const writes: SegmentWrite[] = [];
     const acks: { entry: PendingAppend; ack: AppendAck }[] = [];
     let nextOffset = this.active.state.nextOffset;
     const nowMs = this.clock.nowMs();
-    for (const entry of round) {
+    for (const entry of taken) {
       let check;
       try {
         check = this.producers.check(entry.producerId, entry.sequence);
@@ -263,23 +297,7 @@ export class PartitionLog {
       acks.push({ entry, ack: { baseOffset, lastOffset, duplicate: false } });
       nextOffset = lastOffset + 1;
     }
-
-    try {
-      if (writes.length > 0) {
-        await this.active.append(writes);
-        if (this.config.fsync === 'always') await this.active.sync();
-        this.visibleEndOffset = this.active.state.nextOffset;
-        this.visibleActiveBytes = this.active.state.sizeBytes;
-      }
-    } catch (error) {
-      // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
-      // fsyncgate): stop the partition; a restart recovers from what is really on disk.
-      this.fail(error as Error);
-      for (const { entry } of acks) entry.reject(partitionFailed(this.partition));
-      return;
-    }
-    for (const { entry, ack } of acks) entry.resolve(ack);
-    if (writes.length > 0) this.waiters.wakeAll();
+    return { writes, acks };
   }
 
   private async syncInterval(): Promise<void> {

@@ -1,0 +1,130 @@
+// Proves that a storage error stops only its own partition: a segment roll that fails answers its
+// appends 503 partition_failed while the node serves every other partition.
+import fs from 'node:fs';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { encodeFrames } from '../../shared/partition-frames.js';
+import { createLogger } from '../../shared/logger.js';
+import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
+import { baseName } from '../../log-node/segment-files.js';
+import { tempDir, type TempDir } from '../harness/index.js';
+
+const logger = createLogger('test', 'silent');
+const T0 = 1_800_000_000_000;
+/** No call here should take long; a hang (an append never answered) fails within this. */
+const CALL_MS_MAX = 5_000;
+
+const open: { node: RunningLogNode; dir: TempDir }[] = [];
+const unhandled: unknown[] = [];
+const onUnhandled = (reason: unknown) => unhandled.push(reason);
+beforeEach(() => {
+  unhandled.length = 0;
+  process.on('unhandledRejection', onUnhandled);
+});
+afterEach(async () => {
+  process.off('unhandledRejection', onUnhandled);
+  for (const { node, dir } of open.splice(0)) {
+    await node.stop();
+    dir.cleanup();
+  }
+});
+
+async function start(options: Omit<LogNodeOptions, 'dataDir'>) {
+  const dir = tempDir('partition-failures');
+  const node = await startLogNode({ dataDir: dir.path, port: 0, logger, ...options });
+  open.push({ node, dir });
+  return { node, dir };
+}
+
+async function call(url: string, route: string, init: { method?: string; body?: Uint8Array } = {}) {
+  const started = Date.now();
+  const response = await fetch(url + route, { ...init, signal: AbortSignal.timeout(CALL_MS_MAX) });
+  const bytes = Buffer.from(await response.arrayBuffer());
+  let json: any = null;
+  try {
+    json = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    json = null;
+  }
+  return {
+    status: response.status,
+    headers: response.headers,
+    bytes,
+    json,
+    ms: Date.now() - started,
+  };
+}
+
+const append = (url: string, partition: number, batch: Uint8Array) =>
+  call(url, `/internal/partitions/${partition}/append`, { method: 'POST', body: batch });
+
+function valueBatch(
+  key: string,
+  valueBytes: number,
+  options: { producerId?: Buffer; baseSequence?: number; timestampMs?: number } = {},
+) {
+  return encodeBatch(
+    [
+      {
+        collection: 'c',
+        key,
+        value: Buffer.alloc(valueBytes, 0x61),
+        timestampMs: options.timestampMs ?? T0,
+      },
+    ],
+    { producerId: options.producerId, baseSequence: options.baseSequence },
+  );
+}
+
+describe('a segment roll that fails', () => {
+  it('answers its appends 503 partition_failed, stops only that partition and shows why', async () => {
+    const { node, dir } = await start({
+      partitions: 2,
+      segmentBytesMax: 1000,
+      batchBytesMax: 1000,
+    });
+    const first = await append(node.url, 0, valueBatch('a', 500));
+    expect(first.json).toEqual({ baseOffset: 0, lastOffset: 0, duplicate: false });
+    // The next segment's .log file cannot be created: a directory holds its name.
+    fs.mkdirSync(path.join(dir.path, 'partitions', '0', `${baseName(1)}.log`));
+
+    // Both need the roll; the second may be queued behind the first or arrive after the failure.
+    const answers = await Promise.all([
+      append(node.url, 0, valueBatch('b', 500)),
+      append(node.url, 0, valueBatch('c', 500)),
+    ]);
+    for (const answer of answers) {
+      expect(answer.status).toBe(503);
+      expect(answer.json.error).toMatchObject({ code: 'partition_failed', partition: 0 });
+    }
+
+    // The node goes on serving partition 1, alone and beside partition 0 in one request.
+    expect((await append(node.url, 1, valueBatch('d', 500))).json).toMatchObject({ baseOffset: 0 });
+    const multi = await call(node.url, '/internal/append', {
+      method: 'POST',
+      body: encodeFrames([
+        { partition: 0, bytes: valueBatch('e', 10) },
+        { partition: 1, bytes: valueBatch('f', 10) },
+      ]),
+    });
+    expect(multi.status).toBe(200);
+    expect(multi.json.partitions[0]).toMatchObject({ partition: 0, status: 503 });
+    expect(multi.json.partitions[0].error.code).toBe('partition_failed');
+    expect(multi.json.partitions[1]).toMatchObject({ partition: 1, baseOffset: 1 });
+    const read1 = await call(node.url, '/internal/partitions/1/records?offset=0');
+    expect(read1.status).toBe(200);
+    expect(read1.headers.get('tailbase-end-offset')).toBe('2');
+
+    const read0 = await call(node.url, '/internal/partitions/0/records?offset=0');
+    expect(read0.status).toBe(503);
+    expect(read0.json.error.code).toBe('partition_failed');
+    const status = await call(node.url, '/internal/status');
+    expect(status.json.partitions[0].error).toMatch(/EEXIST|EISDIR/);
+    expect(status.json.partitions[1].error).toBeUndefined();
+    const ready = await call(node.url, '/readyz');
+    expect(ready.status).toBe(503);
+    expect(ready.json.failedPartitions).toEqual([0]);
+    expect(unhandled).toEqual([]);
+  });
+});
