@@ -326,7 +326,11 @@ export function* iterateBatches(
   }
 }
 
-/** Enforces the configured batch limits on a producer's batch (413 or 400 with the limit named). */
+/**
+ * Enforces the configured batch limits on a producer's batch (413 or 400 with the limit named),
+ * and the rules only a producer's batch meets (checkProducerFields). Batches the log-node writes
+ * itself, the cleaner's rewrites with their offset gaps, never come through here.
+ */
 export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): BatchHeader {
   if (batch.length > limits.batchBytesMax) {
     throw tooLarge('batch_too_large', `batch of ${batch.length} bytes exceeds batchBytesMax`, {
@@ -341,6 +345,7 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);
   }
   const { header } = check;
+  checkProducerFields(asBuffer(batch), header);
   if (header.recordCount > limits.recordsPerBatchMax) {
     throw tooLarge(
       'too_many_records',
@@ -389,4 +394,81 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
     at += recordBytes;
   }
   return header;
+}
+
+/**
+ * What checkBatch allows in a stored batch but a producer may not send: the log acknowledges
+ * offsets baseOffset..baseOffset + lastOffsetDelta, so a gap would be offsets that hold no record
+ * (invariant 2), and a lastOffsetDelta near 2^31 would push offsets past what a segment's index
+ * can hold. Timestamps must be safe integers, not before the epoch, and the header's first and
+ * max timestamps those of the earliest and latest record, as encodeBatch writes them: compaction
+ * re-encodes records from them, and retention and producer expiry read the header's.
+ */
+function checkProducerFields(buf: Buffer, header: BatchHeader): void {
+  const invalid = (message: string, details: Record<string, unknown>) =>
+    badRequest('invalid_batch', `batch rejected: ${message}`, details);
+  const { firstTimestampMs, maxTimestampMs } = header;
+  for (const [field, value] of [
+    ['firstTimestamp', firstTimestampMs],
+    ['maxTimestamp', maxTimestampMs],
+  ] as const) {
+    if (value < 0 || !Number.isSafeInteger(value)) {
+      throw invalid(`${field} ${value} is not a timestamp from 0 to 2^53 - 1 ms`, {
+        field,
+        min: 0,
+        max: Number.MAX_SAFE_INTEGER,
+        actual: value,
+      });
+    }
+  }
+  let at = BATCH_HEADER_BYTES;
+  let deltaMin = Infinity;
+  let deltaMax = -Infinity;
+  for (let i = 0; i < header.recordCount; i++) {
+    const offsetDelta = buf.readInt32BE(at + 4);
+    if (offsetDelta !== i) {
+      throw invalid(`record ${i} has offsetDelta ${offsetDelta}; a producer's are 0..n-1`, {
+        field: 'offsetDelta',
+        record: i,
+        expected: i,
+        actual: offsetDelta,
+      });
+    }
+    const timestampDelta = buf.readInt32BE(at + 8);
+    if (firstTimestampMs + timestampDelta > maxTimestampMs) {
+      throw invalid(`record ${i} has a timestampDelta past maxTimestamp`, {
+        field: 'timestampDelta',
+        record: i,
+        max: maxTimestampMs - firstTimestampMs,
+        actual: timestampDelta,
+      });
+    }
+    deltaMin = Math.min(deltaMin, timestampDelta);
+    deltaMax = Math.max(deltaMax, timestampDelta);
+    at += 4 + buf.readInt32BE(at);
+  }
+  if (header.lastOffsetDelta !== header.recordCount - 1) {
+    throw invalid(
+      `lastOffsetDelta ${header.lastOffsetDelta} does not end at the last of ${header.recordCount} records`,
+      {
+        field: 'lastOffsetDelta',
+        expected: header.recordCount - 1,
+        actual: header.lastOffsetDelta,
+      },
+    );
+  }
+  if (deltaMin !== 0) {
+    throw invalid('firstTimestamp is not the earliest record timestamp', {
+      field: 'firstTimestamp',
+      expected: firstTimestampMs + deltaMin,
+      actual: firstTimestampMs,
+    });
+  }
+  if (firstTimestampMs + deltaMax !== maxTimestampMs) {
+    throw invalid('maxTimestamp is not the latest record timestamp', {
+      field: 'maxTimestamp',
+      expected: firstTimestampMs + deltaMax,
+      actual: maxTimestampMs,
+    });
+  }
 }

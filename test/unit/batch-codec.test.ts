@@ -146,7 +146,14 @@ interface GeneratedBatch {
 const fullShape: BatchShape = { recordsMax: 50, keyBytesMax: 1024, valueBytesMax: 4096 };
 const smallShape: BatchShape = { recordsMax: 4, keyBytesMax: 16, valueBytesMax: 64 };
 
-function batchArb(shape: BatchShape): fc.Arbitrary<GeneratedBatch> {
+/**
+ * `stored`: any batch the log may hold, the cleaner's rewrites with offset gaps included;
+ * `producer`: what a producer may append (offsets 0..n-1, timestamps not before the epoch).
+ */
+function batchArb(
+  shape: BatchShape,
+  kind: 'stored' | 'producer' = 'stored',
+): fc.Arbitrary<GeneratedBatch> {
   const value = fc.option(
     fc
       .record({ length: fc.integer({ min: 0, max: shape.valueBytesMax }), fill: fc.integer() })
@@ -162,15 +169,18 @@ function batchArb(shape: BatchShape): fc.Arbitrary<GeneratedBatch> {
   });
   return fc
     .record({
-      firstTimestampMs: fc.integer({ min: -(2 ** 40), max: 2 ** 45 }),
+      firstTimestampMs: fc.integer({ min: kind === 'producer' ? 0 : -(2 ** 40), max: 2 ** 45 }),
       // fast-check's default size keeps arrays under ~20 items, far from recordsMax.
       records: fc.array(record, { minLength: 1, maxLength: shape.recordsMax, size: 'max' }),
       producerId: fc.uint8Array({ minLength: 16, maxLength: 16 }),
       baseSequence: fc.integer({ min: NO_SEQUENCE, max: 2 ** 31 - 1 }),
       // Batches the cleaner rewrote keep their records' offset deltas, so gaps appear.
-      offsetGaps: fc.option(
-        fc.array(fc.integer({ min: 1, max: 1000 }), { minLength: 50, maxLength: 50 }),
-      ),
+      offsetGaps:
+        kind === 'producer'
+          ? fc.constant(null)
+          : fc.option(
+              fc.array(fc.integer({ min: 1, max: 1000 }), { minLength: 50, maxLength: 50 }),
+            ),
       trailingGap: fc.integer({ min: 0, max: 1000 }),
     })
     .map(({ firstTimestampMs, records, producerId, baseSequence, offsetGaps, trailingGap }) => {
@@ -597,6 +607,7 @@ describe('iterateBatches', () => {
 });
 
 describe('enforceBatchLimits', () => {
+  const T = 1_800_000_000_000;
   const roomy: BatchLimits = {
     batchBytesMax: 1 << 20,
     recordBytesMax: 1 << 20,
@@ -645,14 +656,121 @@ describe('enforceBatchLimits', () => {
     return reseal(bytes);
   }
 
-  it('accepts random valid batches and returns their header', () => {
+  it('accepts random valid producer batches and returns their header', () => {
     check(
-      fc.property(batchArb(fullShape), (batch) => {
+      fc.property(batchArb(fullShape, 'producer'), (batch) => {
         const bytes = encode(batch);
         expect(enforceBatchLimits(bytes, roomy)).toEqual(expectValid(bytes));
       }),
       40,
     );
+  });
+
+  it('refuses, 400 invalid_batch, a stored-form batch unless its offsets are 0..n-1 and its timestamps not negative', () => {
+    check(
+      fc.property(batchArb(smallShape), (batch) => {
+        const bytes = encode(batch);
+        expectValid(bytes);
+        const dense =
+          batch.offsetDeltas.every((delta, i) => delta === i) &&
+          batch.lastOffsetDelta === batch.records.length - 1;
+        const sinceEpoch = batch.records.every((r) => r.timestampMs >= 0);
+        if (dense && sinceEpoch)
+          expect(enforceBatchLimits(bytes, roomy)).toEqual(expectValid(bytes));
+        else expectRejected(() => enforceBatchLimits(bytes, roomy), 400, 'invalid_batch');
+      }),
+      200,
+    );
+  });
+
+  it('400 invalid_batch naming the field for offsets a producer may not claim (the log stores them as acked)', () => {
+    const record = { collection: 'c', key: 'k', value: null, timestampMs: T };
+    const three = [record, { ...record, key: 'l' }, { ...record, key: 'm' }];
+    const cases: [string, Buffer, Record<string, unknown>][] = [
+      [
+        'one record claiming 2^31 offsets',
+        encodeBatch([record], { lastOffsetDelta: 0x7fff_ffff }),
+        { field: 'lastOffsetDelta', expected: 0, actual: 0x7fff_ffff },
+      ],
+      [
+        'dense records, lastOffsetDelta past the last',
+        encodeBatch(three, { offsetDeltas: [0, 1, 2], lastOffsetDelta: 5 }),
+        { field: 'lastOffsetDelta', expected: 2, actual: 5 },
+      ],
+      [
+        'a gap between records',
+        encodeBatch(three, { offsetDeltas: [0, 2, 3], lastOffsetDelta: 3 }),
+        { field: 'offsetDelta', record: 1, expected: 1, actual: 2 },
+      ],
+      [
+        'records starting past delta 0',
+        encodeBatch(three, { offsetDeltas: [1, 2, 3], lastOffsetDelta: 3 }),
+        { field: 'offsetDelta', record: 0, expected: 0, actual: 1 },
+      ],
+    ];
+    for (const [name, bytes, details] of cases) {
+      // Each is a well-formed batch (the cleaner writes such gaps), just not one a producer sends.
+      expect(checkBatch(bytes).ok, name).toBe(true);
+      expectRejected(() => enforceBatchLimits(bytes, roomy), 400, 'invalid_batch', details);
+    }
+    expect(enforceBatchLimits(encodeBatch(three), roomy).lastOffsetDelta).toBe(2);
+  });
+
+  it('400 invalid_batch naming the field for timestamps out of range or not matching the records', () => {
+    const records = [
+      { collection: 'c', key: 'a', value: null, timestampMs: T + 5 },
+      { collection: 'c', key: 'b', value: null, timestampMs: T },
+      { collection: 'c', key: 'c', value: null, timestampMs: T + 9 },
+    ];
+    /** The batch with its header's timestamps overwritten (CRC resealed). */
+    const withHeader = (firstTimestamp: bigint, maxTimestamp: bigint) => {
+      const bytes = encodeBatch(records);
+      bytes.writeBigInt64BE(firstTimestamp, 27);
+      bytes.writeBigInt64BE(maxTimestamp, 35);
+      return reseal(bytes);
+    };
+    /** The batch with one record's timestamp delta overwritten (CRC resealed). */
+    const withDelta = (record: number, delta: number) => {
+      const bytes = encodeBatch(records);
+      let at = BATCH_HEADER_BYTES;
+      for (let i = 0; i < record; i++) at += 4 + bytes.readInt32BE(at);
+      bytes.writeInt32BE(delta, at + 8);
+      return reseal(bytes);
+    };
+    const t = BigInt(T);
+    const int64Max = 2n ** 63n - 1n;
+    const cases: [string, Buffer, Record<string, unknown>][] = [
+      ['firstTimestamp 2^63 - 1', withHeader(int64Max, int64Max), { field: 'firstTimestamp' }],
+      ['firstTimestamp 2^53', withHeader(2n ** 53n, 2n ** 53n + 9n), { field: 'firstTimestamp' }],
+      ['maxTimestamp 2^63 - 1', withHeader(t, int64Max), { field: 'maxTimestamp' }],
+      ['negative timestamps', withHeader(-10n, -1n), { field: 'firstTimestamp', actual: -10 }],
+      [
+        'maxTimestamp past the latest record',
+        withHeader(t, t + 10n),
+        { field: 'maxTimestamp', expected: T + 9, actual: T + 10 },
+      ],
+      [
+        'a record past maxTimestamp',
+        withDelta(0, 10),
+        { field: 'timestampDelta', record: 0, actual: 10 },
+      ],
+      [
+        'no record at firstTimestamp',
+        withDelta(1, 1),
+        { field: 'firstTimestamp', expected: T + 1, actual: T },
+      ],
+    ];
+    for (const [name, bytes, details] of cases) {
+      expect(checkBatch(bytes).ok, name).toBe(true);
+      expectRejected(() => enforceBatchLimits(bytes, roomy), 400, 'invalid_batch', details);
+    }
+    const atLimits = (timestampMs: number) =>
+      encodeBatch([{ collection: 'c', key: 'k', value: null, timestampMs }]);
+    expect(enforceBatchLimits(atLimits(0), roomy).firstTimestampMs).toBe(0);
+    expect(enforceBatchLimits(atLimits(Number.MAX_SAFE_INTEGER), roomy).maxTimestampMs).toBe(
+      Number.MAX_SAFE_INTEGER,
+    );
+    expect(enforceBatchLimits(encodeBatch(records), roomy).maxTimestampMs).toBe(T + 9);
   });
 
   it('413 batch_too_large above batchBytesMax, accepted at exactly the limit', () => {
