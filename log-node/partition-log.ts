@@ -228,58 +228,49 @@ export class PartitionLog {
   }
 
   /**
-   * Takes the next round from the queue (rolling first if due) and assigns its offsets; every
-   * entry taken is pushed to `taken`, so a failure can answer it. A refused batch is answered at
-   * once.
+   * Takes the next round from the queue and assigns its offsets; every entry taken is pushed to
+   * `taken`, so a failure can answer it. A refused batch is answered at once, a retry of one in
+   * the log with its offsets. Only a batch to be written decides a roll: one that writes nothing
+   * must change nothing on disk, and a roll for it would leave the active segment empty, the
+   * log's last batch in a closed segment the cleaner may empty, and a reader at its offsets with
+   * nothing to read until the next write (Kafka's cleaner keeps a log's last batch for that
+   * reason, KAFKA-17076).
    */
   private takeRound(taken: PendingAppend[]): {
     writes: SegmentWrite[];
     acks: { entry: PendingAppend; ack: AppendAck }[];
   } {
-    const first = this.queue[0];
-    const active = this.active;
-    if (
-      active.state.sizeBytes > 0 &&
-      (active.state.sizeBytes + first.bytes.length > this.config.segmentBytesMax ||
-        this.clock.nowMs() - active.state.createdAtMs >= this.config.segmentMsMax)
-    ) {
-      this.roll();
-    }
-    const room = this.config.segmentBytesMax - this.active.state.sizeBytes;
-    let roundBytes = 0;
-    while (
-      this.queue.length > 0 &&
-      (taken.length === 0 || roundBytes + this.queue[0].bytes.length <= room)
-    ) {
-      const entry = this.queue.shift()!;
-      this.queuedBytes -= entry.bytes.length;
-      roundBytes += entry.bytes.length;
-      taken.push(entry);
-    }
-
     const writes: SegmentWrite[] = [];
     const acks: { entry: PendingAppend; ack: AppendAck }[] = [];
+    let writeBytes = 0;
+    // A roll keeps the next offset: the new segment's base is the closed one's end.
     let nextOffset = this.active.state.nextOffset;
     const nowMs = this.clock.nowMs();
-    for (const entry of taken) {
+    while (this.queue.length > 0) {
+      const entry = this.queue[0];
       let check;
       try {
         check = this.producers.check(entry.producerId, entry.sequence);
       } catch (error) {
+        this.dequeue();
         entry.reject(error);
         continue;
       }
       if (check.kind === 'duplicate') {
-        acks.push({
-          entry,
-          ack: {
-            baseOffset: check.batch.baseOffset,
-            lastOffset: check.batch.lastOffset,
-            duplicate: true,
-          },
-        });
+        taken.push(this.dequeue());
+        const { baseOffset, lastOffset } = check.batch;
+        acks.push({ entry, ack: { baseOffset, lastOffset, duplicate: true } });
         continue;
       }
+      if (writes.length === 0) {
+        if (this.rollDue(entry.bytes.length, nowMs)) this.roll();
+      } else if (
+        this.active.state.sizeBytes + writeBytes + entry.bytes.length >
+        this.config.segmentBytesMax
+      ) {
+        break;
+      }
+      taken.push(this.dequeue());
       const baseOffset = nextOffset;
       const lastOffset = baseOffset + entry.lastOffsetDelta;
       stampBatch(entry.bytes, baseOffset, 0);
@@ -289,6 +280,7 @@ export class PartitionLog {
         lastOffset,
         maxTimestampMs: entry.maxTimestampMs,
       });
+      writeBytes += entry.bytes.length;
       this.producers.record(
         entry.producerId,
         { sequence: entry.sequence, baseOffset, lastOffset },
@@ -298,6 +290,22 @@ export class PartitionLog {
       nextOffset = lastOffset + 1;
     }
     return { writes, acks };
+  }
+
+  private dequeue(): PendingAppend {
+    const entry = this.queue.shift()!;
+    this.queuedBytes -= entry.bytes.length;
+    return entry;
+  }
+
+  /** Whether the active segment closes before a batch of `bytes` is written to it. */
+  private rollDue(bytes: number, nowMs: number): boolean {
+    const { sizeBytes, createdAtMs } = this.active.state;
+    return (
+      sizeBytes > 0 &&
+      (sizeBytes + bytes > this.config.segmentBytesMax ||
+        nowMs - createdAtMs >= this.config.segmentMsMax)
+    );
   }
 
   private async syncInterval(): Promise<void> {

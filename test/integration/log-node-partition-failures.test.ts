@@ -1,9 +1,11 @@
-// Proves that a storage error stops only its own partition: a segment roll that fails answers its
-// appends 503 partition_failed while the node serves every other partition.
+// Proves that a storage error stops only its own partition and that a caught-up reader never
+// waits in a gap: a segment roll that fails answers its appends 503 partition_failed while the
+// node serves every other partition; a duplicate or refused batch never rolls a segment, so the
+// last batch of the log stays in the active segment and compaction cannot leave a reader stuck.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { encodeBatch } from '../../shared/batch-codec.js';
+import { encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
 import { encodeFrames } from '../../shared/partition-frames.js';
 import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
@@ -125,6 +127,83 @@ describe('a segment roll that fails', () => {
     const ready = await call(node.url, '/readyz');
     expect(ready.status).toBe(503);
     expect(ready.json.failedPartitions).toEqual([0]);
+    expect(unhandled).toEqual([]);
+  });
+});
+
+describe('a batch that is not written', () => {
+  it('never rolls a segment: a duplicate or a refused batch, past the size or the age', async () => {
+    let now = T0;
+    const { node, dir } = await start({
+      partitions: 1,
+      segmentBytesMax: 1000,
+      batchBytesMax: 1000,
+      segmentMsMax: 60_000,
+      clock: { nowMs: () => now },
+    });
+    const producerId = Buffer.alloc(16, 7);
+    const seq0 = valueBatch('a', 500, { producerId, baseSequence: 0 });
+    expect((await append(node.url, 0, seq0)).json).toEqual({
+      baseOffset: 0,
+      lastOffset: 0,
+      duplicate: false,
+    });
+    const logs = () =>
+      fs.readdirSync(path.join(dir.path, 'partitions', '0')).filter((n) => n.endsWith('.log'));
+
+    expect((await append(node.url, 0, seq0)).json).toMatchObject({
+      baseOffset: 0,
+      duplicate: true,
+    });
+    const gap = await append(node.url, 0, valueBatch('a', 500, { producerId, baseSequence: 5 }));
+    expect(gap.status).toBe(409);
+    now += 120_000;
+    expect((await append(node.url, 0, seq0)).json).toMatchObject({
+      baseOffset: 0,
+      duplicate: true,
+    });
+    expect(logs()).toEqual([`${baseName(0)}.log`]);
+
+    // The next batch written rolls as it always did.
+    const next = await append(node.url, 0, valueBatch('b', 500, { producerId, baseSequence: 1 }));
+    expect(next.json).toEqual({ baseOffset: 1, lastOffset: 1, duplicate: false });
+    expect(logs()).toEqual([`${baseName(0)}.log`, `${baseName(1)}.log`]);
+    expect(unhandled).toEqual([]);
+  });
+
+  it('leaves no gap at the end of the log for compaction: a read past the last record answers at once', async () => {
+    let now = T0;
+    const { node } = await start({
+      partitions: 1,
+      segmentBytesMax: 1000,
+      batchBytesMax: 1000,
+      deleteRetentionMs: 500,
+      cleanerIntervalMs: 3_600_000,
+      clock: { nowMs: () => now },
+    });
+    const producerId = Buffer.alloc(16, 7);
+    const seq0 = valueBatch('A', 500, { producerId, baseSequence: 0 });
+    expect((await append(node.url, 0, seq0)).json).toMatchObject({ baseOffset: 0 });
+    const tombstone = encodeBatch([{ collection: 'c', key: 'K', value: null, timestampMs: T0 }]);
+    expect((await append(node.url, 0, tombstone)).json).toMatchObject({ baseOffset: 1 });
+    // A retry whose size would have rolled the segment; nothing of it is written.
+    expect((await append(node.url, 0, seq0)).json).toMatchObject({
+      baseOffset: 0,
+      duplicate: true,
+    });
+    now += 1_000;
+    await node.cleaner.runOnce();
+
+    // A reader that has applied offset 0 asks for 1: the answer must carry it to the end offset.
+    const read = await call(node.url, '/internal/partitions/0/records?offset=1&wait_ms=2000');
+    expect(read.status).toBe(200);
+    const endOffset = Number(read.headers.get('tailbase-end-offset'));
+    expect(endOffset).toBe(2);
+    const batches = [...iterateBatches(read.bytes)];
+    expect(batches.length, 'a batch that moves the reader on').toBeGreaterThan(0);
+    const last = batches.at(-1)!.header;
+    expect(last.baseOffset + last.lastOffsetDelta + 1).toBe(endOffset);
+    expect(read.ms).toBeLessThan(1_000);
     expect(unhandled).toEqual([]);
   });
 });
