@@ -26,6 +26,15 @@ export interface CleanSummary {
 
 const keyOf = (collection: string, key: string) => `${collection}\u0000${key}`;
 
+/** What a compaction pass decides records by. */
+interface CompactionPass {
+  /** The newest offset of each key seen. */
+  latest: Map<string, number>;
+  /** Keys with a superseded record in an earlier segment this pass does not rewrite. */
+  keysLeftBehind: Set<string>;
+  nowMs: number;
+}
+
 export class LogCleaner {
   private readonly node: LogNode;
   private readonly clock: Clock;
@@ -123,16 +132,22 @@ export class LogCleaner {
     if (closed.length === 0) return;
     const { latest, scannedSegments } = this.latestOffsets(log, closed);
     const nowMs = this.clock.nowMs();
+    // Keys that still have a superseded record in a segment this pass leaves as it is. A later
+    // tombstone of such a key must stay: without it a replay from the start would bring that
+    // record back (Kafka drops tombstones only where every earlier segment was cleaned too).
+    const keysLeftBehind = new Set<string>();
     for (const segment of closed.slice(0, scannedSegments)) {
-      const plan = this.planSegment(segment, latest, nowMs);
-      if (plan.removable === 0) continue;
-      if (
-        plan.removable / plan.total < this.node.config.cleanerMinDirtyRatio &&
-        !plan.expiredTombstones
-      )
+      const plan = this.planSegment(segment, { latest, keysLeftBehind, nowMs });
+      const worthRewriting =
+        plan.removable > 0 &&
+        (plan.removable / plan.total >= this.node.config.cleanerMinDirtyRatio ||
+          plan.expiredTombstones);
+      if (!worthRewriting) {
+        for (const key of plan.supersededKeys) keysLeftBehind.add(key);
         continue;
+      }
       summary.bytesBefore += segment.state.sizeBytes;
-      const replacement = this.rewrite(segment, latest, nowMs);
+      const replacement = this.rewrite(segment, { latest, keysLeftBehind, nowMs });
       log.replaceSegment(segment, replacement);
       summary.segmentsCompacted++;
       summary.recordsRemoved += plan.removable;
@@ -185,6 +200,10 @@ export class LogCleaner {
     }
   }
 
+  /**
+   * Whether a record survives compaction: only its key's newest record does, and a newest
+   * tombstone only within deleteRetentionMs or while an older record of its key is left behind.
+   */
   private isKept(
     record: {
       collection: string;
@@ -193,44 +212,47 @@ export class LogCleaner {
       value: Uint8Array | null;
       timestampMs: number;
     },
-    latest: Map<string, number>,
-    nowMs: number,
+    pass: CompactionPass,
   ): boolean {
-    if (latest.get(keyOf(record.collection, record.key)) !== record.offset) return false;
+    const key = keyOf(record.collection, record.key);
+    if (pass.latest.get(key) !== record.offset) return false;
+    if (record.value !== null) return true;
     return (
-      record.value !== null || nowMs - record.timestampMs <= this.node.config.deleteRetentionMs
+      pass.nowMs - record.timestampMs <= this.node.config.deleteRetentionMs ||
+      pass.keysLeftBehind.has(key)
     );
   }
 
   private planSegment(
     segment: Segment,
-    latest: Map<string, number>,
-    nowMs: number,
-  ): { total: number; removable: number; expiredTombstones: boolean } {
+    pass: CompactionPass,
+  ): { total: number; removable: number; expiredTombstones: boolean; supersededKeys: Set<string> } {
     let total = 0;
     let removable = 0;
     let expiredTombstones = false;
+    const supersededKeys = new Set<string>();
     this.forEachBatch(segment, segment.state.sizeBytes, (bytes) => {
       for (const record of decodeRecords(bytes)) {
         total++;
-        if (this.isKept(record, latest, nowMs)) continue;
+        if (this.isKept(record, pass)) continue;
         removable++;
-        const latestOfKey = latest.get(keyOf(record.collection, record.key));
-        if (record.value === null && latestOfKey === record.offset) expiredTombstones = true;
+        const key = keyOf(record.collection, record.key);
+        if (pass.latest.get(key) === record.offset) expiredTombstones = true;
+        else supersededKeys.add(key);
       }
     });
-    return { total, removable, expiredTombstones };
+    return { total, removable, expiredTombstones, supersededKeys };
   }
 
   /** Writes the compacted copy beside the segment, makes it durable, and renames it into place. */
-  private rewrite(segment: Segment, latest: Map<string, number>, nowMs: number): Segment {
+  private rewrite(segment: Segment, pass: CompactionPass): Segment {
     const { dir, baseOffset } = segment;
     const cleanedPath = segmentPath(dir, baseOffset, CLEANED_SUFFIX);
     const fd = fs.openSync(cleanedPath, 'w');
     try {
       this.forEachBatch(segment, segment.state.sizeBytes, (bytes) => {
         const records = decodeRecords(bytes);
-        const kept = records.filter((record) => this.isKept(record, latest, nowMs));
+        const kept = records.filter((record) => this.isKept(record, pass));
         if (kept.length === 0) return;
         if (kept.length === records.length) {
           fs.writeSync(fd, bytes);

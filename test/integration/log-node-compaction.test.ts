@@ -3,7 +3,8 @@
 // left sits at its original offset unchanged, a read at a removed offset answers the next record
 // left, tombstones go only after deleteRetentionMs, the active segment is never touched, and
 // reads running during compaction see only records of the history; a closed segment below
-// cleanerMinDirtyRatio is left untouched while one above it is compacted.
+// cleanerMinDirtyRatio is left untouched while one above it is compacted; and a tombstone stays
+// while a segment left untouched before it still holds an older record of its key.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -119,22 +120,30 @@ async function checkCompacted(
     for (const [offset, r] of full) latest.set(keyOf(r), offset);
     const bases = segmentBases(dataDir, p);
     const active = bases[bases.length - 1];
-    // Each closed segment as the cleaner judges it: a record is removable when a later one of its
-    // key exists, or it is its key's last write as a tombstone past deleteRetentionMs; a segment
-    // is compacted when removable records are at least minDirtyRatio of it, or it holds such a
-    // tombstone, and is then left with no removable record; any other segment is untouched.
+    // Each closed segment as the cleaner judges it, oldest first: a record is removable when a
+    // later one of its key exists, or it is its key's last write as a tombstone past
+    // deleteRetentionMs and no untouched segment before it still holds an older record of the
+    // key; a segment is compacted when removable records are at least minDirtyRatio of it, or it
+    // holds such a tombstone, and is then left with no removable record; any other segment is
+    // untouched. (One pass judges this on the whole history; a second pass agrees.)
+    const leftBehind = new Set<string>();
     for (const [i, base] of bases.slice(0, -1).entries()) {
       const inSegment = full.filter(([offset]) => offset >= base && offset < bases[i + 1]);
       const expired = ([offset, r]: [number, LogRecord]) =>
         latest.get(keyOf(r)) === offset &&
         r.value === null &&
-        options.nowMs - r.timestampMs > DELETE_RETENTION_MS;
+        options.nowMs - r.timestampMs > DELETE_RETENTION_MS &&
+        !leftBehind.has(keyOf(r));
       const removable = inSegment.filter(
         ([offset, r]) => latest.get(keyOf(r)) !== offset || expired([offset, r]),
       );
       const compacted =
         removable.length > 0 &&
         (removable.length / inSegment.length >= options.minDirtyRatio || inSegment.some(expired));
+      if (!compacted) {
+        for (const [offset, r] of inSegment)
+          if (latest.get(keyOf(r)) !== offset) leftBehind.add(keyOf(r));
+      }
       const context = `partition ${p} segment ${base}, ${removable.length} of ${inSegment.length} removable`;
       for (const [offset] of inSegment) {
         const isRemovable = removable.some(([o]) => o === offset);
@@ -307,4 +316,78 @@ describe('log-node compaction', () => {
       }
     });
   }
+});
+
+describe('log-node compaction: what it must not lose', () => {
+  const record = (key: string, value: string | null, timestampMs: number): LogRecord => ({
+    collection: 'a',
+    key,
+    value: value === null ? null : Buffer.from(JSON.stringify(value)),
+    timestampMs,
+  });
+
+  /** One partition of ~1000-byte segments, the cleaner run only by the test, time by `nowMs`. */
+  const smallSegments = (
+    dataDir: string,
+    nowMs: () => number,
+    options: Partial<LogNodeOptions>,
+  ): LogNodeOptions => ({
+    dataDir,
+    port: 0,
+    partitions: 1,
+    segmentBytesMax: 1000,
+    batchBytesMax: 1000,
+    cleanerIntervalMs: 3_600_000,
+    clock: { nowMs },
+    logger,
+    ...options,
+  });
+
+  it('keeps a tombstone while a segment before it, skipped by the pass, still holds the key', async () => {
+    const dir = tempDir('compaction-tombstone');
+    let now = 1_800_000_000_000;
+    const deleteRetentionMs = 1000;
+    const running = await startLogNode(
+      smallSegments(dir.path, () => now, { deleteRetentionMs, cleanerMinDirtyRatio: 0.5 }),
+    );
+    try {
+      const client = new HttpLogClient(running.url);
+      const written: LogRecord[] = [];
+      const append = async (records: LogRecord[]) => {
+        await client.append(0, encodeBatch(records));
+        written.push(...records);
+      };
+      const others = Array.from({ length: 9 }, (_, i) => `other${i}`);
+      // Segment A: K and nine other keys, so K's delete leaves it 1/10 dirty (below the ratio).
+      await append([
+        record('K', 'v1', now),
+        ...others.map((key) => record(key, 'x'.repeat(40), now)),
+      ]);
+      // Segment B: K's tombstone; C: one more segment so B is closed.
+      await append([record('K', null, now), record('pad', 'p'.repeat(600), now)]);
+      await append([record('pad2', 'p'.repeat(600), now)]);
+      expect(segmentBases(dir.path, 0), 'A, B and the active segment').toEqual([0, 10, 12]);
+
+      now += deleteRetentionMs + 500;
+      await running.cleaner.runOnce();
+      const afterFirst = recordsOf((await readPartition(client, 0)).batches);
+      expect(replay(afterFirst), 'K stays deleted after a pass that skipped A').toEqual(
+        replay(written),
+      );
+      expect(afterFirst.filter((r) => r.key === 'K').map((r) => r.value)).toEqual([
+        Buffer.from('"v1"'),
+        null,
+      ]);
+
+      // Once A is dirty enough to be compacted, the same pass drops K's old value and its tombstone.
+      for (const key of others) await append([record(key, 'y', now)]);
+      await running.cleaner.runOnce();
+      const afterSecond = recordsOf((await readPartition(client, 0)).batches);
+      expect(afterSecond.filter((r) => r.key === 'K')).toEqual([]);
+      expect(replay(afterSecond)).toEqual(replay(written));
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
 });
