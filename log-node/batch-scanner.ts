@@ -4,6 +4,7 @@
  */
 import fs from 'node:fs';
 import {
+  BATCH_BYTES_FORMAT_MAX,
   BATCH_HEADER_BYTES,
   type BatchHeader,
   checkBatch,
@@ -29,7 +30,12 @@ export interface ScanOptions {
   until: number;
   /** Check every batch's CRC and structure (recovery, rebuilds); headers only otherwise. */
   verify: boolean;
-  batchBytesMax: number;
+  /**
+   * Ignored: a batch on disk is bounded by the format and by `until`, never by batchBytesMax,
+   * which bounds new appends and may have been higher when the batch was written. Optional only
+   * so callers that still pass it compile.
+   */
+  batchBytesMax?: number;
 }
 
 /** Calls `visit` per batch in file order; `visit` returns false to stop early. */
@@ -81,7 +87,7 @@ export function scanBatches(
     if (
       header === null ||
       header.sizeBytes < headerBytes ||
-      header.sizeBytes > options.batchBytesMax
+      header.sizeBytes > BATCH_BYTES_FORMAT_MAX
     ) {
       return {
         kind: 'invalid',

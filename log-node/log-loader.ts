@@ -6,9 +6,14 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { BATCH_HEADER_BYTES, BATCH_MAGIC, checkBatch } from '../shared/batch-codec.js';
+import {
+  BATCH_HEADER_BYTES,
+  BATCH_MAGIC,
+  checkBatch,
+  readBatchHeader,
+} from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
-import { scanBatches } from './batch-scanner.js';
+import { SCAN_CHUNK_BYTES, scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
 import { ProducerState } from './producer-state.js';
 import { Segment, type SegmentOptions } from './segment.js';
@@ -115,27 +120,23 @@ function recoverActive(
   );
   let expectedOffset = base;
   let offsetError: string | null = null;
-  const end = scanBatches(
-    fd,
-    { until: stat.size, verify: true, batchBytesMax: options.batchBytesMax },
-    (batch) => {
-      if (batch.header.baseOffset !== expectedOffset) {
-        offsetError = `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`;
-        return false;
-      }
-      segment.maybeIndex(batch.header.baseOffset, batch.position, batch.header.sizeBytes);
-      expectedOffset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
-      segment.state.sizeBytes = batch.position + batch.header.sizeBytes;
-      segment.state.nextOffset = expectedOffset;
-      segment.state.maxTimestampMs = Math.max(
-        segment.state.maxTimestampMs,
-        batch.header.maxTimestampMs,
-      );
-    },
-  );
+  const end = scanBatches(fd, { until: stat.size, verify: true }, (batch) => {
+    if (batch.header.baseOffset !== expectedOffset) {
+      offsetError = `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`;
+      return false;
+    }
+    segment.maybeIndex(batch.header.baseOffset, batch.position, batch.header.sizeBytes);
+    expectedOffset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
+    segment.state.sizeBytes = batch.position + batch.header.sizeBytes;
+    segment.state.nextOffset = expectedOffset;
+    segment.state.maxTimestampMs = Math.max(
+      segment.state.maxTimestampMs,
+      batch.header.maxTimestampMs,
+    );
+  });
   if (offsetError !== null) throw new CorruptLogError(`${file}: ${offsetError}`);
   if (end.kind === 'invalid') {
-    if (validBatchFollows(fd, end.position, stat.size, options)) {
+    if (validBatchFollows(fd, end.position, stat.size)) {
       throw new CorruptLogError(
         `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data; refusing to serve past it`,
       );
@@ -154,21 +155,37 @@ function recoverActive(
 /**
  * Whether a good batch starts after a bad one: damage in place, not a torn write. A damaged length
  * field (outside the CRC) hides where the next batch starts, and may even make the bad batch look
- * cut short, so every position is tried; the next batch starts within batchBytesMax of the bad one.
+ * cut short, so every later position in the file is tried. The next batch may be larger than
+ * today's batchBytesMax (it was appended under the limit of its day), so only the file bounds it;
+ * the file is searched a chunk at a time and a candidate is read whole only when it fits the file.
  */
-function validBatchFollows(
-  fd: number,
-  position: number,
-  fileBytes: number,
-  options: SegmentOptions,
-): boolean {
-  const window = Buffer.allocUnsafe(Math.min(fileBytes - position, 2 * options.batchBytesMax));
-  const bytesRead = fs.readSync(fd, window, 0, window.length, position);
-  for (let at = 1; at + BATCH_HEADER_BYTES <= bytesRead; at++) {
-    if (window[at + MAGIC_AT] !== BATCH_MAGIC) continue;
-    if (checkBatch(window.subarray(0, bytesRead), at, options.batchBytesMax).ok) return true;
+function validBatchFollows(fd: number, position: number, fileBytes: number): boolean {
+  const chunk = Buffer.allocUnsafe(Math.min(fileBytes - position, SCAN_CHUNK_BYTES));
+  let chunkStart = position;
+  for (;;) {
+    const bytesRead = fs.readSync(fd, chunk, 0, chunk.length, chunkStart);
+    const first = chunkStart === position ? 1 : 0;
+    for (let at = first; at + BATCH_HEADER_BYTES <= bytesRead; at++) {
+      if (chunk[at + MAGIC_AT] !== BATCH_MAGIC) continue;
+      const { sizeBytes } = readBatchHeader(chunk, at)!;
+      const start = chunkStart + at;
+      if (sizeBytes < BATCH_HEADER_BYTES || start + sizeBytes > fileBytes) continue;
+      const candidate =
+        at + sizeBytes <= bytesRead
+          ? chunk.subarray(at, at + sizeBytes)
+          : readExactly(fd, start, sizeBytes);
+      if (checkBatch(candidate, 0).ok) return true;
+    }
+    // The next chunk starts at the first position this one held no whole header for.
+    chunkStart += Math.max(bytesRead - BATCH_HEADER_BYTES + 1, 1);
+    if (bytesRead < chunk.length || chunkStart + BATCH_HEADER_BYTES > fileBytes) return false;
   }
-  return false;
+}
+
+function readExactly(fd: number, position: number, length: number): Buffer {
+  const bytes = Buffer.allocUnsafe(length);
+  const bytesRead = fs.readSync(fd, bytes, 0, length, position);
+  return bytes.subarray(0, bytesRead);
 }
 
 /** The newest producer snapshot not past the active segment, then every batch after it. */
@@ -197,7 +214,7 @@ function loadProducers(dir: string, segments: Segment[], options: LoadOptions): 
     if (segment.state.nextOffset <= fromOffset) continue;
     scanBatches(
       segment.fileDescriptor,
-      { until: segment.state.sizeBytes, verify: false, batchBytesMax: options.batchBytesMax },
+      { until: segment.state.sizeBytes, verify: false },
       ({ header }) => {
         if (header.baseOffset < fromOffset) return;
         producers.record(

@@ -26,7 +26,11 @@ export interface SegmentState {
 
 export interface SegmentOptions {
   indexIntervalBytes: number;
-  batchBytesMax: number;
+  /**
+   * Ignored: reads and index rebuilds take every batch in the file, whatever batchBytesMax was
+   * when it was appended. Optional only so callers that still pass it compile.
+   */
+  batchBytesMax?: number;
 }
 
 export class Segment {
@@ -145,17 +149,13 @@ export class Segment {
   findPosition(offset: number, untilPosition: number): number | null {
     const from = this.loadIndex().lookup(Math.max(0, offset - this.baseOffset));
     let found: number | null = null;
-    scanBatches(
-      this.fd,
-      { from, until: untilPosition, verify: false, batchBytesMax: this.options.batchBytesMax },
-      ({ header, position }) => {
-        if (header.baseOffset + header.lastOffsetDelta >= offset) {
-          found = position;
-          return false;
-        }
-        return true;
-      },
-    );
+    scanBatches(this.fd, { from, until: untilPosition, verify: false }, ({ header, position }) => {
+      if (header.baseOffset + header.lastOffsetDelta >= offset) {
+        found = position;
+        return false;
+      }
+      return true;
+    });
     return found;
   }
 
@@ -203,17 +203,13 @@ export class Segment {
   private rebuildIndex(): OffsetIndex {
     const index = new OffsetIndex();
     let sinceEntry = this.options.indexIntervalBytes;
-    scanBatches(
-      this.fd,
-      { until: this.state.sizeBytes, verify: false, batchBytesMax: this.options.batchBytesMax },
-      ({ header, position }) => {
-        if (sinceEntry >= this.options.indexIntervalBytes) {
-          index.append(header.baseOffset - this.baseOffset, position);
-          sinceEntry = 0;
-        }
-        sinceEntry += header.sizeBytes;
-      },
-    );
+    scanBatches(this.fd, { until: this.state.sizeBytes, verify: false }, ({ header, position }) => {
+      if (sinceEntry >= this.options.indexIntervalBytes) {
+        index.append(header.baseOffset - this.baseOffset, position);
+        sinceEntry = 0;
+      }
+      sinceEntry += header.sizeBytes;
+    });
     return index;
   }
 

@@ -16,6 +16,11 @@ export const PRODUCER_ID_BYTES = 16;
 export const NO_SEQUENCE = -1;
 /** A batch sequence is an int32: the last a producer id can number. */
 export const SEQUENCE_MAX = 0x7fffffff;
+/**
+ * The largest batch the format holds (batchLength is an int32). What is on disk is bounded by
+ * this and by its segment file, never by the append limits, which may have been higher.
+ */
+export const BATCH_BYTES_FORMAT_MAX = 2 ** 31 - 1;
 export const COLLECTION_BYTES_MAX = 64;
 export const KEY_BYTES_MAX = 1024;
 
@@ -219,7 +224,11 @@ export type BatchCheck =
  * Checks the batch at `at` without trusting any of its fields: its length fits the bytes, the
  * magic is known, the CRC matches, and the records parse exactly to the batch's end.
  */
-export function checkBatch(bytes: Uint8Array, at = 0, sizeBytesMax = 2 ** 31 - 1): BatchCheck {
+export function checkBatch(
+  bytes: Uint8Array,
+  at = 0,
+  sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
+): BatchCheck {
   const header = readBatchHeader(bytes, at);
   if (header === null) return { ok: false, reason: 'incomplete', detail: 'header cut short' };
   if (header.sizeBytes < BATCH_HEADER_BYTES || header.sizeBytes > sizeBytesMax) {

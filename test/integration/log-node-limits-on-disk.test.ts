@@ -1,5 +1,7 @@
 // Proves the line between what a producer may append and what the log may hold: an appended
-// batch must claim dense offsets and sane timestamps or it is refused before anything is written.
+// batch must claim dense offsets and sane timestamps or it is refused before anything is written,
+// while batches already on disk are bounded only by the format, never by today's append limits:
+// lowering batchBytesMax or recordBytesMax loses, hides or truncates no acknowledged batch.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,7 +11,7 @@ import { HttpLogClient } from '../../shared/log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { encodeFrames } from '../../shared/partition-frames.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
-import { tempDir, type TempDir } from '../harness/index.js';
+import { lastOffsetOf, readPartition, recordsOf, tempDir, type TempDir } from '../harness/index.js';
 
 const logger = createLogger('test', 'silent');
 const T0 = 1_800_000_000_000;
@@ -34,6 +36,14 @@ async function start(dir: TempDir, options: Omit<LogNodeOptions, 'dataDir'> = {}
   return { node, client: new HttpLogClient(node.url) };
 }
 
+async function stop(node: RunningLogNode): Promise<void> {
+  open.splice(
+    open.findIndex((entry) => entry.node === node),
+    1,
+  );
+  await node.stop();
+}
+
 function newDir(prefix: string): TempDir {
   const dir = tempDir(prefix);
   dirs.push(dir);
@@ -52,13 +62,33 @@ async function post(url: string, route: string, body: Uint8Array) {
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
-function segmentBytes(dataDir: string): number {
-  const dir = path.join(dataDir, 'partitions', '0');
+const partitionDir = (dataDir: string) => path.join(dataDir, 'partitions', '0');
+
+function segmentNames(dataDir: string, suffix: string): string[] {
   return fs
-    .readdirSync(dir)
-    .filter((name) => name.endsWith('.log'))
-    .reduce((sum, name) => sum + fs.statSync(path.join(dir, name)).size, 0);
+    .readdirSync(partitionDir(dataDir))
+    .filter((name) => name.endsWith(suffix))
+    .sort();
 }
+
+function segmentBytes(dataDir: string): number {
+  return segmentNames(dataDir, '.log').reduce(
+    (sum, name) => sum + fs.statSync(path.join(partitionDir(dataDir), name)).size,
+    0,
+  );
+}
+
+/** Every record of the partition as `offset:key`, read through the HTTP API from `fromOffset`. */
+async function storedKeys(client: HttpLogClient, fromOffset = 0): Promise<string[]> {
+  const { batches } = await readPartition(client, 0, { fromOffset, maxBytes: 1 });
+  return recordsOf(batches)
+    .filter((r) => r.offset >= fromOffset)
+    .map((r) => `${r.offset}:${r.key}`);
+}
+
+const BIG_VALUE_BYTES = 100_000;
+/** Below the big batches above: the limits an operator lowers to after they were acknowledged. */
+const lowered = { batchBytesMax: 65_536, recordBytesMax: 65_536 };
 
 describe("a producer's batch is checked before it is written", () => {
   it('refuses offset gaps and out-of-range timestamps with 400 invalid_batch on both append routes, writing nothing', async () => {
@@ -101,5 +131,104 @@ describe("a producer's batch is checked before it is written", () => {
       baseOffset: 0,
       lastOffset: 0,
     });
+  });
+});
+
+describe('batches on disk are bounded by the format, not by the append limits', () => {
+  it('a restart with lower batchBytesMax and recordBytesMax keeps every acknowledged batch of the active segment', async () => {
+    const dir = newDir('limits-active');
+    const producerId = Buffer.alloc(16, 3);
+    const first = await start(dir);
+    const acks = [
+      await first.client.append(0, encodeBatch([record('small')])),
+      await first.client.append(
+        0,
+        encodeBatch([record('big', BIG_VALUE_BYTES)], { producerId, baseSequence: 0 }),
+      ),
+      await first.client.append(0, encodeBatch([record('after')], { producerId, baseSequence: 1 })),
+    ];
+    expect(acks.map((ack) => ack.baseOffset)).toEqual([0, 1, 2]);
+    const bytesBefore = segmentBytes(dir.path);
+    await stop(first.node);
+
+    const { node, client } = await start(dir, lowered);
+    const status = node.node.status().partitions[0];
+    expect(status).toMatchObject({ endOffset: 3, truncatedBytesOnLoad: 0 });
+    expect(status.error).toBeUndefined();
+    expect(segmentBytes(dir.path), 'nothing cut').toBe(bytesBefore);
+    expect(await storedKeys(client)).toEqual(['0:small', '1:big', '2:after']);
+    // The producer state was replayed past the big batch: a retry is still known.
+    expect(
+      await client.append(0, encodeBatch([record('after')], { producerId, baseSequence: 1 })),
+    ).toMatchObject({ baseOffset: 2, lastOffset: 2, duplicate: true });
+    // The lowered limits still bound new appends.
+    await expect(
+      client.append(0, encodeBatch([record('big2', BIG_VALUE_BYTES)])),
+    ).rejects.toMatchObject({ status: 413, code: 'batch_too_large' });
+    expect(await client.append(0, encodeBatch([record('next')]))).toMatchObject({
+      baseOffset: 3,
+    });
+  });
+
+  it('reads, index rebuilds and compaction of closed segments pass over batches above the lowered limits', async () => {
+    const dir = newDir('limits-closed');
+    const roomy = { segmentBytesMax: 150_000, batchBytesMax: 150_000, recordBytesMax: 150_000 };
+    const first = await start(dir, roomy);
+    for (const bytes of [
+      encodeBatch([record('a')]),
+      encodeBatch([record('big', BIG_VALUE_BYTES)]),
+      encodeBatch([record('b')]),
+      // Past segmentBytesMax with the first big one: the first segment closes before it.
+      encodeBatch([record('big', BIG_VALUE_BYTES)]),
+      encodeBatch([record('c')]),
+      // Closes the second one; the active segment holds only what the lowered limits allow.
+      encodeBatch([record('d', 60_000)]),
+    ]) {
+      await first.client.append(0, bytes);
+    }
+    await stop(first.node);
+    expect(segmentNames(dir.path, '.log').length).toBe(3);
+    // A closed segment's index is rebuilt by a scan of its batches when it is missing.
+    for (const name of segmentNames(dir.path, '.index')) {
+      fs.rmSync(path.join(partitionDir(dir.path), name));
+    }
+
+    const { node, client } = await start(dir, {
+      ...lowered,
+      segmentBytesMax: lowered.batchBytesMax,
+      cleanerMinDirtyRatio: 0,
+    });
+    expect(node.node.status().partitions[0]).toMatchObject({
+      endOffset: 6,
+      truncatedBytesOnLoad: 0,
+    });
+    const all = ['0:a', '1:big', '2:b', '3:big', '4:c', '5:d'];
+    for (let offset = 0; offset < all.length; offset++) {
+      expect(await storedKeys(client, offset), `from offset ${offset}`).toEqual(all.slice(offset));
+    }
+    // The first segment's big record is superseded by offset 3: compaction drops it alone.
+    const [summary] = await node.cleaner.runOnce();
+    expect(summary).toMatchObject({ segmentsCompacted: 1, recordsRemoved: 1 });
+    expect(await storedKeys(client)).toEqual(['0:a', '2:b', '3:big', '4:c', '5:d']);
+    const { batches } = await readPartition(client, 0);
+    expect(batches.map((batch) => lastOffsetOf(batch.header))).toEqual([0, 2, 3, 4, 5]);
+  });
+
+  it('damage before a batch bigger than the lowered batchBytesMax still stops the partition instead of cutting acknowledged data', async () => {
+    const dir = newDir('limits-damage');
+    const first = await start(dir);
+    await first.client.append(0, encodeBatch([record('small')]));
+    await first.client.append(0, encodeBatch([record('big', BIG_VALUE_BYTES)]));
+    await stop(first.node);
+    const [active] = segmentNames(dir.path, '.log');
+    const file = path.join(partitionDir(dir.path), active);
+    const bytes = fs.readFileSync(file);
+    bytes[bytes.readInt32BE(8) + 12 - 1] ^= 1; // the last byte of the first batch's CRC region
+    fs.writeFileSync(file, bytes);
+
+    const { node } = await start(dir, lowered);
+    const status = node.node.status().partitions[0];
+    expect(status.error ?? 'no error', 'the partition stopped').toMatch(/followed by valid data/);
+    expect(fs.statSync(file).size, 'nothing cut').toBe(bytes.length);
   });
 });
