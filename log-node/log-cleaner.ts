@@ -9,6 +9,7 @@ import { decodeRecords, encodeBatch, readBatchHeader } from '../shared/batch-cod
 import type { Logger } from '../shared/logger.js';
 import { scanBatches } from './batch-scanner.js';
 import type { Clock } from './clock.js';
+import { CorruptLogError } from './log-loader.js';
 import type { LogNode } from './log-node.js';
 import type { PartitionLog } from './partition-log.js';
 import { Segment } from './segment.js';
@@ -22,6 +23,8 @@ export interface CleanSummary {
   bytesBefore: number;
   bytesAfter: number;
   segmentsDeleted: number;
+  /** Why this partition's pass stopped early (e.g. a corrupt closed segment); absent if it did not. */
+  error?: string;
 }
 
 const keyOf = (collection: string, key: string) => `${collection}\u0000${key}`;
@@ -74,14 +77,7 @@ export class LogCleaner {
     const summaries: CleanSummary[] = [];
     for (const log of this.node.openPartitions()) {
       if (this.node.closing) break;
-      try {
-        summaries.push(this.cleanPartition(log));
-      } catch (error) {
-        this.logger.error(
-          { partition: log.partition, err: error },
-          'cleaning failed; the segments are unchanged',
-        );
-      }
+      summaries.push(this.cleanPartition(log));
       // Yield between partitions so appends and reads are served while the cleaner works.
       await new Promise((resolve) => setImmediate(resolve));
     }
@@ -98,8 +94,18 @@ export class LogCleaner {
       bytesAfter: 0,
       segmentsDeleted: 0,
     };
-    if (config.cleanupPolicy.includes('delete')) summary.segmentsDeleted = this.applyRetention(log);
-    if (config.cleanupPolicy.includes('compact')) this.compact(log, summary);
+    try {
+      if (config.cleanupPolicy.includes('delete'))
+        summary.segmentsDeleted = this.applyRetention(log);
+      if (config.cleanupPolicy.includes('compact')) this.compact(log, summary);
+    } catch (error) {
+      // Each segment is either as it was or fully swapped (the summary counts the swaps).
+      summary.error = (error as Error).message;
+      this.logger.error(
+        { partition: log.partition, err: error, segmentsCompacted: summary.segmentsCompacted },
+        'cleaning failed; the pass stopped for this partition',
+      );
+    }
     return summary;
   }
 
@@ -186,15 +192,25 @@ export class LogCleaner {
     return { latest, scannedSegments: Math.min(scannedSegments, closed.length) };
   }
 
-  /** Every batch of a segment up to `until`, checked, while holding the segment open. */
+  /**
+   * Every batch of a segment up to `until`, checked, while holding the segment open. Throws when
+   * the segment does not read cleanly to `until`: a key map or a copy that silently stopped at a
+   * damaged batch would lose every record after it.
+   */
   private forEachBatch(segment: Segment, until: number, visit: (bytes: Buffer) => void): void {
     segment.acquire();
     try {
-      scanBatches(
+      const end = scanBatches(
         segment.fileDescriptor,
         { until, verify: true, batchBytesMax: this.node.config.batchBytesMax },
         ({ bytes }) => visit(bytes),
       );
+      if (end.kind !== 'end') {
+        const detail = end.kind === 'invalid' ? end.detail : 'scan stopped';
+        throw new CorruptLogError(
+          `${segment.logPath}: corrupt batch at byte ${end.position} (${detail}); compaction of this partition is stopped until it is repaired`,
+        );
+      }
     } finally {
       segment.release();
     }
@@ -249,6 +265,7 @@ export class LogCleaner {
     const { dir, baseOffset } = segment;
     const cleanedPath = segmentPath(dir, baseOffset, CLEANED_SUFFIX);
     const fd = fs.openSync(cleanedPath, 'w');
+    let written = false;
     try {
       this.forEachBatch(segment, segment.state.sizeBytes, (bytes) => {
         const records = decodeRecords(bytes);
@@ -272,8 +289,10 @@ export class LogCleaner {
         );
       });
       fs.fsyncSync(fd);
+      written = true;
     } finally {
       fs.closeSync(fd);
+      if (!written) fs.rmSync(cleanedPath, { force: true });
     }
     // Keep the segment's age: retention reads it from the file's modification time.
     const mtime = new Date(segment.state.maxTimestampMs);

@@ -3,10 +3,12 @@
 // left sits at its original offset unchanged, a read at a removed offset answers the next record
 // left, tombstones go only after deleteRetentionMs, the active segment is never touched, and
 // reads running during compaction see only records of the history; a closed segment below
-// cleanerMinDirtyRatio is left untouched while one above it is compacted; and a tombstone stays
-// while a segment left untouched before it still holds an older record of its key.
+// cleanerMinDirtyRatio is left untouched while one above it is compacted; a tombstone stays while a
+// segment left untouched before it still holds an older record of its key; and a closed segment
+// with a corrupt batch stops its partition's compaction with every segment unchanged.
 import fs from 'node:fs';
 import path from 'node:path';
+import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import {
   decodeRecords,
@@ -385,6 +387,49 @@ describe('log-node compaction: what it must not lose', () => {
       const afterSecond = recordsOf((await readPartition(client, 0)).batches);
       expect(afterSecond.filter((r) => r.key === 'K')).toEqual([]);
       expect(replay(afterSecond)).toEqual(replay(written));
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
+  it('leaves a partition unchanged and says why when a closed segment holds a corrupt batch', async () => {
+    const dir = tempDir('compaction-corrupt');
+    const now = 1_800_000_000_000;
+    const logged: { level: number; msg: string; partition?: number }[] = [];
+    const options = smallSegments(dir.path, () => now, { cleanerMinDirtyRatio: 0.01 });
+    let running = await startLogNode(options);
+    try {
+      const client = new HttpLogClient(running.url);
+      // Segment 0: three batches, the first superseded later; the third is Y's only record.
+      await client.append(0, encodeBatch([record('K1', 'a', now)]));
+      await client.append(0, encodeBatch([record('X', 'x'.repeat(100), now)]));
+      await client.append(0, encodeBatch([record('Y', 'y', now)]));
+      await client.append(
+        0,
+        encodeBatch([record('K1', 'a2', now), record('pad', 'p'.repeat(800), now)]),
+      );
+      await client.append(0, encodeBatch([record('pad2', 'p'.repeat(800), now)]));
+      expect(segmentBases(dir.path, 0)).toEqual([0, 3, 5]);
+      await running.stop();
+
+      // One flipped byte in the value of the middle batch of the closed segment.
+      const segmentFile = path.join(dir.path, 'partitions', '0', '00000000000000000000.log');
+      const bytes = fs.readFileSync(segmentFile);
+      bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
+      fs.writeFileSync(segmentFile, bytes);
+
+      const stream = { write: (line: string) => void logged.push(JSON.parse(line)) };
+      running = await startLogNode({ ...options, logger: pino({ level: 'error' }, stream) });
+      const summaries = await running.cleaner.runOnce();
+      expect(fs.readFileSync(segmentFile).equals(bytes), 'segment 0 is left as it was').toBe(true);
+      expect(
+        fs.readdirSync(path.dirname(segmentFile)).filter((n) => n.endsWith('.cleaned')),
+      ).toEqual([]);
+      expect(summaries).toHaveLength(1);
+      expect(summaries[0]).toMatchObject({ partition: 0, segmentsCompacted: 0, recordsRemoved: 0 });
+      expect(summaries[0].error).toMatch(/00000000000000000000\.log.*corrupt batch at byte/);
+      expect(logged.some((line) => line.level >= 50 && line.partition === 0)).toBe(true);
     } finally {
       await running.stop();
       dir.cleanup();
