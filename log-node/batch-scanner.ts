@@ -28,14 +28,12 @@ export type ScanEnd =
 export interface ScanOptions {
   from?: number;
   until: number;
-  /** Check every batch's CRC and structure (recovery, rebuilds); headers only otherwise. */
-  verify: boolean;
   /**
-   * Ignored: a batch on disk is bounded by the format and by `until`, never by batchBytesMax,
-   * which bounds new appends and may have been higher when the batch was written. Optional only
-   * so callers that still pass it compile.
+   * Check every batch's CRC and structure (recovery, rebuilds); headers only otherwise. A batch on
+   * disk is bounded by the format and by `until`, never by batchBytesMax, which bounds new appends
+   * and may have been higher when the batch was written.
    */
-  batchBytesMax?: number;
+  verify: boolean;
 }
 
 /** Calls `visit` per batch in file order; `visit` returns false to stop early. */

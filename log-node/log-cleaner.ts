@@ -200,10 +200,8 @@ export class LogCleaner {
   private forEachBatch(segment: Segment, until: number, visit: (bytes: Buffer) => void): void {
     segment.acquire();
     try {
-      const end = scanBatches(
-        segment.fileDescriptor,
-        { until, verify: true, batchBytesMax: this.node.config.batchBytesMax },
-        ({ bytes }) => visit(bytes),
+      const end = scanBatches(segment.fileDescriptor, { until, verify: true }, ({ bytes }) =>
+        visit(bytes),
       );
       if (end.kind !== 'end') {
         const detail = end.kind === 'invalid' ? end.detail : 'scan stopped';
@@ -314,10 +312,7 @@ export class LogCleaner {
         maxTimestampMs: segment.state.maxTimestampMs,
         createdAtMs: segment.state.createdAtMs,
       },
-      {
-        indexIntervalBytes: this.node.config.indexIntervalBytes,
-        batchBytesMax: this.node.config.batchBytesMax,
-      },
+      { indexIntervalBytes: this.node.config.indexIntervalBytes },
     );
     replacement.loadIndex();
     return replacement;

@@ -93,7 +93,6 @@ export class PartitionLog {
     this.logger = logger.child({ partition });
     const loaded = loadPartition(dir, {
       indexIntervalBytes: config.indexIntervalBytes,
-      batchBytesMax: config.batchBytesMax,
       producerRecentBatchesMax: config.producerRecentBatchesMax,
       producerExpiryMs: config.producerExpiryMs,
       nowMs: clock.nowMs(),
@@ -336,7 +335,6 @@ export class PartitionLog {
     writeFileAtomic(segmentPath(this.dir, nextBase, PRODUCERS_SUFFIX), this.producers.encode());
     const next = Segment.create(this.dir, nextBase, this.clock.nowMs(), {
       indexIntervalBytes: this.config.indexIntervalBytes,
-      batchBytesMax: this.config.batchBytesMax,
     });
     fsyncDir(this.dir);
     this.segments = [...this.segments, next];

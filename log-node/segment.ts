@@ -24,13 +24,9 @@ export interface SegmentState {
   createdAtMs: number;
 }
 
+/** Reads and index rebuilds take every batch in the file, whatever batchBytesMax was then. */
 export interface SegmentOptions {
   indexIntervalBytes: number;
-  /**
-   * Ignored: reads and index rebuilds take every batch in the file, whatever batchBytesMax was
-   * when it was appended. Optional only so callers that still pass it compile.
-   */
-  batchBytesMax?: number;
 }
 
 export class Segment {
