@@ -33,4 +33,5 @@ RUN mkdir /data && chown node:node /data
 USER node
 VOLUME /data
 ENTRYPOINT ["node", "/app/dist/bin/tailbase.js"]
+# Binding 0.0.0.0 needs API keys: run with -e TAILBASE_API_KEYS='KEY:read,write,admin'.
 CMD ["start", "--data", "/data", "--host", "0.0.0.0"]
