@@ -10,8 +10,9 @@ const cellText = (cell: Cell) => (cell === null || cell === undefined ? '-' : St
  */
 export function formatTable(headers: readonly string[], rows: readonly Cell[][]): string {
   const texts = [headers.map(String), ...rows.map((row) => row.map(cellText))];
+  // A loop, not Math.max(...rows): spreading 100k+ rows into arguments overflows the stack.
   const widths = headers.map((_, column) =>
-    Math.max(...texts.map((row) => [...(row[column] ?? '')].length)),
+    texts.reduce((widest, row) => Math.max(widest, [...(row[column] ?? '')].length), 0),
   );
   return texts
     .map((row) =>

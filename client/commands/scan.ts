@@ -18,8 +18,12 @@ import type { ClientIo } from '../io.js';
 export const SCAN_PAGES_MAX = 10_000;
 
 export function formatDocuments(items: readonly Document[], columns: number | undefined): string {
-  const keyChars = Math.max(3, ...items.map((item) => [...item.key].length));
-  const offsetChars = Math.max(6, ...items.map((item) => String(item.offset).length));
+  // Loops, not Math.max(...items): spreading 100k+ items into arguments overflows the stack.
+  const keyChars = items.reduce((widest, item) => Math.max(widest, [...item.key].length), 3);
+  const offsetChars = items.reduce(
+    (widest, item) => Math.max(widest, String(item.offset).length),
+    6,
+  );
   const width = valueWidth(columns, keyChars + offsetChars + 4);
   return formatTable(
     ['KEY', 'OFFSET', 'VALUE'],
@@ -55,7 +59,7 @@ export function registerScanCommand(program: Command, io: ClientIo): void {
             break;
           }
           const page = await session.client.scan(collection, options);
-          items.push(...page.items);
+          for (const item of page.items) items.push(item);
           cursor = page.cursor;
           if (!flags.all || cursor === null) break;
           options.cursor = cursor;

@@ -3,6 +3,7 @@
 // and that a rejected bulk record is named by its line in the source file.
 import { describe, expect, it } from 'vitest';
 import { locateRejection } from '../../client/commands/bulk.js';
+import { formatDocuments } from '../../client/commands/scan.js';
 import { formatChange } from '../../client/commands/tail.js';
 import { formatPartitionList, formatTable, summarizeJson } from '../../client/format.js';
 import { readRebuildProgress } from '../../client/rebuild-progress.js';
@@ -26,6 +27,21 @@ describe('formatting', () => {
     expect(summarizeJson({ a: 1 }, 20)).toBe('{"a":1}');
     expect(summarizeJson({ name: 'ééééééé' }, 10)).toBe('{"name":"…');
     expect([...summarizeJson({ name: 'ééééééé' }, 10)]).toHaveLength(10);
+  });
+
+  it('formats more rows than a call can take arguments (scan --all of 200k documents)', () => {
+    const rowsCount = 200_000;
+    const rows = Array.from({ length: rowsCount }, (_, i) => [`k${i}`, i]);
+    const table = formatTable(['KEY', 'N'], rows);
+    expect(table.split('\n')[rowsCount]).toBe(`k${rowsCount - 1}  ${rowsCount - 1}`);
+    const items = Array.from({ length: rowsCount }, (_, i) => ({
+      key: `key-${i}`,
+      value: { i },
+      offset: i,
+    }));
+    const lines = formatDocuments(items, 80).split('\n');
+    expect(lines[0]).toMatch(/^KEY {9}OFFSET {2}VALUE$/);
+    expect(lines[rowsCount]).toBe(`key-${rowsCount - 1}  ${rowsCount - 1}  {"i":${rowsCount - 1}}`);
   });
 
   it('writes partition lists as ranges', () => {
