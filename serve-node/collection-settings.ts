@@ -40,7 +40,10 @@ export function parseSettings(text: string): CollectionSettings | null {
 export function columnLayout(settings: CollectionSettings): ColumnLayout {
   const paths = settings.searchable ?? Object.keys(settings.weights).sort();
   const hasRestColumn = settings.searchable === null;
-  const weights = paths.map((path) => settings.weights[path] ?? 1);
+  // Own members only: `constructor` or `toString` would find Object's, and end up in bm25()'s SQL.
+  const weights = paths.map((path) =>
+    Object.hasOwn(settings.weights, path) ? settings.weights[path] : 1,
+  );
   // An empty searchable list still needs one FTS5 column; nothing is ever indexed in it.
   if (hasRestColumn || weights.length === 0) weights.push(1);
   return { paths, weights, hasRestColumn };

@@ -157,6 +157,18 @@ describe('Replica.apply', () => {
     expect(search('running')).toEqual(['run']);
   });
 
+  it('searches fields named after built-in object properties, weighted 1 unless given', async () => {
+    // A plain-object lookup of `constructor` finds Object: its text went into bm25()'s weights.
+    const settings = { searchable: ['constructor', 'toString', '__proto__', 'title'] };
+    await apply([doc('_settings', 'docs', settings)]);
+    await apply([
+      doc('docs', 'c', JSON.parse('{"constructor":"zebra","__proto__":"okapi","title":"x"}')),
+    ]);
+    expect(search('zebra')).toEqual(['c']);
+    expect(search('okapi')).toEqual(['c']);
+    expect(replica.applied(0)).toBe(2);
+  });
+
   it('ignores invalid settings and keeps a non-JSON value as a string', async () => {
     await apply([doc('docs', 'a', { t: 'kept' })]);
     await apply([
