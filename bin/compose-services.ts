@@ -39,6 +39,12 @@ export function interpolate(value: string, env: NodeJS.ProcessEnv): string {
   );
 }
 
+/** `NAME=value` split at its first '=' only: a value may hold '=' (base64 ends in '=='). */
+function splitAssignment(line: string): [string, string] {
+  const equals = line.indexOf('=');
+  return equals < 0 ? [line, ''] : [line.slice(0, equals), line.slice(equals + 1)];
+}
+
 function durationMs(raw: string | undefined, fallbackMs: number): number {
   const match = raw === undefined ? null : /^(\d+)(ms|s|m)$/.exec(raw);
   if (!match) return fallbackMs;
@@ -74,7 +80,7 @@ export function readComposeServices(
       .map((word) => (word === '0.0.0.0' ? '127.0.0.1' : (volumeTargets.get(word) ?? word)));
     const environment = service.environment ?? {};
     const entries = Array.isArray(environment)
-      ? environment.map((line) => line.split('=', 2) as [string, string])
+      ? environment.map(splitAssignment)
       : Object.entries(environment).map(
           ([key, value]) => [key, String(value ?? '')] as [string, string],
         );
