@@ -35,14 +35,25 @@ export function locateRejection(
   const { line, index } = error.details as { line?: unknown; index?: unknown };
   const at = typeof line === 'number' ? line - 1 : typeof index === 'number' ? index : undefined;
   const sourceLine = at === undefined ? undefined : chunk.lineNumbers[at];
-  const where =
-    sourceLine === undefined
-      ? `the chunk of lines ${chunk.lineNumbers[0]}-${chunk.lineNumbers.at(-1)}`
-      : `line ${sourceLine}`;
+  // The gateway's message may open with its own count of lines within the chunk ("line 3 is not
+  // valid JSON"): that opening is rewritten to the source line rather than contradicted by it.
+  const chunkLine = typeof line === 'number' ? `line ${line}` : undefined;
+  const opensWithChunkLine =
+    chunkLine !== undefined &&
+    error.message.startsWith(chunkLine) &&
+    !/^\d/.test(error.message.slice(chunkLine.length));
+  let message: string;
+  if (sourceLine === undefined) {
+    message = `the chunk of lines ${chunk.lineNumbers[0]}-${chunk.lineNumbers.at(-1)}: ${error.message}`;
+  } else if (opensWithChunkLine) {
+    message = `line ${sourceLine}${error.message.slice((chunkLine as string).length)}`;
+  } else {
+    message = `line ${sourceLine}: ${error.message}`;
+  }
   return new TailbaseError(
     error.status,
     error.code,
-    `${where}: ${error.message} (${written} records before it were written)`,
+    `${message} (${written} records before it were written)`,
     { ...error.details, ...(sourceLine === undefined ? {} : { line: sourceLine }), written },
   );
 }

@@ -70,6 +70,18 @@ describe('formatting', () => {
       0,
     );
     expect(byIndex.message).toMatch(/^line 15: bad/);
+    // The gateway counts lines within the chunk; its message must not contradict the source line.
+    const inner = locateRejection(
+      new TailbaseError(400, 'invalid_json', 'line 2 is not valid JSON: Unexpected token', {
+        line: 2,
+      }),
+      chunk,
+      30,
+    );
+    expect(inner.message).toBe(
+      'line 12 is not valid JSON: Unexpected token (30 records before it were written)',
+    );
+    expect(inner.message).not.toMatch(/line 2\b/);
     const whole = locateRejection(new TailbaseError(413, 'bulk_too_large', 'big'), chunk, 0);
     expect(whole.message).toMatch(/^the chunk of lines 10-15: big/);
   });
