@@ -61,6 +61,19 @@ export function integerAtLeast(min: number): (raw: string) => number {
   };
 }
 
+/**
+ * A document key as a command argument: empty, `.` and `..` are refused before anything is sent,
+ * since no URL can address them (a URL parser folds `.` and `..` away; the gateway refuses them
+ * in bulk for the same reason).
+ */
+export function documentKey(raw: string): string {
+  if (raw === '') throw new InvalidArgumentError('a key may not be empty');
+  if (raw === '.' || raw === '..') {
+    throw new InvalidArgumentError(`a key may not be "${raw}": a URL path cannot address it`);
+  }
+  return raw;
+}
+
 /** A subcommand with the client flags, whose usage errors exit 2 and print to io. */
 export function clientCommand(program: Command, io: ClientIo, nameAndArgs: string): Command {
   return program

@@ -1,6 +1,6 @@
 /** `tailbase del <collection> <key>`: writes a tombstone. */
 import type { Command } from 'commander';
-import { clientAction, clientCommand } from '../command-kit.js';
+import { clientAction, clientCommand, documentKey } from '../command-kit.js';
 import type { ClientIo } from '../io.js';
 import { printWrite } from './put.js';
 
@@ -8,7 +8,7 @@ export function registerDelCommand(program: Command, io: ClientIo): void {
   clientCommand(program, io, 'del')
     .description('delete a document (writes a tombstone)')
     .argument('<collection>')
-    .argument('<key>')
+    .argument('<key>', 'document key', documentKey)
     .action(
       clientAction(io, async (session, [collection, key]) => {
         printWrite(session, 'deleted', collection, await session.client.delete(collection, key));

@@ -1,13 +1,19 @@
 /** `tailbase get <collection> <key>`: the document, pretty-printed (or the whole answer as JSON). */
 import type { Command } from 'commander';
-import { addReadOptions, clientAction, clientCommand, readOptionsOf } from '../command-kit.js';
+import {
+  addReadOptions,
+  clientAction,
+  clientCommand,
+  documentKey,
+  readOptionsOf,
+} from '../command-kit.js';
 import type { ClientIo } from '../io.js';
 
 export function registerGetCommand(program: Command, io: ClientIo): void {
   addReadOptions(clientCommand(program, io, 'get'))
     .description('read one document (waits for the stored token, so it sees your own writes)')
     .argument('<collection>')
-    .argument('<key>')
+    .argument('<key>', 'document key', documentKey)
     .action(
       clientAction(io, async (session, [collection, key], flags) => {
         const doc = await session.client.get(collection, key, readOptionsOf(flags));

@@ -41,6 +41,19 @@ describe('client command arguments', () => {
     expect(result.stderr).not.toContain('cannot reach');
   });
 
+  it.each([
+    [['put', 'books', '', '{}']],
+    [['put', 'books', '.', '{}']],
+    [['put', 'books', '..', '{}']],
+    [['get', 'books', '..']],
+    [['del', 'books', '']],
+  ])('%j: a key no URL can address is a usage error naming the key', async (args) => {
+    const result = await run(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/key/);
+    expect(result.stderr).not.toContain('cannot reach');
+  });
+
   it('rejects a bad --url before sending', async () => {
     const result = await runCli(['get', 'users', 'k', '--url', 'not a url'], { home });
     expect(result.code).toBe(2);
