@@ -2,7 +2,7 @@
  * A running serve-node: the current store generation, one log fetcher per log-node it tails, the
  * waiting reads, and the operations that replace the stores (rebuild) or copy them (snapshot).
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { unavailable, badRequest } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-client.js';
@@ -47,6 +47,8 @@ export class ServeNode implements ServeNodeCore {
   private tailed: TailedPartition[] = [];
   private lastRebuild: { reason: string; atMs: number } | undefined;
   private rebuilding: Promise<void> | null = null;
+  /** A snapshot being copied: a rebuild waits for it before it closes the stores. */
+  private snapshotting: Promise<SnapshotResult> | null = null;
   private stopped = false;
 
   constructor(private readonly parts: ServeNodeParts) {
@@ -162,17 +164,45 @@ export class ServeNode implements ServeNodeCore {
     return this.rebuilding;
   }
 
-  /** A consistent copy of both stores (each with the checkpoint of its own contents) in `dir`. */
+  /**
+   * A consistent copy of both stores (each with the checkpoint of its own contents) in `dir`: a
+   * new directory (its parent must exist) or an empty one. A rebuild asked for meanwhile waits for
+   * it; a snapshot that fails leaves the directory empty.
+   */
   async snapshot(dir: string): Promise<SnapshotResult> {
     if (this.rebuilding !== null) throw unavailable('rebuilding', 'the stores are being rebuilt');
-    if (existsSync(dir) && readdirSync(dir).length > 0) {
-      throw badRequest('invalid_snapshot_dir', `${dir} exists and is not empty`);
+    if (existsSync(dir)) {
+      if (!statSync(dir).isDirectory()) {
+        throw badRequest('invalid_snapshot_dir', `${dir} exists and is not a directory`);
+      }
+      if (readdirSync(dir).length > 0) {
+        throw badRequest('invalid_snapshot_dir', `${dir} exists and is not empty`);
+      }
+    } else {
+      try {
+        // Not recursive: Node 20's recursive mkdir spins forever under /proc.
+        mkdirSync(dir);
+      } catch (error) {
+        throw badRequest(
+          'invalid_snapshot_dir',
+          `cannot create ${dir}: ${(error as Error).message}`,
+        );
+      }
     }
+    const taking = this.copyStores(dir);
+    this.snapshotting = taking;
     try {
-      mkdirSync(dir, { recursive: true });
+      return await taking;
     } catch (error) {
-      throw badRequest('invalid_snapshot_dir', `cannot create ${dir}: ${(error as Error).message}`);
+      for (const entry of readdirSync(dir))
+        rmSync(join(dir, entry), { recursive: true, force: true });
+      throw error;
+    } finally {
+      if (this.snapshotting === taking) this.snapshotting = null;
     }
+  }
+
+  private async copyStores(dir: string): Promise<SnapshotResult> {
     await this.current.backup(dir);
     const copy = new Replica(dir);
     const applied: AppliedOffsets = {};
@@ -212,6 +242,8 @@ export class ServeNode implements ServeNodeCore {
   }
 
   private async replaceStores(reason: string): Promise<void> {
+    // A snapshot under way reads the stores this would close.
+    await this.snapshotting?.catch(() => undefined);
     this.parts.logger.warn({ reason }, 'wiping the stores and replaying the log');
     await this.stopFetchers();
     if (this.stopped) return;

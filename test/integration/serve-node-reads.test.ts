@@ -1,6 +1,7 @@
 // Proves a serve-node tailing a real log-node serves gets, scans and ranked search, waits for
 // offsets (answering as soon as they are applied, 504 when they never come, 503 past the waiter
 // bound), and answers every hostile query with 200 or 400.
+import { readdirSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
@@ -197,6 +198,42 @@ describe('serve-node reads', () => {
     } finally {
       await budget.stop();
       budgetDir.cleanup();
+    }
+  });
+
+  it('snapshots into a new or empty directory only, and a rebuild asked meanwhile waits for it', async () => {
+    const nodeDir = tempDir('serve-reads-snapshot');
+    const node = await startServeNode({
+      dataDir: nodeDir.path,
+      logUrls: [logNode.url],
+      logger: silent,
+    });
+    const target = tempDir('serve-reads-snapshot-target');
+    try {
+      const client = new HttpServeClient(node.url);
+      const ends = Object.fromEntries(
+        (await log.offsets()).map((p) => [p.partition, p.endOffset - 1]),
+      );
+      await client.scan('articles', { limit: 1, waitFor: ends, waitMs: 10_000 });
+      const file = `${target.path}/a-file`;
+      writeFileSync(file, 'x');
+      for (const dir of [file, `${target.path}/missing/parent`, target.path]) {
+        await expect(client.snapshot(dir)).rejects.toMatchObject({
+          status: 400,
+          code: 'invalid_snapshot_dir',
+        });
+      }
+      const snapshotDir = `${target.path}/snap`;
+      const [snapshot] = await Promise.all([client.snapshot(snapshotDir), client.rebuild()]);
+      expect(snapshot.applied).toEqual(
+        Object.fromEntries(Object.entries(ends).map(([p, o]) => [p, o + 1])),
+      );
+      expect(readdirSync(snapshotDir)).toContain('snapshot.json');
+      client.close();
+    } finally {
+      await node.stop();
+      nodeDir.cleanup();
+      target.cleanup();
     }
   });
 
