@@ -1,4 +1,5 @@
 /** The log-node's public surface: start one, and the types its callers need. */
+import { withDataDirLock } from '../shared/data-dir-lock.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { listen } from '../shared/http-server.js';
 import { systemClock, type Clock } from './clock.js';
@@ -31,6 +32,15 @@ export interface RunningLogNode {
 
 export async function startLogNode(options: LogNodeOptions): Promise<RunningLogNode> {
   const logger = options.logger ?? createLogger('log-node');
+  // Two processes appending to one partition both hand out the same offsets (invariant 1).
+  return withDataDirLock(options.dataDir, (lock) => startLocked(options, logger, lock.release));
+}
+
+async function startLocked(
+  options: LogNodeOptions,
+  logger: Logger,
+  releaseLock: () => void,
+): Promise<RunningLogNode> {
   const meta = loadOrCreateClusterMeta(options.dataDir, {
     partitions: options.partitions,
     partitionsDefault: logNodeDefaults.partitions,
@@ -41,7 +51,15 @@ export async function startLogNode(options: LogNodeOptions): Promise<RunningLogN
   const config = logNodeConfig({ ...options, partitions: meta.partitions });
   const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
   const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);
-  const listener = await listen(createLogNodeApp(node, cleaner, logger), config.host, config.port);
+  const listener = await listen(
+    createLogNodeApp(node, cleaner, logger),
+    config.host,
+    config.port,
+  ).catch(async (error: unknown) => {
+    // The lock goes once this returns: no partition of this process may still write then.
+    await node.close();
+    throw error;
+  });
   cleaner.start();
   logger.info(
     { url: listener.url, clusterId: meta.clusterId, partitions: meta.partitions },
@@ -56,9 +74,13 @@ export async function startLogNode(options: LogNodeOptions): Promise<RunningLogN
     cleaner,
     stop: () => {
       stopping ??= (async () => {
-        node.closing = true;
-        await cleaner.stop();
-        await listener.close(() => node.close());
+        try {
+          node.closing = true;
+          await cleaner.stop();
+          await listener.close(() => node.close());
+        } finally {
+          releaseLock();
+        }
       })();
       return stopping;
     },

@@ -1,4 +1,5 @@
 /** The serve-node's public surface: start one, and the types its callers need. */
+import { withDataDirLock } from '../shared/data-dir-lock.js';
 import { LogCluster } from '../shared/log-cluster.js';
 import { PARTITIONS_MAX } from '../shared/log-client.js';
 import { listen } from '../shared/http-server.js';
@@ -34,8 +35,17 @@ const LOG_CONNECT_MS_MAX = 30_000;
 
 export async function startServeNode(options: ServeNodeOptions): Promise<RunningServeNode> {
   const logger = options.logger ?? createLogger('serve-node');
-  const limits = { ...DEFAULT_LIMITS, ...options.limits };
   if (options.logUrls.length === 0) throw new Error('a serve-node needs at least one log URL');
+  // Two processes applying into one set of stores corrupt them; the lock covers DATA and all in it.
+  return withDataDirLock(options.dataDir, (lock) => startLocked(options, logger, lock.release));
+}
+
+async function startLocked(
+  options: ServeNodeOptions,
+  logger: Logger,
+  releaseLock: () => void,
+): Promise<RunningServeNode> {
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
   // The log-nodes may split the partitions between them; LogCluster routes each to its node.
   const log = await LogCluster.connect(options.logUrls, {
     clusterSecret: options.clusterSecret,
@@ -79,7 +89,11 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
     createServeNodeApp(node, logger),
     options.host ?? DEFAULT_HOST,
     options.port ?? 0,
-  );
+  ).catch(async (error: unknown) => {
+    // The lock goes once this returns: the stores must be closed by then.
+    await node.stop();
+    throw error;
+  });
   logger.info({ url: listener.url, nodeId, partitions: hosted }, 'serve-node ready');
   let stopping: Promise<void> | null = null;
   return {
@@ -88,7 +102,11 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
     node,
     stop: () => {
       stopping ??= (async () => {
-        await listener.close(() => node.stop());
+        try {
+          await listener.close(() => node.stop());
+        } finally {
+          releaseLock();
+        }
       })();
       return stopping;
     },
