@@ -18,8 +18,11 @@ export const DATA_DIR_LOCK_FILE = 'tailbase.lock';
 const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
 /** Rounds of create / find stale / move aside before giving up; two racers settle in two. */
 const ACQUIRE_ATTEMPTS_MAX = 8;
-/** Field 22 of /proc/<pid>/stat, counted from the field after the command name's ')'. */
+/** Fields 3 and 22 of /proc/<pid>/stat, counted from the field after the command name's ')'. */
+const STAT_STATE_INDEX = 0;
 const STAT_START_TIME_INDEX = 19;
+/** A killed process stays a zombie until its parent reaps it: it answers kill(pid, 0) but is gone. */
+const DEAD_STATES = new Set(['Z', 'X', 'x']);
 
 export interface LockOwner {
   pid: number;
@@ -118,7 +121,11 @@ export async function withDataDirLock<T>(
 }
 
 function currentOwner(): LockOwner {
-  return { pid: process.pid, bootId: currentBootId(), startTicks: startTicksOf(process.pid) };
+  return {
+    pid: process.pid,
+    bootId: currentBootId(),
+    startTicks: procStat(process.pid)?.startTicks ?? null,
+  };
 }
 
 /** Links a complete lock file into place; its identity, or null when a lock file exists. */
@@ -180,7 +187,9 @@ function ownerAlive(owner: LockOwner, id: FileId): boolean {
     // EPERM: the pid runs under another user, so it runs.
     if ((error as NodeJS.ErrnoException).code === 'ESRCH') return false;
   }
-  const startTicks = startTicksOf(owner.pid);
+  const stat = procStat(owner.pid);
+  if (stat !== null && DEAD_STATES.has(stat.state)) return false;
+  const startTicks = stat?.startTicks ?? null;
   return owner.startTicks === null || startTicks === null || owner.startTicks === startTicks;
 }
 
@@ -235,11 +244,12 @@ export function currentBootId(): string | null {
   }
 }
 
-function startTicksOf(pid: number): string | null {
+/** A process's state letter and start time, from /proc; null where /proc cannot tell. */
+function procStat(pid: number): { state: string; startTicks: string | null } | null {
   try {
     const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return fields[STAT_START_TIME_INDEX] ?? null;
+    return { state: fields[STAT_STATE_INDEX], startTicks: fields[STAT_START_TIME_INDEX] ?? null };
   } catch {
     return null;
   }

@@ -2,6 +2,7 @@
 // process or another) fails naming the directory and the owner's pid, a lock left by a process
 // that died (kill -9, or a pid that no longer runs) is taken over, and a clean stop removes it.
 import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,6 +10,7 @@ import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
 import { createLogger } from '../../shared/logger.js';
 import {
+  sleep,
   spawnNode,
   type SpawnedNode,
   type SpawnOptions,
@@ -109,6 +111,28 @@ describe('data directory lock', () => {
     expect(JSON.parse(fs.readFileSync(path.join(data, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
     await running.stop();
     expect(fs.existsSync(path.join(data, LOCK_FILE))).toBe(false);
+  });
+
+  it('takes over a lock whose owner was killed but not yet reaped (a zombie)', async () => {
+    const data = dir('lock-zombie');
+    // `sleep` becomes the parent of the exited inner shell and never waits for it.
+    const parent = spawn('sh', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 30'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    stops.push(async () => parent.kill('SIGKILL'));
+    const [line] = (await once(parent.stdout!, 'data')) as [Buffer];
+    const pid = Number(line.toString().trim());
+    const stat = () => fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    while (stat().slice(stat().lastIndexOf(')') + 2)[0] !== 'Z') await sleep(5);
+    const startTicks = stat()
+      .slice(stat().lastIndexOf(')') + 2)
+      .split(' ')[19];
+    fs.writeFileSync(
+      path.join(data, LOCK_FILE),
+      JSON.stringify({ pid, bootId: readBootId(), startTicks }) + '\n',
+    );
+    await logNode(data);
+    expect(JSON.parse(fs.readFileSync(path.join(data, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
   });
 
   it('takes over a lock written under an earlier boot even when its pid now runs', async () => {
