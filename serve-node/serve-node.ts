@@ -203,7 +203,15 @@ export class ServeNode implements ServeNodeCore {
   }
 
   private async copyStores(dir: string): Promise<SnapshotResult> {
-    await this.current.backup(dir);
+    // No batch is applied between the two stores' copies, so both carry one checkpoint: a restore
+    // whose LMDB copy lagged its search copy had to re-read records compaction may have removed.
+    const rebuilding = this.tailed.some((tailed) => tailed.state === 'rebuilding');
+    await this.stopFetchers();
+    try {
+      await this.current.backup(dir);
+    } finally {
+      if (!this.stopped) this.startFetchers(rebuilding);
+    }
     const copy = new Replica(dir);
     const applied: AppliedOffsets = {};
     const stores: Record<string, { docs: number | null; search: number | null }> = {};

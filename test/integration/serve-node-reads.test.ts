@@ -1,7 +1,7 @@
 // Proves a serve-node tailing a real log-node serves gets, scans and ranked search, waits for
 // offsets (answering as soon as they are applied, 504 when they never come, 503 past the waiter
 // bound), and answers every hostile query with 200 or 400.
-import { readdirSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
@@ -231,6 +231,43 @@ describe('serve-node reads', () => {
       expect(readdirSync(snapshotDir)).toContain('snapshot.json');
       client.close();
     } finally {
+      await node.stop();
+      nodeDir.cleanup();
+      target.cleanup();
+    }
+  });
+
+  it('copies both stores at one checkpoint while writes keep arriving', async () => {
+    const nodeDir = tempDir('serve-reads-snapshot-load');
+    const node = await startServeNode({
+      dataDir: nodeDir.path,
+      logUrls: [logNode.url],
+      logger: silent,
+    });
+    const target = tempDir('serve-reads-snapshot-load-target');
+    let writing = true;
+    const writer = (async () => {
+      for (let i = 0; writing && i < 5_000; i++) {
+        const text = `load ${i} ${'word '.repeat(50)}`;
+        await append(i % 2, [record('load', `k${i % 300}`, { text })]);
+      }
+    })();
+    try {
+      const client = new HttpServeClient(node.url);
+      for (let i = 0; i < 5; i++) {
+        const dir = `${target.path}/snap-${i}`;
+        await client.snapshot(dir);
+        const { stores } = JSON.parse(readFileSync(`${dir}/snapshot.json`, 'utf8')) as {
+          stores: Record<string, { docs: number; search: number }>;
+        };
+        for (const [partition, { docs, search }] of Object.entries(stores)) {
+          expect(docs, `snapshot ${i}, partition ${partition}`).toBe(search);
+        }
+      }
+      client.close();
+    } finally {
+      writing = false;
+      await writer;
       await node.stop();
       nodeDir.cleanup();
       target.cleanup();
