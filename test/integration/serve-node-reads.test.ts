@@ -31,6 +31,38 @@ async function append(partition: number, records: LogRecord[]): Promise<number> 
   return (await log.append(partition, encodeBatch(records))).lastOffset;
 }
 
+/**
+ * A second serve-node over the same log, with its own limits, and a scratch directory: `use`
+ * gets its client and the scratch path; both are stopped and removed after.
+ */
+async function withOwnNode(
+  name: string,
+  limits: Parameters<typeof startServeNode>[0]['limits'],
+  use: (client: HttpServeClient, scratch: string) => Promise<void>,
+): Promise<void> {
+  const nodeDir = tempDir(`serve-reads-${name}`);
+  const scratch = tempDir(`serve-reads-${name}-scratch`);
+  const node = await startServeNode({
+    dataDir: nodeDir.path,
+    logUrls: [logNode.url],
+    logger: silent,
+    limits,
+  });
+  const client = new HttpServeClient(node.url);
+  try {
+    await use(client, scratch.path);
+  } finally {
+    client.close();
+    await node.stop();
+    nodeDir.cleanup();
+    scratch.cleanup();
+  }
+}
+
+/** Each partition's last offset now: what a read waits for to see everything written. */
+const lastOffsets = async () =>
+  Object.fromEntries((await log.offsets()).map((p) => [p.partition, p.endOffset - 1]));
+
 beforeAll(async () => {
   logDir = tempDir('serve-reads-log');
   serveDir = tempDir('serve-reads-serve');
@@ -163,18 +195,8 @@ describe('serve-node reads', () => {
   });
 
   it('ends a scan page early past scanBytesMax, and pages on to every key', async () => {
-    const budgetDir = tempDir('serve-reads-budget');
-    const budget = await startServeNode({
-      dataDir: budgetDir.path,
-      logUrls: [logNode.url],
-      logger: silent,
-      limits: { scanBytesMax: 200 },
-    });
-    try {
-      const client = new HttpServeClient(budget.url);
-      const ends = Object.fromEntries(
-        (await log.offsets()).map((p) => [p.partition, p.endOffset - 1]),
-      );
+    await withOwnNode('budget', { scanBytesMax: 200 }, async (client) => {
+      const ends = await lastOffsets();
       const whole = await serve.scan('articles', { limit: 100 });
       expect(whole.more).toBe(false);
       const keys: string[] = [];
@@ -194,57 +216,31 @@ describe('serve-node reads', () => {
         expect(pages).toBeLessThan(whole.items.length);
       }
       expect(keys).toEqual(whole.items.map((item) => item.key));
-      client.close();
-    } finally {
-      await budget.stop();
-      budgetDir.cleanup();
-    }
+    });
   });
 
   it('snapshots into a new or empty directory only, and a rebuild asked meanwhile waits for it', async () => {
-    const nodeDir = tempDir('serve-reads-snapshot');
-    const node = await startServeNode({
-      dataDir: nodeDir.path,
-      logUrls: [logNode.url],
-      logger: silent,
-    });
-    const target = tempDir('serve-reads-snapshot-target');
-    try {
-      const client = new HttpServeClient(node.url);
-      const ends = Object.fromEntries(
-        (await log.offsets()).map((p) => [p.partition, p.endOffset - 1]),
-      );
+    await withOwnNode('snapshot', {}, async (client, target) => {
+      const ends = await lastOffsets();
       await client.scan('articles', { limit: 1, waitFor: ends, waitMs: 10_000 });
-      const file = `${target.path}/a-file`;
+      const file = `${target}/a-file`;
       writeFileSync(file, 'x');
-      for (const dir of [file, `${target.path}/missing/parent`, target.path]) {
+      for (const dir of [file, `${target}/missing/parent`, target]) {
         await expect(client.snapshot(dir)).rejects.toMatchObject({
           status: 400,
           code: 'invalid_snapshot_dir',
         });
       }
-      const snapshotDir = `${target.path}/snap`;
+      const snapshotDir = `${target}/snap`;
       const [snapshot] = await Promise.all([client.snapshot(snapshotDir), client.rebuild()]);
       expect(snapshot.applied).toEqual(
         Object.fromEntries(Object.entries(ends).map(([p, o]) => [p, o + 1])),
       );
       expect(readdirSync(snapshotDir)).toContain('snapshot.json');
-      client.close();
-    } finally {
-      await node.stop();
-      nodeDir.cleanup();
-      target.cleanup();
-    }
+    });
   });
 
   it('copies both stores at one checkpoint while writes keep arriving', async () => {
-    const nodeDir = tempDir('serve-reads-snapshot-load');
-    const node = await startServeNode({
-      dataDir: nodeDir.path,
-      logUrls: [logNode.url],
-      logger: silent,
-    });
-    const target = tempDir('serve-reads-snapshot-load-target');
     let writing = true;
     const writer = (async () => {
       for (let i = 0; writing && i < 5_000; i++) {
@@ -253,24 +249,21 @@ describe('serve-node reads', () => {
       }
     })();
     try {
-      const client = new HttpServeClient(node.url);
-      for (let i = 0; i < 5; i++) {
-        const dir = `${target.path}/snap-${i}`;
-        await client.snapshot(dir);
-        const { stores } = JSON.parse(readFileSync(`${dir}/snapshot.json`, 'utf8')) as {
-          stores: Record<string, { docs: number; search: number }>;
-        };
-        for (const [partition, { docs, search }] of Object.entries(stores)) {
-          expect(docs, `snapshot ${i}, partition ${partition}`).toBe(search);
+      await withOwnNode('snapshot-load', {}, async (client, target) => {
+        for (let i = 0; i < 5; i++) {
+          const dir = `${target}/snap-${i}`;
+          await client.snapshot(dir);
+          const { stores } = JSON.parse(readFileSync(`${dir}/snapshot.json`, 'utf8')) as {
+            stores: Record<string, { docs: number; search: number }>;
+          };
+          for (const [partition, { docs, search }] of Object.entries(stores)) {
+            expect(docs, `snapshot ${i}, partition ${partition}`).toBe(search);
+          }
         }
-      }
-      client.close();
+      });
     } finally {
       writing = false;
       await writer;
-      await node.stop();
-      nodeDir.cleanup();
-      target.cleanup();
     }
   });
 
