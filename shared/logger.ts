@@ -10,11 +10,16 @@ function sharedDestination(): ReturnType<typeof pino.destination> {
   return destination;
 }
 
+const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
 /** JSON logs on stderr; TAILBASE_LOG_LEVEL (default info, `silent` in tests) sets the level. */
 export function createLogger(
   name: string,
   level = process.env.TAILBASE_LOG_LEVEL ?? 'info',
 ): Logger {
+  if (!LEVELS.includes(level)) {
+    throw new Error(`TAILBASE_LOG_LEVEL must be one of ${LEVELS.join(', ')}, not ${level}`);
+  }
   return pino({ name, level }, sharedDestination());
 }
 
