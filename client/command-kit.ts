@@ -5,6 +5,7 @@
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { parseInteger } from '../shared/cli-options.js';
+import { COLLECTION_PATTERN } from '../shared/collection-name.js';
 import { TailbaseError } from '../shared/errors.js';
 import {
   CONSISTENCY_LEVELS,
@@ -70,6 +71,14 @@ export function documentKey(raw: string): string {
   if (raw === '') throw new InvalidArgumentError('a key may not be empty');
   if (raw === '.' || raw === '..') {
     throw new InvalidArgumentError(`a key may not be "${raw}": a URL path cannot address it`);
+  }
+  return raw;
+}
+
+/** A collection name as a command argument, checked as every node checks it before anything is sent. */
+export function collectionName(raw: string): string {
+  if (!COLLECTION_PATTERN.test(raw)) {
+    throw new InvalidArgumentError(`a collection name must match ${COLLECTION_PATTERN.source}`);
   }
   return raw;
 }

@@ -7,7 +7,7 @@
 import fs from 'node:fs';
 import { type Command, Option } from 'commander';
 import { TailbaseError } from '../../shared/errors.js';
-import { clientAction, clientCommand, integerAtLeast } from '../command-kit.js';
+import { clientAction, clientCommand, collectionName, integerAtLeast } from '../command-kit.js';
 import { formatDuration, formatRate } from '../format.js';
 import { type ClientIo, UsageError } from '../io.js';
 import { type Chunk, chunkLines, splitLines } from '../ndjson.js';
@@ -61,7 +61,7 @@ export function locateRejection(
 export function registerBulkCommand(program: Command, io: ClientIo): void {
   clientCommand(program, io, 'bulk')
     .description('load NDJSON lines of {"key": ..., "value": ...} (value null deletes)')
-    .argument('<collection>')
+    .argument('<collection>', 'collection name', collectionName)
     .argument('[file]', 'NDJSON file, or - (the default) for stdin')
     .addOption(
       new Option('--chunk-lines <n>', 'records per request')

@@ -1,13 +1,13 @@
 /** `tailbase del <collection> <key>`: writes a tombstone. */
 import type { Command } from 'commander';
-import { clientAction, clientCommand, documentKey } from '../command-kit.js';
+import { clientAction, clientCommand, collectionName, documentKey } from '../command-kit.js';
 import type { ClientIo } from '../io.js';
 import { printWrite } from './put.js';
 
 export function registerDelCommand(program: Command, io: ClientIo): void {
   clientCommand(program, io, 'del')
     .description('delete a document (writes a tombstone)')
-    .argument('<collection>')
+    .argument('<collection>', 'collection name', collectionName)
     .argument('<key>', 'document key', documentKey)
     .action(
       clientAction(io, async (session, [collection, key]) => {

@@ -4,6 +4,7 @@ import {
   addReadOptions,
   clientAction,
   clientCommand,
+  collectionName,
   documentKey,
   readOptionsOf,
 } from '../command-kit.js';
@@ -12,7 +13,7 @@ import type { ClientIo } from '../io.js';
 export function registerGetCommand(program: Command, io: ClientIo): void {
   addReadOptions(clientCommand(program, io, 'get'))
     .description('read one document (waits for the stored token, so it sees your own writes)')
-    .argument('<collection>')
+    .argument('<collection>', 'collection name', collectionName)
     .argument('<key>', 'document key', documentKey)
     .action(
       clientAction(io, async (session, [collection, key], flags) => {

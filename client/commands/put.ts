@@ -1,6 +1,12 @@
 /** `tailbase put <collection> <key> [json]`: writes one document, from the argument or stdin. */
 import type { Command } from 'commander';
-import { clientAction, clientCommand, documentKey, readStdin } from '../command-kit.js';
+import {
+  clientAction,
+  clientCommand,
+  collectionName,
+  documentKey,
+  readStdin,
+} from '../command-kit.js';
 import type { WriteResult } from '../http-client.js';
 import { type ClientIo, UsageError } from '../io.js';
 
@@ -23,7 +29,7 @@ export function printWrite(
 export function registerPutCommand(program: Command, io: ClientIo): void {
   clientCommand(program, io, 'put')
     .description('write a JSON document (from the argument, or stdin when it is left out)')
-    .argument('<collection>')
+    .argument('<collection>', 'collection name', collectionName)
     .argument('<key>', 'document key', documentKey)
     .argument('[json]', 'the document; read from stdin when absent')
     .action(

@@ -7,6 +7,7 @@ import {
   addReadOptions,
   clientAction,
   clientCommand,
+  collectionName,
   integerAtLeast,
   readOptionsOf,
 } from '../command-kit.js';
@@ -34,7 +35,7 @@ export function formatDocuments(items: readonly Document[], columns: number | un
 export function registerScanCommand(program: Command, io: ClientIo): void {
   addReadOptions(clientCommand(program, io, 'scan'))
     .description('list documents in key order')
-    .argument('<collection>')
+    .argument('<collection>', 'collection name', collectionName)
     .option('--prefix <prefix>', 'only keys that start with prefix')
     .option('--start <key>', 'first key (inclusive)')
     .option('--end <key>', 'last key (exclusive)')

@@ -4,6 +4,7 @@ import {
   addReadOptions,
   clientAction,
   clientCommand,
+  collectionName,
   integerAtLeast,
   readOptionsOf,
 } from '../command-kit.js';
@@ -28,7 +29,7 @@ export function formatHits(result: SearchResult, from: number, columns: number |
 export function registerSearchCommand(program: Command, io: ClientIo): void {
   addReadOptions(clientCommand(program, io, 'search'))
     .description('full-text search, ranked by BM25')
-    .argument('<collection>')
+    .argument('<collection>', 'collection name', collectionName)
     .argument('<query>')
     .option('--limit <n>', 'hits to return', integerAtLeast(1))
     .option('--offset <n>', 'hits to skip', integerAtLeast(0))

@@ -1,7 +1,7 @@
 /** `tailbase tail`: follows the change feed and prints each event as it arrives. */
 import { type Command, Option } from 'commander';
 import { followChanges } from '../change-feed.js';
-import { clientAction, clientCommand, integerAtLeast } from '../command-kit.js';
+import { clientAction, clientCommand, collectionName, integerAtLeast } from '../command-kit.js';
 import { summarizeJson, valueWidth } from '../format.js';
 import type { ChangeEvent } from '../http-client.js';
 import type { ClientIo } from '../io.js';
@@ -22,7 +22,7 @@ export function formatChange(event: ChangeEvent, columns: number | undefined): s
 export function registerTailCommand(program: Command, io: ClientIo): void {
   clientCommand(program, io, 'tail')
     .description('follow the change feed')
-    .option('--collection <collection>', 'only this collection')
+    .option('--collection <collection>', 'only this collection', collectionName)
     .addOption(
       new Option('--from <where>', 'start, now, or a token from an earlier event').default('now'),
     )

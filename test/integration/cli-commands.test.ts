@@ -69,9 +69,12 @@ describe('tailbase client commands', () => {
   });
 
   it('server errors exit 1 with the server message; usage errors exit 2', async () => {
-    const badCollection = await cli('put', 'Bad Name', 'k', '{}');
-    expect(badCollection.code).toBe(1);
-    expect(badCollection.stderr).toMatch(/^tailbase: .*collection/i);
+    // Valid JSON the gateway refuses: only the server can say so.
+    const deep = `{"a":${'['.repeat(70)}${']'.repeat(70)}}`;
+    const tooDeep = await cli('put', 'users', 'k', deep);
+    expect(tooDeep.code).toBe(1);
+    expect(tooDeep.stderr).toMatch(/^tailbase: .*nests deeper than 64 levels/);
+    expect((await cli('put', 'Bad Name', 'k', '{}')).code).toBe(2);
     const badJson = await cli('put', 'users', 'k', '{not json');
     expect(badJson.code).toBe(2);
     expect(badJson.stderr).toContain('not JSON');

@@ -54,6 +54,21 @@ describe('client command arguments', () => {
     expect(result.stderr).not.toContain('cannot reach');
   });
 
+  it.each([
+    [['put', '', 'k', '{}']],
+    [['get', '..', 'k']],
+    [['del', 'Users', 'k']],
+    [['scan', '_settings']],
+    [['search', 'a/b', 'q']],
+    [['bulk', '.']],
+    [['tail', '--collection', '']],
+  ])('%j: a collection name no node takes is a usage error naming it', async (args) => {
+    const result = await run(args);
+    expect(result.code).toBe(2);
+    expect(result.stderr).toMatch(/collection name must match/);
+    expect(result.stderr).not.toContain('cannot reach');
+  });
+
   it('rejects a bad --url before sending', async () => {
     const result = await runCli(['get', 'users', 'k', '--url', 'not a url'], { home });
     expect(result.code).toBe(2);
