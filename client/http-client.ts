@@ -4,7 +4,7 @@
  * replaces it (the gateway answers with the merge), so the client reads its own writes. The
  * command line keeps that token between runs in a file (token-store.ts).
  */
-import { type ErrorBody, TailbaseError } from '../shared/errors.js';
+import { errorInBody, TailbaseError } from '../shared/errors.js';
 import type { ServeStatus } from '../shared/serve-client.js';
 import { splitLines } from './ndjson.js';
 
@@ -130,19 +130,6 @@ interface RequestInit {
 
 const segment = (text: string) => encodeURIComponent(text);
 
-/**
- * The gateway's error as it answered it: its status, code, message and details. Not
- * shared/errors.ts's errorFromBody, which is for calls between nodes, where a 401 or 403 means a
- * misconfigured cluster; from the public API it means the caller's key is missing or too weak.
- * Undefined when the body is not an error body.
- */
-function errorFromAnswer(status: number, body: unknown): TailbaseError | undefined {
-  const error = (body as Partial<ErrorBody> | null)?.error;
-  if (!error || typeof error.code !== 'string' || typeof error.message !== 'string') return;
-  const { code, message, ...details } = error;
-  return new TailbaseError(status, code, message, details);
-}
-
 function readQuery(options: ReadOptions) {
   return { consistency: options.consistency, wait_ms: options.waitMs };
 }
@@ -247,7 +234,7 @@ export class TailbaseClient {
           const parsed = JSON.parse(line.text) as ChangeEvent | { error?: unknown };
           if ('error' in parsed && parsed.error !== undefined) {
             throw (
-              errorFromAnswer(502, parsed) ??
+              errorInBody(502, parsed) ??
               new TailbaseError(502, 'http_error', 'the change feed sent a malformed error')
             );
           }
@@ -315,7 +302,9 @@ export class TailbaseClient {
         body = null;
       }
       throw (
-        errorFromAnswer(response.status, body) ??
+        // The gateway's error as answered: errorFromBody is for calls between nodes, where a
+        // 401 or 403 means a misconfigured cluster, not the caller's missing or weak key.
+        errorInBody(response.status, body) ??
         new TailbaseError(
           response.status,
           'http_error',

@@ -44,6 +44,14 @@ export const tooLarge = (code: string, message: string, details?: ErrorDetails) 
 export const unavailable = (code: string, message: string, details?: ErrorDetails) =>
   new TailbaseError(503, code, message, details);
 
+/** The error a JSON error body carries, with its status and details; undefined for any other body. */
+export function errorInBody(status: number, body: unknown): TailbaseError | undefined {
+  const error = (body as Partial<ErrorBody> | null)?.error;
+  if (!error || typeof error.code !== 'string' || typeof error.message !== 'string') return;
+  const { code, message, ...details } = error;
+  return new TailbaseError(status, code, message, details);
+}
+
 /** Rebuilds a TailbaseError from a peer's JSON error body, keeping its status and details. */
 export function errorFromBody(status: number, body: unknown): TailbaseError {
   if (status === 401 || status === 403) {
@@ -54,10 +62,7 @@ export function errorFromBody(status: number, body: unknown): TailbaseError {
       'a node of the cluster refused an internal call; check the cluster secret',
     );
   }
-  const error = (body as Partial<ErrorBody> | null)?.error;
-  if (error && typeof error.code === 'string' && typeof error.message === 'string') {
-    const { code, message, ...details } = error;
-    return new TailbaseError(status, code, message, details);
-  }
-  return new TailbaseError(status, 'peer_error', `peer answered ${status}`);
+  return (
+    errorInBody(status, body) ?? new TailbaseError(status, 'peer_error', `peer answered ${status}`)
+  );
 }
