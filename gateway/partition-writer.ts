@@ -142,6 +142,11 @@ export class PartitionWriter {
     } catch (error) {
       return Promise.reject(error);
     }
+    return this.enqueue(records);
+  }
+
+  /** `write` for records `admit` has just taken (a request's every partition is asked first). */
+  enqueue(records: LogRecord[]): Promise<number[]> {
     const sizes = records.map(recordBytes);
     const total = sizes.reduce((a, b) => a + b, 0);
     const offsets = records.map(

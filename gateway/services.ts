@@ -103,7 +103,7 @@ export async function writeRecords(
   for (const { partition, records: group } of groups) services.writers[partition].admit(group);
   await Promise.all(
     groups.map(async ({ partition, indexes, records: group }) => {
-      const offsets = await services.writers[partition].write(group);
+      const offsets = await services.writers[partition].enqueue(group);
       indexes.forEach((recordIndex, i) => {
         written[recordIndex] = { partition, offset: offsets[i] };
       });
