@@ -131,8 +131,7 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 /**
  * A document is a JSON object nested at most `depthMax` levels (the object itself is level 1)
  * whose strings and names are well-formed Unicode (no lone surrogates) and whose numbers are
- * doubles. Walked without recursion,
- * so no nesting a client sends can exhaust the stack.
+ * doubles. Walked without recursion, so no nesting a client sends can exhaust the stack.
  */
 export function checkDocument(
   value: unknown,

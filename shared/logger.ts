@@ -10,7 +10,13 @@ function sharedDestination(): ReturnType<typeof pino.destination> {
   return destination;
 }
 
-const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+/** pino's own levels, most severe first, and `silent`. */
+const LEVELS = [
+  ...Object.entries(pino.levels.values)
+    .sort(([, a], [, b]) => b - a)
+    .map(([name]) => name),
+  'silent',
+];
 
 /** JSON logs on stderr; TAILBASE_LOG_LEVEL (default info, `silent` in tests) sets the level. */
 export function createLogger(
