@@ -36,6 +36,8 @@ export interface FetcherOptions {
   /** The checkpoint is older than the log start. */
   onOutOfRange(partition: number, detail: string): void;
   rebuilding: boolean;
+  /** While applying is paused (a snapshot copies the stores), settles when it may go on. */
+  applyPaused(): Promise<unknown> | null;
 }
 
 const RETRY_MS_MIN = 50;
@@ -122,6 +124,15 @@ export class LogFetcher {
             prefetch = { key: positionsKey(after), answer: this.fetch(after) };
             prefetch.answer.catch(() => undefined);
           }
+          // applyMany is synchronous: nothing can pause applying between this wait and the apply.
+          for (
+            let paused = this.options.applyPaused();
+            paused;
+            paused = this.options.applyPaused()
+          ) {
+            await paused;
+          }
+          if (signal.aborted) break;
           const results = this.options.replica().applyMany(parts);
           parts.forEach((part, i) => {
             const tailed = this.byNumber.get(part.partition)!;

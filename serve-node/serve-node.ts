@@ -189,7 +189,10 @@ export class ServeNode implements ServeNodeCore {
         );
       }
     }
-    const taking = this.copyStores(dir);
+    // One copy at a time, each behind the one before, so applying stays paused until the last.
+    const taking = (this.snapshotting ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => this.copyStores(dir));
     this.snapshotting = taking;
     try {
       return await taking;
@@ -203,15 +206,10 @@ export class ServeNode implements ServeNodeCore {
   }
 
   private async copyStores(dir: string): Promise<SnapshotResult> {
-    // No batch is applied between the two stores' copies, so both carry one checkpoint: a restore
-    // whose LMDB copy lagged its search copy had to re-read records compaction may have removed.
-    const rebuilding = this.tailed.some((tailed) => tailed.state === 'rebuilding');
-    await this.stopFetchers();
-    try {
-      await this.current.backup(dir);
-    } finally {
-      if (!this.stopped) this.startFetchers(rebuilding);
-    }
+    // Applying is paused (applyPaused) while both stores are copied, so both carry one
+    // checkpoint: a restore whose LMDB copy lagged its search copy had to re-read records
+    // compaction may have removed.
+    await this.current.backup(dir);
     const copy = new Replica(dir);
     const applied: AppliedOffsets = {};
     const stores: Record<string, { docs: number | null; search: number | null }> = {};
@@ -244,6 +242,8 @@ export class ServeNode implements ServeNodeCore {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.rebuilding?.catch(() => undefined);
+    // A snapshot under way reads the stores this closes.
+    await this.snapshotting?.catch(() => undefined);
     await this.stopFetchers();
     this.waiters.cancelAll(unavailable('stopping', 'the serve-node is stopping'));
     await this.current.close();
@@ -285,6 +285,7 @@ export class ServeNode implements ServeNodeCore {
           retryMsMax: limits.retryMsMax,
           logger,
           rebuilding,
+          applyPaused: () => this.snapshotting?.catch(() => undefined) ?? null,
           readsWaiting: (partitions) => this.waiters.waitingOn(partitions),
           onApplied: (applied) => this.waiters.notify(applied),
           onOutOfRange: (p, detail) => {
