@@ -11,7 +11,8 @@ import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX } from './search-store.js';
 import { StepView } from './step-view.js';
-import { currentBootId, flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
+import { currentBootId } from '../shared/boot-id.js';
+import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
 export interface ApplyPart {
   partition: number;

@@ -9,18 +9,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { currentBootId } from '../shared/boot-id.js';
 import { fsyncDir, fsyncPath, writeFileAtomic } from '../shared/durable-files.js';
 
 const MARKER_FILE = 'unflushed-boot-id';
-const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
-
-export function currentBootId(): string | null {
-  try {
-    return fs.readFileSync(BOOT_ID_FILE, 'utf8').trim() || null;
-  } catch {
-    return null;
-  }
-}
 
 /** True when the stores in `dir` were left open, unflushed, by an earlier boot of this machine. */
 export function unflushedSinceEarlierBoot(dir: string): boolean {

@@ -12,10 +12,10 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { currentBootId } from './boot-id.js';
 
 export const DATA_DIR_LOCK_FILE = 'tailbase.lock';
 
-const BOOT_ID_FILE = '/proc/sys/kernel/random/boot_id';
 /** Rounds of create / find stale / move aside before giving up; two racers settle in two. */
 const ACQUIRE_ATTEMPTS_MAX = 8;
 /** Fields 3 and 22 of /proc/<pid>/stat, counted from the field after the command name's ')'. */
@@ -234,14 +234,6 @@ function fileId(stat: fs.Stats): FileId {
 
 function sameFile(a: FileId, b: FileId): boolean {
   return a.dev === b.dev && a.ino === b.ino;
-}
-
-export function currentBootId(): string | null {
-  try {
-    return fs.readFileSync(BOOT_ID_FILE, 'utf8').trim() || null;
-  } catch {
-    return null;
-  }
 }
 
 /** A process's state letter and start time, from /proc; null where /proc cannot tell. */

@@ -8,6 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
+import { currentBootId } from '../../shared/boot-id.js';
 import { createLogger } from '../../shared/logger.js';
 import {
   sleep,
@@ -105,7 +106,7 @@ describe('data directory lock', () => {
     const pid = deadPid();
     fs.writeFileSync(
       path.join(data, LOCK_FILE),
-      JSON.stringify({ pid, bootId: readBootId(), startTicks: null }) + '\n',
+      JSON.stringify({ pid, bootId: currentBootId(), startTicks: null }) + '\n',
     );
     const running = await logNode(data);
     expect(JSON.parse(fs.readFileSync(path.join(data, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
@@ -129,7 +130,7 @@ describe('data directory lock', () => {
       .split(' ')[19];
     fs.writeFileSync(
       path.join(data, LOCK_FILE),
-      JSON.stringify({ pid, bootId: readBootId(), startTicks }) + '\n',
+      JSON.stringify({ pid, bootId: currentBootId(), startTicks }) + '\n',
     );
     await logNode(data);
     expect(JSON.parse(fs.readFileSync(path.join(data, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
@@ -141,7 +142,7 @@ describe('data directory lock', () => {
       path.join(data, LOCK_FILE),
       JSON.stringify({ pid: process.ppid, bootId: 'an-earlier-boot', startTicks: null }) + '\n',
     );
-    if (readBootId() === null) return; // no boot id here: only the pid can be checked
+    if (currentBootId() === null) return; // no boot id here: only the pid can be checked
     await logNode(data);
   });
 
@@ -155,7 +156,7 @@ describe('data directory lock', () => {
     });
     fs.writeFileSync(
       path.join(data, LOCK_FILE),
-      JSON.stringify({ pid: sleeper.pid, bootId: readBootId(), startTicks: null }) + '\n',
+      JSON.stringify({ pid: sleeper.pid, bootId: currentBootId(), startTicks: null }) + '\n',
     );
     await expect(logNode(data)).rejects.toThrow(
       `data directory ${data} is in use by pid ${sleeper.pid}`,
@@ -166,7 +167,7 @@ describe('data directory lock', () => {
     const data = dir('lock-race');
     fs.writeFileSync(
       path.join(data, LOCK_FILE),
-      JSON.stringify({ pid: deadPid(), bootId: readBootId(), startTicks: null }) + '\n',
+      JSON.stringify({ pid: deadPid(), bootId: currentBootId(), startTicks: null }) + '\n',
     );
     const module = path.resolve(path.dirname(TAILBASE_BIN), '../shared/data-dir-lock.js');
     // Each racer reports, then holds what it got until its stdin closes (after all have reported).
@@ -240,12 +241,4 @@ function runScript(script: string) {
     child.once('exit', (code) => reject(new Error(`racer exited (${code}) before reporting`)));
   });
   return { child, outcome, exited };
-}
-
-function readBootId(): string | null {
-  try {
-    return fs.readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
-  } catch {
-    return null;
-  }
 }
