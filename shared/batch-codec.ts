@@ -354,7 +354,8 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);
   }
   const { header } = check;
-  checkProducerFields(asBuffer(batch), header);
+  const buf = asBuffer(batch);
+  checkProducerFields(buf, header);
   if (header.recordCount > limits.recordsPerBatchMax) {
     throw tooLarge(
       'too_many_records',
@@ -366,7 +367,6 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
       },
     );
   }
-  const buf = asBuffer(batch);
   let at = BATCH_HEADER_BYTES;
   for (let i = 0; i < header.recordCount; i++) {
     const recordBytes = buf.readInt32BE(at) + 4;
