@@ -84,16 +84,19 @@ async function startLocked(
     log,
     logger,
   });
-  await node.start();
-  const listener = await listen(
-    createServeNodeApp(node, logger),
-    options.host ?? DEFAULT_HOST,
-    options.port ?? 0,
-  ).catch(async (error: unknown) => {
-    // The lock goes once this returns: the stores must be closed by then.
+  let listener: Awaited<ReturnType<typeof listen>>;
+  try {
+    await node.start();
+    listener = await listen(
+      createServeNodeApp(node, logger),
+      options.host ?? DEFAULT_HOST,
+      options.port ?? 0,
+    );
+  } catch (error) {
+    // The lock goes once this returns: the stores must be closed by then, however start failed.
     await node.stop();
     throw error;
-  });
+  }
   logger.info({ url: listener.url, nodeId, partitions: hosted }, 'serve-node ready');
   let stopping: Promise<void> | null = null;
   return {
