@@ -10,7 +10,7 @@
  */
 import { rmSync } from 'node:fs';
 import { InternalHttp, type InternalResponse } from '../shared/internal-http.js';
-import { HttpServeClient } from '../shared/serve-client.js';
+import { HttpServeClient } from '../shared/http-serve-client.js';
 import { loadCorpus } from './corpus.js';
 import {
   CONNECTIONS,

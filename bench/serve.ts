@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { open } from 'lmdb';
 import { encodeBatch, type LogRecord } from '../shared/batch-codec.js';
-import { HttpLogClient } from '../shared/log-client.js';
+import { HttpLogClient } from '../shared/http-log-client.js';
 import { createLogger } from '../shared/logger.js';
 import { startServeNode } from '../serve-node/index.js';
 import { loadCorpus, type CorpusDoc } from './corpus.js';

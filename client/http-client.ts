@@ -5,7 +5,7 @@
  * command line keeps that token between runs in a file (token-store.ts).
  */
 import { errorInBody, TailbaseError } from '../shared/errors.js';
-import type { ServeStatus } from '../shared/serve-client.js';
+import type { ServeStatus } from '../shared/serve-api.js';
 import { splitLines } from './ndjson.js';
 
 export const TOKEN_HEADER = 'Tailbase-Token';

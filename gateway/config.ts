@@ -10,8 +10,8 @@ import {
 } from '../shared/batch-codec.js';
 import { CLOSE_ANSWER_WAIT_MS_MAX } from '../shared/http-server.js';
 import { INTERNAL_SOCKETS_MAX } from '../shared/internal-http.js';
-import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-client.js';
-import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-client.js';
+import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-api.js';
+import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-api.js';
 
 export type Scope = 'read' | 'write' | 'admin';
 

@@ -3,7 +3,7 @@
  * offsets a read was served at back into the token it answers with.
  */
 import type { Context } from 'hono';
-import type { AppliedOffsets, WaitFor } from '../shared/serve-client.js';
+import type { AppliedOffsets, WaitFor } from '../shared/serve-api.js';
 import { mergeTokenOffsets, type TokenOffsets } from '../shared/token.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';

@@ -5,10 +5,11 @@
  */
 import { isLoopback } from '../shared/cli-options.js';
 import { listen } from '../shared/http-server.js';
-import type { LogClient } from '../shared/log-client.js';
+import type { LogClient } from '../shared/log-api.js';
 import { LogCluster } from '../shared/log-cluster.js';
 import { createLogger, type Logger } from '../shared/logger.js';
-import { HttpServeClient, type ServeClient } from '../shared/serve-client.js';
+import { type ServeClient } from '../shared/serve-api.js';
+import { HttpServeClient } from '../shared/http-serve-client.js';
 import { createGatewayApp } from './app.js';
 import { checkAgainstLog, resolveGatewayConfig, type GatewayConfigInput } from './config.js';
 import { closeGatewayServices, createGatewayServices, type GatewayServices } from './services.js';

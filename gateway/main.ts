@@ -6,9 +6,9 @@ import {
   limitValues,
   onShutdownSignal,
 } from '../shared/cli-options.js';
-import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-client.js';
+import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-api.js';
 import { createLogger } from '../shared/logger.js';
-import { GET_BATCH_KEYS_MAX } from '../shared/serve-client.js';
+import { GET_BATCH_KEYS_MAX } from '../shared/serve-api.js';
 import {
   DEFAULT_LIMITS,
   DEFAULT_WRITER,

@@ -39,7 +39,7 @@ import {
 } from '../shared/batch-codec.js';
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import { connectionRefused } from '../shared/internal-http.js';
-import type { LogClient } from '../shared/log-client.js';
+import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import type { WriterConfig } from './config.js';
 

@@ -7,7 +7,7 @@
  */
 import { badRequest } from '../shared/errors.js';
 import { collectApplied } from './consistency.js';
-import type { AppliedOffsets, ScanResult, ServedDocument } from '../shared/serve-client.js';
+import type { AppliedOffsets, ScanResult, ServedDocument } from '../shared/serve-api.js';
 
 export interface NodePage {
   assigned: readonly number[];

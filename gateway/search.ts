@@ -6,7 +6,7 @@
  * term statistics, so the merged order can differ from one global index (measured in the
  * benchmark, see README.md).
  */
-import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-client.js';
+import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-api.js';
 import { collectApplied } from './consistency.js';
 
 export interface NodeHits {

@@ -3,10 +3,10 @@
  * the serve-node topology, the token codec, metrics and the logger.
  */
 import type { LogRecord } from '../shared/batch-codec.js';
-import type { ClusterInfo, LogClient } from '../shared/log-client.js';
+import type { ClusterInfo, LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
-import type { ServeClient } from '../shared/serve-client.js';
+import type { ServeClient } from '../shared/serve-api.js';
 import { mergeTokenOffsets, TokenCodec, type TokenOffsets } from '../shared/token.js';
 import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';

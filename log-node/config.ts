@@ -2,7 +2,7 @@
  * The log-node's configuration: every size, count and wait is named here with its unit, has a
  * default, and is enforced where it is used.
  */
-import { APPEND_REQUEST_BYTES_MAX, PARTITIONS_MAX } from '../shared/log-client.js';
+import { APPEND_REQUEST_BYTES_MAX, PARTITIONS_MAX } from '../shared/log-api.js';
 
 export type FsyncPolicy = 'always' | 'interval';
 export type CleanupPolicy = 'compact' | 'delete' | 'compact,delete';

@@ -6,7 +6,7 @@
  */
 import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
-import type { FetchPosition } from '../shared/log-client.js';
+import type { FetchPosition } from '../shared/log-api.js';
 import type { LogNode } from './log-node.js';
 
 export async function fetchPartitions(

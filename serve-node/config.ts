@@ -2,7 +2,7 @@
  * A serve-node's configuration: where it keeps its stores, which log it tails, which partitions it
  * hosts, and every limit it enforces (units last in the names).
  */
-import { SERVE_WAIT_MS_MAX } from '../shared/serve-client.js';
+import { SERVE_WAIT_MS_MAX } from '../shared/serve-api.js';
 
 export interface ServeNodeLimits {
   /** The longest a read may wait for `wait_for`; larger `wait_ms` values are clamped to it. */

@@ -7,7 +7,7 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { assert } from '../shared/assert.js';
-import { PARTITIONS_MAX } from '../shared/log-client.js';
+import { PARTITIONS_MAX } from '../shared/log-api.js';
 import { columnLayout, type CollectionSettings, type ColumnLayout } from './collection-settings.js';
 
 /**

@@ -1,7 +1,7 @@
 /** The serve-node's public surface: start one, and the types its callers need. */
 import { withDataDirLock } from '../shared/data-dir-lock.js';
 import { LogCluster } from '../shared/log-cluster.js';
-import { PARTITIONS_MAX } from '../shared/log-client.js';
+import { PARTITIONS_MAX } from '../shared/log-api.js';
 import { listen } from '../shared/http-server.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS, type ServeNodeConfig } from './config.js';

@@ -10,9 +10,9 @@
 import { readBatchHeader } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
-import type { FetchPosition, LogClient } from '../shared/log-client.js';
+import type { FetchPosition, LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
-import type { PartitionState } from '../shared/serve-client.js';
+import type { PartitionState } from '../shared/serve-api.js';
 import { ApplyRate } from './apply-rate.js';
 import type { ApplyPart, Replica } from './replica.js';
 

@@ -10,7 +10,7 @@ import { readBodyBytes } from '../shared/http-body.js';
 import { installErrorHandlers, jsonText, requireClusterSecret } from '../shared/http-server.js';
 import { integerParam } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
-import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
+import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
 import type { StoredDoc } from './doc-store.js';
 import { parseQuery } from './fts-query.js';

@@ -5,9 +5,9 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { unavailable, badRequest } from '../shared/errors.js';
-import type { LogClient } from '../shared/log-client.js';
+import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
-import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-client.js';
+import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
 import { DOCS_FILE } from './doc-store.js';
 import { OffsetWaiters } from './offset-waiters.js';

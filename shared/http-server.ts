@@ -10,7 +10,7 @@ import type { Context, Hono, MiddlewareHandler } from 'hono';
 import { HTTPException } from 'hono/http-exception';
 import type { ContentfulStatusCode } from 'hono/utils/http-status';
 import { TailbaseError } from './errors.js';
-import { CLUSTER_SECRET_HEADER } from './log-client.js';
+import { CLUSTER_SECRET_HEADER } from './log-api.js';
 import type { Logger } from './logger.js';
 
 export function errorResponse(c: Context, error: unknown, logger?: Logger): Response {

@@ -10,14 +10,13 @@ import {
   type AppendResult,
   type ClusterInfo,
   type FetchPosition,
-  HttpLogClient,
-  type HttpLogClientOptions,
   type LogClient,
   type LogLimits,
   type PartitionOffsets,
   type ReadOptions,
   type ReadResult,
-} from './log-client.js';
+} from './log-api.js';
+import { HttpLogClient, type HttpLogClientOptions } from './http-log-client.js';
 
 export interface LogClusterOptions extends HttpLogClientOptions {
   /** How long connect() keeps retrying log-nodes that are not up yet. */

@@ -6,7 +6,7 @@
  */
 import { type Command, Option } from 'commander';
 import { TailbaseError } from '../../shared/errors.js';
-import { HttpServeClient } from '../../shared/serve-client.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
 import type { TailbaseClient } from '../http-client.js';
 import { clientAction, clientCommand, integerAtLeast, parseHttpUrl } from '../command-kit.js';
 import { formatDuration, formatRate } from '../format.js';

@@ -2,7 +2,7 @@
 import type { Hono } from 'hono';
 import { badRequest } from '../../shared/errors.js';
 import { jsonText } from '../../shared/http-server.js';
-import type { SearchResult } from '../../shared/serve-client.js';
+import type { SearchResult } from '../../shared/serve-api.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, servedToken, TOKEN_HEADER, waitForPartitions } from '../consistency.js';
 import { decodeCursor, encodeCursor, mergeScanPages } from '../scan.js';

@@ -4,7 +4,7 @@
 // a reset connection) and each 200 is in the log.
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import {
   readPartition,
   recordsOf,

@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import {
   type Random,
   readPartition,

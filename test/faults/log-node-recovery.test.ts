@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { startLogNode } from '../../log-node/index.js';

@@ -4,9 +4,9 @@
 // write of its key in the log.
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
-import { HttpServeClient } from '../../shared/serve-client.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { sleep, spawnNode, tempDir, type SpawnedNode, type TempDir } from '../harness/index.js';
 

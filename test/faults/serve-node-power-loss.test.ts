@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { HttpServeClient } from '../../shared/serve-client.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { currentBootId } from '../../shared/boot-id.js';
 import { logAndServeNodes } from '../harness/index.js';
 

@@ -13,7 +13,7 @@ import {
   type LogRecord,
   type StoredRecord,
 } from '../../shared/batch-codec.js';
-import type { LogClient } from '../../shared/log-client.js';
+import type { LogClient } from '../../shared/log-api.js';
 
 export interface ReadBatch {
   header: BatchHeader;

@@ -8,9 +8,9 @@ import {
   type ServeNodeOptions,
 } from '../../serve-node/index.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
-import { HttpServeClient } from '../../shared/serve-client.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { tempDir } from './temp-dir.js';
 
 const silent = createLogger('test', 'silent');

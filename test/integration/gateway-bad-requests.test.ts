@@ -339,7 +339,7 @@ describe('gateway with its log unreachable', () => {
   it('answers 503 without naming the internal address', async () => {
     const { createGatewayApp, createGatewayServices, resolveGatewayConfig } =
       await import('../../gateway/index.js');
-    const { HttpLogClient } = await import('../../shared/log-client.js');
+    const { HttpLogClient } = await import('../../shared/http-log-client.js');
     const dead = new HttpLogClient('http://127.0.0.1:9');
     const config = resolveGatewayConfig({
       logUrls: [dead.url],

@@ -2,7 +2,7 @@
 // reads, scans and searches spread over both, and once one is stopped every read still succeeds
 // on the other (the gateway skips the node it finds unreachable).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpServeClient } from '../../shared/serve-client.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { startStallProxy } from '../harness/index.js';
 import { call, startCluster, type ClusterFixture } from './gateway-harness.js';
 

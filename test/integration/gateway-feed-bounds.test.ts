@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { tempDir } from '../harness/index.js';
 import { gatewayApp, silent } from './gateway-harness.js';
 

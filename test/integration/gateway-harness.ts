@@ -12,9 +12,9 @@ import {
 import type { GatewayConfigInput } from '../../gateway/config.js';
 import type { GatewayServices } from '../../gateway/services.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
-import type { ServeClient } from '../../shared/serve-client.js';
+import type { ServeClient } from '../../shared/serve-api.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
 
 export const silent = createLogger('test', 'silent');

@@ -21,7 +21,8 @@ import {
 } from '../../shared/batch-codec.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { TailbaseError } from '../../shared/errors.js';
-import { HttpLogClient, type AppendResult, type LogClient } from '../../shared/log-client.js';
+import { type AppendResult, type LogClient } from '../../shared/log-api.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { gatewayApp, silent, startLog, type LogFixture } from './gateway-harness.js';
 
 let fixture: LogFixture;

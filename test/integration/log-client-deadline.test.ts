@@ -2,7 +2,7 @@
 // bound instead of holding them forever: offsets, reads and a serve-node's fetch all reject as
 // log_unreachable once answerMsMax (plus the wait they asked for) has passed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { logAndServeNodes, startStallProxy } from '../harness/index.js';
 
 const ANSWER_MS_MAX = 200;

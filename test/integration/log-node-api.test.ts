@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { encodeFrames } from '../../shared/partition-frames.js';
 import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';

@@ -16,7 +16,7 @@ import {
   iterateBatches,
   type LogRecord,
 } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, startLogNode } from '../../log-node/index.js';
 import {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_CRC_START, encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { crc32c } from '../../shared/crc32c.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { encodeFrames } from '../../shared/partition-frames.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';

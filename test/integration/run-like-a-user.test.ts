@@ -6,7 +6,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startLocalCluster } from '../../bin/local-cluster.js';
-import { HttpServeClient } from '../../shared/serve-client.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { freePort, tempDir } from '../harness/index.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');

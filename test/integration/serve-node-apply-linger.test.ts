@@ -4,8 +4,8 @@
 // waiting it out. While reads wait now and then, it does not pause at all.
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import type { HttpLogClient } from '../../shared/log-client.js';
-import type { HttpServeClient } from '../../shared/serve-client.js';
+import type { HttpLogClient } from '../../shared/http-log-client.js';
+import type { HttpServeClient } from '../../shared/http-serve-client.js';
 import { logAndServeNodes } from '../harness/index.js';
 
 const LINGER_MS = 5_000;

@@ -3,9 +3,10 @@
 // one that ran throughout, and return the same top-20 hits with the same scores.
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/log-client.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
-import { HttpServeClient, type ServedDocument, type WaitFor } from '../../shared/serve-client.js';
+import { type ServedDocument, type WaitFor } from '../../shared/serve-api.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { startLogNode } from '../../log-node/index.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
 import { seededRandom, testSeed, tempDir, type TempDir } from '../harness/index.js';

@@ -5,7 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compareKeys, decodeCursor, encodeCursor, mergeScanPages } from '../../gateway/scan.js';
 import { mergeSearchHits } from '../../gateway/search.js';
-import type { ScanResult, ServedDocument } from '../../shared/serve-client.js';
+import type { ScanResult, ServedDocument } from '../../shared/serve-api.js';
 
 const doc = (key: string, partition: number): ServedDocument => ({
   key,

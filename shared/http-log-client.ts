@@ -1,83 +1,29 @@
 /**
- * The typed client of a log-node's internal HTTP API, used by serve-nodes, the gateway, tests and
- * benchmarks. The routes are documented in log-node/README.md.
+ * The log contract (log-api.ts) over a log-node's internal HTTP API, used by serve-nodes, the
+ * gateway, tests and benchmarks in a multi-process cluster. The routes are documented in
+ * log-node/README.md.
  */
 import { CallBatcher } from './call-batcher.js';
 import { errorFromBody, TailbaseError } from './errors.js';
 import { decodeFetchAnswer, type FetchOutcome } from './fetch-answer.js';
 import { InternalHttp, type InternalResponse } from './internal-http.js';
+import {
+  APPEND_REQUEST_BYTES_MAX,
+  CLUSTER_SECRET_HEADER,
+  END_OFFSET_HEADER,
+  LOG_ANSWER_MS_MAX,
+  LOG_START_OFFSET_HEADER,
+  PARTITIONS_MAX,
+  type AppendResult,
+  type ClusterInfo,
+  type FetchPosition,
+  type LogClient,
+  type PartitionAppendOutcome,
+  type PartitionOffsets,
+  type ReadOptions,
+  type ReadResult,
+} from './log-api.js';
 import { encodeFrames, FRAME_HEADER_BYTES, type PartitionFrame } from './partition-frames.js';
-
-export const CLUSTER_SECRET_HEADER = 'tailbase-cluster-secret';
-export const LOG_START_OFFSET_HEADER = 'tailbase-log-start-offset';
-export const END_OFFSET_HEADER = 'tailbase-end-offset';
-
-export interface AppendResult {
-  baseOffset: number;
-  lastOffset: number;
-  /** True when the (producerId, sequence) was already appended and these are its offsets. */
-  duplicate: boolean;
-}
-
-/** One partition's outcome in a multi-partition append: its offsets, or its error and status. */
-export type PartitionAppendOutcome = { partition: number } & (
-  AppendResult | ({ status: number } & ReturnType<TailbaseError['toBody']>)
-);
-
-export interface PartitionOffsets {
-  partition: number;
-  logStartOffset: number;
-  endOffset: number;
-}
-
-export interface ReadResult {
-  /** Whole batches as stored; the first may start before the requested offset. */
-  batches: Buffer;
-  logStartOffset: number;
-  endOffset: number;
-}
-
-/** The batch limits a log-node enforces, so a writer can check its own against them. */
-export interface LogLimits {
-  batchBytesMax: number;
-  recordBytesMax: number;
-  recordsPerBatchMax: number;
-}
-
-export interface ClusterInfo {
-  clusterId: string;
-  partitions: number;
-  /** The partitions this log-node stores. */
-  hostedPartitions: number[];
-  nodeId: string;
-  /** Absent from log-nodes older than stop 9. */
-  limits?: LogLimits;
-}
-
-export interface ReadOptions {
-  maxBytes?: number;
-  waitMs?: number;
-  signal?: AbortSignal;
-}
-
-export interface FetchPosition {
-  partition: number;
-  offset: number;
-}
-
-export interface LogClient {
-  cluster(): Promise<ClusterInfo>;
-  append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult>;
-  read(partition: number, offset: number, options?: ReadOptions): Promise<ReadResult>;
-  /**
-   * Several partitions of one log-node in one read (`fetchGroups` says which go together); each
-   * outcome is the partition's batches or its own error. `maxBytes` applies per partition.
-   */
-  fetch(positions: readonly FetchPosition[], options?: ReadOptions): Promise<FetchOutcome[]>;
-  /** The partitions grouped by the log-node that stores them. */
-  fetchGroups(partitions: readonly number[]): number[][];
-  offsets(): Promise<PartitionOffsets[]>;
-}
 
 export interface HttpLogClientOptions {
   clusterSecret?: string;
@@ -91,12 +37,6 @@ export interface HttpLogClientOptions {
   answerMsMax?: number;
 }
 
-export const LOG_ANSWER_MS_MAX = 10_000;
-
-/** The default bound of a multi-partition append, the log-node's and its clients'. */
-export const APPEND_REQUEST_BYTES_MAX = 64 * 1024 * 1024;
-/** The default bound of partitions a log-node holds, and so of frames in one append. */
-export const PARTITIONS_MAX = 1024;
 /** Multi-partition appends out to one log-node at once. */
 const APPENDS_IN_FLIGHT_MAX = 4;
 

@@ -1,138 +1,29 @@
 /**
- * The typed client of a serve-node's internal HTTP API, used by the gateway, tests and benchmarks.
- * The routes are documented in serve-node/README.md.
+ * The serve contract (serve-api.ts) over a serve-node's internal HTTP API, used by the gateway,
+ * tests and benchmarks in a multi-process cluster. The routes are documented in
+ * serve-node/README.md.
  */
 import { CallBatcher } from './call-batcher.js';
 import { errorFromBody, TailbaseError } from './errors.js';
 import { InternalHttp, type InternalResponse } from './internal-http.js';
-import { CLUSTER_SECRET_HEADER } from './log-client.js';
-
-/** For each partition, the offset a read must include (it waits until applied[p] > offset). */
-export type WaitFor = Readonly<Record<number, number>>;
-
-/** For each partition a read covered (keyed by the partition number), the next unapplied offset. */
-export type AppliedOffsets = Record<string, number>;
-
-export interface ServeReadOptions {
-  waitFor?: WaitFor;
-  /** How long to wait for `waitFor` before a 504 `not_caught_up`; the node bounds it. */
-  waitMs?: number;
-  signal?: AbortSignal;
-}
-
-export interface ServedDocument {
-  key: string;
-  /**
-   * The document's JSON text as stored, passed on unparsed: JSON.parse would round integers past
-   * 2^53 and the gateway would answer another number than the one written.
-   */
-  json: string;
-  /** The log offset of the record that wrote this version. */
-  offset: number;
-  partition: number;
-}
-
-export interface GetResult {
-  /** Null when the node holds no document under this key (a 404 `document_not_found`). */
-  doc: ServedDocument | null;
-  applied: AppliedOffsets;
-}
-
-export interface ScanOptions extends ServeReadOptions {
-  prefix?: string;
-  /** Inclusive. */
-  start?: string;
-  /** Exclusive. */
-  end?: string;
-  /** Exclusive resume key: the last key of the previous page. */
-  after?: string;
-  limit?: number;
-  /** Only these of the node's hosted partitions (default, or empty: all it hosts). */
-  partitions?: readonly number[];
-}
-
-export interface ScanResult {
-  items: ServedDocument[];
-  applied: AppliedOffsets;
-  more: boolean;
-}
-
-export interface SearchOptions extends ServeReadOptions {
-  q: string;
-  limit?: number;
-  offset?: number;
-  highlight?: boolean;
-  /** Only these of the node's hosted partitions (default, or empty: all it hosts). */
-  partitions?: readonly number[];
-}
-
-export interface SearchHit extends ServedDocument {
-  /** Higher is better: the negated FTS5 bm25(). */
-  score: number;
-  /** Field path → the field's text (or a snippet of it) with matches wrapped in <mark></mark>. */
-  highlights?: Record<string, string>;
-}
-
-export interface SearchResult {
-  hits: SearchHit[];
-  total: number;
-  applied: AppliedOffsets;
-}
-
-export type PartitionState = 'replaying' | 'tailing' | 'rebuilding' | 'stopped';
-
-export interface ServePartitionStatus {
-  partition: number;
-  applied: number;
-  logEndOffset: number;
-  lag: number;
-  applyRatePerSec: number;
-  etaSeconds: number | null;
-  state: PartitionState;
-  error?: string;
-}
-
-/** The read bounds a serve-node enforces, so a gateway can check its own against them. */
-export interface ServeReadLimits {
-  scanLimitMax: number;
-  searchLimitMax: number;
-  searchDepthMax: number;
-  waitMsMax: number;
-  getBatchKeysMax: number;
-}
-
-export interface ServeStatus {
-  nodeId: string;
-  clusterId: string | null;
-  partitions: ServePartitionStatus[];
-  ready: boolean;
-  /** Absent from serve-nodes older than stop 10. */
-  limits?: ServeReadLimits;
-  /** Why the stores were last wiped and replayed, if they were (admin call, log start moved...). */
-  lastRebuild?: { reason: string; atMs: number };
-}
-
-export interface SnapshotResult {
-  dir: string;
-  applied: AppliedOffsets;
-}
-
-export interface ServeClient {
-  get(collection: string, key: string, options?: ServeReadOptions): Promise<GetResult>;
-  scan(collection: string, options?: ScanOptions): Promise<ScanResult>;
-  search(collection: string, options: SearchOptions): Promise<SearchResult>;
-  status(): Promise<ServeStatus>;
-  /** True when /readyz answers 200. */
-  ready(): Promise<boolean>;
-  rebuild(): Promise<void>;
-  snapshot(dir: string): Promise<SnapshotResult>;
-}
-
-export function formatWaitFor(waitFor: WaitFor): string {
-  return Object.entries(waitFor)
-    .map(([partition, offset]) => `${partition}:${offset}`)
-    .join(',');
-}
+import { CLUSTER_SECRET_HEADER } from './log-api.js';
+import {
+  formatWaitFor,
+  GET_BATCH_KEYS_MAX,
+  SERVE_WAIT_MS_MAX,
+  type AppliedOffsets,
+  type GetResult,
+  type ScanOptions,
+  type ScanResult,
+  type SearchOptions,
+  type SearchResult,
+  type ServeClient,
+  type ServedDocument,
+  type ServeReadOptions,
+  type ServeStatus,
+  type SnapshotResult,
+  type WaitFor,
+} from './serve-api.js';
 
 export interface HttpServeClientOptions {
   /** Sent as the `tailbase-cluster-secret` header when the serve-node requires it. */
@@ -146,13 +37,6 @@ export interface HttpServeClientOptions {
   answerMsMax?: number;
 }
 
-/**
- * A serve-node's default waitMsMax, so also this client's bound on the wait of a read that gives
- * wait_for without wait_ms (the node waits its waitMsDefault, never more than its waitMsMax).
- */
-export const SERVE_WAIT_MS_MAX = 30_000;
-
-export const GET_BATCH_KEYS_MAX = 128;
 /** Batched reads out at once to one serve-node. */
 const GET_BATCHES_IN_FLIGHT_MAX = 2;
 

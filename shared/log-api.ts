@@ -1,0 +1,87 @@
+/**
+ * The log's contract: what a gateway or serve-node asks of the log layer, whichever way it is
+ * reached (over HTTP from another process, or bound in-process by `tailbase start`), and the
+ * constants of its HTTP wire form. Implementations: shared/http-log-client.ts (HTTP),
+ * shared/log-cluster.ts (several log-nodes), log-node/local-log-client.ts (in-process).
+ */
+import type { FetchOutcome } from './fetch-answer.js';
+import type { TailbaseError } from './errors.js';
+
+export const CLUSTER_SECRET_HEADER = 'tailbase-cluster-secret';
+export const LOG_START_OFFSET_HEADER = 'tailbase-log-start-offset';
+export const END_OFFSET_HEADER = 'tailbase-end-offset';
+
+export interface AppendResult {
+  baseOffset: number;
+  lastOffset: number;
+  /** True when the (producerId, sequence) was already appended and these are its offsets. */
+  duplicate: boolean;
+}
+
+/** One partition's outcome in a multi-partition append: its offsets, or its error and status. */
+export type PartitionAppendOutcome = { partition: number } & (
+  AppendResult | ({ status: number } & ReturnType<TailbaseError['toBody']>)
+);
+
+export interface PartitionOffsets {
+  partition: number;
+  logStartOffset: number;
+  endOffset: number;
+}
+
+export interface ReadResult {
+  /** Whole batches as stored; the first may start before the requested offset. */
+  batches: Buffer;
+  logStartOffset: number;
+  endOffset: number;
+}
+
+/** The batch limits a log-node enforces, so a writer can check its own against them. */
+export interface LogLimits {
+  batchBytesMax: number;
+  recordBytesMax: number;
+  recordsPerBatchMax: number;
+}
+
+export interface ClusterInfo {
+  clusterId: string;
+  partitions: number;
+  /** The partitions this log-node stores. */
+  hostedPartitions: number[];
+  nodeId: string;
+  /** Absent from log-nodes older than stop 9. */
+  limits?: LogLimits;
+}
+
+export interface ReadOptions {
+  maxBytes?: number;
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface FetchPosition {
+  partition: number;
+  offset: number;
+}
+
+export interface LogClient {
+  cluster(): Promise<ClusterInfo>;
+  append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult>;
+  read(partition: number, offset: number, options?: ReadOptions): Promise<ReadResult>;
+  /**
+   * Several partitions of one log-node in one read (`fetchGroups` says which go together); each
+   * outcome is the partition's batches or its own error. `maxBytes` applies per partition.
+   */
+  fetch(positions: readonly FetchPosition[], options?: ReadOptions): Promise<FetchOutcome[]>;
+  /** The partitions grouped by the log-node that stores them. */
+  fetchGroups(partitions: readonly number[]): number[][];
+  offsets(): Promise<PartitionOffsets[]>;
+}
+
+export const LOG_ANSWER_MS_MAX = 10_000;
+
+/** The default bound of a multi-partition append, the log-node's and its clients'. */
+export const APPEND_REQUEST_BYTES_MAX = 64 * 1024 * 1024;
+
+/** The default bound of partitions a log-node holds, and so of frames in one append. */
+export const PARTITIONS_MAX = 1024;
