@@ -6,7 +6,12 @@
  */
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import type { ServeClient, ServePartitionStatus, ServeReadLimits, ServeStatus } from '../shared/serve-api.js';
+import type {
+  ServeClient,
+  ServePartitionStatus,
+  ServeReadLimits,
+  ServeStatus,
+} from '../shared/serve-api.js';
 
 export interface ServeNode {
   /** The node's position in the configured list: a name that leaks no address. */

@@ -7,7 +7,11 @@ import { badRequest, TailbaseError } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 import { integerParam, partitionOffsetList } from '../shared/query-params.js';
 import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
-import { END_OFFSET_HEADER, LOG_START_OFFSET_HEADER, type PartitionAppendOutcome } from '../shared/log-api.js';
+import {
+  END_OFFSET_HEADER,
+  LOG_START_OFFSET_HEADER,
+  type PartitionAppendOutcome,
+} from '../shared/log-api.js';
 import { encodeFetchAnswer } from '../shared/fetch-answer.js';
 import { decodeFrames } from '../shared/partition-frames.js';
 import { fetchPartitions } from './fetch.js';

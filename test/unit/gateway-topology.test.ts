@@ -6,7 +6,12 @@ import { describe, expect, it } from 'vitest';
 import { ServeTopology, type ServeNode } from '../../gateway/topology.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
-import type { PartitionState, ServeClient, ServePartitionStatus, ServeStatus } from '../../shared/serve-api.js';
+import type {
+  PartitionState,
+  ServeClient,
+  ServePartitionStatus,
+  ServeStatus,
+} from '../../shared/serve-api.js';
 
 const DOWN_MS = 1000;
 
