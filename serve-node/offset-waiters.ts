@@ -31,9 +31,13 @@ export class OffsetWaiters {
     return this.waiting.size;
   }
 
-  /** Resolves once every need is applied; 504 `not_caught_up` after `waitMs`. */
-  async wait(needs: readonly OffsetNeed[], waitMs: number): Promise<void> {
+  /**
+   * Resolves once every need is applied; 504 `not_caught_up` after `waitMs`; with `signal`, fails
+   * with its reason once it aborts (the caller went away: its slot is freed at once).
+   */
+  async wait(needs: readonly OffsetNeed[], waitMs: number, signal?: AbortSignal): Promise<void> {
     if (this.unmet(needs) === undefined) return;
+    signal?.throwIfAborted();
     if (this.waiting.size >= this.waitersMax) {
       throw unavailable('too_many_waiters', `${this.waitersMax} reads are already waiting`, {
         limit: 'waitersMax',
@@ -41,20 +45,31 @@ export class OffsetWaiters {
       });
     }
     this.onWait(needs);
-    await new Promise<void>((resolve, reject) => {
-      const waiter: Waiter = {
-        needs,
-        resolve,
-        reject,
-        timer: setTimeout(() => {
-          this.waiting.delete(waiter);
-          const need = this.unmet(needs);
-          if (need === undefined) resolve();
-          else reject(this.notCaughtUp(need, waitMs));
-        }, waitMs),
-      };
-      this.waiting.add(waiter);
-    });
+    const aborted = () => {
+      this.waiting.delete(waiter);
+      clearTimeout(waiter.timer);
+      waiter.reject(signal?.reason as Error);
+    };
+    let waiter!: Waiter;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        waiter = {
+          needs,
+          resolve,
+          reject,
+          timer: setTimeout(() => {
+            this.waiting.delete(waiter);
+            const need = this.unmet(needs);
+            if (need === undefined) resolve();
+            else reject(this.notCaughtUp(need, waitMs));
+          }, waitMs),
+        };
+        this.waiting.add(waiter);
+        signal?.addEventListener('abort', aborted, { once: true });
+      });
+    } finally {
+      signal?.removeEventListener('abort', aborted);
+    }
   }
 
   /** Whether a read waits for one of these partitions. */

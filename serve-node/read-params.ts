@@ -4,6 +4,7 @@ import { badRequest } from '../shared/errors.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { partitionOffsetList } from '../shared/query-params.js';
 import type { OffsetNeed } from './offset-waiters.js';
+import type { BatchGetItem } from './reads.js';
 
 export function checkKey(key: string): string {
   const bytes = Buffer.byteLength(key);
@@ -20,12 +21,6 @@ export function parseWaitFor(raw: string | undefined, hosted: ReadonlySet<number
     partition: checkHosted(need.partition, hosted),
     offset: need.offset,
   }));
-}
-
-export interface BatchGetItem {
-  collection: string;
-  key: string;
-  needs: OffsetNeed[];
 }
 
 /** `{"items": [{"collection", "key", "waitFor"?: {"P": O}}]}`: 1..keysMax items, each checked. */
@@ -55,12 +50,13 @@ export function parseBatchGet(
     return {
       collection: checkCollection(collection),
       key: checkKey(key),
-      needs: parseWaitForObject(waitFor, hosted),
+      needs: needsOf(waitFor, hosted),
     };
   });
 }
 
-function parseWaitForObject(raw: unknown, hosted: ReadonlySet<number>): OffsetNeed[] {
+/** `{"P": O}` (a batched read's waitFor, or an in-process read's): each of a hosted partition. */
+export function needsOf(raw: unknown, hosted: ReadonlySet<number>): OffsetNeed[] {
   if (raw === undefined) return [];
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw badRequest('invalid_wait_for', 'waitFor is an object of partition → offset');

@@ -2,18 +2,20 @@
  * The serve-node's internal HTTP API (README.md): document reads, key-ordered scans, ranked
  * search, each optionally waiting for offsets; status, health, and the admin calls.
  */
-import Database from 'better-sqlite3';
 import { Hono, type Context } from 'hono';
 import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, notFound, tooLarge } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
 import { installErrorHandlers, jsonText, requireClusterSecret } from '../shared/http-server.js';
-import { integerParam } from '../shared/query-params.js';
+import { optionalInteger } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
-import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-api.js';
+import type {
+  AppliedOffsets,
+  ServedDocument,
+  ServeStatus,
+  SnapshotResult,
+} from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
-import type { StoredDoc } from './doc-store.js';
-import { parseQuery } from './fts-query.js';
 import type { OffsetWaiters } from './offset-waiters.js';
 import {
   checkKey,
@@ -22,14 +24,14 @@ import {
   parseBatchGet,
   parseWaitFor,
 } from './read-params.js';
-import type { Replica } from './replica.js';
+import { ServeReads, type ReadStores, type ReadWait } from './reads.js';
 
 export interface ServeNodeCore {
   hosted: readonly number[];
   limits: ServeNodeLimits;
   clusterSecret?: string;
   waiters: OffsetWaiters;
-  replica(): Replica;
+  replica(): ReadStores;
   applied(): AppliedOffsets;
   status(): ServeStatus;
   ready(): boolean;
@@ -45,22 +47,12 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
 
   app.use('/internal/*', requireClusterSecret(core.clusterSecret));
 
-  /** Waits until the read's `wait_for` offsets are applied, for at most its `wait_ms`. */
-  const waitForOffsets = async (c: Context): Promise<void> => {
-    const needs = parseWaitFor(c.req.query('wait_for'), hostedSet);
-    // Longer waits than waitMsMax are clamped to it, not refused.
-    const waitMs = Math.min(
-      integerParam(
-        c.req.query('wait_ms'),
-        'wait_ms',
-        0,
-        Number.MAX_SAFE_INTEGER,
-        limits.waitMsDefault,
-      ),
-      limits.waitMsMax,
-    );
-    if (needs.length > 0) await core.waiters.wait(needs, waitMs);
-  };
+  const reads = new ServeReads(core);
+  /** The `wait_for` and `wait_ms` of a read route. */
+  const readWait = (c: Context): ReadWait => ({
+    needs: parseWaitFor(c.req.query('wait_for'), hostedSet),
+    waitMs: optionalInteger(c.req.query('wait_ms')),
+  });
 
   app.get('/healthz', (c) => c.json({ ok: true }));
   app.get('/readyz', (c) =>
@@ -73,9 +65,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   app.get('/internal/docs/:collection/:key{.+}', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
     const key = checkKey(c.req.param('key'));
-    await waitForOffsets(c);
-    const doc = core.replica().docs.get(collection, key);
-    const applied = core.applied();
+    const { doc, applied } = await reads.get(collection, key, readWait(c));
     if (doc === undefined) {
       throw notFound('document_not_found', `no document ${collection}/${key}`, { applied });
     }
@@ -94,43 +84,28 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
         ...(actualBytes === undefined ? {} : { actualBytes }),
       }),
     );
-    const items = parseBatchGet(body, hostedSet, limits.getBatchKeysMax);
-    const applied = core.applied();
-    const answers = items.map(({ collection, key, needs }) => {
-      if (needs.some((need) => applied[need.partition] <= need.offset)) return 'false';
-      const doc = core.replica().docs.get(collection, key);
-      return doc === undefined ? 'null' : docJson(doc);
-    });
-    return jsonText(c, `{"items":[${answers.join(',')}],"applied":${JSON.stringify(applied)}}`);
+    const { answers, applied } = reads.getMany(
+      parseBatchGet(body, hostedSet, limits.getBatchKeysMax),
+    );
+    const items = answers.map((doc) =>
+      doc === false ? 'false' : doc === null ? 'null' : docJson(doc),
+    );
+    return jsonText(c, `{"items":[${items.join(',')}],"applied":${JSON.stringify(applied)}}`);
   });
 
   app.get('/internal/scan/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
-    const limit = integerParam(
-      c.req.query('limit'),
-      'limit',
-      1,
-      limits.scanLimitMax,
-      limits.scanLimitDefault,
-    );
-    const range = {
-      prefix: optionalString('prefix', c.req.query('prefix')),
-      start: optionalString('start', c.req.query('start')),
-      end: optionalString('end', c.req.query('end')),
-      after: optionalString('after', c.req.query('after')),
-    };
-    const partitions = parsePartitions(c.req.query('partitions'), hostedSet);
-    await waitForOffsets(c);
-    const { items, more } = core
-      .replica()
-      .docs.scan(
-        collection,
-        range,
-        limit,
-        partitions ? new Set(partitions) : hostedSet,
-        limits.scanBytesMax,
-      );
-    const applied = core.applied();
+    const { items, more, applied } = await reads.scan(collection, {
+      limit: optionalInteger(c.req.query('limit')),
+      range: {
+        prefix: optionalString('prefix', c.req.query('prefix')),
+        start: optionalString('start', c.req.query('start')),
+        end: optionalString('end', c.req.query('end')),
+        after: optionalString('after', c.req.query('after')),
+      },
+      partitions: parsePartitions(c.req.query('partitions'), hostedSet),
+      ...readWait(c),
+    });
     return jsonText(
       c,
       `{"items":[${items.map(docJson).join(',')}],"applied":${JSON.stringify(applied)},"more":${more}}`,
@@ -139,61 +114,23 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
 
   app.get('/internal/search/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
-    const q = c.req.query('q');
-    if (q === undefined || q.trim() === '') throw badRequest('invalid_query', 'q is required');
-    const query = parseQuery(q, limits);
-    const limit = integerParam(
-      c.req.query('limit'),
-      'limit',
-      1,
-      limits.searchLimitMax,
-      limits.searchLimitDefault,
-    );
-    const offset = integerParam(
-      c.req.query('offset'),
-      'offset',
-      0,
-      limits.searchDepthMax - limit,
-      0,
-    );
-    const highlight = c.req.query('highlight') === 'true';
-    const partitions = parsePartitions(c.req.query('partitions'), hostedSet) ?? core.hosted;
-    await waitForOffsets(c);
-    const replica = core.replica();
-    let found;
-    try {
-      found = replica.search.search(collection, partitions, query, offset + limit);
-    } catch (error) {
-      // The parser emits only quoted strings, so this is a tokenizer corner case, not a bug to hide.
-      if (error instanceof Database.SqliteError) {
-        throw badRequest('invalid_query', `the query cannot be searched: ${error.message}`);
-      }
-      throw error;
-    }
-    const page = found.matches.slice(offset, offset + limit).flatMap((match) => {
-      const doc = replica.docs.get(collection, match.key);
-      return doc === undefined ? [] : [{ match, doc }];
+    const { hits, total, applied } = await reads.search(collection, {
+      q: c.req.query('q'),
+      limit: optionalInteger(c.req.query('limit')),
+      offset: optionalInteger(c.req.query('offset')),
+      highlight: c.req.query('highlight') === 'true',
+      partitions: parsePartitions(c.req.query('partitions'), hostedSet),
+      ...readWait(c),
     });
-    const highlights: Array<Record<string, string>> = [];
-    if (highlight) {
-      for (const partition of new Set(page.map((hit) => hit.match.partition))) {
-        const inPartition = page.filter((hit) => hit.match.partition === partition);
-        const marked = replica.search.highlights(
-          collection,
-          partition,
-          inPartition.map((hit) => ({ doc: JSON.parse(hit.doc.json) as unknown })),
-          query,
-        );
-        inPartition.forEach((hit, i) => (highlights[page.indexOf(hit)] = marked[i]));
-      }
-    }
     // The documents' JSON goes out as stored: parsing and re-serialising it is most of a search.
-    const hits = page.map(({ match, doc }, i) => {
-      const extra = highlight ? `,"highlights":${JSON.stringify(highlights[i] ?? {})}` : '';
-      return `${docJson(doc).slice(0, -1)},"score":${JSON.stringify(match.score)}${extra}}`;
+    const items = hits.map((hit) => {
+      const extra = hit.highlights ? `,"highlights":${JSON.stringify(hit.highlights)}` : '';
+      return `${docJson(hit).slice(0, -1)},"score":${JSON.stringify(hit.score)}${extra}}`;
     });
-    const applied = JSON.stringify(core.applied());
-    return jsonText(c, `{"hits":[${hits.join(',')}],"total":${found.total},"applied":${applied}}`);
+    return jsonText(
+      c,
+      `{"hits":[${items.join(',')}],"total":${total},"applied":${JSON.stringify(applied)}}`,
+    );
   });
 
   app.post('/internal/admin/rebuild', (c) => {
@@ -215,7 +152,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
 }
 
 /** A document with its JSON text as a string, so no reader's JSON.parse rounds its numbers. */
-function docJson(doc: StoredDoc): string {
+function docJson(doc: ServedDocument): string {
   return (
     `{"key":${JSON.stringify(doc.key)},"json":${JSON.stringify(doc.json)},` +
     `"offset":${doc.offset},"partition":${doc.partition}}`

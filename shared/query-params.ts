@@ -12,13 +12,33 @@ export function integerParam(
   max: number,
   fallback?: number,
 ): number {
-  if (raw === undefined || raw === '') {
+  if (raw === undefined || raw === '') return checkInteger(undefined, name, min, max, fallback);
+  return checkInteger(/^\d{1,16}$/.test(raw) ? Number(raw) : NaN, name, min, max);
+}
+
+/**
+ * An integer parameter whose bounds are checked where it is used (checkInteger): undefined when
+ * absent; anything but digits becomes NaN, which that check refuses.
+ */
+export function optionalInteger(raw: string | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  return /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+}
+
+/** A parameter already a number (an in-process call's): the same bounds and 400s as integerParam. */
+export function checkInteger(
+  value: number | undefined,
+  name: string,
+  min: number,
+  max: number,
+  fallback?: number,
+): number {
+  if (value === undefined) {
     if (fallback === undefined) {
       throw badRequest('invalid_parameter', `${name} is required`, { parameter: name });
     }
     return fallback;
   }
-  const value = /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
   if (!(Number.isSafeInteger(value) && value >= min && value <= max)) {
     throw badRequest('invalid_parameter', `${name} must be an integer in ${min}..${max}`, {
       parameter: name,

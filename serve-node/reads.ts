@@ -1,0 +1,171 @@
+/**
+ * The serve-node's reads, apart from any transport: key reads, key-ordered scans and ranked
+ * search over the current stores, each first waiting until the offsets it needs are applied. The
+ * HTTP routes (routes.ts) and the in-process client (local-serve-client.ts) both call these, so a
+ * read checks the same bounds and answers the same way whichever way it arrived.
+ */
+import Database from 'better-sqlite3';
+import { badRequest } from '../shared/errors.js';
+import { checkInteger } from '../shared/query-params.js';
+import type { AppliedOffsets, SearchHit } from '../shared/serve-api.js';
+import type { ServeNodeLimits } from './config.js';
+import type { DocStore, KeyRange, StoredDoc } from './doc-store.js';
+import { parseQuery } from './fts-query.js';
+import type { OffsetNeed, OffsetWaiters } from './offset-waiters.js';
+import type { SearchStore } from './search-store.js';
+
+/** The stores a read looks in: the current generation's. */
+export interface ReadStores {
+  docs: Pick<DocStore, 'get' | 'scan'>;
+  search: Pick<SearchStore, 'search' | 'highlights'>;
+}
+
+/** What reads need of the node. */
+export interface ReadCore {
+  hosted: readonly number[];
+  limits: ServeNodeLimits;
+  waiters: OffsetWaiters;
+  replica(): ReadStores;
+  applied(): AppliedOffsets;
+}
+
+/** How long a read waits for its offsets, and which it waits for (each of a hosted partition). */
+export interface ReadWait {
+  needs: readonly OffsetNeed[];
+  /** Absent: the node's waitMsDefault; longer than waitMsMax: clamped to it, not refused. */
+  waitMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface ScanRequest extends ReadWait {
+  range: KeyRange;
+  limit?: number;
+  /** Only these hosted partitions (default: all). */
+  partitions?: readonly number[];
+}
+
+export interface SearchRequest extends ReadWait {
+  q: string | undefined;
+  limit?: number;
+  offset?: number;
+  highlight: boolean;
+  /** Only these hosted partitions (default: all). */
+  partitions?: readonly number[];
+}
+
+/** One item of a batched key read: nothing waits; an item not yet applied answers `false`. */
+export interface BatchGetItem {
+  collection: string;
+  key: string;
+  needs: readonly OffsetNeed[];
+}
+
+export class ServeReads {
+  private readonly hostedSet: ReadonlySet<number>;
+
+  constructor(private readonly core: ReadCore) {
+    this.hostedSet = new Set(core.hosted);
+  }
+
+  async get(
+    collection: string,
+    key: string,
+    wait: ReadWait,
+  ): Promise<{ doc: StoredDoc | undefined; applied: AppliedOffsets }> {
+    await this.waitFor(wait);
+    const doc = this.core.replica().docs.get(collection, key);
+    return { doc, applied: this.core.applied() };
+  }
+
+  getMany(items: readonly BatchGetItem[]): {
+    answers: Array<StoredDoc | null | false>;
+    applied: AppliedOffsets;
+  } {
+    const applied = this.core.applied();
+    const docs = this.core.replica().docs;
+    const answers = items.map(({ collection, key, needs }) => {
+      if (needs.some((need) => applied[need.partition] <= need.offset)) return false;
+      return docs.get(collection, key) ?? null;
+    });
+    return { answers, applied };
+  }
+
+  async scan(
+    collection: string,
+    request: ScanRequest,
+  ): Promise<{ items: StoredDoc[]; more: boolean; applied: AppliedOffsets }> {
+    const { limits } = this.core;
+    const limit = checkInteger(
+      request.limit,
+      'limit',
+      1,
+      limits.scanLimitMax,
+      limits.scanLimitDefault,
+    );
+    await this.waitFor(request);
+    const partitions = request.partitions?.length ? new Set(request.partitions) : this.hostedSet;
+    const { items, more } = this.core
+      .replica()
+      .docs.scan(collection, request.range, limit, partitions, limits.scanBytesMax);
+    return { items, more, applied: this.core.applied() };
+  }
+
+  async search(
+    collection: string,
+    request: SearchRequest,
+  ): Promise<{ hits: SearchHit[]; total: number; applied: AppliedOffsets }> {
+    const { limits } = this.core;
+    if (request.q === undefined || request.q.trim() === '') {
+      throw badRequest('invalid_query', 'q is required');
+    }
+    const query = parseQuery(request.q, limits);
+    const limit = checkInteger(
+      request.limit,
+      'limit',
+      1,
+      limits.searchLimitMax,
+      limits.searchLimitDefault,
+    );
+    const offset = checkInteger(request.offset, 'offset', 0, limits.searchDepthMax - limit, 0);
+    const partitions = request.partitions?.length ? request.partitions : this.core.hosted;
+    await this.waitFor(request);
+    const stores = this.core.replica();
+    let found;
+    try {
+      found = stores.search.search(collection, partitions, query, offset + limit);
+    } catch (error) {
+      // The parser emits only quoted strings, so this is a tokenizer corner case, not a bug to hide.
+      if (error instanceof Database.SqliteError) {
+        throw badRequest('invalid_query', `the query cannot be searched: ${error.message}`);
+      }
+      throw error;
+    }
+    const hits: SearchHit[] = found.matches.slice(offset, offset + limit).flatMap((match) => {
+      const doc = stores.docs.get(collection, match.key);
+      return doc === undefined ? [] : [{ ...doc, score: match.score }];
+    });
+    // Highlights only for the page answered, grouped by the table (partition) that tokenizes them.
+    if (request.highlight) {
+      for (const partition of new Set(hits.map((hit) => hit.partition))) {
+        const inPartition = hits.filter((hit) => hit.partition === partition);
+        const marked = stores.search.highlights(
+          collection,
+          partition,
+          inPartition.map((hit) => ({ doc: JSON.parse(hit.json) as unknown })),
+          query,
+        );
+        inPartition.forEach((hit, i) => (hit.highlights = marked[i] ?? {}));
+      }
+    }
+    return { hits, total: found.total, applied: this.core.applied() };
+  }
+
+  /** Waits until the read's offsets are applied, for at most its (clamped) wait. */
+  private async waitFor({ needs, waitMs, signal }: ReadWait): Promise<void> {
+    const { limits } = this.core;
+    const asked = checkInteger(waitMs, 'wait_ms', 0, Number.MAX_SAFE_INTEGER, limits.waitMsDefault);
+    if (needs.length > 0) {
+      await this.core.waiters.wait(needs, Math.min(asked, limits.waitMsMax), signal);
+    }
+  }
+}
