@@ -1,14 +1,16 @@
 /**
- * `tailbase start`: a log-node, a serve-node and the gateway in one process, talking over HTTP on
- * loopback exactly as a cluster does (so what is tested is what is deployed). Data goes to
- * <data>/log and <data>/serve; the gateway URL is printed once the serve-node has caught up.
+ * `tailbase start`: a log-node, a serve-node and the gateway in one process, bound in-process:
+ * the gateway reaches the log and the serve-node through the same typed contracts a cluster
+ * reaches over the network (shared/log-api.ts, shared/serve-api.ts), with no socket between them;
+ * only the gateway listens. Data goes to <data>/log and <data>/serve; the gateway URL is printed
+ * once the serve-node has caught up.
  */
 import path from 'node:path';
 import { type Command, Option } from 'commander';
 import { parseApiKeys, startGateway, type GatewayConfigInput } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
-import { startLogNode } from '../log-node/index.js';
-import { startServeNode } from '../serve-node/index.js';
+import { openLogNode } from '../log-node/index.js';
+import { openServeNode } from '../serve-node/index.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
 
@@ -25,30 +27,22 @@ export interface EmbeddedOptions {
 
 export interface RunningEmbedded {
   url: string;
-  logUrl: string;
-  serveUrl: string;
   stop(): Promise<void>;
 }
 
 const READY_POLL_MS = 100;
-const INTERNAL_HOST = '127.0.0.1';
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   const logger = createLogger('tailbase');
-  const log = await startLogNode({
+  const log = await openLogNode({
     dataDir: path.join(options.dataDir, 'log'),
-    host: INTERNAL_HOST,
-    port: 0,
     partitions: options.partitions,
     logger: logger.child({ role: 'log-node' }),
   });
-  const serve = await startServeNode({
-    dataDir: path.join(options.dataDir, 'serve'),
-    host: INTERNAL_HOST,
-    port: 0,
-    logUrls: [log.url],
-    logger: logger.child({ role: 'serve-node' }),
-  }).catch(async (error: unknown) => {
+  const serve = await openServeNode(
+    { dataDir: path.join(options.dataDir, 'serve'), logger: logger.child({ role: 'serve-node' }) },
+    log.client,
+  ).catch(async (error: unknown) => {
     await log.stop();
     throw error;
   });
@@ -57,12 +51,12 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     {
       host: options.host,
       port: options.port,
-      logUrls: [log.url],
-      serveUrls: [serve.url],
+      logUrls: [],
+      serveUrls: [],
       ...options.gateway,
       ...(options.apiKeys ? { apiKeys: parseApiKeys(options.apiKeys) } : {}),
     },
-    { logger: logger.child({ role: 'gateway' }) },
+    { log: log.client, serve: [serve.client], logger: logger.child({ role: 'gateway' }) },
   ).catch(async (error: unknown) => {
     await serve.stop();
     await log.stop();
@@ -70,8 +64,6 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   });
   return {
     url: gateway.url,
-    logUrl: log.url,
-    serveUrl: serve.url,
     // In-flight writes finish at the gateway and are fsynced by the log-node before it closes.
     stop: async () => {
       await gateway.stop();

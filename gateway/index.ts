@@ -39,7 +39,9 @@ export async function startGateway(
   if (config.apiKeys.length === 0 && !isLoopback(config.host)) {
     throw new Error(`refusing to bind ${config.host} without API keys: set TAILBASE_API_KEYS`);
   }
-  if (config.logUrls.length === 0) throw new Error('the gateway needs a log-node URL');
+  if (config.logUrls.length === 0 && clients.log === undefined) {
+    throw new Error('the gateway needs a log-node URL');
+  }
   const logger = clients.logger ?? createLogger('gateway');
   const secret = { clusterSecret: config.clusterSecret };
   // The log-nodes may split the partitions between them; LogCluster routes each to its node.

@@ -7,7 +7,9 @@ import { loadOrCreateClusterMeta } from './cluster-meta.js';
 import { logNodeConfig, logNodeDefaults, type LogNodeConfig } from './config.js';
 import { LogCleaner } from './log-cleaner.js';
 import { LogNode } from './log-node.js';
+import { LocalLogClient } from './local-log-client.js';
 import { createLogNodeApp } from './routes.js';
+import type { LogClient } from '../shared/log-api.js';
 
 export type { LogNodeConfig, FsyncPolicy, CleanupPolicy } from './config.js';
 export type { Clock } from './clock.js';
@@ -21,68 +23,94 @@ export interface LogNodeOptions extends Partial<Omit<LogNodeConfig, 'partitions'
   logger?: Logger;
 }
 
-export interface RunningLogNode {
-  url: string;
+export interface OpenLogNode {
   clusterId: string;
   partitions: number;
   node: LogNode;
   cleaner: LogCleaner;
+  /** The log contract bound to this node in-process. */
+  client: LogClient;
+  /** Appends already queued are fsynced and answered; then the partitions close. */
   stop(): Promise<void>;
 }
 
-export async function startLogNode(options: LogNodeOptions): Promise<RunningLogNode> {
-  const logger = options.logger ?? createLogger('log-node');
-  // Two processes appending to one partition both hand out the same offsets (invariant 1).
-  return withDataDirLock(options.dataDir, (lock) => startLocked(options, logger, lock.release));
+export interface RunningLogNode extends OpenLogNode {
+  url: string;
 }
 
-async function startLocked(
+/** A log-node serving its internal HTTP API on `host:port`. */
+export function startLogNode(options: LogNodeOptions): Promise<RunningLogNode> {
+  return withLock(options, async (node, cleaner, logger) => {
+    const listener = await listen(
+      createLogNodeApp(node, cleaner, logger),
+      node.config.host,
+      node.config.port,
+    );
+    logger.info(
+      { url: listener.url, clusterId: node.meta.clusterId, partitions: node.meta.partitions },
+      'log-node ready',
+    );
+    return { url: listener.url, close: (then) => listener.close(then) };
+  });
+}
+
+/**
+ * A log-node with no listener, for `tailbase start`: its callers reach it through `client`, in
+ * the same process, with no socket between them.
+ */
+export function openLogNode(options: LogNodeOptions): Promise<OpenLogNode> {
+  return withLock(options, async () => ({ url: undefined, close: (then) => then() }));
+}
+
+interface Exposed<U> {
+  url: U;
+  /** Stops taking requests, runs `then` (closing the partitions), and finishes. */
+  close(then: () => Promise<void>): Promise<void>;
+}
+
+async function withLock<U extends string | undefined>(
   options: LogNodeOptions,
-  logger: Logger,
-  releaseLock: () => void,
-): Promise<RunningLogNode> {
-  const meta = loadOrCreateClusterMeta(options.dataDir, {
-    partitions: options.partitions,
-    partitionsDefault: logNodeDefaults.partitions,
-    nodeId: options.nodeId,
-    clusterId: options.clusterId,
-    hostedPartitions: options.hostedPartitions,
+  expose: (node: LogNode, cleaner: LogCleaner, logger: Logger) => Promise<Exposed<U>>,
+): Promise<OpenLogNode & { url: U }> {
+  const logger = options.logger ?? createLogger('log-node');
+  // Two processes appending to one partition both hand out the same offsets (invariant 1).
+  return withDataDirLock(options.dataDir, async (lock) => {
+    const meta = loadOrCreateClusterMeta(options.dataDir, {
+      partitions: options.partitions,
+      partitionsDefault: logNodeDefaults.partitions,
+      nodeId: options.nodeId,
+      clusterId: options.clusterId,
+      hostedPartitions: options.hostedPartitions,
+    });
+    const config = logNodeConfig({ ...options, partitions: meta.partitions });
+    const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
+    const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);
+    const exposed = await expose(node, cleaner, logger).catch(async (error: unknown) => {
+      // The lock goes once this returns: no partition of this process may still write then.
+      await node.close();
+      throw error;
+    });
+    cleaner.start();
+    let stopping: Promise<void> | null = null;
+    return {
+      url: exposed.url,
+      clusterId: meta.clusterId,
+      partitions: meta.partitions,
+      node,
+      cleaner,
+      client: new LocalLogClient(node),
+      stop: () => {
+        stopping ??= (async () => {
+          try {
+            node.closing = true;
+            await cleaner.stop();
+            await exposed.close(() => node.close());
+          } finally {
+            lock.release();
+          }
+        })();
+        return stopping;
+      },
+    };
   });
-  const config = logNodeConfig({ ...options, partitions: meta.partitions });
-  const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
-  const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);
-  const listener = await listen(
-    createLogNodeApp(node, cleaner, logger),
-    config.host,
-    config.port,
-  ).catch(async (error: unknown) => {
-    // The lock goes once this returns: no partition of this process may still write then.
-    await node.close();
-    throw error;
-  });
-  cleaner.start();
-  logger.info(
-    { url: listener.url, clusterId: meta.clusterId, partitions: meta.partitions },
-    'log-node ready',
-  );
-  let stopping: Promise<void> | null = null;
-  return {
-    url: listener.url,
-    clusterId: meta.clusterId,
-    partitions: meta.partitions,
-    node,
-    cleaner,
-    stop: () => {
-      stopping ??= (async () => {
-        try {
-          node.closing = true;
-          await cleaner.stop();
-          await listener.close(() => node.close());
-        } finally {
-          releaseLock();
-        }
-      })();
-      return stopping;
-    },
-  };
 }

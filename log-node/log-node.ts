@@ -4,11 +4,13 @@
  */
 import path from 'node:path';
 import { badRequest, TailbaseError } from '../shared/errors.js';
+import type { ClusterInfo } from '../shared/log-api.js';
+import { checkInteger } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
 import type { Clock } from './clock.js';
 import type { ClusterMeta } from './cluster-meta.js';
 import type { LogNodeConfig } from './config.js';
-import { partitionFailed, PartitionLog } from './partition-log.js';
+import { partitionFailed, PartitionLog, type PartitionReadResult } from './partition-log.js';
 
 type PartitionSlot =
   | { log: PartitionLog; error?: undefined }
@@ -80,6 +82,49 @@ export class LogNode {
     }
     if (slot.error) throw partitionFailed(Number(param));
     return slot.log;
+  }
+
+  /** Who this node is and what it stores, with the batch limits a writer checks its own against. */
+  clusterInfo(): ClusterInfo {
+    return {
+      clusterId: this.meta.clusterId,
+      partitions: this.meta.partitions,
+      hostedPartitions: this.meta.hostedPartitions,
+      nodeId: this.meta.nodeId,
+      limits: {
+        batchBytesMax: this.config.batchBytesMax,
+        recordBytesMax: this.config.recordBytesMax,
+        recordsPerBatchMax: this.config.recordsPerBatchMax,
+      },
+    };
+  }
+
+  /**
+   * A read's `maxBytes` (per partition) and `waitMs`, each checked against the node's bounds (400
+   * past them); absent: readBytesMax and no wait.
+   */
+  readLimits(maxBytes: number | undefined, waitMs: number | undefined) {
+    const { config } = this;
+    return {
+      maxBytes: checkInteger(maxBytes, 'max_bytes', 1, config.readBytesMax, config.readBytesMax),
+      waitMs: checkInteger(waitMs, 'wait_ms', 0, config.longPollWaitMsMax, 0),
+    };
+  }
+
+  /** One partition's batches from `offset`; a wait counts against longPollsMax while it lasts. */
+  async read(
+    log: PartitionLog,
+    offset: number,
+    maxBytes: number,
+    waitMs: number,
+    signal?: AbortSignal,
+  ): Promise<PartitionReadResult> {
+    const release = waitMs > 0 ? this.admitLongPoll() : () => undefined;
+    try {
+      return await log.read(offset, maxBytes, waitMs, signal);
+    } finally {
+      release();
+    }
   }
 
   openPartitions(): PartitionLog[] {

@@ -5,7 +5,7 @@
 import { Hono, type Context } from 'hono';
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import { readBodyBytes } from '../shared/http-body.js';
-import { integerParam, partitionOffsetList } from '../shared/query-params.js';
+import { integerParam, optionalInteger, partitionOffsetList } from '../shared/query-params.js';
 import { installErrorHandlers, requireClusterSecret } from '../shared/http-server.js';
 import {
   END_OFFSET_HEADER,
@@ -35,19 +35,7 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
 
   app.use('/internal/*', requireClusterSecret(config.clusterSecret));
 
-  app.get('/internal/cluster', (c) =>
-    c.json({
-      clusterId: node.meta.clusterId,
-      partitions: node.meta.partitions,
-      hostedPartitions: node.meta.hostedPartitions,
-      nodeId: node.meta.nodeId,
-      limits: {
-        batchBytesMax: config.batchBytesMax,
-        recordBytesMax: config.recordBytesMax,
-        recordsPerBatchMax: config.recordsPerBatchMax,
-      },
-    }),
-  );
+  app.get('/internal/cluster', (c) => c.json(node.clusterInfo()));
 
   app.get('/internal/offsets', (c) => c.json({ partitions: node.offsets() }));
   app.get('/internal/status', (c) => c.json(node.status()));
@@ -97,16 +85,11 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
   });
 
   /** `max_bytes` (per partition) and `wait_ms` of the read routes. */
-  const readLimits = (c: Context) => ({
-    maxBytes: integerParam(
-      c.req.query('max_bytes'),
-      'max_bytes',
-      1,
-      config.readBytesMax,
-      config.readBytesMax,
-    ),
-    waitMs: integerParam(c.req.query('wait_ms'), 'wait_ms', 0, config.longPollWaitMsMax, 0),
-  });
+  const readLimits = (c: Context) =>
+    node.readLimits(
+      optionalInteger(c.req.query('max_bytes')),
+      optionalInteger(c.req.query('wait_ms')),
+    );
 
   app.get('/internal/partitions/:partition/records', async (c) => {
     const log = node.partition(c.req.param('partition'));
@@ -118,17 +101,12 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
       undefined,
     );
     const { maxBytes, waitMs } = readLimits(c);
-    const release = waitMs > 0 ? node.admitLongPoll() : () => undefined;
-    try {
-      const result = await log.read(offset, maxBytes, waitMs, c.req.raw.signal);
-      return c.body(bytesOf(result.batches), 200, {
-        'content-type': 'application/octet-stream',
-        [LOG_START_OFFSET_HEADER]: String(result.logStartOffset),
-        [END_OFFSET_HEADER]: String(result.endOffset),
-      });
-    } finally {
-      release();
-    }
+    const result = await node.read(log, offset, maxBytes, waitMs, c.req.raw.signal);
+    return c.body(bytesOf(result.batches), 200, {
+      'content-type': 'application/octet-stream',
+      [LOG_START_OFFSET_HEADER]: String(result.logStartOffset),
+      [END_OFFSET_HEADER]: String(result.endOffset),
+    });
   });
 
   /** Several partitions' batches in one answer (shared/fetch-answer.ts), long-polling when idle. */

@@ -1,7 +1,9 @@
 /** The serve-node's public surface: start one, and the types its callers need. */
 import { withDataDirLock } from '../shared/data-dir-lock.js';
 import { LogCluster } from '../shared/log-cluster.js';
-import { PARTITIONS_MAX } from '../shared/log-api.js';
+import { PARTITIONS_MAX, type LogClient } from '../shared/log-api.js';
+import type { ServeClient } from '../shared/serve-api.js';
+import { LocalServeClient } from './local-serve-client.js';
 import { listen } from '../shared/http-server.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS, type ServeNodeConfig } from './config.js';
@@ -24,33 +26,73 @@ export interface ServeNodeOptions extends ServeNodeConfig {
   logConnectMsMax?: number;
 }
 
-export interface RunningServeNode {
-  url: string;
+export interface OpenServeNode {
   nodeId: string;
   node: ServeNode;
+  /** The serve contract bound to this node in-process. */
+  client: ServeClient;
   stop(): Promise<void>;
+}
+
+export interface RunningServeNode extends OpenServeNode {
+  url: string;
 }
 
 const LOG_CONNECT_MS_MAX = 30_000;
 
+/** A serve-node tailing the log-nodes at `logUrls`, serving its internal HTTP API. */
 export async function startServeNode(options: ServeNodeOptions): Promise<RunningServeNode> {
   const logger = options.logger ?? createLogger('serve-node');
   if (options.logUrls.length === 0) throw new Error('a serve-node needs at least one log URL');
   // Two processes applying into one set of stores corrupt them; the lock covers DATA and all in it.
-  return withDataDirLock(options.dataDir, (lock) => startLocked(options, logger, lock.release));
+  return withDataDirLock(options.dataDir, async (lock) => {
+    // The log-nodes may split the partitions between them; LogCluster routes each to its node.
+    const log = await LogCluster.connect(options.logUrls, {
+      clusterSecret: options.clusterSecret,
+      connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
+    });
+    return startLocked(options, log, logger, lock.release, async (node) => {
+      const listener = await listen(
+        createServeNodeApp(node, logger),
+        options.host ?? DEFAULT_HOST,
+        options.port ?? 0,
+      );
+      return { url: listener.url, close: (then) => listener.close(then) };
+    });
+  });
 }
 
-async function startLocked(
-  options: ServeNodeOptions,
+/**
+ * A serve-node with no listener, tailing `log` (for `tailbase start`, the log-node of the same
+ * process); its callers read through `client`.
+ */
+export function openServeNode(
+  options: Omit<ServeNodeOptions, 'logUrls' | 'host' | 'port'>,
+  log: LogClient,
+): Promise<OpenServeNode> {
+  const logger = options.logger ?? createLogger('serve-node');
+  return withDataDirLock(options.dataDir, (lock) =>
+    startLocked(options, log, logger, lock.release, async () => ({
+      url: undefined,
+      close: (then) => then(),
+    })),
+  );
+}
+
+interface Exposed<U> {
+  url: U;
+  /** Stops taking requests, runs `then` (stopping the node), and finishes. */
+  close(then: () => Promise<void>): Promise<void>;
+}
+
+async function startLocked<U extends string | undefined>(
+  options: Omit<ServeNodeOptions, 'logUrls'>,
+  log: LogClient,
   logger: Logger,
   releaseLock: () => void,
-): Promise<RunningServeNode> {
+  expose: (node: ServeNode) => Promise<Exposed<U>>,
+): Promise<OpenServeNode & { url: U }> {
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
-  // The log-nodes may split the partitions between them; LogCluster routes each to its node.
-  const log = await LogCluster.connect(options.logUrls, {
-    clusterSecret: options.clusterSecret,
-    connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
-  });
   const cluster = await log.cluster();
   const hosted = [...new Set(options.partitions ?? range(cluster.partitions))].sort(
     (a, b) => a - b,
@@ -84,29 +126,26 @@ async function startLocked(
     log,
     logger,
   });
-  let listener: Awaited<ReturnType<typeof listen>>;
+  let exposed: Exposed<U>;
   try {
     await node.start();
-    listener = await listen(
-      createServeNodeApp(node, logger),
-      options.host ?? DEFAULT_HOST,
-      options.port ?? 0,
-    );
+    exposed = await expose(node);
   } catch (error) {
     // The lock goes once this returns: the stores must be closed by then, however start failed.
     await node.stop();
     throw error;
   }
-  logger.info({ url: listener.url, nodeId, partitions: hosted }, 'serve-node ready');
+  logger.info({ url: exposed.url, nodeId, partitions: hosted }, 'serve-node ready');
   let stopping: Promise<void> | null = null;
   return {
-    url: listener.url,
+    url: exposed.url,
     nodeId,
     node,
+    client: new LocalServeClient(node, (error) => logger.error({ err: error }, 'rebuild failed')),
     stop: () => {
       stopping ??= (async () => {
         try {
-          await listener.close(() => node.stop());
+          await exposed.close(() => node.stop());
         } finally {
           releaseLock();
         }

@@ -93,6 +93,14 @@ export function parsePartitions(
   return [...new Set(parts.map((part) => checkHosted(Number(part), hosted)))].sort((a, b) => a - b);
 }
 
+/** An in-process read's partitions: each hosted here (the same 400 as the `partitions` parameter). */
+export function checkHostedPartitions(
+  partitions: readonly number[] | undefined,
+  hosted: ReadonlySet<number>,
+): number[] | undefined {
+  return partitions?.map((partition) => checkHosted(partition, hosted));
+}
+
 function checkHosted(partition: number, hosted: ReadonlySet<number>): number {
   if (!hosted.has(partition)) {
     throw badRequest('partition_not_hosted', `partition ${partition} is not hosted by this node`, {

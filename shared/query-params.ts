@@ -65,10 +65,7 @@ export function partitionOffsetList(
   code = 'invalid_parameter',
 ): PartitionOffset[] {
   const parts = raw === '' ? [] : raw.split(',');
-  if (parts.length === 0 || parts.length > max) {
-    throw badRequest(code, `${name} lists 1..${max} partition:offset pairs`, { parameter: name });
-  }
-  const pairs = parts.map((part) => {
+  const pairs = parts.slice(0, max + 1).map((part) => {
     const match = /^(\d{1,9}):(\d{1,16})$/.exec(part);
     const offset = Number(match?.[2]);
     if (match === null || !Number.isSafeInteger(offset)) {
@@ -79,8 +76,33 @@ export function partitionOffsetList(
     }
     return { partition: Number(match[1]), offset };
   });
+  return checkPartitionOffsets(pairs, name, max, code);
+}
+
+/** Pairs already numbers (an in-process call's): the same bounds and 400s as partitionOffsetList. */
+export function checkPartitionOffsets<T extends PartitionOffset>(
+  pairs: readonly T[],
+  name: string,
+  max: number,
+  code = 'invalid_parameter',
+): T[] {
+  if (pairs.length === 0 || pairs.length > max) {
+    throw badRequest(code, `${name} lists 1..${max} partition:offset pairs`, { parameter: name });
+  }
+  for (const { partition, offset } of pairs) {
+    if (
+      !Number.isSafeInteger(partition) ||
+      partition < 0 ||
+      !Number.isSafeInteger(offset) ||
+      offset < 0
+    ) {
+      throw badRequest(code, `${name} is partition:offset[,partition:offset...]`, {
+        parameter: name,
+      });
+    }
+  }
   if (new Set(pairs.map((pair) => pair.partition)).size !== pairs.length) {
     throw badRequest(code, `${name} names a partition twice`, { parameter: name });
   }
-  return pairs;
+  return [...pairs];
 }

@@ -1,0 +1,100 @@
+/**
+ * The serve contract (shared/serve-api.ts) bound in-process to a ServeNode, for `tailbase start`:
+ * reads run through the same ServeReads as the HTTP routes (routes.ts), so they check the same
+ * bounds and wait the same way, and documents pass as the stored JSON text, never parsed.
+ */
+import { badRequest } from '../shared/errors.js';
+import type {
+  GetResult,
+  ScanOptions,
+  ScanResult,
+  SearchOptions,
+  SearchResult,
+  ServeClient,
+  ServeReadOptions,
+  ServeStatus,
+  SnapshotResult,
+} from '../shared/serve-api.js';
+import { checkHostedPartitions, checkKey, needsOf } from './read-params.js';
+import { ServeReads, type ReadCore, type ReadWait } from './reads.js';
+import { checkCollection } from '../shared/collection-name.js';
+
+/** What the client asks of the node beyond reads. */
+export interface LocalServeCore extends ReadCore {
+  status(): ServeStatus;
+  ready(): boolean;
+  rebuild(reason: string): Promise<void>;
+  snapshot(dir: string): Promise<SnapshotResult>;
+}
+
+export class LocalServeClient implements ServeClient {
+  private readonly reads: ServeReads;
+  private readonly hosted: ReadonlySet<number>;
+
+  constructor(
+    private readonly core: LocalServeCore,
+    private readonly onRebuildError: (error: unknown) => void,
+  ) {
+    this.reads = new ServeReads(core);
+    this.hosted = new Set(core.hosted);
+  }
+
+  async get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
+    const { doc, applied } = await this.reads.get(
+      checkCollection(collection),
+      checkKey(key),
+      this.wait(options),
+    );
+    return { doc: doc ?? null, applied };
+  }
+
+  async scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {
+    const { prefix, start, end, after, limit, partitions } = options;
+    return this.reads.scan(checkCollection(collection), {
+      range: { prefix, start, end, after },
+      limit,
+      partitions: checkHostedPartitions(partitions, this.hosted),
+      ...this.wait(options),
+    });
+  }
+
+  async search(collection: string, options: SearchOptions): Promise<SearchResult> {
+    const { q, limit, offset, highlight, partitions } = options;
+    return this.reads.search(checkCollection(collection), {
+      q,
+      limit,
+      offset,
+      highlight: highlight === true,
+      partitions: checkHostedPartitions(partitions, this.hosted),
+      ...this.wait(options),
+    });
+  }
+
+  async status(): Promise<ServeStatus> {
+    return this.core.status();
+  }
+
+  async ready(): Promise<boolean> {
+    return this.core.ready();
+  }
+
+  /** Starts a rebuild and answers at once, as the admin route does (202); progress is in status. */
+  async rebuild(): Promise<void> {
+    this.core.rebuild('admin_request').catch(this.onRebuildError);
+  }
+
+  async snapshot(dir: string): Promise<SnapshotResult> {
+    if (!dir.startsWith('/')) {
+      throw badRequest('invalid_snapshot_dir', 'a snapshot directory is an absolute path');
+    }
+    return this.core.snapshot(dir);
+  }
+
+  private wait(options: ServeReadOptions): ReadWait {
+    return {
+      needs: needsOf(options.waitFor, this.hosted),
+      waitMs: options.waitMs,
+      signal: options.signal,
+    };
+  }
+}
