@@ -2,7 +2,9 @@
  * `tailbase start`: a log-node, a serve-node and the gateway in one process, bound in-process:
  * the gateway reaches the log and the serve-node through the same typed contracts a cluster
  * reaches over the network (shared/log-api.ts, shared/serve-api.ts), with no socket between them;
- * only the gateway listens. Data goes to <data>/log and <data>/serve; the gateway URL is printed
+ * only the gateway listens. The main thread serves HTTP and the log (group commit, fsync); the
+ * serve-node applies and answers reads on a worker thread (serve-node/serve-thread.ts), so the
+ * two use both cores. Data goes to <data>/log and <data>/serve; the gateway URL is printed
  * once the serve-node has caught up.
  */
 import path from 'node:path';
@@ -10,9 +12,10 @@ import { type Command, Option } from 'commander';
 import { parseApiKeys, startGateway, type GatewayConfigInput } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
 import { openLogNode } from '../log-node/index.js';
-import { openServeNode } from '../serve-node/index.js';
+import { startServeThread } from '../serve-node/serve-thread.js';
+import type { ServeClient } from '../shared/serve-api.js';
 import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
-import { createLogger } from '../shared/logger.js';
+import { createLogger, flushLogs } from '../shared/logger.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
@@ -39,14 +42,25 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     partitions: options.partitions,
     logger: logger.child({ role: 'log-node' }),
   });
-  const serve = await openServeNode(
-    { dataDir: path.join(options.dataDir, 'serve'), logger: logger.child({ role: 'serve-node' }) },
+  const serve = await startServeThread(
+    { dataDir: path.join(options.dataDir, 'serve') },
     log.client,
+    logger,
+    (error) => {
+      // As an uncaught error would end a single-threaded process: nothing serves reads now.
+      logger.fatal({ err: error }, 'the serve-node thread died; exiting');
+      flushLogs();
+      process.exit(1);
+    },
   ).catch(async (error: unknown) => {
     await log.stop();
     throw error;
   });
-  await waitReady(serve.node, options.readyWaitMsMax);
+  await waitReady(serve.client, options.readyWaitMsMax).catch(async (error: unknown) => {
+    await serve.stop();
+    await log.stop();
+    throw error;
+  });
   const gateway = await startGateway(
     {
       host: options.host,
@@ -73,11 +87,11 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   };
 }
 
-/** Polls the in-process serve-node's own readiness (what its /readyz answers). */
-async function waitReady(node: { ready(): boolean }, waitMsMax: number): Promise<void> {
+/** Polls the serve-node's own readiness (what its /readyz answers). */
+async function waitReady(node: ServeClient, waitMsMax: number): Promise<void> {
   const deadline = Date.now() + waitMsMax;
   while (Date.now() < deadline) {
-    if (node.ready()) return;
+    if (await node.ready()) return;
     await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
   throw new Error(`the serve-node did not catch up with the log within ${waitMsMax} ms`);

@@ -1,0 +1,124 @@
+/**
+ * The log contract (log-api.ts) across threads (port-rpc.ts): a serve-node on a worker thread
+ * tails the log-node of the main thread through it. Batches cross as transferred buffers of
+ * their own; a partition's error in a fetch crosses as the same TailbaseError.
+ */
+import type { MessagePort, Transferable } from 'node:worker_threads';
+import type { FetchOutcome } from './fetch-answer.js';
+import type {
+  AppendResult,
+  ClusterInfo,
+  FetchPosition,
+  LogClient,
+  PartitionOffsets,
+  ReadOptions,
+  ReadResult,
+} from './log-api.js';
+import {
+  answerPort,
+  asBuffer,
+  decodeError,
+  encodeError,
+  ownBytes,
+  PortCaller,
+  type EncodedError,
+} from './port-rpc.js';
+
+/** ReadOptions without the signal, which cannot cross a port (it becomes a cancel). */
+type PortReadOptions = Omit<ReadOptions, 'signal'>;
+
+type PortFetchOutcome =
+  | { partition: number; logStartOffset: number; endOffset: number; batches: Uint8Array }
+  | { partition: number; error: EncodedError };
+
+export class PortLogClient implements LogClient {
+  private readonly caller: PortCaller;
+
+  constructor(port: MessagePort) {
+    this.caller = new PortCaller(port);
+  }
+
+  cluster(): Promise<ClusterInfo> {
+    return this.caller.call('cluster', []);
+  }
+
+  append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
+    return this.caller.call('append', [partition, batch], signal);
+  }
+
+  async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {
+    const { signal, ...rest } = options;
+    const result = await this.caller.call<ReadResult>('read', [partition, offset, rest], signal);
+    return { ...result, batches: asBuffer(result.batches) };
+  }
+
+  async fetch(
+    positions: readonly FetchPosition[],
+    options: ReadOptions = {},
+  ): Promise<FetchOutcome[]> {
+    const { signal, ...rest } = options;
+    const outcomes = await this.caller.call<PortFetchOutcome[]>('fetch', [positions, rest], signal);
+    return outcomes.map((outcome) =>
+      'error' in outcome
+        ? { partition: outcome.partition, error: decodeError(outcome.error) }
+        : { ...outcome, batches: asBuffer(outcome.batches) },
+    );
+  }
+
+  /** The other side is one log-node (or one cluster client that groups for itself). */
+  fetchGroups(partitions: readonly number[]): number[][] {
+    return partitions.length === 0 ? [] : [[...partitions]];
+  }
+
+  offsets(): Promise<PartitionOffsets[]> {
+    return this.caller.call('offsets', []);
+  }
+
+  /** Calls still out fail (the serving thread is stopping). */
+  close(error: Error): void {
+    this.caller.failAll(error);
+  }
+}
+
+/** Serves `log` to the PortLogClient at the other end of `port`. */
+export function answerLogPort(
+  port: MessagePort,
+  log: LogClient,
+  onBug: (error: unknown) => void,
+): void {
+  answerPort(
+    port,
+    {
+      cluster: async () => ({ value: await log.cluster() }),
+      append: async ([partition, batch], signal) => ({
+        value: await log.append(partition as number, asBuffer(batch as Uint8Array), signal),
+      }),
+      read: async ([partition, offset, options], signal) => {
+        const read = await log.read(partition as number, offset as number, {
+          ...(options as PortReadOptions),
+          signal,
+        });
+        const { bytes, transfer } = ownBytes(read.batches);
+        return { value: { ...read, batches: bytes }, transfer: [transfer] };
+      },
+      fetch: async ([positions, options], signal) => {
+        const outcomes = await log.fetch(positions as FetchPosition[], {
+          ...(options as PortReadOptions),
+          signal,
+        });
+        const transfer: Transferable[] = [];
+        const value = outcomes.map((outcome): PortFetchOutcome => {
+          if ('error' in outcome) {
+            return { partition: outcome.partition, error: encodeError(outcome.error) };
+          }
+          const { bytes, transfer: buffer } = ownBytes(outcome.batches);
+          transfer.push(buffer);
+          return { ...outcome, batches: bytes };
+        });
+        return { value, transfer };
+      },
+      offsets: async () => ({ value: await log.offsets() }),
+    },
+    onBug,
+  );
+}
