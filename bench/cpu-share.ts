@@ -3,7 +3,7 @@
  * whole machine was (from /proc/stat), over the same window: which process to look at, and
  * whether the load left the machine idle.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import type { RunningProcess } from './processes.js';
 import type { CpuShare } from './types.js';
 
@@ -53,4 +53,71 @@ export class CpuWindow {
 
 function cpuOf(processes: RunningProcess[]): number {
   return processes.reduce((sum, p) => sum + p.cpuSeconds(), 0);
+}
+
+/**
+ * Where one process's CPU went by thread: its main thread, its busiest other thread (for `tailbase
+ * start`, the serve-node's worker), and the rest (libuv's pool doing fsync, V8's GC helpers).
+ * Node names every thread "node", so the busiest other thread is found by its share.
+ */
+export class ThreadCpuWindow {
+  private readonly machine = readMachineTicks();
+  private readonly before: Map<number, number>;
+
+  constructor(
+    private readonly pid: number,
+    private readonly names: { main: string; busiest: string; rest: string },
+  ) {
+    this.before = threadTicks(pid);
+  }
+
+  machineBusyPercent(): number {
+    const now = readMachineTicks();
+    if (this.machine === null || now === null || now.total === this.machine.total) return -1;
+    return (100 * (now.busy - this.machine.busy)) / (now.total - this.machine.total);
+  }
+
+  microsPerRequest(requests: number): CpuShare['microsPerRequest'] {
+    const spent = [...threadTicks(this.pid)].map(([tid, ticks]) => ({
+      tid,
+      ticks: ticks - (this.before.get(tid) ?? 0),
+    }));
+    const main = spent.find((thread) => thread.tid === this.pid)?.ticks ?? 0;
+    const others = spent
+      .filter((thread) => thread.tid !== this.pid)
+      .sort((a, b) => b.ticks - a.ticks);
+    const busiest = others[0]?.ticks ?? 0;
+    const rest = others.slice(1).reduce((sum, thread) => sum + thread.ticks, 0);
+    const micros = (ticks: number) =>
+      requests > 0 ? ((ticks / CLOCK_TICKS_PER_S) * 1e6) / requests : 0;
+    return {
+      [this.names.main]: micros(main),
+      [this.names.busiest]: micros(busiest),
+      [this.names.rest]: micros(rest),
+    };
+  }
+}
+
+/** Clock ticks are 100 Hz on every Linux this runs on (getconf CLK_TCK). */
+const CLOCK_TICKS_PER_S = 100;
+
+/** User + system ticks of each thread of `pid` (threads that ended are gone from the map). */
+function threadTicks(pid: number): Map<number, number> {
+  const ticks = new Map<number, number>();
+  let tids: string[] = [];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return ticks;
+  }
+  for (const tid of tids) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      ticks.set(Number(tid), Number(fields[11]) + Number(fields[12]));
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return ticks;
 }

@@ -4,7 +4,7 @@
  */
 import { runEtcdBench } from './peer-etcd.js';
 import { NATS_PUBLISH, runNatsBench } from './peer-nats.js';
-import { runPostgresBench } from './peer-postgres.js';
+import { POSTGRES_SEARCH_SAME_WORK, runPostgresBench } from './peer-postgres.js';
 import { runRedisBench } from './peer-redis.js';
 import { detectPeers, type PeerName } from './peers.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
@@ -29,6 +29,11 @@ const COMPARISONS: { tailbase: [string, string]; peer: string }[] = [
   // The gateway's plain GET is eventual: the same promise as etcd's serializable read.
   { tailbase: ['gateway', 'get'], peer: 'etcd get serializable' },
   { tailbase: ['gateway', 'search'], peer: 'postgres search' },
+  { tailbase: ['gateway', 'search'], peer: POSTGRES_SEARCH_SAME_WORK },
+  { tailbase: ['embedded', 'put'], peer: 'postgres INSERT' },
+  { tailbase: ['embedded', 'get'], peer: 'postgres SELECT' },
+  { tailbase: ['embedded', 'search'], peer: 'postgres search' },
+  { tailbase: ['embedded', 'search'], peer: POSTGRES_SEARCH_SAME_WORK },
 ];
 
 function skipRow(name: string, reason: string): WorkloadResult {

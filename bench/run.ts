@@ -8,6 +8,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { renderChart } from './chart.js';
+import { runEmbeddedBench } from './embedded.js';
 import { runGatewayBench } from './gateway.js';
 import { runServeBench } from './serve.js';
 import { loadCorpus } from './corpus.js';
@@ -38,6 +39,10 @@ interface Group {
 const GROUPS: Group[] = [
   { name: 'log', run: (context) => runLogBench(context, context.references) },
   { name: 'serve', run: async (context) => normalizeGroup('serve', await runServeBench(context)) },
+  {
+    name: 'embedded',
+    run: async (context) => normalizeGroup('embedded', await runEmbeddedBench(context)),
+  },
   {
     name: 'gateway',
     run: async (context) => normalizeGroup('gateway', await runGatewayBench(context)),

@@ -76,7 +76,7 @@ function elapsedSince(startNs: bigint): number {
 }
 
 /** The reference: the same documents into one bare FTS5 table, as fast as SQLite takes them. */
-function rawFtsInsertRate(docs: readonly BenchDoc[]): number {
+export function rawFtsInsertRate(docs: readonly BenchDoc[]): number {
   const dir = makeBenchDir('serve-raw');
   try {
     const db = new Database(join(dir, 'raw.sqlite'));

@@ -6,3 +6,4 @@ export * from './spawn-node.js';
 export * from './temp-dir.js';
 export * from './serve-fixture.js';
 export * from './stall-proxy.js';
+export * from './embedded.js';

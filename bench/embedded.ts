@@ -1,0 +1,138 @@
+/**
+ * `npm run bench -- embedded` (issue 13): `tailbase start` as a user runs it (one process, the
+ * serve-node on a worker thread, fsync=always), driven like the cluster of the gateway group
+ * (api-workloads.ts), each rate beside the bare hono handler of the same run, PostgreSQL's rows
+ * beside them when it is installed (peers-group.ts), CPU per PUT for each thread, and replay:
+ * a rebuild of the serve-node from the log, beside a bare FTS5 insert loop of the same documents.
+ */
+import { rmSync } from 'node:fs';
+import { apiWorkloads, measureApi, request } from './api-workloads.js';
+import { loadCorpus } from './corpus.js';
+import { ThreadCpuWindow } from './cpu-share.js';
+import { skipRow, TARGETS } from './gateway.js';
+import { freePort, spawnServer, TAILBASE_BIN, tailbaseBuilt } from './processes.js';
+import { makeBenchDir } from './references.js';
+import { rawFtsInsertRate } from './serve.js';
+import type { BenchOptions, References, WorkloadResult } from './types.js';
+import { searchCorpus } from './workload.js';
+
+const PARTITIONS = 8;
+const REPLAY_RATIO_TARGET = 0.8;
+const BULK_CHUNK = 500;
+/** A rebuild not done by then fails the workload. */
+const REPLAY_WAIT_MS_MAX = 120_000;
+const REPLAY_POLL_MS = 20;
+
+async function startEmbedded(dir: string) {
+  const port = await freePort();
+  return spawnServer({
+    args: [
+      TAILBASE_BIN,
+      'start',
+      '--data',
+      dir,
+      '--port',
+      String(port),
+      '--partitions',
+      String(PARTITIONS),
+    ],
+    port,
+    readyPath: '/readyz',
+  });
+}
+
+export async function runEmbeddedBench(
+  options: BenchOptions & { references?: References },
+): Promise<{ workloads: WorkloadResult[] }> {
+  if (!tailbaseBuilt()) {
+    return { workloads: [skipRow('embedded', 'skipped: not built yet (dist/bin/tailbase.js)')] };
+  }
+  const hono = options.references?.honoReqPerSec?.value ?? 0;
+  const quick = options.quick === true;
+  const dirs: string[] = [];
+  const stops: Array<() => Promise<void>> = [];
+  try {
+    dirs.push(makeBenchDir('embedded'));
+    const tailbase = await startEmbedded(dirs[0]);
+    stops.push(tailbase.stop);
+    const run = await measureApi(
+      tailbase.url,
+      () =>
+        new ThreadCpuWindow(tailbase.pid, {
+          main: 'main thread (HTTP, gateway, log)',
+          busiest: 'serve-node thread',
+          rest: 'other threads (fsync pool, GC)',
+        }),
+      quick,
+    );
+    const rss = { 'tailbase start': tailbase.peakRssBytes() };
+    const replay = await measureReplay(quick, dirs, stops);
+    return {
+      workloads: [
+        ...apiWorkloads('embedded', run, hono, rss, TARGETS, 'tailbase start (one process)'),
+        {
+          group: 'embedded',
+          name: 'replay',
+          description: `rebuild of the serve-node of tailbase start from its log: ${replay.docs} real documents into LMDB + FTS5, from the rebuild call until a strong read sees the log end`,
+          throughput: { value: replay.perSec, unit: 'docs/s' },
+          figures: { seconds: replay.seconds, bareFtsInsertPerSec: replay.barePerSec },
+          ratios: [
+            { reference: 'bare FTS5 insert loop', value: replay.perSec / replay.barePerSec },
+          ],
+          peakRssBytes: { 'tailbase start': replay.peakRssBytes },
+          targets: [
+            {
+              name: 'replay / bare FTS5 insert',
+              goal: `>= ${REPLAY_RATIO_TARGET}`,
+              met: replay.perSec / replay.barePerSec >= REPLAY_RATIO_TARGET,
+            },
+          ],
+        },
+      ],
+    };
+  } finally {
+    for (const stop of stops) await stop();
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** A fresh `tailbase start` holding the corpus alone: its serve-node rebuilt, timed. */
+async function measureReplay(quick: boolean, dirs: string[], stops: Array<() => Promise<void>>) {
+  const docs = searchCorpus((await loadCorpus()).docs, quick);
+  dirs.push(makeBenchDir('embedded-replay'));
+  const tailbase = await startEmbedded(dirs[dirs.length - 1]);
+  stops.push(tailbase.stop);
+  const url = tailbase.url;
+  for (let i = 0; i < docs.length; i += BULK_CHUNK) {
+    const chunk = docs.slice(i, i + BULK_CHUNK).map((d) => ({ key: d.key, value: d.value }));
+    await request(`${url}/v1/collections/corpus/docs`, {
+      method: 'POST',
+      body: JSON.stringify(chunk),
+    });
+  }
+  const strong = `${url}/v1/collections/corpus/docs?limit=1&consistency=strong&wait_ms=30000`;
+  await request(strong);
+  const startedMs = Date.now();
+  await request(`${url}/v1/admin/serve-nodes/0/rebuild`, { method: 'POST' });
+  // The rebuild swaps the stores a moment after it is asked for; only then does a strong read
+  // wait for the replay.
+  for (;;) {
+    const status = await request(`${url}/v1/admin/serve-nodes/0/status`);
+    if ((status.body.lastRebuild?.atMs ?? 0) >= startedMs) break;
+    if (Date.now() - startedMs > REPLAY_WAIT_MS_MAX) throw new Error('the rebuild never started');
+    await new Promise((resolve) => setTimeout(resolve, REPLAY_POLL_MS));
+  }
+  while (
+    (await fetch(strong, { signal: AbortSignal.timeout(REPLAY_WAIT_MS_MAX) })).status !== 200
+  ) {
+    if (Date.now() - startedMs > REPLAY_WAIT_MS_MAX) throw new Error('the rebuild did not finish');
+  }
+  const seconds = (Date.now() - startedMs) / 1000;
+  return {
+    docs: docs.length,
+    seconds,
+    perSec: docs.length / seconds,
+    barePerSec: rawFtsInsertRate(docs),
+    peakRssBytes: tailbase.peakRssBytes(),
+  };
+}

@@ -1,0 +1,390 @@
+// The public API end to end, as one suite run against every way tailbase is deployed (so what is
+// tested is what is deployed): gateway-e2e.test.ts runs it over a cluster of nodes (one
+// log-node, two serve-nodes each hosting half the partitions, a gateway on a loopback port),
+// embedded-e2e.test.ts over `tailbase start` as a user runs it. It proves writes, token reads
+// under concurrent sessions, bulk, scans across partitions with a cursor, merged search,
+// settings, the change feed and its exact resume, strong reads, status, health and metrics.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { call } from './gateway-harness.js';
+
+/** A running tailbase the suite drives through its public HTTP API alone. */
+export interface ApiTarget {
+  url: string;
+  partitions: number;
+  serveNodes: number;
+  stop(): Promise<void>;
+}
+
+/** Each partition's log end offset, from the public status. */
+async function logEnds(url: string): Promise<Map<number, number>> {
+  const status = await call(url, 'GET', '/v1/status');
+  expect(status.status).toBe(200);
+  return new Map(
+    (status.body.partitions as { partition: number; endOffset: number }[]).map((p) => [
+      p.partition,
+      p.endOffset,
+    ]),
+  );
+}
+
+export function describeApi(name: string, start: () => Promise<ApiTarget>): void {
+  let target: ApiTarget;
+  let url: string;
+
+  beforeAll(async () => {
+    target = await start();
+    url = target.url;
+  });
+
+  afterAll(async () => {
+    await target?.stop();
+  });
+
+  async function readFeed(path: string, headers: Record<string, string> = {}) {
+    const response = await fetch(url + path, { headers });
+    expect(response.status).toBe(200);
+    const text = await response.text();
+    return text
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line));
+  }
+
+  describe(name, () => {
+    it('writes, reads its write with the token, deletes', async () => {
+      const put = await call(url, 'PUT', '/v1/collections/notes/docs/n1', { title: 'first' });
+      expect(put.status).toBe(200);
+      expect(put.body).toMatchObject({ key: 'n1', offset: expect.any(Number) });
+      expect(put.token).toBe(put.body.token);
+      const get = await call(url, 'GET', '/v1/collections/notes/docs/n1', undefined, {
+        'tailbase-token': put.token!,
+      });
+      expect(get.status).toBe(200);
+      expect(get.body).toEqual({ key: 'n1', value: { title: 'first' }, offset: put.body.offset });
+      expect(get.token).not.toBeNull();
+      const del = await call(url, 'DELETE', '/v1/collections/notes/docs/n1', undefined, {
+        'tailbase-token': get.token!,
+      });
+      expect(del.status).toBe(200);
+      const gone = await call(url, 'GET', `/v1/collections/notes/docs/n1?token=${del.token}`);
+      expect(gone.status).toBe(404);
+      expect(gone.body.error.code).toBe('document_not_found');
+    });
+
+    it('16 sessions carrying their tokens always read their own writes, by key and by search', async () => {
+      let stale = 0;
+      const session = async (s: number) => {
+        let token = '';
+        for (let i = 0; i < 8; i++) {
+          const key = `s${s}-${i}`;
+          const word = `ryw${s}x${i}`;
+          const put = await call(
+            url,
+            'PUT',
+            `/v1/collections/ryw/docs/${key}`,
+            { body: word, i },
+            token ? { 'tailbase-token': token } : {},
+          );
+          expect(put.status).toBe(200);
+          token = put.body.token;
+          const get = await call(url, 'GET', `/v1/collections/ryw/docs/${key}`, undefined, {
+            'tailbase-token': token,
+          });
+          const found = await call(url, 'GET', `/v1/collections/ryw/search?q=${word}`, undefined, {
+            'tailbase-token': token,
+          });
+          if (get.body?.value?.i !== i) stale++;
+          if (found.body?.hits?.[0]?.key !== key) stale++;
+        }
+      };
+      await Promise.all(Array.from({ length: 16 }, (_, s) => session(s)));
+      expect(stale).toBe(0);
+    });
+
+    it('concurrent writes and reads each get their own answer across split batches', async () => {
+      const keys = Array.from({ length: 24 }, (_, i) => `c${i}`);
+      const puts = await Promise.all(
+        keys.map((key) => call(url, 'PUT', `/v1/collections/many/docs/${key}`, { key })),
+      );
+      expect(puts.map((put) => put.status)).toEqual(keys.map(() => 200));
+      const gets = await Promise.all(
+        keys.map((key, i) =>
+          call(url, 'GET', `/v1/collections/many/docs/${key}?token=${puts[i].token}`),
+        ),
+      );
+      expect(gets.map((get) => get.body)).toEqual(
+        keys.map((key, i) => ({ key, value: { key }, offset: puts[i].body.offset })),
+      );
+      const eventual = await Promise.all(
+        [...keys, 'absent'].map((key) => call(url, 'GET', `/v1/collections/many/docs/${key}`)),
+      );
+      expect(eventual.map((get) => get.status)).toEqual([...keys.map(() => 200), 404]);
+    });
+
+    it('keys with slashes, spaces and non-ASCII round-trip', async () => {
+      for (const key of ['a/b', 'with space', 'ключ-🙂']) {
+        const path = `/v1/collections/notes/docs/${encodeURIComponent(key)}`;
+        const put = await call(url, 'PUT', path, { key });
+        expect(put.status).toBe(200);
+        const get = await call(url, 'GET', path, undefined, { 'tailbase-token': put.token! });
+        expect(get.body).toMatchObject({ key, value: { key } });
+      }
+    });
+
+    it('bulk-loads NDJSON and a JSON array, then scans every key once in order, page by page', async () => {
+      const keys = Array.from({ length: 23 }, (_, i) => `k${String(i).padStart(3, '0')}`);
+      const ndjson = keys
+        .slice(0, 12)
+        .map((key) => JSON.stringify({ key, value: { n: key } }))
+        .join('\n');
+      const first = await call(url, 'POST', '/v1/collections/bulky/docs', ndjson, {
+        'content-type': 'application/x-ndjson',
+      });
+      expect(first.body).toMatchObject({ count: 12 });
+      const array = keys.slice(12).map((key) => ({ key, value: { n: key } }));
+      const second = await call(url, 'POST', '/v1/collections/bulky/docs', array, {
+        'tailbase-token': first.token!,
+      });
+      expect(second.body).toMatchObject({ count: 11 });
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      let token = second.token!;
+      for (let page = 0; page < 20; page++) {
+        const query: string = `limit=5${cursor ? `&cursor=${cursor}` : ''}`;
+        const scan = await call(url, 'GET', `/v1/collections/bulky/docs?${query}`, undefined, {
+          'tailbase-token': token,
+        });
+        expect(scan.status).toBe(200);
+        expect(scan.body.items.length).toBeLessThanOrEqual(5);
+        seen.push(...scan.body.items.map((i: { key: string }) => i.key));
+        token = scan.token!;
+        cursor = scan.body.cursor;
+        if (cursor === null) break;
+      }
+      expect(seen).toEqual(keys);
+      const prefix = await call(url, 'GET', `/v1/collections/bulky/docs?prefix=k01&token=${token}`);
+      expect(prefix.body.items.map((i: { key: string }) => i.key)).toEqual(keys.slice(10, 20));
+      const range = await call(url, 'GET', `/v1/collections/bulky/docs?start=k005&end=k008`);
+      expect(range.body.items.map((i: { key: string }) => i.key)).toEqual(['k005', 'k006', 'k007']);
+    });
+
+    it('searches across both serve-nodes and merges by score', async () => {
+      const docs = [
+        { key: 's1', value: { title: 'log structured storage', body: 'the log is the database' } },
+        { key: 's2', value: { title: 'gardening', body: 'tomatoes like sun' } },
+        { key: 's3', value: { title: 'log log log', body: 'log everything into the log' } },
+        { key: 's4', value: { title: 'unrelated', body: 'a log appears once' } },
+      ];
+      const bulk = await call(url, 'POST', '/v1/collections/papers/docs', docs);
+      const search = await call(
+        url,
+        'GET',
+        '/v1/collections/papers/search?q=log&limit=10',
+        undefined,
+        {
+          'tailbase-token': bulk.token!,
+        },
+      );
+      expect(search.status).toBe(200);
+      const keys = search.body.hits.map((h: { key: string }) => h.key);
+      expect(keys.sort()).toEqual(['s1', 's3', 's4']);
+      const scores = search.body.hits.map((h: { score: number }) => h.score);
+      expect([...scores].sort((a, b) => b - a)).toEqual(scores);
+      expect(search.body.total).toBe(3);
+      const paged = await call(
+        url,
+        'GET',
+        `/v1/collections/papers/search?q=log&limit=1&offset=1&token=${bulk.token}`,
+      );
+      expect(paged.body.hits[0].key).toBe(search.body.hits[1].key);
+    });
+
+    it('pages through equal scores without repeating or skipping a hit', async () => {
+      // Identical documents score the same on a node: only the tie order decides the pages.
+      const keys = Array.from({ length: 20 }, (_, i) => `tie-${String(i).padStart(2, '0')}`);
+      const bulk = await call(
+        url,
+        'POST',
+        '/v1/collections/ties/docs',
+        keys.map((key) => ({ key, value: { text: 'same words here' } })),
+      );
+      const seen: string[] = [];
+      for (let offset = 0; offset < keys.length; offset += 3) {
+        const page = await call(
+          url,
+          'GET',
+          `/v1/collections/ties/search?q=same&limit=3&offset=${offset}&token=${bulk.token}`,
+        );
+        expect(page.status).toBe(200);
+        seen.push(...page.body.hits.map((hit: { key: string }) => hit.key));
+      }
+      expect(seen.sort()).toEqual(keys);
+    });
+
+    it('appends settings to every partition', async () => {
+      const before = await logEnds(url);
+      const put = await call(url, 'PUT', '/v1/collections/papers/settings', {
+        searchable: ['title'],
+        tokenizer: 'porter unicode61 remove_diacritics 2',
+      });
+      expect(put.status).toBe(200);
+      // A settings change is a record in every partition: each log end moved past its offset.
+      for (const [partition, end] of await logEnds(url)) {
+        expect(end, `partition ${partition}`).toBeGreaterThan(before.get(partition) ?? 0);
+      }
+      const search = (q: string) =>
+        call(url, 'GET', `/v1/collections/papers/search?q=${q}`, undefined, {
+          'tailbase-token': put.body.token,
+        });
+      expect((await search('gardening')).body.hits.map((h: { key: string }) => h.key)).toEqual([
+        's2',
+      ]);
+      expect((await search('tomatoes')).body.hits).toEqual([]);
+    });
+
+    it('answers every read with the document as written, numbers unrounded', async () => {
+      // JSON.parse rounds 12345678901234567891 to ...7000 and -0 to 0: nothing between the body
+      // written and the bodies read may parse and re-serialise the document.
+      const text = '{"t":"exactprobe words",\n "big":12345678901234567891,"z":-0,"f":1.50e300}';
+      const put = await fetch(`${url}/v1/collections/exact/docs/n`, { method: 'PUT', body: text });
+      expect(put.status).toBe(200);
+      const token = put.headers.get('tailbase-token')!;
+      const read = async (
+        path: string,
+        headers: Record<string, string> = { 'tailbase-token': token },
+      ) => {
+        const response = await fetch(url + path, { headers });
+        expect(response.status).toBe(200);
+        return response.text();
+      };
+      const numbers = '"big":12345678901234567891,"z":-0,"f":1.50e300';
+      expect(await read('/v1/collections/exact/docs/n')).toContain(numbers);
+      expect(await read('/v1/collections/exact/docs')).toContain(numbers);
+      expect(await read('/v1/collections/exact/search?q=exactprobe')).toContain(numbers);
+      // From the log start: the write's own token would start the feed after it.
+      const feed = await read(`/v1/changes?collection=exact&limit=1`, {});
+      expect(feed.trim().split('\n')).toHaveLength(1);
+      expect(feed).toContain(numbers);
+      expect(JSON.parse(feed)).toMatchObject({ key: 'n', value: { t: 'exactprobe words' } });
+    });
+
+    it('streams the change feed and resumes exactly after the last token', async () => {
+      const a = await call(url, 'POST', '/v1/collections/feed/docs', [
+        { key: 'a', value: { v: 1 } },
+        { key: 'b', value: { v: 2 } },
+        { key: 'c', value: { v: 3 } },
+      ]);
+      expect(a.status).toBe(200);
+      const first = await readFeed('/v1/changes?collection=feed&limit=2');
+      expect(first).toHaveLength(2);
+      const resume = first[1].token;
+      await call(url, 'DELETE', '/v1/collections/feed/docs/a');
+      await call(url, 'PUT', '/v1/collections/feed/docs/d', { v: 4 });
+      const rest = await readFeed(`/v1/changes?collection=feed&limit=3&token=${resume}`);
+      const events = [...first, ...rest].map((e) => `${e.key}:${JSON.stringify(e.value)}`);
+      expect(new Set(events).size).toBe(5);
+      expect(events.sort()).toEqual(['a:null', 'a:{"v":1}', 'b:{"v":2}', 'c:{"v":3}', 'd:{"v":4}']);
+      for (const event of rest) {
+        expect(event).toMatchObject({ collection: 'feed', partition: expect.any(Number) });
+      }
+      // per partition, offsets strictly increase across the two connections
+      const byPartition = new Map<number, number>();
+      for (const e of [...first, ...rest]) {
+        expect(e.offset).toBeGreaterThan(byPartition.get(e.partition) ?? -1);
+        byPartition.set(e.partition, e.offset);
+      }
+    });
+
+    it('serves the feed as SSE and resumes from Last-Event-ID over the URL token', async () => {
+      const all = await readFeed('/v1/changes?collection=feed&limit=5');
+      const sseEvents = (text: string) => ({
+        ids: [...text.matchAll(/^id: (.+)$/gm)].map((m) => m[1]),
+        data: [...text.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1])),
+      });
+      // An EventSource reconnects to the URL it opened, token and all, adding Last-Event-ID.
+      const path = `/v1/changes?collection=feed&limit=2&token=${all[0].token}`;
+      const first = await fetch(url + path, { headers: { accept: 'text/event-stream' } });
+      expect(first.headers.get('content-type')).toContain('text/event-stream');
+      const opened = sseEvents(await first.text());
+      expect(opened.data).toHaveLength(2);
+      // The opening id (the starting position), then one per event.
+      expect(opened.ids).toHaveLength(3);
+      const resumed = await fetch(url + path, {
+        headers: { accept: 'text/event-stream', 'last-event-id': opened.ids[2] },
+      });
+      const rest = sseEvents(await resumed.text()).data;
+      const key = (e: { partition: number; offset: number }) => `${e.partition}:${e.offset}`;
+      const seen = [...opened.data, ...rest].map(key);
+      expect(new Set(seen).size).toBe(4);
+      expect(seen.sort()).toEqual(all.slice(1).map(key).sort());
+    });
+
+    it('an SSE stream opened at the log end resumes from its opening id', async () => {
+      const controller = new AbortController();
+      const response = await fetch(`${url}/v1/changes?collection=late&from=now`, {
+        headers: { accept: 'text/event-stream' },
+        signal: controller.signal,
+      });
+      const reader = response.body!.getReader();
+      let opening = '';
+      while (!opening.includes('\n\n')) {
+        opening += new TextDecoder().decode((await reader.read()).value);
+      }
+      controller.abort();
+      const id = /^id: (.+)$/m.exec(opening)![1];
+      // Written while the consumer is away, after the stream it opened had started.
+      await call(url, 'PUT', '/v1/collections/late/docs/k', { v: 1 });
+      const resumed = await fetch(`${url}/v1/changes?collection=late&from=now&limit=1`, {
+        headers: { accept: 'text/event-stream', 'last-event-id': id },
+      });
+      const data = JSON.parse((await resumed.text()).match(/^data: (.+)$/m)![1]);
+      expect(data).toMatchObject({ collection: 'late', key: 'k', value: { v: 1 } });
+    });
+
+    it('from=now starts at the end of the log', async () => {
+      const controller = new AbortController();
+      const response = await fetch(`${url}/v1/changes?from=now&collection=feed&limit=1`, {
+        signal: controller.signal,
+      });
+      const put = await call(url, 'PUT', '/v1/collections/feed/docs/late', { v: 9 });
+      const line = JSON.parse((await response.text()).trim());
+      expect(line).toMatchObject({ key: 'late', offset: put.body.offset });
+    });
+
+    it('a strong read sees a write acknowledged to another client', async () => {
+      const put = await call(url, 'PUT', '/v1/collections/strong/docs/x', { v: 'new' });
+      expect(put.status).toBe(200);
+      const get = await call(url, 'GET', '/v1/collections/strong/docs/x?consistency=strong');
+      expect(get.body).toMatchObject({ value: { v: 'new' }, offset: put.body.offset });
+    });
+
+    it('refuses an oversize body over a real socket by its declared length, writing nothing', async () => {
+      const before = await logEnds(url);
+      const body = JSON.stringify({ pad: 'x'.repeat(2 * 1024 * 1024) });
+      const response = await fetch(`${url}/v1/collections/big/docs/k`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json', 'content-length': String(body.length) },
+        body,
+      });
+      expect(response.status).toBe(413);
+      expect(((await response.json()) as { error: { code: string } }).error.code).toBe(
+        'document_too_large',
+      );
+      expect(await logEnds(url)).toEqual(before);
+    });
+
+    it('reports status, health, readiness and metrics', async () => {
+      const status = await call(url, 'GET', '/v1/status');
+      expect(status.body.partitions).toHaveLength(target.partitions);
+      expect(status.body.serveNodes).toHaveLength(target.serveNodes);
+      for (const p of status.body.partitions) expect(p.replicas).toHaveLength(1);
+      expect(JSON.stringify(status.body)).not.toContain('127.0.0.1');
+      expect((await call(url, 'GET', '/healthz')).status).toBe(200);
+      expect((await call(url, 'GET', '/readyz')).status).toBe(200);
+      const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
+      expect(metrics).toContain('tailbase_gateway_requests_total');
+      expect(metrics).toContain('tailbase_gateway_batch_records_bucket');
+      expect(metrics).toContain('tailbase_gateway_partition_lag_records');
+    });
+  });
+}
