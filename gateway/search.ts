@@ -18,16 +18,19 @@ export function mergeSearchHits(
   pages: NodeHits[],
   offset: number,
   limit: number,
-): { hits: SearchHit[]; total: number; applied: AppliedOffsets } {
+): { hits: SearchHit[]; total: number; totalExact: boolean; applied: AppliedOffsets } {
   const hits: SearchHit[] = [];
   const applied: AppliedOffsets = {};
   let total = 0;
+  let totalExact = true;
   for (const { assigned, result } of pages) {
     const mine = new Set(assigned);
     hits.push(...result.hits.filter((hit) => mine.has(hit.partition)));
     total += result.total;
+    // A node older than the bound answers no totalExact: its count was exact.
+    if (result.totalExact === false) totalExact = false;
     collectApplied(applied, result.applied, assigned);
   }
   hits.sort((a, b) => b.score - a.score || a.partition - b.partition || a.offset - b.offset);
-  return { hits: hits.slice(offset, offset + limit), total, applied };
+  return { hits: hits.slice(offset, offset + limit), total, totalExact, applied };
 }

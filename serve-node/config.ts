@@ -36,6 +36,11 @@ export interface ServeNodeLimits {
   searchLimitMax: number;
   /** limit + offset of a search; deep pages cost every partition's top-(offset+limit). */
   searchDepthMax: number;
+  /**
+   * Matches a search counts for `total`; past it `total` is a lower bound (`totalExact: false`),
+   * so a query of a common term does not pay for counting every document it matches.
+   */
+  searchTotalExactMax: number;
   queryBytesMax: number;
   queryTermsMax: number;
   /** /readyz answers 200 when every hosted partition lags the log end by at most this many offsets. */
@@ -73,6 +78,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   searchLimitDefault: 10,
   searchLimitMax: 100,
   searchDepthMax: 1_000,
+  searchTotalExactMax: 10_000,
   queryBytesMax: 1_024,
   queryTermsMax: 32,
   readyLagMax: 1_000,

@@ -79,8 +79,11 @@ export function openFtsTable(
         `JOIN doc_rows r ON r.table_id = ${row.id} AND r.row = m.row ` +
         `ORDER BY m.score DESC, m.row % ${ROW_PARTITIONS}, m.row`,
     ),
+    // Counts at most `?` matches: past that bound the total is a lower bound (search-store.ts).
     count: db
-      .prepare(`SELECT count(*) FROM ${name} WHERE ${name} MATCH ? AND ${inPartitions}`)
+      .prepare(
+        `SELECT count(*) FROM (SELECT 1 FROM ${name} WHERE ${name} MATCH ? AND ${inPartitions} LIMIT ?)`,
+      )
       .pluck(),
   };
 }

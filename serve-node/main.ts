@@ -115,6 +115,14 @@ export function registerServeNodeCommand(program: Command): void {
         DEFAULT_LIMITS.getBatchBytesMax,
       ),
     )
+    .addOption(
+      integerOption(
+        '--search-total-exact-max <n>',
+        'matches a search counts for its total; past them the total is a lower bound',
+        'TAILBASE_SEARCH_TOTAL_EXACT_MAX',
+        DEFAULT_LIMITS.searchTotalExactMax,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('serve-node');
       if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -138,6 +146,7 @@ export function registerServeNodeCommand(program: Command): void {
           scanBytesMax: flags.scanBytesMax as number,
           getBatchKeysMax: flags.getBatchKeysMax as number,
           getBatchBytesMax: flags.getBatchBytesMax as number,
+          searchTotalExactMax: flags.searchTotalExactMax as number,
         },
         logger,
       });

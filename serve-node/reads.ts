@@ -7,7 +7,7 @@
 import Database from 'better-sqlite3';
 import { badRequest } from '../shared/errors.js';
 import { checkInteger } from '../shared/query-params.js';
-import type { AppliedOffsets, SearchHit } from '../shared/serve-api.js';
+import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
 import type { DocStore, KeyRange, StoredDoc } from './doc-store.js';
 import { parseQuery } from './fts-query.js';
@@ -110,10 +110,7 @@ export class ServeReads {
     return { items, more, applied: this.core.applied() };
   }
 
-  async search(
-    collection: string,
-    request: SearchRequest,
-  ): Promise<{ hits: SearchHit[]; total: number; applied: AppliedOffsets }> {
+  async search(collection: string, request: SearchRequest): Promise<SearchResult> {
     const { limits } = this.core;
     if (request.q === undefined || request.q.trim() === '') {
       throw badRequest('invalid_query', 'q is required');
@@ -132,7 +129,13 @@ export class ServeReads {
     const stores = this.core.replica();
     let found;
     try {
-      found = stores.search.search(collection, partitions, query, offset + limit);
+      found = stores.search.search(
+        collection,
+        partitions,
+        query,
+        offset + limit,
+        limits.searchTotalExactMax,
+      );
     } catch (error) {
       // The parser emits only quoted strings, so this is a tokenizer corner case, not a bug to hide.
       if (error instanceof Database.SqliteError) {
@@ -157,7 +160,12 @@ export class ServeReads {
         inPartition.forEach((hit, i) => (hit.highlights = marked[i] ?? {}));
       }
     }
-    return { hits, total: found.total, applied: this.core.applied() };
+    return {
+      hits,
+      total: found.total,
+      totalExact: found.totalExact,
+      applied: this.core.applied(),
+    };
   }
 
   /** Waits until the read's offsets are applied, for at most its (clamped) wait. */

@@ -114,7 +114,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
 
   app.get('/internal/search/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
-    const { hits, total, applied } = await reads.search(collection, {
+    const { hits, total, totalExact, applied } = await reads.search(collection, {
       q: c.req.query('q'),
       limit: optionalInteger(c.req.query('limit')),
       offset: optionalInteger(c.req.query('offset')),
@@ -129,7 +129,8 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     });
     return jsonText(
       c,
-      `{"hits":[${items.join(',')}],"total":${total},"applied":${JSON.stringify(applied)}}`,
+      `{"hits":[${items.join(',')}],"total":${total},"totalExact":${totalExact},` +
+        `"applied":${JSON.stringify(applied)}}`,
     );
   });
 

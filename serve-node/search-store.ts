@@ -203,7 +203,8 @@ export class SearchStore {
     partitions: readonly number[],
     query: ParsedQuery,
     depth: number,
-  ): { matches: SearchMatch[]; total: number } {
+    totalExactMax: number,
+  ): { matches: SearchMatch[]; total: number; totalExact: boolean } {
     const byTable = new Map<FtsTable, number[]>();
     for (const partition of partitions) {
       const table = this.table(partition, collection);
@@ -214,6 +215,7 @@ export class SearchStore {
     }
     const matches: SearchMatch[] = [];
     let total = 0;
+    let totalExact = true;
     for (const [table, inTable] of byTable) {
       const among = JSON.stringify(inTable);
       const rows = table.search.all(query.match, among, depth) as Array<{
@@ -224,11 +226,19 @@ export class SearchStore {
       for (const { row, score, key } of rows) {
         matches.push({ key, score, partition: partitionOfRow(row), offset: offsetOfRow(row) });
       }
-      // Fewer rows than asked for are all the matches: no second pass to count them.
-      total += rows.length < depth ? rows.length : (table.count.get(query.match, among) as number);
+      // Fewer rows than asked for are all the matches: no second pass to count them. Otherwise
+      // matches are counted up to totalExactMax, as Elasticsearch's track_total_hits does:
+      // counting every match of a common term costs more than the whole top-k search.
+      if (rows.length < depth) {
+        total += rows.length;
+      } else {
+        const counted = table.count.get(query.match, among, totalExactMax) as number;
+        total += counted;
+        if (counted >= totalExactMax) totalExact = false;
+      }
     }
     matches.sort((a, b) => b.score - a.score || a.partition - b.partition || a.offset - b.offset);
-    return { matches: matches.slice(0, depth), total };
+    return { matches: matches.slice(0, depth), total, totalExact };
   }
 
   /**

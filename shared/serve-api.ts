@@ -74,6 +74,8 @@ export interface SearchHit extends ServedDocument {
 export interface SearchResult {
   hits: SearchHit[];
   total: number;
+  /** False when `total` is a lower bound (the node counted up to its searchTotalExactMax). */
+  totalExact: boolean;
   applied: AppliedOffsets;
 }
 

@@ -74,7 +74,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     // may be read at different states: a document updated between them is kept once, and the
     // token covers the latest state read. (One that moved up into an earlier page is missed.)
     const pages = await topology.fanOut(all, async (node, assigned) => {
-      const top: SearchResult = { hits: [], total: 0, applied: {} };
+      const top: SearchResult = { hits: [], total: 0, totalExact: true, applied: {} };
       const keys = new Set<string>();
       for (let from = 0; from < depth; from += pageMax) {
         const page = await node.client.search(collection, {
@@ -92,6 +92,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
           keys.add(hit.key);
         }
         top.total = page.total;
+        top.totalExact = page.totalExact;
         for (const [p, applied] of Object.entries(page.applied)) {
           top.applied[p] = Math.max(top.applied[p] ?? applied, applied);
         }
@@ -105,6 +106,11 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       const marked = highlights ? `,"highlights":${JSON.stringify(highlights)}` : '';
       return `{"key":${JSON.stringify(key)},"score":${JSON.stringify(score)},"value":${json}${marked}}`;
     });
-    return jsonText(c, `{"hits":[${hits.join(',')}],"total":${merged.total}}`);
+    // `totalRelation` as Elasticsearch's: "gte" when a node stopped counting at its bound.
+    const relation = merged.totalExact ? 'eq' : 'gte';
+    return jsonText(
+      c,
+      `{"hits":[${hits.join(',')}],"total":${merged.total},"totalRelation":"${relation}"}`,
+    );
   });
 }

@@ -69,7 +69,9 @@ describe('serve-node killed mid-replay', () => {
       }
     }
     const total = KEYS * VERSIONS;
+    // The index checks below count every match: the total must be exact past the default bound.
     const args = ['--data', serveDir.path, '--port', '0', '--log', logNode.url];
+    args.push('--search-total-exact-max', String(total));
     serveProcess = await spawnNode('serve-node', [...args, '--log-read-bytes-max', '65536'], {
       waitReady: false,
     });

@@ -111,13 +111,19 @@ describe('search merge', () => {
       [
         {
           assigned: [0],
-          result: { hits: [hit('a', 5, 0), hit('c', 1, 0)], total: 2, applied: { '0': 3 } },
+          result: {
+            hits: [hit('a', 5, 0), hit('c', 1, 0)],
+            total: 2,
+            totalExact: true,
+            applied: { '0': 3 },
+          },
         },
         {
           assigned: [1],
           result: {
             hits: [hit('d', 3, 1, 4), hit('b', 3, 1, 7), hit('x', 9, 2)],
             total: 2,
+            totalExact: true,
             applied: { '1': 7 },
           },
         },

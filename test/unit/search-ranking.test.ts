@@ -1,6 +1,7 @@
 // Proves issue 4's ranking rule on one serve-node: whatever partitions its documents are spread
 // over, a search ranks them exactly as one FTS5 index holding the same documents (scores equal),
 // also while a settings change has reached some partitions and not yet others.
+import { DEFAULT_LIMITS as SERVE_LIMITS } from '../../serve-node/config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
+
+const TOTAL_EXACT_MAX = SERVE_LIMITS.searchTotalExactMax;
 
 const limits = { queryBytesMax: 1024, queryTermsMax: 32 };
 const PARTITIONS = 4;
@@ -58,7 +61,13 @@ function singleIndexRanking(docs: Array<{ key: string; text: string }>, q: strin
 }
 
 function nodeRanking(q: string, partitions: number[]) {
-  const { matches } = replica.search.search('docs', partitions, parseQuery(q, limits), 1000);
+  const { matches } = replica.search.search(
+    'docs',
+    partitions,
+    parseQuery(q, limits),
+    1000,
+    TOTAL_EXACT_MAX,
+  );
   return matches.map(({ key, score }) => ({ key, score }));
 }
 
@@ -116,9 +125,30 @@ describe('search ranking on one serve-node', () => {
     const inOneOrThree = (key: string) => Number(key.slice(4)) % 2 === 1;
     expect(some.length).toBeGreaterThan(0);
     expect(some).toEqual(everything.filter((hit) => inOneOrThree(hit.key)));
-    const total = replica.search.search('docs', [1, 3], parseQuery('amber OR dune', limits), 5);
+    const total = replica.search.search(
+      'docs',
+      [1, 3],
+      parseQuery('amber OR dune', limits),
+      5,
+      TOTAL_EXACT_MAX,
+    );
     expect(total.total).toBe(some.length);
     expect(total.matches.length).toBe(5);
+  });
+
+  it('counts the total exactly up to searchTotalExactMax and says when it is a lower bound past it', () => {
+    const docs = corpus(120);
+    docs.forEach((doc, i) => apply(i % PARTITIONS, [record('docs', doc.key, { t: doc.text })]));
+    const query = parseQuery('amber OR dune', limits);
+    const all = Array.from({ length: PARTITIONS }, (_, p) => p);
+    const exact = replica.search.search('docs', all, query, 5, TOTAL_EXACT_MAX);
+    expect(exact.totalExact).toBe(true);
+    expect(exact.total).toBeGreaterThan(10);
+    const bounded = replica.search.search('docs', all, query, 5, 10);
+    expect(bounded).toMatchObject({ total: 10, totalExact: false });
+    expect(bounded.matches).toEqual(exact.matches);
+    const atBound = replica.search.search('docs', all, query, 5, exact.total + 1);
+    expect(atBound).toMatchObject({ total: exact.total, totalExact: true });
   });
 
   it('a settings change that has reached some partitions searches both tables until it reaches all', () => {

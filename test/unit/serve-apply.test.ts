@@ -1,5 +1,6 @@
 // Proves the apply path: log batches become LMDB documents and FTS5 rows with checkpoints in the
 // same transactions, re-applying changes nothing, and settings records re-index a collection.
+import { DEFAULT_LIMITS as SERVE_LIMITS } from '../../serve-node/config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +10,8 @@ import { parseQuery } from '../../serve-node/fts-query.js';
 import { prepareRecord } from '../../serve-node/prepared-record.js';
 import { Replica } from '../../serve-node/replica.js';
 import { StepView } from '../../serve-node/step-view.js';
+
+const TOTAL_EXACT_MAX = SERVE_LIMITS.searchTotalExactMax;
 
 const limits = { queryBytesMax: 1024, queryTermsMax: 32 };
 const doc = (collection: string, key: string, value: unknown): LogRecord => ({
@@ -31,7 +34,9 @@ async function apply(records: LogRecord[], partition = 0): Promise<Buffer> {
 }
 
 const search = (q: string, partitions = [0]) =>
-  replica.search.search('docs', partitions, parseQuery(q, limits), 20).matches.map((m) => m.key);
+  replica.search
+    .search('docs', partitions, parseQuery(q, limits), 20, TOTAL_EXACT_MAX)
+    .matches.map((m) => m.key);
 
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'serve-apply-'));
@@ -106,7 +111,7 @@ describe('Replica.apply', () => {
     for (const records of history) await apply(records);
     const scores = () =>
       replica.search
-        .search('docs', [0], parseQuery('alpha OR zeta', limits), 10)
+        .search('docs', [0], parseQuery('alpha OR zeta', limits), 10, TOTAL_EXACT_MAX)
         .matches.map(({ key, score }) => ({ key, score }));
     const afterHistory = scores();
     await replica.close();
