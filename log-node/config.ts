@@ -38,6 +38,11 @@ export interface LogNodeConfig {
   longPollsMax: number;
   longPollWaitMsMax: number;
   /** Bytes waiting for the next group commit of a partition before appends get 503. */
+  /**
+   * Bytes of each partition's newest durable batches kept in memory, so reads at the end of the
+   * log need no file read (tail-cache.ts); 0 turns it off.
+   */
+  tailCacheBytesMax: number;
   appendQueueBytesMax: number;
   /** Body bytes of one multi-partition append (`POST /internal/append`). */
   appendRequestBytesMax: number;
@@ -79,6 +84,7 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   longPollsMax: 1024,
   longPollWaitMsMax: 30_000,
   appendQueueBytesMax: 256 * MiB,
+  tailCacheBytesMax: 1 * MiB,
   appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
   cleanupPolicy: 'compact',
   retentionMs: -1,

@@ -15,6 +15,7 @@ import { ProducerState } from './producer-state.js';
 import { Segment } from './segment.js';
 import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
 import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
+import { TailCache } from './tail-cache.js';
 import { Waiters } from './waiters.js';
 
 export interface AppendAck {
@@ -77,6 +78,7 @@ export class PartitionLog {
   private visibleActiveBytes: number;
   private intervalTimer: NodeJS.Timeout | null = null;
   readonly waiters = new Waiters();
+  private readonly tail: TailCache;
   readonly truncatedBytesOnLoad: number;
 
   private constructor(
@@ -103,6 +105,7 @@ export class PartitionLog {
     this.truncatedBytesOnLoad = loaded.truncatedBytes;
     this.visibleEndOffset = this.active.state.nextOffset;
     this.visibleActiveBytes = this.active.state.sizeBytes;
+    this.tail = new TailCache(config.tailCacheBytesMax);
     if (config.fsync === 'interval') {
       this.intervalTimer = setInterval(() => void this.syncInterval(), config.fsyncIntervalMs);
       this.intervalTimer.unref();
@@ -214,6 +217,7 @@ export class PartitionLog {
         if (this.config.fsync === 'always') await this.active.sync();
         this.visibleEndOffset = this.active.state.nextOffset;
         this.visibleActiveBytes = this.active.state.sizeBytes;
+        this.tail.add(writes);
       }
       for (const { entry, ack } of acks) entry.resolve(ack);
       if (writes.length > 0) this.waiters.wakeAll();
@@ -390,6 +394,8 @@ export class PartitionLog {
     // the log (where every caught-up tailer asks) there is nothing to look up, and the answer is
     // given without an await, so no append can become visible between it and a long-poll's wait.
     if (this.closed || offset >= this.visibleEndOffset) return Buffer.alloc(0);
+    const cached = this.tail.read(offset, maxBytes);
+    if (cached !== null) return cached;
     const segments = this.segments;
     let i = findSegment(segments, offset);
     for (; i < segments.length; i++) {
@@ -424,6 +430,9 @@ export class PartitionLog {
     segments[at] = replacement;
     this.segments = segments;
     old.retire();
+    // Readers get the compacted batches from now on, as from the file, through its end offset
+    // (the segment after it begins where it ended, however much the compaction removed).
+    this.tail.dropThrough(this.segments[at + 1].baseOffset - 1);
   }
 
   /** Deletes the oldest closed segments; the log start offset moves to the first one left. */
