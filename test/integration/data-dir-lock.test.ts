@@ -2,6 +2,7 @@
 // process or another) fails naming the directory and the owner's pid, a lock left by a process
 // that died (kill -9, or a pid that no longer runs) is taken over, and a clean stop removes it.
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -134,6 +135,27 @@ describe('data directory lock', () => {
     );
     await logNode(data);
     expect(JSON.parse(fs.readFileSync(path.join(data, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
+  });
+
+  it('takes over a stale lock whose previous taker died mid-takeover, leaving its claim', async () => {
+    const data = dir('lock-claim');
+    const stale = JSON.stringify({ pid: deadPid(), bootId: currentBootId(), startTicks: null });
+    fs.writeFileSync(path.join(data, LOCK_FILE), stale + '\n');
+    // The claim that a starter takes before replacing a stale lock, named after the stale
+    // lock's content (shared/data-dir-lock.ts); this one names a process that has exited.
+    const key = createHash('sha256')
+      .update(stale + '\n')
+      .digest('hex')
+      .slice(0, 32);
+    fs.writeFileSync(
+      path.join(data, `${LOCK_FILE}.${key}.0.claim`),
+      JSON.stringify({ pid: deadPid(), bootId: currentBootId(), startTicks: null }) + '\n',
+    );
+    const running = await logNode(data);
+    expect(JSON.parse(fs.readFileSync(path.join(data, LOCK_FILE), 'utf8')).pid).toBe(process.pid);
+    expect(fs.readdirSync(data).filter((name) => name.startsWith(LOCK_FILE))).toEqual([LOCK_FILE]);
+    await running.stop();
+    expect(fs.existsSync(path.join(data, LOCK_FILE))).toBe(false);
   });
 
   it('takes over a lock written under an earlier boot even when its pid now runs', async () => {
