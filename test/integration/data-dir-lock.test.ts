@@ -117,18 +117,23 @@ describe('data directory lock', () => {
 
   it('takes over a lock whose owner was killed but not yet reaped (a zombie)', async () => {
     const data = dir('lock-zombie');
-    // `sleep` becomes the parent of the exited inner shell and never waits for it.
-    const parent = spawn('sh', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 30'], {
-      stdio: ['ignore', 'pipe', 'ignore'],
+    // `sleep` becomes the parent of the inner shell and never waits for it. The inner shell exits
+    // only when told to, on fd 3 (our pipe), once its parent is `sleep`: the outer shell would
+    // reap a child that exited before the outer shell's exec.
+    const parent = spawn('sh', ['-c', 'exec 3<&0; sh -c "read _ <&3" & echo $!; exec sleep 30'], {
+      stdio: ['pipe', 'pipe', 'ignore'],
     });
     stops.push(async () => parent.kill('SIGKILL'));
     const [line] = (await once(parent.stdout!, 'data')) as [Buffer];
     const pid = Number(line.toString().trim());
-    const stat = () => fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    while (stat().slice(stat().lastIndexOf(')') + 2)[0] !== 'Z') await sleep(5);
-    const startTicks = stat()
-      .slice(stat().lastIndexOf(')') + 2)
-      .split(' ')[19];
+    while (fs.readFileSync(`/proc/${parent.pid}/comm`, 'utf8').trim() !== 'sleep') await sleep(5);
+    parent.stdin!.write('\n');
+    const stat = () => {
+      const text = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return text.slice(text.lastIndexOf(')') + 2).split(' ');
+    };
+    while (stat()[0] !== 'Z') await sleep(5);
+    const startTicks = stat()[19];
     fs.writeFileSync(
       path.join(data, LOCK_FILE),
       JSON.stringify({ pid, bootId: currentBootId(), startTicks }) + '\n',
