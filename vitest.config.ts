@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts', '**/src/**/*.test.ts'],
+    // Tests that spawn dist/ must run the same code as the sources the others import.
+    globalSetup: ['test/harness/fresh-dist.ts'],
     exclude: ['node_modules', 'dist'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
