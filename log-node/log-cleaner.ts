@@ -312,7 +312,7 @@ export class LogCleaner {
         maxTimestampMs: segment.state.maxTimestampMs,
         createdAtMs: segment.state.createdAtMs,
       },
-      { indexIntervalBytes: this.node.config.indexIntervalBytes },
+      { indexIntervalBytes: this.node.config.indexIntervalBytes, writeThrough: false },
     );
     replacement.loadIndex();
     return replacement;

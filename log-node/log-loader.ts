@@ -16,7 +16,7 @@ import type { Logger } from '../shared/logger.js';
 import { SCAN_CHUNK_BYTES, scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
 import { ProducerState } from './producer-state.js';
-import { Segment, type SegmentOptions } from './segment.js';
+import { appendFlags, Segment, type SegmentOptions } from './segment.js';
 import {
   CLEANED_SUFFIX,
   LOG_SUFFIX,
@@ -103,7 +103,7 @@ function recoverActive(
   options: LoadOptions,
 ): { segment: Segment; truncatedBytes: number } {
   const file = segmentPath(dir, base, LOG_SUFFIX);
-  const fd = fs.openSync(file, 'r+');
+  const fd = fs.openSync(file, appendFlags(options, false));
   const stat = fs.fstatSync(fd);
   const segment = new Segment(
     dir,

@@ -95,6 +95,7 @@ export class PartitionLog {
     this.logger = logger.child({ partition });
     const loaded = loadPartition(dir, {
       indexIntervalBytes: config.indexIntervalBytes,
+      writeThrough: config.fsync === 'always',
       producerRecentBatchesMax: config.producerRecentBatchesMax,
       producerExpiryMs: config.producerExpiryMs,
       nowMs: clock.nowMs(),
@@ -214,7 +215,11 @@ export class PartitionLog {
       const { writes, acks } = this.takeRound(taken);
       if (writes.length > 0) {
         await this.active.append(writes);
-        if (this.config.fsync === 'always') await this.active.sync();
+        // fsync=always: the active segment is write-through (O_DSYNC), so written is durable.
+        assert(
+          this.config.fsync !== 'always' || this.active.writeThrough,
+          'with fsync=always the active segment is write-through',
+        );
         this.visibleEndOffset = this.active.state.nextOffset;
         this.visibleActiveBytes = this.active.state.sizeBytes;
         this.tail.add(writes);
@@ -339,6 +344,7 @@ export class PartitionLog {
     writeFileAtomic(segmentPath(this.dir, nextBase, PRODUCERS_SUFFIX), this.producers.encode());
     const next = Segment.create(this.dir, nextBase, this.clock.nowMs(), {
       indexIntervalBytes: this.config.indexIntervalBytes,
+      writeThrough: this.config.fsync === 'always',
     });
     fsyncDir(this.dir);
     this.segments = [...this.segments, next];

