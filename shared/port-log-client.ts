@@ -42,8 +42,10 @@ export class PortLogClient implements LogClient {
     return this.caller.call('cluster', []);
   }
 
+  /** The batch crosses as a transferred copy: it may be a view into Node's shared pool. */
   append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
-    return this.caller.call('append', [partition, batch], signal);
+    const { bytes, transfer } = ownBytes(batch);
+    return this.caller.call('append', [partition, bytes], signal, [transfer]);
   }
 
   async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {

@@ -58,7 +58,13 @@ export class PortCaller {
     });
   }
 
-  call<T>(method: string, args: unknown[], signal?: AbortSignal): Promise<T> {
+  /** `transfer`: buffers of `args` to move to the other thread rather than copy. */
+  call<T>(
+    method: string,
+    args: unknown[],
+    signal?: AbortSignal,
+    transfer: Transferable[] = [],
+  ): Promise<T> {
     signal?.throwIfAborted();
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
@@ -78,7 +84,10 @@ export class PortCaller {
         },
       });
       signal?.addEventListener('abort', aborted, { once: true });
-      this.port.postMessage({ id, method, args, cancellable: signal !== undefined } satisfies Call);
+      this.port.postMessage(
+        { id, method, args, cancellable: signal !== undefined } satisfies Call,
+        transfer,
+      );
     });
   }
 

@@ -1,0 +1,33 @@
+/**
+ * The log-node of `tailbase start` on a thread of its own (embedded.ts starts it): its group
+ * commits are acknowledged as soon as their write returns, not after whatever else a busier
+ * thread's event loop is running. It answers the log contract on one port per caller: the
+ * gateway's and the serve-node's.
+ */
+import { workerData, type MessagePort } from 'node:worker_threads';
+import { openLogNode } from '../log-node/index.js';
+import { createLogger } from '../shared/logger.js';
+import { answerLogPort } from '../shared/port-log-client.js';
+import { runNodeWorker } from './node-thread.js';
+
+export interface LogWorkerData {
+  dataDir: string;
+  /** Only when creating the log. */
+  partitions?: number;
+  /** One port per caller of the log contract. */
+  ports: MessagePort[];
+}
+
+const data = workerData as LogWorkerData;
+const logger = createLogger('tailbase').child({ role: 'log-node' });
+
+await runNodeWorker(
+  async () => {
+    const log = await openLogNode({ dataDir: data.dataDir, partitions: data.partitions, logger });
+    for (const port of data.ports) {
+      answerLogPort(port, log.client, (error) => logger.error({ err: error }, 'a log call failed'));
+    }
+    return log;
+  },
+  () => data.ports,
+);

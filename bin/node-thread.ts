@@ -1,0 +1,89 @@
+/**
+ * A node of `tailbase start` on a worker thread of its own: the main-thread side starts the
+ * worker and waits for it to say it started; the worker side (runNodeWorker) opens the node and
+ * stops it when asked. The protocol is three messages: started, stopped, failed.
+ */
+import { parentPort, Worker, type MessagePort, type Transferable } from 'node:worker_threads';
+
+type NodeThreadMessage = { started: true } | { stopped: true } | { failed: string };
+
+export interface NodeThread {
+  /** Stops the node (it answers what it took first) and ends the thread. */
+  stop(): Promise<void>;
+}
+
+export async function startNodeThread(
+  name: string,
+  entry: URL,
+  workerData: unknown,
+  transferList: Transferable[],
+  /** The thread died outside stop(). */
+  onDeath: (error: Error) => void,
+): Promise<NodeThread> {
+  const worker = new Worker(entry, { workerData, transferList });
+  let stopping = false;
+  /** The worker's next message; an error of the thread fails it. */
+  const next = () =>
+    new Promise<NodeThreadMessage>((resolve, reject) => {
+      const onMessage = (message: NodeThreadMessage) => {
+        worker.off('error', onError);
+        resolve(message);
+      };
+      const onError = (error: Error) => {
+        worker.off('message', onMessage);
+        reject(error);
+      };
+      worker.once('message', onMessage);
+      worker.once('error', onError);
+    });
+  worker.on('exit', (code) => {
+    if (!stopping) onDeath(new Error(`the ${name} thread exited (code ${code})`));
+  });
+  const first = await next().catch((error: Error) => ({ failed: error.message }));
+  if (!('started' in first)) {
+    stopping = true;
+    await worker.terminate();
+    throw new Error(`the ${name} did not start: ${'failed' in first ? first.failed : ''}`);
+  }
+  let stopped: Promise<void> | null = null;
+  return {
+    stop: () => {
+      stopped ??= (async () => {
+        stopping = true;
+        const answer = next();
+        worker.postMessage('stop');
+        const message = await answer.catch((error: Error) => ({ failed: error.message }));
+        await worker.terminate();
+        if ('failed' in message) throw new Error(`the ${name} stopped badly: ${message.failed}`);
+      })();
+      return stopped;
+    },
+  };
+}
+
+/**
+ * The worker side: opens the node, says it started, and on the one message the main thread
+ * sends (stop) stops it, closes `ports`, and says so.
+ */
+export async function runNodeWorker(
+  open: () => Promise<{ stop(): Promise<void> }>,
+  ports: () => MessagePort[],
+): Promise<void> {
+  const port = parentPort as MessagePort;
+  const tell = (message: NodeThreadMessage) => port.postMessage(message);
+  try {
+    const node = await open();
+    port.once('message', () => {
+      void node.stop().then(
+        () => {
+          for (const open of ports()) open.close();
+          tell({ stopped: true });
+        },
+        (error: unknown) => tell({ failed: String(error) }),
+      );
+    });
+    tell({ started: true });
+  } catch (error) {
+    tell({ failed: error instanceof Error ? error.message : String(error) });
+  }
+}
