@@ -56,9 +56,10 @@ function cpuOf(processes: RunningProcess[]): number {
 }
 
 /**
- * Where one process's CPU went by thread: its main thread, its busiest other thread (for `tailbase
- * start`, the serve-node's worker), and the rest (libuv's pool doing fsync, V8's GC helpers).
- * Node names every thread "node", so the busiest other thread is found by its share.
+ * Where one process's CPU went by thread: its main thread, its two busiest other threads (for
+ * `tailbase start`, the log-node's and the serve-node's workers), and the rest (libuv's pool
+ * doing the log's writes, V8's GC helpers). Node names every thread "node", so the workers are
+ * found by their share, not by name.
  */
 export class ThreadCpuWindow {
   private readonly machine = readMachineTicks();
@@ -66,7 +67,7 @@ export class ThreadCpuWindow {
 
   constructor(
     private readonly pid: number,
-    private readonly names: { main: string; busiest: string; rest: string },
+    private readonly names: { main: string; busiest: string; second: string; rest: string },
   ) {
     this.before = threadTicks(pid);
   }
@@ -87,12 +88,14 @@ export class ThreadCpuWindow {
       .filter((thread) => thread.tid !== this.pid)
       .sort((a, b) => b.ticks - a.ticks);
     const busiest = others[0]?.ticks ?? 0;
-    const rest = others.slice(1).reduce((sum, thread) => sum + thread.ticks, 0);
+    const second = others[1]?.ticks ?? 0;
+    const rest = others.slice(2).reduce((sum, thread) => sum + thread.ticks, 0);
     const micros = (ticks: number) =>
       requests > 0 ? ((ticks / CLOCK_TICKS_PER_S) * 1e6) / requests : 0;
     return {
       [this.names.main]: micros(main),
       [this.names.busiest]: micros(busiest),
+      [this.names.second]: micros(second),
       [this.names.rest]: micros(rest),
     };
   }

@@ -1,6 +1,6 @@
 /**
- * `npm run bench -- embedded` (issue 13): `tailbase start` as a user runs it (one process, the
- * serve-node on a worker thread, fsync=always), driven like the cluster of the gateway group
+ * `npm run bench -- embedded` (issue 13): `tailbase start` as a user runs it (one process: the
+ * gateway on the main thread, the log-node and the serve-node on worker threads, fsync=always), driven like the cluster of the gateway group
  * (api-workloads.ts), each rate beside the bare hono handler of the same run, PostgreSQL's rows
  * beside them when it is installed (peers-group.ts), CPU per PUT for each thread, and replay:
  * a rebuild of the serve-node from the log, beside a bare FTS5 insert loop of the same documents.
@@ -59,9 +59,10 @@ export async function runEmbeddedBench(
       tailbase.url,
       () =>
         new ThreadCpuWindow(tailbase.pid, {
-          main: 'main thread (HTTP, gateway, log)',
-          busiest: 'serve-node thread',
-          rest: 'other threads (fsync pool, GC)',
+          main: 'main thread (HTTP, gateway)',
+          busiest: 'busiest worker (log-node or serve-node)',
+          second: 'next worker',
+          rest: 'other threads (write pool, GC)',
         }),
       quick,
     );
