@@ -6,7 +6,9 @@
 import type { MessagePort } from 'node:worker_threads';
 import { CallBatcher } from './call-batcher.js';
 import { answerPort, decodeError, encodeError, PortCaller, type EncodedError } from './port-rpc.js';
+import { TailbaseError } from './errors.js';
 import type {
+  AppliedOffsets,
   GetResult,
   ScanOptions,
   ScanResult,
@@ -16,6 +18,7 @@ import type {
   ServeReadOptions,
   ServeStatus,
   SnapshotResult,
+  WaitFor,
 } from './serve-api.js';
 
 /** Key reads of one batch (`getMany`); the same bound as a batched read over HTTP. */
@@ -26,13 +29,17 @@ const GET_BATCHES_IN_FLIGHT_MAX = 2;
 interface BatchedGet {
   collection: string;
   key: string;
+  waitFor?: WaitFor;
 }
 
-type BatchedAnswer = { ok: GetResult } | { error: EncodedError };
+/** `pending`: the item's waitFor was not applied yet; it is asked again, alone, to wait. */
+type BatchedAnswer = { ok: GetResult } | { error: EncodedError } | { pending: true };
 
 export class PortServeClient implements ServeClient {
   private readonly caller: PortCaller;
   private readonly gets: CallBatcher<BatchedGet, BatchedAnswer>;
+  /** The node's applied offsets in its latest answer: a read they cover needs no wait. */
+  private lastApplied: AppliedOffsets = {};
 
   constructor(port: MessagePort) {
     this.caller = new PortCaller(port);
@@ -44,18 +51,28 @@ export class PortServeClient implements ServeClient {
   }
 
   /**
-   * A read with nothing to wait for joins the reads made at the same time in one message (a
-   * message each way costs more than the read); one that waits for offsets goes alone, so it
-   * holds up no other.
+   * A read whose offsets the node's last answer showed applied (an eventual read, or a token
+   * already caught up) joins the reads made at the same time in one message: a message each way
+   * costs more than the read. One that may have to wait (or was answered `pending`) goes alone,
+   * so it holds up no other. The same shape as HttpServeClient's batched reads.
    */
   async get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
     const { signal, ...rest } = options;
-    const waits = rest.waitFor !== undefined && Object.keys(rest.waitFor).length > 0;
-    if (signal !== undefined || waits)
-      return this.caller.call('get', [collection, key, rest], signal);
-    const answer = await this.gets.call({ collection, key });
-    if ('error' in answer) throw decodeError(answer.error);
-    return answer.ok;
+    if (signal === undefined && this.covers(rest.waitFor ?? {})) {
+      const answer = await this.gets.call({ collection, key, waitFor: rest.waitFor });
+      if ('ok' in answer) return this.saw(answer.ok);
+      if ('error' in answer) throw decodeError(answer.error);
+    }
+    return this.saw(await this.caller.call<GetResult>('get', [collection, key, rest], signal));
+  }
+
+  private covers(waitFor: WaitFor): boolean {
+    return Object.entries(waitFor).every(([p, offset]) => (this.lastApplied[p] ?? 0) > offset);
+  }
+
+  private saw(result: GetResult): GetResult {
+    this.lastApplied = result.applied;
+    return result;
   }
 
   scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {
@@ -107,13 +124,17 @@ export function answerServePort(
             signal,
           }),
         ),
+      // Nothing in a batch waits: an item whose offsets are not applied answers `pending`.
       getMany: ([items]) =>
         value(
           Promise.all(
-            (items as BatchedGet[]).map(({ collection, key }) =>
-              serve.get(collection, key).then(
+            (items as BatchedGet[]).map(({ collection, key, waitFor }) =>
+              serve.get(collection, key, { waitFor, waitMs: 0 }).then(
                 (ok): BatchedAnswer => ({ ok }),
-                (error: unknown): BatchedAnswer => ({ error: encodeError(error) }),
+                (error: unknown): BatchedAnswer =>
+                  error instanceof TailbaseError && error.code === 'not_caught_up'
+                    ? { pending: true }
+                    : { error: encodeError(error) },
               ),
             ),
           ),
