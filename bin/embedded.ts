@@ -1,29 +1,31 @@
 /**
- * `tailbase start`: a log-node, a serve-node and the gateway in one process, bound in-process:
- * the gateway reaches the log and the serve-node through the same typed contracts a cluster
- * reaches over the network (shared/log-api.ts, shared/serve-api.ts), with no socket between them;
- * only the gateway listens, and the contracts travel over MessagePorts (shared/port-rpc.ts)
- * between three threads: the main thread is the HTTP edge (the gateway); the log-node (group
- * commit, fsync) has a thread of its own (log-worker.ts), so an append is acknowledged as soon as
- * its write returns, not when a busy event loop gets to it (sharing the serve-node's thread, a
- * batch's ack took 2.9-3.1 ms against 1.1-2.0 ms alone); the serve-node (apply, reads) has
- * another (serve-worker.ts). Reads cannot run on the main thread: a second lmdb-js open of the
- * serve-node's LMDB environment in another thread of the process saw none of its commits. Data goes to <data>/log and <data>/serve; the gateway URL is printed
- * once the serve-node has caught up.
+ * `tailbase start`: a log-node, a serve-node and the gateway in one process, bound in-process.
+ * The gateway reaches the log and the serve-node through the same typed contracts a cluster
+ * reaches over the network (shared/log-api.ts, shared/serve-api.ts), carried by MessagePorts
+ * (shared/port-rpc.ts) between three threads; only the gateway listens.
+ * - The main thread is the HTTP edge (the gateway).
+ * - The log-node (group commit, fsync) has a thread of its own (log-worker.ts), so an append is
+ *   acknowledged as soon as its write returns, not when a busy event loop gets to it: sharing
+ *   the serve-node's thread, a batch's ack took 2.9-3.1 ms, alone 1.1-2.0 ms.
+ * - The serve-node (apply, reads) has another (serve-worker.ts). Reads cannot run on the main
+ *   thread: a second lmdb-js open of the serve-node's LMDB environment in another thread of the
+ *   process saw none of its commits.
+ * Data goes to <data>/log and <data>/serve; the gateway URL is printed once the serve-node has
+ * caught up.
  */
 import path from 'node:path';
+import { MessageChannel } from 'node:worker_threads';
 import { type Command, Option } from 'commander';
 import { parseApiKeys, startGateway, type GatewayConfigInput } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
-import { MessageChannel } from 'node:worker_threads';
+import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
+import type { ServeClient } from '../shared/serve-api.js';
 import type { LogWorkerData } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';
 import type { ServeWorkerData } from './serve-worker.js';
-import type { ServeClient } from '../shared/serve-api.js';
-import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
-import { createLogger, flushLogs } from '../shared/logger.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
