@@ -76,7 +76,7 @@ export async function runNodeWorker(
     port.once('message', () => {
       void node.stop().then(
         () => {
-          for (const open of ports()) open.close();
+          for (const each of ports()) each.close();
           tell({ stopped: true });
         },
         (error: unknown) => tell({ failed: String(error) }),
