@@ -139,7 +139,8 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
 };
 
 export const WRITER_HELP: Record<keyof WriterConfig, string> = {
-  lingerMs: "how long a partition's first pending write waits for others to share its batch, ms",
+  lingerMs:
+    "how long a partition's first pending write waits for others to share its batch, ms (0: the writes of the same event-loop turn)",
   batchRecordsMax: 'most records in one appended batch',
   batchBytesMax: 'largest appended batch, bytes',
   pendingBytesMax: 'bytes of writes queued per partition before new ones get 503',
@@ -149,7 +150,10 @@ export const WRITER_HELP: Record<keyof WriterConfig, string> = {
 };
 
 export const DEFAULT_WRITER: WriterConfig = {
-  lingerMs: 1,
+  // 0: the writes parsed in one turn share a batch, and a write to an idle partition waits no
+  // timer. With tailbase start, 1 ms made a lone PUT take 2.6 ms at the median against 1.4 ms,
+  // and 64 connections wrote no faster (7,900-8,300 against 7,700-8,800 PUT/s).
+  lingerMs: 0,
   batchRecordsMax: 1000,
   batchBytesMax: 4 * 1024 * 1024,
   pendingBytesMax: 64 * 1024 * 1024,

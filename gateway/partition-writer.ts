@@ -111,7 +111,8 @@ export class PartitionWriter {
   private queue: PendingWrite[] = [];
   private queuedBytes = 0;
   private inFlight: Promise<void> | null = null;
-  private linger: NodeJS.Timeout | null = null;
+  /** Cancels the pending linger, while one is pending. */
+  private linger: (() => void) | null = null;
   private closed = false;
 
   constructor(
@@ -164,10 +165,8 @@ export class PartitionWriter {
   async close(): Promise<void> {
     this.closed = true;
     while (this.queue.length > 0 || this.inFlight) {
-      if (this.linger) {
-        clearTimeout(this.linger);
-        this.linger = null;
-      }
+      this.linger?.();
+      this.linger = null;
       if (!this.inFlight) this.sendNext();
       await this.inFlight;
     }
@@ -179,12 +178,12 @@ export class PartitionWriter {
       this.queue.length >= this.config.batchRecordsMax ||
       this.queuedBytes >= this.config.batchBytesMax;
     if (full) {
-      if (this.linger) clearTimeout(this.linger);
+      this.linger?.();
       this.linger = null;
       this.sendNext();
       return;
     }
-    this.linger ??= setTimeout(() => this.sendIfIdle(), this.config.lingerMs);
+    this.linger ??= lingerFor(this.config.lingerMs, () => this.sendIfIdle());
   }
 
   private sendIfIdle(): void {
@@ -293,4 +292,18 @@ export class PartitionWriter {
     this.producerId = newProducerId();
     this.nextSequence = 0;
   }
+}
+
+/**
+ * Runs `then` after `lingerMs`; at 0, once the current turn of the event loop is over (so the
+ * writes parsed in the same turn still share a batch): Node runs a 0 ms timer after 1 ms, which
+ * made every write to an idle partition wait that long. Answers the cancel.
+ */
+function lingerFor(lingerMs: number, then: () => void): () => void {
+  if (lingerMs === 0) {
+    const immediate = setImmediate(then);
+    return () => clearImmediate(immediate);
+  }
+  const timer = setTimeout(then, lingerMs);
+  return () => clearTimeout(timer);
 }
