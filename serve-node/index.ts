@@ -2,7 +2,6 @@
 import { withDataDirLock } from '../shared/data-dir-lock.js';
 import { LogCluster } from '../shared/log-cluster.js';
 import { PARTITIONS_MAX, type LogClient } from '../shared/log-api.js';
-import type { ServeClient } from '../shared/serve-api.js';
 import { LocalServeClient } from './local-serve-client.js';
 import { listen } from '../shared/http-server.js';
 import { createLogger, type Logger } from '../shared/logger.js';
@@ -30,7 +29,7 @@ export interface OpenServeNode {
   nodeId: string;
   node: ServeNode;
   /** The serve contract bound to this node in-process. */
-  client: ServeClient;
+  client: LocalServeClient;
   stop(): Promise<void>;
 }
 

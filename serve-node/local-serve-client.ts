@@ -5,6 +5,9 @@
  */
 import { badRequest } from '../shared/errors.js';
 import type {
+  BatchedGet,
+  BatchedGetAnswer,
+  BatchedGetter,
   GetResult,
   ScanOptions,
   ScanResult,
@@ -27,7 +30,7 @@ export interface LocalServeCore extends ReadCore {
   snapshot(dir: string): Promise<SnapshotResult>;
 }
 
-export class LocalServeClient implements ServeClient {
+export class LocalServeClient implements ServeClient, BatchedGetter {
   private readonly reads: ServeReads;
   private readonly hosted: ReadonlySet<number>;
 
@@ -46,6 +49,32 @@ export class LocalServeClient implements ServeClient {
       this.wait(options),
     );
     return { doc: doc ?? null, applied };
+  }
+
+  /**
+   * Many key reads at once through ServeReads.getMany, none waiting. An item whose offsets are not
+   * applied yet, or that is not a valid read, answers `pending`: asked alone, it waits or gets
+   * its own 400.
+   */
+  getMany(items: readonly BatchedGet[]): BatchedGetAnswer[] {
+    const checked = items.map(({ collection, key, waitFor }) => {
+      try {
+        return {
+          collection: checkCollection(collection),
+          key: checkKey(key),
+          needs: needsOf(waitFor, this.hosted),
+        };
+      } catch {
+        return null;
+      }
+    });
+    const { answers, applied } = this.reads.getMany(checked.filter((item) => item !== null));
+    let answered = 0;
+    return checked.map((item) => {
+      if (item === null) return 'pending';
+      const doc = answers[answered++];
+      return doc === false ? 'pending' : { doc, applied };
+    });
   }
 
   async scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {

@@ -3,7 +3,7 @@
  * tests and benchmarks in a multi-process cluster. The routes are documented in
  * serve-node/README.md.
  */
-import { CallBatcher } from './call-batcher.js';
+import { BatchedGets } from './batched-gets.js';
 import { errorFromBody, TailbaseError } from './errors.js';
 import { InternalHttp, type InternalResponse } from './internal-http.js';
 import { CLUSTER_SECRET_HEADER } from './log-api.js';
@@ -12,6 +12,8 @@ import {
   GET_BATCH_KEYS_MAX,
   SERVE_WAIT_MS_MAX,
   type AppliedOffsets,
+  type BatchedGet,
+  type BatchedGetAnswer,
   type GetResult,
   type ScanOptions,
   type ScanResult,
@@ -22,7 +24,6 @@ import {
   type ServeReadOptions,
   type ServeStatus,
   type SnapshotResult,
-  type WaitFor,
 } from './serve-api.js';
 
 export interface HttpServeClientOptions {
@@ -40,21 +41,10 @@ export interface HttpServeClientOptions {
 /** Batched reads out at once to one serve-node. */
 const GET_BATCHES_IN_FLIGHT_MAX = 2;
 
-interface BatchedGet {
-  collection: string;
-  key: string;
-  waitFor: WaitFor;
-}
-
-/** `pending`: the item's `waitFor` was not applied; it is asked again on the waiting route. */
-type BatchedAnswer = GetResult | 'pending';
-
 export class HttpServeClient implements ServeClient {
   readonly url: string;
   private readonly http: InternalHttp;
-  private readonly batcher: CallBatcher<BatchedGet, BatchedAnswer>;
-  /** The node's applied offsets in its latest answer: a read they cover needs no wait. */
-  private lastApplied: AppliedOffsets = {};
+  private readonly gets: BatchedGets;
   private readonly answerMsMax: number | undefined;
 
   constructor(url: string, options: HttpServeClientOptions = {}) {
@@ -64,31 +54,20 @@ export class HttpServeClient implements ServeClient {
       : {};
     this.http = new InternalHttp(url, 'serve-node', headers);
     this.url = this.http.url;
-    this.batcher = new CallBatcher({
+    this.gets = new BatchedGets({
       batchMax: options.getBatchKeysMax ?? GET_BATCH_KEYS_MAX,
       inFlightMax: GET_BATCHES_IN_FLIGHT_MAX,
-      send: (items) => this.getBatch(items),
+      sendBatch: (items) => this.getBatch(items),
+      sendOne: (collection, key, read) => this.getOne(collection, key, read),
     });
   }
 
-  /**
-   * A read the node's last known applied offsets cover joins a batched read with the reads made at
-   * the same time; one that may have to wait (or was answered `pending`) takes the waiting route.
-   */
-  async get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
-    const waitFor = options.waitFor ?? {};
-    if (options.signal === undefined && this.covers(waitFor)) {
-      const answer = await this.batcher.call({ collection, key, waitFor });
-      if (answer !== 'pending') return answer;
-    }
-    return this.getOne(collection, key, options);
+  /** Batched with the reads made at the same time when it need not wait (batched-gets.ts). */
+  get(collection: string, key: string, options: ServeReadOptions = {}): Promise<GetResult> {
+    return this.gets.get(collection, key, options);
   }
 
-  private covers(waitFor: WaitFor): boolean {
-    return Object.entries(waitFor).every(([p, offset]) => (this.lastApplied[p] ?? 0) > offset);
-  }
-
-  private async getBatch(items: BatchedGet[]): Promise<BatchedAnswer[]> {
+  private async getBatch(items: BatchedGet[]): Promise<BatchedGetAnswer[]> {
     const response = await this.fetch('/internal/docs', {}, 'POST', { items });
     const body = response.json() as {
       items: (ServedDocument | null | false)[];
@@ -102,7 +81,6 @@ export class HttpServeClient implements ServeClient {
           'the serve-node answered another number of reads',
         );
       }
-      this.lastApplied = body.applied;
       return body.items.map((doc) => (doc === false ? 'pending' : { doc, applied: body.applied }));
     }
     const error = errorFromBody(response.status, body);
@@ -111,7 +89,11 @@ export class HttpServeClient implements ServeClient {
     throw error;
   }
 
-  private async getOne(collection: string, key: string, options: ServeReadOptions) {
+  private async getOne(
+    collection: string,
+    key: string,
+    options: ServeReadOptions,
+  ): Promise<GetResult> {
     const path = `/internal/docs/${encodeURIComponent(collection)}/${encodeURIComponent(key)}`;
     const response = await this.fetch(path + query(readParams(options)), options);
     const body = response.json() as
@@ -126,7 +108,6 @@ export class HttpServeClient implements ServeClient {
     if (!response.ok || body === null || 'error' in body)
       throw errorFromBody(response.status, body);
     const { applied, ...doc } = body;
-    this.lastApplied = applied;
     return { doc, applied };
   }
 

@@ -1,7 +1,7 @@
 /**
  * Calls between threads of one process over a MessagePort: the transport under the log and serve
- * contracts when `tailbase start` runs the serve-node on a worker thread (port-log-client.ts,
- * port-serve-client.ts). A call is `{id, method, args}`; its answer `{id, value}` or `{id, error}`
+ * contracts when `tailbase start` runs the log-node and the serve-node on threads of their own
+ * (port-log-client.ts, port-serve-client.ts). A call is `{id, method, args}`; its answer `{id, value}` or `{id, error}`
  * with a TailbaseError's status and body, so a refusal crosses the thread as the same error; a
  * caller's AbortSignal becomes a `{cancel: id}` the answering side turns into its own abort.
  */
@@ -106,6 +106,11 @@ export type PortMethod = (
   args: unknown[],
   signal: AbortSignal | undefined,
 ) => Promise<{ value: unknown; transfer?: Transferable[] }>;
+
+/** A method's plain answer: its value, nothing transferred. */
+export async function answered(result: Promise<unknown>): Promise<{ value: unknown }> {
+  return { value: await result };
+}
 
 /** The answering side of a port: each call runs its method and answers once. */
 export function answerPort(

@@ -36,6 +36,24 @@ export interface GetResult {
   applied: AppliedOffsets;
 }
 
+/** One key read of a batch: nothing in a batch waits. */
+export interface BatchedGet {
+  collection: string;
+  key: string;
+  waitFor: WaitFor;
+}
+
+/**
+ * `pending`: not answered in the batch (its waitFor is not applied yet, or the node does not take
+ * it as it stands); it is asked again alone, where it waits or gets its own error.
+ */
+export type BatchedGetAnswer = GetResult | 'pending';
+
+/** A serve-node's batched key reads, answered in its own process (the thread port's getMany). */
+export interface BatchedGetter {
+  getMany(items: readonly BatchedGet[]): BatchedGetAnswer[];
+}
+
 export interface ScanOptions extends ServeReadOptions {
   prefix?: string;
   /** Inclusive. */
