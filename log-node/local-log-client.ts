@@ -14,6 +14,7 @@ import type {
   ReadOptions,
   ReadResult,
 } from '../shared/log-api.js';
+import { oneNodeFetchGroups } from '../shared/log-api.js';
 import { checkPartitionOffsets } from '../shared/query-params.js';
 import { fetchPartitions } from './fetch.js';
 import type { LogNode } from './log-node.js';
@@ -61,7 +62,7 @@ export class LocalLogClient implements LogClient {
 
   /** One node stores every partition it is asked for. */
   fetchGroups(partitions: readonly number[]): number[][] {
-    return partitions.length === 0 ? [] : [[...partitions]];
+    return oneNodeFetchGroups(partitions);
   }
 
   async offsets(): Promise<PartitionOffsets[]> {

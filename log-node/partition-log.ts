@@ -12,7 +12,7 @@ import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
 import { loadPartition } from './log-loader.js';
 import { ProducerState } from './producer-state.js';
-import { Segment } from './segment.js';
+import { Segment, type SegmentOptions } from './segment.js';
 import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
 import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
 import { TailCache } from './tail-cache.js';
@@ -79,6 +79,8 @@ export class PartitionLog {
   private intervalTimer: NodeJS.Timeout | null = null;
   readonly waiters = new Waiters();
   private readonly tail: TailCache;
+  /** How this partition's appendable segments are opened: the same at load and at each roll. */
+  private readonly segmentOptions: SegmentOptions;
   readonly truncatedBytesOnLoad: number;
 
   private constructor(
@@ -93,9 +95,12 @@ export class PartitionLog {
     this.config = config;
     this.clock = clock;
     this.logger = logger.child({ partition });
-    const loaded = loadPartition(dir, {
+    this.segmentOptions = {
       indexIntervalBytes: config.indexIntervalBytes,
       writeThrough: config.fsync === 'always',
+    };
+    const loaded = loadPartition(dir, {
+      ...this.segmentOptions,
       producerRecentBatchesMax: config.producerRecentBatchesMax,
       producerExpiryMs: config.producerExpiryMs,
       nowMs: clock.nowMs(),
@@ -342,10 +347,7 @@ export class PartitionLog {
     closing.writeIndex();
     const nextBase = closing.state.nextOffset;
     writeFileAtomic(segmentPath(this.dir, nextBase, PRODUCERS_SUFFIX), this.producers.encode());
-    const next = Segment.create(this.dir, nextBase, this.clock.nowMs(), {
-      indexIntervalBytes: this.config.indexIntervalBytes,
-      writeThrough: this.config.fsync === 'always',
-    });
+    const next = Segment.create(this.dir, nextBase, this.clock.nowMs(), this.segmentOptions);
     fsyncDir(this.dir);
     this.segments = [...this.segments, next];
     this.visibleActiveBytes = 0;

@@ -22,6 +22,7 @@ import {
   type PartitionOffsets,
   type ReadOptions,
   type ReadResult,
+  oneNodeFetchGroups,
 } from './log-api.js';
 import { encodeFrames, FRAME_HEADER_BYTES, type PartitionFrame } from './partition-frames.js';
 
@@ -179,7 +180,7 @@ export class HttpLogClient implements LogClient {
   }
 
   fetchGroups(partitions: readonly number[]): number[][] {
-    return partitions.length === 0 ? [] : [[...partitions]];
+    return oneNodeFetchGroups(partitions);
   }
 
   async offsets(): Promise<PartitionOffsets[]> {

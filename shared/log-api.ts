@@ -78,6 +78,11 @@ export interface LogClient {
   offsets(): Promise<PartitionOffsets[]>;
 }
 
+/** fetchGroups of a client whose other end is one log-node: every partition in one read. */
+export function oneNodeFetchGroups(partitions: readonly number[]): number[][] {
+  return partitions.length === 0 ? [] : [[...partitions]];
+}
+
 export const LOG_ANSWER_MS_MAX = 10_000;
 
 /** The default bound of a multi-partition append, the log-node's and its clients'. */

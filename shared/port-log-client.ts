@@ -1,6 +1,6 @@
 /**
- * The log contract (log-api.ts) across threads (port-rpc.ts): a serve-node on a worker thread
- * tails the log-node of the main thread through it. Batches cross as transferred buffers of
+ * The log contract (log-api.ts) across threads (port-rpc.ts): the gateway appends to, and the
+ * serve-node tails, the log-node on its own thread through it. Batches cross as transferred buffers of
  * their own; a partition's error in a fetch crosses as the same TailbaseError.
  */
 import type { MessagePort, Transferable } from 'node:worker_threads';
@@ -14,7 +14,9 @@ import type {
   ReadOptions,
   ReadResult,
 } from './log-api.js';
+import { oneNodeFetchGroups } from './log-api.js';
 import {
+  answered,
   answerPort,
   asBuffer,
   decodeError,
@@ -69,7 +71,7 @@ export class PortLogClient implements LogClient {
 
   /** The other side is one log-node (or one cluster client that groups for itself). */
   fetchGroups(partitions: readonly number[]): number[][] {
-    return partitions.length === 0 ? [] : [[...partitions]];
+    return oneNodeFetchGroups(partitions);
   }
 
   offsets(): Promise<PartitionOffsets[]> {
@@ -91,10 +93,9 @@ export function answerLogPort(
   answerPort(
     port,
     {
-      cluster: async () => ({ value: await log.cluster() }),
-      append: async ([partition, batch], signal) => ({
-        value: await log.append(partition as number, asBuffer(batch as Uint8Array), signal),
-      }),
+      cluster: () => answered(log.cluster()),
+      append: ([partition, batch], signal) =>
+        answered(log.append(partition as number, asBuffer(batch as Uint8Array), signal)),
       read: async ([partition, offset, options], signal) => {
         const read = await log.read(partition as number, offset as number, {
           ...(options as PortReadOptions),
@@ -119,7 +120,7 @@ export function answerLogPort(
         });
         return { value, transfer };
       },
-      offsets: async () => ({ value: await log.offsets() }),
+      offsets: () => answered(log.offsets()),
     },
     onBug,
   );
