@@ -4,7 +4,7 @@
  * whether the load left the machine idle.
  */
 import { readdirSync, readFileSync } from 'node:fs';
-import type { RunningProcess } from './processes.js';
+import { CLOCK_TICKS_PER_S, readStatTicks, type RunningProcess } from './processes.js';
 import type { CpuShare } from './types.js';
 
 interface MachineTicks {
@@ -25,6 +25,13 @@ function readMachineTicks(): MachineTicks | null {
   }
 }
 
+/** Percent of every core's time that was busy (any process) since `then`; -1 if unknown. */
+function busyPercentSince(then: MachineTicks | null): number {
+  const now = readMachineTicks();
+  if (then === null || now === null || now.total === then.total) return -1;
+  return (100 * (now.busy - then.busy)) / (now.total - then.total);
+}
+
 export class CpuWindow {
   private readonly machine = readMachineTicks();
   private readonly before: Map<string, number>;
@@ -35,9 +42,7 @@ export class CpuWindow {
 
   /** Percent of every core's time that was busy (any process) since the window opened; -1 if unknown. */
   machineBusyPercent(): number {
-    const now = readMachineTicks();
-    if (this.machine === null || now === null || now.total === this.machine.total) return -1;
-    return (100 * (now.busy - this.machine.busy)) / (now.total - this.machine.total);
+    return busyPercentSince(this.machine);
   }
 
   /** CPU microseconds each named group of processes spent per request since the window opened. */
@@ -73,9 +78,7 @@ export class ThreadCpuWindow {
   }
 
   machineBusyPercent(): number {
-    const now = readMachineTicks();
-    if (this.machine === null || now === null || now.total === this.machine.total) return -1;
-    return (100 * (now.busy - this.machine.busy)) / (now.total - this.machine.total);
+    return busyPercentSince(this.machine);
   }
 
   microsPerRequest(requests: number): CpuShare['microsPerRequest'] {
@@ -101,9 +104,6 @@ export class ThreadCpuWindow {
   }
 }
 
-/** Clock ticks are 100 Hz on every Linux this runs on (getconf CLK_TCK). */
-const CLOCK_TICKS_PER_S = 100;
-
 /** User + system ticks of each thread of `pid` (threads that ended are gone from the map). */
 function threadTicks(pid: number): Map<number, number> {
   const ticks = new Map<number, number>();
@@ -115,9 +115,7 @@ function threadTicks(pid: number): Map<number, number> {
   }
   for (const tid of tids) {
     try {
-      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      ticks.set(Number(tid), Number(fields[11]) + Number(fields[12]));
+      ticks.set(Number(tid), readStatTicks(`/proc/${pid}/task/${tid}/stat`));
     } catch {
       // The thread ended between the listing and the read.
     }

@@ -51,14 +51,19 @@ export function readPeakRssBytes(pid: number): number {
 }
 
 /** Clock ticks are 100 Hz on every Linux this runs on (getconf CLK_TCK). */
-const CLOCK_TICKS_PER_S = 100;
+export const CLOCK_TICKS_PER_S = 100;
+
+/** User + system clock ticks from a /proc stat file (a process's or a thread's); throws if gone. */
+export function readStatTicks(path: string): number {
+  const stat = readFileSync(path, 'utf8');
+  // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[11]) + Number(fields[12]);
+}
 
 export function readCpuSeconds(pid: number): number {
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) / CLOCK_TICKS_PER_S;
+    return readStatTicks(`/proc/${pid}/stat`) / CLOCK_TICKS_PER_S;
   } catch {
     return 0;
   }
