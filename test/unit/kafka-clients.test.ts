@@ -1,13 +1,14 @@
 /**
  * The codec against real clients nobody here wrote: kafkajs 2.2.4, @platformatic/kafka 1.35 and
  * kcat (librdkafka 2.0.x). A tiny broker on a loopback port records every request frame, answers
- * ApiVersions and Metadata with this codec's encoder (one broker, the asked topics with one
- * partition each) and closes the connection on anything else. The clients must accept those
- * answers (their metadata calls resolve) and their requests must decode to what they sent.
+ * ApiVersions, Metadata and Produce with this codec's encoder (one broker, the asked topics with one
+ * partition each, every batch appended at offset 0) and closes the connection on anything else.
+ * The clients must accept those answers (their calls resolve) and their requests must decode to
+ * what they sent.
  */
 import { execFile } from 'node:child_process';
 import net from 'node:net';
-import { Admin } from '@platformatic/kafka';
+import { Admin, Producer, stringSerializers } from '@platformatic/kafka';
 import { Kafka, logLevel } from 'kafkajs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -61,7 +62,7 @@ class RecordingBroker {
           this.requests.push(request);
           const answer = this.answer(request);
           if (answer) socket.write(answer);
-          else socket.destroy();
+          else if (answer === null) socket.destroy();
         }
       } catch (error) {
         this.failures.push(error as Error);
@@ -70,7 +71,8 @@ class RecordingBroker {
     });
   }
 
-  private answer(request: DecodedRequest): Buffer | null {
+  /** The answer to a request; undefined for none (a Produce with acks 0), null to close. */
+  private answer(request: DecodedRequest): Buffer | null | undefined {
     if (request.kind !== 'request') return unsupportedVersionResponse(request);
     const { apiVersion, correlationId } = request;
     switch (request.apiKey) {
@@ -90,10 +92,32 @@ class RecordingBroker {
           })),
         });
       }
+      case ApiKey.Produce:
+        if (request.body.acks === 0) return undefined;
+        return encodeResponse(ApiKey.Produce, apiVersion, correlationId, {
+          responses: request.body.topicData.map((topic) => ({
+            name: topic.name,
+            partitionResponses: topic.partitionData.map((partition) => ({
+              index: partition.index,
+              baseOffset: 0n,
+            })),
+          })),
+        });
       default:
         return null;
     }
   }
+}
+
+/** The one record batch of a Produce request's only partition, checked to be magic 2. */
+function producedBatch(request: Extract<KafkaRequest, { apiKey: 0 }>): Buffer {
+  expect(request.body.topicData).toHaveLength(1);
+  expect(request.body.topicData[0].name).toBe('orders');
+  const [partition] = request.body.topicData[0].partitionData;
+  const records = partition.records!;
+  expect(records.readInt32BE(8)).toBe(records.length - 12);
+  expect(records[16]).toBe(2);
+  return records;
 }
 
 /** Settles with `promise`, or fails after `ms` so that no test waits on a client forever. */
@@ -212,5 +236,70 @@ describe('real Kafka clients', () => {
     const asked = broker.received(ApiKey.Metadata).filter((request) => request.body.topics?.length);
     expect(asked[0]).toMatchObject({ apiVersion: 4, clientId: 'rdkafka' });
     expect(asked[0].body.topics).toEqual([{ name: 'orders' }]);
+  });
+
+  it('kafkajs 2.2.4 producer: Produce v7', async () => {
+    const kafka = new Kafka({
+      clientId: 'kafkajs-producer',
+      brokers: [`127.0.0.1:${broker.port}`],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+    });
+    const producer = kafka.producer({ allowAutoTopicCreation: false });
+    try {
+      await within(CLIENT_WAIT_MS, 'kafkajs producer connect', producer.connect());
+      const sent = producer.send({ topic: 'orders', messages: [{ key: 'k', value: 'hello' }] });
+      const [result] = await within(CLIENT_WAIT_MS, 'kafkajs send', sent);
+      expect(result).toMatchObject({ topicName: 'orders', partition: 0, baseOffset: '0' });
+    } finally {
+      await within(CLIENT_WAIT_MS, 'kafkajs producer disconnect', producer.disconnect());
+    }
+    expect(broker.failures).toEqual([]);
+    const [produce] = broker.received(ApiKey.Produce);
+    expect(produce).toMatchObject({ apiVersion: 7, clientId: 'kafkajs-producer' });
+    expect(produce.body).toMatchObject({ transactionalId: null, acks: -1 });
+    expect(producedBatch(produce).includes('hello')).toBe(true);
+  });
+
+  it('@platformatic/kafka 1.35 producer: Produce v11 (flexible)', async () => {
+    const producer = new Producer({
+      clientId: 'platformatic-producer',
+      bootstrapBrokers: [`127.0.0.1:${broker.port}`],
+      serializers: stringSerializers,
+      retries: 0,
+      timeout: CLIENT_WAIT_MS,
+    });
+    try {
+      const sent = producer.send({ messages: [{ topic: 'orders', key: 'k', value: 'hello' }] });
+      await within(CLIENT_WAIT_MS, 'platformatic send', sent);
+    } finally {
+      await within(CLIENT_WAIT_MS, 'platformatic producer close', producer.close());
+    }
+    expect(broker.failures).toEqual([]);
+    const [produce] = broker.received(ApiKey.Produce);
+    expect(produce).toMatchObject({ apiVersion: 11, clientId: 'platformatic-producer' });
+    expect(producedBatch(produce).includes('hello')).toBe(true);
+  });
+
+  it('kcat (librdkafka 2.0.x) producer: Produce v7', async () => {
+    const port = broker.port;
+    await within(
+      CLIENT_WAIT_MS + 1000,
+      'kcat -P',
+      new Promise<void>((resolve, reject) => {
+        const child = execFile(
+          KCAT,
+          ['-b', `127.0.0.1:${port}`, '-P', '-t', 'orders', '-k', 'k', '-X', 'linger.ms=0'],
+          { timeout: CLIENT_WAIT_MS, killSignal: 'SIGKILL' },
+          (error, _stdout, stderr) =>
+            error ? reject(new Error(`${error.message}\n${stderr}`)) : resolve(),
+        );
+        child.stdin!.end('hello\n');
+      }),
+    );
+    expect(broker.failures).toEqual([]);
+    const [produce] = broker.received(ApiKey.Produce);
+    expect(produce).toMatchObject({ apiVersion: 7, clientId: 'rdkafka' });
+    expect(producedBatch(produce).includes('hello')).toBe(true);
   });
 });
