@@ -33,6 +33,8 @@ async function startEmbedded(dir: string) {
       dir,
       '--port',
       String(port),
+      '--kafka-port',
+      'off',
       '--partitions',
       String(PARTITIONS),
     ],

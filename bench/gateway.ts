@@ -68,9 +68,15 @@ export async function runGatewayBench(
     const wholeIndex = new HttpServeClient(single.url);
     // The whole-index node waits for every record the log holds now, the corpus included.
     const status = await request(`${url}/v1/status`);
-    const ends = status.body.partitions as { partition: number; endOffset: number }[];
+    const ends = status.body.partitions as {
+      topic: string;
+      partition: number;
+      endOffset: number;
+    }[];
     const waitFor = Object.fromEntries(
-      ends.filter((p) => p.endOffset > 0).map((p) => [p.partition, p.endOffset - 1]),
+      ends
+        .filter((p) => p.topic === 'corpus' && p.endOffset > 0)
+        .map((p) => [p.partition, p.endOffset - 1]),
     );
     const skew = skewQueries(run.corpus, SKEW_QUERIES);
     const overlap = { at10: 0, at3: 0 };

@@ -40,10 +40,12 @@ function value(seed: number): Uint8Array {
   return Buffer.from(prefix + pad + suffix, 'utf8');
 }
 
+/** The collection topic the benchmark appends to (its first append creates it). */
+const BENCH_TOPIC = 'bench';
+
 function records(partition: number, count: number): LogRecord[] {
   const now = Date.now();
   return Array.from({ length: count }, (_, i) => ({
-    collection: 'bench',
     key: `p${partition}-k${i}`,
     value: value(i),
     timestampMs: now,
@@ -52,15 +54,17 @@ function records(partition: number, count: number): LogRecord[] {
 
 function appendTargets(recordsPerBatch: number): { path: string; body: Buffer }[] {
   return Array.from({ length: PARTITIONS }, (_, p) => ({
-    path: `/internal/partitions/${p}/append`,
+    path: `/internal/topics/${BENCH_TOPIC}/partitions/${p}/append`,
     body: encodeBatch(records(p, recordsPerBatch)),
   }));
 }
 
 async function totalEndOffset(url: string): Promise<number> {
   const response = await fetch(`${url}/internal/offsets`);
-  const body = (await response.json()) as { partitions: { endOffset: number }[] };
-  return body.partitions.reduce((sum, p) => sum + p.endOffset, 0);
+  const body = (await response.json()) as { partitions: { topic: string; endOffset: number }[] };
+  return body.partitions
+    .filter((p) => p.topic === BENCH_TOPIC)
+    .reduce((sum, p) => sum + p.endOffset, 0);
 }
 
 interface AppendRun {

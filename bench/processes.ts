@@ -190,7 +190,15 @@ export async function spawnTailbase(
 ): Promise<RunningProcess> {
   const port = await freePort();
   return spawnServer({
-    args: [TAILBASE_BIN, role, '--port', String(port), ...flags],
+    // The Kafka listener only where a benchmark asks for it (it names --kafka-port itself).
+    args: [
+      TAILBASE_BIN,
+      role,
+      '--port',
+      String(port),
+      ...(role === 'log-node' && !flags.includes('--kafka-port') ? ['--kafka-port', 'off'] : []),
+      ...flags,
+    ],
     port,
     readyPath: options.readyPath ?? '/readyz',
     env: options.env,

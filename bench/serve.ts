@@ -107,12 +107,14 @@ function partitionOf(key: string): number {
   return hash % PARTITIONS;
 }
 
-/** Appends documents, one batch per partition at a time, all partitions in parallel. */
+/**
+ * Appends documents to the collection's topic, one batch per partition at a time, all partitions
+ * in parallel.
+ */
 async function appendDocs(log: HttpLogClient, collection: string, docs: readonly BenchDoc[]) {
   const byPartition: LogRecord[][] = Array.from({ length: PARTITIONS }, () => []);
   for (const doc of docs) {
     byPartition[partitionOf(doc.key)].push({
-      collection,
       key: doc.key,
       value: Buffer.from(JSON.stringify(doc.value)),
       timestampMs: Date.now(),
@@ -121,7 +123,8 @@ async function appendDocs(log: HttpLogClient, collection: string, docs: readonly
   await Promise.all(
     byPartition.map(async (records, partition) => {
       for (let at = 0; at < records.length; at += RECORDS_PER_BATCH) {
-        await log.append(partition, encodeBatch(records.slice(at, at + RECORDS_PER_BATCH)));
+        const batch = encodeBatch(records.slice(at, at + RECORDS_PER_BATCH));
+        await log.append(collection, partition, batch);
       }
     }),
   );

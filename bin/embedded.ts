@@ -18,12 +18,18 @@ import { MessageChannel } from 'node:worker_threads';
 import { type Command, Option } from 'commander';
 import { parseApiKeys, startGateway, type GatewayConfigInput } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
-import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+import {
+  integerOption,
+  isLoopback,
+  kafkaPortOf,
+  kafkaPortOption,
+  onShutdownSignal,
+} from '../shared/cli-options.js';
 import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
-import type { LogWorkerData } from './log-worker.js';
+import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';
 import type { ServeWorkerData } from './serve-worker.js';
 
@@ -33,6 +39,8 @@ export interface EmbeddedOptions {
   port: number;
   partitions?: number;
   apiKeys?: string;
+  /** The Kafka listener's port (0: any free one), or null: no Kafka listener. */
+  kafkaPort: number | null;
   /** How long start waits for the serve-node to catch up with the log before giving up. */
   readyWaitMsMax: number;
   gateway?: Pick<GatewayConfigInput, 'limits' | 'writer'>;
@@ -40,6 +48,8 @@ export interface EmbeddedOptions {
 
 export interface RunningEmbedded {
   url: string;
+  /** The Kafka listener's port, or null when it is off. */
+  kafkaPort: number | null;
   stop(): Promise<void>;
 }
 
@@ -64,6 +74,15 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       dataDir: path.join(options.dataDir, 'log'),
       partitions: options.partitions,
       ports: [gatewayLog.port2, serveLog.port1],
+      // The Kafka listener binds where the gateway does, with the same API keys for SASL/PLAIN.
+      kafka:
+        options.kafkaPort === null
+          ? null
+          : {
+              host: options.host,
+              port: options.kafkaPort,
+              apiKeys: options.apiKeys ? parseApiKeys(options.apiKeys).map((k) => k.key) : [],
+            },
     } satisfies LogWorkerData,
     [gatewayLog.port2, serveLog.port1],
     onDeath,
@@ -114,6 +133,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   });
   return {
     url: gateway.url,
+    kafkaPort: (logThread.info as LogWorkerInfo).kafkaPort,
     // In-flight writes finish at the gateway and are fsynced by the log-node before it closes.
     stop: async () => {
       await gateway.stop();
@@ -141,6 +161,7 @@ export function registerStartCommand(program: Command): void {
       new Option('--host <host>', 'gateway address').env('TAILBASE_HOST').default('127.0.0.1'),
     )
     .addOption(integerOption('--port <port>', 'gateway port', 'TAILBASE_PORT', 8080))
+    .addOption(kafkaPortOption())
     .addOption(
       integerOption(
         '--partitions <n>',
@@ -169,6 +190,7 @@ export function registerStartCommand(program: Command): void {
         port: number;
         partitions?: number;
         apiKeys?: string;
+        kafkaPort: number | 'off';
         readyWaitMsMax: number;
       } & Record<string, unknown>,
     ) => {
@@ -181,11 +203,13 @@ export function registerStartCommand(program: Command): void {
         port: flags.port,
         partitions: flags.partitions,
         apiKeys: flags.apiKeys,
+        kafkaPort: kafkaPortOf(flags.kafkaPort),
         readyWaitMsMax: flags.readyWaitMsMax,
         gateway: gatewayLimitValues(flags),
       });
+      const kafka = running.kafkaPort === null ? '' : `  Kafka: ${flags.host}:${running.kafkaPort}`;
       process.stdout.write(
-        `tailbase is ready: ${running.url}  (data in ${path.resolve(flags.data)})\n`,
+        `tailbase is ready: ${running.url}${kafka}  (data in ${path.resolve(flags.data)})\n`,
       );
       onShutdownSignal(createLogger('tailbase'), running.stop);
     },

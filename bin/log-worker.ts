@@ -5,7 +5,7 @@
  * gateway's and the serve-node's.
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { openLogNode } from '../log-node/index.js';
+import { openLogNode, type KafkaFace } from '../log-node/index.js';
 import { createLogger } from '../shared/logger.js';
 import { answerLogPort } from '../shared/port-log-client.js';
 import { runNodeWorker } from './node-thread.js';
@@ -16,6 +16,13 @@ export interface LogWorkerData {
   partitions?: number;
   /** One port per caller of the log contract. */
   ports: MessagePort[];
+  /** The Kafka listener, or null: none. */
+  kafka: KafkaFace | null;
+}
+
+/** What the log thread tells the main thread once it started. */
+export interface LogWorkerInfo {
+  kafkaPort: number | null;
 }
 
 const data = workerData as LogWorkerData;
@@ -23,11 +30,17 @@ const logger = createLogger('tailbase').child({ role: 'log-node' });
 
 await runNodeWorker(
   async () => {
-    const log = await openLogNode({ dataDir: data.dataDir, partitions: data.partitions, logger });
+    const log = await openLogNode({
+      dataDir: data.dataDir,
+      partitions: data.partitions,
+      kafka: data.kafka,
+      logger,
+    });
     for (const port of data.ports) {
       answerLogPort(port, log.client, (error) => logger.error({ err: error }, 'a log call failed'));
     }
     return log;
   },
   () => data.ports,
+  (log): LogWorkerInfo => ({ kafkaPort: log.kafkaPort }),
 );

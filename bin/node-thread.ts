@@ -5,9 +5,11 @@
  */
 import { parentPort, Worker, type MessagePort, type Transferable } from 'node:worker_threads';
 
-type NodeThreadMessage = { started: true } | { stopped: true } | { failed: string };
+type NodeThreadMessage = { started: true; info: unknown } | { stopped: true } | { failed: string };
 
 export interface NodeThread {
+  /** What the node told of itself once it started (runNodeWorker's `info`). */
+  info: unknown;
   /** Stops the node (it answers what it took first) and ends the thread. */
   stop(): Promise<void>;
 }
@@ -47,6 +49,7 @@ export async function startNodeThread(
   }
   let stopped: Promise<void> | null = null;
   return {
+    info: first.info,
     stop: () => {
       stopped ??= (async () => {
         stopping = true;
@@ -65,9 +68,11 @@ export async function startNodeThread(
  * The worker side: opens the node, says it started, and on the one message the main thread
  * sends (stop) stops it, closes `ports`, and says so.
  */
-export async function runNodeWorker(
-  open: () => Promise<{ stop(): Promise<void> }>,
+export async function runNodeWorker<Node extends { stop(): Promise<void> }>(
+  open: () => Promise<Node>,
   ports: () => MessagePort[],
+  /** What the main thread is told of the node once it started (it must be cloneable). */
+  info: (node: Node) => unknown = () => null,
 ): Promise<void> {
   const port = parentPort as MessagePort;
   const tell = (message: NodeThreadMessage) => port.postMessage(message);
@@ -82,7 +87,7 @@ export async function runNodeWorker(
         (error: unknown) => tell({ failed: String(error) }),
       );
     });
-    tell({ started: true });
+    tell({ started: true, info: info(node) });
   } catch (error) {
     tell({ failed: error instanceof Error ? error.message : String(error) });
   }

@@ -9,12 +9,12 @@ import { asObject, num, objects } from './loose-json.js';
 
 export interface RebuildProgress {
   applied: number;
-  /** Records to apply: the sum over partitions of the largest end offset known for each. */
+  /** Records to apply: the sum over topic-partitions of the largest end offset known for each. */
   total: number;
-  /** partition → its log end offset as the serve-node last saw it. */
-  ends: Map<number, number>;
+  /** `topic/partition` → its log end offset as the serve-node last saw it. */
+  ends: Map<string, number>;
   caughtUp: boolean;
-  /** Partition errors the serve-node reports, as `partition N: message`. */
+  /** Partition errors the serve-node reports, as `TOPIC partition N: message`. */
   errors: string[];
 }
 
@@ -24,7 +24,7 @@ export interface RebuildProgress {
  */
 export function readRebuildProgress(
   body: unknown,
-  knownEnds: ReadonlyMap<number, number> = new Map(),
+  knownEnds: ReadonlyMap<string, number> = new Map(),
 ): RebuildProgress {
   const root = asObject(body);
   const partitions = objects(root.partitions);
@@ -39,10 +39,18 @@ export function readRebuildProgress(
     const lag = num(p.lag) ?? Math.max(end - next, 0);
     applied += next;
     const partition = num(p.partition);
-    if (partition !== null) ends.set(partition, Math.max(end, next, ends.get(partition) ?? 0));
+    const topic = typeof p.topic === 'string' ? p.topic : null;
+    const named =
+      topic === null
+        ? `partition ${String(p.partition)}`
+        : `${topic} partition ${String(p.partition)}`;
+    if (partition !== null) {
+      const key = `${topic ?? ''}/${partition}`;
+      ends.set(key, Math.max(end, next, ends.get(key) ?? 0));
+    }
     if (lag !== 0) lagZero = false;
     if (p.state !== 'tailing') tailing = false;
-    if (typeof p.error === 'string') errors.push(`partition ${String(p.partition)}: ${p.error}`);
+    if (typeof p.error === 'string') errors.push(`${named}: ${p.error}`);
   }
   const ready = typeof root.ready === 'boolean' ? root.ready : tailing;
   const total = Math.max(

@@ -1,11 +1,13 @@
 /**
  * Reads GET /v1/status defensively (fields may be missing or renamed while the gateway evolves)
- * into rows: one per partition and replica, one per serve-node.
+ * into rows: one per topic-partition and replica (a collection is a topic), one per serve-node.
  */
 import { formatPartitionList, formatTable } from './format.js';
 import { asObject, bool, type Loose, num, objects, text } from './loose-json.js';
 
 export interface ReplicaRow {
+  /** The collection (or internal topic); null from a gateway that does not say. */
+  topic: string | null;
   partition: number;
   logStartOffset: number | null;
   endOffset: number | null;
@@ -37,6 +39,7 @@ export function readStatus(body: unknown): StatusView {
     const partition = num(p.partition);
     if (partition === null) continue;
     const base = {
+      topic: text(p.topic ?? p.collection),
       partition,
       logStartOffset: num(p.logStartOffset),
       endOffset: num(p.endOffset ?? p.logEndOffset),
@@ -81,8 +84,9 @@ export function formatStatus(view: StatusView): string {
   if (view.clusterId !== null) lines.push(`cluster ${view.clusterId}\n`);
   lines.push(
     formatTable(
-      ['PARTITION', 'LOG START', 'LOG END', 'NODE', 'UP', 'APPLIED', 'LAG', 'STATE'],
+      ['TOPIC', 'PARTITION', 'LOG START', 'LOG END', 'NODE', 'UP', 'APPLIED', 'LAG', 'STATE'],
       view.replicas.map((r) => [
+        r.topic,
         r.partition,
         r.logStartOffset,
         r.endOffset,

@@ -120,7 +120,6 @@ function mediaType(contentType: string | undefined): string {
 export function parseBulk(
   text: string,
   contentType: string | undefined,
-  collection: string,
   limits: GatewayLimits,
   nowMs: number,
 ): LogRecord[] {
@@ -137,7 +136,7 @@ export function parseBulk(
         throw badRequest('invalid_record', 'each record is an object {key, value}');
       }
       const key = checkKey(entry.key, limits.keyBytesMax);
-      if (entry.value === null) return { collection, key, value: null, timestampMs: nowMs };
+      if (entry.value === null) return { key, value: null, timestampMs: nowMs };
       const value = Buffer.from(
         JSON.stringify(checkDocument(entry.value, 'value', limits.documentDepthMax)),
       );
@@ -148,7 +147,7 @@ export function parseBulk(
           actual: value.length,
         });
       }
-      return { collection, key, value, timestampMs: nowMs };
+      return { key, value, timestampMs: nowMs };
     } catch (error) {
       throw locate(error, { index });
     }

@@ -1,5 +1,6 @@
 /**
- * The change feed: every record after a token, each partition in offset order, streamed as NDJSON
+ * The change feed: every record after a token, each topic-partition in offset order (a collection
+ * is a topic: `collection=` follows one, none follows every collection), streamed as NDJSON
  * (or SSE for `Accept: text/event-stream`). Each event carries the token of everything sent so far
  * on this stream, so a consumer that resumes with the last token it received misses nothing and
  * sees nothing twice. A stream resumes from its token and, for SSE, from `Last-Event-ID` too (an
@@ -9,7 +10,12 @@
  * misses nothing either. The `token=` parameter is the feed's position and wins over a
  * `Tailbase-Token` header (a client may send its session token on every request).
  *
- * Each feed reads its partitions with one multi-partition long-poll per log-node, and at most
+ * Collections created while a feed runs join it within feedTopicsRefreshMs, from their log start
+ * (every record of theirs came after the feed opened). A token names each collection by its id,
+ * so resuming maps the id of every collection the log holds; entries of no such collection (and
+ * the settings topic's) ask nothing of the feed.
+ *
+ * Each feed reads its topic-partitions with one multi-partition long-poll per log-node, and at most
  * `feedsMax` feeds are open at once (503 `too_many_feeds` before the stream starts), so feeds
  * cannot take the sockets appends and reads need. Writes to the stream are awaited, so a slow
  * consumer slows the reads instead of filling memory.
@@ -19,7 +25,10 @@ import { stream } from 'hono/streaming';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
-import { mergeTokenOffsets, type TokenOffsets } from '../shared/token.js';
+import type { FetchOutcome } from '../shared/fetch-answer.js';
+import type { FetchPosition, PartitionOffsets } from '../shared/log-api.js';
+import { collectionId, mergeTokenOffsets, offsetsOf, type TokenOffsets } from '../shared/token.js';
+import { isCollectionTopic } from '../shared/topics.js';
 import { TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
@@ -87,104 +96,186 @@ interface FeedRequest {
   sse: boolean;
 }
 
+/**
+ * Where a feed stands: per followed topic-partition the next offset to read, and the token of
+ * everything sent (each event's resume point). Collection topics join as the log shows them.
+ */
+class FeedPositions {
+  /** topic → partition → the next offset to read. */
+  readonly next = new Map<string, Map<number, number>>();
+  /** collection id → partition → the last offset sent (or skipped past). */
+  readonly position: Map<number, Map<number, number>>;
+
+  constructor(private readonly request: FeedRequest) {
+    this.position = mergeTokenOffsets(request.token);
+  }
+
+  /**
+   * Follows the collection topics among `offsets` not followed yet; answers whether any joined.
+   * A partition the token names resumes after it (400 when the token is ahead of its log, 410
+   * when retention removed records after it, unless `removed=skip`); one it does not name starts
+   * at the log start, or at the end for a `from=now` feed's first topics.
+   */
+  join(offsets: readonly PartitionOffsets[], from = this.request.from): boolean {
+    let joined = false;
+    for (const { topic, partition, logStartOffset, endOffset } of offsets) {
+      if (!isCollectionTopic(topic) || this.next.get(topic)?.has(partition)) continue;
+      if (this.request.collection !== undefined && topic !== this.request.collection) continue;
+      const sent = offsetsOf(this.request.token, topic).get(partition);
+      if (sent !== undefined && sent + 1 > endOffset) {
+        throw badRequest(
+          'invalid_token',
+          `token is ahead of ${topic} partition ${partition}'s log`,
+          {
+            reason: 'ahead_of_log',
+            collection: topic,
+            partition,
+            endOffset,
+          },
+        );
+      }
+      const start = sent !== undefined ? sent + 1 : from === 'now' ? endOffset : logStartOffset;
+      // Retention removed records after the token: resuming would skip them without a word.
+      const removedAfterToken = sent !== undefined && start < logStartOffset;
+      if (removedAfterToken && !this.request.skipRemoved) {
+        throw new TailbaseError(
+          410,
+          'records_removed',
+          `${topic} partition ${partition} no longer holds the records after this token; ` +
+            'resume with removed=skip to continue from its log start',
+          { collection: topic, partition, logStartOffset },
+        );
+      }
+      let partitions = this.next.get(topic);
+      if (partitions === undefined) this.next.set(topic, (partitions = new Map()));
+      partitions.set(partition, Math.max(start, logStartOffset));
+      if (sent === undefined && from === 'now' && endOffset > 0) {
+        this.sent(topic, partition, endOffset - 1);
+      }
+      // A gap the consumer accepted (removed=skip) is not asked about again on the next resume.
+      if (removedAfterToken) this.sent(topic, partition, logStartOffset - 1);
+      joined = true;
+    }
+    return joined;
+  }
+
+  /** The positions to read of the followed topics' partitions among `partitions`. */
+  positions(partitions: ReadonlySet<number>): FetchPosition[] {
+    const positions: FetchPosition[] = [];
+    for (const [topic, offsets] of this.next) {
+      for (const [partition, offset] of offsets) {
+        if (partitions.has(partition)) positions.push({ topic, partition, offset });
+      }
+    }
+    return positions;
+  }
+
+  sent(topic: string, partition: number, offset: number): void {
+    const id = collectionId(topic);
+    let partitions = this.position.get(id);
+    if (partitions === undefined) this.position.set(id, (partitions = new Map()));
+    partitions.set(partition, offset);
+  }
+}
+
 async function openFeed(
   c: Context,
   services: GatewayServices,
   stop: AbortController,
-  { token, from, collection, limit, skipRemoved, sse }: FeedRequest,
+  request: FeedRequest,
 ): Promise<Response> {
-  const { config, log, tokens, logger } = services;
-
-  const next = new Map<number, number>();
-  const position = new Map(token);
-  for (const { partition, logStartOffset, endOffset } of await log.offsets()) {
-    const sent = token.get(partition);
-    if (sent !== undefined && sent + 1 > endOffset) {
-      throw badRequest('invalid_token', `token is ahead of partition ${partition}'s log`, {
-        reason: 'ahead_of_log',
-        partition,
-        endOffset,
-      });
-    }
-    const start = sent !== undefined ? sent + 1 : from === 'now' ? endOffset : logStartOffset;
-    // Retention removed records after the token: resuming would skip them without a word.
-    const removedAfterToken = sent !== undefined && start < logStartOffset;
-    if (removedAfterToken && !skipRemoved) {
-      throw new TailbaseError(
-        410,
-        'records_removed',
-        `partition ${partition} no longer holds the records after this token; ` +
-          'resume with removed=skip to continue from its log start',
-        { partition, logStartOffset },
-      );
-    }
-    next.set(partition, Math.max(start, logStartOffset));
-    if (sent === undefined && from === 'now' && endOffset > 0) {
-      position.set(partition, endOffset - 1);
-    }
-    // A gap the consumer accepted (removed=skip) is not asked about again on the next resume.
-    if (removedAfterToken) position.set(partition, logStartOffset - 1);
-  }
+  const { config, cluster, log, tokens, logger } = services;
+  const { collection, limit, sse } = request;
+  const feed = new FeedPositions(request);
+  feed.join(await log.offsets());
 
   c.header('content-type', sse ? 'text/event-stream' : 'application/x-ndjson');
   c.header('cache-control', 'no-cache');
-  c.header(TOKEN_HEADER, tokens.encode(position));
+  c.header(TOKEN_HEADER, tokens.encode(feed.position));
   return stream(c, async (out) => {
     out.onAbort(() => stop.abort());
     // The client going away aborts the request; the gateway stopping aborts every feed.
     c.req.raw.signal.addEventListener('abort', () => stop.abort(), { once: true });
-    if (sse) await out.write(`id: ${tokens.encode(position)}\n\n`);
+    if (sse) await out.write(`id: ${tokens.encode(feed.position)}\n\n`);
     let sent = 0;
+    /** Aborted when topics join, so every long-poll starts over with their positions too. */
+    let round = new AbortController();
     /** `event` is the line's leading members as JSON text, without braces. */
-    const emit = async (event: string, partition: number, offset: number) => {
+    const emit = async (event: string, topic: string, partition: number, offset: number) => {
       if (stop.signal.aborted) return;
-      position.set(partition, offset);
-      const resume = tokens.encode(position);
+      feed.sent(topic, partition, offset);
+      const resume = tokens.encode(feed.position);
       const line = `{${event},"partition":${partition},"offset":${offset},"token":"${resume}"}`;
       if (++sent >= limit) stop.abort();
       await out.write(sse ? `id: ${resume}\nevent: change\ndata: ${line}\n\n` : `${line}\n`);
     };
-    /** Sends what one partition's read holds past `offset`; answers the offset to read next. */
-    const send = async (partition: number, offset: number, batches: Buffer) => {
+    /** Sends what one topic-partition's read holds past `offset`; answers the offset to read next. */
+    const send = async (topic: string, partition: number, offset: number, batches: Buffer) => {
       for (const batch of iterateBatches(batches)) {
         for (const record of decodeRecords(batch.bytes)) {
-          if (record.offset < offset || record.collection.startsWith('_')) continue;
-          if (collection !== undefined && record.collection !== collection) continue;
+          if (record.offset < offset) continue;
           const value = record.value === null ? 'null' : valueLine(record.value);
-          const names = `"collection":${JSON.stringify(record.collection)},"key":${JSON.stringify(record.key)}`;
-          await emit(`${names},"value":${value}`, partition, record.offset);
+          const names = `"collection":${JSON.stringify(topic)},"key":${JSON.stringify(record.key)}`;
+          await emit(`${names},"value":${value}`, topic, partition, record.offset);
           if (stop.signal.aborted) return offset;
         }
         offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
       }
       return offset;
     };
-    /** One long-poll for the partitions one log-node stores, each sent in offset order. */
-    const follow = async (partitions: number[]) => {
+    /** One long-poll at a time for what one log-node stores, each topic-partition in order. */
+    const follow = async (group: ReadonlySet<number>) => {
       while (!stop.signal.aborted) {
-        const positions = partitions.map((partition) => ({
-          partition,
-          offset: next.get(partition) as number,
-        }));
-        const outcomes = await log.fetch(positions, {
-          maxBytes: config.feedReadBytesMax,
-          waitMs: config.feedPollMs,
-          signal: stop.signal,
-        });
+        const signal = AbortSignal.any([stop.signal, round.signal]);
+        const positions = feed.positions(group);
+        if (positions.length === 0) {
+          await aborted(signal);
+          continue;
+        }
+        let outcomes: FetchOutcome[];
+        try {
+          outcomes = await log.fetch(positions, {
+            maxBytes: config.feedReadBytesMax,
+            waitMs: config.feedPollMs,
+            signal,
+          });
+        } catch (error) {
+          if (signal.aborted && !stop.signal.aborted) continue;
+          throw error;
+        }
         for (const outcome of outcomes) {
           if ('error' in outcome) throw outcome.error;
-          const offset = next.get(outcome.partition) as number;
-          next.set(outcome.partition, await send(outcome.partition, offset, outcome.batches));
+          const { topic, partition } = outcome;
+          const offsets = feed.next.get(topic) as Map<number, number>;
+          const offset = offsets.get(partition) as number;
+          offsets.set(partition, await send(topic, partition, offset, outcome.batches));
           if (stop.signal.aborted) return;
         }
       }
     };
+    /** Re-reads the log's topics; collections created since join the feed from their start. */
+    const watchTopics = async () => {
+      while (!stop.signal.aborted) {
+        await sleep(config.feedTopicsRefreshMs, stop.signal);
+        if (stop.signal.aborted) return;
+        const known = new Set(feed.next.keys());
+        const topics = await log.topics();
+        if (!topics.some(({ name }) => isCollectionTopic(name) && !known.has(name))) continue;
+        if (feed.join(await log.offsets(), 'start')) {
+          round.abort();
+          round = new AbortController();
+        }
+      }
+    };
+    const groups = log
+      .fetchGroups(Array.from({ length: cluster.partitions }, (_, p) => p))
+      .map((group) => new Set(group));
     try {
-      await Promise.all(log.fetchGroups([...next.keys()]).map(follow));
+      await Promise.all([...groups.map(follow), watchTopics()]);
     } catch (error) {
       if (stop.signal.aborted) return;
       stop.abort();
-      logger.error({ err: error }, 'change feed failed');
+      logger.error({ err: error, collection }, 'change feed failed');
       const body =
         error instanceof TailbaseError
           ? error.toBody()
@@ -195,5 +286,26 @@ async function openFeed(
     } finally {
       services.feeds.delete(stop);
     }
+  });
+}
+
+/** Resolves once `signal` is aborted. */
+function aborted(signal: AbortSignal): Promise<void> {
+  if (signal.aborted) return Promise.resolve();
+  return new Promise((resolve) =>
+    signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
+}
+
+/** Resolves after `ms`, or at once when `signal` is aborted. */
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done() {
+      clearTimeout(timer);
+      signal.removeEventListener('abort', done);
+      resolve();
+    }
+    signal.addEventListener('abort', done, { once: true });
   });
 }

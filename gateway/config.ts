@@ -2,23 +2,22 @@
  * The gateway's configuration: where the log and the serve-nodes are, who may call, and every
  * limit it enforces, each named with its unit last.
  */
-import {
-  BATCH_HEADER_BYTES,
-  COLLECTION_BYTES_MAX,
-  KEY_BYTES_MAX,
-  RECORD_OVERHEAD_BYTES,
-} from '../shared/batch-codec.js';
+import { BATCH_HEADER_BYTES, KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import { CLOSE_ANSWER_WAIT_MS_MAX } from '../shared/http-server.js';
 import { INTERNAL_SOCKETS_MAX } from '../shared/internal-http.js';
 import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-api.js';
 import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-api.js';
 
-export type Scope = 'read' | 'write' | 'admin';
+import type { ApiKey } from '../shared/api-keys.js';
 
-export interface ApiKey {
-  key: string;
-  scopes: Scope[];
-}
+export { parseApiKeys, type ApiKey, type Scope } from '../shared/api-keys.js';
+
+/**
+ * The most bytes a record of RecordBatch v2 spends beyond its key and value (no headers): its
+ * length, offset delta, key length, value length and header count as varints (5 bytes at most
+ * each), its timestamp delta as a varlong (10) and its attributes (1).
+ */
+export const RECORD_OVERHEAD_BYTES_MAX = 5 + 5 + 5 + 5 + 5 + 10 + 1;
 
 export interface GatewayLimits {
   /** A document's JSON bytes (PUT body, or one bulk record's value). */
@@ -91,6 +90,8 @@ export interface GatewayConfig {
   appendRequestBytesMax: number;
   feedReadBytesMax: number;
   feedPollMs: number;
+  /** How often a change feed re-reads the log's topics, so a new collection joins it. */
+  feedTopicsRefreshMs: number;
   /** How long start waits for the log-node to answer /internal/cluster. */
   startWaitMsMax: number;
   /** How long a stopping gateway waits for the answers to requests already in. */
@@ -194,6 +195,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
     feedReadBytesMax: 1024 * 1024,
     feedPollMs: 5000,
+    feedTopicsRefreshMs: 1000,
     startWaitMsMax: 30_000,
     closeAnswerWaitMsMax: CLOSE_ANSWER_WAIT_MS_MAX,
     ...input,
@@ -230,10 +232,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
  */
 export function checkAgainstLog(config: GatewayConfig, log: LogLimits): void {
   const recordBytesMax =
-    RECORD_OVERHEAD_BYTES +
-    COLLECTION_BYTES_MAX +
-    config.limits.keyBytesMax +
-    config.limits.documentBytesMax;
+    RECORD_OVERHEAD_BYTES_MAX + config.limits.keyBytesMax + config.limits.documentBytesMax;
   const problems = [
     config.writer.batchRecordsMax > log.recordsPerBatchMax &&
       `batchRecordsMax ${config.writer.batchRecordsMax} exceeds the log's recordsPerBatchMax ${log.recordsPerBatchMax}`,
@@ -273,23 +272,4 @@ export function serveLimitConflicts(config: GatewayConfig, node: ServeReadLimits
 /** The checks above list `condition && message`: the messages of the conditions that hold. */
 function isStated(item: string | false): item is string {
   return typeof item === 'string';
-}
-
-/** `KEY:read,write;KEY2:admin` (the TAILBASE_API_KEYS form) → API keys. */
-export function parseApiKeys(text: string): ApiKey[] {
-  const scopes: Scope[] = ['read', 'write', 'admin'];
-  return text
-    .split(';')
-    .map((entry) => entry.trim())
-    .filter((entry) => entry.length > 0)
-    .map((entry) => {
-      const at = entry.lastIndexOf(':');
-      const key = at < 0 ? entry : entry.slice(0, at);
-      const named = at < 0 ? ['read', 'write', 'admin'] : entry.slice(at + 1).split(',');
-      for (const scope of named) {
-        if (!scopes.includes(scope as Scope)) throw new Error(`unknown API key scope "${scope}"`);
-      }
-      if (key.length < 16) throw new Error('an API key must be at least 16 characters');
-      return { key, scopes: named as Scope[] };
-    });
 }

@@ -1,10 +1,22 @@
 /**
  * Turns a read's token and `consistency=` into what the serve-nodes must wait for, and the
  * offsets a read was served at back into the token it answers with.
+ *
+ * A read of collection C waits for what the token holds of C (partition → offset of C's topic)
+ * and for the token's entry of the settings topic (partition 0 of `SETTINGS_TOPIC`, under
+ * `collectionId(SETTINGS_TOPIC)`): a settings write answers with that entry, and a read that
+ * carries it is served by nodes that applied those settings. Entries of other collections ask
+ * nothing of a read of C.
  */
 import type { Context } from 'hono';
-import type { AppliedOffsets, WaitFor } from '../shared/serve-api.js';
-import { mergeTokenOffsets, type TokenOffsets } from '../shared/token.js';
+import type { AppliedOffsets, ServeReadOptions } from '../shared/serve-api.js';
+import {
+  collectionOffsets,
+  mergeTokenOffsets,
+  offsetsOf,
+  type TokenOffsets,
+} from '../shared/token.js';
+import { SETTINGS_TOPIC } from '../shared/topics.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
 
@@ -17,21 +29,28 @@ export function requestToken(
   c: Context,
   query: Map<string, string>,
   services: GatewayServices,
-): Map<number, number> {
+): Map<number, Map<number, number>> {
   const text = c.req.header(TOKEN_HEADER) ?? query.get('token');
   return text === undefined || text === '' ? new Map() : services.tokens.decode(text);
 }
 
 export interface ReadPlan {
-  token: Map<number, number>;
+  token: TokenOffsets;
+  /** Partition of the collection's topic → the offset the read must include. */
   waitFor: Record<number, number>;
+  /** The offset of the settings topic's partition the read must include, if any. */
+  settingsWaitFor: number | undefined;
   waitMs: number;
 }
+
+/** The settings topic has one partition: settings of every collection live in it. */
+const SETTINGS_PARTITION = 0;
 
 export async function planRead(
   c: Context,
   query: Map<string, string>,
   services: GatewayServices,
+  collection: string,
   partitions: readonly number[],
 ): Promise<ReadPlan> {
   const { limits } = services.config;
@@ -41,41 +60,52 @@ export async function planRead(
     enumParam(query, 'consistency', CONSISTENCY_LEVELS) ?? (hasToken ? 'token' : 'eventual');
   const waitMs = intParam(query, 'wait_ms', 0, limits.waitMsMax, limits.waitMsDefault);
   const waitFor: Record<number, number> = {};
+  let settingsWaitFor: number | undefined;
   if (consistency === 'token' || consistency === 'strong') {
+    const asked = offsetsOf(token, collection);
     for (const p of partitions) {
-      const offset = token.get(p);
+      const offset = asked.get(p);
       if (offset !== undefined) waitFor[p] = offset;
     }
+    settingsWaitFor = offsetsOf(token, SETTINGS_TOPIC).get(SETTINGS_PARTITION);
   }
   if (consistency === 'strong') {
     const wanted = new Set(partitions);
-    for (const { partition, endOffset } of await services.log.offsets()) {
-      if (wanted.has(partition) && endOffset > 0) {
+    for (const { topic, partition, endOffset } of await services.log.offsets()) {
+      if (endOffset === 0) continue;
+      if (topic === collection && wanted.has(partition)) {
         waitFor[partition] = Math.max(waitFor[partition] ?? -1, endOffset - 1);
+      } else if (topic === SETTINGS_TOPIC && partition === SETTINGS_PARTITION) {
+        settingsWaitFor = Math.max(settingsWaitFor ?? -1, endOffset - 1);
       }
     }
   }
-  return { token, waitFor, waitMs };
+  return { token, waitFor, settingsWaitFor, waitMs };
 }
 
-export function waitForPartitions(waitFor: WaitFor, partitions: readonly number[]): WaitFor {
-  const subset: Record<number, number> = {};
-  for (const p of partitions) if (waitFor[p] !== undefined) subset[p] = waitFor[p];
-  return subset;
+/** What a serve-node read waits for: the plan's offsets of `partitions`, its settings offset. */
+export function readWait(plan: ReadPlan, partitions: readonly number[]): ServeReadOptions {
+  const waitFor: Record<number, number> = {};
+  for (const p of partitions) if (plan.waitFor[p] !== undefined) waitFor[p] = plan.waitFor[p];
+  return { waitFor, settingsWaitFor: plan.settingsWaitFor, waitMs: plan.waitMs };
 }
 
-/** The token a read was served at: what the client sent, raised to what the replicas applied. */
+/**
+ * The token a read of `collection` was served at: what the client sent, raised to what the
+ * replicas applied of the collection's partitions.
+ */
 export function servedToken(
   sent: TokenOffsets,
+  collection: string,
   applied: AppliedOffsets,
   partitions: readonly number[],
-): Map<number, number> {
+): Map<number, Map<number, number>> {
   const servedAt = new Map<number, number>();
   for (const p of partitions) {
     const next = applied[String(p)];
     if (next !== undefined && next > 0) servedAt.set(p, next - 1);
   }
-  return mergeTokenOffsets(sent, servedAt);
+  return mergeTokenOffsets(sent, collectionOffsets(collection, servedAt));
 }
 
 /** Copies the applied offsets of `partitions` from one node's answer into a merged answer. */

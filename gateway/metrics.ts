@@ -9,23 +9,24 @@ export interface GatewayMetrics {
   registry: Registry;
   requests: Counter<'method' | 'route' | 'status'>;
   requestSeconds: Histogram<'method' | 'route'>;
-  batchRecords: Histogram<'partition'>;
-  batchBytes: Histogram<'partition'>;
-  appendSeconds: Histogram<'partition'>;
+  batchRecords: Histogram<'topic' | 'partition'>;
+  batchBytes: Histogram<'topic' | 'partition'>;
+  appendSeconds: Histogram<'topic' | 'partition'>;
 }
 
 export function createMetrics(topology: ServeTopology): GatewayMetrics {
   const registry = new Registry();
   new Gauge({
     name: 'tailbase_gateway_partition_lag_records',
-    help: 'Records a serve-node has not applied yet, per partition and serve-node',
-    labelNames: ['partition', 'node'] as const,
+    help: 'Records a serve-node has not applied yet, per topic-partition and serve-node',
+    labelNames: ['topic', 'partition', 'node'] as const,
     registers: [registry],
     collect() {
       this.reset();
       for (const node of topology.nodes) {
         for (const p of node.status?.partitions ?? []) {
-          this.set({ partition: String(p.partition), node: String(node.index) }, p.lag);
+          const labels = { topic: p.topic, partition: String(p.partition) };
+          this.set({ ...labels, node: String(node.index) }, p.lag);
         }
       }
     },
@@ -48,21 +49,21 @@ export function createMetrics(topology: ServeTopology): GatewayMetrics {
     batchRecords: new Histogram({
       name: 'tailbase_gateway_batch_records',
       help: 'Records per appended batch',
-      labelNames: ['partition'] as const,
+      labelNames: ['topic', 'partition'] as const,
       buckets: [1, 2, 5, 10, 25, 50, 100, 250, 500, 1000],
       registers: [registry],
     }),
     batchBytes: new Histogram({
       name: 'tailbase_gateway_batch_bytes',
       help: 'Bytes per appended batch',
-      labelNames: ['partition'] as const,
+      labelNames: ['topic', 'partition'] as const,
       buckets: [256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304],
       registers: [registry],
     }),
     appendSeconds: new Histogram({
       name: 'tailbase_gateway_append_duration_seconds',
       help: 'Time from sending a batch to the log to its fsynced acknowledgement',
-      labelNames: ['partition'] as const,
+      labelNames: ['topic', 'partition'] as const,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
       registers: [registry],
     }),

@@ -1,11 +1,15 @@
 /**
- * One partition's idempotent producer. Writes that arrive together are coalesced into one batch
- * (a short linger, bounded by count and bytes); one batch is in flight at a time, so while the
- * log fsyncs it the next one fills up. Each batch carries this writer's producer id and the next
- * batch sequence (0, 1, 2, ...), so retrying a batch after a timeout never appends it twice.
+ * One topic-partition's idempotent producer (a collection's partition, or the settings topic's).
+ * Writes that arrive together are coalesced into one batch (a short linger, bounded by count and
+ * bytes); one batch is in flight at a time, so while the log fsyncs it the next one fills up. Each
+ * batch carries this writer's producer identity (from the log's InitProducerId, asked for before
+ * the first batch) and the sequence of its first record (sequences count records, as Kafka's
+ * idempotent producers number them: a batch of 3 after one of 2 starts at 2), so retrying a batch
+ * after a timeout never appends it twice.
  *
  * Sequence bookkeeping, the part that must never drift from the log's:
- * - acknowledged (or acknowledged as a duplicate): the log holds sequence n, the next is n + 1;
+ * - acknowledged (or acknowledged as a duplicate): the log holds the batch at sequence n with its
+ *   c records, the next starts at n + c;
  * - rejected with a 4xx (the batch is invalid) before any attempt went unanswered: the log did not
  *   take it, n is reused;
  * - refused before the log could take it (the log-node refused the connection, so the request never
@@ -15,7 +19,7 @@
  *   `log_unavailable` or `append_queue_full`);
  * - no definitive answer after every attempt, or a 4xx or a refusal after an attempt that went
  *   unanswered (that attempt may have been appended): the log may or may not hold n, so nothing
- *   after it can be numbered safely; the writer takes a fresh producer id and starts again at 0,
+ *   after it can be numbered safely; the writer takes a fresh producer identity and starts again at 0,
  *   and the batch's writers are told the outcome is unknown (503 `write_outcome_unknown`);
  * - acknowledged as a duplicate although n was never sent before: the log holds another batch
  *   under n, so this one is treated as unknown too, never acknowledged with another's offsets;
@@ -23,25 +27,19 @@
  *   was not appended, so it is re-sent at once under a fresh producer id;
  * - `sequence_too_old` (the log is past n and no longer remembers it): n may be this batch, so it
  *   is treated like no answer at all;
- * - past SEQUENCE_MAX (2^31 - 1, the format's int32; about 25 days at 1,000 batches/s): the writer
- *   takes a fresh producer id and starts again at 0.
+ * - past SEQUENCE_MAX (2^31 - 1, the format's int32; about 25 days at 1,000 records/s): the
+ *   writer takes a fresh producer id and starts again at 0.
  *
  * Writes are taken whole or not at all: `admit` checks every partition a request touches before
  * `write` queues any of them, so a request turned away leaves nothing queued.
  */
-import { ulid, ulidToUUID } from 'ulid';
 import { assert } from '../shared/assert.js';
-import {
-  encodeBatch,
-  RECORD_OVERHEAD_BYTES,
-  SEQUENCE_MAX,
-  type LogRecord,
-} from '../shared/batch-codec.js';
+import { encodeBatch, SEQUENCE_MAX, type LogRecord } from '../shared/batch-codec.js';
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import { connectionRefused } from '../shared/internal-http.js';
-import type { LogClient } from '../shared/log-api.js';
+import type { LogClient, ProducerIdentity } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
-import type { WriterConfig } from './config.js';
+import { RECORD_OVERHEAD_BYTES_MAX, type WriterConfig } from './config.js';
 
 interface PendingWrite {
   record: LogRecord;
@@ -51,20 +49,12 @@ interface PendingWrite {
 }
 
 export interface BatchObserver {
-  (partition: number, records: number, bytes: number, durationMs: number): void;
+  (topic: string, partition: number, records: number, bytes: number, durationMs: number): void;
 }
 
-export function newProducerId(): Uint8Array {
-  return Buffer.from(ulidToUUID(ulid()).replace(/-/g, ''), 'hex');
-}
-
+/** A record's bytes in a batch, at most: what the batch and pending bounds count. */
 export function recordBytes(record: LogRecord): number {
-  return (
-    RECORD_OVERHEAD_BYTES +
-    Buffer.byteLength(record.collection) +
-    Buffer.byteLength(record.key) +
-    (record.value?.length ?? 0)
-  );
+  return RECORD_OVERHEAD_BYTES_MAX + Buffer.byteLength(record.key) + (record.value?.length ?? 0);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -85,28 +75,30 @@ function refusal(error: unknown): 'final' | 'retryable' | null {
 }
 
 /** What the writers of a batch the log never took hear: retry later, nothing was stored. */
-function notStored(partition: number, error: TailbaseError): TailbaseError {
+function notStored(topic: string, partition: number, error: TailbaseError): TailbaseError {
   if (error.code === 'append_queue_full') {
     return new TailbaseError(
       503,
       'append_queue_full',
-      `the log-node's append queue is full; partition ${partition}'s batch was not stored, ` +
-        'retry later',
-      { ...error.details, partition },
+      `the log-node's append queue is full; ${topic} partition ${partition}'s batch was not ` +
+        'stored, retry later',
+      { ...error.details, topic, partition },
       { cause: error },
     );
   }
   return new TailbaseError(
     503,
     'log_unavailable',
-    `no log-node took the connection; partition ${partition}'s batch was not stored, retry later`,
-    { partition },
+    `no log-node took the connection; ${topic} partition ${partition}'s batch was not stored, ` +
+      'retry later',
+    { topic, partition },
     { cause: error },
   );
 }
 
 export class PartitionWriter {
-  private producerId = newProducerId();
+  /** Asked of the log before the first batch, and again whenever the writer must start over. */
+  private producer: ProducerIdentity | null = null;
   private nextSequence = 0;
   private queue: PendingWrite[] = [];
   private queuedBytes = 0;
@@ -116,6 +108,7 @@ export class PartitionWriter {
   private closed = false;
 
   constructor(
+    readonly topic: string,
     readonly partition: number,
     private readonly log: LogClient,
     private readonly config: WriterConfig,
@@ -128,11 +121,16 @@ export class PartitionWriter {
     if (this.closed) throw unavailable('shutting_down', 'the gateway is shutting down');
     const total = records.reduce((sum, record) => sum + recordBytes(record), 0);
     if (this.queuedBytes > 0 && this.queuedBytes + total > this.config.pendingBytesMax) {
-      throw unavailable('overloaded', `partition ${this.partition} has too many pending writes`, {
-        partition: this.partition,
-        limit: 'pendingBytesMax',
-        max: this.config.pendingBytesMax,
-      });
+      throw unavailable(
+        'overloaded',
+        `${this.topic} partition ${this.partition} has too many pending writes`,
+        {
+          topic: this.topic,
+          partition: this.partition,
+          limit: 'pendingBytesMax',
+          max: this.config.pendingBytesMax,
+        },
+      );
     }
   }
 
@@ -207,7 +205,7 @@ export class PartitionWriter {
     this.queuedBytes -= bytes;
     // A throw before the first attempt (encoding) must answer the writers, not go unhandled.
     const appended = this.append(batch, bytes).catch((error: unknown) => {
-      this.logger.error({ partition: this.partition, err: error }, 'batch not sent');
+      this.logger.error({ ...this.where(), err: error }, 'batch not sent');
       batch.forEach((w) => w.reject(error));
     });
     this.inFlight = appended.finally(() => {
@@ -220,17 +218,16 @@ export class PartitionWriter {
   private async append(batch: PendingWrite[], bytes: number): Promise<void> {
     const startedMs = performance.now();
     const records = batch.map((w) => w.record);
-    if (this.nextSequence > SEQUENCE_MAX) this.rotateProducer();
-    let encoded = encodeBatch(records, {
-      producerId: this.producerId,
-      baseSequence: this.nextSequence,
-    });
+    // Sequences count records (Kafka's idempotence): the batch takes n..n + count − 1.
+    if (this.nextSequence + records.length - 1 > SEQUENCE_MAX) this.rotateProducer();
+    let encoded = await this.encode(records);
     let lastError: unknown;
     /** An attempt of this producer id and sequence went unanswered: the log may hold it. */
     let unanswered = false;
     for (let attempt = 1; attempt <= this.config.appendAttemptsMax; attempt++) {
       try {
         const result = await this.log.append(
+          this.topic,
           this.partition,
           encoded,
           AbortSignal.timeout(this.config.appendTimeoutMs),
@@ -243,17 +240,23 @@ export class PartitionWriter {
           result.lastOffset - result.baseOffset === batch.length - 1,
           'the log answered one offset per record',
         );
-        this.nextSequence++;
+        this.nextSequence += records.length;
         batch.forEach((w, i) => w.resolve(result.baseOffset + i));
-        this.observe(this.partition, batch.length, bytes, performance.now() - startedMs);
+        this.observe(
+          this.topic,
+          this.partition,
+          batch.length,
+          bytes,
+          performance.now() - startedMs,
+        );
         return;
       } catch (error) {
         lastError = error;
         const code = error instanceof TailbaseError ? error.code : null;
         if (code === 'sequence_gap' || code === 'unknown_producer') {
-          this.logger.warn({ partition: this.partition }, 'log forgot this producer; new id');
+          this.logger.warn(this.where(), 'log forgot this producer; new identity');
           this.rotateProducer();
-          encoded = encodeBatch(records, { producerId: this.producerId, baseSequence: 0 });
+          encoded = await this.encode(records);
           unanswered = false;
           continue;
         }
@@ -272,25 +275,43 @@ export class PartitionWriter {
     }
     if (!unanswered && refusal(lastError) === 'retryable') {
       // Every attempt under this id and n was refused before the log could take it: n is free.
-      this.logger.warn({ partition: this.partition, err: lastError }, 'append refused; not stored');
-      const error = notStored(this.partition, lastError as TailbaseError);
+      this.logger.warn({ ...this.where(), err: lastError }, 'append refused; not stored');
+      const error = notStored(this.topic, this.partition, lastError as TailbaseError);
       batch.forEach((w) => w.reject(error));
       return;
     }
-    this.logger.error({ partition: this.partition, err: lastError }, 'append outcome unknown');
+    this.logger.error({ ...this.where(), err: lastError }, 'append outcome unknown');
     this.rotateProducer();
     const unknown = new TailbaseError(
       503,
       'write_outcome_unknown',
       'the log did not confirm the write in time; it may or may not have been stored',
-      { partition: this.partition },
+      this.where(),
     );
     batch.forEach((w) => w.reject(unknown));
   }
 
+  /**
+   * The records as this producer's next batch. A failure to get an identity rejects the writers
+   * like any batch the log never took (nothing was numbered, so the sequence is not used up).
+   */
+  private async encode(records: readonly LogRecord[]): Promise<Buffer> {
+    this.producer ??= await this.log.initProducerId();
+    return encodeBatch(records, {
+      producerId: this.producer.producerId,
+      producerEpoch: this.producer.producerEpoch,
+      baseSequence: this.nextSequence,
+    });
+  }
+
+  /** Starts over under a new identity, asked of the log before the next batch. */
   private rotateProducer(): void {
-    this.producerId = newProducerId();
+    this.producer = null;
     this.nextSequence = 0;
+  }
+
+  private where(): { topic: string; partition: number } {
+    return { topic: this.topic, partition: this.partition };
   }
 }
 

@@ -7,18 +7,23 @@ import type { ClusterInfo, LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ServeClient } from '../shared/serve-api.js';
-import { mergeTokenOffsets, TokenCodec, type TokenOffsets } from '../shared/token.js';
+import {
+  collectionOffsets,
+  mergeTokenOffsets,
+  TokenCodec,
+  type TokenOffsets,
+} from '../shared/token.js';
 import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
-import { PartitionWriter } from './partition-writer.js';
 import { ServeTopology } from './topology.js';
+import { WriterPool } from './writer-pool.js';
 
 export interface GatewayServices {
   config: GatewayConfig;
   cluster: ClusterInfo;
   log: LogClient;
   tokens: TokenCodec;
-  writers: PartitionWriter[];
+  writers: WriterPool;
   topology: ServeTopology;
   metrics: GatewayMetrics;
   logger: Logger;
@@ -41,22 +46,24 @@ export function createGatewayServices(
     limitConflicts: (limits) => serveLimitConflicts(config, limits),
   });
   const metrics = createMetrics(topology);
-  const observe = (partition: number, records: number, bytes: number, durationMs: number) => {
-    const labels = { partition: String(partition) };
+  const observe = (
+    topic: string,
+    partition: number,
+    records: number,
+    bytes: number,
+    durationMs: number,
+  ) => {
+    const labels = { topic, partition: String(partition) };
     metrics.batchRecords.observe(labels, records);
     metrics.batchBytes.observe(labels, bytes);
     metrics.appendSeconds.observe(labels, durationMs / 1000);
   };
-  const writers = Array.from(
-    { length: cluster.partitions },
-    (_, p) => new PartitionWriter(p, log, config.writer, logger, observe),
-  );
   return {
     config,
     cluster,
     log,
     tokens: new TokenCodec(cluster.clusterId, cluster.partitions),
-    writers,
+    writers: new WriterPool(log, config.writer, logger, observe),
     topology,
     metrics,
     logger,
@@ -67,7 +74,7 @@ export function createGatewayServices(
 export async function closeGatewayServices(services: GatewayServices): Promise<void> {
   services.topology.stop();
   for (const feed of services.feeds) feed.abort();
-  await Promise.all(services.writers.map((w) => w.close()));
+  await services.writers.close();
 }
 
 export interface WrittenRecord {
@@ -76,16 +83,18 @@ export interface WrittenRecord {
 }
 
 /**
- * Routes records to their partitions' writers and waits for every one; the answer keeps the
- * records' order and carries the token merged over the request's and every written offset.
+ * Routes records of one topic (a collection, or the settings topic) to their partitions' writers
+ * and waits for every one; the answer keeps the records' order and carries the token merged over
+ * the request's and every written offset, under the topic's id.
  */
 export async function writeRecords(
   services: GatewayServices,
+  topic: string,
   records: LogRecord[],
   requestToken: TokenOffsets,
-  partitionOf: (record: LogRecord, index: number) => number = (r) =>
-    partitionFor(r.collection, r.key, services.cluster.partitions),
-): Promise<{ written: WrittenRecord[]; token: Map<number, number> }> {
+  partitionOf: (record: LogRecord) => number = (r) =>
+    partitionFor(r.key, services.cluster.partitions),
+): Promise<{ written: WrittenRecord[]; token: Map<number, Map<number, number>> }> {
   const byPartition = new Map<number, number[]>();
   const partitions = records.map(partitionOf);
   partitions.forEach((p, i) => {
@@ -99,11 +108,12 @@ export async function writeRecords(
     indexes,
     records: indexes.map((i) => records[i]),
   }));
+  const writers = groups.map(({ partition }) => services.writers.writer(topic, partition));
   // Every partition is asked first, so a request turned away queues nothing anywhere.
-  for (const { partition, records: group } of groups) services.writers[partition].admit(group);
+  groups.forEach(({ records: group }, i) => writers[i].admit(group));
   await Promise.all(
-    groups.map(async ({ partition, indexes, records: group }) => {
-      const offsets = await services.writers[partition].enqueue(group);
+    groups.map(async ({ partition, indexes, records: group }, i) => {
+      const offsets = await writers[i].enqueue(group);
       indexes.forEach((recordIndex, i) => {
         written[recordIndex] = { partition, offset: offsets[i] };
       });
@@ -113,5 +123,5 @@ export async function writeRecords(
   for (const { partition, offset } of written) {
     touched.set(partition, Math.max(offset, touched.get(partition) ?? -1));
   }
-  return { written, token: mergeTokenOffsets(requestToken, touched) };
+  return { written, token: mergeTokenOffsets(requestToken, collectionOffsets(topic, touched)) };
 }

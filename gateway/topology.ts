@@ -1,11 +1,12 @@
 /**
- * What the gateway knows of the serve-nodes: which partitions each hosts and how fresh each copy
- * is (from its /internal/status, re-read every topologyRefreshMs), which are down, and how to
- * pick a replica for a partition (round-robin over the live ones of the freshest tier) or one
- * replica per partition for a fan-out.
+ * What the gateway knows of the serve-nodes: which partitions each hosts (the same numbers for
+ * every collection) and how fresh each copy is (from its /internal/status, re-read every
+ * topologyRefreshMs), which are down, and how to pick a replica for a partition (round-robin over
+ * the live ones of the freshest tier) or one replica per partition for a fan-out.
  */
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import { isCollectionTopic } from '../shared/topics.js';
 import type {
   ServeClient,
   ServePartitionStatus,
@@ -18,6 +19,7 @@ export interface ServeNode {
   index: number;
   client: ServeClient;
   status: ServeStatus | null;
+  /** The partition numbers it hosts, of every collection. */
   hosted: Set<number>;
   downUntilMs: number;
   lastError: string | null;
@@ -46,12 +48,15 @@ export interface TopologyOptions {
  */
 export const REPLICA_LAG_RECORDS_EQUAL_MAX = 1_000;
 
-/** How fresh one node's copy of a partition is, as its last status told. */
+/** How fresh one node's copy of a partition is, over every collection, as its last status told. */
 interface Standing {
   node: ServeNode;
   /** Its stores were wiped and are being replayed from the log start. */
   rebuilding: boolean;
-  /** Records behind: its own lag, or how far it trails the replica that has applied the most. */
+  /**
+   * Records behind, summed over the collections: per collection its own lag, or how far it trails
+   * the replica that has applied the most of it.
+   */
   behindRecords: number;
 }
 
@@ -119,7 +124,7 @@ export class ServeTopology {
         try {
           const status = await node.client.status();
           node.status = status;
-          node.hosted = new Set(status.partitions.map((p) => p.partition));
+          node.hosted = new Set(status.hostedPartitions);
           node.downUntilMs = 0;
           node.lastError = null;
           this.checkLimits(node, status);
@@ -142,22 +147,38 @@ export class ServeTopology {
       { length: this.options.partitions },
       () => [],
     );
+    /** Per partition and collection, the most any replica applied of it. */
+    const appliedMax: Map<string, number>[] = reported.map(() => new Map());
     for (const node of this.nodes) {
       for (const partition of node.status?.partitions ?? []) {
-        reported[partition.partition]?.push({ node, partition });
+        const most = appliedMax[partition.partition];
+        if (most === undefined || !isCollectionTopic(partition.topic)) continue;
+        reported[partition.partition].push({ node, partition });
+        // Older serve-nodes may leave out applied, lag or state: such a copy counts as caught up.
+        const applied = Math.max(most.get(partition.topic) ?? 0, partition.applied ?? 0);
+        most.set(partition.topic, applied);
       }
     }
-    this.tiers = reported.map((hosts) => {
-      // Older serve-nodes may leave out applied, lag or state: such a copy counts as caught up.
-      const appliedMax = Math.max(0, ...hosts.map((h) => h.partition.applied ?? 0));
-      const standings: Standing[] = hosts.map(({ node, partition }) => ({
-        node,
-        rebuilding: isRebuilding(partition),
-        behindRecords: Math.max(
+    this.tiers = reported.map((entries, p) => {
+      const byNode = new Map<ServeNode, Standing>();
+      for (const { node, partition } of entries) {
+        const standing = byNode.get(node) ?? { node, rebuilding: false, behindRecords: 0 };
+        standing.rebuilding ||= isRebuilding(partition);
+        standing.behindRecords += Math.max(
           partition.lag ?? 0,
-          partition.applied === undefined ? 0 : appliedMax - partition.applied,
-        ),
-      }));
+          partition.applied === undefined
+            ? 0
+            : (appliedMax[p].get(partition.topic) ?? 0) - partition.applied,
+        );
+        byNode.set(node, standing);
+      }
+      // A host that tails no collection of this partition yet (none exists) is as good as any.
+      for (const node of this.nodes) {
+        if (node.hosted.has(p) && !byNode.has(node)) {
+          byNode.set(node, { node, rebuilding: false, behindRecords: 0 });
+        }
+      }
+      const standings = [...byNode.values()];
       standings.sort(
         (a, b) => Number(a.rebuilding) - Number(b.rebuilding) || a.behindRecords - b.behindRecords,
       );

@@ -1,14 +1,18 @@
 /**
  * The identity of a log-node's data directory: the cluster id (which tokens are bound to), the
- * partition count (fixed when the cluster is created) and the node id. Written once, atomically.
+ * partition count (fixed when the cluster is created) and the node id. Written once, atomically,
+ * with the format version of the data beside it: a directory of another format is refused.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { ulid } from 'ulid';
 import { writeFileAtomic } from '../shared/durable-files.js';
 
+/** Kafka RecordBatch v2, one directory per topic-partition (FORMAT.md). */
+export const DATA_FORMAT_VERSION = 2;
+
 export interface ClusterMeta {
-  formatVersion: 1;
+  formatVersion: typeof DATA_FORMAT_VERSION;
   clusterId: string;
   partitions: number;
   hostedPartitions: number[];
@@ -17,6 +21,27 @@ export interface ClusterMeta {
 }
 
 const META_FILE = 'cluster.json';
+/** Where tailbase's pre-Kafka format kept its partitions. */
+const PRE_KAFKA_PARTITIONS_DIR = 'partitions';
+
+/** A data directory written by a version whose format this one does not read. */
+export class DataFormatError extends Error {
+  override name = 'DataFormatError';
+}
+
+/**
+ * Refuses a directory in the pre-Kafka layout: its batches are not RecordBatch v2 and its
+ * partitions hold every collection together, so nothing here could read them.
+ */
+function refuseOldFormat(dataDir: string, existing: ClusterMeta | null): void {
+  const oldLayout = fs.existsSync(path.join(dataDir, PRE_KAFKA_PARTITIONS_DIR));
+  if (!oldLayout && (existing === null || existing.formatVersion === DATA_FORMAT_VERSION)) return;
+  throw new DataFormatError(
+    `the data directory ${dataDir} holds tailbase's pre-Kafka log format; this version stores ` +
+      `Kafka RecordBatch v2 per topic; nothing migrates it: move the directory aside or delete ` +
+      `it and write the data again`,
+  );
+}
 
 export function readClusterMeta(dataDir: string): ClusterMeta | null {
   try {
@@ -27,7 +52,6 @@ export function readClusterMeta(dataDir: string): ClusterMeta | null {
   }
 }
 
-/** Loads the data directory's identity or creates it; refuses a different partition count. */
 export interface ClusterMetaRequest {
   partitions?: number;
   partitionsDefault: number;
@@ -36,10 +60,15 @@ export interface ClusterMetaRequest {
   hostedPartitions?: number[];
 }
 
+/**
+ * Loads the data directory's identity or creates it; refuses another format, a different
+ * partition count, cluster or set of hosted partitions.
+ */
 export function loadOrCreateClusterMeta(dataDir: string, request: ClusterMetaRequest): ClusterMeta {
   const { partitions, nodeId, clusterId, hostedPartitions } = request;
   fs.mkdirSync(dataDir, { recursive: true });
   const existing = readClusterMeta(dataDir);
+  refuseOldFormat(dataDir, existing);
   if (existing) {
     if (partitions !== undefined && partitions !== existing.partitions) {
       throw new Error(
@@ -69,7 +98,7 @@ export function loadOrCreateClusterMeta(dataDir: string, request: ClusterMetaReq
     throw new Error(`hosted partitions must lie in 0..${count - 1}`);
   }
   const meta: ClusterMeta = {
-    formatVersion: 1,
+    formatVersion: DATA_FORMAT_VERSION,
     clusterId: clusterId ?? ulid(),
     partitions: count,
     hostedPartitions: [...new Set(hosted)].sort((a, b) => a - b),

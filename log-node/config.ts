@@ -3,9 +3,10 @@
  * default, and is enforced where it is used.
  */
 import { APPEND_REQUEST_BYTES_MAX, PARTITIONS_MAX } from '../shared/log-api.js';
+import type { CleanupPolicy } from '../shared/topics.js';
 
 export type FsyncPolicy = 'always' | 'interval';
-export type CleanupPolicy = 'compact' | 'delete' | 'compact,delete';
+export type { CleanupPolicy };
 
 export interface LogNodeConfig {
   dataDir: string;
@@ -32,6 +33,7 @@ export interface LogNodeConfig {
   batchBytesMax: number;
   recordBytesMax: number;
   recordsPerBatchMax: number;
+  /** Partitions of a topic, and topic-partitions of one multi-partition append or fetch. */
   partitionsMax: number;
   /** Bytes of batches a read answers with at most (at least one whole batch is always sent). */
   readBytesMax: number;
@@ -46,6 +48,10 @@ export interface LogNodeConfig {
   appendQueueBytesMax: number;
   /** Body bytes of one multi-partition append (`POST /internal/append`). */
   appendRequestBytesMax: number;
+  /**
+   * The defaults of a collection topic's configs (shared/topics.ts; internal topics are always
+   * compacted): each topic keeps its own in its topic.json.
+   */
   cleanupPolicy: CleanupPolicy;
   /** Closed segments whose newest record is older than this are deleted (delete policy). */
   retentionMs: number;

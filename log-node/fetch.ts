@@ -1,13 +1,14 @@
 /**
- * A multi-partition read, as Kafka's fetch: a serve-node asks for all the partitions it tails from
- * this node in one call. Each partition is read as `GET /internal/partitions/:p/records` would,
- * and fails alone (its error is in the answer); when none has anything yet, the call long-polls
- * until an append to any of them is durable.
+ * A multi-partition read, as Kafka's fetch: a serve-node asks for all the topic-partitions it
+ * tails from this node in one call. Each is read as `GET /internal/topics/:t/partitions/:p/records`
+ * would, and fails alone (its error is in the answer); when none has anything yet, the call
+ * long-polls until an append to any of them is durable.
  */
 import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { FetchPosition } from '../shared/log-api.js';
 import type { LogNode } from './log-node.js';
+import { waitForAny } from './waiters.js';
 
 export async function fetchPartitions(
   node: LogNode,
@@ -19,15 +20,15 @@ export async function fetchPartitions(
   const outcomes = await readAll(node, positions, maxBytes);
   const idle = outcomes.every((outcome) => !('error' in outcome) && outcome.batches.length === 0);
   if (!idle || waitMs === 0 || node.closing) return outcomes;
-  const logs = positions.map((position) => node.partition(String(position.partition)));
+  const logs = positions.map(({ topic, partition }) => node.partition(topic, String(partition)));
   const release = node.admitLongPoll();
-  // The first append to any of them ends the wait; the other waits are then cancelled.
-  const woken = new AbortController();
-  const cancel = signal === undefined ? woken.signal : AbortSignal.any([woken.signal, signal]);
   try {
-    await Promise.race(logs.map((log) => log.waiters.wait(waitMs, cancel)));
+    await waitForAny(
+      logs.map((log) => log.waiters),
+      waitMs,
+      signal,
+    );
   } finally {
-    woken.abort();
     release();
   }
   return readAll(node, positions, maxBytes);
@@ -35,13 +36,13 @@ export async function fetchPartitions(
 
 function readAll(node: LogNode, positions: readonly FetchPosition[], maxBytes: number) {
   return Promise.all(
-    positions.map(async ({ partition, offset }): Promise<FetchOutcome> => {
+    positions.map(async ({ topic, partition, offset }): Promise<FetchOutcome> => {
       try {
-        const read = await node.partition(String(partition)).read(offset, maxBytes, 0);
-        return { partition, ...read };
+        const read = await node.partition(topic, String(partition)).read(offset, maxBytes, 0);
+        return { topic, partition, ...read };
       } catch (error) {
         if (!(error instanceof TailbaseError)) throw error;
-        return { partition, error };
+        return { topic, partition, error };
       }
     }),
   );

@@ -10,9 +10,11 @@ import { LogNode } from './log-node.js';
 import { LocalLogClient } from './local-log-client.js';
 import { createLogNodeApp } from './routes.js';
 import type { LogClient } from '../shared/log-api.js';
+import { attachKafkaFace, type KafkaFace } from './kafka/attach.js';
 
 export type { LogNodeConfig, FsyncPolicy, CleanupPolicy } from './config.js';
 export type { Clock } from './clock.js';
+export type { KafkaFace } from './kafka/attach.js';
 export { logNodeDefaults } from './config.js';
 
 export interface LogNodeOptions extends Partial<Omit<LogNodeConfig, 'partitions'>> {
@@ -21,6 +23,8 @@ export interface LogNodeOptions extends Partial<Omit<LogNodeConfig, 'partitions'
   partitions?: number;
   clock?: Clock;
   logger?: Logger;
+  /** The Kafka listener; absent or null: none. */
+  kafka?: KafkaFace | null;
 }
 
 export interface OpenLogNode {
@@ -30,6 +34,8 @@ export interface OpenLogNode {
   cleaner: LogCleaner;
   /** The log contract bound to this node in-process. */
   client: LogClient;
+  /** The Kafka listener's port, or null when it is off. */
+  kafkaPort: number | null;
   /** Appends already queued are fsynced and answered; then the partitions close. */
   stop(): Promise<void>;
 }
@@ -85,7 +91,24 @@ async function withLock<U extends string | undefined>(
     const config = logNodeConfig({ ...options, partitions: meta.partitions });
     const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
     const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);
-    const exposed = await expose(node, cleaner, logger).catch(async (error: unknown) => {
+    const client = new LocalLogClient(node);
+    const opened = async () => {
+      const kafka = options.kafka
+        ? await attachKafkaFace(options.kafka, {
+            log: client,
+            config,
+            hostsPartitionZero: meta.hostedPartitions.includes(0),
+            logger,
+          })
+        : null;
+      try {
+        return { kafka, exposed: await expose(node, cleaner, logger) };
+      } catch (error) {
+        await kafka?.close();
+        throw error;
+      }
+    };
+    const { kafka, exposed } = await opened().catch(async (error: unknown) => {
       // The lock goes once this returns: no partition of this process may still write then.
       await node.close();
       throw error;
@@ -98,11 +121,13 @@ async function withLock<U extends string | undefined>(
       partitions: meta.partitions,
       node,
       cleaner,
-      client: new LocalLogClient(node),
+      client,
+      kafkaPort: kafka?.port ?? null,
       stop: () => {
         stopping ??= (async () => {
           try {
             node.closing = true;
+            await kafka?.close();
             await cleaner.stop();
             await exposed.close(() => node.close());
           } finally {

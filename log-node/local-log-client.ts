@@ -11,12 +11,14 @@ import type {
   FetchPosition,
   LogClient,
   PartitionOffsets,
+  ProducerIdentity,
   ReadOptions,
   ReadResult,
 } from '../shared/log-api.js';
 import { oneNodeFetchGroups } from '../shared/log-api.js';
-import { checkPartitionOffsets } from '../shared/query-params.js';
+import type { TopicConfigs, TopicInfo } from '../shared/topics.js';
 import { fetchPartitions } from './fetch.js';
+import { checkFetchPositions } from './fetch-positions.js';
 import type { LogNode } from './log-node.js';
 
 export class LocalLogClient implements LogClient {
@@ -26,16 +28,38 @@ export class LocalLogClient implements LogClient {
     return this.node.clusterInfo();
   }
 
+  async topics(): Promise<TopicInfo[]> {
+    return this.node.topics();
+  }
+
+  async ensureTopic(name: string, configs?: Partial<TopicConfigs>): Promise<TopicInfo> {
+    return this.node.ensureTopic(name, configs);
+  }
+
+  async initProducerId(): Promise<ProducerIdentity> {
+    return this.node.initProducerId();
+  }
+
   /**
    * Resolves once the batch is durable. An abort (the caller's deadline) answers at once, as a
    * lost HTTP answer would: the append itself may still complete, which the caller's idempotent
    * retry under the same sequence then finds.
    */
-  append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
+  append(
+    topic: string,
+    partition: number,
+    batch: Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<AppendResult> {
     const bytes = Buffer.isBuffer(batch)
       ? batch
       : Buffer.from(batch.buffer, batch.byteOffset, batch.length);
-    const appended = this.node.partition(String(partition)).append(bytes);
+    let appended: Promise<AppendResult>;
+    try {
+      appended = this.node.appendTarget(topic, String(partition), bytes).append(bytes);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     if (signal === undefined) return appended;
     signal.throwIfAborted();
     return new Promise((resolve, reject) => {
@@ -45,9 +69,14 @@ export class LocalLogClient implements LogClient {
     });
   }
 
-  async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {
+  async read(
+    topic: string,
+    partition: number,
+    offset: number,
+    options: ReadOptions = {},
+  ): Promise<ReadResult> {
     const { maxBytes, waitMs } = this.node.readLimits(options.maxBytes, options.waitMs);
-    const log = this.node.partition(String(partition));
+    const log = this.node.partition(topic, String(partition));
     return this.node.read(log, offset, maxBytes, waitMs, options.signal);
   }
 
@@ -56,7 +85,7 @@ export class LocalLogClient implements LogClient {
     options: ReadOptions = {},
   ): Promise<FetchOutcome[]> {
     const { maxBytes, waitMs } = this.node.readLimits(options.maxBytes, options.waitMs);
-    checkPartitionOffsets(positions, 'from', this.node.config.partitionsMax);
+    checkFetchPositions(positions, this.node.config.partitionsMax);
     return fetchPartitions(this.node, positions, maxBytes, waitMs, options.signal);
   }
 

@@ -1,11 +1,17 @@
 /**
- * Background upkeep of closed segments: compaction (keep the latest record per collection+key,
- * drop tombstones after their grace period) and retention (delete whole segments past an age
- * or a size). The active segment is never touched. A compacted copy replaces its segment by one
+ * Background upkeep of closed segments, each topic-partition by its topic's configs: compaction
+ * (keep the latest record per key within the topic-partition, drop tombstones after the topic's
+ * deleteRetentionMs) and retention (delete whole segments past the topic's retentionMs or
+ * retentionBytes). The active segment is never touched. A compacted copy replaces its segment by one
  * atomic rename, so a crash leaves either the old segment or the new one, never neither.
  */
 import fs from 'node:fs';
-import { decodeRecords, encodeBatch, readBatchHeader } from '../shared/batch-codec.js';
+import {
+  decodeRecords,
+  encodeBatch,
+  readBatchHeader,
+  type StoredRecord,
+} from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
 import { scanBatches } from './batch-scanner.js';
 import type { Clock } from './clock.js';
@@ -17,6 +23,7 @@ import { CLEANED_SUFFIX, LOG_SUFFIX, segmentPath } from './segment-files.js';
 import { fsyncDir } from '../shared/durable-files.js';
 
 export interface CleanSummary {
+  topic: string;
   partition: number;
   segmentsCompacted: number;
   recordsRemoved: number;
@@ -27,10 +34,9 @@ export interface CleanSummary {
   error?: string;
 }
 
-const keyOf = (collection: string, key: string) => `${collection}\u0000${key}`;
-
 /** What a compaction pass decides records by. */
 interface CompactionPass {
+  deleteRetentionMs: number;
   /** The newest offset of each key seen. */
   latest: Map<string, number>;
   /** Keys with a superseded record in an earlier segment this pass does not rewrite. */
@@ -65,7 +71,7 @@ export class LogCleaner {
     await this.running?.catch(() => undefined);
   }
 
-  /** One pass over every open partition; concurrent callers share the pass in progress. */
+  /** One pass over every open topic-partition; concurrent callers share the pass in progress. */
   runOnce(): Promise<CleanSummary[]> {
     this.running ??= this.pass().finally(() => {
       this.running = null;
@@ -85,8 +91,9 @@ export class LogCleaner {
   }
 
   cleanPartition(log: PartitionLog): CleanSummary {
-    const { config } = this.node;
+    const { cleanupPolicy } = log.topic.configs;
     const summary: CleanSummary = {
+      topic: log.topic.name,
       partition: log.partition,
       segmentsCompacted: 0,
       recordsRemoved: 0,
@@ -95,14 +102,18 @@ export class LogCleaner {
       segmentsDeleted: 0,
     };
     try {
-      if (config.cleanupPolicy.includes('delete'))
-        summary.segmentsDeleted = this.applyRetention(log);
-      if (config.cleanupPolicy.includes('compact')) this.compact(log, summary);
+      if (cleanupPolicy === 'delete') summary.segmentsDeleted = this.applyRetention(log);
+      if (cleanupPolicy === 'compact') this.compact(log, summary);
     } catch (error) {
       // Each segment is either as it was or fully swapped (the summary counts the swaps).
       summary.error = (error as Error).message;
       this.logger.error(
-        { partition: log.partition, err: error, segmentsCompacted: summary.segmentsCompacted },
+        {
+          topic: log.topic.name,
+          partition: log.partition,
+          err: error,
+          segmentsCompacted: summary.segmentsCompacted,
+        },
         'cleaning failed; the pass stopped for this partition',
       );
     }
@@ -110,7 +121,7 @@ export class LogCleaner {
   }
 
   private applyRetention(log: PartitionLog): number {
-    const { retentionMs, retentionBytes } = this.node.config;
+    const { retentionMs, retentionBytes } = log.topic.configs;
     const closed = log.closedSegments();
     const nowMs = this.clock.nowMs();
     let totalBytes = log.sizeBytes;
@@ -126,7 +137,12 @@ export class LogCleaner {
     if (count > 0) {
       log.deleteOldestSegments(count);
       this.logger.info(
-        { partition: log.partition, segments: count, logStartOffset: log.logStartOffset },
+        {
+          topic: log.topic.name,
+          partition: log.partition,
+          segments: count,
+          logStartOffset: log.logStartOffset,
+        },
         'retention deleted segments',
       );
     }
@@ -142,8 +158,10 @@ export class LogCleaner {
     // tombstone of such a key must stay: without it a replay from the start would bring that
     // record back (Kafka drops tombstones only where every earlier segment was cleaned too).
     const keysLeftBehind = new Set<string>();
+    const { deleteRetentionMs } = log.topic.configs;
+    const pass: CompactionPass = { deleteRetentionMs, latest, keysLeftBehind, nowMs };
     for (const segment of closed.slice(0, scannedSegments)) {
-      const plan = this.planSegment(segment, { latest, keysLeftBehind, nowMs });
+      const plan = this.planSegment(segment, pass);
       const worthRewriting =
         plan.removable > 0 &&
         (plan.removable / plan.total >= this.node.config.cleanerMinDirtyRatio ||
@@ -153,7 +171,7 @@ export class LogCleaner {
         continue;
       }
       summary.bytesBefore += segment.state.sizeBytes;
-      const replacement = this.rewrite(segment, { latest, keysLeftBehind, nowMs });
+      const replacement = this.rewrite(segment, pass);
       log.replaceSegment(segment, replacement);
       summary.segmentsCompacted++;
       summary.recordsRemoved += plan.removable;
@@ -183,7 +201,7 @@ export class LogCleaner {
     for (const { segment, until } of all) {
       this.forEachBatch(segment, until, (bytes) => {
         for (const record of decodeRecords(bytes)) {
-          latest.set(keyOf(record.collection, record.key), record.offset);
+          latest.set(record.key, record.offset);
         }
       });
       if (latest.size > keysMax) break;
@@ -216,24 +234,15 @@ export class LogCleaner {
 
   /**
    * Whether a record survives compaction: only its key's newest record does, and a newest
-   * tombstone only within deleteRetentionMs or while an older record of its key is left behind.
+   * tombstone only within the topic's deleteRetentionMs or while an older record of its key is
+   * left behind.
    */
-  private isKept(
-    record: {
-      collection: string;
-      key: string;
-      offset: number;
-      value: Uint8Array | null;
-      timestampMs: number;
-    },
-    pass: CompactionPass,
-  ): boolean {
-    const key = keyOf(record.collection, record.key);
-    if (pass.latest.get(key) !== record.offset) return false;
+  private isKept(record: StoredRecord, pass: CompactionPass): boolean {
+    if (pass.latest.get(record.key) !== record.offset) return false;
     if (record.value !== null) return true;
     return (
-      pass.nowMs - record.timestampMs <= this.node.config.deleteRetentionMs ||
-      pass.keysLeftBehind.has(key)
+      pass.nowMs - record.timestampMs <= pass.deleteRetentionMs ||
+      pass.keysLeftBehind.has(record.key)
     );
   }
 
@@ -250,9 +259,8 @@ export class LogCleaner {
         total++;
         if (this.isKept(record, pass)) continue;
         removable++;
-        const key = keyOf(record.collection, record.key);
-        if (pass.latest.get(key) === record.offset) expiredTombstones = true;
-        else supersededKeys.add(key);
+        if (pass.latest.get(record.key) === record.offset) expiredTombstones = true;
+        else supersededKeys.add(record.key);
       }
     });
     return { total, removable, expiredTombstones, supersededKeys };
@@ -280,6 +288,7 @@ export class LogCleaner {
             baseOffset: header.baseOffset,
             leaderEpoch: header.leaderEpoch,
             producerId: header.producerId,
+            producerEpoch: header.producerEpoch,
             baseSequence: header.baseSequence,
             offsetDeltas: kept.map((record) => record.offset - header.baseOffset),
             lastOffsetDelta: header.lastOffsetDelta,

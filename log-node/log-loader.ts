@@ -15,7 +15,7 @@ import {
 import type { Logger } from '../shared/logger.js';
 import { SCAN_CHUNK_BYTES, scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
-import { ProducerState } from './producer-state.js';
+import { lastSequenceOf, ProducerState } from './producer-state.js';
 import { appendFlags, Segment, type SegmentOptions } from './segment.js';
 import {
   CLEANED_SUFFIX,
@@ -218,12 +218,13 @@ function loadProducers(dir: string, segments: Segment[], options: LoadOptions): 
       ({ header }) => {
         if (header.baseOffset < fromOffset) return;
         producers.record(
-          header.producerId,
           {
-            sequence: header.baseSequence,
-            baseOffset: header.baseOffset,
-            lastOffset: header.baseOffset + header.lastOffsetDelta,
+            producerId: header.producerId,
+            producerEpoch: header.producerEpoch,
+            firstSequence: header.baseSequence,
+            lastSequence: lastSequenceOf(header.baseSequence, header.lastOffsetDelta),
           },
+          { baseOffset: header.baseOffset, lastOffset: header.baseOffset + header.lastOffsetDelta },
           header.maxTimestampMs,
         );
       },

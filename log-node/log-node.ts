@@ -1,23 +1,48 @@
 /**
- * A log-node: the partitions of one data directory, the node-wide bounds (long-polls), and the
- * background work (compaction, retention) that runs over them.
+ * A log-node: the topics of one data directory and their hosted partitions, the producer ids it
+ * hands out, the node-wide bounds (long-polls), and the background work (compaction, retention)
+ * that runs over them. Every collection topic has the cluster's partition count and this node
+ * hosts the same partition numbers of each; an internal topic's one partition lives with
+ * partition 0.
  */
-import path from 'node:path';
+import { enforceBatchLimits } from '../shared/batch-codec.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
-import type { ClusterInfo } from '../shared/log-api.js';
+import type { ClusterInfo, PartitionOffsets, ProducerIdentity } from '../shared/log-api.js';
 import { checkInteger } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
+import { collectionId } from '../shared/token.js';
+import {
+  INTERNAL_TOPIC_PARTITIONS,
+  INTERNAL_TOPICS,
+  isCollectionTopic,
+  isInternalTopic,
+  type TopicConfigs,
+  type TopicInfo,
+} from '../shared/topics.js';
 import type { Clock } from './clock.js';
 import type { ClusterMeta } from './cluster-meta.js';
 import type { LogNodeConfig } from './config.js';
-import { partitionFailed, PartitionLog, type PartitionReadResult } from './partition-log.js';
+import {
+  partitionFailed,
+  PartitionLog,
+  type PartitionReadResult,
+  type PartitionTopic,
+} from './partition-log.js';
+import { ProducerIds } from './producer-ids.js';
+import { checkTopicConfigs, defaultTopicConfigs } from './topic-configs.js';
+import { partitionDir, readTopics, writeTopic } from './topic-store.js';
 
-type PartitionSlot =
-  | { log: PartitionLog; error?: undefined }
-  | { log?: undefined; error: Error }
-  | { log?: undefined; error?: undefined; hosted: false };
+type PartitionSlot = { log: PartitionLog; error?: undefined } | { log?: undefined; error: Error };
+
+/** A topic as the node holds it: its configs (which its partitions read) and its hosted slots. */
+interface LogTopic extends PartitionTopic {
+  readonly partitions: number;
+  configs: TopicConfigs;
+  readonly slots: Map<number, PartitionSlot>;
+}
 
 export interface PartitionStatus {
+  topic: string;
   partition: number;
   logStartOffset: number | null;
   endOffset: number | null;
@@ -31,7 +56,9 @@ export interface PartitionStatus {
 export class LogNode {
   readonly config: LogNodeConfig;
   readonly meta: ClusterMeta;
-  private readonly slots: PartitionSlot[];
+  private readonly topicsByName = new Map<string, LogTopic>();
+  private readonly producerIds: ProducerIds;
+  private readonly clock: Clock;
   private readonly logger: Logger;
   private longPolls = 0;
   closing = false;
@@ -39,48 +66,201 @@ export class LogNode {
   constructor(config: LogNodeConfig, meta: ClusterMeta, clock: Clock, logger: Logger) {
     this.config = config;
     this.meta = meta;
+    this.clock = clock;
     this.logger = logger;
-    this.slots = [];
-    const hosted = new Set(meta.hostedPartitions);
-    for (let p = 0; p < meta.partitions; p++) {
-      if (!hosted.has(p)) {
-        this.slots.push({ hosted: false });
-        continue;
-      }
-      const dir = path.join(config.dataDir, 'partitions', String(p));
-      try {
-        this.slots.push({ log: PartitionLog.open(p, dir, config, clock, logger) });
-      } catch (error) {
-        logger.error({ partition: p, err: error }, 'partition failed to open; it stays stopped');
-        this.slots.push({ error: error as Error });
-      }
+    this.producerIds = new ProducerIds(config.dataDir);
+    for (const info of readTopics(config.dataDir)) this.openTopic(info);
+    for (const name of INTERNAL_TOPICS) {
+      if (!this.topicsByName.has(name)) this.createTopic(name, {});
     }
   }
 
-  /** The open partition named by a route parameter; 400 for a bad number, 503 if it failed. */
-  partition(param: string): PartitionLog {
-    if (!/^\d+$/.test(param) || Number(param) >= this.slots.length) {
+  /** The partition numbers of a topic stored here. */
+  private hostedPartitions(topic: string): number[] {
+    if (!isInternalTopic(topic)) return this.meta.hostedPartitions;
+    return this.meta.hostedPartitions.includes(0) ? [0] : [];
+  }
+
+  private openTopic(info: TopicInfo): LogTopic {
+    const topic: LogTopic = {
+      name: info.name,
+      partitions: info.partitions,
+      configs: { ...defaultTopicConfigs(this.config, info.name), ...info.configs },
+      slots: new Map(),
+    };
+    this.topicsByName.set(info.name, topic);
+    for (const p of this.hostedPartitions(info.name)) {
+      const dir = partitionDir(this.config.dataDir, info.name, p);
+      try {
+        topic.slots.set(p, {
+          log: PartitionLog.open(topic, p, dir, this.config, this.clock, this.logger),
+        });
+      } catch (error) {
+        this.logger.error(
+          { topic: info.name, partition: p, err: error },
+          'partition failed to open; it stays stopped',
+        );
+        topic.slots.set(p, { error: error as Error });
+      }
+    }
+    return topic;
+  }
+
+  /** Writes a new topic's topic.json, then opens its partitions. */
+  private createTopic(name: string, configs: Partial<TopicConfigs>): LogTopic {
+    const info: TopicInfo = {
+      name,
+      partitions: isInternalTopic(name) ? INTERNAL_TOPIC_PARTITIONS : this.meta.partitions,
+      configs: { ...defaultTopicConfigs(this.config, name), ...configs },
+    };
+    writeTopic(this.config.dataDir, info);
+    this.logger.info(
+      { topic: name, partitions: info.partitions, configs: info.configs },
+      'created a topic',
+    );
+    return this.openTopic(info);
+  }
+
+  /** A topic name a log-node can hold, else 400 `invalid_topic`. */
+  private checkTopicName(name: string): void {
+    if (!isCollectionTopic(name) && !isInternalTopic(name)) {
       throw badRequest(
-        'invalid_partition',
-        `partition must be an integer from 0 to ${this.slots.length - 1}`,
-        {
-          partitions: this.slots.length,
-        },
+        'invalid_topic',
+        'a topic is a collection name (^[a-z][a-z0-9_-]{0,63}$) or an internal topic',
+        { topic: name.slice(0, 80), internalTopics: INTERNAL_TOPICS },
       );
     }
-    const slot = this.slots[Number(param)];
-    if (!slot.log && !slot.error) {
+  }
+
+  /**
+   * The topic, created when missing (collections only: internal topics exist from the first
+   * start); `configs` change an existing topic's, persisted before they apply. A collection whose
+   * collection id (shared/token.ts) another collection has is refused: tokens name it by the id.
+   */
+  ensureTopic(name: string, configs: Partial<TopicConfigs> = {}): TopicInfo {
+    return infoOf(this.ensure(name, configs));
+  }
+
+  private ensure(name: string, configs: Partial<TopicConfigs>): LogTopic {
+    this.checkTopicName(name);
+    const changes = checkTopicConfigs(name, configs, this.config);
+    const existing = this.topicsByName.get(name);
+    if (existing === undefined) {
+      const id = collectionId(name);
+      const clash = [...this.topicsByName.keys()].find(
+        (other) => isCollectionTopic(other) && collectionId(other) === id,
+      );
+      if (clash !== undefined) {
+        throw new TailbaseError(
+          409,
+          'collection_id_collision',
+          `collection ${name} has the same collection id (CRC-32C of the name) as collection ${clash}; choose another name`,
+          { topic: name, collidesWith: clash, collectionId: id },
+        );
+      }
+      return this.createTopic(name, changes);
+    }
+    const updated = { ...existing.configs, ...changes };
+    if (
+      Object.entries(changes).some(
+        ([key, value]) => existing.configs[key as keyof TopicConfigs] !== value,
+      )
+    ) {
+      writeTopic(this.config.dataDir, { name, partitions: existing.partitions, configs: updated });
+      existing.configs = updated;
+      this.logger.info({ topic: name, configs: updated }, 'changed the configs of a topic');
+    }
+    return existing;
+  }
+
+  topics(): TopicInfo[] {
+    return [...this.topicsByName.values()].map(infoOf).sort((a, b) => (a.name < b.name ? -1 : 1));
+  }
+
+  /**
+   * A new producer id, never handed out before by this log: only the log-node hosting partition
+   * 0 hands them out, so ids are unique across the cluster.
+   */
+  initProducerId(): ProducerIdentity {
+    if (!this.meta.hostedPartitions.includes(0)) {
       throw new TailbaseError(
         404,
         'partition_not_hosted',
-        `partition ${param} lives on another log-node`,
-        {
-          partition: Number(param),
-          hostedPartitions: this.meta.hostedPartitions,
-        },
+        'producer ids are handed out by the log-node that hosts partition 0',
+        { partition: 0, hostedPartitions: this.meta.hostedPartitions },
       );
     }
-    if (slot.error) throw partitionFailed(Number(param));
+    return { producerId: this.producerIds.take(), producerEpoch: 0 };
+  }
+
+  /**
+   * The open partition of a topic named by route parameters: 400 for a bad name or number, 404
+   * for a topic that does not exist or a partition another node hosts, 503 if it failed.
+   */
+  partition(topicName: string, param: string): PartitionLog {
+    this.checkTopicName(topicName);
+    const topic = this.topicsByName.get(topicName);
+    if (topic === undefined) {
+      throw new TailbaseError(404, 'unknown_topic', `topic ${topicName} does not exist`, {
+        topic: topicName,
+      });
+    }
+    return this.partitionOf(topic, param);
+  }
+
+  /**
+   * The partition an append goes to. A collection topic that does not exist yet is created by its
+   * first append, but only once that append is known to be good (its partition is one this node
+   * stores and its batch passes the limits a new topic would have): a refused append creates
+   * nothing.
+   */
+  appendTarget(topicName: string, param: string, batch: Uint8Array): PartitionLog {
+    const existing = this.topicsByName.get(topicName);
+    if (existing !== undefined) return this.partitionOf(existing, param);
+    this.checkTopicName(topicName);
+    const { partitions, hostedPartitions } = this.meta;
+    if (!/^\d+$/.test(param) || Number(param) >= partitions) {
+      throw badRequest(
+        'invalid_partition',
+        `partition of topic ${topicName} must be an integer from 0 to ${partitions - 1}`,
+        { topic: topicName, partitions },
+      );
+    }
+    if (!hostedPartitions.includes(Number(param))) {
+      throw new TailbaseError(
+        404,
+        'partition_not_hosted',
+        `partition ${param} of topic ${topicName} lives on another log-node`,
+        { topic: topicName, partition: Number(param), hostedPartitions },
+      );
+    }
+    const { maxMessageBytes } = defaultTopicConfigs(this.config, topicName);
+    enforceBatchLimits(batch, {
+      ...this.config,
+      batchBytesMax: Math.min(this.config.batchBytesMax, maxMessageBytes),
+    });
+    return this.partitionOf(this.ensure(topicName, {}), param);
+  }
+
+  private partitionOf(topic: LogTopic, param: string): PartitionLog {
+    if (!/^\d+$/.test(param) || Number(param) >= topic.partitions) {
+      throw badRequest(
+        'invalid_partition',
+        `partition of topic ${topic.name} must be an integer from 0 to ${topic.partitions - 1}`,
+        { topic: topic.name, partitions: topic.partitions },
+      );
+    }
+    const partition = Number(param);
+    const slot = topic.slots.get(partition);
+    if (slot === undefined) {
+      throw new TailbaseError(
+        404,
+        'partition_not_hosted',
+        `partition ${partition} of topic ${topic.name} lives on another log-node`,
+        { topic: topic.name, partition, hostedPartitions: this.hostedPartitions(topic.name) },
+      );
+    }
+    if (slot.error) throw partitionFailed(topic.name, partition);
     return slot.log;
   }
 
@@ -127,8 +307,16 @@ export class LogNode {
     }
   }
 
+  private slots(): { topic: string; partition: number; slot: PartitionSlot }[] {
+    return [...this.topicsByName.values()]
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
+      .flatMap((topic) =>
+        [...topic.slots].map(([partition, slot]) => ({ topic: topic.name, partition, slot })),
+      );
+  }
+
   openPartitions(): PartitionLog[] {
-    return this.slots.flatMap((slot) => (slot.log && !slot.log.failed ? [slot.log] : []));
+    return this.slots().flatMap(({ slot }) => (slot.log && !slot.log.failed ? [slot.log] : []));
   }
 
   /** Counts a long-poll in; 503 past longPollsMax. Returns the release. */
@@ -149,12 +337,15 @@ export class LogNode {
     };
   }
 
-  failedPartitions(): number[] {
-    return this.slots.flatMap((slot, p) => (slot.error || slot.log?.failed ? [p] : []));
+  failedPartitions(): { topic: string; partition: number }[] {
+    return this.slots().flatMap(({ topic, partition, slot }) =>
+      slot.error || slot.log?.failed ? [{ topic, partition }] : [],
+    );
   }
 
-  offsets(): { partition: number; logStartOffset: number; endOffset: number }[] {
+  offsets(): PartitionOffsets[] {
     return this.openPartitions().map((log) => ({
+      topic: log.topic.name,
       partition: log.partition,
       logStartOffset: log.logStartOffset,
       endOffset: log.endOffset,
@@ -171,11 +362,11 @@ export class LogNode {
       nodeId: this.meta.nodeId,
       clusterId: this.meta.clusterId,
       longPolls: this.longPolls,
-      partitions: this.meta.hostedPartitions.map((partition) => {
-        const slot = this.slots[partition];
+      partitions: this.slots().map(({ topic, partition, slot }) => {
         const error = slot.error ?? slot.log?.failed ?? null;
         const log = slot.log;
         return {
+          topic,
           partition,
           logStartOffset: log ? log.logStartOffset : null,
           endOffset: log ? log.endOffset : null,
@@ -191,7 +382,11 @@ export class LogNode {
 
   async close(): Promise<void> {
     this.closing = true;
-    await Promise.all(this.slots.map((slot) => slot.log?.close()));
+    await Promise.all(this.slots().map(({ slot }) => slot.log?.close()));
     this.logger.info('log-node closed');
   }
+}
+
+function infoOf(topic: LogTopic): TopicInfo {
+  return { name: topic.name, partitions: topic.partitions, configs: { ...topic.configs } };
 }

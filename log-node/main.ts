@@ -3,9 +3,12 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createLogger } from '../shared/logger.js';
 import { logNodeDefaults } from './config.js';
 import { startLogNode } from './index.js';
+import { parseApiKeys } from '../shared/api-keys.js';
 import {
   integerOption,
   isLoopback,
+  kafkaPortOf,
+  kafkaPortOption,
   limitOptions,
   limitValues,
   onShutdownSignal,
@@ -113,8 +116,11 @@ export function registerLogNodeCommand(program: Command): void {
       ),
     )
     .addOption(
-      new Option('--cleanup-policy <policy>', 'compact (keyed data), delete (events) or both')
-        .choices(['compact', 'delete', 'compact,delete'])
+      new Option(
+        '--cleanup-policy <policy>',
+        "a new collection topic's: compact (keyed data) or delete (events)",
+      )
+        .choices(['compact', 'delete'])
         .env('TAILBASE_CLEANUP_POLICY')
         .default(logNodeDefaults.cleanupPolicy),
     )
@@ -159,11 +165,26 @@ export function registerLogNodeCommand(program: Command): void {
         .argParser(parseRatio)
         .default(logNodeDefaults.cleanerMinDirtyRatio),
     );
+  command
+    .addOption(kafkaPortOption())
+    .addOption(
+      new Option(
+        '--api-keys <keys>',
+        'API keys as KEY:read,write;KEY2:admin: the Kafka listener takes them as SASL/PLAIN passwords',
+      ).env('TAILBASE_API_KEYS'),
+    );
   for (const option of limitOptions(LIMIT_HELP, logNodeDefaults)) command.addOption(option);
   command.action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('log-node');
     if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
       throw new Error('binding a non-loopback address needs --cluster-secret');
+    }
+    const apiKeys = flags.apiKeys ? parseApiKeys(flags.apiKeys as string).map((k) => k.key) : [];
+    const kafkaPort = kafkaPortOf(flags.kafkaPort);
+    if (kafkaPort !== null && !isLoopback(flags.host as string) && apiKeys.length === 0) {
+      throw new Error(
+        'a Kafka listener off loopback needs --api-keys (SASL/PLAIN), or --kafka-port off',
+      );
     }
     const running = await startLogNode({
       dataDir: flags.data as string,
@@ -178,16 +199,20 @@ export function registerLogNodeCommand(program: Command): void {
       fsyncIntervalMs: flags.fsyncIntervalMs as number,
       segmentBytesMax: flags.segmentBytesMax as number,
       segmentMsMax: flags.segmentMsMax as number,
-      cleanupPolicy: flags.cleanupPolicy as 'compact' | 'delete' | 'compact,delete',
+      cleanupPolicy: flags.cleanupPolicy as 'compact' | 'delete',
       retentionMs: flags.retentionMs as number,
       retentionBytes: flags.retentionBytes as number,
       deleteRetentionMs: flags.deleteRetentionMs as number,
       cleanerIntervalMs: flags.cleanerIntervalMs as number,
       cleanerMinDirtyRatio: flags.cleanerMinDirtyRatio as number,
       ...limitValues(LIMIT_HELP, flags),
+      kafka: kafkaPort === null ? null : { host: flags.host as string, port: kafkaPort, apiKeys },
       logger,
     });
     process.stdout.write(`log-node listening on ${running.url}\n`);
+    if (running.kafkaPort !== null) {
+      process.stdout.write(`Kafka listener on ${flags.host as string}:${running.kafkaPort}\n`);
+    }
     onShutdownSignal(logger, running.stop);
   });
 }

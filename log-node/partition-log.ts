@@ -1,5 +1,5 @@
 /**
- * One partition of the log: the facade that owns its segments, hands out offsets, commits appends
+ * One partition of a topic: the facade that owns its segments, hands out offsets, commits appends
  * in groups (all batches that arrive during one fsync share the next), serves reads up to the
  * durable end, and wakes long-polls.
  */
@@ -8,10 +8,11 @@ import { assert } from '../shared/assert.js';
 import { enforceBatchLimits, stampBatch } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import type { TopicConfigs } from '../shared/topics.js';
 import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
 import { loadPartition } from './log-loader.js';
-import { ProducerState } from './producer-state.js';
+import { lastSequenceOf, type ProducerAppend, ProducerState } from './producer-state.js';
 import { Segment, type SegmentOptions } from './segment.js';
 import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
 import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
@@ -24,10 +25,15 @@ export interface AppendAck {
   duplicate: boolean;
 }
 
+/** The topic a partition belongs to; its configs change when the topic's do. */
+export interface PartitionTopic {
+  readonly name: string;
+  readonly configs: TopicConfigs;
+}
+
 interface PendingAppend {
   bytes: Buffer;
-  producerId: Uint8Array;
-  sequence: number;
+  producer: ProducerAppend;
   lastOffsetDelta: number;
   maxTimestampMs: number;
   resolve: (ack: AppendAck) => void;
@@ -50,16 +56,17 @@ const PRODUCER_SNAPSHOTS_KEPT = 2;
  * What a stopped partition answers. The cause (an errno, a file and byte position) is in the
  * log-node's log and its /internal/status, never in an answer that may travel on to a client.
  */
-export function partitionFailed(partition: number): TailbaseError {
+export function partitionFailed(topic: string, partition: number): TailbaseError {
   return new TailbaseError(
     503,
     'partition_failed',
-    `partition ${partition} stopped after a storage error; the log-node's log has the cause`,
-    { partition },
+    `partition ${partition} of topic ${topic} stopped after a storage error; the log-node's log has the cause`,
+    { topic, partition },
   );
 }
 
 export class PartitionLog {
+  readonly topic: PartitionTopic;
   readonly partition: number;
   readonly dir: string;
   private readonly config: LogNodeConfig;
@@ -84,17 +91,19 @@ export class PartitionLog {
   readonly truncatedBytesOnLoad: number;
 
   private constructor(
+    topic: PartitionTopic,
     partition: number,
     dir: string,
     config: LogNodeConfig,
     clock: Clock,
     logger: Logger,
   ) {
+    this.topic = topic;
     this.partition = partition;
     this.dir = dir;
     this.config = config;
     this.clock = clock;
-    this.logger = logger.child({ partition });
+    this.logger = logger.child({ topic: topic.name, partition });
     this.segmentOptions = {
       indexIntervalBytes: config.indexIntervalBytes,
       writeThrough: config.fsync === 'always',
@@ -120,13 +129,14 @@ export class PartitionLog {
 
   /** Opens a partition; a corrupt log yields a failed partition that refuses reads and appends. */
   static open(
+    topic: PartitionTopic,
     partition: number,
     dir: string,
     config: LogNodeConfig,
     clock: Clock,
     logger: Logger,
   ): PartitionLog {
-    return new PartitionLog(partition, dir, config, clock, logger);
+    return new PartitionLog(topic, partition, dir, config, clock, logger);
   }
 
   private get active(): Segment {
@@ -157,16 +167,34 @@ export class PartitionLog {
     return this.failure;
   }
 
-  /** Queues a producer's batch; resolves once it is durable (or, for a retry, with its offsets). */
+  /**
+   * Queues a producer's batch; resolves once it is durable (or, for a retry, with its offsets).
+   * The batch is bounded by the node's limits and by its topic's maxMessageBytes.
+   */
   append(batch: Buffer): Promise<AppendAck> {
     this.ensureWritable();
     const header = enforceBatchLimits(batch, this.config);
+    const { maxMessageBytes } = this.topic.configs;
+    if (batch.length > maxMessageBytes) {
+      throw new TailbaseError(
+        413,
+        'batch_too_large',
+        `batch exceeds topic ${this.topic.name}'s maxMessageBytes`,
+        {
+          topic: this.topic.name,
+          limit: 'maxMessageBytes',
+          max: maxMessageBytes,
+          actual: batch.length,
+        },
+      );
+    }
     if (this.queuedBytes + batch.length > this.config.appendQueueBytesMax) {
       throw new TailbaseError(
         503,
         'append_queue_full',
         'too many bytes are waiting to be written',
         {
+          topic: this.topic.name,
           partition: this.partition,
           limit: 'appendQueueBytesMax',
           max: this.config.appendQueueBytesMax,
@@ -178,8 +206,12 @@ export class PartitionLog {
     return new Promise<AppendAck>((resolve, reject) => {
       this.queue.push({
         bytes,
-        producerId: header.producerId.slice(),
-        sequence: header.baseSequence,
+        producer: {
+          producerId: header.producerId,
+          producerEpoch: header.producerEpoch,
+          firstSequence: header.baseSequence,
+          lastSequence: lastSequenceOf(header.baseSequence, header.lastOffsetDelta),
+        },
         lastOffsetDelta: header.lastOffsetDelta,
         maxTimestampMs: header.maxTimestampMs,
         resolve,
@@ -191,7 +223,7 @@ export class PartitionLog {
   }
 
   private ensureWritable(): void {
-    if (this.failure) throw partitionFailed(this.partition);
+    if (this.failure) throw partitionFailed(this.topic.name, this.partition);
     if (this.closed) throw new TailbaseError(503, 'shutting_down', 'the log-node is shutting down');
   }
 
@@ -236,7 +268,7 @@ export class PartitionLog {
       // fsyncgate), and after a failed roll the segment set may not match the directory: stop
       // the partition; a restart recovers from what is really on disk.
       this.fail(error as Error);
-      for (const entry of taken) entry.reject(partitionFailed(this.partition));
+      for (const entry of taken) entry.reject(partitionFailed(this.topic.name, this.partition));
     }
   }
 
@@ -263,7 +295,7 @@ export class PartitionLog {
       const entry = this.queue[0];
       let check;
       try {
-        check = this.producers.check(entry.producerId, entry.sequence);
+        check = this.producers.check(entry.producer);
       } catch (error) {
         this.dequeue();
         entry.reject(error);
@@ -294,11 +326,7 @@ export class PartitionLog {
         maxTimestampMs: entry.maxTimestampMs,
       });
       writeBytes += entry.bytes.length;
-      this.producers.record(
-        entry.producerId,
-        { sequence: entry.sequence, baseOffset, lastOffset },
-        nowMs,
-      );
+      this.producers.record(entry.producer, { baseOffset, lastOffset }, nowMs);
       acks.push({ entry, ack: { baseOffset, lastOffset, duplicate: false } });
       nextOffset = lastOffset + 1;
     }
@@ -336,7 +364,7 @@ export class PartitionLog {
     this.logger.error({ err: error }, 'partition stopped after an I/O error');
     const pending = this.queue.splice(0);
     this.queuedBytes = 0;
-    for (const entry of pending) entry.reject(partitionFailed(this.partition));
+    for (const entry of pending) entry.reject(partitionFailed(this.topic.name, this.partition));
     this.waiters.wakeAll();
   }
 
@@ -371,7 +399,7 @@ export class PartitionLog {
     waitMs: number,
     signal?: AbortSignal,
   ): Promise<PartitionReadResult> {
-    if (this.failure) throw partitionFailed(this.partition);
+    if (this.failure) throw partitionFailed(this.topic.name, this.partition);
     if (
       !Number.isSafeInteger(offset) ||
       offset < this.logStartOffset ||
@@ -380,8 +408,9 @@ export class PartitionLog {
       throw new TailbaseError(
         400,
         'offset_out_of_range',
-        `offset ${offset} is outside the log of partition ${this.partition}`,
+        `offset ${offset} is outside the log of partition ${this.partition} of topic ${this.topic.name}`,
         {
+          topic: this.topic.name,
           partition: this.partition,
           offset,
           logStartOffset: this.logStartOffset,

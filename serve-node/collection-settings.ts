@@ -7,7 +7,6 @@ import { type CollectionSettings, validateSettings } from '../shared/collection-
 export {
   type CollectionSettings,
   DEFAULT_SETTINGS,
-  SETTINGS_COLLECTION,
   TOKENIZERS,
   type Tokenizer,
 } from '../shared/collection-settings.js';

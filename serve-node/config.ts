@@ -25,6 +25,11 @@ export interface ServeNodeLimits {
   applyLingerIdleMs: number;
   /** The longest pause between retries after a log error. */
   retryMsMax: number;
+  /**
+   * How often the log's topics are listed to find new collections (a read naming a collection
+   * not tailed yet also looks at once).
+   */
+  topicRefreshMs: number;
   scanLimitDefault: number;
   scanLimitMax: number;
   /**
@@ -72,6 +77,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   applyLingerMs: 20,
   applyLingerIdleMs: 1_000,
   retryMsMax: 5_000,
+  topicRefreshMs: 1_000,
   scanLimitDefault: 100,
   scanLimitMax: 1_000,
   scanBytesMax: 16 * 1024 * 1024,

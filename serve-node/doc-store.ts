@@ -1,14 +1,15 @@
 /**
  * The document store: one LMDB environment (a file, docs.mdb) holding the latest version of every
  * document of the hosted partitions, keyed by collection and key in UTF-8 byte order, and each
- * partition's applied offset, written in the same transaction as the documents it covers.
- * Layout (README.md): docs db key = collection, 0x00, key; value = offset (float64 BE),
- * partition (uint32 BE), the document's JSON. meta db: `applied:<p>` → next unapplied offset,
- * `clusterId` → the log cluster the documents came from.
+ * tailed topic-partition's applied offset, written in the same transaction as the documents it
+ * covers. Layout (README.md): docs db key = collection, 0x00, key; value = offset (float64 BE),
+ * partition (uint32 BE), the document's JSON. meta db: `applied:<topic>/<p>` → next unapplied
+ * offset, `clusterId` → the log cluster the documents came from.
  */
 import { open, type Database, type RootDatabase } from 'lmdb';
+import type { TopicPartition } from '../shared/log-api.js';
+import { SETTINGS_TOPIC } from '../shared/topics.js';
 import type { PartitionChange } from './prepared-record.js';
-import { SETTINGS_COLLECTION } from './collection-settings.js';
 
 export const DOCS_FILE = 'docs.mdb';
 const VALUE_HEADER_BYTES = 12;
@@ -51,17 +52,22 @@ export class DocStore {
     this.meta = this.env.openDB<unknown, string>({ name: 'meta', encoding: 'json' });
   }
 
-  /** The partition's next unapplied offset, or null when nothing of it was ever applied. */
-  applied(partition: number): number | null {
-    const value = this.meta.get(`applied:${partition}`);
+  /** The topic-partition's next unapplied offset, or null when nothing of it was ever applied. */
+  applied(topic: string, partition: number): number | null {
+    const value = this.meta.get(appliedKey(topic, partition));
     return typeof value === 'number' ? value : null;
   }
 
-  /** Every partition with a checkpoint here. */
-  checkpointedPartitions(): number[] {
-    const prefix = 'applied:';
-    const keys = this.meta.getKeys({ start: prefix, end: 'applied;' });
-    return [...keys].map((key) => Number(key.slice(prefix.length)));
+  /** Every topic-partition with a checkpoint here. */
+  checkpointed(): TopicPartition[] {
+    const keys = this.meta.getKeys({ start: APPLIED_PREFIX, end: 'applied;' });
+    return [...keys].map((key) => {
+      const slash = key.lastIndexOf('/');
+      return {
+        topic: key.slice(APPLIED_PREFIX.length, slash),
+        partition: Number(key.slice(slash + 1)),
+      };
+    });
   }
 
   clusterId(): string | null {
@@ -74,22 +80,24 @@ export class DocStore {
   }
 
   /**
-   * Applies records of several partitions (each already filtered to offsets >= its checkpoint) in
-   * one transaction, committed before it returns and visible to reads at once.
+   * Applies records of several topic-partitions (each already filtered to offsets >= its
+   * checkpoint) in one transaction, committed before it returns and visible to reads at once.
+   * Settings records are the search store's alone: here only their checkpoint moves.
    */
   applyMany(changes: readonly PartitionChange[]): void {
     this.env.transactionSync(() => {
-      for (const { partition, records, nextOffset } of changes) {
-        for (const record of records) {
-          if (record.collection === SETTINGS_COLLECTION) continue;
-          const key = docKey(record.collection, record.key);
-          if (record.json === null) {
-            this.docs.remove(key);
-          } else {
-            this.docs.put(key, encodeValue(record.offset, partition, record.json));
+      for (const { topic, partition, records, nextOffset } of changes) {
+        if (topic !== SETTINGS_TOPIC) {
+          for (const record of records) {
+            const key = docKey(topic, record.key);
+            if (record.json === null) {
+              this.docs.remove(key);
+            } else {
+              this.docs.put(key, encodeValue(record.offset, partition, record.json));
+            }
           }
         }
-        this.meta.put(`applied:${partition}`, nextOffset);
+        this.meta.put(appliedKey(topic, partition), nextOffset);
       }
     });
   }
@@ -128,13 +136,12 @@ export class DocStore {
     return { items, more: false };
   }
 
-  /** Every document of a collection in one partition (for re-indexing after a settings change). */
-  *documentsOf(collection: string, partition: number): Generator<StoredDoc> {
+  /** Every document of a collection (for re-indexing after a settings change). */
+  *documentsOf(collection: string): Generator<StoredDoc> {
     const bounds = keyBounds(collection, {});
     if (bounds === null) return;
     const prefixBytes = Buffer.byteLength(collection) + 1;
     for (const { key, value } of this.docs.getRange(bounds)) {
-      if (value.readUInt32BE(8) !== partition) continue;
       yield decodeValue(key.subarray(prefixBytes).toString('utf8'), value);
     }
   }
@@ -147,6 +154,12 @@ export class DocStore {
   async close(): Promise<void> {
     await this.env.close();
   }
+}
+
+const APPLIED_PREFIX = 'applied:';
+
+function appliedKey(topic: string, partition: number): string {
+  return `${APPLIED_PREFIX}${topic}/${partition}`;
 }
 
 function docKey(collection: string, key: string): Buffer {

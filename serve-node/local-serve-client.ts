@@ -18,7 +18,7 @@ import type {
   ServeStatus,
   SnapshotResult,
 } from '../shared/serve-api.js';
-import { checkHostedPartitions, checkKey, needsOf } from './read-params.js';
+import { checkHostedPartitions, checkKey, needsOf, parseSettingsWaitFor } from './read-params.js';
 import { ServeReads, type ReadCore, type ReadWait } from './reads.js';
 import { checkCollection } from '../shared/collection-name.js';
 
@@ -73,7 +73,7 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
     return checked.map((item) => {
       if (item === null) return 'pending';
       const doc = answers[answered++];
-      return doc === false ? 'pending' : { doc, applied };
+      return doc === false ? 'pending' : { doc, applied: applied[item.collection] };
     });
   }
 
@@ -122,6 +122,7 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
   private wait(options: ServeReadOptions): ReadWait {
     return {
       needs: needsOf(options.waitFor, this.hosted),
+      settingsNeed: parseSettingsWaitFor(options.settingsWaitFor),
       waitMs: options.waitMs,
       signal: options.signal,
     };

@@ -1,23 +1,27 @@
 /**
- * Tails the hosted partitions that one log-node stores, as a Kafka follower's fetcher does: one
+ * Tails the topic-partitions that one log-node stores, as a Kafka follower's fetcher does: one
  * multi-partition read for all of them (long-polling when every one is caught up), and everything
  * an answer holds applied as one group (one transaction per store). While a group is applied, the
- * next read is already on its way if the log holds more. Each partition keeps its own state, lag
- * and error: a partition the log-node fails backs off alone (bounded exponential); the log-node
- * unreachable backs off all of them. A checkpoint behind the log start (retention removed what it
- * needs) is reported to the node, which wipes and rebuilds.
+ * next read is already on its way if the log holds more. Topics join while it runs (`tail`): a
+ * read in flight is then abandoned, so the next carries the new positions at once. Each
+ * topic-partition keeps its own state, lag and error: one the log-node fails backs off alone
+ * (bounded exponential); the log-node unreachable backs off all of them. A checkpoint behind the
+ * log start (retention removed what it needs) is reported to the node, which wipes and rebuilds.
  */
 import { readBatchHeader } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
-import type { FetchPosition, LogClient } from '../shared/log-api.js';
+import type { FetchPosition, LogClient, TopicPartition } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import type { PartitionState } from '../shared/serve-api.js';
 import { ApplyRate } from './apply-rate.js';
 import type { ApplyPart, Replica } from './replica.js';
 
 export interface FetcherOptions {
-  /** Partitions stored by one log-node (`log.fetchGroups`). */
+  /**
+   * Partition numbers stored by one log-node (`log.fetchGroups`) that this node reads: its hosted
+   * ones there, and 0 when that log-node stores the internal topics.
+   */
   partitions: readonly number[];
   log: LogClient;
   replica: () => Replica;
@@ -31,10 +35,10 @@ export interface FetcherOptions {
   logger: Logger;
   /** Whether a read waits for offsets of these partitions that are not applied yet. */
   readsWaiting(partitions: readonly number[]): boolean;
-  /** After each commit, with the partitions it moved: wakes waiting reads. */
-  onApplied(partitions: readonly number[]): void;
+  /** After each commit, with the topic-partitions it moved: wakes waiting reads. */
+  onApplied(moved: readonly TopicPartition[]): void;
   /** The checkpoint is older than the log start. */
-  onOutOfRange(partition: number, detail: string): void;
+  onOutOfRange(topic: string, partition: number, detail: string): void;
   rebuilding: boolean;
   /** While applying is paused (a snapshot copies the stores), settles when it may go on. */
   applyPaused(): Promise<unknown> | null;
@@ -42,7 +46,7 @@ export interface FetcherOptions {
 
 const RETRY_MS_MIN = 50;
 
-/** One partition as its fetcher tails it. */
+/** One topic-partition as its fetcher tails it. */
 export class TailedPartition {
   state: PartitionState;
   logEndOffset = 0;
@@ -58,6 +62,7 @@ export class TailedPartition {
   halted = false;
 
   constructor(
+    readonly topic: string,
     readonly partition: number,
     rebuilding: boolean,
   ) {
@@ -66,22 +71,47 @@ export class TailedPartition {
 }
 
 export class LogFetcher {
-  readonly partitions: TailedPartition[];
-  private readonly byNumber = new Map<number, TailedPartition>();
+  readonly partitions: TailedPartition[] = [];
+  private readonly numbers: ReadonlySet<number>;
+  /** topic → partition → its state. */
+  private readonly byTopic = new Map<string, Map<number, TailedPartition>>();
   private readonly abort = new AbortController();
+  /** Aborted (and replaced) when a topic joins: the read in flight no longer asks for all. */
+  private interrupt = new AbortController();
   private readonly done: Promise<void>;
   private readonly lingering: Wakeable = { wake: null };
   /** When a read last waited on one of this fetcher's partitions. */
   private lastWaitMs = -Infinity;
 
   constructor(private readonly options: FetcherOptions) {
-    this.partitions = options.partitions.map((p) => new TailedPartition(p, options.rebuilding));
-    for (const tailed of this.partitions) this.byNumber.set(tailed.partition, tailed);
+    this.numbers = new Set(options.partitions);
     this.done = this.run();
   }
 
+  /** Whether this fetcher reads partition number `partition` (of some topic). */
   hosts(partition: number): boolean {
-    return this.byNumber.has(partition);
+    return this.numbers.has(partition);
+  }
+
+  /**
+   * Starts tailing `partitions` of `topic` (those of this fetcher's log-node); a read in flight is
+   * abandoned so the next one carries them.
+   */
+  tail(topic: string, partitions: readonly number[]): void {
+    let ofTopic = this.byTopic.get(topic);
+    if (ofTopic === undefined) this.byTopic.set(topic, (ofTopic = new Map()));
+    let added = false;
+    for (const partition of partitions) {
+      if (!this.numbers.has(partition) || ofTopic.has(partition)) continue;
+      const tailed = new TailedPartition(topic, partition, this.options.rebuilding);
+      ofTopic.set(partition, tailed);
+      this.partitions.push(tailed);
+      added = true;
+    }
+    if (!added) return;
+    this.interrupt.abort();
+    this.interrupt = new AbortController();
+    this.lingering.wake?.();
   }
 
   /** A read waits for one of this fetcher's partitions: it reads the log now, not after a pause. */
@@ -96,17 +126,23 @@ export class LogFetcher {
     for (const tailed of this.partitions) tailed.state = 'stopped';
   }
 
+  private tailed(topic: string, partition: number): TailedPartition | undefined {
+    return this.byTopic.get(topic)?.get(partition);
+  }
+
   private async run(): Promise<void> {
     const signal = this.abort.signal;
     let prefetch: { key: string; answer: Promise<FetchOutcome[]> } | null = null;
     while (!signal.aborted) {
+      const round = this.interrupt.signal;
       try {
         const due = await this.duePartitions();
         if (due.length === 0) {
-          await sleep(this.msUntilRetry(), signal);
+          await sleep(this.msUntilRetry(), signal, this.lingering);
           continue;
         }
         const positions = due.map((tailed) => ({
+          topic: tailed.topic,
           partition: tailed.partition,
           offset: tailed.next as number,
         }));
@@ -117,10 +153,15 @@ export class LogFetcher {
         const parts = this.take(answer);
         if (parts.length > 0) {
           const after = positions.map((position) => {
-            const part = parts.find((p) => p.partition === position.partition);
+            const part = parts.find(
+              (p) => p.partition === position.partition && p.topic === position.topic,
+            );
             return part === undefined ? position : { ...position, offset: offsetAfter(part) };
           });
-          if (after.some((p) => p.offset < this.byNumber.get(p.partition)!.logEndOffset)) {
+          const behind = after.some(
+            (p) => p.offset < this.tailed(p.topic, p.partition)!.logEndOffset,
+          );
+          if (behind && !round.aborted) {
             prefetch = { key: positionsKey(after), answer: this.fetch(after) };
             prefetch.answer.catch(() => undefined);
           }
@@ -135,17 +176,27 @@ export class LogFetcher {
           if (signal.aborted) break;
           const results = this.options.replica().applyMany(parts);
           parts.forEach((part, i) => {
-            const tailed = this.byNumber.get(part.partition)!;
+            const tailed = this.tailed(part.topic, part.partition)!;
             tailed.next = results[i].nextOffset;
             tailed.rate.record(results[i].records);
+            // Held back (a settings record waits for LMDB to catch up elsewhere, replica.ts):
+            // read it again after a pause, not in a tight loop.
+            if (results[i].nextOffset <= part.fromOffset) {
+              tailed.retryAtMs = Date.now() + RETRY_MS_MIN;
+            }
           });
-          this.options.onApplied(parts.map((part) => part.partition));
+          this.options.onApplied(parts);
         }
         for (const tailed of due) this.settle(tailed);
-        if (parts.length > 0 && prefetch === null) await this.linger(signal);
+        // No pause when a topic joined during the round: its first read goes at once.
+        if (parts.length > 0 && prefetch === null && !round.aborted) {
+          await this.linger(signal);
+        }
       } catch (error) {
         prefetch = null;
         if (signal.aborted) break;
+        // A topic joined while the read was out: read again at once, with it.
+        if (round.aborted) continue;
         this.options.logger.warn(
           { partitions: this.options.partitions, err: error },
           'tailing failed; retrying',
@@ -157,19 +208,22 @@ export class LogFetcher {
     }
   }
 
-  /** The partitions to read now, each with its next offset known. */
+  /** The topic-partitions to read now, each with its next offset known. */
   private async duePartitions(): Promise<TailedPartition[]> {
     const now = Date.now();
     const due = this.partitions.filter((tailed) => !tailed.halted && tailed.retryAtMs <= now);
     const unknown = due.filter((tailed) => tailed.next === null);
-    let logStarts: Map<number, number> | null = null;
+    let logStarts: Map<string, number> | null = null;
     for (const tailed of unknown) {
-      tailed.next = this.options.replica().readFrom(tailed.partition);
+      tailed.next = this.options.replica().readFrom(tailed.topic, tailed.partition);
       if (tailed.next === null) {
         logStarts ??= new Map(
-          (await this.options.log.offsets()).map((o) => [o.partition, o.logStartOffset]),
+          (await this.options.log.offsets()).map((o) => [
+            `${o.topic}/${o.partition}`,
+            o.logStartOffset,
+          ]),
         );
-        tailed.next = logStarts.get(tailed.partition) ?? 0;
+        tailed.next = logStarts.get(`${tailed.topic}/${tailed.partition}`) ?? 0;
       }
     }
     return due;
@@ -177,6 +231,7 @@ export class LogFetcher {
 
   private msUntilRetry(): number {
     const waiting = this.partitions.filter((tailed) => !tailed.halted);
+    // Nothing to tail (yet): wait for a topic to join, which wakes this sleep.
     if (waiting.length === 0) return this.options.retryMsMax;
     return Math.max(Math.min(...waiting.map((tailed) => tailed.retryAtMs)) - Date.now(), 1);
   }
@@ -196,13 +251,16 @@ export class LogFetcher {
     await sleep(applyLingerMs, signal, this.lingering);
   }
 
-  /** The first read of a partition does not long-poll, so its lag (and readiness) is known at once. */
+  /**
+   * The first read of a topic-partition does not long-poll, so its lag (and readiness) is known at
+   * once. A topic joining aborts the read.
+   */
   private fetch(positions: FetchPosition[]): Promise<FetchOutcome[]> {
-    const caughtUp = positions.every((p) => this.byNumber.get(p.partition)!.reachedLog);
+    const caughtUp = positions.every((p) => this.tailed(p.topic, p.partition)!.reachedLog);
     return this.options.log.fetch(positions, {
       maxBytes: this.options.logReadBytesMax,
       waitMs: caughtUp ? this.options.logWaitMs : 0,
-      signal: this.abort.signal,
+      signal: AbortSignal.any([this.abort.signal, this.interrupt.signal]),
     });
   }
 
@@ -210,7 +268,7 @@ export class LogFetcher {
   private take(answer: readonly FetchOutcome[]): ApplyPart[] {
     const parts: ApplyPart[] = [];
     for (const outcome of answer) {
-      const tailed = this.byNumber.get(outcome.partition);
+      const tailed = this.tailed(outcome.topic, outcome.partition);
       if (tailed === undefined) continue;
       if ('error' in outcome) {
         this.fail(tailed, outcome.error);
@@ -220,6 +278,7 @@ export class LogFetcher {
       tailed.reachedLog = true;
       if (outcome.batches.length > 0) {
         parts.push({
+          topic: tailed.topic,
           partition: tailed.partition,
           fromOffset: tailed.next as number,
           batches: outcome.batches,
@@ -239,12 +298,16 @@ export class LogFetcher {
     ) {
       tailed.halted = true;
       this.options.onOutOfRange(
+        tailed.topic,
         tailed.partition,
         `checkpoint ${tailed.next} is before the log start ${logStart}`,
       );
       return;
     }
-    this.options.logger.warn({ partition: tailed.partition, err: error }, 'partition read failed');
+    this.options.logger.warn(
+      { topic: tailed.topic, partition: tailed.partition, err: error },
+      'partition read failed',
+    );
     this.backOff(tailed, error.message);
   }
 
@@ -267,7 +330,7 @@ export class LogFetcher {
 }
 
 function positionsKey(positions: readonly FetchPosition[]): string {
-  return positions.map((p) => `${p.partition}:${p.offset}`).join(',');
+  return positions.map((p) => `${p.topic}/${p.partition}:${p.offset}`).join(',');
 }
 
 /** The offset after the last whole batch of a read answer, from the headers alone. */

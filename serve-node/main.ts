@@ -85,6 +85,14 @@ export function registerServeNodeCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--topic-refresh-ms <ms>',
+        'how often to list the log topics for new collections',
+        'TAILBASE_TOPIC_REFRESH_MS',
+        DEFAULT_LIMITS.topicRefreshMs,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--ready-lag-max <offsets>',
         '/readyz is 200 when every partition lags by at most this',
         'TAILBASE_READY_LAG_MAX',
@@ -142,6 +150,7 @@ export function registerServeNodeCommand(program: Command): void {
           logReadBytesMax: flags.logReadBytesMax as number,
           applyLingerMs: flags.applyLingerMs as number,
           applyLingerIdleMs: flags.applyLingerIdleMs as number,
+          topicRefreshMs: flags.topicRefreshMs as number,
           readyLagMax: flags.readyLagMax as number,
           scanBytesMax: flags.scanBytesMax as number,
           getBatchKeysMax: flags.getBatchKeysMax as number,

@@ -3,6 +3,7 @@
  * waiting read answers as soon as its offsets are in, with no polling; a bounded number may wait.
  */
 import { TailbaseError, unavailable } from '../shared/errors.js';
+import type { TopicPartition } from '../shared/log-api.js';
 
 /** A read needs `offset` of `partition` applied, i.e. applied[partition] > offset. */
 export interface OffsetNeed {
@@ -10,8 +11,16 @@ export interface OffsetNeed {
   offset: number;
 }
 
+/**
+ * A need of one topic: a partition of the collection read, or the settings topic's partition a
+ * search waits for.
+ */
+export interface TopicNeed extends OffsetNeed {
+  topic: string;
+}
+
 interface Waiter {
-  needs: readonly OffsetNeed[];
+  needs: readonly TopicNeed[];
   resolve(): void;
   reject(error: Error): void;
   timer: NodeJS.Timeout;
@@ -22,9 +31,9 @@ export class OffsetWaiters {
 
   constructor(
     private readonly waitersMax: number,
-    private readonly appliedOf: (partition: number) => number,
+    private readonly appliedOf: (topic: string, partition: number) => number,
     /** Called when a read starts waiting, with what it waits for. */
-    private readonly onWait: (needs: readonly OffsetNeed[]) => void = () => undefined,
+    private readonly onWait: (needs: readonly TopicNeed[]) => void = () => undefined,
   ) {}
 
   get size(): number {
@@ -35,7 +44,7 @@ export class OffsetWaiters {
    * Resolves once every need is applied; 504 `not_caught_up` after `waitMs`; with `signal`, fails
    * with its reason once it aborts (the caller went away: its slot is freed at once).
    */
-  async wait(needs: readonly OffsetNeed[], waitMs: number, signal?: AbortSignal): Promise<void> {
+  async wait(needs: readonly TopicNeed[], waitMs: number, signal?: AbortSignal): Promise<void> {
     if (this.unmet(needs) === undefined) return;
     signal?.throwIfAborted();
     if (this.waiting.size >= this.waitersMax) {
@@ -72,7 +81,7 @@ export class OffsetWaiters {
     }
   }
 
-  /** Whether a read waits for one of these partitions. */
+  /** Whether a read waits for one of these partition numbers (of any topic). */
   waitingOn(partitions: readonly number[]): boolean {
     for (const waiter of this.waiting) {
       if (waiter.needs.some((need) => partitions.includes(need.partition))) return true;
@@ -80,11 +89,13 @@ export class OffsetWaiters {
     return false;
   }
 
-  /** Called by the apply loop after a commit that moved `partitions` forward. */
-  notify(partitions: readonly number[]): void {
+  /** Called by the apply loop after a commit that moved these topic-partitions forward. */
+  notify(moved: readonly TopicPartition[]): void {
     for (const waiter of this.waiting) {
-      if (!waiter.needs.some((need) => partitions.includes(need.partition))) continue;
-      if (this.unmet(waiter.needs) !== undefined) continue;
+      const touched = waiter.needs.some((need) =>
+        moved.some((tp) => tp.partition === need.partition && tp.topic === need.topic),
+      );
+      if (!touched || this.unmet(waiter.needs) !== undefined) continue;
       this.waiting.delete(waiter);
       clearTimeout(waiter.timer);
       waiter.resolve();
@@ -100,17 +111,18 @@ export class OffsetWaiters {
     this.waiting.clear();
   }
 
-  private unmet(needs: readonly OffsetNeed[]): OffsetNeed | undefined {
-    return needs.find((need) => this.appliedOf(need.partition) <= need.offset);
+  private unmet(needs: readonly TopicNeed[]): TopicNeed | undefined {
+    return needs.find((need) => this.appliedOf(need.topic, need.partition) <= need.offset);
   }
 
-  private notCaughtUp(need: OffsetNeed, waitMs: number): TailbaseError {
-    const applied = this.appliedOf(need.partition);
+  private notCaughtUp(need: TopicNeed, waitMs: number): TailbaseError {
+    const { topic, partition, offset } = need;
+    const applied = this.appliedOf(topic, partition);
     return new TailbaseError(
       504,
       'not_caught_up',
-      `partition ${need.partition} has applied up to ${applied}, offset ${need.offset} not applied within ${waitMs} ms`,
-      { partition: need.partition, applied, required: need.offset },
+      `${topic} partition ${partition} has applied up to ${applied}, offset ${offset} not applied within ${waitMs} ms`,
+      { topic, partition, applied, required: offset },
     );
   }
 }

@@ -7,7 +7,9 @@ import type { StoredRecord } from '../shared/batch-codec.js';
 
 export interface PreparedRecord {
   offset: number;
+  /** The record's topic: a collection, or the settings topic (key = the collection). */
   collection: string;
+  partition: number;
   key: string;
   /** The document's JSON text; null for a tombstone. */
   json: string | null;
@@ -15,22 +17,32 @@ export interface PreparedRecord {
   doc: unknown;
 }
 
-/** One partition's records (already filtered to offsets >= its checkpoint) and its new checkpoint. */
+/**
+ * One topic-partition's records (already filtered to offsets >= its checkpoint) and its new
+ * checkpoint.
+ */
 export interface PartitionChange {
+  topic: string;
   partition: number;
   records: readonly PreparedRecord[];
   nextOffset: number;
 }
 
-export function prepareRecord(record: StoredRecord): PreparedRecord {
-  const { offset, collection, key } = record;
-  if (record.value === null) return { offset, collection, key, json: null, doc: undefined };
+export function prepareRecord(
+  record: StoredRecord,
+  collection: string,
+  partition: number,
+): PreparedRecord {
+  const { offset, key } = record;
+  if (record.value === null) {
+    return { offset, collection, partition, key, json: null, doc: undefined };
+  }
   const value = record.value;
   // Buffer's decoder is the fastest here; invalid UTF-8 becomes U+FFFD, as TextDecoder would.
   const text = Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('utf8');
   try {
-    return { offset, collection, key, json: text, doc: JSON.parse(text) };
+    return { offset, collection, partition, key, json: text, doc: JSON.parse(text) };
   } catch {
-    return { offset, collection, key, json: JSON.stringify(text), doc: text };
+    return { offset, collection, partition, key, json: JSON.stringify(text), doc: text };
   }
 }

@@ -69,6 +69,16 @@ export function needsOf(raw: unknown, hosted: ReadonlySet<number>): OffsetNeed[]
   });
 }
 
+/** `settings_wait_for=O` (or an in-process read's settingsWaitFor): an offset, else 400. */
+export function parseSettingsWaitFor(raw: string | number | undefined): number | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const offset = typeof raw === 'number' ? raw : /^\d{1,16}$/.test(raw) ? Number(raw) : NaN;
+  if (!Number.isSafeInteger(offset) || offset < 0) {
+    throw badRequest('invalid_settings_wait_for', 'settings_wait_for is an offset');
+  }
+  return offset;
+}
+
 export function optionalString(name: string, raw: string | undefined): string | undefined {
   if (raw === undefined) return undefined;
   if (Buffer.byteLength(raw) > KEY_BYTES_MAX) {

@@ -11,7 +11,8 @@ import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-ap
 import type { ServeNodeLimits } from './config.js';
 import type { DocStore, KeyRange, StoredDoc } from './doc-store.js';
 import { parseQuery } from './fts-query.js';
-import type { OffsetNeed, OffsetWaiters } from './offset-waiters.js';
+import { SETTINGS_TOPIC } from '../shared/topics.js';
+import type { OffsetNeed, OffsetWaiters, TopicNeed } from './offset-waiters.js';
 import type { SearchStore } from './search-store.js';
 
 /** The stores a read looks in: the current generation's. */
@@ -26,12 +27,23 @@ export interface ReadCore {
   limits: ServeNodeLimits;
   waiters: OffsetWaiters;
   replica(): ReadStores;
-  applied(): AppliedOffsets;
+  /** The collection's applied offsets, per hosted partition of its topic. */
+  applied(collection: string): AppliedOffsets;
+  /** Whether the collection's topic is tailed; when not, the node looks for it in the log now. */
+  tails(collection: string): boolean;
 }
 
-/** How long a read waits for its offsets, and which it waits for (each of a hosted partition). */
+/**
+ * How long a read waits for its offsets, and which it waits for (each of a hosted partition of
+ * the collection read).
+ */
 export interface ReadWait {
   needs: readonly OffsetNeed[];
+  /**
+   * An offset of the settings topic's partition to wait for too: a search after a settings change
+   * is then ranked with the new settings.
+   */
+  settingsNeed?: number;
   /** Absent: the node's waitMsDefault; longer than waitMsMax: clamped to it, not refused. */
   waitMs?: number;
   signal?: AbortSignal;
@@ -60,6 +72,9 @@ export interface BatchGetItem {
   needs: readonly OffsetNeed[];
 }
 
+/** The settings topic's one partition. */
+const SETTINGS_PARTITION = 0;
+
 export class ServeReads {
   private readonly hostedSet: ReadonlySet<number>;
 
@@ -72,19 +87,24 @@ export class ServeReads {
     key: string,
     wait: ReadWait,
   ): Promise<{ doc: StoredDoc | undefined; applied: AppliedOffsets }> {
-    await this.waitFor(wait);
+    await this.waitFor(collection, wait);
     const doc = this.core.replica().docs.get(collection, key);
-    return { doc, applied: this.core.applied() };
+    return { doc, applied: this.core.applied(collection) };
   }
 
+  /** Answers each item, and the applied offsets of each collection the items name. */
   getMany(items: readonly BatchGetItem[]): {
     answers: Array<StoredDoc | null | false>;
-    applied: AppliedOffsets;
+    applied: Record<string, AppliedOffsets>;
   } {
-    const applied = this.core.applied();
+    const applied: Record<string, AppliedOffsets> = {};
     const docs = this.core.replica().docs;
     const answers = items.map(({ collection, key, needs }) => {
-      if (needs.some((need) => applied[need.partition] <= need.offset)) return false;
+      const ofCollection = (applied[collection] ??= this.core.applied(collection));
+      if (needs.some((need) => ofCollection[need.partition] <= need.offset)) {
+        this.core.tails(collection);
+        return false;
+      }
       return docs.get(collection, key) ?? null;
     });
     return { answers, applied };
@@ -102,12 +122,12 @@ export class ServeReads {
       limits.scanLimitMax,
       limits.scanLimitDefault,
     );
-    await this.waitFor(request);
+    await this.waitFor(collection, request);
     const partitions = request.partitions?.length ? new Set(request.partitions) : this.hostedSet;
     const { items, more } = this.core
       .replica()
       .docs.scan(collection, request.range, limit, partitions, limits.scanBytesMax);
-    return { items, more, applied: this.core.applied() };
+    return { items, more, applied: this.core.applied(collection) };
   }
 
   async search(collection: string, request: SearchRequest): Promise<SearchResult> {
@@ -125,7 +145,7 @@ export class ServeReads {
     );
     const offset = checkInteger(request.offset, 'offset', 0, limits.searchDepthMax - limit, 0);
     const partitions = request.partitions?.length ? request.partitions : this.core.hosted;
-    await this.waitFor(request);
+    await this.waitFor(collection, request);
     const stores = this.core.replica();
     let found;
     try {
@@ -147,33 +167,47 @@ export class ServeReads {
       const doc = stores.docs.get(collection, match.key);
       return doc === undefined ? [] : [{ ...doc, score: match.score }];
     });
-    // Highlights only for the page answered, grouped by the table (partition) that tokenizes them.
+    // Highlights only for the page answered, tokenized as the collection's table tokenizes.
     if (request.highlight) {
-      for (const partition of new Set(hits.map((hit) => hit.partition))) {
-        const inPartition = hits.filter((hit) => hit.partition === partition);
-        const marked = stores.search.highlights(
-          collection,
-          partition,
-          inPartition.map((hit) => ({ doc: JSON.parse(hit.json) as unknown })),
-          query,
-        );
-        inPartition.forEach((hit, i) => (hit.highlights = marked[i] ?? {}));
-      }
+      const marked = stores.search.highlights(
+        collection,
+        hits.map((hit) => ({ doc: JSON.parse(hit.json) as unknown })),
+        query,
+      );
+      hits.forEach((hit, i) => (hit.highlights = marked[i] ?? {}));
     }
     return {
       hits,
       total: found.total,
       totalExact: found.totalExact,
-      applied: this.core.applied(),
+      applied: this.core.applied(collection),
     };
   }
 
-  /** Waits until the read's offsets are applied, for at most its (clamped) wait. */
-  private async waitFor({ needs, waitMs, signal }: ReadWait): Promise<void> {
+  /**
+   * Waits until the read's offsets of the collection's topic are applied, for at most its
+   * (clamped) wait. A collection not tailed yet is looked for in the log at once.
+   */
+  private async waitFor(collection: string, wait: ReadWait): Promise<void> {
     const { limits } = this.core;
-    const asked = checkInteger(waitMs, 'wait_ms', 0, Number.MAX_SAFE_INTEGER, limits.waitMsDefault);
+    const asked = checkInteger(
+      wait.waitMs,
+      'wait_ms',
+      0,
+      Number.MAX_SAFE_INTEGER,
+      limits.waitMsDefault,
+    );
+    this.core.tails(collection);
+    const needs: TopicNeed[] = wait.needs.map((need) => ({ topic: collection, ...need }));
+    if (wait.settingsNeed !== undefined) {
+      needs.push({
+        topic: SETTINGS_TOPIC,
+        partition: SETTINGS_PARTITION,
+        offset: wait.settingsNeed,
+      });
+    }
     if (needs.length > 0) {
-      await this.core.waiters.wait(needs, Math.min(asked, limits.waitMsMax), signal);
+      await this.core.waiters.wait(needs, Math.min(asked, limits.waitMsMax), wait.signal);
     }
   }
 }

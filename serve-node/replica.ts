@@ -1,12 +1,14 @@
 /**
- * The two stores of one serve-node generation, applied together: a log read answer for a
- * partition becomes one LMDB transaction and one SQLite transaction, each carrying its own
- * checkpoint. A read may rely on the lower of the two checkpoints.
+ * The two stores of one serve-node generation, applied together: a log read answer for several
+ * topic-partitions becomes one SQLite transaction and one LMDB transaction, each carrying its own
+ * checkpoint of every topic-partition. A read may rely on the lower of the two checkpoints.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { assert } from '../shared/assert.js';
+import type { TopicPartition } from '../shared/log-api.js';
+import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX } from './search-store.js';
@@ -15,6 +17,8 @@ import { currentBootId } from '../shared/boot-id.js';
 import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
 export interface ApplyPart {
+  /** A collection, or the settings topic. */
+  topic: string;
   partition: number;
   /** The offset the read asked for: records before it are skipped. */
   fromOffset: number;
@@ -31,8 +35,11 @@ export interface ApplyResult {
 export class Replica {
   readonly docs: DocStore;
   readonly search: SearchStore;
-  /** Every read answer reports `applied`; the stores change only through apply(), which resets it. */
-  private readonly appliedCache = new Map<number, number>();
+  /**
+   * topic → partition → applied: every read answer reports `applied`; the stores change only
+   * through applyMany(), which resets what it moves.
+   */
+  private readonly appliedCache = new Map<string, Map<number, number>>();
 
   /** Both stores commit without fsync, behind the unflushed marker in `dir` (unflushed-marker.ts). */
   private readonly unflushed: boolean;
@@ -47,11 +54,16 @@ export class Replica {
   }
 
   /** The offset a read may rely on: the next offset both stores have yet to apply. */
-  applied(partition: number): number {
-    let applied = this.appliedCache.get(partition);
+  applied(topic: string, partition: number): number {
+    let ofTopic = this.appliedCache.get(topic);
+    if (ofTopic === undefined) this.appliedCache.set(topic, (ofTopic = new Map()));
+    let applied = ofTopic.get(partition);
     if (applied === undefined) {
-      applied = Math.min(this.docs.applied(partition) ?? 0, this.search.applied(partition) ?? 0);
-      this.appliedCache.set(partition, applied);
+      applied = Math.min(
+        this.docs.applied(topic, partition) ?? 0,
+        this.search.applied(topic, partition) ?? 0,
+      );
+      ofTopic.set(partition, applied);
     }
     return applied;
   }
@@ -60,22 +72,23 @@ export class Replica {
    * Where the fetcher reads from: the lower checkpoint, or null (read from the log start) when a
    * store has none; the store that has one skips what it holds.
    */
-  readFrom(partition: number): number | null {
-    const docs = this.docs.applied(partition);
-    const search = this.search.applied(partition);
+  readFrom(topic: string, partition: number): number | null {
+    const docs = this.docs.applied(topic, partition);
+    const search = this.search.applied(topic, partition);
     return docs === null || search === null ? null : Math.min(docs, search);
   }
 
   /**
-   * Applies read answers of several partitions (whole batches; the first may begin before
+   * Applies read answers of several topic-partitions (whole batches; the first may begin before
    * `fromOffset`) in one SQLite transaction and then one LMDB transaction. Each store skips what
-   * its own checkpoint of that partition already covers, so re-applying changes nothing. The
+   * its own checkpoint of that topic-partition already covers, so re-applying changes nothing. The
    * search store commits first and LMDB second, so LMDB is never ahead of it: the search store can
    * then read from LMDB the exact version it indexed of each document it updates. Partitions
-   * never share a key, so one partition's records never touch another's.
+   * never share a key, so one partition's records never touch another's; a settings record
+   * re-indexes its collection's documents of every partition (search-store.ts).
    */
   applyMany(parts: readonly ApplyPart[]): ApplyResult[] {
-    for (const { partition } of parts) this.appliedCache.delete(partition);
+    this.forgetApplied(parts);
     const plans = parts.map((part) => this.plan(part));
     for (const plan of plans) {
       if (plan.docsFrom < plan.searchFrom && plan.nextOffset > plan.docsFrom) {
@@ -83,6 +96,7 @@ export class Replica {
         const upTo = Math.min(plan.searchFrom, plan.nextOffset);
         this.docs.applyMany([
           {
+            topic: plan.topic,
             partition: plan.partition,
             records: between(plan.prepared, plan.docsFrom, upTo),
             nextOffset: upTo,
@@ -90,34 +104,62 @@ export class Replica {
         ]);
       }
     }
+    for (const plan of plans) if (plan.topic === SETTINGS_TOPIC) this.holdBackSettings(plan);
     const changes = plans
       .filter((plan) => plan.nextOffset > plan.searchFrom)
       .map((plan) => ({
+        topic: plan.topic,
         partition: plan.partition,
         records: between(plan.prepared, plan.searchFrom, plan.nextOffset),
         nextOffset: plan.nextOffset,
       }));
     if (changes.length > 0) {
-      this.search.applyMany(changes, () => new StepView(this.docs));
+      this.search.applyMany(changes, new StepView(this.docs));
       this.docs.applyMany(changes);
     }
-    for (const { partition } of parts) this.appliedCache.delete(partition);
+    this.forgetApplied(parts);
     return plans.map((plan) => ({ nextOffset: plan.nextOffset, records: plan.prepared.length }));
   }
 
-  private plan({ partition, fromOffset, batches }: ApplyPart) {
+  private forgetApplied(parts: readonly ApplyPart[]): void {
+    for (const { topic, partition } of parts) this.appliedCache.get(topic)?.delete(partition);
+  }
+
+  private plan({ topic, partition, fromOffset, batches }: ApplyPart) {
     const prepared: PreparedRecord[] = [];
     let nextOffset = fromOffset;
     for (const { header, bytes } of iterateBatches(batches)) {
       for (const record of decodeRecords(bytes)) {
-        if (record.offset >= fromOffset) prepared.push(prepareRecord(record));
+        if (record.offset >= fromOffset) prepared.push(prepareRecord(record, topic, partition));
       }
       nextOffset = Math.max(nextOffset, header.baseOffset + header.lastOffsetDelta + 1);
     }
-    const docsFrom = this.docs.applied(partition) ?? fromOffset;
-    const searchFrom = this.search.applied(partition) ?? fromOffset;
-    assert(docsFrom <= searchFrom, `partition ${partition}: LMDB is ahead of the search store`);
-    return { partition, prepared, nextOffset, docsFrom, searchFrom };
+    const docsFrom = this.docs.applied(topic, partition) ?? fromOffset;
+    const searchFrom = this.search.applied(topic, partition) ?? fromOffset;
+    assert(docsFrom <= searchFrom, `${topic}/${partition}: LMDB is ahead of the search store`);
+    return { topic, partition, prepared, nextOffset, docsFrom, searchFrom };
+  }
+
+  /**
+   * A settings record re-indexes its collection from LMDB, which must then hold exactly what the
+   * search store indexed. After a crash between the two commits a partition of the collection may
+   * have LMDB behind until its fetcher's first answer catches it up: the settings topic stops
+   * before such a record and reads it again on its next round.
+   */
+  private holdBackSettings(plan: { prepared: PreparedRecord[]; nextOffset: number }): void {
+    const lagging = new Set<string>();
+    for (const { topic, partition } of this.search.checkpointed()) {
+      if (topic === SETTINGS_TOPIC) continue;
+      const docs = this.docs.applied(topic, partition);
+      if (docs !== null && docs < (this.search.applied(topic, partition) as number)) {
+        lagging.add(topic);
+      }
+    }
+    if (lagging.size === 0) return;
+    const stop = plan.prepared.findIndex((record) => lagging.has(record.key));
+    if (stop < 0) return;
+    plan.nextOffset = plan.prepared[stop].offset;
+    plan.prepared.length = stop;
   }
 
   /**
@@ -125,17 +167,22 @@ export class Replica {
    * by this ordering), or the search store started without LMDB (a crash between the first two
    * commits), whose start LMDB may no longer find in the log.
    */
-  diverged(partition: number): boolean {
-    const docs = this.docs.applied(partition);
-    const search = this.search.applied(partition);
+  diverged(topic: string, partition: number): boolean {
+    const docs = this.docs.applied(topic, partition);
+    const search = this.search.applied(topic, partition);
     if (docs === null) return search !== null;
     return search === null || docs > search;
   }
 
-  /** Partitions either store holds a checkpoint of, in order. */
-  storedPartitions(): number[] {
-    const stored = [...this.docs.checkpointedPartitions(), ...this.search.checkpointedPartitions()];
-    return [...new Set(stored)].sort((a, b) => a - b);
+  /** Topic-partitions either store holds a checkpoint of, by topic then partition. */
+  stored(): TopicPartition[] {
+    const byKey = new Map<string, TopicPartition>();
+    for (const tp of [...this.docs.checkpointed(), ...this.search.checkpointed()]) {
+      byKey.set(`${tp.topic}/${tp.partition}`, tp);
+    }
+    return [...byKey.values()].sort((a, b) =>
+      a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition,
+    );
   }
 
   /** LMDB is copied first, so the copy's LMDB is never ahead of its search store either. */

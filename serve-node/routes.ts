@@ -22,6 +22,7 @@ import {
   optionalString,
   parsePartitions,
   parseBatchGet,
+  parseSettingsWaitFor,
   parseWaitFor,
 } from './read-params.js';
 import { ServeReads, type ReadStores, type ReadWait } from './reads.js';
@@ -32,7 +33,8 @@ export interface ServeNodeCore {
   clusterSecret?: string;
   waiters: OffsetWaiters;
   replica(): ReadStores;
-  applied(): AppliedOffsets;
+  applied(collection: string): AppliedOffsets;
+  tails(collection: string): boolean;
   status(): ServeStatus;
   ready(): boolean;
   rebuild(reason: string): Promise<void>;
@@ -51,6 +53,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   /** The `wait_for` and `wait_ms` of a read route. */
   const readWait = (c: Context): ReadWait => ({
     needs: parseWaitFor(c.req.query('wait_for'), hostedSet),
+    settingsNeed: parseSettingsWaitFor(c.req.query('settings_wait_for')),
     waitMs: optionalInteger(c.req.query('wait_ms')),
   });
 
@@ -75,6 +78,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   /**
    * Many key reads in one call (the gateway coalesces concurrent GETs): nothing waits here; an item
    * whose `waitFor` is not applied yet answers `false` and its caller retries it on the waiting route.
+   * `applied` holds, for each collection the items name, its applied offsets.
    */
   app.post('/internal/docs', async (c) => {
     const body = await readBodyBytes(c, limits.getBatchBytesMax, (actualBytes) =>

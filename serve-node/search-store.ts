@@ -1,8 +1,8 @@
 /**
  * The search store: one SQLite database (search.sqlite, WAL) holding an FTS5 table per collection
- * and settings (fts-table.ts) that every hosted partition indexing the collection with those
- * settings shares, which table each partition uses, and each partition's applied offset, written
- * in the same transaction as the rows it covers. FTS5 tables are contentless (content=''): the
+ * (fts-table.ts), made for the collection's latest settings and shared by every hosted partition,
+ * and each tailed topic-partition's applied offset, written in the same transaction as the rows it
+ * covers. FTS5 tables are contentless (content=''): the
  * text lives once, in LMDB. A row is removed with FTS5's 'delete' command and the text it was
  * indexed with, recomputed from the stored version of the document; that keeps BM25's statistics
  * exact, which contentless_delete=1 does not (its deletes leave row and token totals behind, so
@@ -11,12 +11,9 @@
 import { existsSync } from 'node:fs';
 import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import {
-  columnTexts,
-  DEFAULT_SETTINGS,
-  parseSettings,
-  SETTINGS_COLLECTION,
-} from './collection-settings.js';
+import type { TopicPartition } from '../shared/log-api.js';
+import { isCollectionTopic, SETTINGS_TOPIC } from '../shared/topics.js';
+import { columnTexts, DEFAULT_SETTINGS, parseSettings } from './collection-settings.js';
 import type { ParsedQuery } from './fts-query.js';
 import { openFtsTable, offsetOfRow, partitionOfRow, rowOf, type FtsTable } from './fts-table.js';
 import { Highlighters } from './highlighter.js';
@@ -28,26 +25,28 @@ export const SEARCH_FILE = 'search.sqlite';
 /** SQLite's write-ahead log beside the store; a clean close folds it in and removes it. */
 export const WAL_SUFFIX = '-wal';
 /**
- * `PRAGMA user_version` of this layout. Version 0 (tables per partition and collection) is read
- * by no code: a serve-node finding it replays the log into new stores (outdatedSearchLayout).
+ * `PRAGMA user_version` of this layout. Versions 0 (tables per partition and collection) and 2
+ * (checkpoints per partition, tables per partition and settings) are read by no code: a
+ * serve-node finding one replays the log into new stores (outdatedSearchLayout).
  */
-const SEARCH_LAYOUT_VERSION = 2;
+const SEARCH_LAYOUT_VERSION = 3;
 
 /** A stored version of a document: what the search store indexed for it. */
 export interface DocVersion {
   key: string;
   json: string;
   offset: number;
+  partition: number;
 }
 
 /**
  * The documents as of the record being applied: the search store reads the version it indexed
- * (to delete it) and a partition's documents of a collection (to re-index them) through this.
+ * (to delete it) and a collection's documents (to re-index them) through this.
  */
 export interface DocView {
   get(collection: string, key: string): DocVersion | undefined;
-  documentsOf(collection: string, partition: number): Iterable<DocVersion>;
-  /** Called after each record is applied, so later records of the same batch see it. */
+  documentsOf(collection: string): Iterable<DocVersion>;
+  /** Called after each document record is applied, so later records of the answer see it. */
   advance(record: PreparedRecord): void;
 }
 
@@ -77,7 +76,7 @@ export class SearchStore {
   private readonly db: Database.Database;
   private readonly highlighters: Highlighters;
   private readonly tablesById = new Map<number, FtsTable>();
-  /** `partition/collection` → the table the partition indexes the collection in. */
+  /** collection → the table it is indexed in. */
   private readonly tableIdOf = new Map<string, number>();
   private readonly statements: Record<
     | 'applied'
@@ -87,11 +86,11 @@ export class SearchStore {
     | 'tableBySettings'
     | 'insertTable'
     | 'deleteTable'
-    | 'partitionTable'
-    | 'setPartitionTable'
-    | 'tableUsers'
+    | 'collectionTable'
+    | 'setCollectionTable'
     | 'upsertRow'
-    | 'deleteRow',
+    | 'deleteRow'
+    | 'deleteRows',
     Statement
   >;
 
@@ -105,13 +104,14 @@ export class SearchStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma(options.noSync ? 'synchronous = OFF' : 'synchronous = NORMAL');
     this.db.exec(`
-      CREATE TABLE IF NOT EXISTS checkpoints (partition INTEGER PRIMARY KEY, applied INTEGER NOT NULL);
+      CREATE TABLE IF NOT EXISTS checkpoints (
+        topic TEXT NOT NULL, partition INTEGER NOT NULL, applied INTEGER NOT NULL,
+        PRIMARY KEY (topic, partition)) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS fts_tables (
         id INTEGER PRIMARY KEY, collection TEXT NOT NULL, settings TEXT NOT NULL,
         UNIQUE (collection, settings));
-      CREATE TABLE IF NOT EXISTS partition_tables (
-        partition INTEGER NOT NULL, collection TEXT NOT NULL, table_id INTEGER NOT NULL,
-        PRIMARY KEY (partition, collection)) WITHOUT ROWID;
+      CREATE TABLE IF NOT EXISTS collection_tables (
+        collection TEXT PRIMARY KEY, table_id INTEGER NOT NULL) WITHOUT ROWID;
       CREATE TABLE IF NOT EXISTS doc_rows (
         table_id INTEGER NOT NULL, key TEXT NOT NULL, row INTEGER NOT NULL,
         PRIMARY KEY (table_id, key)) WITHOUT ROWID;
@@ -121,11 +121,11 @@ export class SearchStore {
     this.highlighters = new Highlighters(this.db);
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
-      applied: prepare('SELECT applied FROM checkpoints WHERE partition = ?').pluck(),
-      partitions: prepare('SELECT partition FROM checkpoints').pluck(),
+      applied: prepare('SELECT applied FROM checkpoints WHERE topic = ? AND partition = ?').pluck(),
+      partitions: prepare('SELECT topic, partition FROM checkpoints'),
       setApplied: prepare(
-        'INSERT INTO checkpoints (partition, applied) VALUES (?, ?) ' +
-          'ON CONFLICT (partition) DO UPDATE SET applied = excluded.applied',
+        'INSERT INTO checkpoints (topic, partition, applied) VALUES (?, ?, ?) ' +
+          'ON CONFLICT (topic, partition) DO UPDATE SET applied = excluded.applied',
       ),
       tableById: prepare('SELECT id, settings FROM fts_tables WHERE id = ?'),
       tableBySettings: prepare(
@@ -133,40 +133,40 @@ export class SearchStore {
       ).pluck(),
       insertTable: prepare('INSERT INTO fts_tables (collection, settings) VALUES (?, ?)'),
       deleteTable: prepare('DELETE FROM fts_tables WHERE id = ?'),
-      partitionTable: prepare(
-        'SELECT table_id FROM partition_tables WHERE partition = ? AND collection = ?',
+      collectionTable: prepare(
+        'SELECT table_id FROM collection_tables WHERE collection = ?',
       ).pluck(),
-      setPartitionTable: prepare(
-        'INSERT INTO partition_tables (partition, collection, table_id) VALUES (?, ?, ?) ' +
-          'ON CONFLICT (partition, collection) DO UPDATE SET table_id = excluded.table_id',
+      setCollectionTable: prepare(
+        'INSERT INTO collection_tables (collection, table_id) VALUES (?, ?) ' +
+          'ON CONFLICT (collection) DO UPDATE SET table_id = excluded.table_id',
       ),
-      tableUsers: prepare('SELECT count(*) FROM partition_tables WHERE table_id = ?').pluck(),
       upsertRow: prepare(
         'INSERT INTO doc_rows (table_id, key, row) VALUES (?, ?, ?) ' +
           'ON CONFLICT (table_id, key) DO UPDATE SET row = excluded.row',
       ),
       deleteRow: prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
+      deleteRows: prepare('DELETE FROM doc_rows WHERE table_id = ?'),
     };
   }
 
-  applied(partition: number): number | null {
-    const value = this.statements.applied.get(partition) as number | undefined;
+  applied(topic: string, partition: number): number | null {
+    const value = this.statements.applied.get(topic, partition) as number | undefined;
     return value ?? null;
   }
 
-  /** Every partition with a checkpoint here. */
-  checkpointedPartitions(): number[] {
-    return this.statements.partitions.all() as number[];
+  /** Every topic-partition with a checkpoint here. */
+  checkpointed(): TopicPartition[] {
+    return this.statements.partitions.all() as TopicPartition[];
   }
 
   /**
-   * Applies several partitions' records (each already filtered to offsets >= its checkpoint) in
-   * one transaction. `view` gives each partition its view of the documents, which must show them
-   * exactly as of this store's checkpoint (the replica applies this store before LMDB so it does).
+   * Applies several topic-partitions' records (each already filtered to offsets >= its
+   * checkpoint) in one transaction. `docs` is the view of the documents, which must show them
+   * exactly as of this store's checkpoints (the replica applies this store before LMDB so it does).
    */
-  applyMany(changes: readonly PartitionChange[], view: () => DocView): void {
+  applyMany(changes: readonly PartitionChange[], docs: DocView): void {
     try {
-      this.applyInTransaction(changes, view);
+      this.applyInTransaction(changes, docs);
     } catch (error) {
       // A rolled-back transaction may have made or moved tables: the caches forget them.
       this.tableIdOf.clear();
@@ -175,28 +175,26 @@ export class SearchStore {
     }
   }
 
-  private applyInTransaction(changes: readonly PartitionChange[], view: () => DocView): void {
+  private applyInTransaction(changes: readonly PartitionChange[], docs: DocView): void {
     this.db.transaction(() => {
-      for (const { partition, records, nextOffset } of changes) {
-        const docs = view();
-        for (const record of records) {
-          if (record.collection === SETTINGS_COLLECTION) {
-            this.applySettings(partition, record, docs);
-          } else {
-            this.applyDocument(partition, record, docs);
+      for (const { topic, partition, records, nextOffset } of changes) {
+        if (topic === SETTINGS_TOPIC) {
+          for (const record of records) this.applySettings(record, docs);
+        } else {
+          for (const record of records) {
+            this.applyDocument(record, docs);
+            docs.advance(record);
           }
-          docs.advance(record);
         }
-        this.statements.setApplied.run(partition, nextOffset);
+        this.statements.setApplied.run(topic, partition, nextOffset);
       }
     })();
   }
 
   /**
    * The best `depth` matches of one collection in `partitions`, best first (ties by partition,
-   * then offset: the same order in every replica), and the number of matches. Partitions that
-   * share a table are scored with that table's statistics; during a settings change, partitions
-   * the change has not reached yet are in another table, scored with its own.
+   * then offset: the same order in every replica), and the number of matches, scored with the
+   * statistics of the collection's one table (every hosted partition's documents).
    */
   search(
     collection: string,
@@ -205,53 +203,38 @@ export class SearchStore {
     depth: number,
     totalExactMax: number,
   ): { matches: SearchMatch[]; total: number; totalExact: boolean } {
-    const byTable = new Map<FtsTable, number[]>();
-    for (const partition of partitions) {
-      const table = this.table(partition, collection);
-      if (table === undefined) continue;
-      const inTable = byTable.get(table);
-      if (inTable === undefined) byTable.set(table, [partition]);
-      else inTable.push(partition);
-    }
-    const matches: SearchMatch[] = [];
-    let total = 0;
-    let totalExact = true;
-    for (const [table, inTable] of byTable) {
-      const among = JSON.stringify(inTable);
-      const rows = table.search.all(query.match, among, depth) as Array<{
-        row: number;
-        score: number;
-        key: string;
-      }>;
-      for (const { row, score, key } of rows) {
-        matches.push({ key, score, partition: partitionOfRow(row), offset: offsetOfRow(row) });
-      }
-      // Fewer rows than asked for are all the matches: no second pass to count them. Otherwise
-      // matches are counted up to totalExactMax, as Elasticsearch's track_total_hits does:
-      // counting every match of a common term costs more than the whole top-k search.
-      if (rows.length < depth) {
-        total += rows.length;
-      } else {
-        const counted = table.count.get(query.match, among, totalExactMax) as number;
-        total += counted;
-        if (counted >= totalExactMax) totalExact = false;
-      }
-    }
-    matches.sort((a, b) => b.score - a.score || a.partition - b.partition || a.offset - b.offset);
-    return { matches: matches.slice(0, depth), total, totalExact };
+    const table = this.table(collection);
+    if (table === undefined) return { matches: [], total: 0, totalExact: true };
+    const among = JSON.stringify(partitions);
+    const rows = table.search.all(query.match, among, depth) as Array<{
+      row: number;
+      score: number;
+      key: string;
+    }>;
+    const matches: SearchMatch[] = rows.map(({ row, score, key }) => ({
+      key,
+      score,
+      partition: partitionOfRow(row),
+      offset: offsetOfRow(row),
+    }));
+    // Fewer rows than asked for are all the matches: no second pass to count them. Otherwise
+    // matches are counted up to totalExactMax, as Elasticsearch's track_total_hits does: counting
+    // every match of a common term costs more than the whole top-k search.
+    if (rows.length < depth) return { matches, total: rows.length, totalExact: true };
+    const total = table.count.get(query.match, among, totalExactMax) as number;
+    return { matches, total, totalExact: total < totalExactMax };
   }
 
   /**
    * For each (hit, field) the field's text, or a snippet of it, with the query's matches marked,
-   * tokenized as the partition's table of the collection tokenizes them.
+   * tokenized as the collection's table tokenizes them.
    */
   highlights(
     collection: string,
-    partition: number,
     docs: Array<{ doc: unknown }>,
     query: ParsedQuery,
   ): Array<Record<string, string>> {
-    const table = this.table(partition, collection);
+    const table = this.table(collection);
     if (table === undefined) return docs.map(() => ({}));
     return this.highlighters.mark(table, docs, query);
   }
@@ -270,71 +253,74 @@ export class SearchStore {
    * store's checkpoint), so it tells, without a lookup here, which row to remove and the text it
    * was indexed with.
    */
-  private applyDocument(partition: number, record: PreparedRecord, docs: DocView): void {
-    let table = this.table(partition, record.collection);
+  private applyDocument(record: PreparedRecord, docs: DocView): void {
+    let table = this.table(record.collection);
     if (table === undefined) {
       if (record.json === null) return;
       table = this.tableFor(record.collection, JSON.stringify(DEFAULT_SETTINGS));
-      this.setTable(partition, record.collection, table);
+      this.setTable(record.collection, table);
     }
     const indexed = docs.get(record.collection, record.key);
     if (indexed !== undefined) {
       const texts = columnTexts(JSON.parse(indexed.json), table.layout);
-      table.remove.run(rowOf(partition, indexed.offset), ...texts);
+      table.remove.run(rowOf(indexed.partition, indexed.offset), ...texts);
     }
     if (record.json === null) {
       if (indexed !== undefined) this.statements.deleteRow.run(table.id, record.key);
       return;
     }
-    const row = rowOf(partition, record.offset);
+    const row = rowOf(record.partition, record.offset);
     this.statements.upsertRow.run(table.id, record.key, row);
     table.insert.run(row, ...columnTexts(record.doc, table.layout));
   }
 
   /**
-   * Moves the partition's documents of the collection to the table of the new settings. A
-   * tombstone restores the defaults; an invalid value is ignored, the same way on every replay.
+   * A settings record (key = the collection): moves the collection's documents, of every hosted
+   * partition, to a table of the new settings, in the transaction that moves the settings topic's
+   * checkpoint. The settings topic and the collection topics are not ordered with each other, so
+   * the index must be a function of the latest settings and the documents, whatever the
+   * interleaving: re-indexing everything here gives exactly that. A tombstone restores the
+   * defaults; an invalid value, or a key that is no collection, is ignored, the same way on every
+   * replay.
    */
-  private applySettings(partition: number, record: PreparedRecord, docs: DocView): void {
+  private applySettings(record: PreparedRecord, docs: DocView): void {
+    const collection = record.key;
+    if (!isCollectionTopic(collection)) return;
     const settings = record.json === null ? DEFAULT_SETTINGS : parseSettings(record.json);
     if (settings === null) return;
-    const collection = record.key;
-    const previous = this.table(partition, collection);
+    const previous = this.table(collection);
     const next = this.tableFor(collection, JSON.stringify(settings));
     if (previous === next) return;
-    for (const doc of docs.documentsOf(collection, partition)) {
-      const row = rowOf(partition, doc.offset);
-      const value = JSON.parse(doc.json) as unknown;
-      if (previous !== undefined) {
-        previous.remove.run(row, ...columnTexts(value, previous.layout));
-        this.statements.deleteRow.run(previous.id, doc.key);
+    if (previous !== undefined) {
+      for (const doc of docs.documentsOf(collection)) {
+        const row = rowOf(doc.partition, doc.offset);
+        const value = JSON.parse(doc.json) as unknown;
+        this.statements.upsertRow.run(next.id, doc.key, row);
+        next.insert.run(row, ...columnTexts(value, next.layout));
       }
-      this.statements.upsertRow.run(next.id, doc.key, row);
-      next.insert.run(row, ...columnTexts(value, next.layout));
-    }
-    this.setTable(partition, collection, next);
-    if (previous !== undefined && this.statements.tableUsers.get(previous.id) === 0) {
+      // Every row of the old table moved: dropping it removes them all, and its statistics.
       this.db.exec(`DROP TABLE ${previous.name}`);
+      this.statements.deleteRows.run(previous.id);
       this.statements.deleteTable.run(previous.id);
       this.tablesById.delete(previous.id);
     }
+    this.setTable(collection, next);
   }
 
-  /** The table the partition indexes the collection in; undefined before its first document. */
-  private table(partition: number, collection: string): FtsTable | undefined {
-    const cacheKey = `${partition}/${collection}`;
-    let id = this.tableIdOf.get(cacheKey);
+  /** The table the collection is indexed in; undefined before its first document or settings. */
+  private table(collection: string): FtsTable | undefined {
+    let id = this.tableIdOf.get(collection);
     if (id === undefined) {
-      id = this.statements.partitionTable.get(partition, collection) as number | undefined;
+      id = this.statements.collectionTable.get(collection) as number | undefined;
       if (id === undefined) return undefined;
-      this.tableIdOf.set(cacheKey, id);
+      this.tableIdOf.set(collection, id);
     }
     return this.tableById(id);
   }
 
-  private setTable(partition: number, collection: string, table: FtsTable): void {
-    this.statements.setPartitionTable.run(partition, collection, table.id);
-    this.tableIdOf.set(`${partition}/${collection}`, table.id);
+  private setTable(collection: string, table: FtsTable): void {
+    this.statements.setCollectionTable.run(collection, table.id);
+    this.tableIdOf.set(collection, table.id);
   }
 
   private tableById(id: number): FtsTable {

@@ -1,11 +1,14 @@
 /**
  * A running serve-node: the current store generation, one log fetcher per log-node it tails, the
- * waiting reads, and the operations that replace the stores (rebuild) or copy them (snapshot).
+ * topics it tails (found with `log.topics()` at start, every `topicRefreshMs`, and at once when a
+ * read names a collection not tailed yet), the waiting reads, and the operations that replace the
+ * stores (rebuild) or copy them (snapshot).
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { unavailable, badRequest } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
+import { isCollectionTopic, SETTINGS_TOPIC } from '../shared/topics.js';
 import type { Logger } from '../shared/logger.js';
 import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
@@ -43,8 +46,13 @@ export class ServeNode implements ServeNodeCore {
   private current: Replica;
   private generation: number;
   private fetchers: LogFetcher[] = [];
-  /** Every hosted partition as its fetcher tails it, in hosted order (set with the fetchers). */
-  private tailed: TailedPartition[] = [];
+  /** The topics tailed: the collections found in the log, and the settings topic once it is. */
+  private readonly topics = new Set<string>();
+  /** A `log.topics()` call under way: reads naming an unknown collection join it. */
+  private discovering: Promise<void> | null = null;
+  private refreshTimer: NodeJS.Timeout | undefined;
+  /** Set once the first look at the log's topics has been taken. */
+  private discovered = false;
   private lastRebuild: { reason: string; atMs: number } | undefined;
   private rebuilding: Promise<void> | null = null;
   /** A snapshot being copied: a rebuild waits for it before it closes the stores. */
@@ -71,7 +79,7 @@ export class ServeNode implements ServeNodeCore {
     }
     this.waiters = new OffsetWaiters(
       parts.limits.waitersMax,
-      (p) => this.current.applied(p),
+      (topic, p) => this.current.applied(topic, p),
       (needs) => {
         for (const fetcher of this.fetchers) {
           if (needs.some((need) => fetcher.hosts(need.partition))) fetcher.hurry();
@@ -80,48 +88,107 @@ export class ServeNode implements ServeNodeCore {
     );
   }
 
-  /** Checks the stores against the log's identity and each other, then starts tailing. */
+  /**
+   * Checks the stores against the log's identity and each other, finds the log's topics, then
+   * starts tailing them.
+   */
   async start(): Promise<void> {
     const stored = this.current.docs.clusterId();
-    const diverged = this.hosted.find((partition) => this.current.diverged(partition));
+    const storedParts = this.current.stored();
+    const diverged = storedParts.find((tp) => this.current.diverged(tp.topic, tp.partition));
     const hosted = new Set(this.hosted);
-    const foreign = this.current.storedPartitions().filter((p) => !hosted.has(p));
+    const foreign = storedParts.filter(
+      (tp) => tp.topic !== SETTINGS_TOPIC && !hosted.has(tp.partition),
+    );
+    await this.discover();
     if (stored !== null && stored !== this.parts.clusterId) {
       await this.replaceStores(
         `the stores came from cluster ${stored}, the log is ${this.parts.clusterId}`,
       );
     } else if (foreign.length > 0) {
       // Their documents would count in the search statistics of the collections they share.
-      await this.replaceStores(
-        `the stores hold partitions this node no longer hosts (${foreign.join(', ')})`,
-      );
+      const named = [...new Set(foreign.map((tp) => tp.partition))].join(', ');
+      await this.replaceStores(`the stores hold partitions this node no longer hosts (${named})`);
     } else if (diverged !== undefined) {
-      await this.replaceStores(`partition ${diverged}: the two stores' checkpoints diverged`);
+      await this.replaceStores(
+        `${diverged.topic}/${diverged.partition}: the two stores' checkpoints diverged`,
+      );
     } else {
       this.current.docs.setClusterId(this.parts.clusterId);
       this.startFetchers(false);
     }
+    this.refreshTimer = setInterval(() => void this.discover(), this.limits.topicRefreshMs);
+    this.refreshTimer.unref();
   }
 
   replica(): Replica {
     return this.current;
   }
 
-  applied(): AppliedOffsets {
+  /** Whether the collection's topic is tailed; if not, the log's topics are looked at again now. */
+  tails(collection: string): boolean {
+    if (this.topics.has(collection)) return true;
+    void this.discover();
+    return false;
+  }
+
+  /** The collection's applied offsets, for each hosted partition of its topic. */
+  applied(collection: string): AppliedOffsets {
     const applied: AppliedOffsets = {};
-    for (const partition of this.hosted) applied[partition] = this.current.applied(partition);
+    for (const partition of this.hosted) {
+      applied[partition] = this.current.applied(collection, partition);
+    }
     return applied;
+  }
+
+  /**
+   * Looks at the log's topics and tails those it does not yet (one look at a time: callers
+   * meanwhile share it). A failure is logged; the next look retries.
+   */
+  discover(): Promise<void> {
+    this.discovering ??= this.parts.log
+      .topics()
+      .then((topics) => {
+        for (const { name } of topics) {
+          if (this.stopped || this.topics.has(name)) continue;
+          if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
+          this.topics.add(name);
+          for (const fetcher of this.fetchers) fetcher.tail(name, this.partitionsOf(name));
+        }
+        this.discovered = true;
+      })
+      .catch((error: unknown) => {
+        this.parts.logger.warn({ err: error }, 'listing the log topics failed; retrying');
+      })
+      .finally(() => {
+        this.discovering = null;
+      });
+    return this.discovering;
+  }
+
+  /** The partitions of a topic this node tails: the hosted ones, and the internal topic's only. */
+  private partitionsOf(topic: string): readonly number[] {
+    return topic === SETTINGS_TOPIC ? [0] : this.hosted;
+  }
+
+  /** Every topic-partition as its fetcher tails it, by topic then partition. */
+  private tailed(): TailedPartition[] {
+    return this.fetchers
+      .flatMap((fetcher) => fetcher.partitions)
+      .sort((a, b) => (a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition));
   }
 
   status(): ServeStatus {
     return {
       nodeId: this.parts.nodeId,
       clusterId: this.parts.clusterId,
-      partitions: this.tailed.map((tailed) => {
-        const applied = this.current.applied(tailed.partition);
+      hostedPartitions: [...this.hosted],
+      partitions: this.tailed().map((tailed) => {
+        const applied = this.current.applied(tailed.topic, tailed.partition);
         const lag = Math.max(tailed.logEndOffset - applied, 0);
         const applyRatePerSec = Math.round(tailed.rate.perSecond());
         return {
+          topic: tailed.topic,
           partition: tailed.partition,
           applied,
           logEndOffset: tailed.logEndOffset,
@@ -147,11 +214,12 @@ export class ServeNode implements ServeNodeCore {
   ready(): boolean {
     return (
       this.rebuilding === null &&
-      this.tailed.length === this.hosted.length &&
-      this.tailed.every(
+      this.discovered &&
+      this.tailed().every(
         (tailed) =>
           tailed.reachedLog &&
-          tailed.logEndOffset - this.current.applied(tailed.partition) <= this.limits.readyLagMax,
+          tailed.logEndOffset - this.current.applied(tailed.topic, tailed.partition) <=
+            this.limits.readyLagMax,
       )
     );
   }
@@ -211,13 +279,13 @@ export class ServeNode implements ServeNodeCore {
     // compaction may have removed.
     await this.current.backup(dir);
     const copy = new Replica(dir);
-    const applied: AppliedOffsets = {};
+    const applied: Record<string, number> = {};
     const stores: Record<string, { docs: number | null; search: number | null }> = {};
-    for (const partition of this.hosted) {
-      applied[partition] = copy.applied(partition);
-      stores[partition] = {
-        docs: copy.docs.applied(partition),
-        search: copy.search.applied(partition),
+    for (const { topic, partition } of copy.stored()) {
+      applied[`${topic}/${partition}`] = copy.applied(topic, partition);
+      stores[`${topic}/${partition}`] = {
+        docs: copy.docs.applied(topic, partition),
+        search: copy.search.applied(topic, partition),
       };
     }
     await copy.close();
@@ -241,6 +309,8 @@ export class ServeNode implements ServeNodeCore {
 
   async stop(): Promise<void> {
     this.stopped = true;
+    clearInterval(this.refreshTimer);
+    await this.discovering;
     await this.rebuilding?.catch(() => undefined);
     // A snapshot under way reads the stores this closes.
     await this.snapshotting?.catch(() => undefined);
@@ -270,9 +340,14 @@ export class ServeNode implements ServeNodeCore {
     return new Replica(createGeneration(this.parts.dataDir, this.generation));
   }
 
+  /**
+   * One fetcher per log-node: the hosted partitions it stores, and partition 0 for the internal
+   * topics when it stores those, whether or not this node hosts partition 0.
+   */
   private startFetchers(rebuilding: boolean): void {
     const { log, limits, logger } = this.parts;
-    this.fetchers = log.fetchGroups(this.hosted).map(
+    const read = [...new Set([0, ...this.hosted])].sort((a, b) => a - b);
+    this.fetchers = log.fetchGroups(read).map(
       (partitions) =>
         new LogFetcher({
           partitions,
@@ -287,17 +362,17 @@ export class ServeNode implements ServeNodeCore {
           rebuilding,
           applyPaused: () => this.snapshotting?.catch(() => undefined) ?? null,
           readsWaiting: (partitions) => this.waiters.waitingOn(partitions),
-          onApplied: (applied) => this.waiters.notify(applied),
-          onOutOfRange: (p, detail) => {
-            void this.rebuild(`partition ${p}: ${detail}`).catch((error: unknown) => {
+          onApplied: (moved) => this.waiters.notify(moved),
+          onOutOfRange: (topic, p, detail) => {
+            void this.rebuild(`${topic}/${p}: ${detail}`).catch((error: unknown) => {
               logger.error({ err: error }, 'rebuild failed');
             });
           },
         }),
     );
-    this.tailed = this.fetchers
-      .flatMap((fetcher) => fetcher.partitions)
-      .sort((a, b) => a.partition - b.partition);
+    for (const topic of this.topics) {
+      for (const fetcher of this.fetchers) fetcher.tail(topic, this.partitionsOf(topic));
+    }
   }
 
   private async stopFetchers(): Promise<void> {

@@ -1,18 +1,21 @@
 /**
- * The record batch: the unit the gateway produces, the log-node stores byte for byte, and the
- * serve-node applies. The layout is written down in FORMAT.md beside this file; keep both in step.
+ * The record batch: Kafka's RecordBatch v2 (magic 2), byte for byte. The gateway (or any Kafka
+ * client) produces it, the log-node stores it as it came and Fetch answers with the stored bytes,
+ * the serve-node decodes the same bytes. The layout is written down in FORMAT.md beside this file;
+ * keep both in step.
  */
 import { isUtf8 } from 'node:buffer';
 import { assert } from './assert.js';
 import { crc32c } from './crc32c.js';
 import { badRequest, tooLarge } from './errors.js';
+import { readVarint, readVarlong, varintBytes, writeVarint } from './varint.js';
 
 export const BATCH_MAGIC = 2;
-export const BATCH_HEADER_BYTES = 67;
+export const BATCH_HEADER_BYTES = 61;
 /** The fields the log-node stamps on append stand before the CRC'd region. */
 export const BATCH_CRC_START = 21;
-export const RECORD_OVERHEAD_BYTES = 4 + 4 + 4 + 1 + 2 + 4;
-export const PRODUCER_ID_BYTES = 16;
+export const NO_PRODUCER_ID = -1;
+export const NO_PRODUCER_EPOCH = -1;
 export const NO_SEQUENCE = -1;
 /** A batch sequence is an int32: the last a producer id can number. */
 export const SEQUENCE_MAX = 0x7fffffff;
@@ -21,8 +24,17 @@ export const SEQUENCE_MAX = 0x7fffffff;
  * this and by its segment file, never by the append limits, which may have been higher.
  */
 export const BATCH_BYTES_FORMAT_MAX = 2 ** 31 - 1;
-export const COLLECTION_BYTES_MAX = 64;
 export const KEY_BYTES_MAX = 1024;
+/**
+ * Record timestamps of one batch lie within −2^52..2^52 − 1 ms of its base timestamp: the deltas
+ * whose zigzag form is a safe integer, so readVarlong reads them back exactly.
+ */
+export const TIMESTAMP_SPREAD_MAX = 2 ** 52;
+/** attributes bits 0-2: the compression codec; tailbase stores uncompressed batches only. */
+export const COMPRESSION_MASK = 0x07;
+/** attributes bit 4 (transactional) and bit 5 (control): transactions are not supported. */
+export const TRANSACTIONAL_BIT = 0x10;
+export const CONTROL_BIT = 0x20;
 
 const OFF_BASE_OFFSET = 0;
 const OFF_BATCH_LENGTH = 8;
@@ -31,24 +43,39 @@ const OFF_MAGIC = 16;
 const OFF_CRC = 17;
 const OFF_ATTRIBUTES = 21;
 const OFF_LAST_OFFSET_DELTA = 23;
-const OFF_FIRST_TIMESTAMP = 27;
+const OFF_BASE_TIMESTAMP = 27;
 const OFF_MAX_TIMESTAMP = 35;
 const OFF_PRODUCER_ID = 43;
-const OFF_BASE_SEQUENCE = 59;
-const OFF_RECORD_COUNT = 63;
+const OFF_PRODUCER_EPOCH = 51;
+const OFF_BASE_SEQUENCE = 53;
+const OFF_RECORD_COUNT = 57;
 /** batchLength counts the bytes after its own field. */
 const LENGTH_FIELD_END = 12;
 
+export interface RecordHeader {
+  key: string;
+  value: Uint8Array | null;
+}
+
 export interface LogRecord {
-  collection: string;
   key: string;
   /** The document's bytes (JSON, UTF-8); null is a tombstone. */
   value: Uint8Array | null;
   timestampMs: number;
+  headers?: readonly RecordHeader[];
 }
 
 export interface StoredRecord extends LogRecord {
   offset: number;
+}
+
+/** A record whose key may be any bytes or none, as internal topics and Kafka clients write. */
+export interface RawRecord {
+  offset: number;
+  key: Buffer | null;
+  value: Buffer | null;
+  timestampMs: number;
+  headers: RecordHeader[];
 }
 
 export interface BatchHeader {
@@ -60,9 +87,12 @@ export interface BatchHeader {
   crc: number;
   attributes: number;
   lastOffsetDelta: number;
+  /** Kafka's baseTimestamp: record timestamps are deltas from it. */
   firstTimestampMs: number;
   maxTimestampMs: number;
-  producerId: Uint8Array;
+  /** −1: no idempotent producer. */
+  producerId: number;
+  producerEpoch: number;
   baseSequence: number;
   recordCount: number;
 }
@@ -74,12 +104,13 @@ export interface BatchLimits {
 }
 
 export interface EncodeBatchOptions {
-  producerId?: Uint8Array;
+  producerId?: number;
+  producerEpoch?: number;
   baseSequence?: number;
   baseOffset?: number;
   leaderEpoch?: number;
   /** Offset deltas of the records; dense (0..n-1) unless the cleaner rewrites a batch. */
-  offsetDeltas?: number[];
+  offsetDeltas?: readonly number[];
   /** Kept through compaction so the batch still ends where it ended. */
   lastOffsetDelta?: number;
 }
@@ -92,97 +123,116 @@ const utf8Strict = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 function writeInt53(buf: Buffer, value: number, at: number): void {
   assert(Number.isSafeInteger(value), `int64 field out of safe range: ${value}`);
-  const high = Math.floor(value / 0x1_0000_0000);
-  buf.writeInt32BE(high, at);
-  buf.writeUInt32BE(value - high * 0x1_0000_0000, at + 4);
+  buf.writeBigInt64BE(BigInt(value), at);
 }
 
-function readInt53(buf: Uint8Array, at: number): number {
-  const view = Buffer.from(buf.buffer, buf.byteOffset, buf.byteLength);
-  return view.readInt32BE(at) * 0x1_0000_0000 + view.readUInt32BE(at + 4);
+/** An int64 field as a number; values past 2^53 come back unsafe and every check refuses them. */
+function readInt64(buf: Buffer, at: number): number {
+  return Number(buf.readBigInt64BE(at));
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 
-/** Encodes records as one batch, base offset and leader epoch 0 until the log-node stamps them. */
+interface EncodedRecord {
+  key: Uint8Array;
+  value: Uint8Array | null;
+  timestampMs: number;
+  headers: { key: Uint8Array; value: Uint8Array | null }[];
+}
+
+function bytesOf(text: string, what: string): Uint8Array {
+  // TextEncoder would turn a lone surrogate into U+FFFD: a different key, silently.
+  if (LONE_SURROGATE.test(text)) {
+    throw badRequest('invalid_record', `${what} must be well-formed Unicode`);
+  }
+  return utf8.encode(text);
+}
+
+/** Bytes of a record's body (after its length varint). */
+function recordBodyBytes(r: EncodedRecord, timestampDelta: number, offsetDelta: number): number {
+  let size = 1 + varintBytes(timestampDelta) + varintBytes(offsetDelta);
+  size += varintBytes(r.key.length) + r.key.length;
+  size += r.value === null ? varintBytes(-1) : varintBytes(r.value.length) + r.value.length;
+  size += varintBytes(r.headers.length);
+  for (const h of r.headers) {
+    size += varintBytes(h.key.length) + h.key.length;
+    size += h.value === null ? varintBytes(-1) : varintBytes(h.value.length) + h.value.length;
+  }
+  return size;
+}
+
+/**
+ * Encodes records as one batch, base offset and leader epoch 0 until the log-node stamps them.
+ * The base timestamp is the first record's, as Kafka's producers write it.
+ */
 export function encodeBatch(
   records: readonly LogRecord[],
   options: EncodeBatchOptions = {},
 ): Buffer {
   assert(records.length > 0, 'a batch holds at least one record');
-  for (const r of records) {
-    // TextEncoder would turn a lone surrogate into U+FFFD: a different key, silently.
-    if (LONE_SURROGATE.test(r.collection) || LONE_SURROGATE.test(r.key)) {
-      throw badRequest('invalid_record', 'collections and keys must be well-formed Unicode');
-    }
-  }
-  const encoded = records.map((r) => ({
-    collection: utf8.encode(r.collection),
-    key: utf8.encode(r.key),
+  const encoded: EncodedRecord[] = records.map((r) => ({
+    key: bytesOf(r.key, 'keys'),
     value: r.value,
     timestampMs: r.timestampMs,
+    headers: (r.headers ?? []).map((h) => ({ key: bytesOf(h.key, 'header keys'), value: h.value })),
   }));
   for (const r of encoded) {
-    if (r.collection.length === 0 || r.collection.length > COLLECTION_BYTES_MAX) {
-      throw badRequest('invalid_record', `a collection must be 1..${COLLECTION_BYTES_MAX} bytes`);
-    }
     if (r.key.length === 0 || r.key.length > KEY_BYTES_MAX) {
       throw badRequest('invalid_record', `a key must be 1..${KEY_BYTES_MAX} bytes`);
     }
   }
-  let size = BATCH_HEADER_BYTES;
-  for (const r of encoded) {
-    size += RECORD_OVERHEAD_BYTES + r.collection.length + r.key.length + (r.value?.length ?? 0);
-  }
-  const buf = Buffer.allocUnsafe(size);
-  let firstTimestampMs = Infinity;
+  const firstTimestampMs = encoded[0].timestampMs;
   let maxTimestampMs = -Infinity;
   for (const r of encoded) {
-    firstTimestampMs = Math.min(firstTimestampMs, r.timestampMs);
     maxTimestampMs = Math.max(maxTimestampMs, r.timestampMs);
-  }
-  if (maxTimestampMs - firstTimestampMs > 0x7fff_ffff) {
-    throw badRequest('invalid_record', 'the timestamps of one batch must lie within 2^31 ms');
+    // A delta's zigzag form must stay a safe integer for readVarlong to read it back exactly.
+    const delta = r.timestampMs - firstTimestampMs;
+    if (delta >= TIMESTAMP_SPREAD_MAX || delta < -TIMESTAMP_SPREAD_MAX) {
+      throw badRequest('invalid_record', 'the timestamps of one batch must lie within 2^52 ms');
+    }
   }
   const offsetDeltas = options.offsetDeltas ?? encoded.map((_, i) => i);
   assert(offsetDeltas.length === encoded.length, 'one offset delta per record');
   const lastOffsetDelta = options.lastOffsetDelta ?? offsetDeltas[offsetDeltas.length - 1];
 
+  let size = BATCH_HEADER_BYTES;
+  const bodies = encoded.map((r, i) => {
+    const body = recordBodyBytes(r, r.timestampMs - firstTimestampMs, offsetDeltas[i]);
+    size += varintBytes(body) + body;
+    return body;
+  });
+  const buf = Buffer.allocUnsafe(size);
   writeInt53(buf, options.baseOffset ?? 0, OFF_BASE_OFFSET);
   buf.writeInt32BE(size - LENGTH_FIELD_END, OFF_BATCH_LENGTH);
   buf.writeInt32BE(options.leaderEpoch ?? 0, OFF_LEADER_EPOCH);
   buf.writeInt8(BATCH_MAGIC, OFF_MAGIC);
   buf.writeInt16BE(0, OFF_ATTRIBUTES);
   buf.writeInt32BE(lastOffsetDelta, OFF_LAST_OFFSET_DELTA);
-  writeInt53(buf, firstTimestampMs, OFF_FIRST_TIMESTAMP);
+  writeInt53(buf, firstTimestampMs, OFF_BASE_TIMESTAMP);
   writeInt53(buf, maxTimestampMs, OFF_MAX_TIMESTAMP);
-  const producerId = options.producerId ?? new Uint8Array(PRODUCER_ID_BYTES);
-  assert(producerId.length === PRODUCER_ID_BYTES, 'producer id is 16 bytes');
-  buf.set(producerId, OFF_PRODUCER_ID);
+  writeInt53(buf, options.producerId ?? NO_PRODUCER_ID, OFF_PRODUCER_ID);
+  buf.writeInt16BE(options.producerEpoch ?? NO_PRODUCER_EPOCH, OFF_PRODUCER_EPOCH);
   buf.writeInt32BE(options.baseSequence ?? NO_SEQUENCE, OFF_BASE_SEQUENCE);
   buf.writeInt32BE(encoded.length, OFF_RECORD_COUNT);
 
   let at = BATCH_HEADER_BYTES;
   encoded.forEach((r, i) => {
-    const valueLength = r.value === null ? 0 : r.value.length;
-    const recordLength =
-      RECORD_OVERHEAD_BYTES - 4 + r.collection.length + r.key.length + valueLength;
-    buf.writeInt32BE(recordLength, at);
-    buf.writeInt32BE(offsetDeltas[i], at + 4);
-    buf.writeInt32BE(r.timestampMs - firstTimestampMs, at + 8);
-    buf.writeUInt8(r.collection.length, at + 12);
-    buf.set(r.collection, at + 13);
-    at += 13 + r.collection.length;
-    buf.writeUInt16BE(r.key.length, at);
-    buf.set(r.key, at + 2);
-    at += 2 + r.key.length;
-    buf.writeInt32BE(r.value === null ? -1 : r.value.length, at);
-    at += 4;
-    if (r.value !== null) {
-      buf.set(r.value, at);
-      at += r.value.length;
+    at = writeVarint(buf, bodies[i], at);
+    buf.writeInt8(0, at++);
+    at = writeVarint(buf, r.timestampMs - firstTimestampMs, at);
+    at = writeVarint(buf, offsetDeltas[i], at);
+    at = writeVarint(buf, r.key.length, at);
+    buf.set(r.key, at);
+    at += r.key.length;
+    at = writeBytes(buf, r.value, at);
+    at = writeVarint(buf, r.headers.length, at);
+    for (const h of r.headers) {
+      at = writeVarint(buf, h.key.length, at);
+      buf.set(h.key, at);
+      at += h.key.length;
+      at = writeBytes(buf, h.value, at);
     }
   });
   assert(at === size, 'encoded batch size matches its computed size');
@@ -190,21 +240,29 @@ export function encodeBatch(
   return buf;
 }
 
+function writeBytes(buf: Buffer, bytes: Uint8Array | null, at: number): number {
+  if (bytes === null) return writeVarint(buf, -1, at);
+  const end = writeVarint(buf, bytes.length, at);
+  buf.set(bytes, end);
+  return end + bytes.length;
+}
+
 /** Reads the header of the batch at `at`; null when fewer than a header's bytes remain. */
 export function readBatchHeader(bytes: Uint8Array, at = 0): BatchHeader | null {
   if (bytes.length - at < BATCH_HEADER_BYTES) return null;
   const buf = asBuffer(bytes);
   return {
-    baseOffset: readInt53(buf, at + OFF_BASE_OFFSET),
+    baseOffset: readInt64(buf, at + OFF_BASE_OFFSET),
     sizeBytes: buf.readInt32BE(at + OFF_BATCH_LENGTH) + LENGTH_FIELD_END,
     leaderEpoch: buf.readInt32BE(at + OFF_LEADER_EPOCH),
     magic: buf.readInt8(at + OFF_MAGIC),
     crc: buf.readUInt32BE(at + OFF_CRC),
     attributes: buf.readInt16BE(at + OFF_ATTRIBUTES),
     lastOffsetDelta: buf.readInt32BE(at + OFF_LAST_OFFSET_DELTA),
-    firstTimestampMs: readInt53(buf, at + OFF_FIRST_TIMESTAMP),
-    maxTimestampMs: readInt53(buf, at + OFF_MAX_TIMESTAMP),
-    producerId: buf.subarray(at + OFF_PRODUCER_ID, at + OFF_PRODUCER_ID + PRODUCER_ID_BYTES),
+    firstTimestampMs: readInt64(buf, at + OFF_BASE_TIMESTAMP),
+    maxTimestampMs: readInt64(buf, at + OFF_MAX_TIMESTAMP),
+    producerId: readInt64(buf, at + OFF_PRODUCER_ID),
+    producerEpoch: buf.readInt16BE(at + OFF_PRODUCER_EPOCH),
     baseSequence: buf.readInt32BE(at + OFF_BASE_SEQUENCE),
     recordCount: buf.readInt32BE(at + OFF_RECORD_COUNT),
   };
@@ -222,7 +280,7 @@ export type BatchCheck =
 
 /**
  * Checks the batch at `at` without trusting any of its fields: its length fits the bytes, the
- * magic is known, the CRC matches, and the records parse exactly to the batch's end.
+ * magic is known, the CRC matches, it is uncompressed, and the records parse exactly to its end.
  */
 export function checkBatch(
   bytes: Uint8Array,
@@ -247,79 +305,167 @@ export function checkBatch(
   if (crc32c(body) !== header.crc) {
     return { ok: false, reason: 'corrupt', detail: 'CRC-32C mismatch' };
   }
-  const structure = checkRecords(bytes.subarray(at, at + header.sizeBytes), header);
-  if (structure !== null) return { ok: false, reason: 'corrupt', detail: structure };
+  if ((header.attributes & COMPRESSION_MASK) !== 0) {
+    return {
+      ok: false,
+      reason: 'corrupt',
+      detail: `compression codec ${header.attributes & COMPRESSION_MASK} is not supported`,
+    };
+  }
+  const structure = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
+  if (typeof structure === 'string') return { ok: false, reason: 'corrupt', detail: structure };
   return { ok: true, header };
 }
 
-function checkRecords(batch: Uint8Array, header: BatchHeader): string | null {
-  const buf = asBuffer(batch);
-  if (header.recordCount < 1) return `record count ${header.recordCount} invalid`;
-  if (header.lastOffsetDelta < header.recordCount - 1) return 'last offset delta too small';
-  if (header.maxTimestampMs < header.firstTimestampMs) return 'max timestamp before first';
-  let at = BATCH_HEADER_BYTES;
-  let previousDelta = -1;
-  for (let i = 0; i < header.recordCount; i++) {
-    if (buf.length - at < RECORD_OVERHEAD_BYTES) return `record ${i} cut short`;
-    const length = buf.readInt32BE(at);
-    const end = at + 4 + length;
-    if (length < RECORD_OVERHEAD_BYTES - 4 || end > buf.length) return `record ${i} length invalid`;
-    const offsetDelta = buf.readInt32BE(at + 4);
-    if (offsetDelta <= previousDelta || offsetDelta > header.lastOffsetDelta) {
-      return `record ${i} offset delta out of order`;
-    }
-    previousDelta = offsetDelta;
-    if (buf.readInt32BE(at + 8) < 0) return `record ${i} timestamp delta negative`;
-    const collectionLength = buf.readUInt8(at + 12);
-    let field = at + 13 + collectionLength;
-    if (field + 2 > end) return `record ${i} collection overruns record`;
-    const keyLength = buf.readUInt16BE(field);
-    field += 2 + keyLength;
-    if (field + 4 > end) return `record ${i} key overruns record`;
-    const valueLength = buf.readInt32BE(field);
-    field += 4 + Math.max(valueLength, 0);
-    if (valueLength < -1 || field !== end) return `record ${i} value length invalid`;
-    at = end;
-  }
-  if (at !== buf.length) return 'bytes after the last record';
-  return null;
+/** Where each field of a record lies; byte positions within the batch. */
+interface RecordLayout {
+  /** Bytes of the whole record, its length varint included. */
+  sizeBytes: number;
+  timestampDelta: number;
+  offsetDelta: number;
+  keyAt: number;
+  /** −1: null. */
+  keyLength: number;
+  valueAt: number;
+  valueLength: number;
+  headersAt: number;
+  headerCount: number;
 }
 
 /**
- * Decodes a whole batch the log already checked. Strings are decoded strictly: bytes that are
- * not UTF-8 make the batch corrupt rather than silently becoming U+FFFD.
+ * Parses every record of an uncompressed batch, checking lengths against the bytes present and
+ * offset deltas against the header; the layouts, or what is wrong.
  */
-export function decodeRecords(batch: Uint8Array): StoredRecord[] {
+function walkRecords(buf: Buffer, header: BatchHeader): RecordLayout[] | string {
+  if (header.recordCount < 1) return `record count ${header.recordCount} invalid`;
+  if (header.lastOffsetDelta < header.recordCount - 1) return 'last offset delta too small';
+  if (header.maxTimestampMs < header.firstTimestampMs - 0x7fff_ffff) return 'max timestamp invalid';
+  // Every record takes at least 7 bytes: a count past the bytes present is corrupt, not a loop.
+  if (header.recordCount > (buf.length - BATCH_HEADER_BYTES) / 7) return 'record count too large';
+  const layouts: RecordLayout[] = [];
+  let at = BATCH_HEADER_BYTES;
+  let previousDelta = -1;
+  for (let i = 0; i < header.recordCount; i++) {
+    const layout = readRecordLayout(buf, at);
+    if (typeof layout === 'string') return `record ${i}: ${layout}`;
+    if (layout.offsetDelta <= previousDelta || layout.offsetDelta > header.lastOffsetDelta) {
+      return `record ${i} offset delta out of order`;
+    }
+    previousDelta = layout.offsetDelta;
+    layouts.push(layout);
+    at += layout.sizeBytes;
+  }
+  if (at !== buf.length) return 'bytes after the last record';
+  return layouts;
+}
+
+function readRecordLayout(buf: Buffer, start: number): RecordLayout | string {
+  const length = readVarint(buf, start);
+  if (length === null) return 'length cut short';
+  const end = length.next + length.value;
+  if (length.value < 1 || end > buf.length) return 'length invalid';
+  let at = length.next + 1;
+  const timestamp = readVarlong(buf, at, end);
+  if (timestamp === null) return 'timestamp delta invalid';
+  const offset = readVarint(buf, timestamp.next, end);
+  if (offset === null || offset.value < 0) return 'offset delta invalid';
+  const key = readVarint(buf, offset.next, end);
+  if (key === null || key.value < -1 || key.next + Math.max(key.value, 0) > end) {
+    return 'key overruns record';
+  }
+  at = key.next + Math.max(key.value, 0);
+  const value = readVarint(buf, at, end);
+  if (value === null || value.value < -1 || value.next + Math.max(value.value, 0) > end) {
+    return 'value overruns record';
+  }
+  at = value.next + Math.max(value.value, 0);
+  const headerCount = readVarint(buf, at, end);
+  if (headerCount === null || headerCount.value < 0) return 'header count invalid';
+  const headersAt = headerCount.next;
+  at = headersAt;
+  for (let h = 0; h < headerCount.value; h++) {
+    const hKey = readVarint(buf, at, end);
+    if (hKey === null || hKey.value < 0 || hKey.next + hKey.value > end) {
+      return `header ${h} key overruns record`;
+    }
+    const hValue = readVarint(buf, hKey.next + hKey.value, end);
+    if (hValue === null || hValue.value < -1 || hValue.next + Math.max(hValue.value, 0) > end) {
+      return `header ${h} value overruns record`;
+    }
+    at = hValue.next + Math.max(hValue.value, 0);
+  }
+  if (at !== end) return 'bytes after the last field';
+  return {
+    sizeBytes: end - start,
+    timestampDelta: timestamp.value,
+    offsetDelta: offset.value,
+    keyAt: key.next,
+    keyLength: key.value,
+    valueAt: value.next,
+    valueLength: value.value,
+    headersAt,
+    headerCount: headerCount.value,
+  };
+}
+
+function layoutsOf(batch: Uint8Array): {
+  header: BatchHeader;
+  buf: Buffer;
+  layouts: RecordLayout[];
+} {
   const header = readBatchHeader(batch);
   assert(header !== null, 'batch has a header');
   const buf = asBuffer(batch);
-  const records: StoredRecord[] = [];
-  let at = BATCH_HEADER_BYTES;
-  for (let i = 0; i < header.recordCount; i++) {
-    const length = buf.readInt32BE(at);
-    const offsetDelta = buf.readInt32BE(at + 4);
-    const timestampDelta = buf.readInt32BE(at + 8);
-    const collectionLength = buf.readUInt8(at + 12);
-    let field = at + 13;
-    const collection = utf8Strict.decode(buf.subarray(field, field + collectionLength));
-    field += collectionLength;
-    const keyLength = buf.readUInt16BE(field);
-    field += 2;
-    const key = utf8Strict.decode(buf.subarray(field, field + keyLength));
-    field += keyLength;
-    const valueLength = buf.readInt32BE(field);
-    field += 4;
-    const value = valueLength < 0 ? null : buf.subarray(field, field + valueLength);
-    records.push({
-      offset: header.baseOffset + offsetDelta,
-      collection,
-      key,
-      value,
-      timestampMs: header.firstTimestampMs + timestampDelta,
+  const layouts = walkRecords(buf, header);
+  if (typeof layouts === 'string') throw new Error(`batch is corrupt: ${layouts}`);
+  return { header, buf, layouts };
+}
+
+function readHeaders(buf: Buffer, layout: RecordLayout): RecordHeader[] {
+  const headers: RecordHeader[] = [];
+  let at = layout.headersAt;
+  for (let h = 0; h < layout.headerCount; h++) {
+    const key = readVarint(buf, at) as { value: number; next: number };
+    const keyEnd = key.next + key.value;
+    const value = readVarint(buf, keyEnd) as { value: number; next: number };
+    headers.push({
+      key: utf8Strict.decode(buf.subarray(key.next, keyEnd)),
+      value: value.value < 0 ? null : buf.subarray(value.next, value.next + value.value),
     });
-    at += 4 + length;
+    at = value.next + Math.max(value.value, 0);
   }
-  return records;
+  return headers;
+}
+
+/** Decodes a whole batch with any key bytes (internal topics); values are views into the batch. */
+export function decodeRawRecords(batch: Uint8Array): RawRecord[] {
+  const { header, buf, layouts } = layoutsOf(batch);
+  return layouts.map((l) => ({
+    offset: header.baseOffset + l.offsetDelta,
+    key: l.keyLength < 0 ? null : buf.subarray(l.keyAt, l.keyAt + l.keyLength),
+    value: l.valueLength < 0 ? null : buf.subarray(l.valueAt, l.valueAt + l.valueLength),
+    timestampMs: header.firstTimestampMs + l.timestampDelta,
+    headers: readHeaders(buf, l),
+  }));
+}
+
+/**
+ * Decodes a whole batch the log already checked, whose keys are text (collection topics and the
+ * settings topic). Keys are decoded strictly: a missing key or bytes that are not UTF-8 make the
+ * batch corrupt rather than silently becoming another key.
+ */
+export function decodeRecords(batch: Uint8Array): StoredRecord[] {
+  const { header, buf, layouts } = layoutsOf(batch);
+  return layouts.map((l) => {
+    if (l.keyLength < 1) throw new Error('batch is corrupt: a record without a key');
+    return {
+      offset: header.baseOffset + l.offsetDelta,
+      key: utf8Strict.decode(buf.subarray(l.keyAt, l.keyAt + l.keyLength)),
+      value: l.valueLength < 0 ? null : buf.subarray(l.valueAt, l.valueAt + l.valueLength),
+      timestampMs: header.firstTimestampMs + l.timestampDelta,
+      ...(l.headerCount > 0 ? { headers: readHeaders(buf, l) } : {}),
+    };
+  });
 }
 
 /** Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. */
@@ -336,9 +482,9 @@ export function* iterateBatches(
 }
 
 /**
- * Enforces the configured batch limits on a producer's batch (413 or 400 with the limit named),
- * and the rules only a producer's batch meets (checkProducerFields). Batches the log-node writes
- * itself, the cleaner's rewrites with their offset gaps, never come through here.
+ * Enforces the configured batch limits on a producer's batch (413 or 400 with the limit or field
+ * named), and the rules only a producer's batch meets (checkProducerFields). Batches the log-node
+ * writes itself, the cleaner's rewrites with their offset gaps, never come through here.
  */
 export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): BatchHeader {
   if (batch.length > limits.batchBytesMax) {
@@ -348,114 +494,119 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
       actual: batch.length,
     });
   }
+  const early = readBatchHeader(batch);
+  if (early !== null && early.magic === BATCH_MAGIC) {
+    if ((early.attributes & COMPRESSION_MASK) !== 0) {
+      throw badRequest(
+        'unsupported_compression',
+        `batch rejected: compression codec ${early.attributes & COMPRESSION_MASK}; tailbase stores uncompressed batches`,
+        { field: 'attributes', codec: early.attributes & COMPRESSION_MASK },
+      );
+    }
+    if ((early.attributes & (TRANSACTIONAL_BIT | CONTROL_BIT)) !== 0) {
+      throw badRequest('invalid_batch', 'batch rejected: transactional batches are not supported', {
+        field: 'attributes',
+        actual: early.attributes,
+      });
+    }
+  }
   const check = checkBatch(batch, 0);
   if (!check.ok || check.header.sizeBytes !== batch.length) {
     const detail = check.ok ? 'bytes after the batch' : check.detail;
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);
   }
   const { header } = check;
-  const buf = asBuffer(batch);
-  checkProducerFields(buf, header);
   if (header.recordCount > limits.recordsPerBatchMax) {
     throw tooLarge(
       'too_many_records',
       `batch of ${header.recordCount} records exceeds recordsPerBatchMax`,
-      {
-        limit: 'recordsPerBatchMax',
-        max: limits.recordsPerBatchMax,
-        actual: header.recordCount,
-      },
+      { limit: 'recordsPerBatchMax', max: limits.recordsPerBatchMax, actual: header.recordCount },
     );
   }
-  let at = BATCH_HEADER_BYTES;
-  for (let i = 0; i < header.recordCount; i++) {
-    const recordBytes = buf.readInt32BE(at) + 4;
-    if (recordBytes > limits.recordBytesMax) {
+  const { buf, layouts } = layoutsOf(batch);
+  checkProducerFields(header, layouts);
+  layouts.forEach((l, i) => {
+    if (l.sizeBytes > limits.recordBytesMax) {
       throw tooLarge(
         'record_too_large',
-        `record ${i} of ${recordBytes} bytes exceeds recordBytesMax`,
-        {
-          limit: 'recordBytesMax',
-          max: limits.recordBytesMax,
-          actual: recordBytes,
-        },
+        `record ${i} of ${l.sizeBytes} bytes exceeds recordBytesMax`,
+        { limit: 'recordBytesMax', max: limits.recordBytesMax, actual: l.sizeBytes },
       );
     }
-    const collectionLength = buf.readUInt8(at + 12);
-    const keyLength = buf.readUInt16BE(at + 13 + collectionLength);
-    if (collectionLength === 0 || collectionLength > COLLECTION_BYTES_MAX) {
+    if (l.keyLength < 1 || l.keyLength > KEY_BYTES_MAX) {
       throw badRequest(
         'invalid_record',
-        `record ${i} collection length ${collectionLength} invalid`,
+        `record ${i} key of ${Math.max(l.keyLength, 0)} bytes; a key is 1..${KEY_BYTES_MAX} bytes`,
+        { record: i },
       );
     }
-    if (keyLength === 0 || keyLength > KEY_BYTES_MAX) {
-      throw badRequest('invalid_record', `record ${i} key length ${keyLength} invalid`);
+    if (!isUtf8(buf.subarray(l.keyAt, l.keyAt + l.keyLength))) {
+      throw badRequest('invalid_record', `record ${i} key is not valid UTF-8`, { record: i });
     }
-    const collectionAt = at + 13;
-    const keyAt = collectionAt + collectionLength + 2;
-    if (
-      !isUtf8(buf.subarray(collectionAt, collectionAt + collectionLength)) ||
-      !isUtf8(buf.subarray(keyAt, keyAt + keyLength))
-    ) {
-      throw badRequest('invalid_record', `record ${i} collection or key is not valid UTF-8`);
+    let at = l.headersAt;
+    for (let h = 0; h < l.headerCount; h++) {
+      const key = readVarint(buf, at) as { value: number; next: number };
+      if (!isUtf8(buf.subarray(key.next, key.next + key.value))) {
+        throw badRequest('invalid_record', `record ${i} header ${h} key is not valid UTF-8`, {
+          record: i,
+        });
+      }
+      const value = readVarint(buf, key.next + key.value) as { value: number; next: number };
+      at = value.next + Math.max(value.value, 0);
     }
-    at += recordBytes;
-  }
+  });
   return header;
 }
 
 /**
  * What checkBatch allows in a stored batch but a producer may not send: the log acknowledges
  * offsets baseOffset..baseOffset + lastOffsetDelta, so a gap would be offsets that hold no record
- * (invariant 2), and a lastOffsetDelta near 2^31 would push offsets past what a segment's index
- * can hold. Timestamps must be safe integers, not before the epoch, and the header's first and
- * max timestamps those of the earliest and latest record, as encodeBatch writes them: compaction
- * re-encodes records from them, and retention and producer expiry read the header's.
+ * (invariant 2). Producer fields must be Kafka's (an id of −1 or from InitProducerId, with its
+ * epoch and sequence). Record timestamps must be safe integers, not before the epoch, and the
+ * header's max timestamp the latest record's: retention and producer expiry read it.
  */
-function checkProducerFields(buf: Buffer, header: BatchHeader): void {
+function checkProducerFields(header: BatchHeader, layouts: readonly RecordLayout[]): void {
   const invalid = (message: string, details: Record<string, unknown>) =>
     badRequest('invalid_batch', `batch rejected: ${message}`, details);
-  const { firstTimestampMs, maxTimestampMs } = header;
-  for (const [field, value] of [
-    ['firstTimestamp', firstTimestampMs],
-    ['maxTimestamp', maxTimestampMs],
-  ] as const) {
-    if (value < 0 || !Number.isSafeInteger(value)) {
-      throw invalid(`${field} ${value} is not a timestamp from 0 to 2^53 - 1 ms`, {
-        field,
-        min: 0,
-        max: Number.MAX_SAFE_INTEGER,
-        actual: value,
-      });
-    }
+  const { producerId, producerEpoch, baseSequence } = header;
+  if (!Number.isSafeInteger(producerId) || producerId < NO_PRODUCER_ID) {
+    throw invalid(`producerId ${producerId} is not −1 or an id this log handed out`, {
+      field: 'producerId',
+    });
   }
-  let at = BATCH_HEADER_BYTES;
-  let deltaMin = Infinity;
-  let deltaMax = -Infinity;
-  for (let i = 0; i < header.recordCount; i++) {
-    const offsetDelta = buf.readInt32BE(at + 4);
-    if (offsetDelta !== i) {
-      throw invalid(`record ${i} has offsetDelta ${offsetDelta}; a producer's are 0..n-1`, {
+  // Without a producer id Kafka ignores epoch and sequence (kafkajs sends 0 and 0, others −1).
+  if (producerId !== NO_PRODUCER_ID && (producerEpoch < 0 || baseSequence < 0)) {
+    throw invalid('an idempotent batch needs a producerEpoch and a baseSequence', {
+      field: producerEpoch < 0 ? 'producerEpoch' : 'baseSequence',
+    });
+  }
+  if (!Number.isSafeInteger(header.firstTimestampMs)) {
+    throw invalid(`baseTimestamp ${header.firstTimestampMs} is not a safe integer`, {
+      field: 'baseTimestamp',
+    });
+  }
+  let latest = -Infinity;
+  layouts.forEach((l, i) => {
+    if (l.offsetDelta !== i) {
+      throw invalid(`record ${i} has offsetDelta ${l.offsetDelta}; a producer's are 0..n-1`, {
         field: 'offsetDelta',
         record: i,
         expected: i,
-        actual: offsetDelta,
+        actual: l.offsetDelta,
       });
     }
-    const timestampDelta = buf.readInt32BE(at + 8);
-    if (firstTimestampMs + timestampDelta > maxTimestampMs) {
-      throw invalid(`record ${i} has a timestampDelta past maxTimestamp`, {
+    const timestampMs = header.firstTimestampMs + l.timestampDelta;
+    if (!Number.isSafeInteger(timestampMs) || timestampMs < 0) {
+      throw invalid(`record ${i} timestamp ${timestampMs} is not from 0 to 2^53 - 1 ms`, {
         field: 'timestampDelta',
         record: i,
-        max: maxTimestampMs - firstTimestampMs,
-        actual: timestampDelta,
+        min: 0,
+        max: Number.MAX_SAFE_INTEGER,
+        actual: timestampMs,
       });
     }
-    deltaMin = Math.min(deltaMin, timestampDelta);
-    deltaMax = Math.max(deltaMax, timestampDelta);
-    at += 4 + buf.readInt32BE(at);
-  }
+    latest = Math.max(latest, timestampMs);
+  });
   if (header.lastOffsetDelta !== header.recordCount - 1) {
     throw invalid(
       `lastOffsetDelta ${header.lastOffsetDelta} does not end at the last of ${header.recordCount} records`,
@@ -466,18 +617,11 @@ function checkProducerFields(buf: Buffer, header: BatchHeader): void {
       },
     );
   }
-  if (deltaMin !== 0) {
-    throw invalid('firstTimestamp is not the earliest record timestamp', {
-      field: 'firstTimestamp',
-      expected: firstTimestampMs + deltaMin,
-      actual: firstTimestampMs,
-    });
-  }
-  if (firstTimestampMs + deltaMax !== maxTimestampMs) {
+  if (header.maxTimestampMs !== latest) {
     throw invalid('maxTimestamp is not the latest record timestamp', {
       field: 'maxTimestamp',
-      expected: firstTimestampMs + deltaMax,
-      actual: maxTimestampMs,
+      expected: latest,
+      actual: header.maxTimestampMs,
     });
   }
 }

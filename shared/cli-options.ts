@@ -20,6 +20,29 @@ export function integerOption(
   return defaultValue === undefined ? option : option.default(defaultValue);
 }
 
+/** Kafka's own port, the default of every Kafka client's bootstrap address. */
+export const KAFKA_PORT_DEFAULT = 9092;
+
+/**
+ * `--kafka-port`: a port (0 picks a free one) or `off` (kept as the string: commander turns a
+ * parser's null into ''). `kafkaPortOf` reads the flag as a port or null, no listener.
+ */
+export function kafkaPortOption(): Option {
+  return new Option('--kafka-port <port|off>', 'Kafka listener port, or off')
+    .env('TAILBASE_KAFKA_PORT')
+    .argParser((raw: string): number | 'off' => {
+      if (raw.trim() === 'off') return 'off';
+      const port = parseInteger(raw);
+      if (port < 0 || port > 65_535) throw new InvalidArgumentError('expected 0..65535 or off');
+      return port;
+    })
+    .default(KAFKA_PORT_DEFAULT);
+}
+
+export function kafkaPortOf(flag: unknown): number | null {
+  return flag === 'off' ? null : (flag as number);
+}
+
 /**
  * Whether a bind address is loopback, so a node there may go without keys or a cluster secret:
  * an IPv4 literal in 127.0.0.0/8, the IPv6 literal ::1 (bracketed or not), or `localhost`. Any

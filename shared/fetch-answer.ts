@@ -2,11 +2,12 @@
  * The answer of a multi-partition read (`GET /internal/fetch`, shared/FORMAT.md): a uint32 BE
  * head length, the head (JSON `{"partitions": [...]}`, one entry per partition asked for, in that
  * order), then each entry's batches back to back, `bytes` long each. An entry is either
- * `{partition, logStartOffset, endOffset, bytes}` or `{partition, status, error}`.
+ * `{topic, partition, logStartOffset, endOffset, bytes}` or `{topic, partition, status, error}`.
  */
 import { errorFromBody, TailbaseError } from './errors.js';
 
 export interface FetchedPartition {
+  topic: string;
   partition: number;
   logStartOffset: number;
   endOffset: number;
@@ -15,6 +16,7 @@ export interface FetchedPartition {
 }
 
 export interface FailedPartition {
+  topic: string;
   partition: number;
   error: TailbaseError;
 }
@@ -26,8 +28,14 @@ const HEAD_LENGTH_BYTES = 4;
 export function encodeFetchAnswer(outcomes: readonly FetchOutcome[]): Buffer {
   const entries = outcomes.map((outcome) =>
     'error' in outcome
-      ? { partition: outcome.partition, status: outcome.error.status, ...outcome.error.toBody() }
+      ? {
+          topic: outcome.topic,
+          partition: outcome.partition,
+          status: outcome.error.status,
+          ...outcome.error.toBody(),
+        }
       : {
+          topic: outcome.topic,
           partition: outcome.partition,
           logStartOffset: outcome.logStartOffset,
           endOffset: outcome.endOffset,
@@ -57,13 +65,18 @@ export function decodeFetchAnswer(body: Buffer): FetchOutcome[] {
   let at = headEnd;
   const outcomes = head.partitions.map((entry: Record<string, any>): FetchOutcome => {
     if (entry.error !== undefined) {
-      return { partition: entry.partition, error: errorFromBody(entry.status, entry) };
+      return {
+        topic: entry.topic,
+        partition: entry.partition,
+        error: errorFromBody(entry.status, entry),
+      };
     }
     const end = at + Number(entry.bytes);
     if (!(end <= body.length)) throw malformed();
     const batches = body.subarray(at, end);
     at = end;
     return {
+      topic: entry.topic,
       partition: entry.partition,
       logStartOffset: entry.logStartOffset,
       endOffset: entry.endOffset,

@@ -20,11 +20,13 @@ import {
   type LogClient,
   type PartitionAppendOutcome,
   type PartitionOffsets,
+  type ProducerIdentity,
   type ReadOptions,
   type ReadResult,
   oneNodeFetchGroups,
 } from './log-api.js';
 import { encodeFrames, FRAME_HEADER_BYTES, type PartitionFrame } from './partition-frames.js';
+import type { TopicConfigs, TopicInfo } from './topics.js';
 
 export interface HttpLogClientOptions {
   clusterSecret?: string;
@@ -65,7 +67,7 @@ export class HttpLogClient implements LogClient {
       batchMax: PARTITIONS_MAX,
       inFlightMax: APPENDS_IN_FLIGHT_MAX,
       batchWeightMax: options.appendRequestBytesMax ?? APPEND_REQUEST_BYTES_MAX,
-      weigh: (queued) => FRAME_HEADER_BYTES + queued.frame.bytes.length,
+      weigh: (queued) => FRAME_HEADER_BYTES + queued.frame.topic.length + queued.frame.bytes.length,
       send: (queued) => this.appendMany(queued),
     });
   }
@@ -76,17 +78,49 @@ export class HttpLogClient implements LogClient {
     );
   }
 
+  async topics(): Promise<TopicInfo[]> {
+    const body = json<{ topics: TopicInfo[] }>(
+      await this.http.request('/internal/topics', { timeoutMs: this.answerMsMax }),
+    );
+    return body.topics;
+  }
+
+  async ensureTopic(name: string, configs: Partial<TopicConfigs> = {}): Promise<TopicInfo> {
+    return json<TopicInfo>(
+      await this.http.request(`/internal/topics/${encodeURIComponent(name)}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: Buffer.from(JSON.stringify(configs)),
+        timeoutMs: this.answerMsMax,
+      }),
+    );
+  }
+
+  async initProducerId(): Promise<ProducerIdentity> {
+    return json<ProducerIdentity>(
+      await this.http.request('/internal/producer-ids', {
+        method: 'POST',
+        timeoutMs: this.answerMsMax,
+      }),
+    );
+  }
+
   /**
    * Appends made in the same event-loop turn (a gateway's partition writers) travel to the
    * log-node as one multi-partition append; each still gets its own offsets or error. A call that
    * fails as a whole fails every batch in it alike: refused connecting (`connectionRefused`), none
    * of them reached the log-node.
    */
-  async append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
+  async append(
+    topic: string,
+    partition: number,
+    batch: Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<AppendResult> {
     const bytes = Buffer.isBuffer(batch)
       ? batch
       : Buffer.from(batch.buffer, batch.byteOffset, batch.length);
-    const outcome = await this.appends.call({ frame: { partition, bytes }, signal });
+    const outcome = await this.appends.call({ frame: { topic, partition, bytes }, signal });
     if (outcome instanceof Error) throw outcome;
     return outcome;
   }
@@ -137,7 +171,8 @@ export class HttpLogClient implements LogClient {
   }
 
   private async appendOne({ frame, signal }: QueuedAppend): Promise<AppendResult | TailbaseError> {
-    const response = await this.http.request(`/internal/partitions/${frame.partition}/append`, {
+    const route = `/internal/topics/${encodeURIComponent(frame.topic)}/partitions/${frame.partition}/append`;
+    const response = await this.http.request(route, {
       method: 'POST',
       headers: { 'content-type': 'application/octet-stream' },
       body: frame.bytes,
@@ -147,11 +182,17 @@ export class HttpLogClient implements LogClient {
     return response.ok ? (body as AppendResult) : errorFromBody(response.status, body);
   }
 
-  async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {
+  async read(
+    topic: string,
+    partition: number,
+    offset: number,
+    options: ReadOptions = {},
+  ): Promise<ReadResult> {
     const query = new URLSearchParams({ offset: String(offset) });
     if (options.maxBytes !== undefined) query.set('max_bytes', String(options.maxBytes));
     if (options.waitMs !== undefined) query.set('wait_ms', String(options.waitMs));
-    const response = await this.http.request(`/internal/partitions/${partition}/records?${query}`, {
+    const route = `/internal/topics/${encodeURIComponent(topic)}/partitions/${partition}/records`;
+    const response = await this.http.request(`${route}?${query}`, {
       signal: options.signal,
       timeoutMs: this.answerMsMax + (options.waitMs ?? 0),
     });
@@ -167,7 +208,10 @@ export class HttpLogClient implements LogClient {
     positions: readonly FetchPosition[],
     options: ReadOptions = {},
   ): Promise<FetchOutcome[]> {
-    const from = positions.map(({ partition, offset }) => `${partition}:${offset}`).join(',');
+    // Topic names never hold ':' or ',' (shared/topics.ts).
+    const from = positions
+      .map(({ topic, partition, offset }) => `${topic}:${partition}:${offset}`)
+      .join(',');
     const query = new URLSearchParams({ from });
     if (options.maxBytes !== undefined) query.set('max_bytes', String(options.maxBytes));
     if (options.waitMs !== undefined) query.set('wait_ms', String(options.waitMs));

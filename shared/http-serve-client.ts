@@ -71,7 +71,8 @@ export class HttpServeClient implements ServeClient {
     const response = await this.fetch('/internal/docs', {}, 'POST', { items });
     const body = response.json() as {
       items: (ServedDocument | null | false)[];
-      applied: AppliedOffsets;
+      /** Per collection named in the batch. */
+      applied: Record<string, AppliedOffsets>;
     } | null;
     if (response.ok) {
       if (body === null || !Array.isArray(body.items) || body.items.length !== items.length) {
@@ -81,7 +82,9 @@ export class HttpServeClient implements ServeClient {
           'the serve-node answered another number of reads',
         );
       }
-      return body.items.map((doc) => (doc === false ? 'pending' : { doc, applied: body.applied }));
+      return body.items.map((doc, i) =>
+        doc === false ? 'pending' : { doc, applied: body.applied[items[i].collection] ?? {} },
+      );
     }
     const error = errorFromBody(response.status, body);
     // A batch the node refuses as a whole: each read goes alone and gets its own answer or error.
@@ -159,7 +162,9 @@ export class HttpServeClient implements ServeClient {
     method = 'GET',
     body?: unknown,
   ): Promise<InternalResponse> {
-    const waits = read.waitFor !== undefined && Object.keys(read.waitFor).length > 0;
+    const waits =
+      (read.waitFor !== undefined && Object.keys(read.waitFor).length > 0) ||
+      read.settingsWaitFor !== undefined;
     // A read with nothing to wait for answers at once, whatever wait it carries.
     const waitMs = waits ? (read.waitMs ?? SERVE_WAIT_MS_MAX) : 0;
     return this.http.request(path, {
@@ -201,6 +206,9 @@ function readParams(
   }
   if (options.waitFor && Object.keys(options.waitFor).length > 0) {
     params.set('wait_for', formatWaitFor(options.waitFor));
+  }
+  if (options.settingsWaitFor !== undefined) {
+    params.set('settings_wait_for', String(options.settingsWaitFor));
   }
   if (options.waitMs !== undefined) params.set('wait_ms', String(options.waitMs));
   return params;

@@ -6,6 +6,7 @@
  */
 import type { FetchOutcome } from './fetch-answer.js';
 import type { TailbaseError } from './errors.js';
+import type { TopicConfigs, TopicInfo } from './topics.js';
 
 export const CLUSTER_SECRET_HEADER = 'tailbase-cluster-secret';
 export const LOG_START_OFFSET_HEADER = 'tailbase-log-start-offset';
@@ -18,13 +19,17 @@ export interface AppendResult {
   duplicate: boolean;
 }
 
-/** One partition's outcome in a multi-partition append: its offsets, or its error and status. */
-export type PartitionAppendOutcome = { partition: number } & (
-  AppendResult | ({ status: number } & ReturnType<TailbaseError['toBody']>)
-);
-
-export interface PartitionOffsets {
+/** A partition of one topic: the unit the log orders, offsets count and tokens name. */
+export interface TopicPartition {
+  topic: string;
   partition: number;
+}
+
+/** One topic-partition's outcome in a multi-partition append: its offsets, or its error. */
+export type PartitionAppendOutcome = TopicPartition &
+  (AppendResult | ({ status: number } & ReturnType<TailbaseError['toBody']>));
+
+export interface PartitionOffsets extends TopicPartition {
   logStartOffset: number;
   endOffset: number;
 }
@@ -59,22 +64,52 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
-export interface FetchPosition {
-  partition: number;
+export interface FetchPosition extends TopicPartition {
   offset: number;
+}
+
+/**
+ * An idempotent producer's identity (Kafka's InitProducerId): batches carry it with their
+ * sequence, and the log appends each (producer, partition, sequence) once.
+ */
+export interface ProducerIdentity {
+  producerId: number;
+  producerEpoch: number;
 }
 
 export interface LogClient {
   cluster(): Promise<ClusterInfo>;
-  append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult>;
-  read(partition: number, offset: number, options?: ReadOptions): Promise<ReadResult>;
+  /** Every topic the log holds: the collections and the internal topics (shared/topics.ts). */
+  topics(): Promise<TopicInfo[]>;
   /**
-   * Several partitions of one log-node in one read (`fetchGroups` says which go together); each
-   * outcome is the partition's batches or its own error. `maxBytes` applies per partition.
+   * The topic, created when missing (a collection gets the cluster's partition count); `configs`
+   * override the node's defaults at creation and change an existing topic's. A collection topic
+   * is also created by its first append.
+   */
+  ensureTopic(name: string, configs?: Partial<TopicConfigs>): Promise<TopicInfo>;
+  /** A new producer id (epoch 0), never handed out before by this log. */
+  initProducerId(): Promise<ProducerIdentity>;
+  append(
+    topic: string,
+    partition: number,
+    batch: Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<AppendResult>;
+  read(
+    topic: string,
+    partition: number,
+    offset: number,
+    options?: ReadOptions,
+  ): Promise<ReadResult>;
+  /**
+   * Several topic-partitions of one log-node in one read (`fetchGroups` says which partitions go
+   * together); each outcome is the position's batches or its own error, in the order asked.
+   * `maxBytes` applies per position.
    */
   fetch(positions: readonly FetchPosition[], options?: ReadOptions): Promise<FetchOutcome[]>;
-  /** The partitions grouped by the log-node that stores them. */
+  /** Partition numbers grouped by the log-node that stores them (the same for every topic). */
   fetchGroups(partitions: readonly number[]): number[][];
+  /** Every topic-partition the log stores. */
   offsets(): Promise<PartitionOffsets[]>;
 }
 

@@ -1,8 +1,11 @@
 /**
  * The log layer as one object: given the log-node URLs of a cluster, learns which node stores
- * each partition and routes appends and reads there. Serve-nodes and the gateway use this rather
- * than a single HttpLogClient, so `--log URL,URL,URL` works whether one log-node holds every
- * partition or several split them.
+ * each partition number (of every topic) and routes appends and reads there. Serve-nodes and the
+ * gateway use this rather than a single HttpLogClient, so `--log URL,URL,URL` works whether one
+ * log-node holds every partition or several split them. Every node knows every topic: a topic is
+ * created (or its configs changed) on all of them, and a collection topic this client has not
+ * seen yet is ensured on all of them before its first append, so each node checks the same
+ * collection ids.
  */
 import { TailbaseError } from './errors.js';
 import type { FetchOutcome } from './fetch-answer.js';
@@ -13,10 +16,12 @@ import {
   type LogClient,
   type LogLimits,
   type PartitionOffsets,
+  type ProducerIdentity,
   type ReadOptions,
   type ReadResult,
 } from './log-api.js';
 import { HttpLogClient, type HttpLogClientOptions } from './http-log-client.js';
+import type { TopicConfigs, TopicInfo } from './topics.js';
 
 export interface LogClusterOptions extends HttpLogClientOptions {
   /** How long connect() keeps retrying log-nodes that are not up yet. */
@@ -31,6 +36,8 @@ export class LogCluster implements LogClient {
   private readonly nodes: LogClient[];
   /** The tightest of the log-nodes' limits: a batch may go to any of them. */
   private readonly limits: LogLimits | undefined;
+  /** Topics ensured on every node by this client (settled or under way). */
+  private readonly ensured = new Map<string, Promise<unknown>>();
 
   private constructor(
     clusterId: string,
@@ -95,12 +102,59 @@ export class LogCluster implements LogClient {
     return owner;
   }
 
-  append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
-    return this.client(partition).append(partition, batch, signal);
+  /** Every node's topics, merged by name (each node holds every topic). */
+  async topics(): Promise<TopicInfo[]> {
+    const answers = await Promise.all(this.nodes.map((node) => node.topics()));
+    const byName = new Map<string, TopicInfo>();
+    for (const answer of answers) {
+      for (const topic of answer) if (!byName.has(topic.name)) byName.set(topic.name, topic);
+    }
+    return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : 1));
   }
 
-  read(partition: number, offset: number, options?: ReadOptions): Promise<ReadResult> {
-    return this.client(partition).read(partition, offset, options);
+  /** On every node; the answer of the node that stores partition 0. */
+  async ensureTopic(name: string, configs?: Partial<TopicConfigs>): Promise<TopicInfo> {
+    const answers = await Promise.all(this.nodes.map((node) => node.ensureTopic(name, configs)));
+    this.ensured.set(name, Promise.resolve());
+    return answers[this.nodes.indexOf(this.owners[0])];
+  }
+
+  /** From the node that stores partition 0, the one that hands producer ids out. */
+  initProducerId(): Promise<ProducerIdentity> {
+    return this.client(0).initProducerId();
+  }
+
+  async append(
+    topic: string,
+    partition: number,
+    batch: Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<AppendResult> {
+    const owner = this.client(partition);
+    if (this.nodes.length > 1) await this.ensureOnEveryNode(topic);
+    return owner.append(topic, partition, batch, signal);
+  }
+
+  /** Once per topic and client; a failure is forgotten so the next append tries again. */
+  private ensureOnEveryNode(topic: string): Promise<unknown> {
+    let ensured = this.ensured.get(topic);
+    if (ensured === undefined) {
+      ensured = this.ensureTopic(topic).catch((error: unknown) => {
+        this.ensured.delete(topic);
+        throw error;
+      });
+      this.ensured.set(topic, ensured);
+    }
+    return ensured;
+  }
+
+  read(
+    topic: string,
+    partition: number,
+    offset: number,
+    options?: ReadOptions,
+  ): Promise<ReadResult> {
+    return this.client(partition).read(topic, partition, offset, options);
   }
 
   /** From the log-node that stores the first partition: `fetchGroups` keeps each call on one. */
@@ -121,13 +175,14 @@ export class LogCluster implements LogClient {
     return [...groups.values()];
   }
 
-  /** Every partition's offsets, from the nodes that store them, in partition order. */
+  /** Every topic-partition's offsets, from the nodes that store them, by topic and partition. */
   async offsets(): Promise<PartitionOffsets[]> {
     const answers = await Promise.all(this.nodes.map((node) => node.offsets()));
-    const byPartition = new Map<number, PartitionOffsets>();
-    for (const answer of answers)
-      for (const offsets of answer) byPartition.set(offsets.partition, offsets);
-    return [...byPartition.values()].sort((a, b) => a.partition - b.partition);
+    return answers
+      .flat()
+      .sort((a, b) =>
+        a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1,
+      );
   }
 }
 

@@ -1,34 +1,50 @@
 /**
- * The partitioner: which partition of the log a (collection, key) lives in. A cluster's records
- * are placed by it forever, so the function below must never change for an existing cluster.
+ * The partitioner: which partition of a collection's topic a key lives in. It is Kafka's default
+ * partitioner for keyed records, so a record any Kafka client produces with a key lands where
+ * tailbase reads and writes that key:
  *
- *   partition = FNV-1a-32( UTF-8(collection) ‖ 0x00 ‖ UTF-8(key) ) mod partitions
+ *   partition = (murmur2(UTF-8(key)) & 0x7fffffff) mod partitions
  *
- * FNV-1a 32-bit: offset basis 0x811c9dc5, prime 0x01000193, for each byte `h = (h ^ b) * prime`
- * modulo 2^32 (http://www.isthe.com/chongo/tech/comp/fnv/). The 0x00 separator keeps
- * ("ab", "c") and ("a", "bc") apart: a collection name never holds a NUL byte.
+ * murmur2 is Kafka's 32-bit variant (org.apache.kafka.common.utils.Utils.murmur2): seed
+ * 0x9747b28c, m = 0x5bd1e995, r = 24, the key's bytes read as little-endian 32-bit words. A
+ * cluster's records are placed by it forever: it must never change.
  */
 import { assert } from './assert.js';
 
-const FNV_OFFSET_BASIS = 0x811c9dc5;
-const FNV_PRIME = 0x01000193;
+const SEED = 0x9747b28c;
+const M = 0x5bd1e995;
+const R = 24;
+
 const utf8 = new TextEncoder();
 
-/** FNV-1a over bytes, as an unsigned 32-bit integer. */
-export function fnv1a32(bytes: Uint8Array): number {
-  let hash = FNV_OFFSET_BASIS;
-  for (let i = 0; i < bytes.length; i++) {
-    hash ^= bytes[i];
-    hash = Math.imul(hash, FNV_PRIME);
+/** Kafka's murmur2 of `bytes`, as a signed 32-bit integer (as Java returns it). */
+export function murmur2(bytes: Uint8Array): number {
+  const length = bytes.length;
+  let h = SEED ^ length;
+  const whole = length & ~3;
+  for (let i = 0; i < whole; i += 4) {
+    let k = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
+    k = Math.imul(k, M);
+    k ^= k >>> R;
+    k = Math.imul(k, M);
+    h = Math.imul(h, M);
+    h ^= k;
   }
-  return hash >>> 0;
+  // The tail of 1-3 bytes, as Java's switch with fall-through folds it in.
+  const tail = length & 3;
+  if (tail === 3) h ^= bytes[whole + 2] << 16;
+  if (tail >= 2) h ^= bytes[whole + 1] << 8;
+  if (tail >= 1) {
+    h ^= bytes[whole];
+    h = Math.imul(h, M);
+  }
+  h ^= h >>> 13;
+  h = Math.imul(h, M);
+  h ^= h >>> 15;
+  return h | 0;
 }
 
-export function partitionHash(collection: string, key: string): number {
-  return fnv1a32(utf8.encode(`${collection}\0${key}`));
-}
-
-export function partitionFor(collection: string, key: string, partitions: number): number {
+export function partitionFor(key: string, partitions: number): number {
   assert(Number.isInteger(partitions) && partitions >= 1, 'partitions is a positive integer');
-  return partitionHash(collection, key) % partitions;
+  return (murmur2(utf8.encode(key)) & 0x7fffffff) % partitions;
 }

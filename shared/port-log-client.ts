@@ -11,9 +11,11 @@ import type {
   FetchPosition,
   LogClient,
   PartitionOffsets,
+  ProducerIdentity,
   ReadOptions,
   ReadResult,
 } from './log-api.js';
+import type { TopicConfigs, TopicInfo } from './topics.js';
 import { oneNodeFetchGroups } from './log-api.js';
 import {
   answered,
@@ -30,8 +32,14 @@ import {
 type PortReadOptions = Omit<ReadOptions, 'signal'>;
 
 type PortFetchOutcome =
-  | { partition: number; logStartOffset: number; endOffset: number; batches: Uint8Array }
-  | { partition: number; error: EncodedError };
+  | {
+      topic: string;
+      partition: number;
+      logStartOffset: number;
+      endOffset: number;
+      batches: Uint8Array;
+    }
+  | { topic: string; partition: number; error: EncodedError };
 
 export class PortLogClient implements LogClient {
   private readonly caller: PortCaller;
@@ -44,15 +52,41 @@ export class PortLogClient implements LogClient {
     return this.caller.call('cluster', []);
   }
 
-  /** The batch crosses as a transferred copy: it may be a view into Node's shared pool. */
-  append(partition: number, batch: Uint8Array, signal?: AbortSignal): Promise<AppendResult> {
-    const { bytes, transfer } = ownBytes(batch);
-    return this.caller.call('append', [partition, bytes], signal, [transfer]);
+  topics(): Promise<TopicInfo[]> {
+    return this.caller.call('topics', []);
   }
 
-  async read(partition: number, offset: number, options: ReadOptions = {}): Promise<ReadResult> {
+  ensureTopic(name: string, configs?: Partial<TopicConfigs>): Promise<TopicInfo> {
+    return this.caller.call('ensureTopic', [name, configs]);
+  }
+
+  initProducerId(): Promise<ProducerIdentity> {
+    return this.caller.call('initProducerId', []);
+  }
+
+  /** The batch crosses as a transferred copy: it may be a view into Node's shared pool. */
+  append(
+    topic: string,
+    partition: number,
+    batch: Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<AppendResult> {
+    const { bytes, transfer } = ownBytes(batch);
+    return this.caller.call('append', [topic, partition, bytes], signal, [transfer]);
+  }
+
+  async read(
+    topic: string,
+    partition: number,
+    offset: number,
+    options: ReadOptions = {},
+  ): Promise<ReadResult> {
     const { signal, ...rest } = options;
-    const result = await this.caller.call<ReadResult>('read', [partition, offset, rest], signal);
+    const result = await this.caller.call<ReadResult>(
+      'read',
+      [topic, partition, offset, rest],
+      signal,
+    );
     return { ...result, batches: asBuffer(result.batches) };
   }
 
@@ -64,7 +98,7 @@ export class PortLogClient implements LogClient {
     const outcomes = await this.caller.call<PortFetchOutcome[]>('fetch', [positions, rest], signal);
     return outcomes.map((outcome) =>
       'error' in outcome
-        ? { partition: outcome.partition, error: decodeError(outcome.error) }
+        ? { topic: outcome.topic, partition: outcome.partition, error: decodeError(outcome.error) }
         : { ...outcome, batches: asBuffer(outcome.batches) },
     );
   }
@@ -94,10 +128,16 @@ export function answerLogPort(
     port,
     {
       cluster: () => answered(log.cluster()),
-      append: ([partition, batch], signal) =>
-        answered(log.append(partition as number, asBuffer(batch as Uint8Array), signal)),
-      read: async ([partition, offset, options], signal) => {
-        const read = await log.read(partition as number, offset as number, {
+      topics: () => answered(log.topics()),
+      ensureTopic: ([name, configs]) =>
+        answered(log.ensureTopic(name as string, configs as Partial<TopicConfigs> | undefined)),
+      initProducerId: () => answered(log.initProducerId()),
+      append: ([topic, partition, batch], signal) =>
+        answered(
+          log.append(topic as string, partition as number, asBuffer(batch as Uint8Array), signal),
+        ),
+      read: async ([topic, partition, offset, options], signal) => {
+        const read = await log.read(topic as string, partition as number, offset as number, {
           ...(options as PortReadOptions),
           signal,
         });
@@ -112,7 +152,11 @@ export function answerLogPort(
         const transfer: Transferable[] = [];
         const value = outcomes.map((outcome): PortFetchOutcome => {
           if ('error' in outcome) {
-            return { partition: outcome.partition, error: encodeError(outcome.error) };
+            return {
+              topic: outcome.topic,
+              partition: outcome.partition,
+              error: encodeError(outcome.error),
+            };
           }
           const { bytes, transfer: buffer } = ownBytes(outcome.batches);
           transfer.push(buffer);

@@ -5,15 +5,27 @@
  * serve-node/local-serve-client.ts (in-process).
  */
 
-/** For each partition, the offset a read must include (it waits until applied[p] > offset). */
+/**
+ * For each partition of the collection read (its topic), the offset a read must include: it waits
+ * until applied[p] > offset. A read is of one collection, so partition numbers suffice.
+ */
 export type WaitFor = Readonly<Record<number, number>>;
 
-/** For each partition a read covered (keyed by the partition number), the next unapplied offset. */
+/**
+ * For each partition of the collection a read covered (keyed by the partition number), the next
+ * unapplied offset of that partition of the collection's topic.
+ */
 export type AppliedOffsets = Record<string, number>;
 
 export interface ServeReadOptions {
   waitFor?: WaitFor;
-  /** How long to wait for `waitFor` before a 504 `not_caught_up`; the node bounds it. */
+  /**
+   * An offset of the settings topic (its one partition) the read waits for too, so a search after
+   * a settings change ranks with them (`settings_wait_for` over HTTP). Documents do not depend on
+   * settings: a batched key read does not carry it.
+   */
+  settingsWaitFor?: number;
+  /** How long to wait for `waitFor` (and `settingsWaitFor`) before a 504 `not_caught_up`. */
   waitMs?: number;
   signal?: AbortSignal;
 }
@@ -99,7 +111,9 @@ export interface SearchResult {
 
 export type PartitionState = 'replaying' | 'tailing' | 'rebuilding' | 'stopped';
 
+/** One topic-partition a serve-node tails: a hosted partition of a collection, or an internal one. */
 export interface ServePartitionStatus {
+  topic: string;
   partition: number;
   applied: number;
   logEndOffset: number;
@@ -122,6 +136,9 @@ export interface ServeReadLimits {
 export interface ServeStatus {
   nodeId: string;
   clusterId: string | null;
+  /** The partition numbers it hosts, of every collection. */
+  hostedPartitions: number[];
+  /** Every topic-partition it tails: hosted ones of each collection, and the settings topic's. */
   partitions: ServePartitionStatus[];
   ready: boolean;
   /** Absent from serve-nodes older than stop 10. */
@@ -132,7 +149,8 @@ export interface ServeStatus {
 
 export interface SnapshotResult {
   dir: string;
-  applied: AppliedOffsets;
+  /** `<topic>/<partition>` → the next unapplied offset the copy holds. */
+  applied: Record<string, number>;
 }
 
 export interface ServeClient {

@@ -1,25 +1,30 @@
 /**
- * The read-your-writes token: for each partition a client touched, the offset its reads must
- * include. Opaque to clients, URL-safe (base64url, no padding), mergeable (max per partition)
- * and bound to one cluster. Layout of the bytes before base64url:
+ * The read-your-writes token: for each (collection, partition) a client touched, the offset its
+ * reads must include. Opaque to clients, URL-safe (base64url, no padding), mergeable (max per
+ * entry) and bound to one cluster. Layout of the bytes before base64url:
  *
- *   version (1 byte, 1) ‖ CRC-32C(UTF-8 cluster id) (4 bytes, big-endian)
- *   ‖ repeated (partition, offset) as unsigned LEB128 varints, partitions strictly increasing
+ *   version (1 byte, 2) ‖ CRC-32C(UTF-8 cluster id) (4 bytes, big-endian)
+ *   ‖ repeated: collection id (4 bytes, big-endian), partition and offset as unsigned LEB128
+ *     varints; entries strictly increasing by (collection id, partition)
  *
- * One partition at an offset below 2^21 is 9 bytes, 12 characters. A token with no pairs is valid:
- * it asks for nothing (and starts a change feed at the log start).
+ * A collection id is CRC-32C of the collection's name (`collectionId`); the log refuses to create a
+ * collection whose id another one already has, so within a cluster an id names one collection.
+ * One collection and partition at an offset below 2^21 is 14 bytes, 19 characters; any offset a
+ * partition can reach (2^53) fits in 40. A token with no entries is valid: it asks for nothing
+ * (and starts a change feed at the log start).
  */
 import { crc32c } from './crc32c.js';
 import { badRequest } from './errors.js';
 
-export const TOKEN_VERSION = 1;
-/** Bounds the work a hostile token can cause: 8 KiB of text covers thousands of partitions. */
+export const TOKEN_VERSION = 2;
+/** Bounds the work a hostile token can cause: 8 KiB of text covers hundreds of entries. */
 export const TOKEN_CHARS_MAX = 8192;
 const HEADER_BYTES = 5;
+const COLLECTION_ID_BYTES = 4;
 const VARINT_BYTES_MAX = 8;
 
-/** partition → the highest offset that reads must include. */
-export type TokenOffsets = ReadonlyMap<number, number>;
+/** collection id → partition → the highest offset that reads must include. */
+export type TokenOffsets = ReadonlyMap<number, ReadonlyMap<number, number>>;
 
 const utf8 = new TextEncoder();
 
@@ -27,13 +32,35 @@ export function clusterHash(clusterId: string): number {
   return crc32c(utf8.encode(clusterId));
 }
 
-/** Max per partition: a token that covers both. */
-export function mergeTokenOffsets(...tokens: TokenOffsets[]): Map<number, number> {
-  const merged = new Map<number, number>();
+/** The 32-bit id tokens name a collection by. */
+export function collectionId(collection: string): number {
+  return crc32c(utf8.encode(collection));
+}
+
+/** A token of one collection's partitions and offsets. */
+export function collectionOffsets(
+  collection: string,
+  offsets: ReadonlyMap<number, number>,
+): Map<number, Map<number, number>> {
+  return new Map([[collectionId(collection), new Map(offsets)]]);
+}
+
+/** What a token asks of one collection: partition → offset (empty when it names none). */
+export function offsetsOf(token: TokenOffsets, collection: string): ReadonlyMap<number, number> {
+  return token.get(collectionId(collection)) ?? new Map();
+}
+
+/** Max per (collection, partition): a token that covers all of them. */
+export function mergeTokenOffsets(...tokens: TokenOffsets[]): Map<number, Map<number, number>> {
+  const merged = new Map<number, Map<number, number>>();
   for (const token of tokens) {
-    for (const [partition, offset] of token) {
-      const current = merged.get(partition);
-      if (current === undefined || offset > current) merged.set(partition, offset);
+    for (const [id, partitions] of token) {
+      let into = merged.get(id);
+      if (into === undefined) merged.set(id, (into = new Map()));
+      for (const [partition, offset] of partitions) {
+        const current = into.get(partition);
+        if (current === undefined || offset > current) into.set(partition, offset);
+      }
     }
   }
   return merged;
@@ -46,6 +73,10 @@ function writeVarint(out: number[], value: number): void {
     rest = Math.floor(rest / 0x80);
   }
   out.push(rest);
+}
+
+function writeUint32(out: number[], value: number): void {
+  out.push((value >>> 24) & 0xff, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff);
 }
 
 function invalid(message: string, reason: string): never {
@@ -63,26 +94,25 @@ export class TokenCodec {
   }
 
   encode(offsets: TokenOffsets): string {
-    const bytes: number[] = [
-      TOKEN_VERSION,
-      (this.hash >>> 24) & 0xff,
-      (this.hash >>> 16) & 0xff,
-      (this.hash >>> 8) & 0xff,
-      this.hash & 0xff,
-    ];
-    for (const partition of [...offsets.keys()].sort((a, b) => a - b)) {
-      const offset = offsets.get(partition) as number;
-      if (!(partition >= 0 && partition < this.partitions && Number.isSafeInteger(offset))) {
-        throw new RangeError(`token entry ${partition}:${offset} out of range`);
+    const bytes: number[] = [TOKEN_VERSION];
+    writeUint32(bytes, this.hash);
+    for (const id of [...offsets.keys()].sort((a, b) => a - b)) {
+      const partitions = offsets.get(id) as ReadonlyMap<number, number>;
+      for (const partition of [...partitions.keys()].sort((a, b) => a - b)) {
+        const offset = partitions.get(partition) as number;
+        if (!(partition >= 0 && partition < this.partitions && Number.isSafeInteger(offset))) {
+          throw new RangeError(`token entry ${id}/${partition}:${offset} out of range`);
+        }
+        writeUint32(bytes, id);
+        writeVarint(bytes, partition);
+        writeVarint(bytes, offset);
       }
-      writeVarint(bytes, partition);
-      writeVarint(bytes, offset);
     }
     return Buffer.from(bytes).toString('base64url');
   }
 
   /** Decodes a token from a client; anything malformed or from another cluster is a 400. */
-  decode(text: string): Map<number, number> {
+  decode(text: string): Map<number, Map<number, number>> {
     if (text.length === 0 || text.length > TOKEN_CHARS_MAX || !/^[A-Za-z0-9_-]+$/.test(text)) {
       invalid('token is not a base64url string of a usable length', 'malformed');
     }
@@ -94,7 +124,7 @@ export class TokenCodec {
     if (bytes.readUInt32BE(1) !== this.hash) {
       invalid('token belongs to another cluster', 'foreign_cluster');
     }
-    const offsets = new Map<number, number>();
+    const offsets = new Map<number, Map<number, number>>();
     let at = HEADER_BYTES;
     const readVarint = (): number => {
       let value = 0;
@@ -111,17 +141,27 @@ export class TokenCodec {
       }
       return invalid('token number is too long', 'malformed');
     };
-    let previous = -1;
+    let previousId = -1;
+    let previousPartition = -1;
     while (at < bytes.length) {
+      if (bytes.length - at < COLLECTION_ID_BYTES)
+        invalid('token ends inside an entry', 'malformed');
+      const id = bytes.readUInt32BE(at);
+      at += COLLECTION_ID_BYTES;
       const partition = readVarint();
       const offset = readVarint();
-      if (partition <= previous) invalid('token partitions are not increasing', 'malformed');
+      if (id < previousId || (id === previousId && partition <= previousPartition)) {
+        invalid('token entries are not increasing', 'malformed');
+      }
       if (partition >= this.partitions) {
         invalid(`token names partition ${partition} of ${this.partitions}`, 'partition');
       }
       if (!Number.isSafeInteger(offset)) invalid('token offset is too large', 'malformed');
-      offsets.set(partition, offset);
-      previous = partition;
+      let partitions = offsets.get(id);
+      if (partitions === undefined) offsets.set(id, (partitions = new Map()));
+      partitions.set(partition, offset);
+      previousId = id;
+      previousPartition = partition;
     }
     return offsets;
   }

@@ -5,7 +5,7 @@ import { checkCollection } from '../../shared/collection-name.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { jsonText } from '../../shared/http-server.js';
 import type { ScopeGuard } from '../auth.js';
-import { planRead, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
+import { planRead, readWait, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import {
@@ -42,8 +42,8 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { collection, key, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const value = await readValue();
-    const record: LogRecord = { collection, key, value, timestampMs: Date.now() };
-    const { written, token } = await writeRecords(services, [record], sent);
+    const record: LogRecord = { key, value, timestampMs: Date.now() };
+    const { written, token } = await writeRecords(services, collection, [record], sent);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
     return c.json({
@@ -75,12 +75,13 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
 
   app.get(doc, guard('read'), async (c) => {
     const { collection, key, query } = docTarget(c, services);
-    const partition = partitionFor(collection, key, services.cluster.partitions);
-    const plan = await planRead(c, query, services, [partition]);
+    const partition = partitionFor(key, services.cluster.partitions);
+    const plan = await planRead(c, query, services, collection, [partition]);
     const result = await services.topology.onReplica(partition, (node) =>
-      node.client.get(collection, key, { waitFor: plan.waitFor, waitMs: plan.waitMs }),
+      node.client.get(collection, key, readWait(plan, [partition])),
     );
-    c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, result.applied, [partition])));
+    const served = servedToken(plan.token, collection, result.applied, [partition]);
+    c.header(TOKEN_HEADER, tokens.encode(served));
     if (result.doc === null) {
       const message = `no document ${key} in ${collection}`;
       return c.json({ error: { code: 'document_not_found', message, collection, key } }, 404);
@@ -97,8 +98,8 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const sent = requestToken(c, query, services);
     const body = await readBody(c, limits.bulkBytesMax, 'bulkBytesMax', 'bulk_too_large');
     const text = decodeUtf8(body, 'bulk body');
-    const records = parseBulk(text, c.req.header('content-type'), collection, limits, Date.now());
-    const { token } = await writeRecords(services, records, sent);
+    const records = parseBulk(text, c.req.header('content-type'), limits, Date.now());
+    const { token } = await writeRecords(services, collection, records, sent);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
     return c.json({ count: records.length, token: encoded });

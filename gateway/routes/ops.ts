@@ -5,7 +5,8 @@ import type { ScopeGuard } from '../auth.js';
 import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
-import { parseSettings, SETTINGS_COLLECTION } from '../settings.js';
+import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
+import { parseSettings, topicConfigsOf } from '../settings.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { docTarget } from './docs.js';
 
@@ -22,15 +23,14 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       'settings_too_large',
     );
     const settings = parseSettings(parseJson(decodeUtf8(body, 'settings'), 'settings'));
-    const value = Buffer.from(JSON.stringify(settings));
-    const timestampMs = Date.now();
-    const records = Array.from({ length: cluster.partitions }, () => ({
-      collection: SETTINGS_COLLECTION,
+    // The topic first: configs the log refuses leave the settings unwritten.
+    await log.ensureTopic(collection, topicConfigsOf(settings));
+    const record = {
       key: collection,
-      value,
-      timestampMs,
-    }));
-    const { token } = await writeRecords(services, records, sent, (_record, index) => index);
+      value: Buffer.from(JSON.stringify(settings)),
+      timestampMs: Date.now(),
+    };
+    const { token } = await writeRecords(services, SETTINGS_TOPIC, [record], sent, () => 0);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
     return c.json({ collection, settings, token: encoded });
@@ -40,24 +40,35 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
 
   app.get('/v1/status', guard('read'), async (c) => {
     const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
+    const ordered = [...offsets].sort(
+      (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
+    );
     return c.json({
       clusterId: cluster.clusterId,
-      partitions: offsets.map(({ partition, logStartOffset, endOffset }) => ({
+      partitions: ordered.map(({ topic, partition, logStartOffset, endOffset }) => ({
+        topic,
         partition,
         logStartOffset,
         endOffset,
         replicas: topology.nodes
-          .filter((node) => node.hosted.has(partition))
-          .map((node) => {
-            const p = node.status?.partitions.find((s) => s.partition === partition);
-            return {
-              node: node.index,
-              up: topology.isUp(node),
-              applied: p?.applied ?? null,
-              lag: p === undefined ? null : Math.max(0, endOffset - p.applied),
-              state: p?.state ?? null,
-            };
-          }),
+          .map((node) => ({
+            node,
+            status: node.status?.partitions.find(
+              (s) => s.topic === topic && s.partition === partition,
+            ),
+          }))
+          // A collection's partition is on the nodes hosting its number, tailing it yet or not;
+          // an internal topic's on the nodes that tail it.
+          .filter(({ node, status }) =>
+            isCollectionTopic(topic) ? node.hosted.has(partition) : status !== undefined,
+          )
+          .map(({ node, status }) => ({
+            node: node.index,
+            up: topology.isUp(node),
+            applied: status?.applied ?? null,
+            lag: status === undefined ? null : Math.max(0, endOffset - status.applied),
+            state: status?.state ?? null,
+          })),
       })),
       serveNodes: topology.nodes.map((node) => ({
         node: node.index,

@@ -4,7 +4,7 @@ import { badRequest } from '../../shared/errors.js';
 import { jsonText } from '../../shared/http-server.js';
 import type { SearchResult } from '../../shared/serve-api.js';
 import type { ScopeGuard } from '../auth.js';
-import { planRead, servedToken, TOKEN_HEADER, waitForPartitions } from '../consistency.js';
+import { planRead, readWait, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { decodeCursor, encodeCursor, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
 import type { GatewayServices } from '../services.js';
@@ -36,7 +36,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       end: bounded(query, 'end'),
       after: cursor ? decodeCursor(cursor, limits.keyBytesMax) : undefined,
     };
-    const plan = await planRead(c, query, services, all);
+    const plan = await planRead(c, query, services, collection, all);
     const pages = await topology.fanOut(all, (node, assigned) =>
       node.client.scan(collection, {
         ...range,
@@ -44,12 +44,12 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
         // Only the partitions this node was assigned: a replica that also hosts others would
         // otherwise scan them too and bound the page by keys the merge throws away.
         partitions: assigned,
-        waitFor: waitForPartitions(plan.waitFor, assigned),
-        waitMs: plan.waitMs,
+        ...readWait(plan, assigned),
       }),
     );
     const merged = mergeScanPages(pages, limit);
-    c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, merged.applied, all)));
+    const served = servedToken(plan.token, collection, merged.applied, all);
+    c.header(TOKEN_HEADER, tokens.encode(served));
     const items = merged.items.map(
       ({ key, json, offset }) =>
         `{"key":${JSON.stringify(key)},"value":${json},"offset":${offset}}`,
@@ -67,7 +67,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     const limit = intParam(query, 'limit', 1, limits.searchLimitMax, limits.searchLimitDefault);
     const offset = intParam(query, 'offset', 0, limits.searchOffsetMax, 0);
     const highlight = query.get('highlight') === 'true';
-    const plan = await planRead(c, query, services, all);
+    const plan = await planRead(c, query, services, collection, all);
     const depth = offset + limit;
     const pageMax = services.config.serveSearchPageMax;
     // A node answers at most pageMax hits a call, so its top `depth` hits come in pages. Pages
@@ -84,8 +84,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
           highlight,
           // Its assigned partitions only, so `total` counts no partition twice across replicas.
           partitions: assigned,
-          waitFor: waitForPartitions(plan.waitFor, assigned),
-          waitMs: plan.waitMs,
+          ...readWait(plan, assigned),
         });
         for (const hit of page.hits) {
           if (!keys.has(hit.key)) top.hits.push(hit);
@@ -101,7 +100,8 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       return top;
     });
     const merged = mergeSearchHits(pages, offset, limit);
-    c.header(TOKEN_HEADER, tokens.encode(servedToken(plan.token, merged.applied, all)));
+    const served = servedToken(plan.token, collection, merged.applied, all);
+    c.header(TOKEN_HEADER, tokens.encode(served));
     const hits = merged.hits.map(({ key, score, json, highlights }) => {
       const marked = highlights ? `,"highlights":${JSON.stringify(highlights)}` : '';
       return `{"key":${JSON.stringify(key)},"score":${JSON.stringify(score)},"value":${json}${marked}}`;

@@ -16,6 +16,8 @@ import {
 } from '../harness/index.js';
 
 const PARTITIONS = 4;
+/** The collection the clients write, and so the log topic its records are in. */
+const COLLECTION = 'sd';
 const CLIENTS = 48;
 const ACKS_BEFORE_STOP = 4 * CLIENTS;
 const LOAD_MS_MAX = 20_000;
@@ -36,7 +38,7 @@ async function start(role: string, args: string[], waitReady = true) {
 /** One PUT on a keep-alive socket: its status, or the error that ended it. */
 function put(agent: http.Agent, url: string, key: string): Promise<number | string> {
   return new Promise((resolve) => {
-    const request = http.request(`${url}/v1/collections/sd/docs/${key}`, {
+    const request = http.request(`${url}/v1/collections/${COLLECTION}/docs/${key}`, {
       method: 'PUT',
       agent,
       headers: { 'content-type': 'application/json' },
@@ -96,7 +98,7 @@ describe('gateway under SIGTERM', () => {
     const logClient = new HttpLogClient(log.url);
     const stored = new Set<string>();
     for (let partition = 0; partition < PARTITIONS; partition++) {
-      const { batches } = await readPartition(logClient, partition);
+      const { batches } = await readPartition(logClient, COLLECTION, partition);
       for (const record of recordsOf(batches)) stored.add(record.key);
     }
     const acknowledged = [...answered].filter(([, outcome]) => outcome === 200).map(([k]) => k);

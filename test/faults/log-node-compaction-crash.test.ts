@@ -1,5 +1,5 @@
-// Proves the compaction swap is crash-safe: a real log-node killed -9 at random moments of a
-// cleaner pass (some right as a compacted copy appears) restarts with every key's latest record
+// Proves the compaction swap is crash-safe: a real log-node holding two collection topics, killed
+// -9 at random moments of a cleaner pass (some right as a compacted copy appears) restarts with every key's latest record
 // intact, every record left at its original offset unchanged, and no `.cleaned` file left over.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -7,6 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { LogRecord } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import {
+  partitionDirOf,
   type Random,
   readPartition,
   recordsOf,
@@ -21,12 +22,17 @@ import {
 } from '../harness/index.js';
 
 const PARTITIONS = 2;
-/** Batches written before each kill: the first round builds the log, later ones re-dirty it. */
-const BATCHES_PER_ROUND = [160, 60, 60];
+/** Collection topics written together, with the same keys. */
+const TOPICS = ['users', 'orders'];
+/**
+ * Batches written (over every topic) before each kill: the first round builds the log, later ones
+ * re-dirty it.
+ */
+const BATCHES_PER_ROUND = [320, 120, 120];
 const IN_FLIGHT = 8;
 
-type History = Map<number, LogRecord>[];
-const keyOf = (r: { collection: string; key: string }) => `${r.collection}/${r.key}`;
+/** Per topic, per partition, the record at each offset. */
+type History = Map<string, Map<number, LogRecord>[]>;
 const hex = (value: Uint8Array | null) =>
   value === null ? null : Buffer.from(value).toString('hex');
 
@@ -42,9 +48,9 @@ afterEach(async () => {
 async function write(url: string, random: Random, history: History, round: number): Promise<void> {
   const client = new HttpLogClient(url);
   const planned = Array.from({ length: BATCHES_PER_ROUND[round] }, (_, n) => ({
+    topic: random.pick(TOPICS),
     partition: random.int(0, PARTITIONS - 1),
     records: Array.from({ length: random.int(1, 5) }, (_, i) => ({
-      collection: random.pick(['users', 'orders']),
       key: `k${random.int(0, 15)}`,
       value:
         random.next() < 0.2
@@ -53,24 +59,51 @@ async function write(url: string, random: Random, history: History, round: numbe
       timestampMs: Date.now(),
     })),
   }));
-  await appendPlanned(client, planned, IN_FLIGHT, history);
+  await Promise.all(
+    TOPICS.map((topic) =>
+      appendPlanned(
+        client,
+        topic,
+        planned.filter((batch) => batch.topic === topic),
+        IN_FLIGHT,
+        history.get(topic)!,
+      ),
+    ),
+  );
 }
 
 function leftovers(dataDir: string): string[] {
-  return Array.from({ length: PARTITIONS }, (_, p) =>
-    fs
-      .readdirSync(path.join(dataDir, 'partitions', String(p)))
-      .filter((n) => n.endsWith('.cleaned')),
-  ).flat();
+  return TOPICS.flatMap((topic) =>
+    Array.from({ length: PARTITIONS }, (_, p) =>
+      fs
+        .readdirSync(partitionDirOf(dataDir, topic, p))
+        .filter((n) => n.endsWith('.cleaned'))
+        .map((n) => path.join(topic, String(p), n)),
+    ).flat(),
+  );
 }
 
 async function verify(url: string, history: History, context: string): Promise<number> {
   const client = new HttpLogClient(url);
   let left = 0;
+  for (const [topic, partitions] of history) {
+    left += await verifyTopic(client, topic, partitions, context);
+  }
+  return left;
+}
+
+async function verifyTopic(
+  client: HttpLogClient,
+  topic: string,
+  history: Map<number, LogRecord>[],
+  context: string,
+): Promise<number> {
+  let left = 0;
   for (let p = 0; p < PARTITIONS; p++) {
+    const at = `${context}: topic ${topic} partition ${p}`;
     const full = [...history[p].entries()].sort(([a], [b]) => a - b);
-    const { batches, endOffset } = await readPartition(client, p);
-    expect(endOffset, `${context}: partition ${p} end offset`).toBe(full.length);
+    const { batches, endOffset } = await readPartition(client, topic, p);
+    expect(endOffset, `${at} end offset`).toBe(full.length);
     const records = recordsOf(batches);
     left += records.length;
     const present = new Set<number>();
@@ -79,18 +112,16 @@ async function verify(url: string, history: History, context: string): Promise<n
       expect(r.offset, `${context}: offsets increase`).toBeGreaterThan(previous);
       previous = r.offset;
       const original = history[p].get(r.offset)!;
-      expect([keyOf(r), hex(r.value)], `${context}: partition ${p} offset ${r.offset}`).toEqual([
-        keyOf(original),
+      expect([r.key, hex(r.value)], `${at} offset ${r.offset}`).toEqual([
+        original.key,
         hex(original.value),
       ]);
       present.add(r.offset);
     }
     const latest = new Map<string, number>();
-    for (const [offset, r] of full) latest.set(keyOf(r), offset);
+    for (const [offset, r] of full) latest.set(r.key, offset);
     for (const [key, offset] of latest) {
-      expect(present.has(offset), `${context}: partition ${p} latest ${key} at ${offset}`).toBe(
-        true,
-      );
+      expect(present.has(offset), `${at} latest ${key} at ${offset}`).toBe(true);
     }
   }
   return left;
@@ -109,7 +140,9 @@ describe('log-node compaction under kill -9', () => {
       // loses nothing here and makes the setup fast; the compaction swap fsyncs regardless.
       ...['--fsync', 'interval'],
     ];
-    const history: History = Array.from({ length: PARTITIONS }, () => new Map());
+    const history: History = new Map(
+      TOPICS.map((topic) => [topic, Array.from({ length: PARTITIONS }, () => new Map())]),
+    );
     node = await spawnNode('log-node', args);
     for (let kill = 0; kill < BATCHES_PER_ROUND.length; kill++) {
       let started = Date.now();

@@ -1,13 +1,14 @@
 // Proves invariant 1 and 2 under kill -9: every acknowledged append reads back after a restart
-// with exactly the bytes sent, offsets stay dense from 0, every batch on disk is whole and valid
-// and was sent exactly once, and an idempotent producer's retry after the crash is not doubled.
+// with exactly the bytes sent, offsets stay dense from 0 in every topic-partition, every batch on
+// disk is whole and valid and was sent exactly once, and an idempotent producer's retry after the
+// crash is not doubled (one producer id per writer, its sequences per topic-partition).
 import { createHash } from 'node:crypto';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import {
   lastOffsetOf,
+  partitionDirOf,
   producerBytes,
   readPartition,
   readSegmentFiles,
@@ -21,19 +22,24 @@ import {
 } from '../harness/index.js';
 
 const PARTITIONS = 4;
+/** Collection topics the writers spread their batches over. */
+const TOPICS = ['c0', 'c1', 'c2', 'c3'];
 const WRITERS = 8;
 const KILLS = 3;
 const RECORD_COUNTS = [1, 1, 3, 20, 150] as const;
 
 interface Ack {
+  topic: string;
   partition: number;
   baseOffset: number;
   lastOffset: number;
   sent: Buffer;
 }
 
+/** A writer's idempotent producer in one topic-partition: sequences count its records there. */
 interface Producer {
-  id: Buffer;
+  producerId: number;
+  producerEpoch: number;
   nextSequence: number;
   /** A batch whose append failed with the crash: it may or may not be in the log. */
   pending: Buffer | null;
@@ -65,9 +71,16 @@ describe('log-node under kill -9', () => {
     const producers = new Map<string, Producer>();
     let unacknowledged = 0;
 
+    /** Each writer's producer id, handed out once and kept across the kills. */
+    const producerIds: { producerId: number; producerEpoch: number }[] = [];
     for (let round = 0; round < KILLS; round++) {
       node = await spawnNode('log-node', args);
       const client = new HttpLogClient(node.url);
+      if (round === 0) {
+        for (const topic of TOPICS) await client.ensureTopic(topic);
+        for (let w = 0; w < WRITERS; w++) producerIds.push(await client.initProducerId());
+        expect(new Set(producerIds.map((p) => p.producerId)).size).toBe(WRITERS);
+      }
       if (round > 0) await verify(client, acks, sent, node);
       // A random moment measured in acknowledgements, so a slow machine still kills mid-write.
       const killAfterAcks = acks.length + random.int(10, 120);
@@ -76,12 +89,13 @@ describe('log-node under kill -9', () => {
       const writer = async (w: number) => {
         const writerRandom = seededRandom(seed + round * 100 + w);
         for (let n = 0; !stop; n++) {
+          const topic = writerRandom.pick(TOPICS);
           const partition = writerRandom.int(0, PARTITIONS - 1);
-          const producerKey = `${w}/${partition}`;
+          const producerKey = `${w}/${topic}/${partition}`;
           const idempotent = writerRandom.next() < 0.5;
           let producer = producers.get(producerKey);
           if (idempotent && producer === undefined) {
-            producer = { id: writerRandom.bytes(16), nextSequence: 0, pending: null };
+            producer = { ...producerIds[w], nextSequence: 0, pending: null };
             producers.set(producerKey, producer);
           }
           const batch =
@@ -91,8 +105,9 @@ describe('log-node under kill -9', () => {
           sent.add(digest(batch));
           if (idempotent) producer!.pending = batch;
           try {
-            const ack = await client.append(partition, batch);
+            const ack = await client.append(topic, partition, batch);
             acks.push({
+              topic,
               partition,
               baseOffset: ack.baseOffset,
               lastOffset: ack.lastOffset,
@@ -123,12 +138,14 @@ describe('log-node under kill -9', () => {
     await node.stop();
     node = null;
     // Straight from the files: every byte of every segment is a whole, valid batch.
-    for (let p = 0; p < PARTITIONS; p++) {
-      const segments = readSegmentFiles(path.join(dir.path, 'partitions', String(p)));
-      let expected = 0;
-      for (const batch of segments.flatMap((segment) => segment.batches)) {
-        expect(batch.header.baseOffset).toBe(expected);
-        expected = lastOffsetOf(batch.header) + 1;
+    for (const topic of TOPICS) {
+      for (let p = 0; p < PARTITIONS; p++) {
+        const segments = readSegmentFiles(partitionDirOf(dir.path, topic, p));
+        let expected = 0;
+        for (const batch of segments.flatMap((segment) => segment.batches)) {
+          expect(batch.header.baseOffset, `${topic}:${p}`).toBe(expected);
+          expected = lastOffsetOf(batch.header) + 1;
+        }
       }
     }
     console.info(`${acks.length} acknowledged appends, ${unacknowledged} cut by kills`);
@@ -143,7 +160,6 @@ function makeBatch(
 ): Buffer {
   const count = random.pick(RECORD_COUNTS);
   const records: LogRecord[] = Array.from({ length: count }, (_, i) => ({
-    collection: `c${random.int(0, 3)}`,
     key: `${tag}-${i}`,
     value:
       random.next() < 0.1
@@ -152,7 +168,13 @@ function makeBatch(
     timestampMs: Date.now(),
   }));
   if (producer === null) return encodeBatch(records);
-  return encodeBatch(records, { producerId: producer.id, baseSequence: producer.nextSequence++ });
+  const baseSequence = producer.nextSequence;
+  producer.nextSequence += records.length;
+  return encodeBatch(records, {
+    producerId: producer.producerId,
+    producerEpoch: producer.producerEpoch,
+    baseSequence,
+  });
 }
 
 async function verify(
@@ -161,41 +183,53 @@ async function verify(
   sent: ReadonlySet<string>,
   node: SpawnedNode,
 ): Promise<void> {
-  for (let p = 0; p < PARTITIONS; p++) {
-    const { batches, logStartOffset, endOffset } = await readPartition(client, p);
-    expect(logStartOffset).toBe(0);
-    const byBase = new Map<number, Buffer>();
-    const seen = new Set<string>();
-    let expected = 0;
-    for (const { header, bytes } of batches) {
-      expect(header.baseOffset, `partition ${p}: offsets dense`).toBe(expected);
-      expected = lastOffsetOf(header) + 1;
-      const key = digest(bytes);
-      expect(
-        sent.has(key),
-        `partition ${p} offset ${header.baseOffset}: a batch that was sent`,
-      ).toBe(true);
-      expect(seen.has(key), `partition ${p} offset ${header.baseOffset}: stored once`).toBe(false);
-      seen.add(key);
-      byBase.set(header.baseOffset, bytes);
+  for (const topic of TOPICS) {
+    for (let p = 0; p < PARTITIONS; p++) {
+      await verifyPartition(client, topic, p, acks, sent, node);
     }
-    expect(endOffset, `partition ${p}: end offset after the last batch`).toBe(expected);
-    for (const ack of acks.filter((a) => a.partition === p)) {
-      const stored = byBase.get(ack.baseOffset);
-      expect(
-        stored,
-        `partition ${p}: acknowledged offset ${ack.baseOffset} present\n${node.output()}`,
-      ).toBeDefined();
-      expect(
-        lastOffsetOf({
-          baseOffset: ack.baseOffset,
-          lastOffsetDelta: stored!.readInt32BE(23),
-        } as never),
-      ).toBe(ack.lastOffset);
-      expect(
-        producerBytes(stored!).equals(producerBytes(ack.sent)),
-        `partition ${p} offset ${ack.baseOffset}: bytes as sent`,
-      ).toBe(true);
-    }
+  }
+}
+
+async function verifyPartition(
+  client: HttpLogClient,
+  topic: string,
+  p: number,
+  acks: readonly Ack[],
+  sent: ReadonlySet<string>,
+  node: SpawnedNode,
+): Promise<void> {
+  const { batches, logStartOffset, endOffset } = await readPartition(client, topic, p);
+  expect(logStartOffset).toBe(0);
+  const byBase = new Map<number, Buffer>();
+  const seen = new Set<string>();
+  let expected = 0;
+  for (const { header, bytes } of batches) {
+    expect(header.baseOffset, `${topic}:${p}: offsets dense`).toBe(expected);
+    expected = lastOffsetOf(header) + 1;
+    const key = digest(bytes);
+    expect(sent.has(key), `${topic}:${p} offset ${header.baseOffset}: a batch that was sent`).toBe(
+      true,
+    );
+    expect(seen.has(key), `${topic}:${p} offset ${header.baseOffset}: stored once`).toBe(false);
+    seen.add(key);
+    byBase.set(header.baseOffset, bytes);
+  }
+  expect(endOffset, `${topic}:${p}: end offset after the last batch`).toBe(expected);
+  for (const ack of acks.filter((a) => a.topic === topic && a.partition === p)) {
+    const stored = byBase.get(ack.baseOffset);
+    expect(
+      stored,
+      `${topic}:${p}: acknowledged offset ${ack.baseOffset} present\n${node.output()}`,
+    ).toBeDefined();
+    expect(
+      lastOffsetOf({
+        baseOffset: ack.baseOffset,
+        lastOffsetDelta: stored!.readInt32BE(23),
+      } as never),
+    ).toBe(ack.lastOffset);
+    expect(
+      producerBytes(stored!).equals(producerBytes(ack.sent)),
+      `${topic}:${p} offset ${ack.baseOffset}: bytes as sent`,
+    ).toBe(true);
   }
 }

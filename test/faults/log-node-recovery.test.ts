@@ -8,9 +8,11 @@ import { encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { TailbaseError } from '../../shared/errors.js';
-import { startLogNode } from '../../log-node/index.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { type RunningLogNode, startLogNode } from '../../log-node/index.js';
 import {
   lastOffsetOf,
+  partitionDirOf,
   producerBytes,
   readPartition,
   readSegmentFiles,
@@ -25,13 +27,14 @@ import {
 const logger = createLogger('test', 'silent');
 const seed = testSeed('log-node recovery');
 const random = seededRandom(seed);
-const ACTIVE = `partitions/0/${'0'.padStart(20, '0')}.log`;
+const TOPIC = 'docs';
+/** Partition 0's active segment, relative to the data directory. */
+const ACTIVE = path.join(partitionDirOf('', TOPIC, 0), `${'0'.padStart(20, '0')}.log`);
 
 function batchOf(random: Random, tag: string): Buffer {
   const count = random.int(1, 12);
   return encodeBatch(
     Array.from({ length: count }, (_, i) => ({
-      collection: 'docs',
       key: `${tag}-${i}`,
       value: Buffer.from(JSON.stringify({ tag, i, pad: 'y'.repeat(random.int(0, 120)) })),
       timestampMs: 1_700_000_000_000 + i,
@@ -41,7 +44,25 @@ function batchOf(random: Random, tag: string): Buffer {
 
 async function appendAll(url: string, partition: number, count: number, tag: string) {
   const client = new HttpLogClient(url);
-  for (let n = 0; n < count; n++) await client.append(partition, batchOf(random, `${tag}${n}`));
+  for (let n = 0; n < count; n++) {
+    await client.append(TOPIC, partition, batchOf(random, `${tag}${n}`));
+  }
+}
+
+/** TOPIC's partition in the node's status. */
+function statusOf(running: RunningLogNode, partition: number) {
+  const status = running.node
+    .status()
+    .partitions.find((p) => p.topic === TOPIC && p.partition === partition);
+  expect(status, `${TOPIC}:${partition} in the status`).toBeDefined();
+  return status!;
+}
+
+/** TOPIC's partition 0 offsets. */
+async function offsetsOf(client: LogClient) {
+  const offsets = (await client.offsets()).find((p) => p.topic === TOPIC && p.partition === 0);
+  expect(offsets, `${TOPIC}:0 in the offsets`).toBeDefined();
+  return offsets!;
 }
 
 async function expectError(promise: Promise<unknown>, status: number, code: string) {
@@ -87,7 +108,7 @@ function copyOfPristine(prefix: string): TempDir {
 describe('torn tail', () => {
   it('keeps exactly the whole batches before a random cut plus junk, then appends after them', async () => {
     const original = fs.readFileSync(path.join(pristine.path, ACTIVE));
-    const [segment] = readSegmentFiles(path.join(pristine.path, 'partitions/0'));
+    const [segment] = readSegmentFiles(partitionDirOf(pristine.path, TOPIC, 0));
     const ends = segment.batches.map((b) => ({
       endByte: 0,
       endOffset: lastOffsetOf(b.header) + 1,
@@ -114,21 +135,22 @@ describe('torn tail', () => {
         const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
         try {
           const client = new HttpLogClient(running.url);
-          const status = running.node.status().partitions[0];
+          const status = statusOf(running, 0);
           const context = `trial ${trial}: cut ${cut} of ${original.length}, junk ${junk.length}`;
           expect(status.error, context).toBeUndefined();
           expect(status.truncatedBytesOnLoad, context).toBe(cut + junk.length - keptBytes);
-          const read = await readPartition(client, 0);
+          const read = await readPartition(client, TOPIC, 0);
           expect(read.endOffset, context).toBe(endOffset);
           expect(
             read.batches.map((b) => b.bytes.toString('hex')),
             context,
           ).toEqual(kept.map((e) => e.bytes.toString('hex')));
-          const ack = await client.append(0, batchOf(random, `after${trial}`));
+          const ack = await client.append(TOPIC, 0, batchOf(random, `after${trial}`));
           expect(ack.baseOffset, context).toBe(endOffset);
           expect(fs.statSync(path.join(dir.path, ACTIVE)).size).toBe(
             keptBytes +
-              (await readPartition(client, 0, { fromOffset: endOffset })).batches[0].bytes.length,
+              (await readPartition(client, TOPIC, 0, { fromOffset: endOffset })).batches[0].bytes
+                .length,
           );
         } finally {
           await running.stop();
@@ -144,16 +166,16 @@ describe('torn tail', () => {
     try {
       const file = path.join(dir.path, ACTIVE);
       const original = fs.readFileSync(file);
-      const [segment] = readSegmentFiles(path.join(dir.path, 'partitions/0'));
+      const [segment] = readSegmentFiles(partitionDirOf(dir.path, TOPIC, 0));
       const lastWhole = segment.batches.at(-2)!;
       const cut = original.length - Math.ceil(segment.batches.at(-1)!.bytes.length / 2);
       fs.writeFileSync(file, Buffer.concat([original.subarray(0, cut), random.bytes(50)]));
       const node = await spawnNode('log-node', ['--data', dir.path, '--port', '0']);
       try {
         const client = new HttpLogClient(node.url);
-        const [offsets] = await client.offsets();
+        const offsets = await offsetsOf(client);
         expect(offsets.endOffset).toBe(lastOffsetOf(lastWhole.header) + 1);
-        const ack = await client.append(0, batchOf(random, 'after-real'));
+        const ack = await client.append(TOPIC, 0, batchOf(random, 'after-real'));
         expect(ack.baseOffset).toBe(offsets.endOffset);
       } finally {
         await node.stop();
@@ -168,7 +190,7 @@ describe('torn tail', () => {
 function corruptEarlyBatch(dataDir: string, regionBytes: [number, number | 'end']): string {
   const file = path.join(dataDir, ACTIVE);
   const bytes = fs.readFileSync(file);
-  const [segment] = readSegmentFiles(path.join(dataDir, 'partitions/0'));
+  const [segment] = readSegmentFiles(partitionDirOf(dataDir, TOPIC, 0));
   const victim = random.int(0, 5);
   const start = segment.batches.slice(0, victim).reduce((sum, b) => sum + b.bytes.length, 0);
   const size = segment.batches[victim].bytes.length;
@@ -196,9 +218,13 @@ describe('corruption before the tail', () => {
         const context = corruptEarlyBatch(dir.path, region);
         const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
         try {
-          const [p0, p1] = running.node.status().partitions;
-          expect(p0.error, context).toMatch(/corrupt|base offset/);
-          expect(p1.error, context).toBeUndefined();
+          const failed = running.node.status().partitions.filter((p) => p.error !== undefined);
+          expect(
+            failed.map(({ topic, partition }) => ({ topic, partition })),
+            context,
+          ).toEqual([{ topic: TOPIC, partition: 0 }]);
+          expect(statusOf(running, 0).error, context).toMatch(/corrupt|base offset/);
+          expect(statusOf(running, 1).error, context).toBeUndefined();
         } finally {
           await running.stop();
         }
@@ -219,23 +245,28 @@ describe('corruption before the tail', () => {
         const client = new HttpLogClient(node.url);
         const ready = await fetch(`${node.url}/readyz`);
         expect(ready.status, context).toBe(503);
-        expect(await ready.json()).toMatchObject({ failedPartitions: [0] });
-        await expectError(client.read(0, 0), 503, 'partition_failed');
+        expect(await ready.json()).toMatchObject({
+          failedPartitions: [{ topic: TOPIC, partition: 0 }],
+        });
+        await expectError(client.read(TOPIC, 0, 0), 503, 'partition_failed');
         const failed = await expectError(
-          client.append(0, batchOf(random, 'x')),
+          client.append(TOPIC, 0, batchOf(random, 'x')),
           503,
           'partition_failed',
         );
         // The cause is for operators (status, log), not for an answer that may reach a client.
         expect(failed.message).not.toMatch(/corrupt|\.log|\//);
         const status = (await (await fetch(`${node.url}/internal/status`)).json()) as {
-          partitions: { partition: number; error?: string }[];
+          partitions: { topic: string; partition: number; error?: string }[];
         };
-        expect(status.partitions[0].error, context).toMatch(/corrupt|base offset/);
-        expect(status.partitions[1].error).toBeUndefined();
-        const before = await readPartition(client, 1);
+        const partitionStatus = (partition: number) =>
+          status.partitions.find((p) => p.topic === TOPIC && p.partition === partition)!;
+        expect(partitionStatus(0).error, context).toMatch(/corrupt|base offset/);
+        expect(partitionStatus(1)).toBeDefined();
+        expect(partitionStatus(1).error).toBeUndefined();
+        const before = await readPartition(client, TOPIC, 1);
         expect(before.batches.length).toBe(5);
-        const ack = await client.append(1, batchOf(random, 'p1-after'));
+        const ack = await client.append(TOPIC, 1, batchOf(random, 'p1-after'));
         expect(ack.baseOffset).toBe(before.endOffset);
       } finally {
         await node.stop();
@@ -264,10 +295,10 @@ describe('offset index', () => {
       for (let n = 0; n < 40; n++) {
         const batch = batchOf(random, `i${n}`);
         sent.push(batch);
-        await new HttpLogClient(running.url).append(0, batch);
+        await new HttpLogClient(running.url).append(TOPIC, 0, batch);
       }
       await running.stop();
-      const partitionDir = path.join(dir.path, 'partitions/0');
+      const partitionDir = partitionDirOf(dir.path, TOPIC, 0);
       const indexes = fs
         .readdirSync(partitionDir)
         .filter((name) => name.endsWith('.index'))
@@ -287,10 +318,10 @@ describe('offset index', () => {
       running = await startLogNode(options);
       try {
         const client = new HttpLogClient(running.url);
-        const { endOffset } = (await client.offsets())[0];
+        const { endOffset } = await offsetsOf(client);
         // A one-byte read answers the single batch holding the offset: every offset finds its own.
         for (let offset = 0; offset < endOffset; offset++) {
-          const page = await client.read(0, offset, { maxBytes: 1 });
+          const page = await client.read(TOPIC, 0, offset, { maxBytes: 1 });
           const batches = [...iterateBatches(page.batches)];
           expect(batches.length, `offset ${offset}`).toBe(1);
           expect(batches[0].header.baseOffset, `offset ${offset}`).toBeLessThanOrEqual(offset);
@@ -298,7 +329,7 @@ describe('offset index', () => {
             offset,
           );
         }
-        const all = await readPartition(client, 0);
+        const all = await readPartition(client, TOPIC, 0);
         expect(all.batches.map((b) => producerBytes(b.bytes).toString('hex'))).toEqual(
           sent.map((b) => producerBytes(b).toString('hex')),
         );

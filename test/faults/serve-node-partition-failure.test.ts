@@ -5,22 +5,25 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import { logAndServeNodes, sleep } from '../harness/index.js';
+import { logAndServeNodes, partitionDirOf, sleep } from '../harness/index.js';
 
 const nodes = logAndServeNodes('partition-failure');
 
 const doc = (key: string) =>
-  encodeBatch([{ collection: 'c', key, value: Buffer.from(`{"text":"${key}"}`), timestampMs: 1 }]);
+  encodeBatch([{ key, value: Buffer.from(`{"text":"${key}"}`), timestampMs: 1 }]);
 
 describe('a failed partition on the log-node', () => {
   it('leaves the other partitions of the same fetcher applying', async () => {
     let log = await nodes.startLog({ partitions: 2 });
-    for (const key of ['a', 'b', 'c']) await log.append(0, doc(`p0-${key}`));
-    await log.append(1, doc('p1-a'));
+    for (const key of ['a', 'b', 'c']) await log.append('c', 0, doc(`p0-${key}`));
+    await log.append('c', 1, doc('p1-a'));
     await nodes.logNode!.stop();
 
     // A flipped bit in the first batch's CRC-covered bytes, with batches after it: not a torn tail.
-    const segment = path.join(nodes.logDir.path, 'partitions/0', `${'0'.padStart(20, '0')}.log`);
+    const segment = path.join(
+      partitionDirOf(nodes.logDir.path, 'c', 0),
+      `${'0'.padStart(20, '0')}.log`,
+    );
     const bytes = fs.readFileSync(segment);
     bytes[40] ^= 0x04;
     fs.writeFileSync(segment, bytes);
@@ -30,19 +33,21 @@ describe('a failed partition on the log-node', () => {
     expect((await serve.get('c', 'p1-a', { waitFor: { 1: 0 }, waitMs: 10_000 })).doc?.key).toBe(
       'p1-a',
     );
-    const later = await log.append(1, doc('p1-b'));
+    const later = await log.append('c', 1, doc('p1-b'));
     const got = await serve.get('c', 'p1-b', { waitFor: { 1: later.lastOffset }, waitMs: 10_000 });
     expect(got.doc?.key).toBe('p1-b');
 
-    let status = await serve.status();
-    for (let i = 0; i < 100 && status.partitions[0].error === undefined; i++) {
+    const ofC = async () => (await serve.status()).partitions.filter((p) => p.topic === 'c');
+    let partitions = await ofC();
+    for (let i = 0; i < 100 && partitions[0].error === undefined; i++) {
       await sleep(20);
-      status = await serve.status();
+      partitions = await ofC();
     }
-    expect(status.partitions[0]).toMatchObject({ partition: 0, applied: 0 });
-    expect(status.partitions[0].error).toMatch(/partition 0 stopped/);
-    expect(status.partitions[1]).toMatchObject({ partition: 1, applied: 2, state: 'tailing' });
-    expect(status.partitions[1].error).toBeUndefined();
+    expect(partitions[0]).toMatchObject({ partition: 0, applied: 0 });
+    expect(partitions[0].error).toMatch(/partition 0 of topic c stopped/);
+    expect(partitions[1]).toMatchObject({ partition: 1, applied: 2, state: 'tailing' });
+    expect(partitions[1].error).toBeUndefined();
+    const status = await serve.status();
     expect(status.ready).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 /**
- * Reading a log back for checks: every batch of a partition through the HTTP API, or every batch
- * of a partition directory straight from its segment files, each one verified by checkBatch.
+ * Reading a log back for checks: every batch of a topic-partition through the log contract, or
+ * every batch of a partition directory straight from its segment files, each one verified by
+ * checkBatch.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -27,20 +28,28 @@ export function producerBytes(batch: Uint8Array): Buffer {
 
 export const lastOffsetOf = (header: BatchHeader) => header.baseOffset + header.lastOffsetDelta;
 
-/** Every batch of a partition from `fromOffset` to its end offset, read in pages of maxBytes. */
+/** A topic-partition's directory under a log-node's data directory (log-node/FORMAT.md). */
+export function partitionDirOf(dataDir: string, topic: string, partition: number): string {
+  return path.join(dataDir, 'topics', topic, String(partition));
+}
+
+/** Every batch of a topic-partition from `fromOffset` to its end offset, in pages of maxBytes. */
 export async function readPartition(
   client: LogClient,
+  topic: string,
   partition: number,
   options: { fromOffset?: number; maxBytes?: number; readsMax?: number } = {},
 ): Promise<{ batches: ReadBatch[]; logStartOffset: number; endOffset: number }> {
   const batches: ReadBatch[] = [];
   let offset = options.fromOffset ?? 0;
-  const first = await client.read(partition, offset, { maxBytes: options.maxBytes });
+  const first = await client.read(topic, partition, offset, { maxBytes: options.maxBytes });
   const { logStartOffset, endOffset } = first;
   for (let reads = 0; offset < endOffset; reads++) {
     if (reads >= (options.readsMax ?? 100_000)) throw new Error('readPartition: too many reads');
     const page =
-      reads === 0 ? first : await client.read(partition, offset, { maxBytes: options.maxBytes });
+      reads === 0
+        ? first
+        : await client.read(topic, partition, offset, { maxBytes: options.maxBytes });
     if (page.batches.length === 0) throw new Error(`empty read at ${offset} before ${endOffset}`);
     for (const { header, bytes } of iterateBatches(page.batches)) {
       if (lastOffsetOf(header) < offset) continue;
@@ -80,11 +89,12 @@ export function readSegmentFiles(
 }
 
 /**
- * Appends planned batches, `inFlight` requests at a time (so group commits share fsyncs), and
- * records each record of `history[partition]` at the offset its ack gave it.
+ * Appends planned batches to one topic, `inFlight` requests at a time (so group commits share
+ * fsyncs), and records each record of `history[partition]` at the offset its ack gave it.
  */
 export async function appendPlanned(
   client: LogClient,
+  topic: string,
   planned: readonly { partition: number; records: LogRecord[] }[],
   inFlight: number,
   history: Map<number, LogRecord>[],
@@ -93,7 +103,7 @@ export async function appendPlanned(
   const sender = async () => {
     while (next < planned.length) {
       const { partition, records } = planned[next++];
-      const ack = await client.append(partition, encodeBatch(records));
+      const ack = await client.append(topic, partition, encodeBatch(records));
       records.forEach((record, i) => history[partition].set(ack.baseOffset + i, record));
     }
   };

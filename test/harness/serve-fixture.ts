@@ -11,9 +11,29 @@ import { encodeBatch } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
+import type { ServeClient } from '../../shared/serve-api.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { tempDir } from './temp-dir.js';
 
 const silent = createLogger('test', 'silent');
+
+/**
+ * Until the serve-node has applied the settings topic past `lastOffset`: no read waits on that
+ * topic (a read waits for its collection's offsets), so a test that changed settings asks status.
+ */
+export async function settingsApplied(
+  serve: ServeClient,
+  lastOffset: number,
+  waitMs = 20_000,
+): Promise<void> {
+  for (const deadline = Date.now() + waitMs; Date.now() < deadline;) {
+    const status = await serve.status();
+    const settings = status.partitions.find((p) => p.topic === SETTINGS_TOPIC);
+    if (settings !== undefined && settings.applied > lastOffset) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  throw new Error(`the settings topic was not applied past ${lastOffset} within ${waitMs} ms`);
+}
 
 /**
  * A log-node and a serve-node over temp directories, each started (silent, any free port) by
@@ -58,14 +78,13 @@ export function logAndServeNodes(name: string) {
      */
     async appendFourWords(log: HttpLogClient): Promise<Record<number, number>> {
       const docs = ['a', 'b', 'c', 'd'].map((key, i) => ({
-        collection: 'c',
         key,
         value: Buffer.from(JSON.stringify({ text: `word${i}` })),
         timestampMs: 1,
       }));
       return {
-        0: (await log.append(0, encodeBatch(docs.slice(0, 2)))).lastOffset,
-        1: (await log.append(1, encodeBatch(docs.slice(2)))).lastOffset,
+        0: (await log.append('c', 0, encodeBatch(docs.slice(0, 2)))).lastOffset,
+        1: (await log.append('c', 1, encodeBatch(docs.slice(2)))).lastOffset,
       };
     },
   };

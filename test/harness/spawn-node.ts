@@ -63,7 +63,13 @@ export async function spawnNode(
   if (!fs.existsSync(TAILBASE_BIN)) {
     throw new Error(`${TAILBASE_BIN} is missing: build first (npx tsc -p tsconfig.json)`);
   }
-  const child = spawn(process.execPath, [TAILBASE_BIN, role, ...args], {
+  // A log-node (alone or in `tailbase start`) listens for Kafka on 9092 unless told otherwise;
+  // tests run side by side, so each takes a free port of its own unless it names one.
+  const kafka =
+    (role === 'log-node' || role === 'start') && !args.includes('--kafka-port')
+      ? ['--kafka-port', '0']
+      : [];
+  const child = spawn(process.execPath, [TAILBASE_BIN, role, ...args, ...kafka], {
     env: { ...process.env, TAILBASE_LOG_LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,8 +3,13 @@
 // log-node, two serve-nodes each hosting half the partitions, a gateway on a loopback port),
 // embedded-e2e.test.ts over `tailbase start` as a user runs it. It proves writes, token reads
 // under concurrent sessions, bulk, scans across partitions with a cursor, merged search,
-// settings, the change feed and its exact resume, strong reads, status, health and metrics.
+// settings, the change feed and its exact resume, strong reads, status, health and metrics; that a
+// collection comes into being with its first write and is read at once, and that one collection's
+// token asks nothing of reads of another.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { partitionFor } from '../../shared/partitioner.js';
+import { collectionOffsets, TokenCodec } from '../../shared/token.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { call } from './gateway-harness.js';
 
 /** A running tailbase the suite drives through its public HTTP API alone. */
@@ -15,17 +20,19 @@ export interface ApiTarget {
   stop(): Promise<void>;
 }
 
-/** Each partition's log end offset, from the public status. */
-async function logEnds(url: string): Promise<Map<number, number>> {
+/** Each topic-partition's log end offset (`topic/partition` → end), from the public status. */
+async function logEnds(url: string): Promise<Map<string, number>> {
   const status = await call(url, 'GET', '/v1/status');
   expect(status.status).toBe(200);
   return new Map(
-    (status.body.partitions as { partition: number; endOffset: number }[]).map((p) => [
-      p.partition,
-      p.endOffset,
-    ]),
+    (status.body.partitions as { topic: string; partition: number; endOffset: number }[]).map(
+      (p) => [`${p.topic}/${p.partition}`, p.endOffset],
+    ),
   );
 }
+
+/** A collection name no other run of the suite has written to. */
+const freshCollection = (prefix: string) => `${prefix}-${Date.now().toString(36)}`;
 
 export function describeApi(name: string, start: () => Promise<ApiTarget>): void {
   let target: ApiTarget;
@@ -221,16 +228,19 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect(seen.sort()).toEqual(keys);
     });
 
-    it('appends settings to every partition', async () => {
+    it('writes settings as one record of the settings topic, read at its token', async () => {
       const before = await logEnds(url);
       const put = await call(url, 'PUT', '/v1/collections/papers/settings', {
         searchable: ['title'],
         tokenizer: 'porter unicode61 remove_diacritics 2',
       });
       expect(put.status).toBe(200);
-      // A settings change is a record in every partition: each log end moved past its offset.
-      for (const [partition, end] of await logEnds(url)) {
-        expect(end, `partition ${partition}`).toBeGreaterThan(before.get(partition) ?? 0);
+      // One record in the settings topic's one partition; no collection's log moved.
+      const after = await logEnds(url);
+      const settings = `${SETTINGS_TOPIC}/0`;
+      expect(after.get(settings)).toBe((before.get(settings) ?? 0) + 1);
+      for (const [topicPartition, end] of before) {
+        if (topicPartition !== settings) expect(after.get(topicPartition)).toBe(end);
       }
       const search = (q: string) =>
         call(url, 'GET', `/v1/collections/papers/search?q=${q}`, undefined, {
@@ -373,11 +383,108 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect(await logEnds(url)).toEqual(before);
     });
 
+    it('a brand-new collection reads its first write at the token, by key and by search', async () => {
+      const collection = freshCollection('newborn');
+      const put = await call(url, 'PUT', `/v1/collections/${collection}/docs/first`, {
+        body: 'hatchling words',
+      });
+      expect(put.status).toBe(200);
+      const headers = { 'tailbase-token': put.token! };
+      const get = await call(url, 'GET', `/v1/collections/${collection}/docs/first`, undefined, {
+        ...headers,
+      });
+      expect(get.body).toEqual({
+        key: 'first',
+        value: { body: 'hatchling words' },
+        offset: put.body.offset,
+      });
+      const search = await call(
+        url,
+        'GET',
+        `/v1/collections/${collection}/search?q=hatchling`,
+        undefined,
+        headers,
+      );
+      expect(search.status).toBe(200);
+      expect(search.body.hits.map((h: { key: string }) => h.key)).toEqual(['first']);
+      // Its bulk twin: a second new collection, written in bulk, scanned at the token.
+      const other = freshCollection('newbulk');
+      const bulk = await call(url, 'POST', `/v1/collections/${other}/docs`, [
+        { key: 'a', value: { n: 1 } },
+        { key: 'b', value: { n: 2 } },
+      ]);
+      expect(bulk.status).toBe(200);
+      const scan = await call(url, 'GET', `/v1/collections/${other}/docs?token=${bulk.token}`);
+      expect(scan.body.items.map((item: { key: string }) => item.key)).toEqual(['a', 'b']);
+    });
+
+    it("one collection's token does not make reads of another wait", async () => {
+      const status = await call(url, 'GET', '/v1/status');
+      const codec = new TokenCodec(status.body.clusterId, target.partitions);
+      // A token far ahead of a collection that exists, and one naming a collection never written.
+      await call(url, 'PUT', '/v1/collections/patient/docs/p', { v: 1 });
+      // Far ahead on the partition of key `p`, the one a read of it waits for.
+      const pPartition = partitionFor('p', target.partitions);
+      const ahead = codec.encode(collectionOffsets('patient', new Map([[pPartition, 1e12]])));
+      const absent = codec.encode(collectionOffsets('never-written', new Map([[0, 1e12]])));
+      const put = await call(url, 'PUT', '/v1/collections/bystander/docs/b', { v: 2 });
+      // The bystander's own write is waited for when its token is sent...
+      const get = await call(url, 'GET', '/v1/collections/bystander/docs/b', undefined, {
+        'tailbase-token': put.token!,
+      });
+      expect(get.body).toMatchObject({ value: { v: 2 }, offset: put.body.offset });
+      // ...and tokens that name only other collections ask nothing of it: a wait for offset 1e12
+      // could only end in a 504, so a 200 proves the read did not wait for it.
+      for (const token of [ahead, absent]) {
+        const read = await call(
+          url,
+          'GET',
+          `/v1/collections/bystander/docs/b?token=${token}&wait_ms=3000&consistency=token`,
+        );
+        expect(read.status).toBe(200);
+        const scan = await call(url, 'GET', `/v1/collections/bystander/docs?token=${token}`);
+        expect(scan.status).toBe(200);
+      }
+      // While the collection the token names waits for it, and says so.
+      const waited = await call(
+        url,
+        'GET',
+        `/v1/collections/patient/docs/p?token=${ahead}&wait_ms=200`,
+      );
+      expect(waited.status).toBe(504);
+    });
+
+    it('a feed of every collection takes in a collection created while it runs', async () => {
+      const collection = freshCollection('joiner');
+      const controller = new AbortController();
+      const response = await fetch(`${url}/v1/changes?from=now&limit=1`, {
+        signal: controller.signal,
+      });
+      expect(response.status).toBe(200);
+      const put = await call(url, 'PUT', `/v1/collections/${collection}/docs/j`, { v: 1 });
+      expect(put.status).toBe(200);
+      const line = JSON.parse((await response.text()).trim());
+      expect(line).toMatchObject({
+        collection,
+        key: 'j',
+        value: { v: 1 },
+        offset: put.body.offset,
+      });
+    });
+
     it('reports status, health, readiness and metrics', async () => {
       const status = await call(url, 'GET', '/v1/status');
-      expect(status.body.partitions).toHaveLength(target.partitions);
+      type Row = { topic: string; partition: number; replicas: unknown[] };
+      const rows = status.body.partitions as Row[];
+      const notes = rows.filter((p) => p.topic === 'notes');
+      expect(notes.map((p) => p.partition)).toEqual(
+        Array.from({ length: target.partitions }, (_, p) => p),
+      );
+      expect(rows.some((p) => p.topic === SETTINGS_TOPIC)).toBe(true);
       expect(status.body.serveNodes).toHaveLength(target.serveNodes);
-      for (const p of status.body.partitions) expect(p.replicas).toHaveLength(1);
+      for (const p of rows.filter((row) => !row.topic.startsWith('__'))) {
+        expect(p.replicas, `${p.topic}/${p.partition}`).toHaveLength(1);
+      }
       expect(JSON.stringify(status.body)).not.toContain('127.0.0.1');
       expect((await call(url, 'GET', '/healthz')).status).toBe(200);
       expect((await call(url, 'GET', '/readyz')).status).toBe(200);

@@ -4,7 +4,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TokenStore, tokenStorePath } from '../../client/token-store.js';
-import { TokenCodec } from '../../shared/token.js';
+import { collectionOffsets, TokenCodec } from '../../shared/token.js';
 import { runCli } from '../unit/client-runner.js';
 import { startSystem, type System } from './cli-harness.js';
 
@@ -56,7 +56,9 @@ describe('tailbase client commands', () => {
 
   it('a stored token of another cluster is dropped with a warning; a --token one is an error', async () => {
     const store = new TokenStore(tokenStorePath({ TAILBASE_HOME: system.home }));
-    const foreign = new TokenCodec('another-cluster', 4).encode(new Map([[0, 3]]));
+    const foreign = new TokenCodec('another-cluster', 4).encode(
+      collectionOffsets('books', new Map([[0, 3]])),
+    );
     store.set(system.gatewayUrl, foreign);
     const get = await cli('get', 'users', 'alice');
     expect(get.code).toBe(0);
@@ -131,12 +133,16 @@ describe('tailbase client commands', () => {
   it('status prints each partition with its serve-node applied offset and lag', async () => {
     const status = await cli('status');
     expect(status.code).toBe(0);
-    const header = status.stdout.split('\n').find((l) => l.startsWith('PARTITION'));
-    expect(header).toMatch(/PARTITION\s+LOG START\s+LOG END\s+NODE\s+UP\s+APPLIED\s+LAG\s+STATE/);
+    const header = status.stdout.split('\n').find((l) => l.startsWith('TOPIC'));
+    expect(header).toMatch(
+      /TOPIC\s+PARTITION\s+LOG START\s+LOG END\s+NODE\s+UP\s+APPLIED\s+LAG\s+STATE/,
+    );
     for (let p = 0; p < 4; p++)
-      expect(status.stdout).toMatch(new RegExp(`^${p}\\s+\\d+\\s+\\d+`, 'm'));
-    const json = JSON.parse((await cli('status', '--json')).stdout) as { partitions: unknown[] };
-    expect(json.partitions).toHaveLength(4);
+      expect(status.stdout).toMatch(new RegExp(`^users\\s+${p}\\s+\\d+\\s+\\d+`, 'm'));
+    const json = JSON.parse((await cli('status', '--json')).stdout) as {
+      partitions: { topic: string }[];
+    };
+    expect(json.partitions.filter((p) => p.topic === 'users')).toHaveLength(4);
   });
 
   it('tail prints change events from the start and stops at --limit', async () => {

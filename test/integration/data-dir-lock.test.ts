@@ -234,12 +234,14 @@ describe('data directory lock', () => {
 
   it('refuses a second `tailbase start` on the same data directory', async () => {
     const data = dir('lock-start');
-    const first = await spawned('start', ['--data', data, '--port', '0', '--partitions', '1'], {
-      urlPattern: /tailbase is ready: (\S+)/,
-    });
+    const first = await spawned(
+      'start',
+      ['--data', data, '--port', '0', '--kafka-port', '0', '--partitions', '1'],
+      { urlPattern: /tailbase is ready: (\S+)/ },
+    );
     const second = spawnSync(
       process.execPath,
-      [TAILBASE_BIN, 'start', '--data', data, '--port', '0'],
+      [TAILBASE_BIN, 'start', '--data', data, '--port', '0', '--kafka-port', '0'],
       {
         encoding: 'utf8',
         env: { ...process.env, TAILBASE_LOG_LEVEL: 'warn' },

@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
 import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
-import { TokenCodec } from '../../shared/token.js';
+import { collectionOffsets, offsetsOf, TokenCodec } from '../../shared/token.js';
 import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
 
 let fixture: LogFixture;
@@ -29,7 +29,9 @@ afterAll(async () => {
   await fixture.stop();
 });
 
-const foreign = new TokenCodec('01JDQ4ZP9V8X2Y3Z4A5B6C7D8F', 4).encode(new Map([[0, 1]]));
+const foreign = new TokenCodec('01JDQ4ZP9V8X2Y3Z4A5B6C7D8F', 4).encode(
+  collectionOffsets('items', new Map([[0, 1]])),
+);
 const json = (body: string | Uint8Array, headers: Record<string, string> = {}) => ({
   method: 'PUT',
   body,
@@ -92,7 +94,7 @@ const table: [string, string, RequestInit, number, string][] = [
   ['bad collection', '/v1/collections/Items/docs/a', json('{}'), 400, 'invalid_collection'],
   [
     'reserved collection',
-    '/v1/collections/_settings/docs/a',
+    '/v1/collections/__tailbase_settings/docs/a',
     json('{}'),
     400,
     'invalid_collection',
@@ -309,8 +311,8 @@ describe('gateway bad requests', () => {
     );
     expect(response.status).toBe(200);
     const body = (await response.json()) as { token: string; partition: number; offset: number };
-    const merged = services.tokens.decode(body.token);
-    for (const [p, o] of services.tokens.decode(goodToken)) {
+    const merged = offsetsOf(services.tokens.decode(body.token), 'items');
+    for (const [p, o] of offsetsOf(services.tokens.decode(goodToken), 'items')) {
       expect(merged.get(p)).toBeGreaterThanOrEqual(o);
     }
     expect(merged.get(body.partition)).toBe(body.offset);
@@ -327,7 +329,7 @@ describe('gateway bad requests', () => {
     const response = await app.request('/v1/collections/items/docs/bom', json(bom));
     expect(response.status).toBe(200);
     const { partition, offset } = (await response.json()) as { partition: number; offset: number };
-    const read = await fixture.client.read(partition, offset);
+    const read = await fixture.client.read('items', partition, offset);
     const [record] = [...iterateBatches(read.batches)]
       .flatMap((batch) => decodeRecords(batch.bytes))
       .filter((r) => r.offset === offset);

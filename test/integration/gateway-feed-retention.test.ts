@@ -45,15 +45,21 @@ describe('change feed after retention', () => {
   it('answers 410 for a token whose next records are gone, and skips them only when asked', async () => {
     const first = await put('k0');
     for (let i = 1; i < 40; i++) await put(`k${i}`);
-    const [cleaned] = await node.cleaner.runOnce();
-    expect(cleaned.segmentsDeleted).toBeGreaterThan(0);
-    const [{ logStartOffset }] = await new HttpLogClient(node.url).offsets();
+    const cleaned = (await node.cleaner.runOnce()).find((summary) => summary.topic === 'events');
+    expect(cleaned?.segmentsDeleted).toBeGreaterThan(0);
+    const offsets = await new HttpLogClient(node.url).offsets();
+    const { logStartOffset } = offsets.find((p) => p.topic === 'events')!;
     expect(logStartOffset).toBeGreaterThan(first.offset + 1);
 
     const gone = await gateway.app.request(`/v1/changes?token=${first.token}`);
     expect(gone.status).toBe(410);
     const body = (await gone.json()) as { error: Record<string, unknown> };
-    expect(body.error).toMatchObject({ code: 'records_removed', partition: 0, logStartOffset });
+    expect(body.error).toMatchObject({
+      code: 'records_removed',
+      collection: 'events',
+      partition: 0,
+      logStartOffset,
+    });
 
     const skipped = await gateway.app.request(
       `/v1/changes?token=${first.token}&removed=skip&limit=1`,

@@ -1,7 +1,9 @@
 // Proves the partition writer against a real log-node: concurrent writes coalesce into few
-// batches with dense offsets; a lost acknowledgement is retried with the same producer id and
-// sequence and appended once; a rejected batch does not consume its sequence; an unknown outcome
-// moves to a fresh producer id starting at 0, so no later batch is ever refused or duplicated;
+// batches with dense offsets; a lost acknowledgement is retried with the same producer identity
+// (from the log's InitProducerId) and sequence and appended once; a rejected batch does not
+// consume its sequence; an unknown outcome moves to a fresh producer identity starting at 0, so no
+// later batch is ever refused or duplicated; each (collection, partition) has a writer and a
+// producer of its own;
 // a batch the log certainly never took (its node refused the connection, its queue was full) is
 // answered as not stored and keeps its sequence.
 import http from 'node:http';
@@ -39,17 +41,19 @@ afterAll(async () => {
   await fixture.stop();
 });
 
+/** The collection (topic) these writers write to. */
+const TOPIC = 'w';
+
 const record = (key: string, bytes = 16): LogRecord => ({
-  collection: 'w',
   key,
   value: Buffer.from(JSON.stringify({ pad: 'x'.repeat(bytes) })),
   timestampMs: Date.now(),
 });
 
-async function batchesOf(partition: number, log: LogClient = fixture.client) {
-  const read = await log.read(partition, 0);
+async function batchesOf(partition: number, log: LogClient = fixture.client, topic = TOPIC) {
+  const read = await log.read(topic, partition, 0);
   return [...iterateBatches(read.batches)].map(({ header, bytes }) => ({
-    producer: Buffer.from(header.producerId).toString('hex'),
+    producer: `${header.producerId}/${header.producerEpoch}`,
     sequence: header.baseSequence,
     keys: decodeRecords(bytes).map((r) => r.key),
   }));
@@ -67,19 +71,22 @@ function faulty(
   let calls = 0;
   return {
     cluster: () => fixture.client.cluster(),
-    read: (p, o, options) => fixture.client.read(p, o, options),
+    topics: () => fixture.client.topics(),
+    ensureTopic: (name, configs) => fixture.client.ensureTopic(name, configs),
+    initProducerId: () => fixture.client.initProducerId(),
+    read: (t, p, o, options) => fixture.client.read(t, p, o, options),
     fetch: (positions, options) => fixture.client.fetch(positions, options),
     fetchGroups: (partitions) => fixture.client.fetchGroups(partitions),
     offsets: () => fixture.client.offsets(),
-    async append(partition, batch, signal): Promise<AppendResult> {
+    async append(topic, partition, batch, signal): Promise<AppendResult> {
       const mode = fail(calls++);
       if (mode === 'unreachable') throw new TailbaseError(503, 'log_unreachable', 'down');
       if (mode === 'refuse') throw new TailbaseError(401, 'unauthorized', 'wrong secret');
       if (mode === 'misconfigured') {
         throw new TailbaseError(502, 'cluster_misconfigured', 'a node refused the call');
       }
-      if (mode === 'down') return down.append(partition, batch, signal);
-      const result = await fixture.client.append(partition, batch, signal);
+      if (mode === 'down') return down.append(topic, partition, batch, signal);
+      const result = await fixture.client.append(topic, partition, batch, signal);
       if (mode === 'lose-answer') throw new DOMException('timed out', 'TimeoutError');
       return result;
     },
@@ -87,8 +94,8 @@ function faulty(
 }
 
 const config = { ...DEFAULT_WRITER, appendRetryBackoffMs: 1 };
-const writerOn = (partition: number, log: LogClient = fixture.client) =>
-  new PartitionWriter(partition, log, config, silent);
+const writerOn = (partition: number, log: LogClient = fixture.client, topic = TOPIC) =>
+  new PartitionWriter(topic, partition, log, config, silent);
 
 /** A stand-in log-node on a loopback port: `handle` answers (or cuts) each request. */
 async function fakeLogNode(handle: http.RequestListener) {
@@ -115,7 +122,14 @@ describe('partition writer', () => {
     expect(Math.max(...offsets) - Math.min(...offsets)).toBe(299);
     const batches = await batchesOf(0);
     expect(batches.length).toBeLessThan(30);
-    expect(batches.map((b) => b.sequence)).toEqual(batches.map((_, i) => i));
+    // Sequences count records, as Kafka's do: each batch starts where the previous one ended.
+    const starts: number[] = [];
+    let next = 0;
+    for (const b of batches) {
+      starts.push(next);
+      next += b.keys.length;
+    }
+    expect(batches.map((b) => b.sequence)).toEqual(starts);
     await writer.close();
   });
 
@@ -131,6 +145,29 @@ describe('partition writer', () => {
     expect(batches.flatMap((b) => b.keys)).toEqual(['once', 'after']);
     expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
     await writer.close();
+  });
+
+  it('gives each collection partition a producer of its own, each numbered from 0', async () => {
+    const gateway = await gatewayApp(fixture.client, []);
+    try {
+      const keyIn = (partition: number) => {
+        for (let i = 0; ; i++) if (partitionFor(`own${i}`, 4) === partition) return `own${i}`;
+      };
+      for (const topic of ['own-a', 'own-b']) {
+        for (const key of [keyIn(0), keyIn(1)]) {
+          await writeRecords(gateway.services, topic, [record(key)], new Map());
+        }
+      }
+      const batches = await Promise.all(
+        ['own-a', 'own-b'].flatMap((topic) =>
+          [0, 1].map((p) => batchesOf(p, fixture.client, topic)),
+        ),
+      );
+      expect(batches.map((b) => b.map(({ sequence }) => sequence))).toEqual([[0], [0], [0], [0]]);
+      expect(new Set(batches.map(([b]) => b.producer)).size).toBe(4);
+    } finally {
+      await closeGatewayServices(gateway.services);
+    }
   });
 
   it('keeps the sequence after a rejected batch', async () => {
@@ -160,7 +197,7 @@ describe('partition writer', () => {
     const [offset] = await writer.write([record('next')]);
     const batches = (await batchesOf(0)).slice(before);
     expect(batches.flatMap((b) => b.keys)).toEqual(['maybe', 'next']);
-    const read = await fixture.client.read(0, offset);
+    const read = await fixture.client.read(TOPIC, 0, offset);
     const [stored] = [...iterateBatches(read.batches)].flatMap((b) => decodeRecords(b.bytes));
     expect(stored).toMatchObject({ key: 'next', offset });
     await writer.close();
@@ -197,7 +234,7 @@ describe('partition writer', () => {
     await writer.close();
   });
 
-  it('numbers past the int32 sequence under a fresh producer id from 0', async () => {
+  it('numbers past the int32 sequence under a fresh producer identity from 0', async () => {
     const writer = writerOn(1);
     await writer.write([record('under-first-id')]);
     const [firstId] = (await batchesOf(1)).slice(-1);
@@ -218,19 +255,22 @@ describe('partition writer', () => {
     try {
       const keyIn = (partition: number, prefix: string) => {
         for (let i = 0; ; i++)
-          if (partitionFor('w', `${prefix}${i}`, 2) === partition) return `${prefix}${i}`;
+          if (partitionFor(`${prefix}${i}`, 2) === partition) return `${prefix}${i}`;
       };
       const [crowded, other] = [keyIn(0, 'a'), keyIn(1, 'b')];
       // Lingers in partition 0's queue while the bulk arrives.
-      const waiting = writeRecords(gateway.services, [record(crowded)], new Map());
+      const waiting = writeRecords(gateway.services, TOPIC, [record(crowded)], new Map());
       const bulk = [record(other), record(crowded, 500)];
-      await expect(writeRecords(gateway.services, bulk, new Map())).rejects.toMatchObject({
+      await expect(writeRecords(gateway.services, TOPIC, bulk, new Map())).rejects.toMatchObject({
         status: 503,
         code: 'overloaded',
       });
       await waiting;
-      const offsets = await own.client.offsets();
-      expect(offsets.map((p) => p.endOffset)).toEqual([1, 0]);
+      const offsets = (await own.client.offsets()).filter((p) => p.topic === TOPIC);
+      expect(offsets.map((p) => [p.partition, p.endOffset]).sort()).toEqual([
+        [0, 1],
+        [1, 0],
+      ]);
     } finally {
       await closeGatewayServices(gateway.services);
       await own.stop();
@@ -272,7 +312,7 @@ describe('partition writer', () => {
     await expect(writer.write([record('refused')])).rejects.toMatchObject({
       status: 503,
       code: 'log_unavailable',
-      details: { partition: 3 },
+      details: { topic: TOPIC, partition: 3 },
     });
     await writer.write([record('after')]);
     const batches = (await batchesOf(3)).slice(before);
@@ -300,7 +340,7 @@ describe('partition writer', () => {
       await expect(writer.write([record('too-big', 400)])).rejects.toMatchObject({
         status: 503,
         code: 'append_queue_full',
-        details: { partition: 0 },
+        details: { topic: TOPIC, partition: 0 },
       });
       await writer.write([record('after')]);
       const batches = await batchesOf(0, client);
@@ -335,12 +375,20 @@ describe('partition writer', () => {
   });
 
   it('a connection reset after the request was sent is an unknown outcome', async () => {
-    // The node read the whole append and then cut the connection: it may have appended it.
+    // The node read the whole append and then cut the connection: it may have appended it. It
+    // hands out the writer's producer id as a log-node does, so what is cut is the append.
     let calls = 0;
-    const node = await fakeLogNode((request) => {
-      calls++;
+    const node = await fakeLogNode((request, response) => {
       request.resume();
-      request.on('end', () => request.socket.resetAndDestroy());
+      request.on('end', () => {
+        if (request.url === '/internal/producer-ids') {
+          response.writeHead(200, { 'content-type': 'application/json' });
+          response.end(JSON.stringify({ producerId: 1, producerEpoch: 0 }));
+          return;
+        }
+        calls++;
+        request.socket.resetAndDestroy();
+      });
     });
     try {
       const writer = writerOn(0, node.client);
@@ -360,11 +408,11 @@ describe('partition writer', () => {
     const node = await fakeLogNode((request, response) => {
       request.resume();
       request.on('end', () => {
-        if (request.url === '/internal/partitions/1/append') {
+        if (request.url === `/internal/topics/${TOPIC}/partitions/1/append`) {
           request.socket.resetAndDestroy();
           return;
         }
-        const found = request.url === '/internal/partitions/0/append';
+        const found = request.url === `/internal/topics/${TOPIC}/partitions/0/append`;
         response.writeHead(found ? 200 : 404, { 'content-type': 'application/json' });
         response.end(
           JSON.stringify(
@@ -377,8 +425,8 @@ describe('partition writer', () => {
     });
     try {
       const [taken, cut] = await Promise.allSettled([
-        node.client.append(0, Buffer.from('batch 0')),
-        node.client.append(1, Buffer.from('batch 1')),
+        node.client.append(TOPIC, 0, Buffer.from('batch 0')),
+        node.client.append(TOPIC, 1, Buffer.from('batch 1')),
       ]);
       expect(taken).toEqual({
         status: 'fulfilled',

@@ -21,12 +21,15 @@ afterAll(async () => {
 describe('log client against a hung log-node', () => {
   it('rejects each call as log_unreachable within its bound', async () => {
     const client = new HttpLogClient(proxy.url, { answerMsMax: ANSWER_MS_MAX });
-    expect((await client.offsets()).length).toBe(2);
+    // The two partitions of events, and the one of each internal topic.
+    await client.ensureTopic('events');
+    expect((await client.offsets()).length).toBe(4);
     proxy.stall(true);
     for (const [call, waitMs] of [
       [() => client.offsets(), 0],
-      [() => client.read(0, 0, { waitMs: 100 }), 100],
-      [() => client.fetch([{ partition: 0, offset: 0 }], { waitMs: 100 }), 100],
+      [() => client.topics(), 0],
+      [() => client.read('events', 0, 0, { waitMs: 100 }), 100],
+      [() => client.fetch([{ topic: 'events', partition: 0, offset: 0 }], { waitMs: 100 }), 100],
     ] as const) {
       const started = performance.now();
       await expect(call()).rejects.toMatchObject({ status: 503, code: 'log_unreachable' });

@@ -10,10 +10,19 @@ import { HttpLogClient } from '../../shared/http-log-client.js';
 import { encodeFrames } from '../../shared/partition-frames.js';
 import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
-import { readPartition, sleep, tempDir, type TempDir } from '../harness/index.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { partitionDirOf, readPartition, sleep, tempDir, type TempDir } from '../harness/index.js';
 
 const logger = createLogger('test', 'silent');
 const T0 = 1_800_000_000_000;
+const TOPIC = 'events';
+
+/** The offsets of TOPIC's partitions, without the topic (the internal topics' are left out). */
+async function topicOffsets(client: LogClient) {
+  return (await client.offsets())
+    .filter((offsets) => offsets.topic === TOPIC)
+    .map(({ topic: _topic, ...offsets }) => offsets);
+}
 
 const open: { node: RunningLogNode; dir: TempDir }[] = [];
 afterEach(async () => {
@@ -40,7 +49,6 @@ function batch(
   options: { valueBytes?: number; timestampMs?: number; key?: string } = {},
 ) {
   const records: LogRecord[] = Array.from({ length: count }, (_, i) => ({
-    collection: 'events',
     key: `${options.key ?? 'k'}${i}`,
     value: Buffer.alloc(options.valueBytes ?? 40, 0x61),
     timestampMs: options.timestampMs ?? T0,
@@ -61,7 +69,7 @@ async function call(url: string, method: string, route: string, body?: Uint8Arra
 }
 
 function segmentLogs(dataDir: string, partition = 0): Map<string, Buffer> {
-  const dir = path.join(dataDir, 'partitions', String(partition));
+  const dir = partitionDirOf(dataDir, TOPIC, partition);
   const names = fs
     .readdirSync(dir)
     .filter((n) => n.endsWith('.log'))
@@ -77,10 +85,10 @@ describe('retention (cleanupPolicy delete)', () => {
       batchBytesMax: 2048,
       retentionBytes: 5000,
     });
-    for (let n = 0; n < 30; n++) await client.append(0, batch(3, { valueBytes: 60 + n }));
+    for (let n = 0; n < 30; n++) await client.append(TOPIC, 0, batch(3, { valueBytes: 60 + n }));
     const before = segmentLogs(dir.path);
-    const { endOffset } = (await client.offsets())[0];
-    const [summary] = await node.cleaner.runOnce();
+    const { endOffset } = (await topicOffsets(client))[0];
+    const summary = (await node.cleaner.runOnce()).find((s) => s.topic === TOPIC)!;
     const after = segmentLogs(dir.path);
 
     const names = [...before.keys()];
@@ -96,11 +104,11 @@ describe('retention (cleanupPolicy delete)', () => {
     expect(total - sizes[0]).toBeLessThan(5000);
 
     const logStartOffset = Number([...after.keys()][0].slice(0, 20));
-    expect((await client.offsets())[0]).toEqual({ partition: 0, logStartOffset, endOffset });
+    expect((await topicOffsets(client))[0]).toEqual({ partition: 0, logStartOffset, endOffset });
     const below = await call(
       node.url,
       'GET',
-      `/internal/partitions/0/records?offset=${logStartOffset - 1}`,
+      `/internal/topics/events/partitions/0/records?offset=${logStartOffset - 1}`,
     );
     expect(below.status).toBe(400);
     expect(below.json?.error).toMatchObject({
@@ -108,9 +116,9 @@ describe('retention (cleanupPolicy delete)', () => {
       logStartOffset,
       endOffset,
     });
-    const first = await readPartition(client, 0, { fromOffset: logStartOffset });
+    const first = await readPartition(client, TOPIC, 0, { fromOffset: logStartOffset });
     expect(first.batches[0].header.baseOffset).toBe(logStartOffset);
-    expect((await client.append(0, batch(1))).baseOffset).toBe(endOffset);
+    expect((await client.append(TOPIC, 0, batch(1))).baseOffset).toBe(endOffset);
   });
 
   it('by retentionMs with an injected clock: only segments wholly past it go, never the active one', async () => {
@@ -126,6 +134,7 @@ describe('retention (cleanupPolicy delete)', () => {
     for (let n = 0; n < 24; n++) {
       const old = n < 12;
       const ack = await client.append(
+        TOPIC,
         0,
         batch(3, { valueBytes: 100, timestampMs: old ? T0 - 120_000 : T0 }),
       );
@@ -134,10 +143,10 @@ describe('retention (cleanupPolicy delete)', () => {
     const bases = [...segmentLogs(dir.path).keys()].map((n) => Number(n.slice(0, 20)));
     const expectedStart = Math.max(...bases.filter((b) => b <= firstNew.offset));
     expect(expectedStart).toBeGreaterThan(0);
-    const { endOffset } = (await client.offsets())[0];
+    const { endOffset } = (await topicOffsets(client))[0];
 
     await node.cleaner.runOnce();
-    expect((await client.offsets())[0]).toEqual({
+    expect((await topicOffsets(client))[0]).toEqual({
       partition: 0,
       logStartOffset: expectedStart,
       endOffset,
@@ -147,30 +156,30 @@ describe('retention (cleanupPolicy delete)', () => {
     await node.cleaner.runOnce();
     const left = [...segmentLogs(dir.path).keys()];
     expect(left).toEqual([`${String(bases.at(-1)).padStart(20, '0')}.log`]);
-    expect((await client.offsets())[0]).toEqual({
+    expect((await topicOffsets(client))[0]).toEqual({
       partition: 0,
       logStartOffset: bases.at(-1),
       endOffset,
     });
-    expect((await client.append(0, batch(1))).baseOffset).toBe(endOffset);
+    expect((await client.append(TOPIC, 0, batch(1))).baseOffset).toBe(endOffset);
   });
 });
 
 describe('long-poll', () => {
   it('answers as soon as data arrives, and empty after wait_ms when none does', async () => {
     const { client } = await start();
-    await client.append(0, batch(2));
+    await client.append(TOPIC, 0, batch(2));
     let started = Date.now();
-    const waiting = client.read(0, 2, { waitMs: 8000 });
+    const waiting = client.read(TOPIC, 0, 2, { waitMs: 8000 });
     await sleep(100);
-    const ack = await client.append(0, batch(3));
+    const ack = await client.append(TOPIC, 0, batch(3));
     const answer = await waiting;
     expect(Date.now() - started).toBeLessThan(4000);
     expect(answer.batches.length).toBeGreaterThan(0);
     expect(answer.batches.readBigInt64BE(0)).toBe(BigInt(ack.baseOffset));
 
     started = Date.now();
-    const empty = await client.read(0, 5, { waitMs: 300 });
+    const empty = await client.read(TOPIC, 0, 5, { waitMs: 300 });
     expect(Date.now() - started).toBeGreaterThanOrEqual(290);
     expect(empty.batches.length).toBe(0);
     expect(empty.endOffset).toBe(5);
@@ -178,12 +187,16 @@ describe('long-poll', () => {
 
   it('bounds concurrent long-polls with 503 too_many_long_polls', async () => {
     const { node, client } = await start({ longPollsMax: 2 });
-    const waiting = [client.read(0, 0, { waitMs: 8000 }), client.read(1, 0, { waitMs: 8000 })];
+    await client.ensureTopic(TOPIC);
+    const waiting = [
+      client.read(TOPIC, 0, 0, { waitMs: 8000 }),
+      client.read(TOPIC, 1, 0, { waitMs: 8000 }),
+    ];
     for (let i = 0; i < 200 && node.node.status().longPolls < 2; i++) await sleep(5);
     const third = await call(
       node.url,
       'GET',
-      '/internal/partitions/0/records?offset=0&wait_ms=1000',
+      '/internal/topics/events/partitions/0/records?offset=0&wait_ms=1000',
     );
     expect(third.status).toBe(503);
     expect(third.json?.error).toMatchObject({
@@ -191,23 +204,23 @@ describe('long-poll', () => {
       limit: 'longPollsMax',
       max: 2,
     });
-    await client.append(0, batch(1));
-    await client.append(1, batch(1));
+    await client.append(TOPIC, 0, batch(1));
+    await client.append(TOPIC, 1, batch(1));
     await Promise.all(waiting);
     expect(node.node.status().longPolls).toBe(0);
-    expect((await client.read(0, 1, { waitMs: 50 })).batches.length).toBe(0);
+    expect((await client.read(TOPIC, 0, 1, { waitMs: 50 })).batches.length).toBe(0);
   });
 });
 
 describe('multi-partition fetch', () => {
   it('answers each partition, fails one alone, and long-polls until any partition has data', async () => {
     const { node, client } = await start({ partitions: 3, longPollWaitMsMax: 5000 });
-    await client.append(0, batch(2));
-    await client.append(2, batch(1));
+    await client.append(TOPIC, 0, batch(2));
+    await client.append(TOPIC, 2, batch(1));
     const answer = await client.fetch([
-      { partition: 0, offset: 1 },
-      { partition: 1, offset: 0 },
-      { partition: 2, offset: 5 },
+      { topic: TOPIC, partition: 0, offset: 1 },
+      { topic: TOPIC, partition: 1, offset: 0 },
+      { topic: TOPIC, partition: 2, offset: 5 },
     ]);
     expect(answer).toHaveLength(3);
     expect(answer[0]).toMatchObject({ partition: 0, logStartOffset: 0, endOffset: 2 });
@@ -223,13 +236,13 @@ describe('multi-partition fetch', () => {
 
     const started = Date.now();
     const idle = [
-      { partition: 0, offset: 2 },
-      { partition: 1, offset: 0 },
+      { topic: TOPIC, partition: 0, offset: 2 },
+      { topic: TOPIC, partition: 1, offset: 0 },
     ];
     const waiting = client.fetch(idle, { waitMs: 5000 });
     for (let i = 0; i < 200 && node.node.status().longPolls < 1; i++) await sleep(5);
     expect(node.node.status().longPolls).toBe(1);
-    const ack = await client.append(1, batch(3));
+    const ack = await client.append(TOPIC, 1, batch(3));
     const woken = await waiting;
     expect(Date.now() - started).toBeLessThan(4000);
     expect(woken.map((o) => 'batches' in o && o.batches.length > 0)).toEqual([false, true]);
@@ -238,18 +251,29 @@ describe('multi-partition fetch', () => {
     );
     expect(node.node.status().longPolls).toBe(0);
     const timedOut = Date.now();
-    const empty = await client.fetch([{ partition: 0, offset: 2 }], { waitMs: 200 });
+    const empty = await client.fetch([{ topic: TOPIC, partition: 0, offset: 2 }], { waitMs: 200 });
     expect(Date.now() - timedOut).toBeGreaterThanOrEqual(190);
     expect('batches' in empty[0] && empty[0].batches.length).toBe(0);
   });
 
   it('rejects a bad partition list with 400', async () => {
     const { node, client } = await start({ partitionsMax: 4 });
-    for (const from of ['', '0', '0:x', '0:-1', 'a:1', '0:1,0:2', '0:0,1:0,2:0,3:0,4:0', '0:1e3']) {
+    await client.ensureTopic(TOPIC);
+    for (const from of [
+      '',
+      '0:1',
+      'events:0',
+      'events:0:x',
+      'events:0:-1',
+      'events:a:1',
+      'events:0:1,events:0:2',
+      'events:0:0,events:1:0,events:2:0,events:3:0,events:4:0',
+      'events:0:1e3',
+    ]) {
       const answer = await call(node.url, 'GET', `/internal/fetch?from=${from}`);
       expect([answer.status, answer.json?.error?.code], from).toEqual([400, 'invalid_parameter']);
     }
-    const [unknown] = await client.fetch([{ partition: 9, offset: 0 }]);
+    const [unknown] = await client.fetch([{ topic: TOPIC, partition: 9, offset: 0 }]);
     expect('error' in unknown && unknown.error).toMatchObject({ code: 'invalid_partition' });
   });
 });
@@ -261,29 +285,35 @@ describe('limits and bad input', () => {
       recordBytesMax: 1024,
       recordsPerBatchMax: 10,
     });
-    await client.append(0, batch(1));
+    await client.append(TOPIC, 0, batch(1));
     const cases: [Buffer, number, string, string][] = [
       [batch(6, { valueBytes: 900 }), 413, 'batch_too_large', 'batchBytesMax'],
       [batch(1, { valueBytes: 1500 }), 413, 'record_too_large', 'recordBytesMax'],
       [batch(11), 413, 'too_many_records', 'recordsPerBatchMax'],
     ];
     for (const [body, status, code, limit] of cases) {
-      const answer = await call(node.url, 'POST', '/internal/partitions/0/append', body);
+      const answer = await call(
+        node.url,
+        'POST',
+        '/internal/topics/events/partitions/0/append',
+        body,
+      );
       expect({ status: answer.status, ...answer.json?.error }, code).toMatchObject({
         status,
         code,
         limit,
       });
     }
-    expect((await client.offsets())[0].endOffset).toBe(1);
+    expect((await topicOffsets(client))[0].endOffset).toBe(1);
   });
 
   it('garbage bodies, bad partitions and bad read parameters get 4xx and change nothing', async () => {
     const { node, client } = await start({ longPollWaitMsMax: 5000, readBytesMax: 65536 });
     const good = batch(2);
-    await client.append(0, good);
+    await client.append(TOPIC, 0, good);
     const notUtf8 = batch(1, { key: 'z' });
-    notUtf8[notUtf8.length - 1 - 40 - 4 - 1] = 0xff;
+    // The key's last byte: after it the value's length (one byte), 40 bytes of value, no headers.
+    notUtf8[notUtf8.length - 1 - 40 - 1 - 1] = 0xff;
     const flipped = Buffer.from(good);
     flipped[good.length - 3] ^= 0x10;
     const bodies: [string, Buffer][] = [
@@ -299,15 +329,20 @@ describe('limits and bad input', () => {
       ['key not UTF-8', notUtf8],
     ];
     for (const [name, body] of bodies) {
-      const answer = await call(node.url, 'POST', '/internal/partitions/0/append', body);
+      const answer = await call(
+        node.url,
+        'POST',
+        '/internal/topics/events/partitions/0/append',
+        body,
+      );
       expect(answer.status, name).toBe(400);
       expect(answer.json?.error?.code, name).toMatch(/^invalid_(batch|record)$/);
     }
     for (const partition of ['x', '-1', '2', '1.5', '99999999999999999999', '%20']) {
       for (const [method, route] of [
-        ['POST', `/internal/partitions/${partition}/append`],
-        ['GET', `/internal/partitions/${partition}/records?offset=0`],
-        ['GET', `/internal/partitions/${partition}/offsets`],
+        ['POST', `/internal/topics/events/partitions/${partition}/append`],
+        ['GET', `/internal/topics/events/partitions/${partition}/records?offset=0`],
+        ['GET', `/internal/topics/events/partitions/${partition}/offsets`],
       ]) {
         const answer = await call(node.url, method, route, method === 'POST' ? good : undefined);
         expect([answer.status, answer.json?.error?.code], `${method} ${route}`).toEqual([
@@ -333,19 +368,25 @@ describe('limits and bad input', () => {
       'offset=0&wait_ms=5001',
     ];
     for (const query of queries) {
-      const answer = await call(node.url, 'GET', `/internal/partitions/0/records?${query}`);
+      const answer = await call(
+        node.url,
+        'GET',
+        `/internal/topics/events/partitions/0/records?${query}`,
+      );
       expect(answer.status, query).toBe(400);
       expect(answer.json?.error?.code, query).toMatch(/^(invalid_parameter|offset_out_of_range)$/);
       expect(answer.text, query).not.toMatch(/\n\s+at /);
     }
     const unknown = await call(node.url, 'GET', '/internal/nothing');
     expect([unknown.status, unknown.json?.error?.code]).toEqual([404, 'not_found']);
-    expect(await client.offsets()).toEqual([
+    expect(await topicOffsets(client)).toEqual([
       { partition: 0, logStartOffset: 0, endOffset: 2 },
       { partition: 1, logStartOffset: 0, endOffset: 0 },
     ]);
     expect(
-      (await readPartition(client, 0)).batches.map((b) => b.bytes.subarray(16).toString('hex')),
+      (await readPartition(client, TOPIC, 0)).batches.map((b) =>
+        b.bytes.subarray(16).toString('hex'),
+      ),
     ).toEqual([good.subarray(16).toString('hex')]);
   });
 
@@ -354,12 +395,16 @@ describe('limits and bad input', () => {
     const post = (body: Buffer) => call(node.url, 'POST', '/internal/append', body);
     const mixed = await post(
       encodeFrames([
-        { partition: 0, bytes: batch(2) },
-        { partition: 1, bytes: batch(3) },
-        { partition: 7, bytes: batch(1) },
-        { partition: 0, bytes: Buffer.from('not a batch, but long enough to hold a header....') },
-        { partition: 1, bytes: batch(6, { valueBytes: 900 }) },
-        { partition: 0, bytes: batch(1) },
+        { topic: TOPIC, partition: 0, bytes: batch(2) },
+        { topic: TOPIC, partition: 1, bytes: batch(3) },
+        { topic: TOPIC, partition: 7, bytes: batch(1) },
+        {
+          topic: TOPIC,
+          partition: 0,
+          bytes: Buffer.from('not a batch, but long enough to hold a header....'),
+        },
+        { topic: TOPIC, partition: 1, bytes: batch(6, { valueBytes: 900 }) },
+        { topic: TOPIC, partition: 0, bytes: batch(1) },
       ]),
     );
     expect(mixed.status).toBe(200);
@@ -371,7 +416,7 @@ describe('limits and bad input', () => {
       { partition: 1, status: 413, error: { code: 'batch_too_large', limit: 'batchBytesMax' } },
       { partition: 0, baseOffset: 2, lastOffset: 2 },
     ]);
-    const whole = encodeFrames([{ partition: 0, bytes: batch(1) }]);
+    const whole = encodeFrames([{ topic: TOPIC, partition: 0, bytes: batch(1) }]);
     const bad: [string, Buffer, number, string][] = [
       ['empty', Buffer.alloc(0), 400, 'invalid_frames'],
       ['cut header', whole.subarray(0, 5), 400, 'invalid_frames'],
@@ -388,55 +433,62 @@ describe('limits and bad input', () => {
       const answer = await post(body);
       expect([answer.status, answer.json?.error?.code], name).toEqual([status, code]);
     }
-    expect((await client.offsets()).map((p) => p.endOffset)).toEqual([3, 3]);
+    expect((await topicOffsets(client)).map((p) => p.endOffset)).toEqual([3, 3]);
   });
 
   it('appends made together still land when the log-node refuses them as one request', async () => {
     const { client } = await start({ appendRequestBytesMax: 300 });
     const [a, b] = [batch(2), batch(2)];
     expect(a.length + b.length + 16).toBeGreaterThan(300);
-    const acks = await Promise.all([client.append(0, a), client.append(1, b)]);
+    const acks = await Promise.all([client.append(TOPIC, 0, a), client.append(TOPIC, 1, b)]);
     expect(acks).toEqual([
       { baseOffset: 0, lastOffset: 1, duplicate: false },
       { baseOffset: 0, lastOffset: 1, duplicate: false },
     ]);
-    expect((await client.offsets()).map((p) => p.endOffset)).toEqual([2, 2]);
+    expect((await topicOffsets(client)).map((p) => p.endOffset)).toEqual([2, 2]);
   });
 
   it('an idempotent retry returns the original offsets; a sequence gap is 409', async () => {
     const { node, client } = await start();
-    const producerId = Buffer.alloc(16, 7);
+    const { producerId } = await client.initProducerId();
     const records = (tag: string): LogRecord[] => [
-      { collection: 'c', key: tag, value: Buffer.from('{}'), timestampMs: T0 },
+      { key: tag, value: Buffer.from('{}'), timestampMs: T0 },
     ];
-    const first = encodeBatch(records('a'), { producerId, baseSequence: 0 });
-    await client.append(0, batch(2));
-    const ack = await client.append(0, first);
+    const first = encodeBatch(records('a'), { producerId, producerEpoch: 0, baseSequence: 0 });
+    await client.append(TOPIC, 0, batch(2));
+    const ack = await client.append(TOPIC, 0, first);
     expect(ack).toEqual({ baseOffset: 2, lastOffset: 2, duplicate: false });
-    expect(await client.append(0, first)).toEqual({ ...ack, duplicate: true });
+    expect(await client.append(TOPIC, 0, first)).toEqual({ ...ack, duplicate: true });
     const gap = await call(
       node.url,
       'POST',
-      '/internal/partitions/0/append',
-      encodeBatch(records('c'), { producerId, baseSequence: 2 }),
+      '/internal/topics/events/partitions/0/append',
+      encodeBatch(records('c'), { producerId, producerEpoch: 0, baseSequence: 2 }),
     );
     expect([gap.status, gap.json?.error]).toMatchObject([
       409,
       { code: 'sequence_gap', expected: 1, sequence: 2 },
     ]);
     const stranger = encodeBatch(records('d'), {
-      producerId: Buffer.alloc(16, 9),
+      producerId: producerId + 100,
+      producerEpoch: 0,
       baseSequence: 3,
     });
-    const unknown = await call(node.url, 'POST', '/internal/partitions/0/append', stranger);
+    const unknown = await call(
+      node.url,
+      'POST',
+      '/internal/topics/events/partitions/0/append',
+      stranger,
+    );
     expect([unknown.status, unknown.json?.error?.code]).toEqual([409, 'unknown_producer']);
-    expect((await client.offsets())[0].endOffset).toBe(3);
+    expect((await topicOffsets(client))[0].endOffset).toBe(3);
     const second = await client.append(
+      TOPIC,
       0,
-      encodeBatch(records('b'), { producerId, baseSequence: 1 }),
+      encodeBatch(records('b'), { producerId, producerEpoch: 0, baseSequence: 1 }),
     );
     expect(second).toEqual({ baseOffset: 3, lastOffset: 3, duplicate: false });
-    expect(await client.append(0, first)).toEqual({ ...ack, duplicate: true });
+    expect(await client.append(TOPIC, 0, first)).toEqual({ ...ack, duplicate: true });
   });
 
   it('fsync=interval acknowledges, serves and keeps appends across a clean restart', async () => {
@@ -451,12 +503,12 @@ describe('limits and bad input', () => {
     });
     const client = new HttpLogClient(first.url);
     const sent = [batch(1), batch(4), batch(2)];
-    const acks = await Promise.all(sent.map((b) => client.append(0, b)));
+    const acks = await Promise.all(sent.map((b) => client.append(TOPIC, 0, b)));
     expect(acks.map((a) => a.lastOffset - a.baseOffset + 1).sort()).toEqual([1, 2, 4]);
-    expect((await readPartition(client, 0)).endOffset).toBe(7);
+    expect((await readPartition(client, TOPIC, 0)).endOffset).toBe(7);
     await first.stop();
     const { client: again } = await start({ fsync: 'always', partitions: 1 }, dir);
-    const read = await readPartition(again, 0);
+    const read = await readPartition(again, TOPIC, 0);
     expect(read.endOffset).toBe(7);
     expect(read.batches.length).toBe(3);
   });

@@ -1,5 +1,6 @@
-// Proves compaction is invisible to readers of the latest state: for random put/delete histories,
-// the compacted log replays to the same latest value per key as the full history, every record
+// Proves compaction is invisible to readers of the latest state: for random put/delete histories
+// of several topics (each topic-partition compacted on its own, a key in one topic never
+// superseding the same key in another), the compacted log replays to the same latest value per key as the full history, every record
 // left sits at its original offset unchanged, a read at a removed offset answers the next record
 // left, tombstones go only after deleteRetentionMs, the active segment is never touched, and
 // reads running during compaction see only records of the history; a closed segment below
@@ -21,6 +22,7 @@ import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, startLogNode } from '../../log-node/index.js';
 import {
   lastOffsetOf,
+  partitionDirOf,
   type Random,
   readPartition,
   recordsOf,
@@ -32,31 +34,35 @@ import {
 
 const logger = createLogger('test', 'silent');
 const PARTITIONS = 2;
-const COLLECTIONS = ['a', 'b', 'c'];
+/** Collection topics written together; the same keys in each. */
+const TOPICS = ['a', 'b', 'c'];
 const KEYS = 8;
+/** Batches per topic. */
 const BATCHES = 160;
 const DELETE_RETENTION_MS = 60_000;
 const IN_FLIGHT = 8;
 
+/** Per partition, the record at each offset. */
 type History = Map<number, LogRecord>[];
+/** Per topic, its history. */
+type Histories = Map<string, History>;
 
-const keyOf = (r: { collection: string; key: string }) => `${r.collection}/${r.key}`;
+const newHistory = (): History => Array.from({ length: PARTITIONS }, () => new Map());
 const hex = (value: Uint8Array | null) =>
   value === null ? null : Buffer.from(value).toString('hex');
 
 /** Latest value per key after replaying records in offset order; deletes remove the key. */
-function replay(records: Iterable<{ collection: string; key: string; value: Uint8Array | null }>) {
+function replay(records: Iterable<{ key: string; value: Uint8Array | null }>) {
   const state = new Map<string, string>();
   for (const r of records) {
-    if (r.value === null) state.delete(keyOf(r));
-    else state.set(keyOf(r), hex(r.value)!);
+    if (r.value === null) state.delete(r.key);
+    else state.set(r.key, hex(r.value)!);
   }
   return state;
 }
 
 function randomBatch(random: Random, n: number, nowMs: number): LogRecord[] {
   return Array.from({ length: random.int(1, 6) }, (_, i) => ({
-    collection: random.pick(COLLECTIONS),
     key: `k${random.int(0, KEYS - 1)}`,
     value:
       random.next() < 0.25
@@ -66,22 +72,33 @@ function randomBatch(random: Random, n: number, nowMs: number): LogRecord[] {
   }));
 }
 
-async function writeHistory(url: string, random: Random, nowMs: number): Promise<History> {
+async function writeHistories(url: string, random: Random, nowMs: number): Promise<Histories> {
   const client = new HttpLogClient(url);
-  const history: History = Array.from({ length: PARTITIONS }, () => new Map());
+  const histories: Histories = new Map(TOPICS.map((topic) => [topic, newHistory()]));
   // Drawn before sending, so the seed alone decides the history; the offsets come from the acks.
-  const planned = Array.from({ length: BATCHES }, (_, n) => ({
+  const planned = Array.from({ length: BATCHES * TOPICS.length }, (_, n) => ({
+    topic: random.pick(TOPICS),
     partition: random.int(0, PARTITIONS - 1),
     records: randomBatch(random, n, nowMs),
   }));
-  await appendPlanned(client, planned, IN_FLIGHT, history);
-  return history;
+  await Promise.all(
+    TOPICS.map((topic) =>
+      appendPlanned(
+        client,
+        topic,
+        planned.filter((batch) => batch.topic === topic),
+        IN_FLIGHT,
+        histories.get(topic)!,
+      ),
+    ),
+  );
+  return histories;
 }
 
-/** The base offsets of a partition's segment files, oldest first (the last is the active one). */
-function segmentBases(dataDir: string, partition: number): number[] {
+/** The base offsets of a topic-partition's segment files, oldest first (the last is active). */
+function segmentBases(dataDir: string, topic: string, partition: number): number[] {
   return fs
-    .readdirSync(path.join(dataDir, 'partitions', String(partition)))
+    .readdirSync(partitionDirOf(dataDir, topic, partition))
     .filter((n) => n.endsWith('.log'))
     .map((name) => Number(name.slice(0, 20)))
     .sort((a, b) => a - b);
@@ -90,6 +107,21 @@ function segmentBases(dataDir: string, partition: number): number[] {
 async function checkCompacted(
   url: string,
   dataDir: string,
+  histories: Histories,
+  random: Random,
+  options: { nowMs: number; minDirtyRatio: number },
+): Promise<number> {
+  let removed = 0;
+  for (const [topic, history] of histories) {
+    removed += await checkTopicCompacted(url, dataDir, topic, history, random, options);
+  }
+  return removed;
+}
+
+async function checkTopicCompacted(
+  url: string,
+  dataDir: string,
+  topic: string,
   history: History,
   random: Random,
   options: { nowMs: number; minDirtyRatio: number },
@@ -97,8 +129,9 @@ async function checkCompacted(
   const client = new HttpLogClient(url);
   let removed = 0;
   for (let p = 0; p < PARTITIONS; p++) {
+    const at = `topic ${topic} partition ${p}`;
     const full = [...history[p].entries()].sort(([a], [b]) => a - b);
-    const { batches, logStartOffset, endOffset } = await readPartition(client, p);
+    const { batches, logStartOffset, endOffset } = await readPartition(client, topic, p);
     expect(logStartOffset).toBe(0);
     expect(endOffset).toBe(full.length);
     const records = recordsOf(batches);
@@ -108,19 +141,17 @@ async function checkCompacted(
       expect(records[i].offset).toBeGreaterThan(records[i - 1].offset);
     for (const r of records) {
       const original = history[p].get(r.offset)!;
-      expect({ ...r, value: hex(r.value) }, `partition ${p} offset ${r.offset}`).toEqual({
+      expect({ ...r, value: hex(r.value) }, `${at} offset ${r.offset}`).toEqual({
         ...original,
         value: hex(original.value),
         offset: r.offset,
       });
     }
-    expect(replay(records), `partition ${p}: latest value per key`).toEqual(
-      replay(full.map(([, r]) => r)),
-    );
+    expect(replay(records), `${at}: latest value per key`).toEqual(replay(full.map(([, r]) => r)));
 
     const latest = new Map<string, number>();
-    for (const [offset, r] of full) latest.set(keyOf(r), offset);
-    const bases = segmentBases(dataDir, p);
+    for (const [offset, r] of full) latest.set(r.key, offset);
+    const bases = segmentBases(dataDir, topic, p);
     const active = bases[bases.length - 1];
     // Each closed segment as the cleaner judges it, oldest first: a record is removable when a
     // later one of its key exists, or it is its key's last write as a tombstone past
@@ -132,31 +163,30 @@ async function checkCompacted(
     for (const [i, base] of bases.slice(0, -1).entries()) {
       const inSegment = full.filter(([offset]) => offset >= base && offset < bases[i + 1]);
       const expired = ([offset, r]: [number, LogRecord]) =>
-        latest.get(keyOf(r)) === offset &&
+        latest.get(r.key) === offset &&
         r.value === null &&
         options.nowMs - r.timestampMs > DELETE_RETENTION_MS &&
-        !leftBehind.has(keyOf(r));
+        !leftBehind.has(r.key);
       const removable = inSegment.filter(
-        ([offset, r]) => latest.get(keyOf(r)) !== offset || expired([offset, r]),
+        ([offset, r]) => latest.get(r.key) !== offset || expired([offset, r]),
       );
       const compacted =
         removable.length > 0 &&
         (removable.length / inSegment.length >= options.minDirtyRatio || inSegment.some(expired));
       if (!compacted) {
         for (const [offset, r] of inSegment)
-          if (latest.get(keyOf(r)) !== offset) leftBehind.add(keyOf(r));
+          if (latest.get(r.key) !== offset) leftBehind.add(r.key);
       }
-      const context = `partition ${p} segment ${base}, ${removable.length} of ${inSegment.length} removable`;
+      const context = `${at} segment ${base}, ${removable.length} of ${inSegment.length} removable`;
       for (const [offset] of inSegment) {
         const isRemovable = removable.some(([o]) => o === offset);
         expect(left.has(offset), `${context}: offset ${offset}`).toBe(!(compacted && isRemovable));
       }
     }
     for (const [offset] of full.filter(([offset]) => offset >= active)) {
-      expect(
-        left.has(offset),
-        `partition ${p} offset ${offset}: the active segment is untouched`,
-      ).toBe(true);
+      expect(left.has(offset), `${at} offset ${offset}: the active segment is untouched`).toBe(
+        true,
+      );
     }
 
     // A read at any offset, removed or not, leads to the first record left at or after it. As in
@@ -168,16 +198,14 @@ async function checkCompacted(
       let from = offset;
       let found: number | undefined;
       for (let reads = 0; found === undefined && from < endOffset && reads < 50; reads++) {
-        const page = await client.read(p, from, { maxBytes: 1 });
+        const page = await client.read(topic, p, from, { maxBytes: 1 });
         for (const { header, bytes } of iterateBatches(page.batches)) {
-          expect(lastOffsetOf(header), `partition ${p}: read at ${from}`).toBeGreaterThanOrEqual(
-            from,
-          );
+          expect(lastOffsetOf(header), `${at}: read at ${from}`).toBeGreaterThanOrEqual(from);
           found ??= decodeRecords(bytes).find((r) => r.offset >= offset)?.offset;
           from = lastOffsetOf(header) + 1;
         }
       }
-      expect(found, `partition ${p}: read at ${offset}`).toBe(survivors.find((o) => o >= offset));
+      expect(found, `${at}: read at ${offset}`).toBe(survivors.find((o) => o >= offset));
     }
   }
   return removed;
@@ -202,20 +230,20 @@ describe('log-node compaction', () => {
     });
     try {
       const client = new HttpLogClient(running.url);
-      const history: History = Array.from({ length: PARTITIONS }, () => new Map());
+      const topic = TOPICS[0];
+      const history = newHistory();
       const put = async (partition: number, key: string) => {
         const record = {
-          collection: 'a',
           key,
           value: Buffer.from(JSON.stringify({ key, pad: '.'.repeat(40) })),
           timestampMs: now,
         };
-        const ack = await client.append(partition, encodeBatch([record]));
+        const ack = await client.append(topic, partition, encodeBatch([record]));
         history[partition].set(ack.baseOffset, record);
       };
       for (let p = 0; p < PARTITIONS; p++) {
         for (let i = 0; i < 30; i++) await put(p, `k${i}`);
-        const bases = segmentBases(dir.path, p);
+        const bases = segmentBases(dir.path, topic, p);
         expect(bases.length, 'three closed segments at least').toBeGreaterThanOrEqual(4);
         // One key of the first segment written again (below the ratio), every key of the second.
         await put(p, 'k0');
@@ -225,14 +253,14 @@ describe('log-node compaction', () => {
       }
       await running.cleaner.runOnce();
       const random = seededRandom(testSeed('log-node compaction, below and above the ratio'));
-      await checkCompacted(running.url, dir.path, history, random, {
+      await checkCompacted(running.url, dir.path, new Map([[topic, history]]), random, {
         nowMs: now,
         minDirtyRatio: 0.5,
       });
       for (let p = 0; p < PARTITIONS; p++) {
-        const [first, second, third] = segmentBases(dir.path, p);
+        const [first, second, third] = segmentBases(dir.path, topic, p);
         const left = new Set(
-          recordsOf((await readPartition(client, p)).batches).map((r) => r.offset),
+          recordsOf((await readPartition(client, topic, p)).batches).map((r) => r.offset),
         );
         for (let offset = first; offset < second; offset++) {
           expect(left.has(offset), `partition ${p}: below the ratio, offset ${offset} kept`).toBe(
@@ -273,19 +301,27 @@ describe('log-node compaction', () => {
       };
       let running = await startLogNode(options);
       try {
-        const history = await writeHistory(running.url, random, now);
-        const closed = running.node.status().partitions.map((s) => s.segments - 1);
+        const history = await writeHistories(running.url, random, now);
+        const closed = running.node
+          .status()
+          .partitions.filter((s) => TOPICS.includes(s.topic))
+          .map((s) => s.segments - 1);
+        expect(closed).toHaveLength(TOPICS.length * PARTITIONS);
         expect(Math.min(...closed)).toBeGreaterThanOrEqual(5);
 
         // Readers in flight while the cleaner swaps segments see only records of the history.
         const client = new HttpLogClient(running.url);
-        const readers = Array.from({ length: 6 }, (_, i) =>
-          readPartition(client, i % PARTITIONS, { maxBytes: 700 }),
+        const readPositions = TOPICS.flatMap((topic) =>
+          Array.from({ length: PARTITIONS }, (_, partition) => ({ topic, partition })),
+        );
+        const readers = readPositions.map(({ topic, partition }) =>
+          readPartition(client, topic, partition, { maxBytes: 700 }),
         );
         const summaries = await running.cleaner.runOnce();
         for (const [i, read] of (await Promise.all(readers)).entries()) {
+          const { topic, partition } = readPositions[i];
           for (const r of recordsOf(read.batches)) {
-            expect(hex(r.value)).toBe(hex(history[i % PARTITIONS].get(r.offset)!.value));
+            expect(hex(r.value)).toBe(hex(history.get(topic)![partition].get(r.offset)!.value));
           }
         }
         expect(summaries.reduce((sum, s) => sum + s.segmentsCompacted, 0)).toBeGreaterThan(0);
@@ -321,8 +357,8 @@ describe('log-node compaction', () => {
 });
 
 describe('log-node compaction: what it must not lose', () => {
+  const topic = TOPICS[0];
   const record = (key: string, value: string | null, timestampMs: number): LogRecord => ({
-    collection: 'a',
     key,
     value: value === null ? null : Buffer.from(JSON.stringify(value)),
     timestampMs,
@@ -356,7 +392,7 @@ describe('log-node compaction: what it must not lose', () => {
       const client = new HttpLogClient(running.url);
       const written: LogRecord[] = [];
       const append = async (records: LogRecord[]) => {
-        await client.append(0, encodeBatch(records));
+        await client.append(topic, 0, encodeBatch(records));
         written.push(...records);
       };
       const others = Array.from({ length: 9 }, (_, i) => `other${i}`);
@@ -368,11 +404,11 @@ describe('log-node compaction: what it must not lose', () => {
       // Segment B: K's tombstone; C: one more segment so B is closed.
       await append([record('K', null, now), record('pad', 'p'.repeat(600), now)]);
       await append([record('pad2', 'p'.repeat(600), now)]);
-      expect(segmentBases(dir.path, 0), 'A, B and the active segment').toEqual([0, 10, 12]);
+      expect(segmentBases(dir.path, topic, 0), 'A, B and the active segment').toEqual([0, 10, 12]);
 
       now += deleteRetentionMs + 500;
       await running.cleaner.runOnce();
-      const afterFirst = recordsOf((await readPartition(client, 0)).batches);
+      const afterFirst = recordsOf((await readPartition(client, topic, 0)).batches);
       expect(replay(afterFirst), 'K stays deleted after a pass that skipped A').toEqual(
         replay(written),
       );
@@ -384,7 +420,7 @@ describe('log-node compaction: what it must not lose', () => {
       // Once A is dirty enough to be compacted, the same pass drops K's old value and its tombstone.
       for (const key of others) await append([record(key, 'y', now)]);
       await running.cleaner.runOnce();
-      const afterSecond = recordsOf((await readPartition(client, 0)).batches);
+      const afterSecond = recordsOf((await readPartition(client, topic, 0)).batches);
       expect(afterSecond.filter((r) => r.key === 'K')).toEqual([]);
       expect(replay(afterSecond)).toEqual(replay(written));
     } finally {
@@ -396,25 +432,26 @@ describe('log-node compaction: what it must not lose', () => {
   it('leaves a partition unchanged and says why when a closed segment holds a corrupt batch', async () => {
     const dir = tempDir('compaction-corrupt');
     const now = 1_800_000_000_000;
-    const logged: { level: number; msg: string; partition?: number }[] = [];
+    const logged: { level: number; msg: string; topic?: string; partition?: number }[] = [];
     const options = smallSegments(dir.path, () => now, { cleanerMinDirtyRatio: 0.01 });
     let running = await startLogNode(options);
     try {
       const client = new HttpLogClient(running.url);
       // Segment 0: three batches, the first superseded later; the third is Y's only record.
-      await client.append(0, encodeBatch([record('K1', 'a', now)]));
-      await client.append(0, encodeBatch([record('X', 'x'.repeat(100), now)]));
-      await client.append(0, encodeBatch([record('Y', 'y', now)]));
+      await client.append(topic, 0, encodeBatch([record('K1', 'a', now)]));
+      await client.append(topic, 0, encodeBatch([record('X', 'x'.repeat(100), now)]));
+      await client.append(topic, 0, encodeBatch([record('Y', 'y', now)]));
       await client.append(
+        topic,
         0,
         encodeBatch([record('K1', 'a2', now), record('pad', 'p'.repeat(800), now)]),
       );
-      await client.append(0, encodeBatch([record('pad2', 'p'.repeat(800), now)]));
-      expect(segmentBases(dir.path, 0)).toEqual([0, 3, 5]);
+      await client.append(topic, 0, encodeBatch([record('pad2', 'p'.repeat(800), now)]));
+      expect(segmentBases(dir.path, topic, 0)).toEqual([0, 3, 5]);
       await running.stop();
 
       // One flipped byte in the value of the middle batch of the closed segment.
-      const segmentFile = path.join(dir.path, 'partitions', '0', '00000000000000000000.log');
+      const segmentFile = path.join(partitionDirOf(dir.path, topic, 0), '00000000000000000000.log');
       const bytes = fs.readFileSync(segmentFile);
       bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
       fs.writeFileSync(segmentFile, bytes);
@@ -426,10 +463,19 @@ describe('log-node compaction: what it must not lose', () => {
       expect(
         fs.readdirSync(path.dirname(segmentFile)).filter((n) => n.endsWith('.cleaned')),
       ).toEqual([]);
-      expect(summaries).toHaveLength(1);
-      expect(summaries[0]).toMatchObject({ partition: 0, segmentsCompacted: 0, recordsRemoved: 0 });
-      expect(summaries[0].error).toMatch(/00000000000000000000\.log.*corrupt batch at byte/);
-      expect(logged.some((line) => line.level >= 50 && line.partition === 0)).toBe(true);
+      // One summary per topic-partition (the internal topics' too); only this one stopped.
+      const failed = summaries.filter((summary) => summary.error !== undefined);
+      expect(failed).toHaveLength(1);
+      expect(failed[0]).toMatchObject({
+        topic,
+        partition: 0,
+        segmentsCompacted: 0,
+        recordsRemoved: 0,
+      });
+      expect(failed[0].error).toMatch(/00000000000000000000\.log.*corrupt batch at byte/);
+      expect(
+        logged.some((line) => line.level >= 50 && line.topic === topic && line.partition === 0),
+      ).toBe(true);
     } finally {
       await running.stop();
       dir.cleanup();

@@ -11,10 +11,19 @@ import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { encodeFrames } from '../../shared/partition-frames.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
-import { lastOffsetOf, readPartition, recordsOf, tempDir, type TempDir } from '../harness/index.js';
+import {
+  lastOffsetOf,
+  partitionDirOf,
+  readPartition,
+  recordsOf,
+  tempDir,
+  type TempDir,
+} from '../harness/index.js';
 
 const logger = createLogger('test', 'silent');
 const T0 = 1_800_000_000_000;
+const TOPIC = 'c';
+const APPEND_ROUTE = `/internal/topics/${TOPIC}/partitions/0/append`;
 
 const open: { node: RunningLogNode; dir: TempDir }[] = [];
 const dirs: TempDir[] = [];
@@ -51,7 +60,6 @@ function newDir(prefix: string): TempDir {
 }
 
 const record = (key: string, valueBytes = 20): LogRecord => ({
-  collection: 'c',
   key,
   value: Buffer.from(JSON.stringify('v'.repeat(valueBytes))),
   timestampMs: T0,
@@ -62,7 +70,14 @@ async function post(url: string, route: string, body: Uint8Array) {
   return { status: response.status, json: (await response.json()) as Record<string, unknown> };
 }
 
-const partitionDir = (dataDir: string) => path.join(dataDir, 'partitions', '0');
+const partitionDir = (dataDir: string) => partitionDirOf(dataDir, TOPIC, 0);
+
+/** TOPIC's partition 0 in the node's status. */
+function partitionStatus(node: RunningLogNode) {
+  const status = node.node.status().partitions.find((p) => p.topic === TOPIC && p.partition === 0);
+  expect(status, `${TOPIC}:0 in the status`).toBeDefined();
+  return status!;
+}
 
 function segmentNames(dataDir: string, suffix: string): string[] {
   return fs
@@ -80,7 +95,7 @@ function segmentBytes(dataDir: string): number {
 
 /** Every record of the partition as `offset:key`, read through the HTTP API from `fromOffset`. */
 async function storedKeys(client: HttpLogClient, fromOffset = 0): Promise<string[]> {
-  const { batches } = await readPartition(client, 0, { fromOffset, maxBytes: 1 });
+  const { batches } = await readPartition(client, TOPIC, 0, { fromOffset, maxBytes: 1 });
   return recordsOf(batches)
     .filter((r) => r.offset >= fromOffset)
     .map((r) => `${r.offset}:${r.key}`);
@@ -94,6 +109,8 @@ describe("a producer's batch is checked before it is written", () => {
   it('refuses offset gaps and out-of-range timestamps with 400 invalid_batch on both append routes, writing nothing', async () => {
     const dir = newDir('limits-producer');
     const { node, client } = await start(dir);
+    // The topic exists first, so what the refusals leave on disk can be looked at.
+    await client.ensureTopic(TOPIC);
     const int64Max = encodeBatch([record('ts')]);
     int64Max.writeBigInt64BE(2n ** 63n - 1n, 27);
     int64Max.writeBigInt64BE(2n ** 63n - 1n, 35);
@@ -104,11 +121,11 @@ describe("a producer's batch is checked before it is written", () => {
         encodeBatch([record('a'), record('b')], { offsetDeltas: [0, 5], lastOffsetDelta: 5 }),
         'offsetDelta',
       ],
-      [int64Max, 'firstTimestamp'],
-      [encodeBatch([{ ...record('old'), timestampMs: -1 }]), 'firstTimestamp'],
+      [int64Max, 'baseTimestamp'],
+      [encodeBatch([{ ...record('old'), timestampMs: -1 }]), 'timestampDelta'],
     ];
     for (const [bytes, field] of cases) {
-      const alone = await post(node.url, '/internal/partitions/0/append', bytes);
+      const alone = await post(node.url, APPEND_ROUTE, bytes);
       expect(alone, field).toMatchObject({
         status: 400,
         json: { error: { code: 'invalid_batch', field } },
@@ -116,18 +133,29 @@ describe("a producer's batch is checked before it is written", () => {
       const framed = await post(
         node.url,
         '/internal/append',
-        encodeFrames([{ partition: 0, bytes }]),
+        encodeFrames([{ topic: TOPIC, partition: 0, bytes }]),
       );
       expect(framed, field).toMatchObject({
         status: 200,
         json: {
-          partitions: [{ partition: 0, status: 400, error: { code: 'invalid_batch', field } }],
+          partitions: [
+            {
+              topic: TOPIC,
+              partition: 0,
+              status: 400,
+              error: { code: 'invalid_batch', field },
+            },
+          ],
         },
       });
     }
-    expect((await client.offsets())[0]).toMatchObject({ logStartOffset: 0, endOffset: 0 });
+    expect((await client.offsets()).find((p) => p.topic === TOPIC)).toMatchObject({
+      partition: 0,
+      logStartOffset: 0,
+      endOffset: 0,
+    });
     expect(segmentBytes(dir.path), 'nothing written').toBe(0);
-    expect(await client.append(0, encodeBatch([record('after')]))).toMatchObject({
+    expect(await client.append(TOPIC, 0, encodeBatch([record('after')]))).toMatchObject({
       baseOffset: 0,
       lastOffset: 0,
     });
@@ -137,35 +165,48 @@ describe("a producer's batch is checked before it is written", () => {
 describe('batches on disk are bounded by the format, not by the append limits', () => {
   it('a restart with lower batchBytesMax and recordBytesMax keeps every acknowledged batch of the active segment', async () => {
     const dir = newDir('limits-active');
-    const producerId = Buffer.alloc(16, 3);
     const first = await start(dir);
+    const { producerId, producerEpoch } = await first.client.initProducerId();
     const acks = [
-      await first.client.append(0, encodeBatch([record('small')])),
+      await first.client.append(TOPIC, 0, encodeBatch([record('small')])),
       await first.client.append(
+        TOPIC,
         0,
-        encodeBatch([record('big', BIG_VALUE_BYTES)], { producerId, baseSequence: 0 }),
+        encodeBatch([record('big', BIG_VALUE_BYTES)], {
+          producerId,
+          producerEpoch,
+          baseSequence: 0,
+        }),
       ),
-      await first.client.append(0, encodeBatch([record('after')], { producerId, baseSequence: 1 })),
+      await first.client.append(
+        TOPIC,
+        0,
+        encodeBatch([record('after')], { producerId, producerEpoch, baseSequence: 1 }),
+      ),
     ];
     expect(acks.map((ack) => ack.baseOffset)).toEqual([0, 1, 2]);
     const bytesBefore = segmentBytes(dir.path);
     await stop(first.node);
 
     const { node, client } = await start(dir, lowered);
-    const status = node.node.status().partitions[0];
+    const status = partitionStatus(node);
     expect(status).toMatchObject({ endOffset: 3, truncatedBytesOnLoad: 0 });
     expect(status.error).toBeUndefined();
     expect(segmentBytes(dir.path), 'nothing cut').toBe(bytesBefore);
     expect(await storedKeys(client)).toEqual(['0:small', '1:big', '2:after']);
     // The producer state was replayed past the big batch: a retry is still known.
     expect(
-      await client.append(0, encodeBatch([record('after')], { producerId, baseSequence: 1 })),
+      await client.append(
+        TOPIC,
+        0,
+        encodeBatch([record('after')], { producerId, producerEpoch, baseSequence: 1 }),
+      ),
     ).toMatchObject({ baseOffset: 2, lastOffset: 2, duplicate: true });
     // The lowered limits still bound new appends.
     await expect(
-      client.append(0, encodeBatch([record('big2', BIG_VALUE_BYTES)])),
+      client.append(TOPIC, 0, encodeBatch([record('big2', BIG_VALUE_BYTES)])),
     ).rejects.toMatchObject({ status: 413, code: 'batch_too_large' });
-    expect(await client.append(0, encodeBatch([record('next')]))).toMatchObject({
+    expect(await client.append(TOPIC, 0, encodeBatch([record('next')]))).toMatchObject({
       baseOffset: 3,
     });
   });
@@ -184,7 +225,7 @@ describe('batches on disk are bounded by the format, not by the append limits', 
       // Closes the second one; the active segment holds only what the lowered limits allow.
       encodeBatch([record('d', 60_000)]),
     ]) {
-      await first.client.append(0, bytes);
+      await first.client.append(TOPIC, 0, bytes);
     }
     await stop(first.node);
     expect(segmentNames(dir.path, '.log').length).toBe(3);
@@ -198,7 +239,7 @@ describe('batches on disk are bounded by the format, not by the append limits', 
       segmentBytesMax: lowered.batchBytesMax,
       cleanerMinDirtyRatio: 0,
     });
-    expect(node.node.status().partitions[0]).toMatchObject({
+    expect(partitionStatus(node)).toMatchObject({
       endOffset: 6,
       truncatedBytesOnLoad: 0,
     });
@@ -207,18 +248,21 @@ describe('batches on disk are bounded by the format, not by the append limits', 
       expect(await storedKeys(client, offset), `from offset ${offset}`).toEqual(all.slice(offset));
     }
     // The first segment's big record is superseded by offset 3: compaction drops it alone.
-    const [summary] = await node.cleaner.runOnce();
-    expect(summary).toMatchObject({ segmentsCompacted: 1, recordsRemoved: 1 });
+    const summaries = await node.cleaner.runOnce();
+    expect(summaries.find((s) => s.topic === TOPIC && s.partition === 0)).toMatchObject({
+      segmentsCompacted: 1,
+      recordsRemoved: 1,
+    });
     expect(await storedKeys(client)).toEqual(['0:a', '2:b', '3:big', '4:c', '5:d']);
-    const { batches } = await readPartition(client, 0);
+    const { batches } = await readPartition(client, TOPIC, 0);
     expect(batches.map((batch) => lastOffsetOf(batch.header))).toEqual([0, 2, 3, 4, 5]);
   });
 
   it('damage before a batch bigger than the lowered batchBytesMax still stops the partition instead of cutting acknowledged data', async () => {
     const dir = newDir('limits-damage');
     const first = await start(dir);
-    await first.client.append(0, encodeBatch([record('small')]));
-    await first.client.append(0, encodeBatch([record('big', BIG_VALUE_BYTES)]));
+    await first.client.append(TOPIC, 0, encodeBatch([record('small')]));
+    await first.client.append(TOPIC, 0, encodeBatch([record('big', BIG_VALUE_BYTES)]));
     await stop(first.node);
     const [active] = segmentNames(dir.path, '.log');
     const file = path.join(partitionDir(dir.path), active);
@@ -227,7 +271,7 @@ describe('batches on disk are bounded by the format, not by the append limits', 
     fs.writeFileSync(file, bytes);
 
     const { node } = await start(dir, lowered);
-    const status = node.node.status().partitions[0];
+    const status = partitionStatus(node);
     expect(status.error ?? 'no error', 'the partition stopped').toMatch(/followed by valid data/);
     expect(fs.statSync(file).size, 'nothing cut').toBe(bytes.length);
   });

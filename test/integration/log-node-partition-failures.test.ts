@@ -10,10 +10,12 @@ import { encodeFrames } from '../../shared/partition-frames.js';
 import { createLogger } from '../../shared/logger.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
 import { baseName } from '../../log-node/segment-files.js';
-import { tempDir, type TempDir } from '../harness/index.js';
+import { HttpLogClient } from '../../shared/http-log-client.js';
+import { partitionDirOf, tempDir, type TempDir } from '../harness/index.js';
 
 const logger = createLogger('test', 'silent');
 const T0 = 1_800_000_000_000;
+const TOPIC = 'c';
 /** No call here should take long; a hang (an append never answered) fails within this. */
 const CALL_MS_MAX = 5_000;
 
@@ -59,23 +61,30 @@ async function call(url: string, route: string, init: { method?: string; body?: 
 }
 
 const append = (url: string, partition: number, batch: Uint8Array) =>
-  call(url, `/internal/partitions/${partition}/append`, { method: 'POST', body: batch });
+  call(url, `/internal/topics/${TOPIC}/partitions/${partition}/append`, {
+    method: 'POST',
+    body: batch,
+  });
 
+const read = (url: string, partition: number, query: string) =>
+  call(url, `/internal/topics/${TOPIC}/partitions/${partition}/records?${query}`);
+
+/** A new idempotent producer of the node (epoch 0). */
+const newProducer = (url: string) => new HttpLogClient(url).initProducerId();
+
+/** One record of `valueBytes`; with a producer, it is that producer's record `baseSequence`. */
 function valueBatch(
   key: string,
   valueBytes: number,
-  options: { producerId?: Buffer; baseSequence?: number; timestampMs?: number } = {},
+  options: {
+    producer?: { producerId: number; producerEpoch: number };
+    baseSequence?: number;
+    timestampMs?: number;
+  } = {},
 ) {
   return encodeBatch(
-    [
-      {
-        collection: 'c',
-        key,
-        value: Buffer.alloc(valueBytes, 0x61),
-        timestampMs: options.timestampMs ?? T0,
-      },
-    ],
-    { producerId: options.producerId, baseSequence: options.baseSequence },
+    [{ key, value: Buffer.alloc(valueBytes, 0x61), timestampMs: options.timestampMs ?? T0 }],
+    { ...options.producer, baseSequence: options.baseSequence },
   );
 }
 
@@ -89,7 +98,7 @@ describe('a segment roll that fails', () => {
     const first = await append(node.url, 0, valueBatch('a', 500));
     expect(first.json).toEqual({ baseOffset: 0, lastOffset: 0, duplicate: false });
     // The next segment's .log file cannot be created: a directory holds its name.
-    fs.mkdirSync(path.join(dir.path, 'partitions', '0', `${baseName(1)}.log`));
+    fs.mkdirSync(path.join(partitionDirOf(dir.path, TOPIC, 0), `${baseName(1)}.log`));
 
     // Both need the roll; the second may be queued behind the first or arrive after the failure.
     const answers = await Promise.all([
@@ -98,7 +107,11 @@ describe('a segment roll that fails', () => {
     ]);
     for (const answer of answers) {
       expect(answer.status).toBe(503);
-      expect(answer.json.error).toMatchObject({ code: 'partition_failed', partition: 0 });
+      expect(answer.json.error).toMatchObject({
+        code: 'partition_failed',
+        topic: TOPIC,
+        partition: 0,
+      });
     }
 
     // The node goes on serving partition 1, alone and beside partition 0 in one request.
@@ -106,27 +119,37 @@ describe('a segment roll that fails', () => {
     const multi = await call(node.url, '/internal/append', {
       method: 'POST',
       body: encodeFrames([
-        { partition: 0, bytes: valueBatch('e', 10) },
-        { partition: 1, bytes: valueBatch('f', 10) },
+        { topic: TOPIC, partition: 0, bytes: valueBatch('e', 10) },
+        { topic: TOPIC, partition: 1, bytes: valueBatch('f', 10) },
       ]),
     });
     expect(multi.status).toBe(200);
-    expect(multi.json.partitions[0]).toMatchObject({ partition: 0, status: 503 });
+    expect(multi.json.partitions[0]).toMatchObject({ topic: TOPIC, partition: 0, status: 503 });
     expect(multi.json.partitions[0].error.code).toBe('partition_failed');
-    expect(multi.json.partitions[1]).toMatchObject({ partition: 1, baseOffset: 1 });
-    const read1 = await call(node.url, '/internal/partitions/1/records?offset=0');
+    expect(multi.json.partitions[1]).toMatchObject({ topic: TOPIC, partition: 1, baseOffset: 1 });
+    const read1 = await read(node.url, 1, 'offset=0');
     expect(read1.status).toBe(200);
     expect(read1.headers.get('tailbase-end-offset')).toBe('2');
 
-    const read0 = await call(node.url, '/internal/partitions/0/records?offset=0');
+    const read0 = await read(node.url, 0, 'offset=0');
     expect(read0.status).toBe(503);
     expect(read0.json.error.code).toBe('partition_failed');
+    // Every other topic-partition, the internal topics' partition 0 among them, goes on.
     const status = await call(node.url, '/internal/status');
-    expect(status.json.partitions[0].error).toMatch(/EEXIST|EISDIR/);
-    expect(status.json.partitions[1].error).toBeUndefined();
+    const statuses = status.json.partitions as {
+      topic: string;
+      partition: number;
+      error?: string;
+    }[];
+    const failed = statuses.filter((p) => p.error !== undefined);
+    expect(failed.map(({ topic, partition }) => ({ topic, partition }))).toEqual([
+      { topic: TOPIC, partition: 0 },
+    ]);
+    expect(failed[0].error).toMatch(/EEXIST|EISDIR/);
+    expect(statuses.some((p) => p.topic === TOPIC && p.partition === 1)).toBe(true);
     const ready = await call(node.url, '/readyz');
     expect(ready.status).toBe(503);
-    expect(ready.json.failedPartitions).toEqual([0]);
+    expect(ready.json.failedPartitions).toEqual([{ topic: TOPIC, partition: 0 }]);
     expect(unhandled).toEqual([]);
   });
 });
@@ -141,21 +164,21 @@ describe('a batch that is not written', () => {
       segmentMsMax: 60_000,
       clock: { nowMs: () => now },
     });
-    const producerId = Buffer.alloc(16, 7);
-    const seq0 = valueBatch('a', 500, { producerId, baseSequence: 0 });
+    const producer = await newProducer(node.url);
+    const seq0 = valueBatch('a', 500, { producer, baseSequence: 0 });
     expect((await append(node.url, 0, seq0)).json).toEqual({
       baseOffset: 0,
       lastOffset: 0,
       duplicate: false,
     });
     const logs = () =>
-      fs.readdirSync(path.join(dir.path, 'partitions', '0')).filter((n) => n.endsWith('.log'));
+      fs.readdirSync(partitionDirOf(dir.path, TOPIC, 0)).filter((n) => n.endsWith('.log'));
 
     expect((await append(node.url, 0, seq0)).json).toMatchObject({
       baseOffset: 0,
       duplicate: true,
     });
-    const gap = await append(node.url, 0, valueBatch('a', 500, { producerId, baseSequence: 5 }));
+    const gap = await append(node.url, 0, valueBatch('a', 500, { producer, baseSequence: 5 }));
     expect(gap.status).toBe(409);
     now += 120_000;
     expect((await append(node.url, 0, seq0)).json).toMatchObject({
@@ -165,7 +188,7 @@ describe('a batch that is not written', () => {
     expect(logs()).toEqual([`${baseName(0)}.log`]);
 
     // The next batch written rolls as it always did.
-    const next = await append(node.url, 0, valueBatch('b', 500, { producerId, baseSequence: 1 }));
+    const next = await append(node.url, 0, valueBatch('b', 500, { producer, baseSequence: 1 }));
     expect(next.json).toEqual({ baseOffset: 1, lastOffset: 1, duplicate: false });
     expect(logs()).toEqual([`${baseName(0)}.log`, `${baseName(1)}.log`]);
     expect(unhandled).toEqual([]);
@@ -181,10 +204,10 @@ describe('a batch that is not written', () => {
       cleanerIntervalMs: 3_600_000,
       clock: { nowMs: () => now },
     });
-    const producerId = Buffer.alloc(16, 7);
-    const seq0 = valueBatch('A', 500, { producerId, baseSequence: 0 });
+    const producer = await newProducer(node.url);
+    const seq0 = valueBatch('A', 500, { producer, baseSequence: 0 });
     expect((await append(node.url, 0, seq0)).json).toMatchObject({ baseOffset: 0 });
-    const tombstone = encodeBatch([{ collection: 'c', key: 'K', value: null, timestampMs: T0 }]);
+    const tombstone = encodeBatch([{ key: 'K', value: null, timestampMs: T0 }]);
     expect((await append(node.url, 0, tombstone)).json).toMatchObject({ baseOffset: 1 });
     // A retry whose size would have rolled the segment; nothing of it is written.
     expect((await append(node.url, 0, seq0)).json).toMatchObject({
@@ -195,15 +218,15 @@ describe('a batch that is not written', () => {
     await node.cleaner.runOnce();
 
     // A reader that has applied offset 0 asks for 1: the answer must carry it to the end offset.
-    const read = await call(node.url, '/internal/partitions/0/records?offset=1&wait_ms=2000');
-    expect(read.status).toBe(200);
-    const endOffset = Number(read.headers.get('tailbase-end-offset'));
+    const answer = await read(node.url, 0, 'offset=1&wait_ms=2000');
+    expect(answer.status).toBe(200);
+    const endOffset = Number(answer.headers.get('tailbase-end-offset'));
     expect(endOffset).toBe(2);
-    const batches = [...iterateBatches(read.bytes)];
+    const batches = [...iterateBatches(answer.bytes)];
     expect(batches.length, 'a batch that moves the reader on').toBeGreaterThan(0);
     const last = batches.at(-1)!.header;
     expect(last.baseOffset + last.lastOffsetDelta + 1).toBe(endOffset);
-    expect(read.ms).toBeLessThan(1_000);
+    expect(answer.ms).toBeLessThan(1_000);
     expect(unhandled).toEqual([]);
   });
 });

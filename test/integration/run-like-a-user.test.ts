@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startLocalCluster } from '../../bin/local-cluster.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { freePort, tempDir } from '../harness/index.js';
+import { kcat, KCAT_INSTALLED } from '../harness/kafka.js';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 const README = fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8');
@@ -20,7 +21,12 @@ interface Started {
 }
 
 /** `npm start`, in its own process group so kill -9 reaches the server and not just npm. */
-async function npmStart(dataDir: string, port: number, logLevel = 'warn'): Promise<Started> {
+async function npmStart(
+  dataDir: string,
+  port: number,
+  kafkaPort: number,
+  logLevel = 'warn',
+): Promise<Started> {
   const child = spawn('npm', ['start'], {
     cwd: ROOT,
     detached: true,
@@ -28,6 +34,7 @@ async function npmStart(dataDir: string, port: number, logLevel = 'warn'): Promi
       ...process.env,
       TAILBASE_DATA: dataDir,
       TAILBASE_PORT: String(port),
+      TAILBASE_KAFKA_PORT: String(kafkaPort),
       TAILBASE_LOG_LEVEL: logLevel,
     },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -111,7 +118,8 @@ describe('running tailbase like a user', () => {
     const data = tempDir('readme-tour');
     cleanups.push(() => data.cleanup());
     const port = await freePort();
-    const first = await npmStart(data.path, port);
+    const kafkaPort = await freePort();
+    const first = await npmStart(data.path, port, kafkaPort);
     cleanups.push(() => killGroup(first.child, 'SIGKILL'));
     expect(first.url).toBe(`http://127.0.0.1:${port}`);
 
@@ -146,14 +154,24 @@ describe('running tailbase like a user', () => {
     expect(events).toHaveLength(5);
     for (const event of events)
       expect(event).toMatchObject({ collection: 'books', token: expect.any(String) });
-    expect(status[0].partitions).toHaveLength(8);
+    const books = status[0].partitions.filter((p: { topic: string }) => p.topic === 'books');
+    expect(books).toHaveLength(8);
     expect(rebuild[0]).toMatchObject({ node: 0, rebuilding: true });
     expect(reread[0]).toMatchObject({ key: 'the-log', value: { title: 'The Log' } });
+    expect(first.output()).toContain(`Kafka: 127.0.0.1:${kafkaPort}`);
+    if (KCAT_INSTALLED) {
+      // The collection is a topic any Kafka client reads: every record the tour wrote, in order.
+      const broker = `127.0.0.1:${kafkaPort}`;
+      const keys = await kcat(['-C', '-b', broker, '-t', 'books', '-e', '-q', '-f', '%k\\n']);
+      expect(keys.trim().split('\n').sort()).toEqual(
+        ['fts5', 'fts5', 'kafka', 'lmdb', 'the-log'].sort(),
+      );
+    }
 
     const acknowledged = new Map<string, number>([[write[0].key, write[0].offset]]);
     await killGroup(first.child, 'SIGKILL');
 
-    const second = await npmStart(data.path, port, 'info');
+    const second = await npmStart(data.path, port, kafkaPort, 'info');
     cleanups.push(() => killGroup(second.child, 'SIGTERM'));
     for (const [key, offset] of [...acknowledged, ['kafka', -1] as const, ['lmdb', -1] as const]) {
       const response = await fetch(

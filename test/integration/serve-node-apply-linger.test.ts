@@ -15,10 +15,9 @@ const busy = logAndServeNodes('apply-linger-busy');
 
 const put = (log: HttpLogClient, key: string) =>
   log.append(
+    'c',
     0,
-    encodeBatch([
-      { collection: 'c', key, value: Buffer.from(JSON.stringify({ key })), timestampMs: 1 },
-    ]),
+    encodeBatch([{ key, value: Buffer.from(JSON.stringify({ key })), timestampMs: 1 }]),
   );
 
 /** Until the in-process serve-node has a read waiting for offsets. */
@@ -41,6 +40,9 @@ async function visibleAfterMs(serve: HttpServeClient, key: string, boundMs: numb
 describe('serve-node apply linger', () => {
   it('holds back reads without a token once reads are idle, and never a read that waits', async () => {
     const log = await paused.startLog({ partitions: 1 });
+    // The collection exists before the serve-node starts, so it tails it from the start: a
+    // collection found later is the subject of serve-node-reads.test.ts.
+    await log.ensureTopic('c');
     const serve = await paused.startServe({
       limits: { applyLingerMs: LINGER_MS, applyLingerIdleMs: IDLE_MS },
     });
@@ -64,6 +66,7 @@ describe('serve-node apply linger', () => {
 
   it('does not pause while reads have waited within applyLingerIdleMs', async () => {
     const log = await busy.startLog({ partitions: 1 });
+    await log.ensureTopic('c');
     const serve = await busy.startServe({
       limits: { applyLingerMs: LINGER_MS, applyLingerIdleMs: 60_000 },
     });

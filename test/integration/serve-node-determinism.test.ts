@@ -1,15 +1,19 @@
 // Proves replica determinism: a serve-node rebuilt from an empty data dir, one started from a
 // snapshot taken mid-stream, and one wiped by the admin rebuild all hold exactly the documents of
-// one that ran throughout, and return the same top-20 hits with the same scores.
+// one that ran throughout, and return the same top-20 hits with the same scores, though settings
+// changed between the writes and a replica applies the settings topic and the collection's topic
+// in whatever interleaving its fetchers meet them.
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { type ServedDocument, type WaitFor } from '../../shared/serve-api.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { startLogNode } from '../../log-node/index.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
 import { seededRandom, testSeed, tempDir, type TempDir } from '../harness/index.js';
+import { settingsApplied } from '../harness/serve-fixture.js';
 
 const silent = createLogger('test', 'silent');
 const WORDS = (
@@ -43,7 +47,8 @@ async function allDocs(client: HttpServeClient, waitFor: WaitFor): Promise<Serve
   throw new Error('scan did not end within 100 pages');
 }
 
-async function topHits(client: HttpServeClient, waitFor: WaitFor) {
+async function topHits(client: HttpServeClient, waitFor: WaitFor, settingsEnd: number) {
+  await settingsApplied(client, settingsEnd);
   const answers = [];
   for (const q of QUERIES) {
     const result = await client.search('notes', { q, limit: 20, waitFor, waitMs: 20_000 });
@@ -91,43 +96,45 @@ describe('serve-node determinism', () => {
           const value =
             random.next() < 0.1 ? null : { title: random.pick(WORDS), body: { text }, round };
           return {
-            collection: 'notes',
             key,
             value: value && Buffer.from(JSON.stringify(value)),
             timestampMs: 1,
           };
         });
-        end[partition] = (await log.append(partition, encodeBatch(records))).lastOffset;
+        end[partition] = (await log.append('notes', partition, encodeBatch(records))).lastOffset;
       }
     };
+    let settingsEnd = -1;
     const setSettings = async (settings: object) => {
-      for (const partition of [0, 1]) {
-        const value = Buffer.from(JSON.stringify(settings));
-        end[partition] = (
-          await log.append(
-            partition,
-            encodeBatch([{ collection: '_settings', key: 'notes', value, timestampMs: 1 }]),
-          )
-        ).lastOffset;
-      }
+      const value = Buffer.from(JSON.stringify(settings));
+      settingsEnd = (
+        await log.append(SETTINGS_TOPIC, 0, encodeBatch([{ key: 'notes', value, timestampMs: 1 }]))
+      ).lastOffset;
     };
     await appendRound(0);
     await setSettings({ weights: { title: 3 } });
     await appendRound(1);
     await running.get('notes', 'k0', { waitFor: { ...end }, waitMs: 20_000 });
+    await settingsApplied(running, settingsEnd);
     const snapshotDir = dir('det-snapshot').path + '/snap';
     const snapshot = await running.snapshot(snapshotDir);
-    expect(snapshot.applied).toEqual({ 0: end[0] + 1, 1: end[1] + 1 });
+    expect(snapshot.applied).toEqual({
+      'notes/0': end[0] + 1,
+      'notes/1': end[1] + 1,
+      [`${SETTINGS_TOPIC}/0`]: settingsEnd + 1,
+    });
     await appendRound(2);
     await setSettings({
       searchable: ['title', 'body'],
       tokenizer: 'porter unicode61 remove_diacritics 2',
     });
     await appendRound(3);
+    await setSettings({ searchable: ['body', 'title'], weights: { body: 2 } });
+    await appendRound(4);
 
     const waitFor = { ...end };
     const expectedDocs = await allDocs(running, waitFor);
-    const expectedHits = await topHits(running, waitFor);
+    const expectedHits = await topHits(running, waitFor, settingsEnd);
     expect(expectedDocs.length).toBeGreaterThan(100);
     expect(expectedHits.every((answer) => answer.hits.length > 0)).toBe(true);
 
@@ -135,11 +142,11 @@ describe('serve-node determinism', () => {
     const fromSnapshot = await start('det-from-snapshot', { fromSnapshot: snapshotDir });
     for (const replica of [rebuilt, fromSnapshot]) {
       expect(await allDocs(replica, waitFor)).toEqual(expectedDocs);
-      expect(await topHits(replica, waitFor)).toEqual(expectedHits);
+      expect(await topHits(replica, waitFor, settingsEnd)).toEqual(expectedHits);
     }
     await running.rebuild();
     expect((await running.status()).lastRebuild?.reason).toBe('admin_request');
     expect(await allDocs(running, waitFor)).toEqual(expectedDocs);
-    expect(await topHits(running, waitFor)).toEqual(expectedHits);
+    expect(await topHits(running, waitFor, settingsEnd)).toEqual(expectedHits);
   });
 });

@@ -1,6 +1,7 @@
 // Proves a serve-node tailing a real log-node serves gets, scans and ranked search, waits for
 // offsets (answering as soon as they are applied, 504 when they never come, 503 past the waiter
-// bound), and answers every hostile query with 200 or 400.
+// bound), and answers every hostile query with 200 or 400. Each collection is a topic of the log;
+// a collection created after the node started is found and served at the token.
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
@@ -10,7 +11,8 @@ import { createLogger } from '../../shared/logger.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
-import { tempDir, type TempDir } from '../harness/index.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { settingsApplied, tempDir, type TempDir } from '../harness/index.js';
 
 const silent = createLogger('test', 'silent');
 let logDir: TempDir;
@@ -20,15 +22,15 @@ let serveNode: RunningServeNode;
 let log: HttpLogClient;
 let serve: HttpServeClient;
 
-const record = (collection: string, key: string, value: unknown): LogRecord => ({
-  collection,
+const record = (key: string, value: unknown): LogRecord => ({
   key,
   value: value === null ? null : Buffer.from(JSON.stringify(value)),
   timestampMs: Date.now(),
 });
 
-async function append(partition: number, records: LogRecord[]): Promise<number> {
-  return (await log.append(partition, encodeBatch(records))).lastOffset;
+/** Appends records to a topic-partition; answers the last offset. */
+async function append(topic: string, partition: number, records: LogRecord[]): Promise<number> {
+  return (await log.append(topic, partition, encodeBatch(records))).lastOffset;
 }
 
 /**
@@ -59,9 +61,13 @@ async function withOwnNode(
   }
 }
 
-/** Each partition's last offset now: what a read waits for to see everything written. */
-const lastOffsets = async () =>
-  Object.fromEntries((await log.offsets()).map((p) => [p.partition, p.endOffset - 1]));
+/** Each partition's last offset of a collection now: what a read waits for to see it all. */
+const lastOffsets = async (collection = 'articles') =>
+  Object.fromEntries(
+    (await log.offsets())
+      .filter((p) => p.topic === collection)
+      .map((p) => [p.partition, p.endOffset - 1]),
+  );
 
 beforeAll(async () => {
   logDir = tempDir('serve-reads-log');
@@ -75,22 +81,24 @@ beforeAll(async () => {
     limits: { waitersMax: 3, logWaitMs: 500 },
   });
   serve = new HttpServeClient(serveNode.url);
-  await append(0, [
-    record('articles', 'fox', { title: 'The quick brown fox', body: 'jumps over the lazy dog' }),
-    record('articles', 'dog', { title: 'Lazy dogs', body: 'a dog sleeps; the dog dreams of dogs' }),
-    record('articles', 'cafe', { title: 'Café society', tags: ['crème', 'brûlée'] }),
-    record('articles', 'a/b é', { title: 'slash and accent key', body: 'quickly written' }),
+  await append('articles', 0, [
+    record('fox', { title: 'The quick brown fox', body: 'jumps over the lazy dog' }),
+    record('dog', { title: 'Lazy dogs', body: 'a dog sleeps; the dog dreams of dogs' }),
+    record('cafe', { title: 'Café society', tags: ['crème', 'brûlée'] }),
+    record('a/b é', { title: 'slash and accent key', body: 'quickly written' }),
   ]);
-  await append(1, [
-    record('_settings', 'cjk', { tokenizer: 'trigram' }),
-    record('cjk', 'tokyo', { text: '東京都は日本の首都です' }),
-    record('articles', 'cat', { title: 'A cat', body: 'the cat ignores the fox' }),
+  // The document before its collection's settings: applying them re-indexes it.
+  const tokyo = await append('cjk', 1, [record('tokyo', { text: '東京都は日本の首都です' })]);
+  const cat = await append('articles', 1, [
+    record('cat', { title: 'A cat', body: 'the cat ignores the fox' }),
   ]);
-  await append(0, [record('_settings', 'cjk', { tokenizer: 'trigram' })]);
-  const last = await append(0, [record('articles', 'gone', { title: 'soon deleted' })]);
-  const deleted = await append(0, [record('articles', 'gone', null)]);
+  const settings = await append(SETTINGS_TOPIC, 0, [record('cjk', { tokenizer: 'trigram' })]);
+  const last = await append('articles', 0, [record('gone', { title: 'soon deleted' })]);
+  const deleted = await append('articles', 0, [record('gone', null)]);
   expect(deleted).toBe(last + 1);
-  await serve.get('articles', 'fox', { waitFor: { 0: deleted, 1: 2 }, waitMs: 10_000 });
+  await serve.get('articles', 'fox', { waitFor: { 0: deleted, 1: cat }, waitMs: 10_000 });
+  await serve.get('cjk', 'tokyo', { waitFor: { 1: tokyo }, waitMs: 10_000 });
+  await settingsApplied(serve, settings);
 });
 
 afterAll(async () => {
@@ -108,9 +116,10 @@ describe('serve-node reads', () => {
       title: 'slash and accent key',
       body: 'quickly written',
     });
-    expect(got.applied).toEqual({ 0: 7, 1: 3 });
+    expect(got.applied).toEqual({ 0: 6, 1: 1 });
     const missing = await serve.get('articles', 'gone');
-    expect(missing).toEqual({ doc: null, applied: { 0: 7, 1: 3 } });
+    expect(missing).toEqual({ doc: null, applied: { 0: 6, 1: 1 } });
+    expect((await serve.get('cjk', 'tokyo')).applied).toEqual({ 0: 0, 1: 1 });
   });
 
   it('answers a batched read per item: document, null when absent, false when not applied', async () => {
@@ -119,19 +128,21 @@ describe('serve-node reads', () => {
       body: JSON.stringify({
         items: [
           { collection: 'articles', key: 'fox' },
-          { collection: 'articles', key: 'gone', waitFor: { 0: 6 } },
-          { collection: 'articles', key: 'cat', waitFor: { 1: 2 } },
-          { collection: 'articles', key: 'cat', waitFor: { 1: 3 } },
+          { collection: 'articles', key: 'gone', waitFor: { 0: 5 } },
+          { collection: 'articles', key: 'cat', waitFor: { 1: 0 } },
+          { collection: 'articles', key: 'cat', waitFor: { 1: 1 } },
+          { collection: 'cjk', key: 'tokyo', waitFor: { 1: 0 } },
         ],
       }),
     });
     expect(response.status).toBe(200);
     const body = (await response.json()) as { items: unknown[]; applied: unknown };
-    expect(body.applied).toEqual({ 0: 7, 1: 3 });
+    expect(body.applied).toEqual({ articles: { 0: 6, 1: 1 }, cjk: { 0: 0, 1: 1 } });
     expect(body.items[0]).toMatchObject({ key: 'fox', partition: 0, offset: 0 });
     expect(body.items.slice(1, 2)).toEqual([null]);
     expect(body.items[2]).toMatchObject({ key: 'cat', partition: 1 });
     expect(body.items[3]).toBe(false);
+    expect(body.items[4]).toMatchObject({ key: 'tokyo', partition: 1, offset: 0 });
   });
 
   it('coalesces concurrent gets into batched reads with the same answers as single reads', async () => {
@@ -148,7 +159,7 @@ describe('serve-node reads', () => {
       }),
     );
     expect(batched.map((got) => got.doc)).toEqual(single);
-    expect(batched.every((got) => got.applied[0] === 7 && got.applied[1] === 3)).toBe(true);
+    expect(batched.every((got) => got.applied[0] === 6 && got.applied[1] === 1)).toBe(true);
   });
 
   it('rejects a bad batched read with 400 and an oversized one with 413', async () => {
@@ -233,8 +244,8 @@ describe('serve-node reads', () => {
       }
       const snapshotDir = `${target}/snap`;
       const [snapshot] = await Promise.all([client.snapshot(snapshotDir), client.rebuild()]);
-      expect(snapshot.applied).toEqual(
-        Object.fromEntries(Object.entries(ends).map(([p, o]) => [p, o + 1])),
+      expect(snapshot.applied).toMatchObject(
+        Object.fromEntries(Object.entries(ends).map(([p, o]) => [`articles/${p}`, o + 1])),
       );
       expect(readdirSync(snapshotDir)).toContain('snapshot.json');
     });
@@ -245,7 +256,7 @@ describe('serve-node reads', () => {
     const writer = (async () => {
       for (let i = 0; writing && i < 5_000; i++) {
         const text = `load ${i} ${'word '.repeat(50)}`;
-        await append(i % 2, [record('load', `k${i % 300}`, { text })]);
+        await append('load', i % 2, [record(`k${i % 300}`, { text })]);
       }
     })();
     try {
@@ -256,8 +267,8 @@ describe('serve-node reads', () => {
           const { stores } = JSON.parse(readFileSync(`${dir}/snapshot.json`, 'utf8')) as {
             stores: Record<string, { docs: number; search: number }>;
           };
-          for (const [partition, { docs, search }] of Object.entries(stores)) {
-            expect(docs, `snapshot ${i}, partition ${partition}`).toBe(search);
+          for (const [topicPartition, { docs, search }] of Object.entries(stores)) {
+            expect(docs, `snapshot ${i}, ${topicPartition}`).toBe(search);
           }
         }
       });
@@ -386,12 +397,11 @@ describe('serve-node reads', () => {
   });
 
   it('a read for an unwritten offset blocks, answers once applied, and 504s when it never comes', async () => {
-    const offsets = await log.offsets();
-    const next = offsets.find((entry) => entry.partition === 1)!.endOffset;
+    const next = (await lastOffsets())[1] + 1;
     const started = Date.now();
     const pending = serve.get('articles', 'late', { waitFor: { 1: next }, waitMs: 10_000 });
     await new Promise((resolve) => setTimeout(resolve, 300));
-    await append(1, [record('articles', 'late', { title: 'late arrival' })]);
+    await append('articles', 1, [record('late', { title: 'late arrival' })]);
     const got = await pending;
     const elapsedMs = Date.now() - started;
     expect(got.doc?.key).toBe('late');
@@ -406,7 +416,7 @@ describe('serve-node reads', () => {
     expect(error).toMatchObject({
       status: 504,
       code: 'not_caught_up',
-      details: { partition: 1, applied: next + 1, required: next + 100 },
+      details: { topic: 'articles', partition: 1, applied: next + 1, required: next + 100 },
     });
   });
 
@@ -422,13 +432,50 @@ describe('serve-node reads', () => {
     for (const result of await Promise.all(waiting)) expect(result).toMatchObject({ status: 504 });
   });
 
-  it('reports status per partition and readiness', async () => {
+  it('reports status per topic-partition and readiness', async () => {
     const status = await serve.status();
     expect(status.ready).toBe(true);
-    expect(status.partitions.map((p) => [p.partition, p.lag, p.state])).toEqual([
-      [0, 0, 'tailing'],
-      [1, 0, 'tailing'],
-    ]);
+    const entries = status.partitions.map((p) => [p.topic, p.partition, p.lag, p.state]);
+    for (const topic of ['articles', 'cjk']) {
+      expect(entries).toContainEqual([topic, 0, 0, 'tailing']);
+      expect(entries).toContainEqual([topic, 1, 0, 'tailing']);
+    }
+    // Every serve-node tails the settings topic's one partition, whatever it hosts.
+    expect(entries).toContainEqual([SETTINGS_TOPIC, 0, 0, 'tailing']);
+    expect(entries.filter((entry) => entry[0] === SETTINGS_TOPIC)).toHaveLength(1);
     expect(await serve.ready()).toBe(true);
+  });
+
+  it('finds a collection created after it started at once, and serves a token read of it', async () => {
+    // Listing topics every minute: only the read itself can make the node look at once.
+    await withOwnNode('new-topic', { topicRefreshMs: 60_000 }, async (client) => {
+      const before = await client.status();
+      expect(before.partitions.some((p) => p.topic === 'fresh')).toBe(false);
+      const offset = await append('fresh', 1, [record('new', { text: 'just created' })]);
+      const started = Date.now();
+      const got = await client.get('fresh', 'new', { waitFor: { 1: offset }, waitMs: 10_000 });
+      expect(Date.now() - started).toBeLessThan(5_000);
+      expect(got.doc).toMatchObject({ key: 'new', partition: 1, offset });
+      expect(got.applied[1]).toBe(offset + 1);
+      const found = await client.search('fresh', { q: 'created', waitFor: { 1: offset } });
+      expect(found.hits.map((hit) => hit.key)).toEqual(['new']);
+      // Settings of the new collection, and a search that waits for them.
+      const settings = await append(SETTINGS_TOPIC, 0, [record('fresh', { searchable: [] })]);
+      const unsearchable = await client.search('fresh', {
+        q: 'created',
+        settingsWaitFor: settings,
+        waitMs: 10_000,
+      });
+      expect(unsearchable.hits).toEqual([]);
+      const badWait = await fetch(`${client.url}/internal/search/fresh?q=x&settings_wait_for=-1`);
+      expect(badWait.status).toBe(400);
+      const status = await client.status();
+      expect(status.partitions.filter((p) => p.topic === 'fresh').map((p) => p.partition)).toEqual([
+        0, 1,
+      ]);
+    });
+    // The node tailing all along finds it too, by its periodic look (topicRefreshMs 1000).
+    const seen = await serve.get('fresh', 'new', { waitFor: { 1: 0 }, waitMs: 10_000 });
+    expect(seen.doc?.key).toBe('new');
   });
 });

@@ -92,12 +92,20 @@ describe('status view', () => {
     clusterId: 'C1',
     partitions: [
       {
+        topic: '__tailbase_settings',
+        partition: 0,
+        logStartOffset: 0,
+        endOffset: 1,
+        replicas: [{ node: 0, up: true, applied: 1, lag: 0, state: 'tailing' }],
+      },
+      {
+        topic: 'books',
         partition: 0,
         logStartOffset: 0,
         endOffset: 12,
         replicas: [{ node: 0, up: true, applied: 10, lag: 2, state: 'tailing' }],
       },
-      { partition: 1, logStartOffset: 3, endOffset: 5, replicas: [] },
+      { topic: 'books', partition: 1, logStartOffset: 3, endOffset: 5, replicas: [] },
     ],
     serveNodes: [{ node: 0, nodeId: 'serve-1', up: true, ready: false, partitions: [0, 1, 2] }],
   };
@@ -107,9 +115,10 @@ describe('status view', () => {
     expect(text).toBe(
       [
         'cluster C1',
-        'PARTITION  LOG START  LOG END  NODE  UP   APPLIED  LAG  STATE',
-        '0          0          12       0     yes  10       2    tailing',
-        '1          3          5        -     -    -        -    -',
+        'TOPIC                PARTITION  LOG START  LOG END  NODE  UP   APPLIED  LAG  STATE',
+        '__tailbase_settings  0          0          1        0     yes  1        0    tailing',
+        'books                0          0          12       0     yes  10       2    tailing',
+        'books                1          3          5        -     -    -        -    -',
         '',
         'NODE  NODE ID  UP   READY  PARTITIONS',
         '0     serve-1  yes  no     0-2',
@@ -137,11 +146,26 @@ describe('status view', () => {
 
 describe('rebuild progress', () => {
   const part = (applied: number, logEndOffset: number, state = 'tailing') => ({
+    topic: 'books',
     partition: 0,
     applied,
     logEndOffset,
     lag: logEndOffset - applied,
     state,
+  });
+
+  it('counts each topic-partition apart, so one collection does not hide another', () => {
+    const before = readRebuildProgress({
+      ready: true,
+      partitions: [part(40, 40), { ...part(7, 7), topic: 'users' }],
+    });
+    expect(before).toMatchObject({ applied: 47, total: 47, caughtUp: true });
+    expect(before.ends).toEqual(
+      new Map([
+        ['books/0', 40],
+        ['users/0', 7],
+      ]),
+    );
   });
 
   it('is caught up only when every lag is 0 and the node is ready', () => {
@@ -184,7 +208,7 @@ describe('rebuild progress', () => {
       applied: 0,
       total: 9,
       caughtUp: false,
-      errors: ['partition 0: log down'],
+      errors: ['books partition 0: log down'],
     });
   });
 });

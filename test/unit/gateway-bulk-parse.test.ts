@@ -13,7 +13,7 @@ const NDJSON_TYPE = 'application/x-ndjson';
 const record = (key: string) => JSON.stringify({ key, value: { n: 1 } });
 
 function parse(text: string, type: string | undefined, bulkRecordsMax: number) {
-  return parseBulk(text, type, 'items', { ...DEFAULT_LIMITS, bulkRecordsMax }, 0);
+  return parseBulk(text, type, { ...DEFAULT_LIMITS, bulkRecordsMax }, 0);
 }
 
 /** Characters the element count must see through when they sit inside strings. */

@@ -40,7 +40,7 @@ describe('parseBulk', () => {
         [records.map((r) => JSON.stringify(r)).join('\n'), 'application/x-ndjson'],
       ];
       for (const [body, type] of bodies) {
-        expect(() => parseBulk(body, type, 'items', DEFAULT_LIMITS, 0), key).toThrow(
+        expect(() => parseBulk(body, type, DEFAULT_LIMITS, 0), key).toThrow(
           expect.objectContaining({ code: 'invalid_key', details: { index: 1 } }),
         );
       }

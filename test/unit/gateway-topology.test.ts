@@ -1,11 +1,14 @@
 // Proves how the gateway picks replicas: reads of a partition hosted twice alternate between the
 // two; a node found unreachable is tried last until nodeDownMs has passed, then shares again; an
 // error that is not unreachability is the answer, not a reason to ask another replica; a replica
-// that is rebuilding or far behind is used only when no better one is up.
+// that is rebuilding or far behind is used only when no better one is up. A node hosts partition
+// numbers for every collection: it is a replica of them before any collection exists, and its
+// standing sums what it trails over every collection it tails.
 import { describe, expect, it } from 'vitest';
 import { ServeTopology, type ServeNode } from '../../gateway/topology.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { createLogger } from '../../shared/logger.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import type {
   PartitionState,
   ServeClient,
@@ -15,9 +18,9 @@ import type {
 
 const DOWN_MS = 1000;
 
-/** A client whose status says it hosts `hosted`; only status() is ever called here. */
+/** A client whose status says it hosts `hosted` and tails no collection yet. */
 function hosting(hosted: number[]): ServeClient {
-  const status = { partitions: hosted.map((partition) => ({ partition })) };
+  const status = { hostedPartitions: hosted, partitions: [] };
   return { status: async () => status as unknown as ServeStatus } as ServeClient;
 }
 
@@ -90,15 +93,17 @@ describe('serve topology', () => {
   });
 });
 
-/** One partition as a serve-node's /internal/status reports it. */
+/** One topic-partition as a serve-node's /internal/status reports it. */
 function partitionStatus(
   partition: number,
   applied: number,
   logEndOffset: number,
   state: PartitionState,
+  topic = 'books',
 ): ServePartitionStatus {
   const lag = Math.max(logEndOffset - applied, 0);
   return {
+    topic,
     partition,
     applied,
     logEndOffset,
@@ -116,7 +121,10 @@ function reporting(current: { status: ServeStatus }): ServeClient {
 
 function serveStatus(nodeId: string, partitions: ServePartitionStatus[]): ServeStatus {
   const ready = partitions.every((p) => p.state === 'tailing');
-  return { nodeId, clusterId: 'c', partitions, ready };
+  const hostedPartitions = [
+    ...new Set(partitions.filter((p) => p.topic !== SETTINGS_TOPIC).map((p) => p.partition)),
+  ];
+  return { nodeId, clusterId: 'c', partitions, hostedPartitions, ready };
 }
 
 const caughtUp = (nodeId: string, hosted: number[]) =>
@@ -225,5 +233,32 @@ describe('serve topology: rebuilding and lagging replicas', () => {
     const { nodes } = await topologyOf([rebuilding, other], 2);
     expect(await nodes.onReplica(1, async (n) => n.index)).toBe(0);
     expect(await fanOutPlan(nodes, [0, 1])).toEqual({ 0: 1, 1: 0 });
+  });
+
+  it('sums what a replica trails over every collection, and ignores the settings topic', async () => {
+    // Caught up on books, far behind on users: behind overall.
+    const split = {
+      status: serveStatus('split', [
+        partitionStatus(0, 40, 40, 'tailing', 'books'),
+        partitionStatus(0, 10, 5_000, 'replaying', 'users'),
+      ]),
+    };
+    // Caught up on both, far behind on the settings topic, which does not rank replicas.
+    const even = {
+      status: serveStatus('even', [
+        partitionStatus(0, 40, 40, 'tailing', 'books'),
+        partitionStatus(0, 5_000, 5_000, 'tailing', 'users'),
+        partitionStatus(0, 0, 5_000, 'replaying', SETTINGS_TOPIC),
+      ]),
+    };
+    const { nodes } = await topologyOf([split, even], 1);
+    const used: number[] = [];
+    for (let i = 0; i < 4; i++) await nodes.onReplica(0, async (n) => used.push(n.index));
+    expect(used).toEqual([1, 1, 1, 1]);
+  });
+
+  it('routes to the hosts of a partition before any collection exists', async () => {
+    const { nodes } = await topologyOver([hosting([0]), hosting([1])], 2);
+    expect(await fanOutPlan(nodes, [0, 1])).toEqual({ 0: 0, 1: 1 });
   });
 });

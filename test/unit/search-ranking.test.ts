@@ -1,6 +1,6 @@
 // Proves issue 4's ranking rule on one serve-node: whatever partitions its documents are spread
 // over, a search ranks them exactly as one FTS5 index holding the same documents (scores equal),
-// also while a settings change has reached some partitions and not yet others.
+// also after a settings change, which re-indexes every partition of the collection at once.
 import { DEFAULT_LIMITS as SERVE_LIMITS } from '../../serve-node/config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
 
@@ -19,17 +20,20 @@ const WORDS = ['amber', 'basalt', 'cobalt', 'dune', 'ember', 'fjord', 'glacier',
 
 let dir: string;
 let replica: Replica;
-const next = Array.from({ length: PARTITIONS }, () => 0);
+/** `topic/partition` → the next offset the log would give. */
+const next = new Map<string, number>();
 
-function record(collection: string, key: string, value: unknown): LogRecord {
+function record(key: string, value: unknown): LogRecord {
   const bytes = value === null ? null : Buffer.from(JSON.stringify(value));
-  return { collection, key, value: bytes, timestampMs: 1_700_000_000_000 };
+  return { key, value: bytes, timestampMs: 1_700_000_000_000 };
 }
 
-function apply(partition: number, records: LogRecord[]): void {
-  const batches = encodeBatch(records, { baseOffset: next[partition] });
-  replica.applyMany([{ partition, fromOffset: next[partition], batches }]);
-  next[partition] += records.length;
+/** Records of the `docs` collection (or of another topic) into a partition, as the log would. */
+function apply(partition: number, records: LogRecord[], topic = 'docs'): void {
+  const at = next.get(`${topic}/${partition}`) ?? 0;
+  const batches = encodeBatch(records, { baseOffset: at });
+  replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
+  next.set(`${topic}/${partition}`, at + records.length);
 }
 
 /** A deterministic corpus: texts of 3..12 words with skewed term frequencies. */
@@ -89,7 +93,7 @@ function expectSameRanking(actual: Array<{ key: string; score: number }>, expect
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), 'search-ranking-'));
   replica = new Replica(dir);
-  next.fill(0);
+  next.clear();
 });
 
 afterEach(async () => {
@@ -102,13 +106,13 @@ describe('search ranking on one serve-node', () => {
     const docs = corpus(400);
     const partitionOf = (i: number) => i % PARTITIONS;
     // First versions everywhere, then every third document rewritten and every seventh deleted.
-    docs.forEach((doc, i) => apply(partitionOf(i), [record('docs', doc.key, { t: 'stale' })]));
+    docs.forEach((doc, i) => apply(partitionOf(i), [record(doc.key, { t: 'stale' })]));
     docs.forEach((doc, i) => {
-      if (i % 3 === 0) apply(partitionOf(i), [record('docs', doc.key, { t: doc.text })]);
+      if (i % 3 === 0) apply(partitionOf(i), [record(doc.key, { t: doc.text })]);
     });
     docs.forEach((doc, i) => {
-      if (i % 3 !== 0) apply(partitionOf(i), [record('docs', doc.key, { t: doc.text })]);
-      if (i % 7 === 0) apply(partitionOf(i), [record('docs', doc.key, null)]);
+      if (i % 3 !== 0) apply(partitionOf(i), [record(doc.key, { t: doc.text })]);
+      if (i % 7 === 0) apply(partitionOf(i), [record(doc.key, null)]);
     });
     const live = docs.filter((_, i) => i % 7 !== 0);
     const all = Array.from({ length: PARTITIONS }, (_, p) => p);
@@ -119,7 +123,7 @@ describe('search ranking on one serve-node', () => {
 
   it('a search over some partitions holds only their documents, scored with the node-wide statistics', () => {
     const docs = corpus(120);
-    docs.forEach((doc, i) => apply(i % PARTITIONS, [record('docs', doc.key, { t: doc.text })]));
+    docs.forEach((doc, i) => apply(i % PARTITIONS, [record(doc.key, { t: doc.text })]));
     const everything = nodeRanking('amber OR dune', [0, 1, 2, 3]);
     const some = nodeRanking('amber OR dune', [1, 3]);
     const inOneOrThree = (key: string) => Number(key.slice(4)) % 2 === 1;
@@ -138,7 +142,7 @@ describe('search ranking on one serve-node', () => {
 
   it('counts the total exactly up to searchTotalExactMax and says when it is a lower bound past it', () => {
     const docs = corpus(120);
-    docs.forEach((doc, i) => apply(i % PARTITIONS, [record('docs', doc.key, { t: doc.text })]));
+    docs.forEach((doc, i) => apply(i % PARTITIONS, [record(doc.key, { t: doc.text })]));
     const query = parseQuery('amber OR dune', limits);
     const all = Array.from({ length: PARTITIONS }, (_, p) => p);
     const exact = replica.search.search('docs', all, query, 5, TOTAL_EXACT_MAX);
@@ -151,18 +155,14 @@ describe('search ranking on one serve-node', () => {
     expect(atBound).toMatchObject({ total: exact.total, totalExact: true });
   });
 
-  it('a settings change that has reached some partitions searches both tables until it reaches all', () => {
+  it('a settings change re-indexes every partition of the collection at once', () => {
     for (let p = 0; p < PARTITIONS; p++) {
-      apply(p, [record('docs', `k${p}`, { title: 'running', body: `note ${p}` })]);
+      apply(p, [record(`k${p}`, { title: 'running', body: `note ${p}` })]);
     }
-    const porter = { tokenizer: 'porter unicode61 remove_diacritics 2' };
-    apply(0, [record('_settings', 'docs', porter)]);
-    apply(1, [record('_settings', 'docs', porter)]);
     const keys = (q: string) => nodeRanking(q, [0, 1, 2, 3]).map((hit) => hit.key);
-    expect(keys('runs').sort()).toEqual(['k0', 'k1']);
-    expect(keys('running').sort()).toEqual(['k0', 'k1', 'k2', 'k3']);
-    apply(2, [record('_settings', 'docs', porter)]);
-    apply(3, [record('_settings', 'docs', porter)]);
+    expect(keys('runs')).toEqual([]);
+    const porter = { tokenizer: 'porter unicode61 remove_diacritics 2' };
+    apply(0, [record('docs', porter)], SETTINGS_TOPIC);
     expect(keys('runs').sort()).toEqual(['k0', 'k1', 'k2', 'k3']);
     const docs = [0, 1, 2, 3].map((p) => ({ key: `k${p}`, text: `running\nnote ${p}` }));
     expectSameRanking(nodeRanking('note', [0, 1, 2, 3]), singleIndexRanking(docs, 'note'));

@@ -1,0 +1,66 @@
+/**
+ * The Kafka face of one log-node: the listener with the group coordinator's APIs, over the node's
+ * in-process log contract. The log-node's lifecycle (log-node/index.ts) starts it once the node
+ * is open and closes it before the partitions close, so no Kafka request outlives the log.
+ */
+import type { LogClient } from '../../shared/log-api.js';
+import type { Logger } from '../../shared/logger.js';
+import type { LogNodeConfig } from '../config.js';
+import { defaultTopicConfigs } from '../topic-configs.js';
+import { GroupCoordinator } from './group-coordinator.js';
+import { startKafkaListener } from './listener.js';
+
+/** Where the Kafka listener binds, and who may use it; null in LogNodeOptions turns it off. */
+export interface KafkaFace {
+  host: string;
+  /** 0 picks a free port (tests). */
+  port: number;
+  /** SASL/PLAIN passwords, the HTTP API keys; required off loopback. */
+  apiKeys?: readonly string[];
+  /** The host Metadata names; by default the address the client reached. */
+  advertisedHost?: string;
+}
+
+export interface RunningKafkaFace {
+  port: number;
+  close(): Promise<void>;
+}
+
+export interface KafkaFaceNode {
+  log: LogClient;
+  config: LogNodeConfig;
+  /** Whether this node stores partition 0, and so the internal topics. */
+  hostsPartitionZero: boolean;
+  logger: Logger;
+}
+
+export async function attachKafkaFace(
+  face: KafkaFace,
+  { log, config, hostsPartitionZero, logger }: KafkaFaceNode,
+): Promise<RunningKafkaFace> {
+  const kafkaLogger = logger.child({ component: 'kafka' });
+  const coordinator = new GroupCoordinator({ log, logger: kafkaLogger });
+  if (hostsPartitionZero) await coordinator.load();
+  const listener = await startKafkaListener({
+    log,
+    logger: kafkaLogger,
+    host: face.host,
+    port: face.port,
+    apiKeys: face.apiKeys,
+    advertisedHost: face.advertisedHost,
+    topicConfigDefaults: (topic) => defaultTopicConfigs(config, topic),
+    // Committed offsets live on partition 0 of __consumer_offsets: only its node coordinates.
+    handlers: hostsPartitionZero ? coordinator.handlers() : {},
+  }).catch((error: unknown) => {
+    coordinator.close();
+    throw error;
+  });
+  kafkaLogger.info({ host: listener.host, port: listener.port }, 'Kafka listener ready');
+  return {
+    port: listener.port,
+    async close() {
+      coordinator.close();
+      await listener.close();
+    },
+  };
+}

@@ -1,0 +1,113 @@
+/**
+ * The Kafka listener's settings and limits, each named with its unit, defaulted here and enforced
+ * by the listener (every one has a test in test/integration/kafka-listener.test.ts).
+ */
+import type { Logger } from '../../shared/logger.js';
+import type { LogClient } from '../../shared/log-api.js';
+import type { TopicConfigs } from '../../shared/topics.js';
+import type { KafkaHandlers } from './handler.js';
+import { isLoopback } from '../../shared/cli-options.js';
+
+const MiB = 1024 * 1024;
+
+export interface KafkaListenerLimits {
+  /** The largest request frame (size prefix excluded); a larger one closes the connection. */
+  frameBytesMax: number;
+  /** Connections open at once; one past it is accepted and closed at once. */
+  connectionsMax: number;
+  /**
+   * Requests of one connection decoded and not yet answered; past it the socket is not read until
+   * one is answered (backpressure, as Kafka's queued.max.requests).
+   */
+  inFlightRequestsMax: number;
+  /** A connection with nothing in progress and no traffic for this long is closed. */
+  idleMsMax: number;
+  /** A connection that must authenticate and has not done so by then is closed. */
+  authenticateMsMax: number;
+  /** The longest a Fetch long-polls, whatever its maxWaitMs (at most the log's long-poll bound). */
+  fetchWaitMsMax: number;
+  /**
+   * The most bytes of one Fetch answer and of one partition in it, whatever its maxBytes and
+   * partitionMaxBytes (at most the log's per-partition read bound, readBytesMax).
+   */
+  fetchBytesMax: number;
+  /**
+   * ListOffsets by timestamp reads batches from the log start: at most this many bytes per
+   * request, past which the partition answers UNKNOWN_SERVER_ERROR (and the listener logs why).
+   */
+  listOffsetsScanBytesMax: number;
+}
+
+export const kafkaListenerDefaults: KafkaListenerLimits = {
+  frameBytesMax: 64 * MiB,
+  connectionsMax: 1024,
+  inFlightRequestsMax: 32,
+  idleMsMax: 540_000,
+  authenticateMsMax: 10_000,
+  fetchWaitMsMax: 10_000,
+  fetchBytesMax: 4 * MiB,
+  listOffsetsScanBytesMax: 64 * MiB,
+};
+
+export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {
+  /** The log the listener speaks for; it reaches the log through this contract only. */
+  log: LogClient;
+  /** 127.0.0.1 by default; any other address requires SASL, so `apiKeys` must not be empty. */
+  host?: string;
+  /** 9092 in `tailbase start`; 0 picks a free port (tests). */
+  port?: number;
+  /** The host Metadata names for this broker; by default, the address the client reached. */
+  advertisedHost?: string;
+  /** The port Metadata names; by default, the port listened on. */
+  advertisedPort?: number;
+  /** SASL/PLAIN passwords (the HTTP API keys); any key makes authentication required. */
+  apiKeys?: readonly string[];
+  /** Metadata creates a missing collection topic when the client allows it (Kafka's default). */
+  autoCreateTopics?: boolean;
+  /** A topic's configs when nothing overrides them, so DescribeConfigs can say which are defaults. */
+  topicConfigDefaults: (topic: string) => TopicConfigs;
+  /** More APIs (the group coordinator's), by API key; the listener's own keys cannot be replaced. */
+  handlers?: KafkaHandlers;
+  logger: Logger;
+}
+
+export interface KafkaListenerConfig extends KafkaListenerLimits {
+  host: string;
+  port: number;
+  advertisedHost: string | null;
+  advertisedPort: number | null;
+  apiKeys: readonly string[];
+  autoCreateTopics: boolean;
+  /** Whether a connection must authenticate before any API but ApiVersions and SASL. */
+  saslRequired: boolean;
+}
+
+/** The options with their defaults, checked: a bad limit is an error at start, not at the first request. */
+export function kafkaListenerConfig(options: KafkaListenerOptions): KafkaListenerConfig {
+  const limits = { ...kafkaListenerDefaults };
+  for (const name of Object.keys(limits) as (keyof KafkaListenerLimits)[]) {
+    const value = options[name];
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new Error(`Kafka listener ${name} must be a positive integer, not ${String(value)}`);
+    }
+    limits[name] = value;
+  }
+  const host = options.host ?? '127.0.0.1';
+  const apiKeys = options.apiKeys ?? [];
+  if (!isLoopback(host) && apiKeys.length === 0) {
+    throw new Error(
+      `the Kafka listener on ${host} (not loopback) requires SASL/PLAIN: give it API keys (--api-keys), or listen on 127.0.0.1`,
+    );
+  }
+  return {
+    ...limits,
+    host,
+    port: options.port ?? 9092,
+    advertisedHost: options.advertisedHost ?? null,
+    advertisedPort: options.advertisedPort ?? null,
+    apiKeys,
+    autoCreateTopics: options.autoCreateTopics ?? true,
+    saslRequired: !isLoopback(host) || apiKeys.length > 0,
+  };
+}

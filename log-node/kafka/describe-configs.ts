@@ -1,0 +1,63 @@
+/**
+ * DescribeConfigs: a topic's five configs with their values and whether each is the node's
+ * default; the broker resource has none to show (its settings are the log-node's flags).
+ */
+import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
+import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
+import type { KafkaHandler } from './handler.js';
+import type { HandlerDeps } from './handler-deps.js';
+import { CONFIG_TYPES, configSource, configValue, topicConfigField } from './topic-configs.js';
+
+type DescribeConfigsRequest = RequestBody<typeof ApiKey.DescribeConfigs>;
+
+/** Kafka's config resource types. */
+const RESOURCE_TYPE = { TOPIC: 2, BROKER: 4 } as const;
+
+export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps): KafkaHandler {
+  return async (body: DescribeConfigsRequest) => {
+    const topics = new Map((await log.topics()).map((topic) => [topic.name, topic]));
+    return {
+      throttleTimeMs: 0,
+      results: body.resources.map(({ resourceType, resourceName, configurationKeys }) => {
+        const result = (errorCode: number, errorMessage: string | null, configs: object[]) => ({
+          errorCode,
+          errorMessage,
+          resourceType,
+          resourceName,
+          configs,
+        });
+        if (resourceType === RESOURCE_TYPE.BROKER) return result(ErrorCode.NONE, null, []);
+        if (resourceType !== RESOURCE_TYPE.TOPIC) {
+          return result(ErrorCode.INVALID_REQUEST, 'only topic and broker resources', []);
+        }
+        const topic = topics.get(resourceName);
+        if (!topic) {
+          return result(
+            ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+            `topic ${resourceName} does not exist`,
+            [],
+          );
+        }
+        const defaults = topicConfigDefaults(topic.name);
+        const fields =
+          configurationKeys === null
+            ? (Object.keys(TOPIC_CONFIG_NAMES) as (keyof TopicConfigs)[])
+            : configurationKeys.flatMap((name) => topicConfigField(name) ?? []);
+        return result(
+          ErrorCode.NONE,
+          null,
+          fields.map((field) => ({
+            name: TOPIC_CONFIG_NAMES[field],
+            value: configValue(topic.configs, field),
+            readOnly: false,
+            configSource: configSource(topic.configs, defaults, field),
+            isSensitive: false,
+            synonyms: [],
+            configType: CONFIG_TYPES[field],
+            documentation: null,
+          })),
+        );
+      }),
+    };
+  };
+}

@@ -1,0 +1,30 @@
+/**
+ * InitProducerId: a new idempotent producer identity from the log. Transactions are not
+ * supported, so a transactional id is refused rather than silently treated as idempotence.
+ */
+import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
+import { kafkaErrorCode } from './error-codes.js';
+import type { KafkaHandler } from './handler.js';
+import type { HandlerDeps } from './handler-deps.js';
+
+type InitProducerIdRequest = RequestBody<typeof ApiKey.InitProducerId>;
+
+export function initProducerIdHandler({ log }: HandlerDeps): KafkaHandler {
+  return async (body: InitProducerIdRequest) => {
+    const refused = (errorCode: number) => ({
+      throttleTimeMs: 0,
+      errorCode,
+      producerId: -1,
+      producerEpoch: -1,
+    });
+    if (body.transactionalId !== null) {
+      return refused(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+    }
+    try {
+      const { producerId, producerEpoch } = await log.initProducerId();
+      return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, producerId, producerEpoch };
+    } catch (error) {
+      return refused(kafkaErrorCode(error));
+    }
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * The topics of a data directory: `topics/<topic>/topic.json` ({name, partitions, configs}) beside
+ * the topic's partition directories, written atomically when the topic is created and when its
+ * configs change. A topic directory without its topic.json (a crash while creating it) holds
+ * nothing: its partitions are created only after the file is durable.
+ */
+import fs from 'node:fs';
+import path from 'node:path';
+import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
+import type { TopicInfo } from '../shared/topics.js';
+
+export const TOPICS_DIR = 'topics';
+const TOPIC_FILE = 'topic.json';
+
+export function topicDir(dataDir: string, topic: string): string {
+  return path.join(dataDir, TOPICS_DIR, topic);
+}
+
+export function partitionDir(dataDir: string, topic: string, partition: number): string {
+  return path.join(topicDir(dataDir, topic), String(partition));
+}
+
+/** Every topic whose topic.json is written; a file that does not parse stops the node. */
+export function readTopics(dataDir: string): TopicInfo[] {
+  const root = path.join(dataDir, TOPICS_DIR);
+  if (!fs.existsSync(root)) return [];
+  const topics: TopicInfo[] = [];
+  for (const name of fs.readdirSync(root).sort()) {
+    const file = path.join(root, name, TOPIC_FILE);
+    let text: string;
+    try {
+      text = fs.readFileSync(file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw error;
+    }
+    try {
+      topics.push(JSON.parse(text) as TopicInfo);
+    } catch (error) {
+      throw new Error(`${file} is unreadable: ${(error as Error).message}`);
+    }
+  }
+  return topics;
+}
+
+/** Writes a topic's topic.json crash-safely (its directory made durable in `topics/` first). */
+export function writeTopic(dataDir: string, topic: TopicInfo): void {
+  const root = path.join(dataDir, TOPICS_DIR);
+  const dir = topicDir(dataDir, topic.name);
+  if (!fs.existsSync(dir)) {
+    fs.mkdirSync(dir, { recursive: true });
+    fsyncDir(root);
+  }
+  writeFileAtomic(
+    path.join(dir, TOPIC_FILE),
+    Buffer.from(
+      JSON.stringify(
+        { name: topic.name, partitions: topic.partitions, configs: topic.configs },
+        null,
+        2,
+      ),
+    ),
+  );
+}

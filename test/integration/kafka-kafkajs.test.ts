@@ -1,0 +1,132 @@
+/**
+ * kafkajs 2.2.4 (a client nobody here wrote) against the Kafka listener over a real log-node: an
+ * idempotent producer with acks=-1 writes each record once, in Kafka's default (murmur2)
+ * partition, and the admin client's topic creation, configs and offset lookups answer what the
+ * log holds. Consuming without a group is not in kafkajs; group consumers are tested beside the
+ * group coordinator (kafka-groups*.test.ts).
+ */
+import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { partitionFor } from '../../shared/partitioner.js';
+import { readPartition, recordsOf } from '../harness/log-batches.js';
+import { startKafkaNode, type KafkaNode } from '../harness/kafka.js';
+
+const PARTITIONS = 3;
+
+describe('kafkajs against the Kafka listener', () => {
+  let kafka: KafkaNode;
+  let client: Kafka;
+  beforeAll(async () => {
+    kafka = await startKafkaNode({ partitions: PARTITIONS });
+    client = new Kafka({
+      clientId: 'kafkajs-test',
+      brokers: [kafka.broker],
+      logLevel: logLevel.NOTHING,
+      connectionTimeout: 5_000,
+      requestTimeout: 10_000,
+      retry: { retries: 2 },
+    });
+  });
+  afterAll(async () => {
+    await kafka?.stop();
+  });
+
+  it('an idempotent producer (acks=-1) writes each record once, in the murmur2 partition', async () => {
+    const producer = client.producer({
+      idempotent: true,
+      maxInFlightRequests: 1,
+      createPartitioner: Partitioners.DefaultPartitioner,
+    });
+    await producer.connect();
+    try {
+      const messages = Array.from({ length: 30 }, (_, i) => ({
+        key: `key-${i}`,
+        value: JSON.stringify({ i, text: `doc ${i}` }),
+      }));
+      await producer.send({ topic: 'orders', acks: -1, messages: messages.slice(0, 10) });
+      await producer.send({ topic: 'orders', acks: -1, messages: messages.slice(10) });
+      const stored = new Map<string, { value: string; partition: number }[]>();
+      for (let partition = 0; partition < PARTITIONS; partition++) {
+        const { batches } = await readPartition(kafka.node.client, 'orders', partition);
+        expect(batches.every(({ header }) => header.producerId >= 0)).toBe(true);
+        for (const record of recordsOf(batches)) {
+          const seen = stored.get(record.key) ?? [];
+          seen.push({ value: Buffer.from(record.value!).toString('utf8'), partition });
+          stored.set(record.key, seen);
+        }
+      }
+      expect(stored.size).toBe(messages.length);
+      for (const { key, value } of messages) {
+        expect(stored.get(key)).toEqual([{ value, partition: partitionFor(key, PARTITIONS) }]);
+      }
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('a value that is not a JSON document is refused and nothing of its batch is written', async () => {
+    const producer = client.producer({
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 0 },
+    });
+    await producer.connect();
+    try {
+      await expect(
+        producer.send({ topic: 'strict', acks: -1, messages: [{ key: 'k', value: 'not json' }] }),
+      ).rejects.toThrow();
+      const offsets = await kafka.node.client.offsets();
+      expect(offsets.filter((o) => o.topic === 'strict').every((o) => o.endOffset === 0)).toBe(
+        true,
+      );
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('the admin client creates topics, describes configs and lists offsets (latest, earliest, by time)', async () => {
+    const admin = client.admin();
+    await admin.connect();
+    try {
+      expect(
+        await admin.createTopics({
+          topics: [
+            { topic: 'ledger', configEntries: [{ name: 'retention.ms', value: '3600000' }] },
+          ],
+        }),
+      ).toBe(true);
+      expect(await admin.createTopics({ topics: [{ topic: 'ledger' }] })).toBe(false);
+      expect(await admin.listTopics()).toEqual(expect.arrayContaining(['ledger']));
+      const configs = await admin.describeConfigs({
+        resources: [{ type: 2, name: 'ledger' }],
+        includeSynonyms: false,
+      });
+      const retention = configs.resources[0].configEntries.find(
+        (c) => c.configName === 'retention.ms',
+      );
+      expect(retention).toMatchObject({ configValue: '3600000', isDefault: false });
+
+      const { client: log } = kafka.node;
+      await log.append(
+        'ledger',
+        1,
+        encodeBatch([{ key: 'a', value: Buffer.from('{}'), timestampMs: 1_000 }]),
+      );
+      await log.append(
+        'ledger',
+        1,
+        encodeBatch([{ key: 'b', value: Buffer.from('{}'), timestampMs: 5_000 }]),
+      );
+      const latest = await admin.fetchTopicOffsets('ledger');
+      expect(latest.find((p) => p.partition === 1)).toMatchObject({
+        high: '2',
+        low: '0',
+        offset: '2',
+      });
+      const byTime = await admin.fetchTopicOffsetsByTimestamp('ledger', 2_000);
+      expect(byTime.find((p) => p.partition === 1)?.offset).toBe('1');
+    } finally {
+      await admin.disconnect();
+    }
+  });
+});

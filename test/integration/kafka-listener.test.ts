@@ -1,0 +1,452 @@
+/**
+ * The Kafka listener's APIs and limits over a real log-node, spoken by hand through the codec:
+ * every limit of its config enforced, SASL required where it must be, answers in request order,
+ * and the data-path APIs' errors as Kafka clients expect them.
+ */
+import net from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { ApiKey, ErrorCode, encodeRequest } from '../../shared/kafka/index.js';
+import { startKafkaListener } from '../../log-node/kafka/index.js';
+import { createLogger } from '../../shared/logger.js';
+import { CONSUMER_OFFSETS_TOPIC } from '../../shared/topics.js';
+import { readPartition, recordsOf } from '../harness/log-batches.js';
+import { RawKafkaConnection, startKafkaNode, type KafkaNode } from '../harness/kafka.js';
+
+const doc = (key: string, value: unknown, timestampMs = Date.now()) => ({
+  key,
+  value: value === null ? null : Buffer.from(JSON.stringify(value)),
+  timestampMs,
+});
+
+const produceBody = (topic: string, partition: number, records: Buffer, acks = -1) => ({
+  acks,
+  timeoutMs: 5_000,
+  topicData: [{ name: topic, partitionData: [{ index: partition, records }] }],
+});
+
+let kafka: KafkaNode | undefined;
+const open: RawKafkaConnection[] = [];
+async function connect(): Promise<RawKafkaConnection> {
+  const connection = await RawKafkaConnection.open(kafka!.listener.port);
+  open.push(connection);
+  return connection;
+}
+afterEach(async () => {
+  for (const connection of open.splice(0)) connection.destroy();
+  await kafka?.stop();
+  kafka = undefined;
+});
+
+describe('APIs', () => {
+  it('ApiVersions lists the served APIs; an unknown version gets error 35 and the ranges (KIP-511)', async () => {
+    kafka = await startKafkaNode();
+    const connection = await connect();
+    const answer = await connection.request(ApiKey.ApiVersions, 3, {
+      clientSoftwareName: 'test',
+      clientSoftwareVersion: '1',
+    });
+    expect(answer.errorCode).toBe(0);
+    const keys = answer.apiKeys.map((range) => range.apiKey);
+    expect(keys).toEqual(expect.arrayContaining([0, 1, 2, 3, 18, 19, 22, 32]));
+    expect(keys).not.toContain(ApiKey.SaslHandshake);
+    const future = Buffer.from(encodeRequest(ApiKey.ApiVersions, 0, 9, 'x', {}));
+    future.writeInt16BE(99, 6);
+    connection.send(future);
+    const frame = await connection.nextFrame();
+    expect(frame.readInt32BE(0)).toBe(9);
+    expect(frame.readInt16BE(4)).toBe(ErrorCode.UNSUPPORTED_VERSION);
+    expect(frame.readInt32BE(6)).toBe(answer.apiKeys.length);
+    expect((await connection.request(ApiKey.Metadata, 1, { topics: [] })).topics).toEqual([]);
+  });
+
+  it('Metadata: internal topics marked, auto-creation only when allowed, bad names refused', async () => {
+    kafka = await startKafkaNode({ partitions: 3 });
+    const connection = await connect();
+    const asked = await connection.request(ApiKey.Metadata, 9, {
+      topics: [{ name: 'fresh' }, { name: 'Not-A-Collection' }, { name: CONSUMER_OFFSETS_TOPIC }],
+      allowAutoTopicCreation: false,
+    });
+    expect(
+      asked.topics.map((t) => [t.name, t.errorCode, t.isInternal, t.partitions.length]),
+    ).toEqual([
+      ['fresh', ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, false, 0],
+      ['Not-A-Collection', ErrorCode.INVALID_TOPIC_EXCEPTION, false, 0],
+      [CONSUMER_OFFSETS_TOPIC, 0, true, 1],
+    ]);
+    expect(asked.brokers).toEqual([
+      { nodeId: 0, host: '127.0.0.1', port: kafka.listener.port, rack: null },
+    ]);
+    expect(asked.clusterId).toBe(kafka.node.clusterId);
+    expect(asked.controllerId).toBe(0);
+    const created = await connection.request(ApiKey.Metadata, 9, {
+      topics: [{ name: 'fresh' }],
+      allowAutoTopicCreation: true,
+    });
+    expect(created.topics[0].errorCode).toBe(0);
+    expect(created.topics[0].partitions.map((p) => p.leaderId)).toEqual([0, 0, 0]);
+    expect((await kafka.node.client.topics()).map((t) => t.name)).toContain('fresh');
+  });
+
+  it('Produce: a value that is not a JSON object fails its partition, naming the record, and writes nothing', async () => {
+    kafka = await startKafkaNode({ partitions: 2 });
+    const connection = await connect();
+    const bad = encodeBatch([doc('a', { ok: 1 }), doc('b', [1, 2]), doc('c', null)]);
+    const good = encodeBatch([doc('d', { ok: 2 }), doc('e', null)]);
+    const answer = await connection.request(ApiKey.Produce, 9, {
+      acks: -1,
+      timeoutMs: 5_000,
+      topicData: [
+        {
+          name: 'docs',
+          partitionData: [
+            { index: 0, records: bad },
+            { index: 1, records: good },
+          ],
+        },
+        { name: CONSUMER_OFFSETS_TOPIC, partitionData: [{ index: 0, records: good }] },
+      ],
+    });
+    const [docs, internal] = answer.responses;
+    expect(docs.partitionResponses[0]).toMatchObject({
+      index: 0,
+      errorCode: ErrorCode.INVALID_RECORD,
+      recordErrors: [{ batchIndex: 1 }],
+    });
+    expect(docs.partitionResponses[1]).toMatchObject({ errorCode: 0, baseOffset: 0n });
+    expect(internal.partitionResponses[0].errorCode).toBe(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    const offsets = await kafka.node.client.offsets();
+    const end = (topic: string, partition: number) =>
+      offsets.find((o) => o.topic === topic && o.partition === partition)?.endOffset;
+    expect([end('docs', 0), end('docs', 1), end(CONSUMER_OFFSETS_TOPIC, 0)]).toEqual([0, 2, 0]);
+  });
+
+  it('Produce with acks=0 is answered by nothing, and the next answer is still in order', async () => {
+    kafka = await startKafkaNode({ partitions: 1 });
+    const connection = await connect();
+    connection.sendRequest(
+      ApiKey.Produce,
+      8,
+      produceBody('quiet', 0, encodeBatch([doc('k', {})]), 0),
+    );
+    const metadata = await connection.request(ApiKey.Metadata, 1, { topics: [{ name: 'quiet' }] });
+    expect(metadata.topics[0].errorCode).toBe(0);
+    const { batches } = await readPartition(kafka.node.client, 'quiet', 0);
+    expect(recordsOf(batches).map((r) => r.key)).toEqual(['k']);
+  });
+
+  it('Produce: a corrupt batch is CORRUPT_MESSAGE and the connection stays open', async () => {
+    kafka = await startKafkaNode({ partitions: 1 });
+    const connection = await connect();
+    const batch = encodeBatch([doc('k', { a: 1 })]);
+    batch[batch.length - 1] ^= 0xff;
+    const answer = await connection.request(ApiKey.Produce, 8, produceBody('crc', 0, batch));
+    expect(answer.responses[0].partitionResponses[0].errorCode).toBe(ErrorCode.CORRUPT_MESSAGE);
+    expect(
+      (await connection.request(ApiKey.Metadata, 1, { topics: null })).topics.length,
+    ).toBeGreaterThan(0);
+  });
+
+  it('Fetch long-polls until an append, answers the stored bytes, and says when an offset is out of range', async () => {
+    kafka = await startKafkaNode({ partitions: 1 });
+    const { client } = kafka.node;
+    await client.append('feed', 0, encodeBatch([doc('a', { n: 1 })]));
+    const connection = await connect();
+    const fetchAt = (offset: number, maxWaitMs: number) =>
+      connection.request(
+        ApiKey.Fetch,
+        12,
+        {
+          maxWaitMs,
+          minBytes: 1,
+          maxBytes: 1 << 20,
+          topics: [
+            {
+              topic: 'feed',
+              partitions: [{ partition: 0, fetchOffset: offset, partitionMaxBytes: 1 << 20 }],
+            },
+          ],
+        },
+        10_000,
+      );
+    const appended = encodeBatch([doc('b', { n: 2 })]);
+    const startedMs = Date.now();
+    const timer = setTimeout(() => void client.append('feed', 0, appended), 300);
+    const answer = await fetchAt(1, 5_000);
+    clearTimeout(timer);
+    expect(Date.now() - startedMs).toBeGreaterThanOrEqual(250);
+    const partition = answer.responses[0].partitions[0];
+    expect(answer.sessionId).toBe(0);
+    expect(partition).toMatchObject({
+      errorCode: 0,
+      highWatermark: 2n,
+      lastStableOffset: 2n,
+      logStartOffset: 0n,
+    });
+    const stored = await client.read('feed', 0, 1);
+    expect(partition.records).toEqual(stored.batches);
+    const outside = (await fetchAt(5, 0)).responses[0].partitions[0];
+    expect(outside.errorCode).toBe(ErrorCode.OFFSET_OUT_OF_RANGE);
+    expect(outside.highWatermark).toBe(2n);
+  });
+
+  it('ListOffsets: latest, earliest, and the first offset at or after a timestamp', async () => {
+    kafka = await startKafkaNode({ partitions: 1 });
+    await kafka.node.client.append(
+      'times',
+      0,
+      encodeBatch([doc('a', {}, 1_000), doc('b', {}, 2_000)]),
+    );
+    await kafka.node.client.append('times', 0, encodeBatch([doc('c', {}, 3_000)]));
+    const connection = await connect();
+    const answer = await connection.request(ApiKey.ListOffsets, 5, {
+      replicaId: -1,
+      topics: [
+        {
+          name: 'times',
+          partitions: [-1, -2, 1_500, 3_000, 9_000].map((timestamp) => ({
+            partitionIndex: 0,
+            timestamp,
+          })),
+        },
+        { name: 'absent', partitions: [{ partitionIndex: 0, timestamp: -1 }] },
+      ],
+    });
+    expect(answer.topics[0].partitions.map((p) => [p.errorCode, p.offset, p.timestamp])).toEqual([
+      [0, 3n, -1n],
+      [0, 0n, -1n],
+      [0, 1n, 2_000n],
+      [0, 2n, 3_000n],
+      [0, -1n, -1n],
+    ]);
+    expect(answer.topics[1].partitions[0].errorCode).toBe(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+  });
+
+  it('InitProducerId hands out ids and refuses transactional ids', async () => {
+    kafka = await startKafkaNode({ partitions: 1 });
+    const connection = await connect();
+    const one = await connection.request(ApiKey.InitProducerId, 4, {
+      transactionalId: null,
+      transactionTimeoutMs: 0,
+    });
+    const two = await connection.request(ApiKey.InitProducerId, 4, {
+      transactionalId: null,
+      transactionTimeoutMs: 0,
+    });
+    expect([one.errorCode, two.errorCode]).toEqual([0, 0]);
+    expect(two.producerId).not.toBe(one.producerId);
+    const transactional = await connection.request(ApiKey.InitProducerId, 4, {
+      transactionalId: 'tx',
+      transactionTimeoutMs: 1_000,
+    });
+    expect(transactional.errorCode).toBe(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+  });
+
+  it('CreateTopics and DescribeConfigs: collections with the cluster partition count and five configs', async () => {
+    kafka = await startKafkaNode({ partitions: 2 });
+    const connection = await connect();
+    const topic = (
+      name: string,
+      numPartitions = -1,
+      configs: { name: string; value: string }[] = [],
+    ) => ({
+      name,
+      numPartitions,
+      replicationFactor: -1,
+      assignments: [],
+      configs,
+    });
+    const dry = await connection.request(ApiKey.CreateTopics, 7, {
+      topics: [topic('planned', -1, [{ name: 'retention.ms', value: '60000' }])],
+      validateOnly: true,
+    });
+    expect(dry.topics[0].errorCode).toBe(0);
+    expect((await kafka.node.client.topics()).map((t) => t.name)).not.toContain('planned');
+    const made = await connection.request(ApiKey.CreateTopics, 7, {
+      topics: [
+        topic('made', 2, [{ name: 'retention.ms', value: '60000' }]),
+        topic('wrong', 5),
+        topic('Bad Name'),
+        topic('odd', -1, [{ name: 'segment.bytes', value: '1' }]),
+      ],
+    });
+    expect(made.topics.map((t) => t.errorCode)).toEqual([
+      0,
+      ErrorCode.INVALID_PARTITIONS,
+      ErrorCode.INVALID_TOPIC_EXCEPTION,
+      ErrorCode.INVALID_CONFIG,
+    ]);
+    const again = await connection.request(ApiKey.CreateTopics, 7, { topics: [topic('made')] });
+    expect(again.topics[0].errorCode).toBe(ErrorCode.TOPIC_ALREADY_EXISTS);
+    const described = await connection.request(ApiKey.DescribeConfigs, 4, {
+      resources: [
+        { resourceType: 2, resourceName: 'made', configurationKeys: null },
+        { resourceType: 4, resourceName: '0', configurationKeys: null },
+      ],
+    });
+    const configs = Object.fromEntries(
+      described.results[0].configs.map((c) => [c.name, [c.value, c.configSource]]),
+    );
+    expect(configs['retention.ms']).toEqual(['60000', 1]);
+    expect(Object.keys(configs).sort()).toEqual([
+      'cleanup.policy',
+      'delete.retention.ms',
+      'max.message.bytes',
+      'retention.bytes',
+      'retention.ms',
+    ]);
+    expect(configs['cleanup.policy'][1]).toBe(5);
+    expect(described.results[1]).toMatchObject({ errorCode: 0, configs: [] });
+  });
+});
+
+describe('SASL/PLAIN with the API keys', () => {
+  it('before authentication only ApiVersions and SASL; a wrong key fails and closes; a right one opens', async () => {
+    kafka = await startKafkaNode({ apiKeys: ['secret-key'] });
+    const early = await connect();
+    expect((await early.request(ApiKey.ApiVersions, 0, {})).apiKeys.map((r) => r.apiKey)).toContain(
+      ApiKey.SaslAuthenticate,
+    );
+    early.sendRequest(ApiKey.Metadata, 1, { topics: null });
+    expect(await early.closedWithin()).toBe(true);
+
+    const wrong = await connect();
+    expect((await wrong.request(ApiKey.SaslHandshake, 1, { mechanism: 'PLAIN' })).errorCode).toBe(
+      0,
+    );
+    const refused = await wrong.request(ApiKey.SaslAuthenticate, 2, {
+      authBytes: Buffer.from('\0me\0not-the-key'),
+    });
+    expect(refused.errorCode).toBe(ErrorCode.SASL_AUTHENTICATION_FAILED);
+    expect(await wrong.closedWithin()).toBe(true);
+
+    const right = await connect();
+    expect(
+      (await right.request(ApiKey.SaslHandshake, 1, { mechanism: 'SCRAM-SHA-256' })).errorCode,
+    ).toBe(ErrorCode.UNSUPPORTED_SASL_MECHANISM);
+    await right.request(ApiKey.SaslHandshake, 1, { mechanism: 'PLAIN' });
+    const accepted = await right.request(ApiKey.SaslAuthenticate, 2, {
+      authBytes: Buffer.from('\0me\0secret-key'),
+    });
+    expect(accepted.errorCode).toBe(0);
+    expect((await right.request(ApiKey.Metadata, 1, { topics: null })).brokers).toHaveLength(1);
+  });
+
+  it('listening off loopback without API keys is refused at start', async () => {
+    await expect(
+      startKafkaListener({
+        log: {} as never,
+        host: '0.0.0.0',
+        port: 0,
+        logger: createLogger('kafka', 'silent'),
+        topicConfigDefaults: () => ({}) as never,
+      }),
+    ).rejects.toThrow(/requires SASL/);
+  });
+});
+
+describe('limits', () => {
+  it('connectionsMax: one connection past it is accepted and closed at once', async () => {
+    kafka = await startKafkaNode({ connectionsMax: 2 });
+    const [a, b] = [await connect(), await connect()];
+    await a.request(ApiKey.ApiVersions, 0, {});
+    await b.request(ApiKey.ApiVersions, 0, {});
+    const third = await connect();
+    expect(await third.closedWithin()).toBe(true);
+    expect((await a.request(ApiKey.ApiVersions, 0, {})).errorCode).toBe(0);
+  });
+
+  it('inFlightRequestsMax: no more requests in progress at once, every one answered in order', async () => {
+    let running = 0;
+    let runningMax = 0;
+    const releases: (() => void)[] = [];
+    kafka = await startKafkaNode({
+      inFlightRequestsMax: 2,
+      handlers: {
+        // A stand-in API whose answers the test releases one at a time.
+        [ApiKey.Heartbeat]: async () => {
+          running++;
+          runningMax = Math.max(runningMax, running);
+          await new Promise<void>((resolve) => releases.push(resolve));
+          running--;
+          return { throttleTimeMs: 0, errorCode: 0 };
+        },
+      },
+    });
+    const connection = await connect();
+    const ids = Array.from({ length: 6 }, () =>
+      connection.sendRequest(ApiKey.Heartbeat, 0, { groupId: 'g', generationId: 1, memberId: 'm' }),
+    );
+    const answered: number[] = [];
+    for (let i = 0; i < ids.length; i++) {
+      const deadline = Date.now() + 5_000;
+      while (releases.length === 0 && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 10));
+      expect(running).toBeLessThanOrEqual(2);
+      releases.shift()!();
+      answered.push((await connection.nextFrame()).readInt32BE(0));
+    }
+    expect(runningMax).toBe(2);
+    expect(answered).toEqual(ids);
+  });
+
+  it('idleMsMax closes a quiet connection; authenticateMsMax one that never authenticates', async () => {
+    kafka = await startKafkaNode({ idleMsMax: 200, apiKeys: ['k'], authenticateMsMax: 300 });
+    const quiet = await connect();
+    expect(await quiet.closedWithin(3_000)).toBe(true);
+    await kafka.stop();
+    kafka = await startKafkaNode({ apiKeys: ['k'], authenticateMsMax: 300 });
+    const unauthenticated = await connect();
+    await unauthenticated.request(ApiKey.ApiVersions, 0, {});
+    expect(await unauthenticated.closedWithin(3_000)).toBe(true);
+  });
+
+  it('fetchWaitMsMax bounds the long-poll; fetchBytesMax the answer (at least one batch)', async () => {
+    kafka = await startKafkaNode({ partitions: 1, fetchWaitMsMax: 200, fetchBytesMax: 1_000 });
+    const connection = await connect();
+    const fetch = (offset: number) =>
+      connection.request(ApiKey.Fetch, 12, {
+        maxWaitMs: 20_000,
+        minBytes: 1 << 20,
+        maxBytes: 1 << 30,
+        topics: [
+          {
+            topic: 'big',
+            partitions: [{ partition: 0, fetchOffset: offset, partitionMaxBytes: 1 << 30 }],
+          },
+        ],
+      });
+    await kafka.node.client.ensureTopic('big');
+    const startedMs = Date.now();
+    const empty = await fetch(0);
+    expect(Date.now() - startedMs).toBeLessThan(3_000);
+    expect(empty.responses[0].partitions[0].records).toEqual(Buffer.alloc(0));
+    const batch = encodeBatch([doc('k', { text: 'x'.repeat(600) })]);
+    for (let i = 0; i < 3; i++) await kafka.node.client.append('big', 0, batch);
+    expect((await fetch(0)).responses[0].partitions[0].records!.length).toBe(batch.length);
+  });
+
+  it('listOffsetsScanBytesMax bounds a search by timestamp', async () => {
+    kafka = await startKafkaNode({ partitions: 1, listOffsetsScanBytesMax: 100 });
+    for (let i = 0; i < 3; i++) {
+      await kafka.node.client.append('scan', 0, encodeBatch([doc(`k${i}`, { i }, 1_000 + i)]));
+    }
+    const connection = await connect();
+    const answer = await connection.request(ApiKey.ListOffsets, 5, {
+      replicaId: -1,
+      topics: [{ name: 'scan', partitions: [{ partitionIndex: 0, timestamp: 1_002 }] }],
+    });
+    expect(answer.topics[0].partitions[0].errorCode).toBe(ErrorCode.UNKNOWN_SERVER_ERROR);
+  });
+
+  it('a port in use is an error naming --kafka-port', async () => {
+    const blocker = net.createServer();
+    await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+    const port = (blocker.address() as net.AddressInfo).port;
+    try {
+      await expect(startKafkaNode({ port })).rejects.toThrow(/--kafka-port/);
+    } finally {
+      await new Promise((resolve) => blocker.close(resolve));
+    }
+  });
+});
