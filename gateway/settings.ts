@@ -1,25 +1,31 @@
 /**
- * A collection's settings as the gateway takes them: checked by the validator the serve-nodes use
- * (shared/collection-settings.ts), then written as one record of the settings topic (key = the
- * collection). The settings that are topic configs (cleanup policy, retention) are also set on the
- * collection's topic, where the log applies them.
+ * A collection's settings as the gateway takes them. The search settings are checked by the
+ * validator the serve-nodes use (shared/collection-settings.ts) and written as one record of the
+ * settings topic (key = the collection). The settings that are topic configs (cleanupPolicy,
+ * retentionMs, retentionBytes, deleteRetentionMs, maxMessageBytes: Kafka's cleanup.policy,
+ * retention.ms, ...) go to the collection's topic, where the log checks and applies them.
  */
 import { type CollectionSettings, validateSettings } from '../shared/collection-settings.js';
 import { badRequest } from '../shared/errors.js';
 import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../shared/topics.js';
 
-export function parseSettings(body: unknown): CollectionSettings {
-  const settings = validateSettings(body);
-  if (typeof settings === 'string') throw badRequest('invalid_settings', settings);
-  return settings;
+export interface SettingsRequest {
+  settings: CollectionSettings;
+  /** Only the configs the request names; the log keeps the others as they are. */
+  topicConfigs: Partial<TopicConfigs>;
 }
 
-/** The topic configs the settings name (the same names as TopicConfigs' fields); the rest stay. */
-export function topicConfigsOf(settings: CollectionSettings): Partial<TopicConfigs> {
-  const named: Record<string, unknown> = { ...settings };
-  const configs: Record<string, unknown> = {};
-  for (const name of Object.keys(TOPIC_CONFIG_NAMES)) {
-    if (named[name] !== undefined) configs[name] = named[name];
+export function parseSettings(body: unknown): SettingsRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw badRequest('invalid_settings', 'settings are a JSON object');
   }
-  return configs as Partial<TopicConfigs>;
+  const search: Record<string, unknown> = {};
+  const topicConfigs: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(body)) {
+    if (Object.hasOwn(TOPIC_CONFIG_NAMES, name)) topicConfigs[name] = value;
+    else search[name] = value;
+  }
+  const settings = validateSettings(search);
+  if (typeof settings === 'string') throw badRequest('invalid_settings', settings);
+  return { settings, topicConfigs: topicConfigs as Partial<TopicConfigs> };
 }

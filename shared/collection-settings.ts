@@ -1,11 +1,10 @@
 /**
  * A collection's search settings: which fields are searchable, their weights, the tokenizer.
- * They travel as records of the reserved `_settings` collection (key = the target collection),
- * appended by the gateway to every partition and applied by each serve-node in log order, so a
- * replay reproduces them. One validator for both sides: a record the gateway appends is exactly
- * a record every serve-node applies.
+ * They travel as records of the internal settings topic (shared/topics.ts, key = the collection),
+ * which every serve-node tails; applying one re-indexes the collection, so a replay reproduces the
+ * index. One validator for both sides: a record the gateway appends is exactly a record every
+ * serve-node applies.
  */
-export const SETTINGS_COLLECTION = '_settings';
 
 export const TOKENIZERS = [
   'unicode61 remove_diacritics 2',

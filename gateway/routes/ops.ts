@@ -6,7 +6,7 @@ import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
-import { parseSettings, topicConfigsOf } from '../settings.js';
+import { parseSettings } from '../settings.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { docTarget } from './docs.js';
 
@@ -22,9 +22,11 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       'settingsBytesMax',
       'settings_too_large',
     );
-    const settings = parseSettings(parseJson(decodeUtf8(body, 'settings'), 'settings'));
+    const { settings, topicConfigs } = parseSettings(
+      parseJson(decodeUtf8(body, 'settings'), 'settings'),
+    );
     // The topic first: configs the log refuses leave the settings unwritten.
-    await log.ensureTopic(collection, topicConfigsOf(settings));
+    const topic = await log.ensureTopic(collection, topicConfigs);
     const record = {
       key: collection,
       value: Buffer.from(JSON.stringify(settings)),
@@ -33,7 +35,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { token } = await writeRecords(services, SETTINGS_TOPIC, [record], sent, () => 0);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
-    return c.json({ collection, settings, token: encoded });
+    return c.json({ collection, settings, topicConfigs: topic.configs, token: encoded });
   });
 
   app.get('/v1/changes', guard('read'), (c) => changeFeed(c, strictQuery(c.req.url), services));

@@ -252,6 +252,41 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect((await search('tomatoes')).body.hits).toEqual([]);
     });
 
+    it("sets a collection's cleanup policy and retention as its topic's configs", async () => {
+      const collection = freshCollection('events');
+      const put = await call(url, 'PUT', `/v1/collections/${collection}/settings`, {
+        searchable: ['text'],
+        cleanupPolicy: 'delete',
+        retentionMs: 3_600_000,
+      });
+      expect(put.status).toBe(200);
+      expect(put.body.settings).toEqual({
+        searchable: ['text'],
+        weights: {},
+        tokenizer: 'unicode61 remove_diacritics 2',
+      });
+      expect(put.body.topicConfigs).toMatchObject({
+        cleanupPolicy: 'delete',
+        retentionMs: 3_600_000,
+      });
+      // A config the log refuses leaves everything as it was: no settings record, same configs.
+      const before = await logEnds(url);
+      const bad = await call(url, 'PUT', `/v1/collections/${collection}/settings`, {
+        searchable: ['title'],
+        retentionMs: 'soon',
+      });
+      expect(bad.status).toBe(400);
+      expect(bad.body.error.code).toBe('invalid_topic_config');
+      expect(await logEnds(url)).toEqual(before);
+      const again = await call(url, 'PUT', `/v1/collections/${collection}/settings`, {
+        searchable: ['text'],
+      });
+      expect(again.body.topicConfigs).toMatchObject({
+        cleanupPolicy: 'delete',
+        retentionMs: 3_600_000,
+      });
+    });
+
     it('answers every read with the document as written, numbers unrounded', async () => {
       // JSON.parse rounds 12345678901234567891 to ...7000 and -0 to 0: nothing between the body
       // written and the bodies read may parse and re-serialise the document.
