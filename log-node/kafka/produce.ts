@@ -6,6 +6,7 @@
  * record, before anything of it is written.
  */
 import {
+  BATCH_MAGIC,
   checkBatch,
   COMPRESSION_MASK,
   decodeRawRecords,
@@ -83,7 +84,7 @@ export function produceHandler({ log }: HandlerDeps): KafkaHandler {
       );
     }
     const batches = splitBatches(records);
-    if (typeof batches === 'string') return failed(index, ErrorCode.CORRUPT_MESSAGE, batches);
+    if (!Array.isArray(batches)) return failed(index, batches.errorCode, batches.message);
     for (const batch of batches) {
       const refused = firstNonDocument(batch);
       if (refused === 'corrupt') {
@@ -129,13 +130,28 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
   };
 }
 
-/** A partition's records field as whole batches, or why it is not. */
-function splitBatches(records: Buffer | null): Buffer[] | string {
-  if (records === null || records.length === 0) return 'the partition carries no record batch';
+/** A partition's records field as whole batches, or the error that refuses it. */
+function splitBatches(records: Buffer | null): Buffer[] | { errorCode: number; message: string } {
+  if (records === null || records.length === 0) {
+    return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
+  }
   const batches: Buffer[] = [];
   for (let at = 0; at < records.length;) {
+    // Compression is refused by name, before the check (which cannot read compressed records).
+    const header = readBatchHeader(records, at);
+    if (header !== null && header.magic === BATCH_MAGIC && header.attributes & COMPRESSION_MASK) {
+      return {
+        errorCode: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+        message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
+      };
+    }
     const check = checkBatch(records, at);
-    if (!check.ok) return `record batch at byte ${at} is ${check.reason}: ${check.detail}`;
+    if (!check.ok) {
+      return {
+        errorCode: ErrorCode.CORRUPT_MESSAGE,
+        message: `record batch at byte ${at} is ${check.reason}: ${check.detail}`,
+      };
+    }
     batches.push(records.subarray(at, at + check.header.sizeBytes));
     at += check.header.sizeBytes;
   }
@@ -144,10 +160,9 @@ function splitBatches(records: Buffer | null): Buffer[] | string {
 
 /**
  * The first record whose value is neither null nor a JSON object, 'corrupt' for records that do
- * not decode, or null. A compressed batch is left to the log, which refuses it with its reason.
+ * not decode, or null.
  */
 function firstNonDocument(batch: Buffer): { index: number; message: string } | 'corrupt' | null {
-  if ((readBatchHeader(batch)!.attributes & COMPRESSION_MASK) !== 0) return null;
   let values: (Buffer | null)[];
   try {
     values = decodeRawRecords(batch).map((record) => record.value);

@@ -5,7 +5,7 @@
  * log holds. Consuming without a group is not in kafkajs; group consumers are tested beside the
  * group coordinator (kafka-groups*.test.ts).
  */
-import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { CompressionTypes, Kafka, logLevel, Partitioners } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { partitionFor } from '../../shared/partitioner.js';
@@ -77,6 +77,29 @@ describe('kafkajs against the Kafka listener', () => {
       ).rejects.toThrow();
       const offsets = await kafka.node.client.offsets();
       expect(offsets.filter((o) => o.topic === 'strict').every((o) => o.endOffset === 0)).toBe(
+        true,
+      );
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('a compressed batch is refused as UNSUPPORTED_COMPRESSION_TYPE and nothing is written', async () => {
+    const producer = client.producer({
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 0 },
+    });
+    await producer.connect();
+    try {
+      const sent = producer.send({
+        topic: 'squeezed',
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        messages: [{ key: 'k', value: '{"n":1}' }],
+      });
+      await expect(sent).rejects.toMatchObject({ type: 'UNSUPPORTED_COMPRESSION_TYPE' });
+      const offsets = await kafka.node.client.offsets();
+      expect(offsets.filter((o) => o.topic === 'squeezed').every((o) => o.endOffset === 0)).toBe(
         true,
       );
     } finally {
