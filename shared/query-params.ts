@@ -55,8 +55,8 @@ export interface PartitionOffset {
 }
 
 /**
- * `P:O[,P:O...]` (a serve-node's `wait_for`, a log-node's fetch `from`): 1..`max` pairs of
- * distinct partitions, each offset a safe integer. Anything else is 400 `code`, naming `name`.
+ * `P:O[,P:O...]` (a serve-node's `wait_for`): 1..`max` pairs of distinct partitions, each offset
+ * a safe integer. Anything else is 400 `code`, naming `name`.
  */
 export function partitionOffsetList(
   raw: string,
@@ -79,8 +79,8 @@ export function partitionOffsetList(
   return checkPartitionOffsets(pairs, name, max, code);
 }
 
-/** Pairs already numbers (an in-process call's): the same bounds and 400s as partitionOffsetList. */
-export function checkPartitionOffsets<T extends PartitionOffset>(
+/** The bounds and 400s of partitionOffsetList, on pairs already numbers. */
+function checkPartitionOffsets<T extends PartitionOffset>(
   pairs: readonly T[],
   name: string,
   max: number,
