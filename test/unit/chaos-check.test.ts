@@ -1,0 +1,382 @@
+// The chaos checker on hand-built histories: for each rule, one history that must pass and ones
+// that must fail, so a checker that accepts everything (or nothing) is caught here.
+import { describe, expect, it } from 'vitest';
+import { check, linearizable, type FinalRead, type LogEntry } from '../chaos/check.js';
+import type { FeedEvent, History, Op } from '../chaos/history.js';
+
+/** A small history builder: ops get ids in order; times are given explicitly. */
+class H {
+  ops: Op[] = [];
+  feed: FeedEvent[] = [];
+  log: LogEntry[] = [];
+  finals: FinalRead[] = [];
+  feedCaughtUp = true;
+
+  op(fields: Partial<Op> & Pick<Op, 'kind' | 'session'>, t0: number, t1: number): Op {
+    const op: Op = {
+      collection: 'c',
+      outcome: 'ok',
+      ...fields,
+      id: this.ops.length,
+      invokeMs: t0,
+      completeMs: t1,
+    };
+    this.ops.push(op);
+    return op;
+  }
+  put(session: number, key: string, writeId: number, offset: number, t0: number, t1: number) {
+    return this.op(
+      {
+        kind: 'put',
+        session,
+        key,
+        writes: [{ writeId, collection: 'c', key, delete: false }],
+        partition: 0,
+        offset,
+      },
+      t0,
+      t1,
+    );
+  }
+  del(session: number, key: string, writeId: number, offset: number, t0: number, t1: number) {
+    return this.op(
+      {
+        kind: 'delete',
+        session,
+        key,
+        writes: [{ writeId, collection: 'c', key, delete: true }],
+        partition: 0,
+        offset,
+      },
+      t0,
+      t1,
+    );
+  }
+  read(session: number, key: string, writeId: number | null, offset: number | null, t0: number) {
+    return this.op({ kind: 'read', session, key, seen: [{ key, writeId, offset }] }, t0, t0 + 1);
+  }
+  strong(key: string, writeId: number | null, t0: number, t1: number) {
+    return this.op(
+      { kind: 'strong-read', session: 9, key, seen: [{ key, writeId, offset: null }] },
+      t0,
+      t1,
+    );
+  }
+  logged(key: string, writeId: number | null, offset: number, partition = 0) {
+    this.log.push({ collection: 'c', partition, offset, key, writeId });
+  }
+  /** The feed delivered the whole log once and the final reads match it. */
+  consistentEnd() {
+    for (const e of this.log) {
+      this.feed.push({ connection: 1, atMs: 0, ...e });
+    }
+    const last = new Map<string, LogEntry>();
+    for (const e of this.log) last.set(e.key, e);
+    this.finals = [...last.values()].map((e) => ({
+      collection: 'c',
+      key: e.key,
+      writeId: e.writeId,
+      offset: e.writeId === null ? null : e.offset,
+    }));
+    return this;
+  }
+  run() {
+    const history: History = {
+      ops: this.ops,
+      feed: this.feed,
+      feedConnections: 1,
+      feedCaughtUp: this.feedCaughtUp,
+    };
+    return check(history, this.log, this.finals);
+  }
+  kinds() {
+    return this.run().anomalies.map((a) => a.kind);
+  }
+}
+
+/** Two sessions, a put each, a delete, token reads, strong reads: all consistent. */
+function clean(): H {
+  const h = new H();
+  h.put(0, 'k', 1, 0, 0, 10);
+  h.put(1, 'k', 2, 1, 5, 20);
+  h.read(0, 'k', 2, 1, 21);
+  h.strong('k', 2, 22, 30);
+  h.del(1, 'k', 3, 2, 31, 40);
+  h.read(1, 'k', null, null, 41);
+  h.strong('k', null, 42, 50);
+  h.logged('k', 1, 0);
+  h.logged('k', 2, 1);
+  h.logged('k', null, 2);
+  return h;
+}
+
+describe('chaos checker', () => {
+  it('passes a consistent history', () => {
+    const result = clean().consistentEnd().run();
+    expect(result.anomalies).toEqual([]);
+    expect(result.stats.linearizability.keys).toBe(1);
+    expect(result.stats.writes).toEqual({ ok: 3, fail: 0, unknown: 0 });
+  });
+
+  describe('(a) no acknowledged write lost', () => {
+    it('passes unknown writes that are absent or present once, and refused ones absent', () => {
+      const h = clean();
+      h.op(
+        {
+          kind: 'put',
+          session: 2,
+          key: 'u',
+          outcome: 'unknown',
+          writes: [{ writeId: 7, collection: 'c', key: 'u', delete: false }],
+        },
+        50,
+        Infinity,
+      );
+      h.op(
+        {
+          kind: 'put',
+          session: 2,
+          key: 'v',
+          outcome: 'unknown',
+          writes: [{ writeId: 8, collection: 'c', key: 'v', delete: false }],
+        },
+        51,
+        Infinity,
+      );
+      h.op(
+        {
+          kind: 'put',
+          session: 2,
+          key: 'v',
+          outcome: 'fail',
+          error: '503 log_unavailable',
+          writes: [{ writeId: 9, collection: 'c', key: 'v', delete: false }],
+        },
+        52,
+        53,
+      );
+      h.logged('u', 7, 3);
+      expect(h.consistentEnd().kinds()).toEqual([]);
+    });
+
+    it('fails an ok write missing from the log', () => {
+      const h = clean();
+      h.put(0, 'x', 4, 3, 60, 61);
+      h.consistentEnd();
+      h.finals.push({ collection: 'c', key: 'x', writeId: null, offset: null });
+      expect(h.kinds()).toContain('lost');
+    });
+
+    it('fails a write in the log twice, a refused write stored, and a write never attempted', () => {
+      const h = clean();
+      h.put(0, 'x', 4, 3, 60, 61);
+      h.op(
+        {
+          kind: 'put',
+          session: 2,
+          key: 'y',
+          outcome: 'fail',
+          error: '400 bad',
+          writes: [{ writeId: 5, collection: 'c', key: 'y', delete: false }],
+        },
+        62,
+        63,
+      );
+      h.logged('x', 4, 3);
+      h.logged('x', 4, 4);
+      h.logged('y', 5, 5);
+      h.logged('z', 77, 6);
+      const kinds = h.consistentEnd().kinds();
+      expect(kinds).toContain('duplicated');
+      expect(kinds).toContain('stored-refused');
+      expect(kinds).toContain('phantom');
+    });
+
+    it('fails an acknowledged delete whose tombstone is missing', () => {
+      const h = clean();
+      h.del(0, 'k', 6, 3, 60, 61);
+      expect(h.consistentEnd().kinds()).toEqual(expect.arrayContaining(['lost', 'tombstones']));
+    });
+
+    it('fails an acknowledged offset the log does not hold the write at', () => {
+      const h = new H();
+      h.put(0, 'k', 1, 5, 0, 1);
+      h.logged('k', 1, 0);
+      expect(h.consistentEnd().kinds()).toEqual(['offset-mismatch']);
+    });
+  });
+
+  describe('(b) read-your-writes and monotonic reads', () => {
+    it("fails a token read older than the session's own write", () => {
+      const h = new H();
+      h.put(1, 'k', 1, 0, 0, 1);
+      h.put(0, 'k', 2, 1, 2, 3);
+      h.read(0, 'k', 1, 0, 4);
+      h.logged('k', 1, 0);
+      h.logged('k', 2, 1);
+      expect(h.consistentEnd().kinds()).toEqual(['stale-read']);
+    });
+
+    it('fails a read older than one the session read before (monotonic reads)', () => {
+      const h = new H();
+      h.put(1, 'k', 1, 0, 0, 1);
+      h.put(1, 'k', 2, 1, 2, 3);
+      h.read(0, 'k', 2, 1, 4);
+      h.read(0, 'k', 1, 0, 6);
+      h.logged('k', 1, 0);
+      h.logged('k', 2, 1);
+      expect(h.consistentEnd().kinds()).toEqual(['stale-read']);
+    });
+
+    it("fails a 404 after the session's own put with no delete after it", () => {
+      const h = new H();
+      h.put(0, 'k', 1, 0, 0, 1);
+      h.read(0, 'k', null, null, 2);
+      h.logged('k', 1, 0);
+      expect(h.consistentEnd().kinds()).toEqual(['stale-read']);
+    });
+
+    it("passes a later write of another session, and a 404 after another session's delete", () => {
+      const h = new H();
+      h.put(0, 'k', 1, 0, 0, 1);
+      h.put(1, 'k', 2, 1, 0, 2);
+      h.read(0, 'k', 2, 1, 3);
+      h.del(1, 'k', 3, 2, 4, 5);
+      h.read(0, 'k', null, null, 6);
+      h.logged('k', 1, 0);
+      h.logged('k', 2, 1);
+      h.logged('k', null, 2);
+      expect(h.consistentEnd().kinds()).toEqual([]);
+    });
+
+    it('fails a read of a value the log does not hold, and a scan missing its own write', () => {
+      const h = new H();
+      h.put(0, 'k', 1, 0, 0, 1);
+      h.read(0, 'k', 99, 0, 2);
+      h.op({ kind: 'scan', session: 0, prefix: 'k', complete: true, seen: [] }, 3, 4);
+      h.logged('k', 1, 0);
+      const kinds = h.consistentEnd().kinds();
+      expect(kinds).toEqual(['read-unknown-value', 'stale-read']);
+    });
+
+    it("fails a search at the token that misses the session's own write", () => {
+      const h = new H();
+      h.put(0, 'k', 1, 0, 0, 1);
+      h.op({ kind: 'search', session: 0, term: 1, seen: [] }, 2, 3);
+      h.op(
+        { kind: 'search', session: 0, term: 1, seen: [{ key: 'k', writeId: 1, offset: null }] },
+        4,
+        5,
+      );
+      h.logged('k', 1, 0);
+      expect(h.consistentEnd().kinds()).toEqual(['search-missed']);
+    });
+  });
+
+  describe('(c) strong reads linearizable per key', () => {
+    it('fails a strong read that misses a write acknowledged before it began', () => {
+      const h = new H();
+      h.put(0, 'k', 1, 0, 0, 10);
+      h.put(0, 'k', 2, 1, 11, 20);
+      h.strong('k', 1, 21, 30);
+      h.logged('k', 1, 0);
+      h.logged('k', 2, 1);
+      expect(h.consistentEnd().kinds()).toEqual(['not-linearizable']);
+    });
+
+    it('fails strong reads that see a new value and then the old one', () => {
+      const h = new H();
+      h.put(0, 'k', 1, 0, 0, 10);
+      h.put(1, 'k', 2, 1, 11, 100);
+      h.strong('k', 2, 20, 30);
+      h.strong('k', 1, 40, 50);
+      h.logged('k', 1, 0);
+      h.logged('k', 2, 1);
+      expect(h.consistentEnd().kinds()).toEqual(['not-linearizable']);
+    });
+
+    it('passes concurrent reads that see either value, and an unknown write seen late', () => {
+      const h = new H();
+      h.put(0, 'k', 1, 0, 0, 10);
+      h.put(1, 'k', 2, 1, 11, 100);
+      h.strong('k', 1, 20, 30);
+      h.strong('k', 2, 40, 50);
+      h.strong('k', 2, 110, 120);
+      h.op(
+        {
+          kind: 'put',
+          session: 2,
+          key: 'k',
+          outcome: 'unknown',
+          writes: [{ writeId: 3, collection: 'c', key: 'k', delete: false }],
+        },
+        130,
+        Infinity,
+      );
+      h.strong('k', 2, 140, 150);
+      h.strong('k', 3, 500, 510);
+      h.logged('k', 1, 0);
+      h.logged('k', 2, 1);
+      h.logged('k', 3, 2);
+      expect(h.consistentEnd().kinds()).toEqual([]);
+    });
+
+    it('decides a wide concurrent history and gives up past the state bound', () => {
+      const ops = Array.from({ length: 14 }, (_, i) => ({
+        id: i,
+        call: 0,
+        ret: 1000,
+        read: false,
+        value: i,
+        optional: false,
+      }));
+      ops.push({ id: 14, call: 2000, ret: 2001, read: true, value: 7, optional: false });
+      expect(linearizable(ops, 1_000_000)).toBe(true);
+      // All 14 writes ended before either read began: the reads must agree.
+      ops.push({ id: 15, call: 2002, ret: 2003, read: true, value: 8, optional: false });
+      expect(linearizable(ops, 1_000_000)).toBe(false);
+      expect(linearizable(ops, 50)).toBe('unknown');
+    });
+  });
+
+  describe('(d) the change feed', () => {
+    it('fails a record delivered twice across a reconnect, and one never delivered', () => {
+      const h = clean().consistentEnd();
+      h.feed.push({ ...h.feed[1], connection: 2 });
+      const twice = h.kinds();
+      expect(twice).toEqual(['feed-order']);
+      h.feed = h.feed.filter((e) => e.offset !== 2);
+      expect(h.kinds()).toEqual(['feed-order', 'feed-missed']);
+    });
+
+    it('fails a record the log does not hold, and a consumer that never caught up', () => {
+      const h = clean().consistentEnd();
+      h.feed.push({
+        connection: 1,
+        atMs: 0,
+        collection: 'c',
+        partition: 0,
+        offset: 9,
+        key: 'k',
+        writeId: 2,
+      });
+      expect(h.kinds()).toEqual(['feed-mismatch']);
+      h.feedCaughtUp = false;
+      expect(h.kinds()).toEqual(['feed-mismatch', 'feed-stalled']);
+    });
+  });
+
+  describe('(e) the serve-node equals a replay of the log', () => {
+    it('fails a final value that is not the last record of the key', () => {
+      const h = clean().consistentEnd();
+      h.finals[0] = { collection: 'c', key: 'k', writeId: 2, offset: 1 };
+      expect(h.kinds()).toEqual(['final-state']);
+    });
+
+    it('fails a key whose final read did not answer', () => {
+      const h = clean().consistentEnd();
+      h.finals[0] = { collection: 'c', key: 'k', writeId: undefined, offset: null };
+      expect(h.kinds()).toEqual(['final-state']);
+    });
+  });
+});
