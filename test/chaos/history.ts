@@ -14,7 +14,9 @@
  *   `overloaded` and `shutting_down` from `admit`, before anything is queued). A bulk write spans
  *   partitions, and one partition refusing says nothing of the others, so for bulks only a 4xx and
  *   the `admit` codes are definite;
- * - `unknown`: everything else (timeouts, connection errors, `write_outcome_unknown`, other 5xx).
+ *   A connection refused at connect (ECONNREFUSED: the gateway is down) never sent the request,
+ *   so it is a definite refusal too;
+ * - `unknown`: everything else (timeouts, cut connections, `write_outcome_unknown`, other 5xx).
  */
 import { performance } from 'node:perf_hooks';
 
@@ -191,8 +193,9 @@ export class Recorder {
       }
     } catch (error) {
       op.completeMs = now();
-      op.outcome = 'unknown';
       op.error = (error as Error).name === 'TimeoutError' ? 'timeout' : describe(error);
+      // Refused at connect: the request never reached the gateway, nothing can be stored.
+      op.outcome = op.error === 'ECONNREFUSED' ? 'fail' : 'unknown';
     }
     // A write whose outcome is unknown may take effect at any time after it began.
     if (op.outcome === 'unknown' && op.writes !== undefined) op.completeMs = Infinity;

@@ -1,0 +1,225 @@
+/**
+ * The targets the chaos runner attacks, as real processes of the built CLI on 127.0.0.1, each on a
+ * port picked once so a restarted node comes back at the same URL, on the same data directory:
+ * - `embedded`: one `tailbase start` (log-node, serve-node and gateway in one process);
+ * - `cluster`: a log-node, two serve-nodes (half the partitions each) and a gateway.
+ *
+ * A node can be killed (-9) and restarted, or paused (SIGSTOP) and resumed (SIGCONT). Children
+ * still running when this process exits are killed.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { freePort } from '../harness/free-port.js';
+
+/** The repository root: the nearest folder above this module with tailbase's package.json. */
+function repositoryRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const manifest = path.join(dir, 'package.json');
+    if (
+      fs.existsSync(manifest) &&
+      JSON.parse(fs.readFileSync(manifest, 'utf8')).name === 'tailbase'
+    ) {
+      return dir;
+    }
+    const parent = path.dirname(dir);
+    if (parent === dir) throw new Error('no tailbase package.json above ' + import.meta.url);
+    dir = parent;
+  }
+}
+
+export const BIN = path.join(repositoryRoot(), 'dist/bin/tailbase.js');
+const READY_TIMEOUT_MS = 60_000;
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) {
+    child.kill('SIGCONT');
+    child.kill('SIGKILL');
+  }
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+export type Role = 'embedded' | 'log-node' | 'serve-node' | 'gateway';
+
+export class ChaosNode {
+  private child: ChildProcess | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private output = '';
+  paused = false;
+  starts = 0;
+
+  constructor(
+    readonly name: string,
+    readonly role: Role,
+    readonly url: string,
+    private readonly args: string[],
+  ) {}
+
+  get alive(): boolean {
+    return this.child !== null;
+  }
+
+  /** Starts the process and waits (bounded) until its /readyz answers 200. */
+  async start(): Promise<void> {
+    if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: build first (npm run build)`);
+    const command = this.role === 'embedded' ? 'start' : this.role;
+    const child = spawn(process.execPath, [BIN, command, ...this.args], {
+      env: { ...process.env, TAILBASE_LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    this.starts++;
+    running.add(child);
+    this.child = child;
+    const append = (chunk: Buffer) => {
+      this.output = (this.output + chunk.toString('utf8')).slice(-32_768);
+    };
+    child.stdout!.on('data', append);
+    child.stderr!.on('data', append);
+    this.exited = new Promise((resolve) =>
+      child.once('exit', () => {
+        running.delete(child);
+        if (this.child === child) this.child = null;
+        resolve();
+      }),
+    );
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    for (;;) {
+      if (this.child !== child)
+        throw new Error(`${this.name} exited while starting:\n${this.output}`);
+      const ready = await fetch(`${this.url}/readyz`, { signal: AbortSignal.timeout(2000) }).then(
+        (r) => r.ok,
+        () => false,
+      );
+      if (ready) return;
+      if (Date.now() > deadline) throw new Error(`${this.name} not ready in time:\n${this.output}`);
+      await sleep(50);
+    }
+  }
+
+  /** kill -9, resolved once the process is gone. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    if (child === null) return;
+    child.kill('SIGKILL');
+    if (this.paused) child.kill('SIGCONT');
+    this.paused = false;
+    await this.exited;
+  }
+
+  pause(): void {
+    if (this.child === null || this.paused) return;
+    this.child.kill('SIGSTOP');
+    this.paused = true;
+  }
+
+  resume(): void {
+    if (this.child === null || !this.paused) return;
+    this.child.kill('SIGCONT');
+    this.paused = false;
+  }
+
+  /** SIGTERM (resumed first), SIGKILL after 10 s. */
+  async stop(): Promise<void> {
+    const child = this.child;
+    if (child === null) return;
+    this.resume();
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    await this.exited;
+    clearTimeout(timer);
+  }
+
+  tail(): string {
+    return this.output;
+  }
+}
+
+export interface Target {
+  /** The gateway's URL. */
+  url: string;
+  /** Every node, and those the nemeses may attack. */
+  nodes: ChaosNode[];
+  stop(): Promise<void>;
+}
+
+export const PARTITIONS = 4;
+
+function dataRoot(): { path: string; cleanup(): void } {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'tailbase-chaos-'));
+  return {
+    path: dir,
+    cleanup: () => {
+      if (process.env.TAILBASE_TEST_KEEP === '1') console.info(`kept ${dir}`);
+      else fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+async function startAll(nodes: ChaosNode[], root: { cleanup(): void }, url: string) {
+  try {
+    for (const node of nodes) await node.start();
+  } catch (error) {
+    await Promise.all(nodes.map((n) => n.kill()));
+    root.cleanup();
+    throw error;
+  }
+  return {
+    url,
+    nodes,
+    stop: async () => {
+      for (const node of [...nodes].reverse()) await node.stop();
+      root.cleanup();
+    },
+  };
+}
+
+export async function startEmbedded(): Promise<Target> {
+  const root = dataRoot();
+  const port = await freePort();
+  const kafka = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const node = new ChaosNode('embedded', 'embedded', url, [
+    ...['--data', path.join(root.path, 'data'), '--port', String(port)],
+    ...['--kafka-port', String(kafka), '--partitions', String(PARTITIONS)],
+  ]);
+  return startAll([node], root, url);
+}
+
+export async function startCluster(): Promise<Target> {
+  const root = dataRoot();
+  const [logPort, kafka, serve0, serve1, gatewayPort] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
+  const at = (port: number) => `http://127.0.0.1:${port}`;
+  const logUrl = at(logPort);
+  const log = new ChaosNode('log-node', 'log-node', logUrl, [
+    ...['--data', path.join(root.path, 'log'), '--port', String(logPort)],
+    ...['--kafka-port', String(kafka), '--partitions', String(PARTITIONS)],
+  ]);
+  const half = PARTITIONS / 2;
+  const serves = [serve0, serve1].map(
+    (port, i) =>
+      new ChaosNode(`serve-node-${i}`, 'serve-node', at(port), [
+        ...['--data', path.join(root.path, `serve${i}`), '--port', String(port)],
+        ...[
+          '--log',
+          logUrl,
+          '--partitions',
+          i === 0 ? `0-${half - 1}` : `${half}-${PARTITIONS - 1}`,
+        ],
+      ]),
+  );
+  const gateway = new ChaosNode('gateway', 'gateway', at(gatewayPort), [
+    ...['--port', String(gatewayPort), '--log', logUrl],
+    ...['--serve', serves.map((s) => s.url).join(',')],
+  ]);
+  return startAll([log, ...serves, gateway], root, gateway.url);
+}

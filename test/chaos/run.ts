@@ -1,0 +1,463 @@
+/**
+ * The chaos runner (issue 15): concurrent sessions write and read through the public HTTP API
+ * while a nemesis kills (-9) and pauses (SIGSTOP/SIGCONT) nodes; then it heals, waits for the
+ * serve-nodes to catch up, reads the whole log back through the change feed, reads every key
+ * strongly, and runs the checker (check.ts). Every random choice comes from one printed seed.
+ *
+ *   npm run chaos -- [--minutes N] [--seed S] [--nemesis kill|pause|mixed]
+ *                    [--target embedded|cluster] [--sessions N]
+ *
+ * Exits 1 when the checker finds any anomaly (or the run could not be checked).
+ */
+import { pathToFileURL } from 'node:url';
+import { seededRandom, type Random } from '../harness/random.js';
+import { check, OP_KINDS, type CheckResult, type FinalRead, type LogEntry } from './check.js';
+import { FeedConsumer, now, Recorder, request, Session, writeIdOf, type Op } from './history.js';
+import { startCluster, startEmbedded, type ChaosNode, type Target } from './nodes.js';
+
+export type NemesisKind = 'kill' | 'pause' | 'mixed';
+export type TargetKind = 'embedded' | 'cluster';
+
+export interface ChaosOptions {
+  seed: number;
+  /** How long the load and the nemesis run, before healing and checking. */
+  durationMs: number;
+  nemesis: NemesisKind;
+  target: TargetKind;
+  sessions?: number;
+  /** Roles the nemesis may attack (all of the target's by default). */
+  roles?: string[];
+  /** Operations per session at most (the load is bounded by count and by time). */
+  opsPerSession?: number;
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  options: ChaosOptions;
+  result: CheckResult;
+  /** Faults injected, by kind and node role: "kill log-node" → count. */
+  faults: Record<string, number>;
+  /** The printed report. */
+  text: string;
+}
+
+const COLLECTIONS = ['ca', 'cb'];
+const KEYS_PER_GENERATION = 8;
+/** Operations started before the keys move to a fresh generation: bounds each key's history. */
+const OPS_PER_GENERATION = 600;
+const REQUEST_TIMEOUT_MS = 10_000;
+const HEAL_TIMEOUT_MS = 120_000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Waits for `condition` (polled), up to `timeoutMs`; answers whether it held. */
+async function waitFor(
+  condition: () => Promise<boolean>,
+  timeoutMs: number,
+  pollMs = 100,
+): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await condition().catch(() => false)) return true;
+    await sleep(pollMs);
+  }
+  return false;
+}
+
+interface LoadState {
+  stopAt: number;
+  started: number;
+  stopped: boolean;
+}
+
+/** One session's loop: weighted random operations on the current generation's keys. */
+async function sessionLoop(
+  session: Session,
+  random: Random,
+  load: LoadState,
+  maxOps: number,
+): Promise<void> {
+  let lastPut: { collection: string; writeId: number } | null = null;
+  for (let i = 0; i < maxOps && !load.stopped && now() < load.stopAt; i++) {
+    const generation = Math.floor(load.started++ / OPS_PER_GENERATION);
+    const collection = random.pick(COLLECTIONS);
+    const keyAt = (k: number) => `g${generation}-k${k}`;
+    const key = keyAt(random.int(0, KEYS_PER_GENERATION - 1));
+    const roll = random.int(1, 100);
+    let op: Op;
+    if (roll <= 30) {
+      op = await session.put(collection, key);
+      if (op.outcome === 'ok') lastPut = { collection, writeId: op.writes![0].writeId };
+    } else if (roll <= 36) {
+      op = await session.delete(collection, key);
+    } else if (roll <= 44) {
+      const count = random.int(2, 5);
+      const picked = new Set<number>();
+      while (picked.size < count) picked.add(random.int(0, KEYS_PER_GENERATION - 1));
+      const keys = [...picked].map(keyAt);
+      op = await session.bulk(
+        collection,
+        keys,
+        keys.map(() => random.int(1, 10) === 1),
+      );
+    } else if (roll <= 64) {
+      op = await session.read(collection, key, false);
+    } else if (roll <= 84) {
+      op = await session.read(collection, key, true);
+    } else if (roll <= 92) {
+      op = await session.scan(collection, `g${generation}-`, 50);
+    } else if (lastPut !== null) {
+      op = await session.search(lastPut.collection, lastPut.writeId);
+    } else {
+      op = await session.read(collection, key, false);
+    }
+    // A node down answers at once: do not spin on it.
+    if (op.outcome !== 'ok') await sleep(random.int(50, 250));
+  }
+}
+
+interface Nemesis {
+  faults: Record<string, number>;
+  done: Promise<void>;
+  stop(): void;
+}
+
+/** Faults on a seeded schedule until stopped: kill -9 and restart, or pause and resume. */
+function startNemesis(
+  target: Target,
+  random: Random,
+  kind: NemesisKind,
+  roles: string[] | undefined,
+  log: (line: string) => void,
+): Nemesis {
+  const faults: Record<string, number> = {};
+  let stopped = false;
+  let wake: () => void = () => {};
+  const nap = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  const victims = target.nodes.filter((n) => roles === undefined || roles.includes(n.role));
+  if (victims.length === 0) throw new Error(`no node of roles ${roles} to attack`);
+  const done = (async () => {
+    while (!stopped) {
+      await nap(random.int(800, 3000));
+      if (stopped) break;
+      const node: ChaosNode = random.pick(victims);
+      const fault = kind === 'mixed' ? random.pick(['kill', 'pause'] as const) : kind;
+      const holdMs = fault === 'kill' ? random.int(0, 1500) : random.int(300, 4000);
+      log(`nemesis: ${fault} ${node.name} for ${holdMs} ms`);
+      if (fault === 'kill') {
+        await node.kill();
+        faults[`kill ${node.role}`] = (faults[`kill ${node.role}`] ?? 0) + 1;
+        await sleep(holdMs); // not cut short by stop(): the node comes back either way
+        await node.start();
+      } else {
+        node.pause();
+        faults[`pause ${node.role}`] = (faults[`pause ${node.role}`] ?? 0) + 1;
+        await sleep(holdMs);
+        node.resume();
+      }
+    }
+  })();
+  return {
+    faults,
+    done,
+    stop: () => {
+      stopped = true;
+      wake();
+    },
+  };
+}
+
+interface StatusPartition {
+  topic: string;
+  partition: number;
+  endOffset: number;
+  replicas: { up: boolean; applied: number | null; lag: number | null }[];
+}
+
+async function collectionPartitions(url: string): Promise<StatusPartition[]> {
+  const answer = await request(`${url}/v1/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
+  if (answer.status !== 200) throw new Error(`status answered ${answer.status}`);
+  return (answer.body.partitions as StatusPartition[]).filter((p) => COLLECTIONS.includes(p.topic));
+}
+
+/** Every record of every collection, through a fresh change feed from the log start. */
+async function readWholeLog(url: string, ends: StatusPartition[]): Promise<LogEntry[] | null> {
+  const want = new Map(ends.map((p) => [`${p.topic}/${p.partition}`, p.endOffset]));
+  const next = new Map(ends.map((p) => [`${p.topic}/${p.partition}`, 0]));
+  const entries: LogEntry[] = [];
+  const done = () => [...want].every(([p, end]) => (next.get(p) ?? 0) >= end);
+  let token: string | null = null;
+  const deadline = Date.now() + HEAL_TIMEOUT_MS;
+  while (!done() && Date.now() < deadline) {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), 20_000);
+    try {
+      const query: string = token === null ? '' : `?token=${token}`;
+      const response = await fetch(`${url}/v1/changes${query}`, { signal: controller.signal });
+      if (!response.ok || response.body === null) throw new Error(`feed ${response.status}`);
+      let pending = '';
+      const decoder = new TextDecoder();
+      for await (const chunk of response.body) {
+        pending += decoder.decode(chunk as Uint8Array, { stream: true });
+        let newline: number;
+        while ((newline = pending.indexOf('\n')) >= 0) {
+          const line = pending.slice(0, newline);
+          pending = pending.slice(newline + 1);
+          if (line.trim() === '') continue;
+          const event = JSON.parse(line);
+          if (event.error !== undefined) throw new Error(JSON.stringify(event.error));
+          token = event.token;
+          const p = `${event.collection}/${event.partition}`;
+          if (!want.has(p)) continue;
+          entries.push({
+            collection: event.collection,
+            partition: event.partition,
+            offset: event.offset,
+            key: event.key,
+            writeId: event.value === null ? null : writeIdOf(event.value),
+          });
+          next.set(p, event.offset + 1);
+        }
+        if (done()) break;
+      }
+    } catch {
+      await sleep(200);
+    } finally {
+      clearTimeout(timer);
+      controller.abort();
+    }
+  }
+  return done() ? entries : null;
+}
+
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const log = options.log ?? ((line: string) => console.info(line));
+  const { seed } = options;
+  log(
+    `chaos: seed ${seed} (replay with --seed ${seed}), target ${options.target}, ` +
+      `nemesis ${options.nemesis}, ${Math.round(options.durationMs / 1000)} s`,
+  );
+  const random = seededRandom(seed);
+  const target = options.target === 'embedded' ? await startEmbedded() : await startCluster();
+  const recorder = new Recorder({ url: () => target.url, timeoutMs: REQUEST_TIMEOUT_MS });
+  const sessions = options.sessions ?? 5;
+  const load: LoadState = { stopAt: now() + options.durationMs, started: 0, stopped: false };
+  const feedRandom = seededRandom(random.int(0, 0x7fff_ffff));
+  const feed = new FeedConsumer(recorder, () => feedRandom.int(50, 800));
+  let nemesis: Nemesis | null = null;
+  try {
+    feed.start();
+    const loops = Array.from({ length: sessions }, (_, i) =>
+      sessionLoop(
+        new Session(i, recorder),
+        seededRandom(random.int(0, 0x7fff_ffff)),
+        load,
+        options.opsPerSession ?? 1_000_000,
+      ),
+    );
+    nemesis = startNemesis(
+      target,
+      seededRandom(random.int(0, 0x7fff_ffff)),
+      options.nemesis,
+      options.roles,
+      log,
+    );
+    await Promise.all(loops);
+    // Heal: the nemesis stops, every node is resumed and running.
+    nemesis.stop();
+    await nemesis.done;
+    for (const node of target.nodes) {
+      node.resume();
+      if (!node.alive) await node.start();
+    }
+    log(`chaos: healed after ${recorder.ops.length} operations; waiting for catch-up`);
+
+    let ends: StatusPartition[] = [];
+    const caughtUp = await waitFor(
+      async () => {
+        ends = await collectionPartitions(target.url);
+        return ends.every(
+          (p) => p.replicas.length > 0 && p.replicas.every((r) => r.up && r.lag === 0),
+        );
+      },
+      HEAL_TIMEOUT_MS,
+      250,
+    );
+    if (!caughtUp) throw new Error(`the serve-nodes did not catch up: ${JSON.stringify(ends)}`);
+
+    const entries = await readWholeLog(target.url, ends);
+    if (entries === null) throw new Error('could not read the whole log back');
+    const lastSent = () => {
+      const last = new Map<string, number>();
+      for (const e of recorder.feed) last.set(`${e.collection}/${e.partition}`, e.offset);
+      return last;
+    };
+    recorder.feedCaughtUp = await waitFor(
+      async () => {
+        const last = lastSent();
+        return ends.every((p) => (last.get(`${p.topic}/${p.partition}`) ?? -1) >= p.endOffset - 1);
+      },
+      HEAL_TIMEOUT_MS,
+      250,
+    );
+    await feed.stop();
+
+    const keys = new Set<string>();
+    for (const e of entries) keys.add(`${e.collection}\u0000${e.key}`);
+    for (const op of recorder.ops) {
+      for (const w of op.writes ?? []) keys.add(`${w.collection}\u0000${w.key}`);
+    }
+    const finals: FinalRead[] = [];
+    for (const k of keys) {
+      const [collection, key] = k.split('\u0000');
+      let read: FinalRead = { collection, key, writeId: undefined, offset: null };
+      for (let attempt = 0; attempt < 5 && read.writeId === undefined; attempt++) {
+        const session = new Session(-1, new Recorder({ url: () => target.url, timeoutMs: 10_000 }));
+        const op = await session.read(collection, key, true);
+        if (op.outcome === 'ok') {
+          read = { collection, key, writeId: op.seen![0].writeId, offset: op.seen![0].offset };
+        } else await sleep(200);
+      }
+      finals.push(read);
+    }
+
+    const result = check(recorder.history(), entries, finals);
+    const report: ChaosReport = {
+      seed,
+      options,
+      result,
+      faults: nemesis.faults,
+      text: '',
+    };
+    report.text = describeReport(report, recorder.ops);
+    log(report.text);
+    return report;
+  } finally {
+    load.stopped = true;
+    nemesis?.stop();
+    await feed.stop().catch(() => {});
+    await nemesis?.done.catch(() => {});
+    await target.stop();
+  }
+}
+
+export function describeReport(report: ChaosReport, ops: readonly Op[]): string {
+  const { result, faults, seed } = report;
+  const lines: string[] = [];
+  lines.push(
+    `chaos report: seed ${seed}, target ${report.options.target}, nemesis ${report.options.nemesis}`,
+  );
+  lines.push('operations (ok / fail / unknown):');
+  for (const kind of OP_KINDS) {
+    const c = result.stats.ops[kind] ?? { ok: 0, fail: 0, unknown: 0 };
+    lines.push(`  ${kind.padEnd(12)} ${c.ok} / ${c.fail} / ${c.unknown}`);
+  }
+  const w = result.stats.writes;
+  lines.push(`  writes (documents) ${w.ok} / ${w.fail} / ${w.unknown}`);
+  lines.push(`log records read back: ${result.stats.logRecords}`);
+  lines.push(
+    `change feed: ${result.stats.feedEvents} events over ${result.stats.feedConnections} connections`,
+  );
+  const lin = result.stats.linearizability;
+  lines.push(
+    `linearizability: ${lin.keys} keys decided (${lin.ops} ops), ${lin.unchecked} unchecked ` +
+      `(bound ${lin.maxOpsPerKey} ops per key)`,
+  );
+  lines.push(`final strong reads: ${result.stats.finalKeys} keys`);
+  const faultList = Object.entries(faults).map(([k, v]) => `${k}: ${v}`);
+  lines.push(`faults injected: ${faultList.length > 0 ? faultList.join(', ') : 'none'}`);
+  lines.push(`anomalies: ${result.anomalies.length}`);
+  for (const anomaly of result.anomalies.slice(0, 50)) {
+    lines.push(`  (${anomaly.rule}) ${anomaly.kind}: ${anomaly.message}`);
+    for (const id of anomaly.ops.slice(0, 8)) {
+      const op = ops[id];
+      if (op !== undefined && op.id === id) lines.push(`      ${describeOp(op)}`);
+    }
+  }
+  if (result.anomalies.length > 50) lines.push(`  ... and ${result.anomalies.length - 50} more`);
+  return lines.join('\n');
+}
+
+export function describeOp(op: Op): string {
+  const t = (ms: number) => (Number.isFinite(ms) ? ms.toFixed(1) : '∞');
+  const parts = [
+    `op ${op.id} s${op.session} ${op.kind} ${op.collection}`,
+    op.key ?? op.prefix ?? '',
+    op.writes
+      ? `writes [${op.writes.map((w) => `${w.key}=${w.delete ? 'del' : w.writeId}`).join(' ')}]`
+      : '',
+    op.seen ? `saw [${op.seen.map((s) => `${s.key}=${s.writeId}@${s.offset}`).join(' ')}]` : '',
+    op.offset !== undefined ? `at ${op.partition}@${op.offset}` : '',
+    `${op.outcome}${op.error ? ` (${op.error})` : ''}`,
+    `[${t(op.invokeMs)}, ${t(op.completeMs)}]`,
+  ];
+  return parts.filter((p) => p !== '').join(' ');
+}
+
+function parseArgs(argv: string[]): ChaosOptions {
+  const options: ChaosOptions = {
+    seed: Math.floor(Math.random() * 0x7fff_ffff),
+    durationMs: 60_000,
+    nemesis: 'mixed',
+    target: 'embedded',
+  };
+  for (let i = 0; i < argv.length; i++) {
+    const value = argv[i + 1];
+    switch (argv[i]) {
+      case '--minutes':
+        options.durationMs = Number(value) * 60_000;
+        i++;
+        break;
+      case '--seed':
+        options.seed = Number(value);
+        i++;
+        break;
+      case '--nemesis':
+        if (!['kill', 'pause', 'mixed'].includes(value)) throw new Error(`--nemesis ${value}?`);
+        options.nemesis = value as NemesisKind;
+        i++;
+        break;
+      case '--target':
+        if (!['embedded', 'cluster'].includes(value)) throw new Error(`--target ${value}?`);
+        options.target = value as TargetKind;
+        i++;
+        break;
+      case '--sessions':
+        options.sessions = Number(value);
+        i++;
+        break;
+      case '--roles':
+        options.roles = value.split(',');
+        i++;
+        break;
+      default:
+        throw new Error(`unknown argument ${argv[i]}`);
+    }
+  }
+  if (!Number.isSafeInteger(options.seed)) throw new Error('--seed must be an integer');
+  if (!(options.durationMs > 0)) throw new Error('--minutes must be positive');
+  return options;
+}
+
+async function main(): Promise<void> {
+  const options = parseArgs(process.argv.slice(2));
+  try {
+    const report = await runChaos(options);
+    process.exitCode = report.result.anomalies.length > 0 ? 1 : 0;
+  } catch (error) {
+    console.error(`chaos: seed ${options.seed}: the run could not be checked:`, error);
+    process.exitCode = 1;
+  }
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  void main();
+}
