@@ -186,3 +186,16 @@ export function kcat(
     child.stdin!.end(options.input ?? '');
   });
 }
+
+/**
+ * The Kafka listener's host:port in a spawned node's output: `tailbase start`'s ready line
+ * (`tailbase is ready: URL  Kafka: host:port  (data in ...)`) or `tailbase log-node`'s
+ * `Kafka listener on host:port`.
+ */
+export function kafkaBrokerOf(output: string): string {
+  const broker =
+    /tailbase is ready: \S+ {2}Kafka: (\S+)/.exec(output)?.[1] ??
+    /Kafka listener on (\S+)/.exec(output)?.[1];
+  if (!broker) throw new Error(`no Kafka listener address in the output:\n${output}`);
+  return broker;
+}

@@ -8,18 +8,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
-import { kcat, KCAT_INSTALLED } from '../harness/kafka.js';
+import { kafkaBrokerOf, kcat, KCAT_INSTALLED } from '../harness/kafka.js';
 
 const PARTITIONS = 4;
 /** librdkafka gives up on a record after this, so a broken listener fails the test, not hangs it. */
 const CLIENT_TIMEOUT = ['-X', 'message.timeout.ms=10000', '-X', 'socket.timeout.ms=10000'];
-
-/** The `Kafka: host:port` of `tailbase start`'s ready line. */
-function kafkaBrokerOf(node: SpawnedEmbedded): string {
-  const broker = /tailbase is ready: \S+ {2}Kafka: (\S+)/.exec(node.output())?.[1];
-  if (!broker) throw new Error(`no Kafka address in the ready line:\n${node.output()}`);
-  return broker;
-}
 
 async function http(
   url: string,
@@ -52,7 +45,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
   let broker: string;
   beforeAll(async () => {
     node = await spawnEmbedded({ partitions: PARTITIONS });
-    broker = kafkaBrokerOf(node);
+    broker = kafkaBrokerOf(node.output());
   });
   afterAll(async () => {
     await node?.stop();
