@@ -84,7 +84,10 @@ interface AppendMeasurement {
   recordsAcked: number;
 }
 
-async function measureAppends(run: AppendRun, options: BenchOptions): Promise<AppendMeasurement> {
+export async function measureAppends(
+  run: AppendRun,
+  options: BenchOptions,
+): Promise<AppendMeasurement> {
   const dataDir = makeBenchDir('log');
   const node = await spawnLogNode(dataDir, PARTITIONS);
   try {

@@ -12,6 +12,7 @@ import { runEmbeddedBench } from './embedded.js';
 import { runGatewayBench } from './gateway.js';
 import { runServeBench } from './serve.js';
 import { loadCorpus } from './corpus.js';
+import { runKafkaBench } from './kafka.js';
 import { runLogBench } from './log.js';
 import { loadClient } from './load.js';
 import { machineInfo } from './machine.js';
@@ -47,6 +48,7 @@ const GROUPS: Group[] = [
     name: 'gateway',
     run: async (context) => normalizeGroup('gateway', await runGatewayBench(context)),
   },
+  { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },
 ];
 
