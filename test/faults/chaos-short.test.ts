@@ -1,0 +1,56 @@
+// The short chaos pass of issue 15 (test/chaos/run.ts): fixed seeds, kill -9 under concurrent
+// load, then the checker over everything recorded. It passes only with zero anomalies AND proof
+// that it did something: faults injected, writes acknowledged, strong reads decided, the feed
+// consumed. No wall-clock assertion: the load runs for a time, every wait is for a condition.
+import { describe, expect, it } from 'vitest';
+import { runChaos, type ChaosReport } from '../chaos/run.js';
+
+/** The runner's progress lines, printed only with a failure; the report always. */
+function quiet(): { log: (line: string) => void; lines: string[] } {
+  const lines: string[] = [];
+  return { lines, log: (line) => lines.push(line) };
+}
+
+function expectChecked(report: ChaosReport, killed: string[], lines: string[]): void {
+  const { result, faults } = report;
+  console.info(report.text);
+  if (result.anomalies.length > 0) console.error(lines.join('\n'));
+  expect(result.anomalies).toEqual([]);
+  for (const role of killed) expect(faults[`kill ${role}`] ?? 0).toBeGreaterThan(0);
+  expect(result.stats.writes.ok).toBeGreaterThan(50);
+  expect(result.stats.ops['read']?.ok ?? 0).toBeGreaterThan(10);
+  expect(result.stats.ops['strong-read']?.ok ?? 0).toBeGreaterThan(10);
+  expect(result.stats.linearizability.keys).toBeGreaterThan(0);
+  expect(result.stats.logRecords).toBeGreaterThanOrEqual(result.stats.writes.ok);
+  expect(result.stats.feedEvents).toBeGreaterThanOrEqual(result.stats.logRecords);
+  expect(result.stats.finalKeys).toBeGreaterThan(0);
+}
+
+describe('chaos, short pass', () => {
+  it('embedded: kill -9 of tailbase start under load loses nothing and breaks no guarantee', async () => {
+    const { log, lines } = quiet();
+    const report = await runChaos({
+      log,
+      seed: 15001,
+      durationMs: 30_000,
+      nemesis: 'kill',
+      target: 'embedded',
+      sessions: 4,
+    });
+    expectChecked(report, ['embedded'], lines);
+  }, 240_000);
+
+  it('cluster: kill -9 of the log-node and the serve-nodes under load', async () => {
+    const { log, lines } = quiet();
+    const report = await runChaos({
+      log,
+      seed: 15002,
+      durationMs: 35_000,
+      nemesis: 'kill',
+      target: 'cluster',
+      roles: ['log-node', 'serve-node'],
+      sessions: 4,
+    });
+    expectChecked(report, ['log-node', 'serve-node'], lines);
+  }, 240_000);
+});
