@@ -83,7 +83,8 @@ export class KafkaConnection {
     this.broker = options.broker;
     this.logger = options.logger.child({ connection: options.id });
     this.splitter = new KafkaFrameSplitter(options.config.frameBytesMax);
-    this.closed = once(this.socket, 'close').then(() => undefined);
+    // Not events.once: it rejects on 'error', and a client's RST is an 'error' before 'close'.
+    this.closed = new Promise((resolve) => this.socket.once('close', () => resolve()));
     this.socket.on('data', (chunk: Buffer) => this.received(chunk));
     this.socket.on('error', (error) => this.close(`socket error: ${error.message}`));
     this.socket.on('close', () => this.close('closed by the client'));

@@ -122,6 +122,37 @@ describe('hostile frames', () => {
     }
   });
 
+  it('a connection reset by the client closes only that connection: no unhandled error', async () => {
+    // An ECONNRESET reaches the server socket as 'error' before 'close'; anything that awaits the
+    // close without handling the error becomes an unhandled rejection, which ends a Node process.
+    const unhandled: unknown[] = [];
+    const record = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', record);
+    try {
+      const baseline = kafka.listener.connections();
+      const resets = await Promise.all(
+        [1, 2, 3].map(() => RawKafkaConnection.open(kafka.listener.port)),
+      );
+      for (const connection of resets) {
+        // An answered request first, so the server side is idle, reading, when the RST comes.
+        await connection.request(ApiKey.Metadata, 1, { topics: [{ name: 'hostile' }] });
+        connection.socket.resetAndDestroy();
+      }
+      for (let polls = 0; kafka.listener.connections() > baseline && polls < 200; polls++) {
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+      expect(kafka.listener.connections()).toBe(baseline);
+      // Rejections are reported after the turn that made them: let those turns pass.
+      await new Promise((resolve) => setImmediate(resolve));
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(unhandled).toEqual([]);
+      const metadata = await healthy.request(ApiKey.Metadata, 1, { topics: [{ name: 'hostile' }] });
+      expect(metadata.topics[0].errorCode).toBe(0);
+    } finally {
+      process.off('unhandledRejection', record);
+    }
+  });
+
   it('a valid Produce on the healthy connection still appends (the table is not vacuous)', async () => {
     const before = await kafka.node.client.offsets();
     healthy.send(produce());
