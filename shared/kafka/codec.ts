@@ -17,6 +17,15 @@ export type Body = Record<string, unknown>;
 
 const CLASSIC_STRING_BYTES_MAX = 0x7fff;
 
+/**
+ * The default budget of array elements one request may decode to, across its whole body (nested
+ * arrays included). The bytes-left check lets a 2-byte element through, so without it a 64 MiB
+ * frame of flexible Metadata topics decodes into 33 million objects; Kafka's own requests stay
+ * far below it (a Produce or Fetch names topics × partitions). decodeRequest takes another per
+ * call (`elementsMax`).
+ */
+export const REQUEST_ELEMENTS_MAX = 100_000;
+
 export function decodeStruct(reader: WireReader, plan: Plan): Body {
   const out: Body = {};
   for (const step of plan.steps) {
@@ -47,6 +56,21 @@ function decodeField(reader: WireReader, step: Step): unknown {
       step.path,
     );
   }
+  // The decoded-element budget, taken before the array is allocated.
+  if (count > reader.elementsLeft) {
+    const limit =
+      reader.elementsMax === REQUEST_ELEMENTS_MAX
+        ? `REQUEST_ELEMENTS_MAX (${REQUEST_ELEMENTS_MAX})`
+        : `elementsMax (${reader.elementsMax})`;
+    throw new KafkaDecodeError(
+      'elements',
+      `array count ${count} exceeds the ${reader.elementsLeft} array elements left of the ` +
+        `request's budget, ${limit}`,
+      at,
+      step.path,
+    );
+  }
+  reader.elementsLeft -= count;
   const items = new Array<unknown>(count);
   for (let i = 0; i < count; i++) items[i] = decodeValue(reader, step);
   return items;

@@ -6,7 +6,10 @@
  */
 export class KafkaDecodeError extends Error {
   override name = 'KafkaDecodeError';
-  /** What failed: "truncated", "length", "varint", "utf8", "trailing bytes", "frame size", ... */
+  /**
+   * What failed: "truncated", "length", "varint", "utf8", "trailing bytes", "frame size",
+   * "elements" (the decoded-element budget), ...
+   */
   readonly what: string;
   /** The byte offset in the frame (or the stream, for framing) where it failed. */
   readonly at: number;

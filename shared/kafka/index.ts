@@ -4,6 +4,7 @@
  */
 export { ApiKey, KAFKA_APIS, supportedVersions, isSupportedVersion } from './apis.js';
 export type { ApiName, ApiOf, ApiSpec, ApiVersionRange } from './apis.js';
+export { REQUEST_ELEMENTS_MAX } from './codec.js';
 export { ErrorCode } from './error-codes.js';
 export type { ErrorCodeName, ErrorCodeValue } from './error-codes.js';
 export { KafkaDecodeError, KafkaEncodeError } from './errors.js';
@@ -18,6 +19,7 @@ export {
   unsupportedVersionResponse,
 } from './protocol.js';
 export type {
+  DecodeRequestOptions,
   DecodedRequest,
   KafkaRequest,
   RequestBody,

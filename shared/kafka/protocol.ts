@@ -16,7 +16,7 @@ import {
   type ApiSpec,
   type KAFKA_APIS,
 } from './apis.js';
-import { encodeStruct, decodeStruct, type Body } from './codec.js';
+import { encodeStruct, decodeStruct, REQUEST_ELEMENTS_MAX, type Body } from './codec.js';
 import { ErrorCode } from './error-codes.js';
 import { KafkaDecodeError, KafkaEncodeError } from './errors.js';
 import { requestHeader, responseHeader } from './messages-header.js';
@@ -70,13 +70,23 @@ function responseHeaderVersion(api: ApiSpec, apiVersion: number): number {
   return inVersions(api.response.flexibleVersions, apiVersion) ? 1 : 0;
 }
 
+export interface DecodeRequestOptions {
+  /**
+   * How many array elements the body may decode to, all its arrays together (nested ones too):
+   * REQUEST_ELEMENTS_MAX unless given. Past it the frame fails as KafkaDecodeError `elements`,
+   * checked on each array's count before the array is allocated.
+   */
+  elementsMax?: number;
+}
+
 /**
  * Decodes one request frame. A frame that is not a well-formed request (cut short, a length past
- * its end, bytes after its body, bad UTF-8, ...) throws KafkaDecodeError: the connection should
- * be closed, as Kafka does.
+ * its end, bytes after its body, bad UTF-8, more array elements than options.elementsMax, ...)
+ * throws KafkaDecodeError: the connection should be closed, as Kafka does.
  */
-export function decodeRequest(frame: Buffer): DecodedRequest {
+export function decodeRequest(frame: Buffer, options?: DecodeRequestOptions): DecodedRequest {
   const reader = new WireReader(frame);
+  reader.elementsMax = reader.elementsLeft = options?.elementsMax ?? REQUEST_ELEMENTS_MAX;
   const apiKey = reader.int16('requestApiKey');
   const apiVersion = reader.int16('requestApiVersion');
   reader.at = 0;

@@ -17,6 +17,13 @@ export class WireReader {
   at: number;
   /** Where reading must stop: the frame's end, or a tagged field's end while reading one. */
   end: number;
+  /**
+   * The decoded-element budget: how many array elements, across the whole frame, may still be
+   * decoded (codec.ts takes each array's count from it before allocating the array), and the
+   * budget it started from, for the error. Unbounded unless the caller sets it (decodeRequest).
+   */
+  elementsLeft = Infinity;
+  elementsMax = Infinity;
 
   constructor(buf: Buffer, at = 0, end = buf.length) {
     this.buf = buf;

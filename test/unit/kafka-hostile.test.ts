@@ -11,6 +11,7 @@ import {
   ErrorCode,
   KafkaDecodeError,
   KafkaFrameSplitter,
+  REQUEST_ELEMENTS_MAX,
   decodeRequest,
   decodeResponse,
   encodeRequest,
@@ -220,6 +221,82 @@ describe('hostile frames fail as KafkaDecodeError', () => {
     for (let length = 0; length < frame.length; length++) {
       expect(() => decodeRequest(frame.subarray(0, length))).toThrow(KafkaDecodeError);
     }
+  });
+});
+
+/** A Metadata v9 request (flexible: a topic entry is 2 bytes) naming `count` empty topics. */
+function metadataV9(count: number): Buffer {
+  const head = hex(header2('0003', '0009'));
+  const countBytes: number[] = [];
+  for (let rest = count + 1; ; rest = Math.floor(rest / 128)) {
+    if (rest < 0x80) {
+      countBytes.push(rest);
+      break;
+    }
+    countBytes.push((rest & 0x7f) | 0x80);
+  }
+  // Each topic: a compact string of length 0 (01) and an empty tagged-fields section (00).
+  const topics = Buffer.alloc(count * 2);
+  for (let i = 0; i < topics.length; i += 2) topics[i] = 0x01;
+  // After the topics: allowAutoTopicCreation, includeClusterAuthorizedOperations,
+  // includeTopicAuthorizedOperations, the tagged fields.
+  return Buffer.concat([head, Buffer.from(countBytes), topics, hex('01 00 00 00')]);
+}
+
+describe('the decoded-element budget (REQUEST_ELEMENTS_MAX)', () => {
+  it('is a named default of 100,000 array elements a request', () => {
+    expect(REQUEST_ELEMENTS_MAX).toBe(100_000);
+  });
+
+  it('a Metadata v9 request of 1,000,000 topics in a 2 MB frame fails fast', () => {
+    const frame = metadataV9(1_000_000);
+    expect(frame.length).toBeLessThan(2.1e6);
+    const started = performance.now();
+    const error = decodeError(frame);
+    const elapsedMs = performance.now() - started;
+    expect(error).toMatchObject({ what: 'elements', field: 'topics' });
+    expect(error.message).toContain('REQUEST_ELEMENTS_MAX');
+    expect(error.message).toContain('100000');
+    // Checked on the count, before the array is allocated or any element decoded.
+    expect(error.at).toBe(hex(header2('0003', '0009')).length);
+    expect(elapsedMs).toBeLessThan(50);
+  });
+
+  it('a request of exactly REQUEST_ELEMENTS_MAX elements round-trips; one more fails', () => {
+    const topics = Array.from({ length: REQUEST_ELEMENTS_MAX }, (_, i) => ({ name: `t${i}` }));
+    const frame = encodeRequest(ApiKey.Metadata, 9, 7, 'c', { topics }).subarray(4);
+    const request = decodeRequest(frame);
+    if (request.kind !== 'request' || request.apiKey !== ApiKey.Metadata) throw new Error('no');
+    expect(request.body.topics).toHaveLength(REQUEST_ELEMENTS_MAX);
+    expect(request.body.topics![REQUEST_ELEMENTS_MAX - 1]).toEqual({
+      name: `t${REQUEST_ELEMENTS_MAX - 1}`,
+    });
+    expect(decodeError(metadataV9(REQUEST_ELEMENTS_MAX + 1))).toMatchObject({ what: 'elements' });
+  });
+
+  it('counts the elements of every array in the body, nested ones too, per decode call', () => {
+    // 2 topics of 3 partitions each: 2 + 6 = 8 elements.
+    const partitions = [0, 1, 2].map((index) => ({ index, records: null }));
+    const frame = encodeRequest(ApiKey.Produce, 9, 1, 'c', {
+      acks: -1,
+      timeoutMs: 100,
+      topicData: [
+        { name: 'a', partitionData: partitions },
+        { name: 'b', partitionData: partitions },
+      ],
+    }).subarray(4);
+    expect(decodeRequest(frame, { elementsMax: 8 })).toMatchObject({ kind: 'request' });
+    let error: unknown;
+    try {
+      decodeRequest(frame, { elementsMax: 7 });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(KafkaDecodeError);
+    expect(error).toMatchObject({ what: 'elements', field: 'topicData[].partitionData' });
+    expect((error as Error).message).toContain('elementsMax (7)');
+    // The budget is per call: the same frame decodes again under the default.
+    expect(decodeRequest(frame)).toMatchObject({ kind: 'request' });
   });
 });
 
