@@ -96,7 +96,7 @@ export class GroupCoordinator {
       [ApiKey.SyncGroup]: (body: Sync, context) => this.syncGroup(body, context),
       [ApiKey.Heartbeat]: (body: Heartbeat) => this.heartbeat(body),
       [ApiKey.LeaveGroup]: (body: Leave) => this.leaveGroup(body),
-      [ApiKey.OffsetCommit]: (body: Commit, context) => this.offsetCommit(body, context),
+      [ApiKey.OffsetCommit]: (body: Commit) => this.offsetCommit(body),
       [ApiKey.OffsetFetch]: (body: OffsetFetch) => this.offsetFetch(body),
     };
   }
@@ -233,7 +233,7 @@ export class GroupCoordinator {
     };
   }
 
-  private async offsetCommit(body: Commit, context: KafkaRequestContext): Promise<CommitAnswer> {
+  private async offsetCommit(body: Commit): Promise<CommitAnswer> {
     const answer = (errorOf: (topic: string, partition: number) => number): CommitAnswer => ({
       throttleTimeMs: 0,
       topics: body.topics.map((t) => ({
@@ -280,7 +280,8 @@ export class GroupCoordinator {
       }
     }
     try {
-      await this.offsets.commit(body.groupId, commits, context.signal);
+      // Not cut short when the connection closes: the table follows what the log holds.
+      await this.offsets.commit(body.groupId, commits);
     } catch (error) {
       const failed = this.commitFailure(error, body.groupId);
       for (const c of commits) errors.set(partitionKey(c.topic, c.partition), failed);

@@ -62,12 +62,13 @@ export class OffsetStore {
     return this.loading;
   }
 
-  /** Appends the commits as one batch and answers once it is durable. */
-  async commit(
-    group: string,
-    commits: readonly OffsetCommit[],
-    signal?: AbortSignal,
-  ): Promise<void> {
+  /**
+   * Appends the commits as one batch and answers once it is durable. The append takes no signal:
+   * once it has started it may become durable whatever happens to the committing connection, and
+   * the table must then hold what the log holds (a restart would read it), so the table is updated
+   * on the append's own completion, never abandoned with the connection.
+   */
+  async commit(group: string, commits: readonly OffsetCommit[]): Promise<void> {
     await this.load();
     if (commits.length === 0) return;
     const batch = encodeBatch(
@@ -77,12 +78,7 @@ export class OffsetStore {
         timestampMs: c.committed.commitTimestampMs,
       })),
     );
-    const { baseOffset } = await this.log.append(
-      CONSUMER_OFFSETS_TOPIC,
-      OFFSETS_PARTITION,
-      batch,
-      signal,
-    );
+    const { baseOffset } = await this.log.append(CONSUMER_OFFSETS_TOPIC, OFFSETS_PARTITION, batch);
     commits.forEach((c, i) => this.apply(group, c.topic, c.partition, c.committed, baseOffset + i));
   }
 

@@ -3,15 +3,22 @@
 // collection topic's partitions, the survivor takes them all when the other leaves, committed
 // offsets survive closing and reopening the log-node (a new member resumes after them), and kcat
 // (librdkafka) -G consumes as a group and resumes from its own commits.
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Kafka, logLevel, type Consumer, type Producer } from 'kafkajs';
 import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import { GroupCoordinator } from '../../log-node/kafka/group-coordinator.js';
+import { OffsetStore } from '../../log-node/kafka/group-offset-store.js';
 import { startKafkaListener, type KafkaListener } from '../../log-node/kafka/index.js';
+import { LocalLogClient } from '../../log-node/local-log-client.js';
+import type { LogNode } from '../../log-node/log-node.js';
+import type { PartitionLog } from '../../log-node/partition-log.js';
 import { defaultTopicConfigs } from '../../log-node/topic-configs.js';
+import { ApiKey, ErrorCode } from '../../shared/kafka/index.js';
 import { createLogger } from '../../shared/logger.js';
+import { CONSUMER_OFFSETS_TOPIC } from '../../shared/topics.js';
 import { tempDir, type TempDir } from '../harness/temp-dir.js';
-import { kcat, KCAT_INSTALLED } from '../harness/kafka.js';
+import { kcat, KCAT_INSTALLED, RawKafkaConnection } from '../harness/kafka.js';
 
 const PARTITIONS = 4;
 const TOPIC = 'events';
@@ -229,4 +236,103 @@ describe('consumer groups over the Kafka listener', () => {
       expect(await consume(moreKeys.length)).toEqual(moreKeys.sort());
     },
   );
+});
+
+/**
+ * The log-node's own LocalLogClient (whose append rejects as soon as its signal aborts, the append
+ * carrying on), over a node whose __consumer_offsets appends answer holdMs after they are durable:
+ * `started` is called as each one starts, `answered` holds their answers.
+ */
+function clientWithHeldOffsetAppends(node: LogNode, holdMs: number, started: () => void) {
+  const answered: Promise<unknown>[] = [];
+  const held = new Proxy(node, {
+    get(target, key) {
+      if (key === 'appendTarget') {
+        return (topic: string, param: string, batch: Uint8Array) => {
+          const partition = target.appendTarget(topic, param, batch);
+          if (topic !== CONSUMER_OFFSETS_TOPIC) return partition;
+          return {
+            append: (bytes: Buffer) => {
+              const answer = partition.append(bytes).then(async (result) => {
+                await sleep(holdMs);
+                return result;
+              });
+              answered.push(answer);
+              started();
+              return answer;
+            },
+          } as unknown as PartitionLog;
+        };
+      }
+      const value: unknown = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { client: new LocalLogClient(held), answered };
+}
+
+describe('an OffsetCommit whose connection resets while its append is in flight', () => {
+  it('is applied once the log holds it: OffsetFetch answers the new offset, as a restart does', async () => {
+    const dir = tempDir('kafka-groups-reset');
+    cleanups.push(() => dir.cleanup());
+    const node = await openLogNode({ dataDir: dir.path, partitions: PARTITIONS, logger });
+    cleanups.push(() => node.stop());
+    await node.client.ensureTopic(TOPIC);
+
+    let started = () => undefined as void;
+    const { client, answered } = clientWithHeldOffsetAppends(node.node, 300, () => started());
+    const coordinator = new GroupCoordinator({ log: client, logger });
+    await coordinator.load();
+    const listener = await startKafkaListener({
+      log: client,
+      port: 0,
+      logger,
+      topicConfigDefaults: (topic) => defaultTopicConfigs(node.node.config, topic),
+      handlers: coordinator.handlers(),
+    });
+    cleanups.push(async () => {
+      await listener.close();
+      coordinator.close();
+    });
+
+    const groupId = 'resets';
+    const commit = (offset: bigint) => ({
+      groupId,
+      generationIdOrMemberEpoch: -1,
+      memberId: '',
+      topics: [
+        {
+          name: TOPIC,
+          partitions: [{ partitionIndex: 0, committedOffset: offset, committedMetadata: null }],
+        },
+      ],
+    });
+    const fetched = async (connection: RawKafkaConnection) => {
+      const answer = await connection.request(ApiKey.OffsetFetch, 7, {
+        groupId,
+        topics: [{ name: TOPIC, partitionIndexes: [0] }],
+      });
+      return answer.topics[0].partitions[0].committedOffset;
+    };
+
+    const steady = await RawKafkaConnection.open(listener.port);
+    cleanups.push(() => steady.destroy());
+    const first = await steady.request(ApiKey.OffsetCommit, 8, commit(10n));
+    expect(first.topics[0].partitions[0].errorCode).toBe(ErrorCode.NONE);
+    expect(await fetched(steady)).toBe(10n);
+
+    // The second commit's connection is gone as soon as its append has started.
+    const resetting = await RawKafkaConnection.open(listener.port);
+    started = () => resetting.destroy();
+    resetting.sendRequest(ApiKey.OffsetCommit, 8, commit(42n));
+    await until('the second append', () => answered.length === 2, 5_000);
+    await resetting.closed;
+    await answered[1];
+    // The handler's continuation after its append has run by the time another request is answered.
+    await sleep(50);
+
+    const durable = await new OffsetStore(node.client, 1 << 20).committedByTopic(groupId);
+    expect(durable.get(TOPIC)?.get(0)?.offset).toBe(42);
+    expect(await fetched(steady)).toBe(42n);
+  });
 });
