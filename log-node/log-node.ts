@@ -5,7 +5,7 @@
  * hosts the same partition numbers of each; an internal topic's one partition lives with
  * partition 0.
  */
-import { enforceBatchLimits } from '../shared/batch-codec.js';
+import { enforceBatchLimits, NO_PRODUCER_ID } from '../shared/batch-codec.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import type { ClusterInfo, PartitionOffsets, ProducerIdentity } from '../shared/log-api.js';
 import { checkInteger } from '../shared/query-params.js';
@@ -29,6 +29,7 @@ import {
   type PartitionTopic,
 } from './partition-log.js';
 import { ProducerIds } from './producer-ids.js';
+import { unknownProducer } from './producer-state.js';
 import { checkTopicConfigs, defaultTopicConfigs } from './topic-configs.js';
 import { partitionDir, readTopics, writeTopic } from './topic-store.js';
 
@@ -235,10 +236,14 @@ export class LogNode {
       );
     }
     const { maxMessageBytes } = defaultTopicConfigs(this.config, topicName);
-    enforceBatchLimits(batch, {
+    const header = enforceBatchLimits(batch, {
       ...this.config,
       batchBytesMax: Math.min(this.config.batchBytesMax, maxMessageBytes),
     });
+    // A new partition knows no producer: only a first batch (sequence 0) can be appended to it.
+    if (header.producerId !== NO_PRODUCER_ID && header.baseSequence !== 0) {
+      throw unknownProducer(header.producerId, header.baseSequence);
+    }
     return this.partitionOf(this.ensure(topicName, {}), param);
   }
 

@@ -64,11 +64,7 @@ export class ProducerState {
     const entry = this.producers.get(id);
     if (entry === undefined) {
       if (sequence === 0) return { kind: 'append' };
-      throw new TailbaseError(409, 'unknown_producer', `producer ${id} is unknown to this log`, {
-        producerId: id,
-        sequence,
-        expected: 0,
-      });
+      throw unknownProducer(id, sequence);
     }
     if (epoch < entry.epoch) {
       throw new TailbaseError(
@@ -155,4 +151,21 @@ export class ProducerState {
     }
     return state;
   }
+}
+
+/**
+ * 409 for a batch of a producer the partition has no state of whose sequence is not 0: its
+ * earlier batches are not here (expired, or never written), so this one cannot follow them.
+ */
+export function unknownProducer(producerId: number, sequence: number): TailbaseError {
+  return new TailbaseError(
+    409,
+    'unknown_producer',
+    `producer ${producerId} is unknown to this log`,
+    {
+      producerId,
+      sequence,
+      expected: 0,
+    },
+  );
 }

@@ -45,6 +45,11 @@ export function murmur2(bytes: Uint8Array): number {
 }
 
 export function partitionFor(key: string, partitions: number): number {
+  return partitionOfKeyBytes(utf8.encode(key), partitions);
+}
+
+/** partitionFor of a key already in bytes, as a Kafka record carries it. */
+export function partitionOfKeyBytes(key: Uint8Array, partitions: number): number {
   assert(Number.isInteger(partitions) && partitions >= 1, 'partitions is a positive integer');
-  return (murmur2(utf8.encode(key)) & 0x7fffffff) % partitions;
+  return (murmur2(key) & 0x7fffffff) % partitions;
 }

@@ -1,9 +1,13 @@
 /**
- * Produce: each partition's record batches appended to the log as they came (so Fetch later
- * answers with the same bytes), answered once durable whatever acks says, since the log
- * acknowledges nothing earlier. A collection topic holds documents, so each record value must be
- * null (a tombstone) or a JSON object; one that is not fails its whole partition, naming the
- * record, before anything of it is written.
+ * Produce: each partition's record batch appended to the log as it came (so Fetch later answers
+ * with the same bytes), answered once durable whatever acks says, since the log acknowledges
+ * nothing earlier. A partition carries exactly one batch, as Kafka requires since Produce v3, so
+ * a partition's answer is all or nothing. A collection topic holds documents: each record needs a
+ * key in its murmur2 partition (where tailbase reads that key; librdkafka's default partitioner
+ * is another, `partitioner=murmur2_random` is Kafka's) and a value that is null (a tombstone) or
+ * a JSON object. A record that is not fails its partition, naming it, before anything is written.
+ * A topic that does not exist is created by the append (as Metadata creates it) unless the
+ * listener's autoCreateTopics is off.
  */
 import {
   BATCH_MAGIC,
@@ -11,8 +15,10 @@ import {
   COMPRESSION_MASK,
   decodeRawRecords,
   readBatchHeader,
+  type RawRecord,
 } from '../../shared/batch-codec.js';
-import type { AppendResult } from '../../shared/log-api.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { partitionOfKeyBytes } from '../../shared/partitioner.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { isCollectionTopic, isInternalTopic } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
@@ -34,10 +40,11 @@ interface PartitionAnswer {
 const ACKS = new Set([-1, 0, 1]);
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
-export function produceHandler({ log }: HandlerDeps): KafkaHandler {
+export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
+  const topics = new KnownTopics(log);
   return async (body: ProduceRequest) => {
     const acksValid = ACKS.has(body.acks);
-    const topics = await Promise.all(
+    const answers = await Promise.all(
       body.topicData.map(async ({ name, partitionData }) => ({
         name,
         partitionResponses: await Promise.all(
@@ -50,7 +57,7 @@ export function produceHandler({ log }: HandlerDeps): KafkaHandler {
       })),
     );
     if (body.acks === 0) {
-      const error = topics
+      const error = answers
         .flatMap((topic) => topic.partitionResponses)
         .find((answer) => answer.errorCode !== ErrorCode.NONE);
       // Kafka's only way to tell an acks=0 producer that its write failed.
@@ -61,7 +68,7 @@ export function produceHandler({ log }: HandlerDeps): KafkaHandler {
       }
       return NO_RESPONSE;
     }
-    return { responses: topics, throttleTimeMs: 0 };
+    return { responses: answers, throttleTimeMs: 0 };
   };
 
   async function producePartition(
@@ -83,30 +90,32 @@ export function produceHandler({ log }: HandlerDeps): KafkaHandler {
         `topic ${topic.slice(0, 80)} is not a collection name (^[a-z][a-z0-9_-]{0,63}$)`,
       );
     }
-    const batches = splitBatches(records);
-    if (!Array.isArray(batches)) return failed(index, batches.errorCode, batches.message);
-    for (const batch of batches) {
-      const refused = firstNonDocument(batch);
-      if (refused === 'corrupt') {
-        return failed(index, ErrorCode.CORRUPT_MESSAGE, 'a record of the batch does not decode');
-      }
-      if (refused !== null) {
-        return {
-          ...failed(index, ErrorCode.INVALID_RECORD, refused.message),
-          recordErrors: [{ batchIndex: refused.index, batchIndexErrorMessage: refused.message }],
-        };
-      }
+    const partitions = await topics.partitions(topic);
+    if (partitions === null && !config.autoCreateTopics) {
+      return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
+    }
+    const batch = oneBatch(records);
+    if (!Buffer.isBuffer(batch)) return failed(index, batch.errorCode, batch.message);
+    const refused = firstNonDocument(
+      batch,
+      index,
+      partitions ?? (await topics.clusterPartitions()),
+    );
+    if (refused === 'corrupt') {
+      return failed(index, ErrorCode.CORRUPT_MESSAGE, 'a record of the batch does not decode');
+    }
+    if (refused !== null) {
+      return {
+        ...failed(index, ErrorCode.INVALID_RECORD, refused.message),
+        recordErrors: [{ batchIndex: refused.index, batchIndexErrorMessage: refused.message }],
+      };
     }
     try {
-      let first: AppendResult | undefined;
-      for (const batch of batches) {
-        const appended = await log.append(topic, index, batch);
-        first ??= appended;
-      }
+      const { baseOffset } = await log.append(topic, index, batch);
       return {
         index,
         errorCode: ErrorCode.NONE,
-        baseOffset: first!.baseOffset,
+        baseOffset,
         logAppendTimeMs: -1,
         logStartOffset: -1,
         recordErrors: [],
@@ -130,46 +139,60 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
   };
 }
 
-/** A partition's records field as whole batches, or the error that refuses it. */
-function splitBatches(records: Buffer | null): Buffer[] | { errorCode: number; message: string } {
+/** A partition's records field as its one batch, or the error that refuses it. */
+function oneBatch(records: Buffer | null): Buffer | { errorCode: number; message: string } {
   if (records === null || records.length === 0) {
     return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
   }
-  const batches: Buffer[] = [];
-  for (let at = 0; at < records.length;) {
-    // Compression is refused by name, before the check (which cannot read compressed records).
-    const header = readBatchHeader(records, at);
-    if (header !== null && header.magic === BATCH_MAGIC && header.attributes & COMPRESSION_MASK) {
-      return {
-        errorCode: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-        message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
-      };
-    }
-    const check = checkBatch(records, at);
-    if (!check.ok) {
-      return {
-        errorCode: ErrorCode.CORRUPT_MESSAGE,
-        message: `record batch at byte ${at} is ${check.reason}: ${check.detail}`,
-      };
-    }
-    batches.push(records.subarray(at, at + check.header.sizeBytes));
-    at += check.header.sizeBytes;
+  // Compression is refused by name, before the check (which cannot read compressed records).
+  const header = readBatchHeader(records);
+  if (header !== null && header.magic === BATCH_MAGIC && header.attributes & COMPRESSION_MASK) {
+    return {
+      errorCode: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
+      message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
+    };
   }
-  return batches;
+  const check = checkBatch(records);
+  if (!check.ok) {
+    return {
+      errorCode: ErrorCode.CORRUPT_MESSAGE,
+      message: `record batch is ${check.reason}: ${check.detail}`,
+    };
+  }
+  if (check.header.sizeBytes !== records.length) {
+    return {
+      errorCode: ErrorCode.INVALID_RECORD,
+      message: 'a partition carries one record batch (Produce v3 and later)',
+    };
+  }
+  return records;
 }
 
 /**
- * The first record whose value is neither null nor a JSON object, 'corrupt' for records that do
- * not decode, or null.
+ * The first record that is not a document of this partition (no key, a key another partition
+ * holds, a value neither null nor a JSON object), 'corrupt' for records that do not decode, or
+ * null.
  */
-function firstNonDocument(batch: Buffer): { index: number; message: string } | 'corrupt' | null {
-  let values: (Buffer | null)[];
+function firstNonDocument(
+  batch: Buffer,
+  partition: number,
+  partitions: number,
+): { index: number; message: string } | 'corrupt' | null {
+  let records: RawRecord[];
   try {
-    values = decodeRawRecords(batch).map((record) => record.value);
+    records = decodeRawRecords(batch);
   } catch {
     return 'corrupt';
   }
-  for (const [index, value] of values.entries()) {
+  for (const [index, { key, value }] of records.entries()) {
+    if (key === null) return { index, message: `record ${index}: a document needs a key` };
+    const home = partitionOfKeyBytes(key, partitions);
+    if (home !== partition) {
+      return {
+        index,
+        message: `record ${index}: its key belongs to partition ${home} (murmur2, Kafka's default partitioner; librdkafka: partitioner=murmur2_random)`,
+      };
+    }
     if (value === null) continue;
     let document: unknown;
     try {
@@ -182,4 +205,29 @@ function firstNonDocument(batch: Buffer): { index: number; message: string } | '
     }
   }
   return null;
+}
+
+/**
+ * The topics the log holds and their partition counts, asked of the log again only for a name it
+ * has not seen (a topic is never deleted, so what is known stays true).
+ */
+class KnownTopics {
+  private readonly known = new Map<string, number>();
+  private cluster: Promise<number> | null = null;
+
+  constructor(private readonly log: LogClient) {}
+
+  /** The topic's partition count, or null when the log has no such topic. */
+  async partitions(topic: string): Promise<number | null> {
+    const known = this.known.get(topic);
+    if (known !== undefined) return known;
+    for (const info of await this.log.topics()) this.known.set(info.name, info.partitions);
+    return this.known.get(topic) ?? null;
+  }
+
+  /** The partition count a new collection topic gets. */
+  clusterPartitions(): Promise<number> {
+    this.cluster ??= this.log.cluster().then((info) => info.partitions);
+    return this.cluster;
+  }
 }

@@ -9,6 +9,7 @@ import { encodeBatch } from '../../shared/batch-codec.js';
 import { ApiKey, ErrorCode, encodeRequest } from '../../shared/kafka/index.js';
 import { startKafkaListener } from '../../log-node/kafka/index.js';
 import { createLogger } from '../../shared/logger.js';
+import { partitionFor } from '../../shared/partitioner.js';
 import { CONSUMER_OFFSETS_TOPIC } from '../../shared/topics.js';
 import { readPartition, recordsOf } from '../harness/log-batches.js';
 import { RawKafkaConnection, startKafkaNode, type KafkaNode } from '../harness/kafka.js';
@@ -24,6 +25,15 @@ const produceBody = (topic: string, partition: number, records: Buffer, acks = -
   timeoutMs: 5_000,
   topicData: [{ name: topic, partitionData: [{ index: partition, records }] }],
 });
+
+/** `count` keys whose murmur2 partition of `partitions` is `partition`. */
+function keysIn(partition: number, partitions: number, count: number): string[] {
+  const keys: string[] = [];
+  for (let i = 0; keys.length < count; i++) {
+    if (partitionFor(`key-${i}`, partitions) === partition) keys.push(`key-${i}`);
+  }
+  return keys;
+}
 
 let kafka: KafkaNode | undefined;
 const open: RawKafkaConnection[] = [];
@@ -91,8 +101,11 @@ describe('APIs', () => {
   it('Produce: a value that is not a JSON object fails its partition, naming the record, and writes nothing', async () => {
     kafka = await startKafkaNode({ partitions: 2 });
     const connection = await connect();
-    const bad = encodeBatch([doc('a', { ok: 1 }), doc('b', [1, 2]), doc('c', null)]);
-    const good = encodeBatch([doc('d', { ok: 2 }), doc('e', null)]);
+    // Keys in their own murmur2 partitions, so the only fault is the value of record 1.
+    const [a, b, c] = keysIn(0, 2, 3);
+    const [d, e] = keysIn(1, 2, 2);
+    const bad = encodeBatch([doc(a, { ok: 1 }), doc(b, [1, 2]), doc(c, null)]);
+    const good = encodeBatch([doc(d, { ok: 2 }), doc(e, null)]);
     const answer = await connection.request(ApiKey.Produce, 9, {
       acks: -1,
       timeoutMs: 5_000,
@@ -119,6 +132,73 @@ describe('APIs', () => {
     const end = (topic: string, partition: number) =>
       offsets.find((o) => o.topic === topic && o.partition === partition)?.endOffset;
     expect([end('docs', 0), end('docs', 1), end(CONSUMER_OFFSETS_TOPIC, 0)]).toEqual([0, 2, 0]);
+  });
+
+  it('Produce: two batches for one partition are refused whole, as Kafka refuses them (v3+)', async () => {
+    kafka = await startKafkaNode({ partitions: 1 });
+    const connection = await connect();
+    const key = 'k';
+    const two = Buffer.concat([
+      encodeBatch([doc(key, { n: 1 })]),
+      encodeBatch([doc(key, { n: 2 })]),
+    ]);
+    const answer = await connection.request(ApiKey.Produce, 9, produceBody('pairs', 0, two));
+    expect(answer.responses[0].partitionResponses[0].errorCode).toBe(ErrorCode.INVALID_RECORD);
+    // Refused whole: not even the topic was created.
+    expect((await kafka.node.client.topics()).map((t) => t.name)).not.toContain('pairs');
+  });
+
+  it("Produce: a key outside its murmur2 partition is refused (librdkafka's default partitioner is not Kafka's)", async () => {
+    kafka = await startKafkaNode({ partitions: 4 });
+    const connection = await connect();
+    const key = 'dune';
+    const home = partitionFor(key, 4);
+    const away = (home + 1) % 4;
+    const wrong = await connection.request(
+      ApiKey.Produce,
+      9,
+      produceBody('placed', away, encodeBatch([doc(key, { n: 1 })])),
+    );
+    const refused = wrong.responses[0].partitionResponses[0];
+    expect(refused.errorCode).toBe(ErrorCode.INVALID_RECORD);
+    expect(refused.errorMessage).toContain('murmur2');
+    const right = await connection.request(
+      ApiKey.Produce,
+      9,
+      produceBody('placed', home, encodeBatch([doc(key, { n: 1 })])),
+    );
+    expect(right.responses[0].partitionResponses[0].errorCode).toBe(0);
+    const offsets = await kafka.node.client.offsets();
+    const ends = offsets.filter((o) => o.topic === 'placed').map((o) => o.endOffset);
+    expect(ends).toEqual([0, 1, 2, 3].map((p) => (p === home ? 1 : 0)));
+  });
+
+  it('Produce refused, or to a missing topic with auto-creation off, creates no topic', async () => {
+    kafka = await startKafkaNode({ partitions: 2, autoCreateTopics: false });
+    const connection = await connect();
+    const key = 'k';
+    const partition = partitionFor(key, 2);
+    // An idempotent producer's batch at sequence 5 on a partition it never wrote: unknown.
+    const unknownProducer = encodeBatch([doc(key, { n: 1 })], {
+      producerId: 77,
+      producerEpoch: 0,
+      baseSequence: 5,
+    });
+    const refused = await connection.request(
+      ApiKey.Produce,
+      9,
+      produceBody('ghost', partition, unknownProducer),
+    );
+    expect(refused.responses[0].partitionResponses[0].errorCode).not.toBe(0);
+    const plain = await connection.request(
+      ApiKey.Produce,
+      9,
+      produceBody('ghost', partition, encodeBatch([doc(key, { n: 1 })])),
+    );
+    expect(plain.responses[0].partitionResponses[0].errorCode).toBe(
+      ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+    );
+    expect((await kafka.node.client.topics()).map((t) => t.name)).not.toContain('ghost');
   });
 
   it('Produce with acks=0 is answered by nothing, and the next answer is still in order', async () => {

@@ -180,8 +180,14 @@ describe('topics', () => {
     const good = encodeBatch(records(1, 'g'));
     const corrupt = Buffer.from(good);
     corrupt[corrupt.length - 1] ^= 1;
+    const unknownProducer = encodeBatch(records(1, 'u'), {
+      producerId: 77,
+      producerEpoch: 0,
+      baseSequence: 5,
+    });
     const refusals = [
       ['ghost', 0, corrupt, 400, 'invalid_batch'],
+      ['ghost', 0, unknownProducer, 409, 'unknown_producer'],
       ['ghost', 7, good, 400, 'invalid_partition'],
       // The HTTP client sends appends as topic frames, whose decoder refuses the name first.
       ['Ghost', 0, good, 400, 'invalid_frames'],
