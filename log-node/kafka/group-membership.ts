@@ -12,7 +12,8 @@
  * the rebalance timeout (at most `rebalanceTimeoutMsMax`) and released when their connection
  * closes. A member whose session passes without a heartbeat (or join, sync or commit) is removed,
  * which starts a rebalance; a member waiting in a join or sync is kept alive meanwhile, the
- * rebalance's own deadline bounding that wait.
+ * rebalance's own deadline bounding that wait. An id handed out with MEMBER_ID_REQUIRED and never
+ * used expires with its session without starting one: it only holds up a rebalance under way.
  *
  * Membership is not durable: after a restart members get UNKNOWN_MEMBER_ID and rejoin (as after
  * a coordinator move in Kafka); committed offsets are what survives (group-offset-store.ts).
@@ -220,7 +221,7 @@ export class ConsumerGroup {
     if (pendingSession !== undefined) {
       pendingSession();
       this.pending.delete(memberId);
-      this.afterMemberRemoved();
+      this.afterPendingMemberRemoved();
       return ErrorCode.NONE;
     }
     const member = this.members.get(memberId);
@@ -296,7 +297,7 @@ export class ConsumerGroup {
       memberId,
       this.clock.schedule(request.sessionTimeoutMs, () => {
         this.pending.delete(memberId);
-        this.afterMemberRemoved();
+        this.afterPendingMemberRemoved();
       }),
     );
     return Promise.resolve(this.joinError(ErrorCode.MEMBER_ID_REQUIRED, memberId));
@@ -535,6 +536,16 @@ export class ConsumerGroup {
       case 'Dead':
         return;
     }
+  }
+
+  /**
+   * An id handed out with MEMBER_ID_REQUIRED is gone unused (expired or left): it was never in a
+   * generation, so, as Kafka's removePendingMemberAndUpdateGroup, it only lets a rebalance that
+   * was waiting for it complete, and leaves a Stable or CompletingRebalance group alone.
+   */
+  private afterPendingMemberRemoved(): void {
+    if (this.state === 'PreparingRebalance') this.maybeCompleteJoin();
+    else if (this.state === 'Empty' && this.size === 0) this.onEmpty(this);
   }
 
   private joinResult(member: Member): JoinResult {

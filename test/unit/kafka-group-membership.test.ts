@@ -241,6 +241,56 @@ describe('ConsumerGroup', () => {
     expect(group.heartbeat(b.memberId, 2)).toBe(ErrorCode.UNKNOWN_MEMBER_ID);
   });
 
+  it('leaves a stable group alone when an id handed out with MEMBER_ID_REQUIRED expires or leaves unused', async () => {
+    const group = newGroup();
+    const a = await newMember(group);
+    clock.advance(INITIAL_DELAY_MS);
+    await flush();
+    await syncAll(group, 1, a.memberId, [a.memberId]);
+
+    // A newcomer is handed an id and never joins with it; a keeps heartbeating past its expiry.
+    const abandoned = await group.join(joinRequest());
+    expect(abandoned.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+    const stepMs = SESSION_MS / 4;
+    for (let elapsedMs = 0; elapsedMs <= 3 * SESSION_MS; elapsedMs += stepMs) {
+      clock.advance(stepMs);
+      expect(group.heartbeat(a.memberId, 1)).toBe(ErrorCode.NONE);
+    }
+    expect(group.size).toBe(1);
+    expect(group.currentState).toBe('Stable');
+    expect(group.generationId).toBe(1);
+
+    // One that leaves before joining (LeaveGroup with the id handed out) changes nothing either.
+    const leaving = await group.join(joinRequest());
+    expect(group.leave(leaving.memberId)).toBe(ErrorCode.NONE);
+    expect(group.heartbeat(a.memberId, 1)).toBe(ErrorCode.NONE);
+    expect(group.currentState).toBe('Stable');
+    expect(group.size).toBe(1);
+  });
+
+  it('completes a rebalance waiting on an id handed out once that id expires unused', async () => {
+    const group = newGroup();
+    const a = await newMember(group);
+    clock.advance(INITIAL_DELAY_MS);
+    await flush();
+    await syncAll(group, 1, a.memberId, [a.memberId]);
+
+    const abandoned = await group.join(joinRequest());
+    expect(abandoned.errorCode).toBe(ErrorCode.MEMBER_ID_REQUIRED);
+    // a rejoins with new metadata: a rebalance that waits for the id handed out to join.
+    const rejoin = pendingJoin(group, {
+      memberId: a.memberId,
+      protocols: [{ name: 'range', metadata: Buffer.from('new') }],
+    });
+    await flush();
+    expect(group.currentState).toBe('PreparingRebalance');
+    expect(rejoin.settled).toBeNull();
+    clock.advance(SESSION_MS);
+    await flush();
+    expect(rejoin.settled?.generationId).toBe(2);
+    expect(rejoin.settled?.members.map((m) => m.memberId)).toEqual([a.memberId]);
+  });
+
   it('answers waiting followers REBALANCE_IN_PROGRESS when the leader never syncs', async () => {
     const group = newGroup();
     const a = await newMember(group);
