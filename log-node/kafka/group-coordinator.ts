@@ -250,12 +250,15 @@ export class GroupCoordinator {
     if (invalid !== ErrorCode.NONE) return answer(() => invalid);
     const group = this.groups.get(body.groupId);
     const generationId = body.generationIdOrMemberEpoch;
+    // A group not known here takes commits only from clients managing their own partitions
+    // (generation −1); a generation ≥ 0 is one this coordinator never formed (or has forgotten,
+    // as after a restart), which Kafka's handleCommitOffsets answers ILLEGAL_GENERATION.
     const memberError =
       group !== undefined
         ? group.checkCommit(body.memberId, generationId)
         : generationId < 0
           ? ErrorCode.NONE
-          : ErrorCode.UNKNOWN_MEMBER_ID;
+          : ErrorCode.ILLEGAL_GENERATION;
     if (memberError !== ErrorCode.NONE) return answer(() => memberError);
 
     const partitionsOf = new Map((await this.log.topics()).map((t) => [t.name, t.partitions]));

@@ -15,8 +15,9 @@
  * rebalance's own deadline bounding that wait. An id handed out with MEMBER_ID_REQUIRED and never
  * used expires with its session without starting one: it only holds up a rebalance under way.
  *
- * Membership is not durable: after a restart members get UNKNOWN_MEMBER_ID and rejoin (as after
- * a coordinator move in Kafka); committed offsets are what survives (group-offset-store.ts).
+ * Membership is not durable: after a restart members get UNKNOWN_MEMBER_ID (their commits
+ * ILLEGAL_GENERATION) and rejoin (as after a coordinator move in Kafka); committed offsets are
+ * what survives (group-offset-store.ts).
  * Static membership (KIP-345, a groupInstanceId) is refused with INVALID_REQUEST.
  */
 import { randomUUID } from 'node:crypto';

@@ -1,0 +1,67 @@
+// The group coordinator's answers that need no log: an OffsetCommit to a group it does not know.
+import { describe, expect, it } from 'vitest';
+import { GroupCoordinator } from '../../log-node/kafka/group-coordinator.js';
+import type { KafkaRequestContext } from '../../log-node/kafka/handler.js';
+import { ApiKey, ErrorCode } from '../../shared/kafka/index.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { createLogger } from '../../shared/logger.js';
+
+/** A log that must not be reached: these commits are refused before any append. */
+const unreachableLog = new Proxy({} as LogClient, {
+  get(_target, key) {
+    throw new Error(`the log was reached (${String(key)})`);
+  },
+});
+
+const context = {
+  connectionId: 1,
+  clientId: 'c',
+  principal: null,
+  apiVersion: 8,
+  signal: new AbortController().signal,
+  broker: { nodeId: 0, host: '127.0.0.1', port: 9092 },
+} satisfies KafkaRequestContext;
+
+describe('GroupCoordinator OffsetCommit', () => {
+  it('answers ILLEGAL_GENERATION to a generation ≥ 0 in a group it does not know, as Kafka does', async () => {
+    const coordinator = new GroupCoordinator({
+      log: unreachableLog,
+      logger: createLogger('kafka-group-coordinator', 'silent'),
+    });
+    const commit = coordinator.handlers()[ApiKey.OffsetCommit]!;
+    for (const generationIdOrMemberEpoch of [0, 3]) {
+      const answer = await commit(
+        {
+          groupId: 'never-joined',
+          generationIdOrMemberEpoch,
+          memberId: 'some-member',
+          groupInstanceId: null,
+          retentionTimeMs: -1n,
+          topics: [
+            {
+              name: 'events',
+              partitions: [
+                { partitionIndex: 0, committedOffset: 5n, committedLeaderEpoch: -1 },
+                { partitionIndex: 1, committedOffset: 7n, committedLeaderEpoch: -1 },
+              ],
+            },
+          ],
+        },
+        context,
+      );
+      expect(answer).toEqual({
+        throttleTimeMs: 0,
+        topics: [
+          {
+            name: 'events',
+            partitions: [
+              { partitionIndex: 0, errorCode: ErrorCode.ILLEGAL_GENERATION },
+              { partitionIndex: 1, errorCode: ErrorCode.ILLEGAL_GENERATION },
+            ],
+          },
+        ],
+      });
+    }
+    coordinator.close();
+  });
+});
