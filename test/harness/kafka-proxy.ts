@@ -54,6 +54,8 @@ interface Pending {
   apiVersion: number;
   correlationId: number;
   fault: ProduceFault;
+  /** The Produce request's number through the proxy (from 1); 0 for other APIs. */
+  produceNumber: number;
   /** Set on the copy of a duplicated request: the pending entry of the original. */
   copyOf?: Pending;
   answer?: ProduceAnswerSummary;
@@ -63,6 +65,11 @@ export async function startKafkaProxy(options: {
   /** The listener's address, read for each new connection. */
   target: () => { host: string; port: number };
   onProduce?: (n: number) => ProduceFault;
+  /**
+   * Called when the answer to Produce request n arrives and is dropped (`drop-answer`, `cut`):
+   * the listener has written the request's batches, and the client does not know it.
+   */
+  onAnswerDropped?: (n: number) => void;
 }): Promise<KafkaProxy> {
   const stats: KafkaProxyStats = {
     produceRequests: 0,
@@ -108,9 +115,11 @@ export async function startKafkaProxy(options: {
           apiVersion: frame.readInt16BE(2),
           correlationId: frame.readInt32BE(4),
           fault: 'forward',
+          produceNumber: 0,
         };
         if (request.apiKey === ApiKey.Produce) {
           stats.produceRequests++;
+          request.produceNumber = stats.produceRequests;
           request.fault = options.onProduce?.(stats.produceRequests) ?? 'forward';
           stats.faults[request.fault]++;
         }
@@ -146,6 +155,9 @@ export async function startKafkaProxy(options: {
             continue;
           }
           request.answer = answer;
+          if (request.fault === 'drop-answer' || request.fault === 'cut') {
+            options.onAnswerDropped?.(request.produceNumber);
+          }
           if (request.fault === 'drop-answer') continue;
           if (request.fault === 'cut') {
             closeBoth();
