@@ -21,6 +21,7 @@ import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
 import {
   integerOption,
   isLoopback,
+  kafkaAdvertisedOptions,
   kafkaPortOf,
   kafkaPortOption,
   onShutdownSignal,
@@ -41,6 +42,8 @@ export interface EmbeddedOptions {
   apiKeys?: string;
   /** The Kafka listener's port (0: any free one), or null: no Kafka listener. */
   kafkaPort: number | null;
+  /** The address Kafka clients are told to reconnect to, when not the one they reached. */
+  kafkaAdvertised?: { host?: string; port?: number };
   /** How long start waits for the serve-node to catch up with the log before giving up. */
   readyWaitMsMax: number;
   gateway?: Pick<GatewayConfigInput, 'limits' | 'writer'>;
@@ -82,6 +85,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
               host: options.host,
               port: options.kafkaPort,
               apiKeys: options.apiKeys ? parseApiKeys(options.apiKeys).map((k) => k.key) : [],
+              advertisedHost: options.kafkaAdvertised?.host,
+              advertisedPort: options.kafkaAdvertised?.port,
             },
     } satisfies LogWorkerData,
     [gatewayLog.port2, serveLog.port1],
@@ -162,6 +167,8 @@ export function registerStartCommand(program: Command): void {
     )
     .addOption(integerOption('--port <port>', 'gateway port', 'TAILBASE_PORT', 8080))
     .addOption(kafkaPortOption())
+    .addOption(kafkaAdvertisedOptions()[0])
+    .addOption(kafkaAdvertisedOptions()[1])
     .addOption(
       integerOption(
         '--partitions <n>',
@@ -191,6 +198,8 @@ export function registerStartCommand(program: Command): void {
         partitions?: number;
         apiKeys?: string;
         kafkaPort: number | 'off';
+        kafkaAdvertisedHost?: string;
+        kafkaAdvertisedPort?: number;
         readyWaitMsMax: number;
       } & Record<string, unknown>,
     ) => {
@@ -204,6 +213,7 @@ export function registerStartCommand(program: Command): void {
         partitions: flags.partitions,
         apiKeys: flags.apiKeys,
         kafkaPort: kafkaPortOf(flags.kafkaPort),
+        kafkaAdvertised: { host: flags.kafkaAdvertisedHost, port: flags.kafkaAdvertisedPort },
         readyWaitMsMax: flags.readyWaitMsMax,
         gateway: gatewayLimitValues(flags),
       });

@@ -7,6 +7,7 @@ import { parseApiKeys } from '../shared/api-keys.js';
 import {
   integerOption,
   isLoopback,
+  kafkaAdvertisedOptions,
   kafkaPortOf,
   kafkaPortOption,
   limitOptions,
@@ -165,14 +166,14 @@ export function registerLogNodeCommand(program: Command): void {
         .argParser(parseRatio)
         .default(logNodeDefaults.cleanerMinDirtyRatio),
     );
-  command
-    .addOption(kafkaPortOption())
-    .addOption(
-      new Option(
-        '--api-keys <keys>',
-        'API keys as KEY:read,write;KEY2:admin: the Kafka listener takes them as SASL/PLAIN passwords',
-      ).env('TAILBASE_API_KEYS'),
-    );
+  command.addOption(kafkaPortOption());
+  for (const option of kafkaAdvertisedOptions()) command.addOption(option);
+  command.addOption(
+    new Option(
+      '--api-keys <keys>',
+      'API keys as KEY:read,write;KEY2:admin: the Kafka listener takes them as SASL/PLAIN passwords',
+    ).env('TAILBASE_API_KEYS'),
+  );
   for (const option of limitOptions(LIMIT_HELP, logNodeDefaults)) command.addOption(option);
   command.action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('log-node');
@@ -206,7 +207,16 @@ export function registerLogNodeCommand(program: Command): void {
       cleanerIntervalMs: flags.cleanerIntervalMs as number,
       cleanerMinDirtyRatio: flags.cleanerMinDirtyRatio as number,
       ...limitValues(LIMIT_HELP, flags),
-      kafka: kafkaPort === null ? null : { host: flags.host as string, port: kafkaPort, apiKeys },
+      kafka:
+        kafkaPort === null
+          ? null
+          : {
+              host: flags.host as string,
+              port: kafkaPort,
+              apiKeys,
+              advertisedHost: flags.kafkaAdvertisedHost as string | undefined,
+              advertisedPort: flags.kafkaAdvertisedPort as number | undefined,
+            },
       logger,
     });
     process.stdout.write(`log-node listening on ${running.url}\n`);

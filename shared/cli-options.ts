@@ -39,6 +39,23 @@ export function kafkaPortOption(): Option {
     .default(KAFKA_PORT_DEFAULT);
 }
 
+/**
+ * `--kafka-advertised-host` and `--kafka-advertised-port`: the address Kafka clients are told to
+ * reconnect to (Metadata, FindCoordinator), when it is not the one they reached (NAT, a proxy).
+ */
+export function kafkaAdvertisedOptions(): Option[] {
+  return [
+    new Option('--kafka-advertised-host <host>', 'host Kafka clients are told to connect to').env(
+      'TAILBASE_KAFKA_ADVERTISED_HOST',
+    ),
+    integerOption(
+      '--kafka-advertised-port <port>',
+      'port Kafka clients are told to connect to',
+      'TAILBASE_KAFKA_ADVERTISED_PORT',
+    ),
+  ];
+}
+
 export function kafkaPortOf(flag: unknown): number | null {
   return flag === 'off' ? null : (flag as number);
 }

@@ -17,8 +17,10 @@ export interface KafkaFace {
   port: number;
   /** SASL/PLAIN passwords, the HTTP API keys; required off loopback. */
   apiKeys?: readonly string[];
-  /** The host Metadata names; by default the address the client reached. */
+  /** The host Metadata and FindCoordinator name; by default the address the client reached. */
   advertisedHost?: string;
+  /** The port they name; by default the port listened on (behind NAT or a proxy: theirs). */
+  advertisedPort?: number;
 }
 
 export interface RunningKafkaFace {
@@ -48,6 +50,7 @@ export async function attachKafkaFace(
     port: face.port,
     apiKeys: face.apiKeys,
     advertisedHost: face.advertisedHost,
+    advertisedPort: face.advertisedPort,
     topicConfigDefaults: (topic) => defaultTopicConfigs(config, topic),
     // Committed offsets live on partition 0 of __consumer_offsets: only its node coordinates.
     handlers: hostsPartitionZero ? coordinator.handlers() : {},

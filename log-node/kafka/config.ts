@@ -7,12 +7,20 @@ import type { LogClient } from '../../shared/log-api.js';
 import type { TopicConfigs } from '../../shared/topics.js';
 import type { KafkaHandlers } from './handler.js';
 import { isLoopback } from '../../shared/cli-options.js';
+import { REQUEST_ELEMENTS_MAX } from '../../shared/kafka/index.js';
 
 const MiB = 1024 * 1024;
 
 export interface KafkaListenerLimits {
   /** The largest request frame (size prefix excluded); a larger one closes the connection. */
   frameBytesMax: number;
+  /**
+   * The largest frame before a connection that must authenticate has (Kafka's
+   * sasl.server.max.receive.size): a stranger cannot make the node buffer and decode 64 MiB.
+   */
+  frameBytesMaxUnauthenticated: number;
+  /** Array elements one request may decode into, across its whole body (the codec's budget). */
+  requestElementsMax: number;
   /** Connections open at once; one past it is accepted and closed at once. */
   connectionsMax: number;
   /**
@@ -40,6 +48,8 @@ export interface KafkaListenerLimits {
 
 export const kafkaListenerDefaults: KafkaListenerLimits = {
   frameBytesMax: 64 * MiB,
+  frameBytesMaxUnauthenticated: 512 * 1024,
+  requestElementsMax: REQUEST_ELEMENTS_MAX,
   connectionsMax: 1024,
   inFlightRequestsMax: 32,
   idleMsMax: 540_000,

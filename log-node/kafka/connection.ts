@@ -82,7 +82,11 @@ export class KafkaConnection {
     this.handlers = options.handlers;
     this.broker = options.broker;
     this.logger = options.logger.child({ connection: options.id });
-    this.splitter = new KafkaFrameSplitter(options.config.frameBytesMax);
+    this.splitter = new KafkaFrameSplitter(
+      options.config.saslRequired
+        ? Math.min(options.config.frameBytesMaxUnauthenticated, options.config.frameBytesMax)
+        : options.config.frameBytesMax,
+    );
     // Not events.once: it rejects on 'error', and a client's RST is an 'error' before 'close'.
     this.closed = new Promise((resolve) => this.socket.once('close', () => resolve()));
     this.socket.on('data', (chunk: Buffer) => this.received(chunk));
@@ -182,7 +186,7 @@ export class KafkaConnection {
     }
     let request: ReturnType<typeof decodeRequest>;
     try {
-      request = decodeRequest(frame);
+      request = decodeRequest(frame, { elementsMax: this.config.requestElementsMax });
     } catch (error) {
       return this.closeWith('a request that does not decode', error);
     }
@@ -305,6 +309,7 @@ export class KafkaConnection {
   private authenticate(message: Buffer): boolean {
     this.principal = authenticatePlain(message, this.config.apiKeys);
     if (this.principal === null) return false;
+    this.splitter.frameBytesMax = this.config.frameBytesMax;
     if (this.authenticateTimer) clearTimeout(this.authenticateTimer);
     this.logger.debug({ principal: this.principal }, 'Kafka connection authenticated');
     return true;

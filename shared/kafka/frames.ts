@@ -13,7 +13,11 @@ export const FRAME_BYTES_MAX_DEFAULT = 100 * 1024 * 1024;
 export const FRAME_SIZE_BYTES = 4;
 
 export class KafkaFrameSplitter {
-  readonly frameBytesMax: number;
+  /**
+   * The largest frame body from here on; a listener raises it once a connection authenticates
+   * (an unauthenticated client gets a small one, as Kafka's sasl.server.max.receive.size).
+   */
+  frameBytesMax: number;
   private chunks: Buffer[] = [];
   private buffered = 0;
   /** The body size of the frame being gathered, once its size prefix is in; else -1. */

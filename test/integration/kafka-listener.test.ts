@@ -412,6 +412,43 @@ describe('SASL/PLAIN with the API keys', () => {
     expect((await right.request(ApiKey.Metadata, 1, { topics: null })).brokers).toHaveLength(1);
   });
 
+  it('frameBytesMaxUnauthenticated bounds frames until SASL succeeds; frameBytesMax after', async () => {
+    kafka = await startKafkaNode({
+      apiKeys: ['secret-key'],
+      frameBytesMaxUnauthenticated: 1024,
+      frameBytesMax: 64 * 1024,
+    });
+    // A SaslHandshake (allowed before authentication, and answered when small) of about 4 KiB.
+    const stranger = await connect();
+    const small = await stranger.request(ApiKey.SaslHandshake, 1, { mechanism: 'X'.repeat(100) });
+    expect(small.errorCode).toBe(ErrorCode.UNSUPPORTED_SASL_MECHANISM);
+    stranger.sendRequest(ApiKey.SaslHandshake, 1, { mechanism: 'X'.repeat(4000) });
+    expect(await stranger.closedWithin()).toBe(true);
+
+    // Once authenticated, a request of that size is served.
+    const manyTopics = { topics: Array.from({ length: 200 }, (_, i) => ({ name: `t${i}` })) };
+
+    const member = await connect();
+    await member.request(ApiKey.SaslHandshake, 1, { mechanism: 'PLAIN' });
+    await member.request(ApiKey.SaslAuthenticate, 2, {
+      authBytes: Buffer.from('\0me\0secret-key'),
+    });
+    const answer = await member.request(ApiKey.Metadata, 1, manyTopics);
+    expect(answer.topics).toHaveLength(200);
+  });
+
+  it('requestElementsMax bounds the array elements one request decodes into', async () => {
+    kafka = await startKafkaNode({ requestElementsMax: 100 });
+    const within = await connect();
+    const small = { topics: Array.from({ length: 100 }, (_, i) => ({ name: `t${i}` })) };
+    expect((await within.request(ApiKey.Metadata, 1, small)).topics).toHaveLength(100);
+    const past = await connect();
+    past.sendRequest(ApiKey.Metadata, 1, {
+      topics: Array.from({ length: 101 }, (_, i) => ({ name: `t${i}` })),
+    });
+    expect(await past.closedWithin()).toBe(true);
+  });
+
   it('listening off loopback without API keys is refused at start', async () => {
     await expect(
       startKafkaListener({
