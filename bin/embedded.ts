@@ -84,7 +84,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
           : {
               host: options.host,
               port: options.kafkaPort,
-              apiKeys: options.apiKeys ? parseApiKeys(options.apiKeys).map((k) => k.key) : [],
+              apiKeys: options.apiKeys ? parseApiKeys(options.apiKeys) : [],
               advertisedHost: options.kafkaAdvertised?.host,
               advertisedPort: options.kafkaAdvertised?.port,
             },

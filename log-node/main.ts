@@ -180,7 +180,7 @@ export function registerLogNodeCommand(program: Command): void {
     if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
       throw new Error('binding a non-loopback address needs --cluster-secret');
     }
-    const apiKeys = flags.apiKeys ? parseApiKeys(flags.apiKeys as string).map((k) => k.key) : [];
+    const apiKeys = flags.apiKeys ? parseApiKeys(flags.apiKeys as string) : [];
     const kafkaPort = kafkaPortOf(flags.kafkaPort);
     if (kafkaPort !== null && !isLoopback(flags.host as string) && apiKeys.length === 0) {
       throw new Error(

@@ -3,6 +3,7 @@
  * in-process log contract. The log-node's lifecycle (log-node/index.ts) starts it once the node
  * is open and closes it before the partitions close, so no Kafka request outlives the log.
  */
+import type { ApiKey } from '../../shared/api-keys.js';
 import type { LogClient } from '../../shared/log-api.js';
 import type { Logger } from '../../shared/logger.js';
 import type { LogNodeConfig } from '../config.js';
@@ -15,8 +16,8 @@ export interface KafkaFace {
   host: string;
   /** 0 picks a free port (tests). */
   port: number;
-  /** SASL/PLAIN passwords, the HTTP API keys; required off loopback. */
-  apiKeys?: readonly string[];
+  /** SASL/PLAIN passwords, the HTTP API keys with their scopes; required off loopback. */
+  apiKeys?: readonly ApiKey[];
   /** The host Metadata and FindCoordinator name; by default the address the client reached. */
   advertisedHost?: string;
   /** The port they name; by default the port listened on (behind NAT or a proxy: theirs). */

@@ -8,6 +8,7 @@ import type { TopicConfigs } from '../../shared/topics.js';
 import type { KafkaHandlers } from './handler.js';
 import { isLoopback } from '../../shared/cli-options.js';
 import { REQUEST_ELEMENTS_MAX } from '../../shared/kafka/index.js';
+import type { ApiKey } from '../../shared/api-keys.js';
 
 const MiB = 1024 * 1024;
 
@@ -71,7 +72,7 @@ export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {
   /** The port Metadata names; by default, the port listened on. */
   advertisedPort?: number;
   /** SASL/PLAIN passwords (the HTTP API keys); any key makes authentication required. */
-  apiKeys?: readonly string[];
+  apiKeys?: readonly ApiKey[];
   /** Metadata creates a missing collection topic when the client allows it (Kafka's default). */
   autoCreateTopics?: boolean;
   /** A topic's configs when nothing overrides them, so DescribeConfigs can say which are defaults. */
@@ -86,7 +87,7 @@ export interface KafkaListenerConfig extends KafkaListenerLimits {
   port: number;
   advertisedHost: string | null;
   advertisedPort: number | null;
-  apiKeys: readonly string[];
+  apiKeys: readonly ApiKey[];
   autoCreateTopics: boolean;
   /** Whether a connection must authenticate before any API but ApiVersions and SASL. */
   saslRequired: boolean;

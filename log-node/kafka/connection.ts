@@ -27,7 +27,7 @@ import {
   type KafkaHandlers,
   type KafkaRequestContext,
 } from './handler.js';
-import { authenticatePlain, PLAIN_MECHANISM } from './sasl.js';
+import { authenticatePlain, PLAIN_MECHANISM, type KafkaPrincipal } from './sasl.js';
 
 /** What a request comes to: bytes to write (maybe none), then maybe the connection's end. */
 interface Outcome {
@@ -67,7 +67,7 @@ export class KafkaConnection {
   /** The answers, chained in request order. */
   private answered: Promise<void> = Promise.resolve();
   private readonly closing = new AbortController();
-  private principal: string | null = null;
+  private principal: KafkaPrincipal | null = null;
   private saslHandshaken = false;
   /** After a v0 handshake the next frame is the bare PLAIN message. */
   private bareSaslNext = false;
@@ -243,7 +243,9 @@ export class KafkaConnection {
     return {
       connectionId: this.id,
       clientId: request.clientId,
-      principal: this.principal,
+      principal: this.principal?.username ?? null,
+      may: (scope) =>
+        !this.config.saslRequired || (this.principal?.scopes.includes(scope) ?? false),
       apiVersion: request.apiVersion,
       signal: this.closing.signal,
       broker: this.broker,
@@ -311,7 +313,7 @@ export class KafkaConnection {
     if (this.principal === null) return false;
     this.splitter.frameBytesMax = this.config.frameBytesMax;
     if (this.authenticateTimer) clearTimeout(this.authenticateTimer);
-    this.logger.debug({ principal: this.principal }, 'Kafka connection authenticated');
+    this.logger.debug({ principal: this.principal.username }, 'Kafka connection authenticated');
     return true;
   }
 }

@@ -5,7 +5,7 @@
 import { ApiKey, ErrorCode, ZERO_UUID, type RequestBody } from '../../shared/kafka/index.js';
 import { isCollectionTopic, TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
-import type { KafkaHandler } from './handler.js';
+import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
 import { configSource, configValue, parseTopicConfigs } from './topic-configs.js';
 
@@ -13,7 +13,7 @@ type CreateTopicsRequest = RequestBody<typeof ApiKey.CreateTopics>;
 type CreatableTopic = CreateTopicsRequest['topics'][number];
 
 export function createTopicsHandler({ log, topicConfigDefaults }: HandlerDeps): KafkaHandler {
-  return async (body: CreateTopicsRequest) => {
+  return async (body: CreateTopicsRequest, context: KafkaRequestContext) => {
     const [cluster, existing] = await Promise.all([log.cluster(), log.topics()]);
     const existingNames = new Set(existing.map((topic) => topic.name));
     const counts = new Map<string, number>();
@@ -35,6 +35,12 @@ export function createTopicsHandler({ log, topicConfigDefaults }: HandlerDeps): 
         replicationFactor: -1,
         configs: null,
       });
+      if (!context.may('admin')) {
+        return failed(
+          ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+          'creating topics needs the admin scope',
+        );
+      }
       if ((counts.get(name) ?? 0) > 1) {
         return failed(ErrorCode.INVALID_REQUEST, `topic ${name} is named twice in the request`);
       }

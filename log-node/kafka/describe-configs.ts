@@ -4,7 +4,7 @@
  */
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
-import type { KafkaHandler } from './handler.js';
+import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
 import { CONFIG_TYPES, configSource, configValue, topicConfigField } from './topic-configs.js';
 
@@ -14,7 +14,7 @@ type DescribeConfigsRequest = RequestBody<typeof ApiKey.DescribeConfigs>;
 const RESOURCE_TYPE = { TOPIC: 2, BROKER: 4 } as const;
 
 export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps): KafkaHandler {
-  return async (body: DescribeConfigsRequest) => {
+  return async (body: DescribeConfigsRequest, context: KafkaRequestContext) => {
     const topics = new Map((await log.topics()).map((topic) => [topic.name, topic]));
     return {
       throttleTimeMs: 0,
@@ -26,6 +26,13 @@ export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps
           resourceName,
           configs,
         });
+        if (!context.may('read')) {
+          return result(
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+            'describing needs the read scope',
+            [],
+          );
+        }
         if (resourceType === RESOURCE_TYPE.BROKER) return result(ErrorCode.NONE, null, []);
         if (resourceType !== RESOURCE_TYPE.TOPIC) {
           return result(ErrorCode.INVALID_REQUEST, 'only topic and broker resources', []);

@@ -36,6 +36,9 @@ export function fetchHandler({ log, config }: HandlerDeps): KafkaHandler {
     const responseBytesMax = clamp(body.maxBytes, 1, config.fetchBytesMax);
     const minBytes = clamp(body.minBytes, 0, responseBytesMax);
     const partitions = positionsOf(body, config.fetchBytesMax);
+    if (!context.may('read')) {
+      for (const entry of partitions) settle(entry, ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    }
     let total = 0;
     for (;;) {
       const active = partitions.filter((entry) => !entry.settled);

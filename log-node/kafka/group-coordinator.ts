@@ -94,10 +94,10 @@ export class GroupCoordinator {
         this.findCoordinator(body, context),
       [ApiKey.JoinGroup]: (body: Join, context) => this.joinGroup(body, context),
       [ApiKey.SyncGroup]: (body: Sync, context) => this.syncGroup(body, context),
-      [ApiKey.Heartbeat]: (body: Heartbeat) => this.heartbeat(body),
-      [ApiKey.LeaveGroup]: (body: Leave) => this.leaveGroup(body),
-      [ApiKey.OffsetCommit]: (body: Commit) => this.offsetCommit(body),
-      [ApiKey.OffsetFetch]: (body: OffsetFetch) => this.offsetFetch(body),
+      [ApiKey.Heartbeat]: (body: Heartbeat, context) => this.heartbeat(body, context),
+      [ApiKey.LeaveGroup]: (body: Leave, context) => this.leaveGroup(body, context),
+      [ApiKey.OffsetCommit]: (body: Commit, context) => this.offsetCommit(body, context),
+      [ApiKey.OffsetFetch]: (body: OffsetFetch, context) => this.offsetFetch(body, context),
     };
   }
 
@@ -111,7 +111,12 @@ export class GroupCoordinator {
   private findCoordinator(body: FindCoordinator, context: KafkaRequestContext) {
     const keys = body.coordinatorKeys.length > 0 ? body.coordinatorKeys : [body.key];
     const coordinators = keys.map((key) => {
-      const { errorCode, errorMessage } = this.coordinatorError(body.keyType);
+      const { errorCode, errorMessage } = context.may('read')
+        ? this.coordinatorError(body.keyType)
+        : {
+            errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED,
+            errorMessage: 'the key lacks the read scope',
+          };
       const found = errorCode === ErrorCode.NONE;
       return {
         key,
@@ -152,7 +157,7 @@ export class GroupCoordinator {
       memberId: body.memberId,
       members: [],
     });
-    const invalid = this.groupIdError(body.groupId);
+    const invalid = this.groupIdError(body.groupId, context);
     if (invalid !== ErrorCode.NONE) return refused(invalid);
     let group = this.groups.get(body.groupId);
     if (group === undefined) {
@@ -189,7 +194,7 @@ export class GroupCoordinator {
       protocolName: null,
       assignment: Buffer.alloc(0),
     });
-    const invalid = this.groupIdError(body.groupId);
+    const invalid = this.groupIdError(body.groupId, context);
     if (invalid !== ErrorCode.NONE) return refused(invalid);
     const group = this.groups.get(body.groupId);
     if (group === undefined) return refused(ErrorCode.UNKNOWN_MEMBER_ID);
@@ -204,8 +209,8 @@ export class GroupCoordinator {
     return { throttleTimeMs: 0, ...synced };
   }
 
-  private heartbeat(body: Heartbeat) {
-    const invalid = this.groupIdError(body.groupId);
+  private heartbeat(body: Heartbeat, context: KafkaRequestContext) {
+    const invalid = this.groupIdError(body.groupId, context);
     const group = this.groups.get(body.groupId);
     const errorCode =
       invalid !== ErrorCode.NONE
@@ -214,8 +219,8 @@ export class GroupCoordinator {
     return { throttleTimeMs: 0, errorCode };
   }
 
-  private leaveGroup(body: Leave) {
-    const invalid = this.groupIdError(body.groupId);
+  private leaveGroup(body: Leave, context: KafkaRequestContext) {
+    const invalid = this.groupIdError(body.groupId, context);
     if (invalid !== ErrorCode.NONE) return { throttleTimeMs: 0, errorCode: invalid, members: [] };
     // v0-2 name one member at the top; v3+ list them (the codec leaves the other form empty).
     const legacy = body.members.length === 0;
@@ -233,7 +238,7 @@ export class GroupCoordinator {
     };
   }
 
-  private async offsetCommit(body: Commit): Promise<CommitAnswer> {
+  private async offsetCommit(body: Commit, context: KafkaRequestContext): Promise<CommitAnswer> {
     const answer = (errorOf: (topic: string, partition: number) => number): CommitAnswer => ({
       throttleTimeMs: 0,
       topics: body.topics.map((t) => ({
@@ -246,7 +251,7 @@ export class GroupCoordinator {
     });
     const invalid = this.closed
       ? ErrorCode.COORDINATOR_NOT_AVAILABLE
-      : this.groupIdError(body.groupId);
+      : this.groupIdError(body.groupId, context);
     if (invalid !== ErrorCode.NONE) return answer(() => invalid);
     const group = this.groups.get(body.groupId);
     const generationId = body.generationIdOrMemberEpoch;
@@ -322,7 +327,7 @@ export class GroupCoordinator {
     return ErrorCode.COORDINATOR_NOT_AVAILABLE;
   }
 
-  private async offsetFetch(body: OffsetFetch) {
+  private async offsetFetch(body: OffsetFetch, context: KafkaRequestContext) {
     // v8 lists groups; v1-7 name one at the top (the codec leaves the other form empty).
     const asked =
       body.groups.length > 0 ? body.groups : [{ groupId: body.groupId, topics: body.topics }];
@@ -335,7 +340,8 @@ export class GroupCoordinator {
     }
     const groups = await Promise.all(
       asked.map(async ({ groupId, topics }) => {
-        const invalid = loadError !== ErrorCode.NONE ? loadError : this.groupIdError(groupId);
+        const invalid =
+          loadError !== ErrorCode.NONE ? loadError : this.groupIdError(groupId, context);
         if (invalid !== ErrorCode.NONE) return { groupId, topics: [], errorCode: invalid };
         return {
           groupId,
@@ -372,7 +378,9 @@ export class GroupCoordinator {
     }));
   }
 
-  private groupIdError(groupId: string): number {
+  /** A group id this key may use (the read scope, as a consumer) and the coordinator takes. */
+  private groupIdError(groupId: string, context: KafkaRequestContext): number {
+    if (!context.may('read')) return ErrorCode.GROUP_AUTHORIZATION_FAILED;
     if (groupId === '' || Buffer.byteLength(groupId) > this.limits.groupIdBytesMax) {
       return ErrorCode.INVALID_GROUP_ID;
     }

@@ -5,6 +5,8 @@
  * else in it; the codec fills defaults for fields a version lacks.
  */
 
+import type { Scope } from '../../shared/api-keys.js';
+
 /** The broker a client reached: what Metadata and FindCoordinator name. */
 export interface KafkaBroker {
   nodeId: number;
@@ -17,6 +19,11 @@ export interface KafkaRequestContext {
   clientId: string | null;
   /** The SASL/PLAIN username once authenticated; null on a listener that needs no SASL. */
   principal: string | null;
+  /**
+   * Whether the connection's key has this scope (read: consume, groups, offsets; write: produce;
+   * admin: create topics). Always true on a listener without SASL (loopback, no keys).
+   */
+  may(scope: Scope): boolean;
   apiVersion: number;
   /** Aborted when the connection closes: long waits end then. */
   signal: AbortSignal;

@@ -4,19 +4,21 @@
  */
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { kafkaErrorCode } from './error-codes.js';
-import type { KafkaHandler } from './handler.js';
+import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
 
 type InitProducerIdRequest = RequestBody<typeof ApiKey.InitProducerId>;
 
 export function initProducerIdHandler({ log }: HandlerDeps): KafkaHandler {
-  return async (body: InitProducerIdRequest) => {
+  return async (body: InitProducerIdRequest, context: KafkaRequestContext) => {
     const refused = (errorCode: number) => ({
       throttleTimeMs: 0,
       errorCode,
       producerId: -1,
       producerEpoch: -1,
     });
+    // An idempotent producer's id is for writing: Kafka's IdempotentWrite, the write scope here.
+    if (!context.may('write')) return refused(ErrorCode.CLUSTER_AUTHORIZATION_FAILED);
     if (body.transactionalId !== null) {
       return refused(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
     }

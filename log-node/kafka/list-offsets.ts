@@ -9,7 +9,7 @@ import type { PartitionOffsets } from '../../shared/log-api.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { isKnownTopicName } from '../../shared/topics.js';
 import { kafkaErrorCode } from './error-codes.js';
-import type { KafkaHandler } from './handler.js';
+import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
 
 type ListOffsetsRequest = RequestBody<typeof ApiKey.ListOffsets>;
@@ -26,7 +26,7 @@ interface Found {
 class ScanBoundReached extends Error {}
 
 export function listOffsetsHandler({ log, config, logger }: HandlerDeps): KafkaHandler {
-  return async (body: ListOffsetsRequest) => {
+  return async (body: ListOffsetsRequest, context: KafkaRequestContext) => {
     const offsets = new Map(
       (await log.offsets()).map((entry) => [`${entry.topic}\0${entry.partition}`, entry]),
     );
@@ -52,6 +52,7 @@ export function listOffsetsHandler({ log, config, logger }: HandlerDeps): KafkaH
       timestamp: number,
     ): Promise<Found> {
       const error = (errorCode: number) => ({ errorCode, timestamp: -1, offset: -1 });
+      if (!context.may('read')) return error(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
       if (partition === undefined) {
         return error(
           isKnownTopicName(topic)

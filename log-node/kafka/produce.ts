@@ -22,7 +22,12 @@ import { partitionOfKeyBytes } from '../../shared/partitioner.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { isCollectionTopic, isInternalTopic } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
-import { CloseConnection, NO_RESPONSE, type KafkaHandler } from './handler.js';
+import {
+  CloseConnection,
+  NO_RESPONSE,
+  type KafkaHandler,
+  type KafkaRequestContext,
+} from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
 
 type ProduceRequest = RequestBody<typeof ApiKey.Produce>;
@@ -42,16 +47,22 @@ const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
 export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
   const topics = new KnownTopics(log);
-  return async (body: ProduceRequest) => {
+  return async (body: ProduceRequest, context: KafkaRequestContext) => {
     const acksValid = ACKS.has(body.acks);
     const answers = await Promise.all(
       body.topicData.map(async ({ name, partitionData }) => ({
         name,
         partitionResponses: await Promise.all(
           partitionData.map(({ index, records }) =>
-            acksValid
-              ? producePartition(name, index, records)
-              : failed(index, ErrorCode.INVALID_REQUIRED_ACKS, `acks must be -1, 0 or 1`),
+            !context.may('write')
+              ? failed(
+                  index,
+                  ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+                  'producing needs the write scope',
+                )
+              : acksValid
+                ? producePartition(name, index, records)
+                : failed(index, ErrorCode.INVALID_REQUIRED_ACKS, `acks must be -1, 0 or 1`),
           ),
         ),
       })),

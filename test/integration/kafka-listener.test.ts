@@ -382,7 +382,9 @@ describe('APIs', () => {
 
 describe('SASL/PLAIN with the API keys', () => {
   it('before authentication only ApiVersions and SASL; a wrong key fails and closes; a right one opens', async () => {
-    kafka = await startKafkaNode({ apiKeys: ['secret-key'] });
+    kafka = await startKafkaNode({
+      apiKeys: [{ key: 'secret-key', scopes: ['read', 'write', 'admin'] }],
+    });
     const early = await connect();
     expect((await early.request(ApiKey.ApiVersions, 0, {})).apiKeys.map((r) => r.apiKey)).toContain(
       ApiKey.SaslAuthenticate,
@@ -414,7 +416,7 @@ describe('SASL/PLAIN with the API keys', () => {
 
   it('frameBytesMaxUnauthenticated bounds frames until SASL succeeds; frameBytesMax after', async () => {
     kafka = await startKafkaNode({
-      apiKeys: ['secret-key'],
+      apiKeys: [{ key: 'secret-key', scopes: ['read', 'write', 'admin'] }],
       frameBytesMaxUnauthenticated: 1024,
       frameBytesMax: 64 * 1024,
     });
@@ -447,6 +449,79 @@ describe('SASL/PLAIN with the API keys', () => {
       topics: Array.from({ length: 101 }, (_, i) => ({ name: `t${i}` })),
     });
     expect(await past.closedWithin()).toBe(true);
+  });
+
+  it("a key's scopes bound the APIs: read consumes, write produces, admin creates topics (groups: kafka-group-coordinator.test.ts)", async () => {
+    kafka = await startKafkaNode({
+      partitions: 1,
+      apiKeys: [
+        { key: 'reader-key-0123456789', scopes: ['read'] },
+        { key: 'writer-key-0123456789', scopes: ['write'] },
+      ],
+    });
+    await kafka.node.client.append('scoped', 0, encodeBatch([doc('seed', { n: 0 })]));
+    const as = async (key: string) => {
+      const connection = await connect();
+      await connection.request(ApiKey.SaslHandshake, 1, { mechanism: 'PLAIN' });
+      const auth = await connection.request(ApiKey.SaslAuthenticate, 2, {
+        authBytes: Buffer.from(`\0me\0${key}`),
+      });
+      expect(auth.errorCode).toBe(0);
+      return connection;
+    };
+    const fetchBody = {
+      maxWaitMs: 0,
+      minBytes: 0,
+      maxBytes: 1_000_000,
+      topics: [
+        {
+          topic: 'scoped',
+          partitions: [{ partition: 0, fetchOffset: 0n, partitionMaxBytes: 1_000_000 }],
+        },
+      ],
+    };
+    const reader = await as('reader-key-0123456789');
+    const produced = await reader.request(
+      ApiKey.Produce,
+      9,
+      produceBody('scoped', 0, encodeBatch([doc('seed', { n: 1 })])),
+    );
+    expect(produced.responses[0].partitionResponses[0].errorCode).toBe(
+      ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    );
+    expect(
+      (
+        await reader.request(ApiKey.InitProducerId, 4, {
+          transactionalId: null,
+          transactionTimeoutMs: 1000,
+          producerId: -1n,
+          producerEpoch: -1,
+        })
+      ).errorCode,
+    ).toBe(ErrorCode.CLUSTER_AUTHORIZATION_FAILED);
+    const created = await reader.request(ApiKey.CreateTopics, 7, {
+      topics: [
+        { name: 'made', numPartitions: -1, replicationFactor: -1, assignments: [], configs: [] },
+      ],
+      timeoutMs: 1000,
+      validateOnly: false,
+    });
+    expect(created.topics[0].errorCode).toBe(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    const read = await reader.request(ApiKey.Fetch, 12, fetchBody);
+    expect(read.responses[0].partitions[0].errorCode).toBe(0);
+
+    const writer = await as('writer-key-0123456789');
+    const fetched = await writer.request(ApiKey.Fetch, 12, fetchBody);
+    expect(fetched.responses[0].partitions[0].errorCode).toBe(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    const written = await writer.request(
+      ApiKey.Produce,
+      9,
+      produceBody('scoped', 0, encodeBatch([doc('seed', { n: 2 })])),
+    );
+    expect(written.responses[0].partitionResponses[0].errorCode).toBe(0);
+    const offsets = await kafka.node.client.offsets();
+    expect(offsets.find((o) => o.topic === 'scoped')?.endOffset).toBe(2);
+    expect((await kafka.node.client.topics()).map((t) => t.name)).not.toContain('made');
   });
 
   it('listening off loopback without API keys is refused at start', async () => {
@@ -508,11 +583,18 @@ describe('limits', () => {
   });
 
   it('idleMsMax closes a quiet connection; authenticateMsMax one that never authenticates', async () => {
-    kafka = await startKafkaNode({ idleMsMax: 200, apiKeys: ['k'], authenticateMsMax: 300 });
+    kafka = await startKafkaNode({
+      idleMsMax: 200,
+      apiKeys: [{ key: 'k', scopes: ['read'] }],
+      authenticateMsMax: 300,
+    });
     const quiet = await connect();
     expect(await quiet.closedWithin(3_000)).toBe(true);
     await kafka.stop();
-    kafka = await startKafkaNode({ apiKeys: ['k'], authenticateMsMax: 300 });
+    kafka = await startKafkaNode({
+      apiKeys: [{ key: 'k', scopes: ['read'] }],
+      authenticateMsMax: 300,
+    });
     const unauthenticated = await connect();
     await unauthenticated.request(ApiKey.ApiVersions, 0, {});
     expect(await unauthenticated.closedWithin(3_000)).toBe(true);

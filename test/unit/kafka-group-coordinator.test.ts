@@ -20,6 +20,7 @@ const context = {
   apiVersion: 8,
   signal: new AbortController().signal,
   broker: { nodeId: 0, host: '127.0.0.1', port: 9092 },
+  may: () => true,
 } satisfies KafkaRequestContext;
 
 describe('GroupCoordinator OffsetCommit', () => {
@@ -62,6 +63,42 @@ describe('GroupCoordinator OffsetCommit', () => {
         ],
       });
     }
+    coordinator.close();
+  });
+});
+
+describe('GroupCoordinator scopes', () => {
+  it('answers GROUP_AUTHORIZATION_FAILED to a key without the read scope, touching nothing', async () => {
+    const coordinator = new GroupCoordinator({
+      log: unreachableLog,
+      logger: createLogger('kafka-group-coordinator', 'silent'),
+    });
+    const writeOnly = { ...context, may: (scope: string) => scope === 'write' };
+    const handlers = coordinator.handlers();
+    const heartbeat = await handlers[ApiKey.Heartbeat]!(
+      { groupId: 'g', generationId: 1, memberId: 'm', groupInstanceId: null },
+      writeOnly,
+    );
+    expect(heartbeat).toMatchObject({ errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED });
+    const join = await handlers[ApiKey.JoinGroup]!(
+      {
+        groupId: 'g',
+        sessionTimeoutMs: 10_000,
+        rebalanceTimeoutMs: 10_000,
+        memberId: '',
+        groupInstanceId: null,
+        protocolType: 'consumer',
+        protocols: [{ name: 'range', metadata: Buffer.alloc(0) }],
+        reason: null,
+      },
+      writeOnly,
+    );
+    expect(join).toMatchObject({ errorCode: ErrorCode.GROUP_AUTHORIZATION_FAILED });
+    const found = (await handlers[ApiKey.FindCoordinator]!(
+      { key: 'g', keyType: 0, coordinatorKeys: ['g'] },
+      writeOnly,
+    )) as { coordinators: { errorCode: number }[] };
+    expect(found.coordinators[0].errorCode).toBe(ErrorCode.GROUP_AUTHORIZATION_FAILED);
     coordinator.close();
   });
 });
