@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
 import type { Producer } from 'kafkajs';
+import { partitionFor } from '../shared/partitioner.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { measureAppends } from './log.js';
 import { runRedisBench } from './peer-redis.js';
@@ -38,7 +39,10 @@ const BATCHED_PRODUCERS = PARTITIONS;
 const SINGLE_PRODUCERS = 64;
 const BATCHED_TARGET_RATIO = 0.8;
 const CONSUME_TARGET_MB_PER_SEC = 200;
-/** A file line is `k<n>\t<value>`: one file serves every producer (each names its partition). */
+/**
+ * A file line is `key\tvalue`; each producer names its partition and reads a file of keys whose
+ * murmur2 partition it is (the listener refuses a key produced into another partition).
+ */
 const PRODUCE_FILE_RECORDS_MAX = 1_500_000;
 const TOOL_TIMEOUT_MS = 120_000;
 /** librdkafka gives up on a record after this, so a broken listener fails the run, not hangs it. */
@@ -78,15 +82,45 @@ function valueText(seed: number): string {
   return prefix + 'x'.repeat(VALUE_BYTES - prefix.length - suffix.length) + suffix;
 }
 
-/** Writes `count` lines of `key\tvalue`; answers the key + value bytes of one pass. */
-async function writeProduceFile(path: string, count: number, tag: string): Promise<number> {
+/** One file a producer (partition); `bytes` is the key + value bytes of all of them. */
+async function writeProduceFiles(
+  dir: string,
+  tag: string,
+  count: number,
+): Promise<{ paths: string[]; bytes: number }> {
+  const paths = Array.from({ length: BATCHED_PRODUCERS }, (_, p) => join(dir, `${tag}-${p}.tsv`));
+  const sizes = await Promise.all(
+    paths.map((path, p) => writeProduceFile(path, count, `${tag}${p}`, p)),
+  );
+  return { paths, bytes: sizes.reduce((sum, size) => sum + size, 0) };
+}
+
+/** `count` distinct keys of `partition` (murmur2), named after `tag`. */
+function* keysOf(tag: string, partition: number, count: number): Generator<string> {
+  let found = 0;
+  for (let n = 0; found < count; n++) {
+    const key = `${tag}-k${n}`;
+    if (partitionFor(key, PARTITIONS) !== partition) continue;
+    found++;
+    yield key;
+  }
+}
+
+/** Writes `count` lines of `key\tvalue` of one partition; answers their key + value bytes. */
+async function writeProduceFile(
+  path: string,
+  count: number,
+  tag: string,
+  partition: number,
+): Promise<number> {
   const out = createWriteStream(path);
   let recordBytes = 0;
   const LINES_A_CHUNK = 10_000;
+  const keys = keysOf(tag, partition, count);
   for (let start = 0; start < count; start += LINES_A_CHUNK) {
     let chunk = '';
     for (let i = start; i < Math.min(count, start + LINES_A_CHUNK); i++) {
-      const key = `${tag}-k${i}`;
+      const key = keys.next().value as string;
       const value = valueText(i);
       recordBytes += key.length + value.length;
       chunk += `${key}\t${value}\n`;
@@ -241,7 +275,7 @@ interface ProduceRun {
 async function kcatProduce(
   node: RunningProcess,
   broker: string,
-  file: string,
+  files: readonly string[],
   recordsPerProducer: number,
 ): Promise<ProduceRun> {
   const latency = new LatencyHistogram();
@@ -259,7 +293,7 @@ async function kcatProduce(
   const started = performance.now();
   const runs = await Promise.all(
     Array.from({ length: BATCHED_PRODUCERS }, (_, p) =>
-      runTimed('kcat', kcatProduceArgs(broker, p, file), onLine),
+      runTimed('kcat', kcatProduceArgs(broker, p, files[p]), onLine),
     ),
   );
   const wallS = (performance.now() - started) / 1000;
@@ -317,8 +351,7 @@ async function kafkajsBatched(
   try {
     let batchBytes = 0;
     const batches = producers.map((_, p) =>
-      Array.from({ length: BATCH_RECORDS }, (_, i) => {
-        const key = `j${p}-k${i}`;
+      Array.from(keysOf(`j${p}`, p, BATCH_RECORDS), (key, i) => {
         const value = valueText(i);
         if (p === 0) batchBytes += key.length + value.length;
         return { key: Buffer.from(key), value: Buffer.from(value), partition: p };
@@ -402,8 +435,9 @@ async function kafkajsSingle(
     let errors = 0;
     const latency = new LatencyHistogram();
     const loop = async (producer: Producer, i: number) => {
-      const messages = [{ key: `s${i}`, value }];
       const partition = i % PARTITIONS;
+      const [key] = keysOf(`s${i}`, partition, 1);
+      const messages = [{ key, value }];
       while (!stop) {
         const sent = performance.now();
         try {
@@ -563,10 +597,10 @@ export async function runKafkaBench(
     { env: { TAILBASE_FSYNC: 'always' } },
   );
   try {
-    const warmupFile = join(dataDir, 'produce-warmup.tsv');
-    const warmupBytes = await writeProduceFile(warmupFile, s.warmupRecordsPerProducer, 'w');
-    const warmup = await kcatProduce(node, broker, warmupFile, s.warmupRecordsPerProducer);
-    rmSync(warmupFile);
+    const warmupFiles = await writeProduceFiles(dataDir, 'w', s.warmupRecordsPerProducer);
+    const warmupBytes = warmupFiles.bytes;
+    const warmup = await kcatProduce(node, broker, warmupFiles.paths, s.warmupRecordsPerProducer);
+    for (const path of warmupFiles.paths) rmSync(path);
     // Size the measured run to last about measureS at the warm-up's rate.
     const perProducer = Math.min(
       PRODUCE_FILE_RECORDS_MAX,
@@ -575,11 +609,11 @@ export async function runKafkaBench(
         Math.ceil(((warmup.records / warmup.wallS) * s.measureS) / BATCHED_PRODUCERS),
       ),
     );
-    const file = join(dataDir, 'produce.tsv');
-    const fileBytes = await writeProduceFile(file, perProducer, 'm');
+    const files = await writeProduceFiles(dataDir, 'm', perProducer);
+    const fileBytes = files.bytes;
     node.resetPeakRss();
-    const b = await kcatProduce(node, broker, file, perProducer);
-    rmSync(file);
+    const b = await kcatProduce(node, broker, files.paths, perProducer);
+    for (const path of files.paths) rmSync(path);
     const bRecordsPerSec = b.records / b.wallS;
     const bRatio = bRecordsPerSec / httpRecordsPerSec;
     const clientCores = b.clientCpuSeconds / b.wallS;
@@ -590,7 +624,7 @@ export async function runKafkaBench(
       latency: b.latency.summary(),
       figures: {
         valueMbPerSec: (bRecordsPerSec * VALUE_BYTES) / 1e6,
-        recordMbPerSec: (fileBytes * BATCHED_PRODUCERS) / b.wallS / 1e6,
+        recordMbPerSec: fileBytes / b.wallS / 1e6,
         records: b.records,
         produceRequests: b.requests,
         recordsPerRequest: b.requests > 0 ? b.records / b.requests : 0,
@@ -677,8 +711,7 @@ export async function runKafkaBench(
     if (c.records !== inLog) {
       throw new Error(`kcat -C read ${c.records} records, the log holds ${inLog}`);
     }
-    const consumedBytes =
-      warmupBytes * BATCHED_PRODUCERS + fileBytes * BATCHED_PRODUCERS + kj.recordBytesAll;
+    const consumedBytes = warmupBytes + fileBytes + kj.recordBytesAll;
     const cMb = consumedBytes / c.wallS / 1e6;
     const logBytes = directoryBytes(dataDir);
     const cClientCores = c.clientCpuSeconds / c.wallS;
