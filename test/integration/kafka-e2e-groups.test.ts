@@ -6,6 +6,11 @@
  * there and a new member resumes right after them. The documents are written through the
  * gateway's bulk API, so each lands in its key's murmur2 partition. (kafkajs groups are covered
  * in process by kafka-groups.test.ts.)
+ *
+ * Records are written only once every member's stream has settled on its new assignment (see
+ * `settled` in member()): a rebalance does not stop a MessagesStream's fetch in flight, so records
+ * written during one can reach a member twice, or reach a member that no longer owns their
+ * partition, which is at-least-once delivery and not what the counts here check.
  */
 import { Consumer, stringDeserializers, type MessagesStream } from '@platformatic/kafka';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -39,6 +44,7 @@ async function startTailbase(dataDir: string): Promise<SpawnedNode & { broker: s
 }
 
 async function until(what: string, condition: () => boolean, waitMs = WAIT_MS): Promise<void> {
+  // condition() may throw to fail at once.
   const deadline = Date.now() + waitMs;
   while (!condition()) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -67,6 +73,28 @@ async function bulk(url: string, keys: string[]): Promise<void> {
   expect(response.status).toBe(200);
 }
 
+/**
+ * Waits for the members' commits to reach `expected`; a member's error, or a count past it (a
+ * record read twice), fails at once rather than as a timeout.
+ */
+async function untilCommitted(
+  what: string,
+  members: Member[],
+  committed: () => number,
+  expected: number,
+): Promise<void> {
+  await until(what, () => {
+    for (const m of members) {
+      if (m.error !== null) throw new Error(`${m.clientId} failed`, { cause: m.error });
+    }
+    const count = committed();
+    if (count > expected) throw new Error(`${what}: ${count} committed, ${expected} expected`);
+    return count === expected;
+  });
+}
+
+type Member = Awaited<ReturnType<typeof member>>;
+
 interface Read {
   key: string;
   partition: number;
@@ -76,6 +104,15 @@ interface Read {
 /**
  * A group member: reads TOPIC from the group's committed offsets (the earliest without one),
  * commits each record after reading it, and keeps its current assignment.
+ *
+ * `settled()` is true once its stream reads only what its current assignment gives it, from the
+ * group's committed offsets. A MessagesStream does not cancel a fetch in flight when the group
+ * rebalances: on consumer:group:join it refreshes its positions (ListOffsets, then OffsetFetch)
+ * while that fetch, sent under the previous assignment, may still answer. Its records are
+ * delivered even for partitions now another member's, and when they come before the refresh's
+ * OffsetFetch answers, the refresh moves the position back to the older committed offset and they
+ * are delivered again. So a member has settled after its stream's refresh ('offsets') and then one
+ * fetch answered ('fetch'): any fetch it sends from then on has the new assignment and positions.
  */
 async function member(broker: string, clientId: string) {
   const consumer = new Consumer({
@@ -91,7 +128,10 @@ async function member(broker: string, clientId: string) {
     heartbeatInterval: 300,
   });
   let stream: MessagesStream<string, string, string, string> | undefined;
+  // The member has just joined (consume() joins, then the stream refreshes its positions).
+  let phase: 'joined' | 'refreshed' | 'settled' = 'joined';
   const state = {
+    clientId,
     consumer,
     reads: [] as Read[],
     committed: 0,
@@ -99,6 +139,9 @@ async function member(broker: string, clientId: string) {
     partitions(): number[] {
       const assigned = consumer.assignments?.find((a) => a.topic === TOPIC)?.partitions ?? [];
       return [...assigned].sort();
+    },
+    settled(): boolean {
+      return phase === 'settled';
     },
     async close(): Promise<void> {
       try {
@@ -126,6 +169,13 @@ async function member(broker: string, clientId: string) {
     sessionTimeout: 10_000,
     rebalanceTimeout: 10_000,
     heartbeatInterval: 300,
+  });
+  consumer.on('consumer:group:join', () => (phase = 'joined'));
+  stream.on('offsets', () => {
+    if (phase === 'joined') phase = 'refreshed';
+  });
+  stream.on('fetch', () => {
+    if (phase === 'refreshed') phase = 'settled';
   });
   void (async () => {
     for await (const message of stream) {
@@ -163,15 +213,24 @@ describe('an @platformatic/kafka consumer group against tailbase start', () => {
       () =>
         a.partitions().length === PARTITIONS / 2 &&
         b.partitions().length === PARTITIONS / 2 &&
-        [...a.partitions(), ...b.partitions()].sort().join() === '0,1,2,3',
+        [...a.partitions(), ...b.partitions()].sort().join() === '0,1,2,3' &&
+        a.settled() &&
+        b.settled(),
     );
-    await until('the warm-up record to be read', () => a.committed + b.committed === 1);
+    await untilCommitted(
+      'the warm-up record to be read',
+      [a, b],
+      () => a.committed + b.committed,
+      1,
+    );
 
     const first = Array.from({ length: 40 }, (_, i) => `first-${i}`);
     await bulk(node.url, first);
-    await until(
+    await untilCommitted(
       'the members to read and commit the first records',
-      () => a.committed + b.committed === first.length + 1,
+      [a, b],
+      () => a.committed + b.committed,
+      first.length + 1,
     );
     // Each member read only its own partitions, and the two read every record once.
     for (const m of [a, b]) {
@@ -185,12 +244,17 @@ describe('an @platformatic/kafka consumer group against tailbase start', () => {
 
     const aBefore = a.reads.length;
     await b.close();
-    await until('the survivor to take every partition', () => a.partitions().length === PARTITIONS);
+    await until(
+      'the survivor to take every partition',
+      () => a.partitions().length === PARTITIONS && a.settled(),
+    );
     const second = Array.from({ length: 20 }, (_, i) => `second-${i}`);
     await bulk(node.url, second);
-    await until(
+    await untilCommitted(
       'the survivor to read and commit the second records',
-      () => a.committed - aBefore === second.length,
+      [a],
+      () => a.committed - aBefore,
+      second.length,
     );
     // After b's commits: nothing b read comes again.
     await new Promise((resolve) => setTimeout(resolve, 500));
@@ -216,7 +280,12 @@ describe('an @platformatic/kafka consumer group against tailbase start', () => {
     expect(committed.get(TOPIC)!.map(Number)).toEqual(
       endsBefore.map((end, p) => end - thirdPerPartition[p]),
     );
-    await until('the new member to read the third records', () => c.committed === third.length);
+    await untilCommitted(
+      'the new member to read the third records',
+      [c],
+      () => c.committed,
+      third.length,
+    );
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(c.error).toBeNull();
     expect(keysOf(c.reads)).toEqual(third.sort());
