@@ -287,6 +287,18 @@ export function checkBatch(
   at = 0,
   sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
 ): BatchCheck {
+  const check = checkLayouts(bytes, at, sizeBytesMax);
+  return check.ok ? { ok: true, header: check.header } : check;
+}
+
+/** checkBatch, keeping the record layouts its walk found (so a caller need not walk again). */
+function checkLayouts(
+  bytes: Uint8Array,
+  at: number,
+  sizeBytesMax: number,
+):
+  | { ok: true; header: BatchHeader; layouts: RecordLayout[] }
+  | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
   const header = readBatchHeader(bytes, at);
   if (header === null) return { ok: false, reason: 'incomplete', detail: 'header cut short' };
   if (header.sizeBytes < BATCH_HEADER_BYTES || header.sizeBytes > sizeBytesMax) {
@@ -312,9 +324,9 @@ export function checkBatch(
       detail: `compression codec ${header.attributes & COMPRESSION_MASK} is not supported`,
     };
   }
-  const structure = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
-  if (typeof structure === 'string') return { ok: false, reason: 'corrupt', detail: structure };
-  return { ok: true, header };
+  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
+  if (typeof layouts === 'string') return { ok: false, reason: 'corrupt', detail: layouts };
+  return { ok: true, header, layouts };
 }
 
 /** Where each field of a record lies; byte positions within the batch. */
@@ -440,6 +452,29 @@ function readHeaders(buf: Buffer, layout: RecordLayout): RecordHeader[] {
 /** Decodes a whole batch with any key bytes (internal topics); values are views into the batch. */
 export function decodeRawRecords(batch: Uint8Array): RawRecord[] {
   const { header, buf, layouts } = layoutsOf(batch);
+  return rawRecordsOf(header, buf, layouts);
+}
+
+/**
+ * checkBatch and decodeRawRecords in one walk, for a batch not yet checked (a Kafka client's):
+ * its header and records, or why it is not a batch.
+ */
+export function checkRawRecords(
+  bytes: Uint8Array,
+):
+  | { ok: true; header: BatchHeader; records: RawRecord[] }
+  | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
+  const check = checkLayouts(bytes, 0, BATCH_BYTES_FORMAT_MAX);
+  if (!check.ok) return check;
+  const buf = asBuffer(bytes.subarray(0, check.header.sizeBytes));
+  return {
+    ok: true,
+    header: check.header,
+    records: rawRecordsOf(check.header, buf, check.layouts),
+  };
+}
+
+function rawRecordsOf(header: BatchHeader, buf: Buffer, layouts: RecordLayout[]): RawRecord[] {
   return layouts.map((l) => ({
     offset: header.baseOffset + l.offsetDelta,
     key: l.keyLength < 0 ? null : buf.subarray(l.keyAt, l.keyAt + l.keyLength),
@@ -510,12 +545,12 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
       });
     }
   }
-  const check = checkBatch(batch, 0);
+  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX);
   if (!check.ok || check.header.sizeBytes !== batch.length) {
     const detail = check.ok ? 'bytes after the batch' : check.detail;
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);
   }
-  const { header } = check;
+  const { header, layouts } = check;
   if (header.recordCount > limits.recordsPerBatchMax) {
     throw tooLarge(
       'too_many_records',
@@ -523,7 +558,7 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
       { limit: 'recordsPerBatchMax', max: limits.recordsPerBatchMax, actual: header.recordCount },
     );
   }
-  const { buf, layouts } = layoutsOf(batch);
+  const buf = asBuffer(batch);
   checkProducerFields(header, layouts);
   layouts.forEach((l, i) => {
     if (l.sizeBytes > limits.recordBytesMax) {

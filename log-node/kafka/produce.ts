@@ -11,9 +11,8 @@
  */
 import {
   BATCH_MAGIC,
-  checkBatch,
+  checkRawRecords,
   COMPRESSION_MASK,
-  decodeRawRecords,
   readBatchHeader,
   type RawRecord,
 } from '../../shared/batch-codec.js';
@@ -106,15 +105,12 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
     }
     const batch = oneBatch(records);
-    if (!Buffer.isBuffer(batch)) return failed(index, batch.errorCode, batch.message);
+    if (!('batch' in batch)) return failed(index, batch.errorCode, batch.message);
     const refused = firstNonDocument(
-      batch,
+      batch.records,
       index,
       partitions ?? (await topics.clusterPartitions()),
     );
-    if (refused === 'corrupt') {
-      return failed(index, ErrorCode.CORRUPT_MESSAGE, 'a record of the batch does not decode');
-    }
     if (refused !== null) {
       return {
         ...failed(index, ErrorCode.INVALID_RECORD, refused.message),
@@ -122,7 +118,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
       };
     }
     try {
-      const { baseOffset } = await log.append(topic, index, batch);
+      const { baseOffset } = await log.append(topic, index, batch.batch);
       return {
         index,
         errorCode: ErrorCode.NONE,
@@ -150,8 +146,10 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
   };
 }
 
-/** A partition's records field as its one batch, or the error that refuses it. */
-function oneBatch(records: Buffer | null): Buffer | { errorCode: number; message: string } {
+/** A partition's records field as its one batch and its records, or the error that refuses it. */
+function oneBatch(
+  records: Buffer | null,
+): { batch: Buffer; records: RawRecord[] } | { errorCode: number; message: string } {
   if (records === null || records.length === 0) {
     return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
   }
@@ -163,7 +161,7 @@ function oneBatch(records: Buffer | null): Buffer | { errorCode: number; message
       message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
     };
   }
-  const check = checkBatch(records);
+  const check = checkRawRecords(records);
   if (!check.ok) {
     return {
       errorCode: ErrorCode.CORRUPT_MESSAGE,
@@ -176,25 +174,18 @@ function oneBatch(records: Buffer | null): Buffer | { errorCode: number; message
       message: 'a partition carries one record batch (Produce v3 and later)',
     };
   }
-  return records;
+  return { batch: records, records: check.records };
 }
 
 /**
  * The first record that is not a document of this partition (no key, a key another partition
- * holds, a value neither null nor a JSON object), 'corrupt' for records that do not decode, or
- * null.
+ * holds, a value neither null nor a JSON object), or null.
  */
 function firstNonDocument(
-  batch: Buffer,
+  records: readonly RawRecord[],
   partition: number,
   partitions: number,
-): { index: number; message: string } | 'corrupt' | null {
-  let records: RawRecord[];
-  try {
-    records = decodeRawRecords(batch);
-  } catch {
-    return 'corrupt';
-  }
+): { index: number; message: string } | null {
   for (const [index, { key, value }] of records.entries()) {
     if (key === null) return { index, message: `record ${index}: a document needs a key` };
     const home = partitionOfKeyBytes(key, partitions);
