@@ -40,7 +40,7 @@ describe('chaos, short pass', () => {
     expectChecked(report, ['embedded'], lines);
   }, 240_000);
 
-  it('cluster: kill -9 of the log-node and the serve-nodes under load', async () => {
+  it('cluster: kill -9 of the log-node, the serve-nodes and the gateway under load', async () => {
     const { log, lines } = quiet();
     const report = await runChaos({
       log,
@@ -48,9 +48,9 @@ describe('chaos, short pass', () => {
       durationMs: 35_000,
       nemesis: 'kill',
       target: 'cluster',
-      roles: ['log-node', 'serve-node'],
+      roles: ['log-node', 'serve-node', 'gateway'],
       sessions: 4,
     });
-    expectChecked(report, ['log-node', 'serve-node'], lines);
+    expectChecked(report, ['log-node', 'serve-node', 'gateway'], lines);
   }, 240_000);
 });
