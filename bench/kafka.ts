@@ -327,6 +327,43 @@ async function kcatProduce(
   };
 }
 
+/** What a load loop reads: whether the measured window is open, and whether to stop. */
+interface Window {
+  recording: boolean;
+  stop: boolean;
+}
+
+/**
+ * Lets the loops warm up for warmupS, opens the window for measureS, then stops them: the
+ * window's length, this process's CPU (the client's), the log-node's, and the machine's busy share.
+ */
+async function measureWindow(
+  node: RunningProcess,
+  warmupS: number,
+  measureS: number,
+  window: Window,
+): Promise<
+  Pick<SingleRun, 'durationS' | 'clientCpuSeconds' | 'nodeCpuSeconds' | 'machineBusyPercent'>
+> {
+  await new Promise((resolve) => setTimeout(resolve, warmupS * 1000));
+  const cpuBefore = process.cpuUsage();
+  const nodeCpuBefore = node.cpuSeconds();
+  const busy = new MachineBusy();
+  const started = performance.now();
+  window.recording = true;
+  await new Promise((resolve) => setTimeout(resolve, measureS * 1000));
+  window.recording = false;
+  const cpu = process.cpuUsage(cpuBefore);
+  const measured = {
+    durationS: (performance.now() - started) / 1000,
+    clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
+    nodeCpuSeconds: node.cpuSeconds() - nodeCpuBefore,
+    machineBusyPercent: busy.percent(),
+  };
+  window.stop = true;
+  return measured;
+}
+
 interface SingleRun {
   records: number;
   durationS: number;
@@ -369,50 +406,34 @@ async function kafkajsBatched(
         return { key: Buffer.from(key), value: Buffer.from(value), partition: p };
       }),
     );
-    let recording = false;
-    let stop = false;
+    const window: Window = { recording: false, stop: false };
     let records = 0;
     let sentAll = 0;
     let errors = 0;
     const latency = new LatencyHistogram();
     const loop = async (producer: Producer, p: number) => {
-      while (!stop) {
+      while (!window.stop) {
         const sent = performance.now();
         try {
           await producer.send({ topic: TOPIC, acks: -1, messages: batches[p] });
           sentAll += 1;
-          if (recording) {
+          if (window.recording) {
             latency.recordMs(performance.now() - sent);
             records += BATCH_RECORDS;
           }
         } catch {
-          if (recording) errors += 1;
+          if (window.recording) errors += 1;
         }
       }
     };
     const loops = producers.map(loop);
-    await new Promise((resolve) => setTimeout(resolve, warmupS * 1000));
-    const cpuBefore = process.cpuUsage();
-    const nodeCpuBefore = node.cpuSeconds();
-    const busy = new MachineBusy();
-    const started = performance.now();
-    recording = true;
-    await new Promise((resolve) => setTimeout(resolve, measureS * 1000));
-    recording = false;
-    const durationS = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpuBefore);
-    const nodeCpuSeconds = node.cpuSeconds() - nodeCpuBefore;
-    const machineBusyPercent = busy.percent();
-    stop = true;
+    const measured = await measureWindow(node, warmupS, measureS, window);
     await Promise.all(loops);
     return {
       records,
-      durationS,
       errors,
       latency,
-      clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
-      nodeCpuSeconds,
-      machineBusyPercent,
+      ...measured,
       // Keys differ in length by producer by at most a digit: producer 0's bytes stand for all.
       recordBytesAll: sentAll * batchBytes,
     };
@@ -465,8 +486,7 @@ async function rawProduceBatched(
         }),
     ),
   );
-  let recording = false;
-  let stop = false;
+  const window: Window = { recording: false, stop: false };
   let records = 0;
   let errors = 0;
   const latency = new LatencyHistogram();
@@ -476,7 +496,7 @@ async function rawProduceBatched(
       let correlationId = 0;
       let sent = 0;
       const send = () => {
-        if (stop) return resolve();
+        if (window.stop) return resolve();
         correlationId += 1;
         // The correlation id follows the size, api key and version: bytes 8..11 of the frame.
         request.writeInt32BE(correlationId, 8);
@@ -489,7 +509,7 @@ async function rawProduceBatched(
           const failed = answer.body.responses.some((topic) =>
             topic.partitionResponses.some((partition) => partition.errorCode !== 0),
           );
-          if (recording) {
+          if (window.recording) {
             if (failed) errors += 1;
             else {
               records += BATCH_RECORDS;
@@ -504,29 +524,9 @@ async function rawProduceBatched(
     });
   const loops = sockets.map((socket, p) => loop(socket, requests[p]));
   try {
-    await new Promise((resolve) => setTimeout(resolve, warmupS * 1000));
-    const cpuBefore = process.cpuUsage();
-    const nodeCpuBefore = node.cpuSeconds();
-    const busy = new MachineBusy();
-    const started = performance.now();
-    recording = true;
-    await new Promise((resolve) => setTimeout(resolve, measureS * 1000));
-    recording = false;
-    const durationS = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpuBefore);
-    const nodeCpuSeconds = node.cpuSeconds() - nodeCpuBefore;
-    const machineBusyPercent = busy.percent();
-    stop = true;
+    const measured = await measureWindow(node, warmupS, measureS, window);
     await Promise.all(loops);
-    return {
-      records,
-      durationS,
-      errors,
-      latency,
-      clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
-      nodeCpuSeconds,
-      machineBusyPercent,
-    };
+    return { records, errors, latency, ...measured };
   } finally {
     for (const socket of sockets) socket.destroy();
   }
@@ -552,8 +552,7 @@ async function kafkajsSingle(
   await Promise.all(producers.map((p) => p.connect()));
   try {
     const value = Buffer.from(valueText(1));
-    let recording = false;
-    let stop = false;
+    const window: Window = { recording: false, stop: false };
     let records = 0;
     let errors = 0;
     const latency = new LatencyHistogram();
@@ -561,7 +560,7 @@ async function kafkajsSingle(
       const partition = i % PARTITIONS;
       const [key] = keysOf(`s${i}`, partition, 1);
       const messages = [{ key, value }];
-      while (!stop) {
+      while (!window.stop) {
         const sent = performance.now();
         try {
           await producer.send({
@@ -569,36 +568,18 @@ async function kafkajsSingle(
             acks: -1,
             messages: messages.map((m) => ({ ...m, partition })),
           });
-          if (recording) {
+          if (window.recording) {
             latency.recordMs(performance.now() - sent);
             records += 1;
           }
         } catch {
-          if (recording) errors += 1;
+          if (window.recording) errors += 1;
         }
       }
     };
     const loops = producers.map(loop);
-    await new Promise((resolve) => setTimeout(resolve, warmupS * 1000));
-    const cpuBefore = process.cpuUsage();
-    const nodeCpuBefore = node.cpuSeconds();
-    const busy = new MachineBusy();
-    const started = performance.now();
-    recording = true;
-    await new Promise((resolve) => setTimeout(resolve, measureS * 1000));
-    recording = false;
-    const durationS = (performance.now() - started) / 1000;
-    const cpu = process.cpuUsage(cpuBefore);
-    const result: SingleRun = {
-      records,
-      durationS,
-      errors,
-      latency,
-      clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
-      nodeCpuSeconds: node.cpuSeconds() - nodeCpuBefore,
-      machineBusyPercent: busy.percent(),
-    };
-    stop = true;
+    const measured = await measureWindow(node, warmupS, measureS, window);
+    const result: SingleRun = { records, errors, latency, ...measured };
     await Promise.all(loops);
     return result;
   } finally {
