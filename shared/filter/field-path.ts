@@ -5,7 +5,7 @@ import { utf8Bytes } from './filter-error.js';
 export function fieldPathProblem(path: string): string | null {
   if (path.includes('\0')) return 'a NUL character is not allowed in a field path';
   if (path.split('.').some((segment) => segment.length === 0)) {
-    return `expected a field path of non-empty dotted segments like "a.b", found ${JSON.stringify(path)}`;
+    return `the field ${JSON.stringify(path)} has an empty segment (a path is like "a.b")`;
   }
   return null;
 }

@@ -114,7 +114,7 @@ class FilterParser {
     const close = this.lexer.next();
     if (close.kind !== ')') {
       const opened = characterPosition(this.lexer.text, open.start);
-      throw this.expected(close, `")" to close the "(" at position ${opened}`);
+      throw this.expected(close, '")"', ` (the "(" at position ${opened} is not closed)`);
     }
     this.depth--;
     return node;
@@ -203,10 +203,10 @@ class FilterParser {
     }
     const high = this.literalOf(highToken);
     if ((low.number === null) !== (high.number === null)) {
-      const lowIs = low.number === null ? 'is not a number' : 'is a number';
       throw this.expected(
         highToken,
-        `${low.number === null ? 'a value that is not a number' : 'a number'} after "TO", as the low end ${lowIs}`,
+        `${low.number === null ? 'a value that is not a number' : 'a number'} after "TO"`,
+        ` (the low end ${JSON.stringify(low.text)} ${low.number === null ? 'is not' : 'is'} a number)`,
       );
     }
     return { kind: 'range', field, low, high };
