@@ -193,10 +193,7 @@ describe('matches', () => {
     const single = fc.oneof(scalarArbitrary, fc.constant(undefined));
     const bounds = fc.oneof(
       fc.tuple(numberTextArbitrary, numberTextArbitrary),
-      fc.tuple(
-        fc.constantFrom('', 'a', 'x', 'y', 'é'),
-        fc.constantFrom('', 'b', 'x', 'z', '😀'),
-      ),
+      fc.tuple(fc.constantFrom('', 'a', 'x', 'y', 'é'), fc.constantFrom('', 'b', 'x', 'z', '😀')),
     );
     check(
       fc.property(single, bounds, (value, [low, high]) => {

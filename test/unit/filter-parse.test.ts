@@ -3,7 +3,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CompareOp, FilterLiteral, FilterNode } from '../../shared/filter/ast.js';
+import { FIELD_PATH_BYTES_MAX } from '../../shared/collection-settings.js';
 import { FilterError } from '../../shared/filter/filter-error.js';
+import { FILTER_LIMITS_DEFAULT, resolveLimits } from '../../shared/filter/limits.js';
 import { filterFields, parseFacets, parseFilter, parseSort } from '../../shared/filter/parse.js';
 import { printFilter } from '../../shared/filter/print.js';
 import { testSeed } from '../harness/random.js';
@@ -171,6 +173,16 @@ describe('parseSort and parseFacets', () => {
       max: 16,
     });
     expect(caught(() => parseFacets('x'.repeat(257))).details.limit).toBe('fieldBytesMax');
+  });
+});
+
+describe('resolveLimits', () => {
+  it('applies overrides to the defaults and refuses a limit that is not a positive integer', () => {
+    expect(resolveLimits({ depthMax: 3 })).toEqual({ ...FILTER_LIMITS_DEFAULT, depthMax: 3 });
+    for (const bad of [0, -1, 1.5, Number.NaN]) {
+      expect(() => resolveLimits({ inValuesMax: bad }), String(bad)).toThrow(/inValuesMax/);
+    }
+    expect(FILTER_LIMITS_DEFAULT.fieldBytesMax).toBe(FIELD_PATH_BYTES_MAX);
   });
 });
 
