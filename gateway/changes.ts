@@ -24,6 +24,9 @@ import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { checkCollection } from '../shared/collection-name.js';
+import type { FilterNode } from '../shared/filter/ast.js';
+import { matches } from '../shared/filter/evaluate.js';
+import { parseFieldParams } from '../shared/filter-params.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { FetchPosition, PartitionOffsets } from '../shared/log-api.js';
@@ -41,6 +44,16 @@ const utf8 = new TextDecoder('utf-8');
  * Bytes that are not JSON (the log takes any) go out as a JSON string of their text, invalid UTF-8
  * as U+FFFD, as the serve-nodes keep them.
  */
+/** Whether a record passes the feed's filter: a delete always does, a value that is not JSON never. */
+function passes(filter: FilterNode, value: Uint8Array | null): boolean {
+  if (value === null) return true;
+  try {
+    return matches(filter, JSON.parse(utf8.decode(value)));
+  } catch {
+    return false;
+  }
+}
+
 function valueLine(bytes: Uint8Array): string {
   const text = utf8.decode(bytes);
   try {
@@ -71,6 +84,7 @@ export async function changeFeed(
   const collection = collectionParam ? checkCollection(collectionParam) : undefined;
   const limit = intParam(query, 'limit', 1, config.limits.feedLimitMax, Infinity);
   const skipRemoved = enumParam(query, 'removed', ['fail', 'skip'] as const) === 'skip';
+  const { filter } = parseFieldParams({ filter: query.get('filter') });
   if (services.feeds.size >= config.limits.feedsMax) {
     throw new TailbaseError(503, 'too_many_feeds', 'too many change feeds are open; retry later', {
       limit: 'feedsMax',
@@ -80,7 +94,8 @@ export async function changeFeed(
   const stop = new AbortController();
   services.feeds.add(stop);
   try {
-    return await openFeed(c, services, stop, { token, from, collection, limit, skipRemoved, sse });
+    const request = { token, from, collection, limit, skipRemoved, sse, filter };
+    return await openFeed(c, services, stop, request);
   } catch (error) {
     services.feeds.delete(stop);
     throw error;
@@ -94,6 +109,8 @@ interface FeedRequest {
   limit: number;
   skipRemoved: boolean;
   sse: boolean;
+  /** Only document writes whose value matches it (and every delete: it carries no value). */
+  filter: FilterNode | null;
 }
 
 /**
@@ -214,6 +231,11 @@ async function openFeed(
       for (const batch of iterateBatches(batches)) {
         for (const record of decodeRecords(batch.bytes)) {
           if (record.offset < offset) continue;
+          if (request.filter !== null && !passes(request.filter, record.value)) {
+            // Passed over, not sent: a resume from a later event's token does not read it again.
+            feed.sent(topic, partition, record.offset);
+            continue;
+          }
           const value = record.value === null ? 'null' : valueLine(record.value);
           const names = `"collection":${JSON.stringify(topic)},"key":${JSON.stringify(record.key)}`;
           await emit(`${names},"value":${value}`, topic, partition, record.offset);

@@ -37,6 +37,8 @@ export interface GatewayLimits {
    * within the serve-nodes' searchDepthMax of 1000). */
   searchOffsetMax: number;
   queryCharsMax: number;
+  /** Values of one facet field a search answers (the most frequent); the rest are counted as omitted. */
+  facetValuesMax: number;
   waitMsDefault: number;
   waitMsMax: number;
   /** Events a change-feed request may ask for with `limit=` before the stream ends. */
@@ -113,6 +115,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   searchLimitMax: 100,
   searchOffsetMax: 900,
   queryCharsMax: 1024,
+  facetValuesMax: 100,
   waitMsDefault: 5000,
   waitMsMax: 30_000,
   feedLimitMax: 100_000,
@@ -133,6 +136,8 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   searchLimitMax: 'largest search limit=',
   searchOffsetMax: 'largest search offset=',
   queryCharsMax: 'longest search q=, characters',
+  facetValuesMax:
+    'most values of one facet field a search answers; the rest are counted in omitted',
   waitMsDefault: 'wait_ms of a read that waits for a token without one, ms',
   waitMsMax: 'longest wait_ms a read may ask for, ms',
   feedLimitMax: 'most events one change-feed request may ask for',

@@ -3,63 +3,81 @@
  * are merged in key order (UTF-8 bytes, the serve-nodes' order). A page may only hold keys up to
  * the smallest last key of any node that has more, or a key that node has not sent yet could be
  * skipped; the cursor is the last key returned, and since a key lives in exactly one partition,
- * resuming after it is exact across partitions.
+ * resuming after it is exact across partitions. A sorted scan (`sort=`) merges the same way in
+ * its order (sort values, then key), and its cursor also holds the last item's sort values.
  */
 import { badRequest } from '../shared/errors.js';
+import { compareCodePoints as compareKeys } from '../shared/code-points.js';
+import type { SortClause } from '../shared/filter/ast.js';
+import { compareSortValues } from '../shared/filter/facts.js';
 import { collectApplied } from './consistency.js';
-import type { AppliedOffsets, ScanResult, ServedDocument } from '../shared/serve-api.js';
+import type {
+  AppliedOffsets,
+  ScanResult,
+  ScannedDocument,
+  SortValues,
+} from '../shared/serve-api.js';
 
 export interface NodePage {
   assigned: readonly number[];
   result: ScanResult;
 }
 
+/** Where a scan resumes: after this key, and these sort values when it is sorted. */
+export interface ScanPosition {
+  key: string;
+  sort?: SortValues;
+}
+
 export interface MergedPage {
-  items: ServedDocument[];
-  /** The key to resume after, or null when the range is exhausted. */
-  after: string | null;
+  items: ScannedDocument[];
+  /** The position to resume after, or null when the range is exhausted. */
+  after: ScanPosition | null;
   applied: AppliedOffsets;
 }
 
-/**
- * UTF-8 byte order, as the serve-nodes' LMDB keys sort, without encoding either string: it is
- * code point order, which UTF-16 order matches except that surrogate pairs (code points above
- * U+FFFF) must sort after U+E000..U+FFFF. Merges sort with it, so it must not allocate.
- */
-export function compareKeys(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
-    const x = a.charCodeAt(i);
-    const y = b.charCodeAt(i);
-    if (x === y) continue;
-    const xSurrogate = x >= 0xd800 && x <= 0xdfff;
-    const ySurrogate = y >= 0xd800 && y <= 0xdfff;
-    if (xSurrogate !== ySurrogate) return xSurrogate ? 1 : -1;
-    return x - y;
-  }
-  return a.length - b.length;
+type Order = (a: ScannedDocument, b: ScannedDocument) => number;
+
+const byKey: Order = (a, b) => compareKeys(a.key, b.key);
+
+function scanOrder(sort: readonly SortClause[]): Order {
+  if (sort.length === 0) return byKey;
+  return (a, b) => {
+    for (let i = 0; i < sort.length; i++) {
+      const order = compareSortValues(a.sort?.[i] ?? null, b.sort?.[i] ?? null, sort[i].direction);
+      if (order !== 0) return order;
+    }
+    return compareKeys(a.key, b.key);
+  };
 }
 
-export function mergeScanPages(pages: NodePage[], limit: number): MergedPage {
-  let bound: string | null = null;
-  const items: ServedDocument[] = [];
+export function mergeScanPages(
+  pages: NodePage[],
+  limit: number,
+  sort: readonly SortClause[] = [],
+): MergedPage {
+  const order = scanOrder(sort);
+  let bound: ScannedDocument | null = null;
+  const items: ScannedDocument[] = [];
   const applied: AppliedOffsets = {};
   for (const { assigned, result } of pages) {
     const mine = new Set(assigned);
     items.push(...result.items.filter((item) => mine.has(item.partition)));
     const last = result.items.at(-1);
-    if (result.more && last && (bound === null || compareKeys(last.key, bound) < 0)) {
-      bound = last.key;
-    }
+    if (result.more && last && (bound === null || order(last, bound) < 0)) bound = last;
     collectApplied(applied, result.applied, assigned);
   }
-  items.sort((a, b) => compareKeys(a.key, b.key));
-  const within = bound === null ? items : items.filter((i) => compareKeys(i.key, bound!) <= 0);
+  items.sort(order);
+  const within = bound === null ? items : items.filter((item) => order(item, bound!) <= 0);
   const page = within.slice(0, limit);
   const more = bound !== null || within.length > limit;
-  const after = more ? (page.at(-1)?.key ?? bound) : null;
+  const last = page.at(-1) ?? bound;
+  const after = more && last ? positionOf(last, sort.length > 0) : null;
   return { items: page, after, applied };
 }
+
+const positionOf = (item: ScannedDocument, sorted: boolean): ScanPosition =>
+  sorted ? { key: item.key, sort: item.sort ?? [] } : { key: item.key };
 
 /**
  * A cursor is base64url of a version byte and the key's UTF-8 bytes, at most 1 + keyBytesMax
@@ -68,6 +86,10 @@ export function mergeScanPages(pages: NodePage[], limit: number): MergedPage {
  */
 const CURSOR_VERSION = 2;
 const CURSOR_VERSION_JSON = 1;
+/** A sorted scan's cursor: base64url of this byte and the JSON `[key, sortValues]`. */
+const CURSOR_VERSION_SORTED = 3;
+/** Bytes of a sorted cursor's JSON: a key and sort values that are document strings, bounded. */
+export const SORTED_CURSOR_BYTES_MAX = 16 * 1024;
 /** The JSON text `[1,""]` around a version-1 key, which escapes each UTF-8 byte to 6 at most. */
 const cursorBytesMax = (keyBytesMax: number) => 6 + 6 * keyBytesMax;
 const utf8Strict = new TextDecoder('utf-8', { fatal: true });
@@ -112,4 +134,45 @@ export function decodeCursor(cursor: string, keyBytesMax: number): string {
 function versionOneKey(parsed: unknown): unknown {
   const valid = Array.isArray(parsed) && parsed.length === 2 && parsed[0] === CURSOR_VERSION_JSON;
   return valid ? parsed[1] : undefined;
+}
+
+export function encodePosition(position: ScanPosition): string {
+  if (position.sort === undefined) return encodeCursor(position.key);
+  const json = Buffer.from(JSON.stringify([position.key, position.sort]), 'utf8');
+  return Buffer.concat([Buffer.of(CURSOR_VERSION_SORTED), json]).toString('base64url');
+}
+
+/**
+ * The position a cursor resumes after, for a scan with `clauses` sort clauses: a sorted scan's
+ * cursor must carry one sort value a clause, an unsorted one none; anything else is a 400.
+ */
+export function decodePosition(cursor: string, keyBytesMax: number, clauses: number): ScanPosition {
+  const invalid = () =>
+    badRequest('invalid_cursor', 'cursor is not one this gateway issued for this sort');
+  const charsMax = Math.ceil(((1 + SORTED_CURSOR_BYTES_MAX) * 4) / 3);
+  if (cursor.length > charsMax || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
+  const bytes = Buffer.from(cursor, 'base64url');
+  if (bytes[0] !== CURSOR_VERSION_SORTED) {
+    if (clauses > 0) throw invalid();
+    return { key: decodeCursor(cursor, keyBytesMax) };
+  }
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(utf8Strict.decode(bytes.subarray(1)));
+  } catch {
+    throw invalid();
+  }
+  if (!Array.isArray(parsed) || parsed.length !== 2) throw invalid();
+  const [key, sort] = parsed as [unknown, unknown];
+  const validKey =
+    typeof key === 'string' &&
+    key.length > 0 &&
+    Buffer.byteLength(key) <= keyBytesMax &&
+    !LONE_SURROGATE.test(key);
+  const validSort =
+    Array.isArray(sort) &&
+    sort.length === clauses &&
+    sort.every((v) => v === null || typeof v === 'number' || typeof v === 'string');
+  if (!validKey || !validSort || clauses === 0) throw invalid();
+  return { key, sort: sort as SortValues };
 }

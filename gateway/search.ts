@@ -4,8 +4,12 @@
  * its top hits in, so pages of equal scores neither repeat nor skip a hit. With every partition on
  * one serve-node this is exactly that node's FTS5 ranking; across nodes each scores with its own
  * term statistics, so the merged order can differ from one global index (measured in the
- * benchmark, see README.md).
+ * benchmark, see README.md). With `sort=`, hits merge by their sort values, then score, then key:
+ * the order each node cut its top hits in.
  */
+import { compareCodePoints } from '../shared/code-points.js';
+import type { SortClause } from '../shared/filter/ast.js';
+import { compareSortValues } from '../shared/filter/facts.js';
 import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-api.js';
 import { collectApplied } from './consistency.js';
 
@@ -18,6 +22,7 @@ export function mergeSearchHits(
   pages: NodeHits[],
   offset: number,
   limit: number,
+  sort: readonly SortClause[] = [],
 ): { hits: SearchHit[]; total: number; totalExact: boolean; applied: AppliedOffsets } {
   const hits: SearchHit[] = [];
   const applied: AppliedOffsets = {};
@@ -31,6 +36,19 @@ export function mergeSearchHits(
     if (result.totalExact === false) totalExact = false;
     collectApplied(applied, result.applied, assigned);
   }
-  hits.sort((a, b) => b.score - a.score || a.partition - b.partition || a.offset - b.offset);
+  hits.sort(sort.length === 0 ? byScore : bySortValues(sort));
   return { hits: hits.slice(offset, offset + limit), total, totalExact, applied };
+}
+
+const byScore = (a: SearchHit, b: SearchHit) =>
+  b.score - a.score || a.partition - b.partition || a.offset - b.offset;
+
+function bySortValues(sort: readonly SortClause[]) {
+  return (a: SearchHit, b: SearchHit) => {
+    for (let i = 0; i < sort.length; i++) {
+      const order = compareSortValues(a.sort?.[i] ?? null, b.sort?.[i] ?? null, sort[i].direction);
+      if (order !== 0) return order;
+    }
+    return b.score - a.score || compareCodePoints(a.key, b.key);
+  };
 }

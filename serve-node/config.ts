@@ -54,6 +54,11 @@ export interface ServeNodeLimits {
   getBatchKeysMax: number;
   /** Body bytes of one batched document read. */
   getBatchBytesMax: number;
+  /**
+   * Distinct values of one facet field a search answers; past it the most frequent are kept and
+   * the facet says it is truncated, so a facet over unique ids cannot make an answer unbounded.
+   */
+  facetDistinctMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -90,6 +95,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   readyLagMax: 1_000,
   getBatchKeysMax: 1_000,
   getBatchBytesMax: 2 * 1024 * 1024,
+  facetDistinctMax: 10_000,
 };
 
 export const DEFAULT_HOST = '127.0.0.1';

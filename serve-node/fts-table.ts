@@ -14,7 +14,7 @@ import { columnLayout, type CollectionSettings, type ColumnLayout } from './coll
  * A row is `offset * ROW_PARTITIONS + partition`: unique across partitions, the same in every
  * replica, and in (offset, partition) order. Offsets stay below 2^53 / 1024, about 8.8e12.
  */
-const ROW_PARTITIONS = PARTITIONS_MAX;
+export const ROW_PARTITIONS = PARTITIONS_MAX;
 
 export function rowOf(partition: number, offset: number): number {
   const row = offset * ROW_PARTITIONS + partition;
@@ -37,10 +37,6 @@ export interface FtsTable {
   layout: ColumnLayout;
   insert: Statement;
   remove: Statement;
-  /** (match, partitions as a JSON array, limit) → {row, score, key}, best first. */
-  search: Statement;
-  /** (match, partitions as a JSON array) → the number of matches. */
-  count: Statement;
 }
 
 /** Creates `fts_<id>` when it does not exist yet and prepares its statements. */
@@ -57,7 +53,6 @@ export function openFtsTable(
     `CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING fts5(${columns.join(', ')}, ` +
       `content = '', tokenize = '${settings.tokenizer}')`,
   );
-  const inPartitions = `rowid % ${ROW_PARTITIONS} IN (SELECT value FROM json_each(?))`;
   return {
     id: row.id,
     name,
@@ -70,20 +65,5 @@ export function openFtsTable(
       `INSERT INTO ${name} (${name}, rowid, ${columns.join(', ')}) ` +
         `VALUES ('delete', ?, ${columns.map(() => '?').join(', ')})`,
     ),
-    // Ties: partition, then offset. Keys are looked up for the page only, not for every match.
-    search: db.prepare(
-      'SELECT m.row AS row, m.score AS score, r.key AS key FROM ' +
-        `(SELECT rowid AS row, -bm25(${name}, ${layout.weights.join(', ')}) AS score ` +
-        `FROM ${name} WHERE ${name} MATCH ? AND ${inPartitions} ` +
-        `ORDER BY score DESC, rowid % ${ROW_PARTITIONS}, rowid LIMIT ?) m ` +
-        `JOIN doc_rows r ON r.table_id = ${row.id} AND r.row = m.row ` +
-        `ORDER BY m.score DESC, m.row % ${ROW_PARTITIONS}, m.row`,
-    ),
-    // Counts at most `?` matches: past that bound the total is a lower bound (search-store.ts).
-    count: db
-      .prepare(
-        `SELECT count(*) FROM (SELECT 1 FROM ${name} WHERE ${name} MATCH ? AND ${inPartitions} LIMIT ?)`,
-      )
-      .pluck(),
   };
 }

@@ -78,9 +78,12 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
   }
 
   async scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {
-    const { prefix, start, end, after, limit, partitions } = options;
+    const { prefix, start, end, after, afterSort, limit, partitions, filter, sort } = options;
     return this.reads.scan(checkCollection(collection), {
       range: { prefix, start, end, after },
+      afterSort,
+      filter,
+      sort,
       limit,
       partitions: checkHostedPartitions(partitions, this.hosted),
       ...this.wait(options),
@@ -88,9 +91,12 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
   }
 
   async search(collection: string, options: SearchOptions): Promise<SearchResult> {
-    const { q, limit, offset, highlight, partitions } = options;
+    const { q, limit, offset, highlight, partitions, filter, sort, facets } = options;
     return this.reads.search(checkCollection(collection), {
       q,
+      filter,
+      sort,
+      facets,
       limit,
       offset,
       highlight: highlight === true,

@@ -1,5 +1,6 @@
 /** Parsing and bounding the query parameters of the read routes: bad input is a 400, never a 500. */
 import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
+import type { SortValues } from '../shared/serve-api.js';
 import { badRequest } from '../shared/errors.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { partitionOffsetList } from '../shared/query-params.js';
@@ -119,4 +120,29 @@ function checkHosted(partition: number, hosted: ReadonlySet<number>): number {
     });
   }
   return partition;
+}
+
+/** Sort clauses a scan's `after_sort` may carry: more than any sort the parser accepts. */
+const SORT_VALUES_MAX = 64;
+
+/**
+ * `after_sort`: the JSON array of the resume position's sort values (numbers, strings, nulls),
+ * as a gateway sends it; anything else is a 400.
+ */
+export function parseSortValues(raw: string | undefined): SortValues | undefined {
+  if (raw === undefined) return undefined;
+  const invalid = () =>
+    badRequest('invalid_after_sort', 'after_sort is a JSON array of numbers, strings and nulls');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    throw invalid();
+  }
+  const valid =
+    Array.isArray(parsed) &&
+    parsed.length <= SORT_VALUES_MAX &&
+    parsed.every((v) => v === null || typeof v === 'string' || typeof v === 'number');
+  if (!valid) throw invalid();
+  return parsed as SortValues;
 }

@@ -7,18 +7,33 @@
 import Database from 'better-sqlite3';
 import { badRequest } from '../shared/errors.js';
 import { checkInteger } from '../shared/query-params.js';
-import type { AppliedOffsets, SearchHit, SearchResult } from '../shared/serve-api.js';
+import { compareFacetValues } from '../shared/facet-order.js';
+import { matches } from '../shared/filter/evaluate.js';
+import type {
+  AppliedOffsets,
+  NodeFacet,
+  ScannedDocument,
+  SearchHit,
+  SearchResult,
+  SortValues,
+} from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
 import type { DocStore, KeyRange, StoredDoc } from './doc-store.js';
+import {
+  checkFieldParams,
+  parseFieldParams,
+  type FieldParams,
+  type ParsedFieldParams,
+} from './field-params.js';
 import { parseQuery } from './fts-query.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import type { OffsetNeed, OffsetWaiters, TopicNeed } from './offset-waiters.js';
-import type { SearchStore } from './search-store.js';
+import type { FacetCount, SearchStore } from './search-store.js';
 
 /** The stores a read looks in: the current generation's. */
 export interface ReadStores {
   docs: Pick<DocStore, 'get' | 'scan'>;
-  search: Pick<SearchStore, 'search' | 'highlights'>;
+  search: Pick<SearchStore, 'search' | 'highlights' | 'facets' | 'scanKeys' | 'settingsOf'>;
 }
 
 /** What reads need of the node. */
@@ -49,14 +64,16 @@ export interface ReadWait {
   signal?: AbortSignal;
 }
 
-export interface ScanRequest extends ReadWait {
+export interface ScanRequest extends ReadWait, Omit<FieldParams, 'facets'> {
   range: KeyRange;
+  /** With `sort`: the sort values of `range.after`'s document. */
+  afterSort?: SortValues;
   limit?: number;
   /** Only these hosted partitions (default: all). */
   partitions?: readonly number[];
 }
 
-export interface SearchRequest extends ReadWait {
+export interface SearchRequest extends ReadWait, FieldParams {
   q: string | undefined;
   limit?: number;
   offset?: number;
@@ -113,7 +130,7 @@ export class ServeReads {
   async scan(
     collection: string,
     request: ScanRequest,
-  ): Promise<{ items: StoredDoc[]; more: boolean; applied: AppliedOffsets }> {
+  ): Promise<{ items: ScannedDocument[]; more: boolean; applied: AppliedOffsets }> {
     const { limits } = this.core;
     const limit = checkInteger(
       request.limit,
@@ -122,11 +139,29 @@ export class ServeReads {
       limits.scanLimitMax,
       limits.scanLimitDefault,
     );
+    const fields = parseFieldParams(request);
     await this.waitFor(collection, request);
     const partitions = request.partitions?.length ? new Set(request.partitions) : this.hostedSet;
-    const { items, more } = this.core
-      .replica()
-      .docs.scan(collection, request.range, limit, partitions, limits.scanBytesMax);
+    const stores = this.core.replica();
+    if (fields.filter === null && fields.sort.length === 0) {
+      const { items, more } = stores.docs.scan(
+        collection,
+        request.range,
+        limit,
+        partitions,
+        limits.scanBytesMax,
+      );
+      return { items, more, applied: this.core.applied(collection) };
+    }
+    checkFieldParams(fields, stores.search.settingsOf(collection));
+    const { items, more } = this.indexedScan(
+      stores,
+      collection,
+      request,
+      fields,
+      limit,
+      partitions,
+    );
     return { items, more, applied: this.core.applied(collection) };
   }
 
@@ -145,9 +180,12 @@ export class ServeReads {
     );
     const offset = checkInteger(request.offset, 'offset', 0, limits.searchDepthMax - limit, 0);
     const partitions = request.partitions?.length ? request.partitions : this.core.hosted;
+    const fields = parseFieldParams(request);
     await this.waitFor(collection, request);
     const stores = this.core.replica();
+    checkFieldParams(fields, stores.search.settingsOf(collection));
     let found;
+    let facets: Record<string, NodeFacet> | undefined;
     try {
       found = stores.search.search(
         collection,
@@ -155,7 +193,18 @@ export class ServeReads {
         query,
         offset + limit,
         limits.searchTotalExactMax,
+        fields,
       );
+      if (fields.facets.length > 0) {
+        const counts = stores.search.facets(
+          collection,
+          partitions,
+          query,
+          fields.filter,
+          fields.facets,
+        );
+        facets = boundFacets(counts, limits.facetDistinctMax);
+      }
     } catch (error) {
       // The parser emits only quoted strings, so this is a tokenizer corner case, not a bug to hide.
       if (error instanceof Database.SqliteError) {
@@ -165,7 +214,8 @@ export class ServeReads {
     }
     const hits: SearchHit[] = found.matches.slice(offset, offset + limit).flatMap((match) => {
       const doc = stores.docs.get(collection, match.key);
-      return doc === undefined ? [] : [{ ...doc, score: match.score }];
+      if (doc === undefined) return [];
+      return [{ ...doc, score: match.score, ...(match.sort ? { sort: match.sort } : {}) }];
     });
     // Highlights only for the page answered, tokenized as the collection's table tokenizes.
     if (request.highlight) {
@@ -181,7 +231,55 @@ export class ServeReads {
       total: found.total,
       totalExact: found.totalExact,
       applied: this.core.applied(collection),
+      ...(facets ? { facets } : {}),
     };
+  }
+
+  /**
+   * A filtered or sorted scan: the field indexes give the keys in order, LMDB the documents. The
+   * search store is applied before LMDB, so a document read here can be older than the version
+   * its key was found by: it is checked against the filter again and left out if it no longer
+   * matches, and the next keys are read until the page is full or the scan is done.
+   */
+  private indexedScan(
+    stores: ReadStores,
+    collection: string,
+    request: ScanRequest,
+    fields: ParsedFieldParams,
+    limit: number,
+    partitions: ReadonlySet<number>,
+  ): { items: ScannedDocument[]; more: boolean } {
+    const { range } = request;
+    const items: ScannedDocument[] = [];
+    let bytes = 0;
+    let after =
+      range.after === undefined ? undefined : { key: range.after, sort: request.afterSort ?? [] };
+    for (;;) {
+      const keys = stores.search.scanKeys(collection, {
+        partitions: JSON.stringify([...partitions]),
+        start: range.start,
+        end: range.end,
+        prefix: range.prefix,
+        filter: fields.filter,
+        sort: fields.sort,
+        after,
+        limit: limit - items.length + 1,
+      });
+      const more = keys.length > limit - items.length;
+      for (const found of keys.slice(0, limit - items.length)) {
+        after = { key: found.key, sort: found.sort };
+        const doc = stores.docs.get(collection, found.key);
+        if (doc === undefined) continue;
+        if (fields.filter !== null && !matches(fields.filter, JSON.parse(doc.json))) continue;
+        // At least one document a page, however large, so a scan always moves on.
+        if (items.length > 0 && bytes + doc.json.length > this.core.limits.scanBytesMax) {
+          return { items, more: true };
+        }
+        bytes += doc.json.length;
+        items.push(fields.sort.length > 0 ? { ...doc, sort: found.sort } : doc);
+      }
+      if (!more || items.length === limit) return { items, more };
+    }
   }
 
   /**
@@ -210,4 +308,23 @@ export class ServeReads {
       await this.core.waiters.wait(needs, Math.min(asked, limits.waitMsMax), wait.signal);
     }
   }
+}
+
+/**
+ * Each facet's counts, most frequent first (ties by value), cut at `distinctMax` values: the
+ * gateway adds nodes' counts value by value, so a node answers all it can.
+ */
+function boundFacets(
+  counts: Map<string, FacetCount[]>,
+  distinctMax: number,
+): Record<string, NodeFacet> {
+  const facets: Record<string, NodeFacet> = {};
+  for (const [field, values] of counts) {
+    values.sort((a, b) => b.count - a.count || compareFacetValues(a.value, b.value));
+    facets[field] = {
+      values: values.slice(0, distinctMax),
+      truncated: values.length > distinctMax,
+    };
+  }
+  return facets;
 }

@@ -10,6 +10,7 @@ import { installErrorHandlers, jsonText, requireClusterSecret } from '../shared/
 import { optionalInteger } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
 import type {
+  ScannedDocument,
   AppliedOffsets,
   ServedDocument,
   ServeStatus,
@@ -20,6 +21,7 @@ import type { OffsetWaiters } from './offset-waiters.js';
 import {
   checkKey,
   optionalString,
+  parseSortValues,
   parsePartitions,
   parseBatchGet,
   parseSettingsWaitFor,
@@ -107,19 +109,25 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
         end: optionalString('end', c.req.query('end')),
         after: optionalString('after', c.req.query('after')),
       },
+      afterSort: parseSortValues(c.req.query('after_sort')),
+      filter: c.req.query('filter'),
+      sort: c.req.query('sort'),
       partitions: parsePartitions(c.req.query('partitions'), hostedSet),
       ...readWait(c),
     });
     return jsonText(
       c,
-      `{"items":[${items.map(docJson).join(',')}],"applied":${JSON.stringify(applied)},"more":${more}}`,
+      `{"items":[${items.map(scannedJson).join(',')}],"applied":${JSON.stringify(applied)},"more":${more}}`,
     );
   });
 
   app.get('/internal/search/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
-    const { hits, total, totalExact, applied } = await reads.search(collection, {
+    const { hits, total, totalExact, applied, facets } = await reads.search(collection, {
       q: c.req.query('q'),
+      filter: c.req.query('filter'),
+      sort: c.req.query('sort'),
+      facets: c.req.query('facets'),
       limit: optionalInteger(c.req.query('limit')),
       offset: optionalInteger(c.req.query('offset')),
       highlight: c.req.query('highlight') === 'true',
@@ -128,13 +136,15 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     });
     // The documents' JSON goes out as stored: parsing and re-serialising it is most of a search.
     const items = hits.map((hit) => {
-      const extra = hit.highlights ? `,"highlights":${JSON.stringify(hit.highlights)}` : '';
+      const marked = hit.highlights ? `,"highlights":${JSON.stringify(hit.highlights)}` : '';
+      const extra = marked + (hit.sort ? `,"sort":${JSON.stringify(hit.sort)}` : '');
       return `${docJson(hit).slice(0, -1)},"score":${JSON.stringify(hit.score)}${extra}}`;
     });
     return jsonText(
       c,
       `{"hits":[${items.join(',')}],"total":${total},"totalExact":${totalExact},` +
-        `"applied":${JSON.stringify(applied)}}`,
+        `"applied":${JSON.stringify(applied)}` +
+        (facets ? `,"facets":${JSON.stringify(facets)}}` : '}'),
     );
   });
 
@@ -154,6 +164,12 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   });
 
   return app;
+}
+
+function scannedJson(doc: ScannedDocument): string {
+  return doc.sort
+    ? `${docJson(doc).slice(0, -1)},"sort":${JSON.stringify(doc.sort)}}`
+    : docJson(doc);
 }
 
 /** A document with its JSON text as a string, so no reader's JSON.parse rounds its numbers. */

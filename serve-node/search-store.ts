@@ -13,9 +13,26 @@ import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import type { TopicPartition } from '../shared/log-api.js';
 import { isCollectionTopic, SETTINGS_TOPIC } from '../shared/topics.js';
-import { columnTexts, DEFAULT_SETTINGS, parseSettings } from './collection-settings.js';
+import {
+  type CollectionSettings,
+  columnTexts,
+  DEFAULT_SETTINGS,
+  parseSettings,
+} from './collection-settings.js';
+import type { FilterNode, SortClause } from '../shared/filter/ast.js';
+import { FieldIndex, KIND_BOOLEAN, KIND_NUMBER } from './field-index.js';
 import type { ParsedQuery } from './fts-query.js';
 import { openFtsTable, offsetOfRow, partitionOfRow, rowOf, type FtsTable } from './fts-table.js';
+import {
+  countQuery,
+  facetQuery,
+  QueryCache,
+  scanQuery,
+  searchQuery,
+  type MatchShape,
+  type ScanShape,
+  type SortValues,
+} from './search-sql.js';
 import { Highlighters } from './highlighter.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
@@ -29,7 +46,7 @@ export const WAL_SUFFIX = '-wal';
  * (checkpoints per partition, tables per partition and settings) are read by no code: a
  * serve-node finding one replays the log into new stores (outdatedSearchLayout).
  */
-const SEARCH_LAYOUT_VERSION = 3;
+const SEARCH_LAYOUT_VERSION = 4;
 
 /** A stored version of a document: what the search store indexed for it. */
 export interface DocVersion {
@@ -56,7 +73,31 @@ export interface SearchMatch {
   /** The offset of the version indexed. */
   offset: number;
   score: number;
+  /** With `sort`: the document's value for each clause, null where it has none. */
+  sort?: SortValues;
 }
+
+/** What narrows and orders a search or a scan, already checked against the settings. */
+export interface FieldQuery {
+  filter: FilterNode | null;
+  sort: readonly SortClause[];
+}
+
+/** One value of a facet field and how many matches hold it. */
+export interface FacetCount {
+  value: number | string | boolean;
+  count: number;
+}
+
+/** A key a filtered or sorted scan found, and its sort values. */
+export interface ScanKey {
+  key: string;
+  partition: number;
+  sort: SortValues;
+}
+
+/** Statements of distinct query shapes kept prepared. */
+const QUERY_SHAPES_CACHED = 256;
 
 /** Why the search store at `path` cannot be opened by this code, or null when it can. */
 export function outdatedSearchLayout(path: string): string | null {
@@ -75,6 +116,8 @@ export function outdatedSearchLayout(path: string): string | null {
 export class SearchStore {
   private readonly db: Database.Database;
   private readonly highlighters: Highlighters;
+  private readonly fields: FieldIndex;
+  private readonly queries: QueryCache;
   private readonly tablesById = new Map<number, FtsTable>();
   /** collection → the table it is indexed in. */
   private readonly tableIdOf = new Map<string, number>();
@@ -119,6 +162,8 @@ export class SearchStore {
       PRAGMA user_version = ${SEARCH_LAYOUT_VERSION};
     `);
     this.highlighters = new Highlighters(this.db);
+    this.fields = new FieldIndex(this.db);
+    this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
       applied: prepare('SELECT applied FROM checkpoints WHERE topic = ? AND partition = ?').pluck(),
@@ -202,27 +247,78 @@ export class SearchStore {
     query: ParsedQuery,
     depth: number,
     totalExactMax: number,
+    fields: FieldQuery = { filter: null, sort: [] },
   ): { matches: SearchMatch[]; total: number; totalExact: boolean } {
     const table = this.table(collection);
     if (table === undefined) return { matches: [], total: 0, totalExact: true };
-    const among = JSON.stringify(partitions);
-    const rows = table.search.all(query.match, among, depth) as Array<{
-      row: number;
-      score: number;
-      key: string;
-    }>;
-    const matches: SearchMatch[] = rows.map(({ row, score, key }) => ({
-      key,
-      score,
-      partition: partitionOfRow(row),
-      offset: offsetOfRow(row),
+    const shape = this.matchShape(table, partitions, query, fields.filter);
+    const { sql, params } = searchQuery(shape, fields.sort, depth);
+    const rows = this.queries.statement(sql).all(...params) as SearchRow[];
+    const matches: SearchMatch[] = rows.map((row) => ({
+      key: row.key,
+      score: row.score,
+      partition: partitionOfRow(row.row),
+      offset: offsetOfRow(row.row),
+      ...(fields.sort.length > 0 ? { sort: sortValuesOf(row, fields.sort.length) } : {}),
     }));
     // Fewer rows than asked for are all the matches: no second pass to count them. Otherwise
     // matches are counted up to totalExactMax, as Elasticsearch's track_total_hits does: counting
     // every match of a common term costs more than the whole top-k search.
-    if (rows.length < depth) return { matches, total: rows.length, totalExact: true };
-    const total = table.count.get(query.match, among, totalExactMax) as number;
+    if (matches.length < depth) return { matches, total: matches.length, totalExact: true };
+    const count = countQuery(shape, totalExactMax);
+    const total = this.queries
+      .statement(count.sql)
+      .pluck()
+      .get(...count.params) as number;
     return { matches, total, totalExact: total < totalExactMax };
+  }
+
+  /**
+   * For each of `facetFields`, the count of each value over every match of the query and filter
+   * (each document counted once a value), in no particular order.
+   */
+  facets(
+    collection: string,
+    partitions: readonly number[],
+    query: ParsedQuery,
+    filter: FilterNode | null,
+    facetFields: readonly string[],
+  ): Map<string, FacetCount[]> {
+    const counts = new Map<string, FacetCount[]>(facetFields.map((field) => [field, []]));
+    const table = this.table(collection);
+    if (table === undefined || facetFields.length === 0) return counts;
+    const shape = this.matchShape(table, partitions, query, filter);
+    const { sql, params } = facetQuery(shape, facetFields);
+    const rows = this.queries.statement(sql).all(...params) as Array<{
+      field: string;
+      kind: number;
+      value: number | string;
+      n: number;
+    }>;
+    for (const { field, kind, value, n } of rows) {
+      const typed =
+        kind === KIND_BOOLEAN ? value === 1 : kind === KIND_NUMBER ? Number(value) : value;
+      counts.get(field)!.push({ value: typed, count: n });
+    }
+    return counts;
+  }
+
+  /** Up to `shape.limit` keys of a filtered or sorted scan, in its order. */
+  scanKeys(collection: string, shape: Omit<ScanShape, 'tableId'>): ScanKey[] {
+    const table = this.table(collection);
+    if (table === undefined) return [];
+    const { sql, params } = scanQuery({ ...shape, tableId: table.id });
+    const rows = this.queries.statement(sql).all(...params) as SearchRow[];
+    return rows.map((row) => ({
+      key: row.key,
+      partition: partitionOfRow(row.row),
+      sort: sortValuesOf(row, shape.sort.length),
+    }));
+  }
+
+  /** The settings the collection is indexed with (the defaults before any). */
+  settingsOf(collection: string): CollectionSettings {
+    return this.table(collection)?.settings ?? DEFAULT_SETTINGS;
   }
 
   /**
@@ -262,8 +358,10 @@ export class SearchStore {
     }
     const indexed = docs.get(record.collection, record.key);
     if (indexed !== undefined) {
-      const texts = columnTexts(JSON.parse(indexed.json), table.layout);
-      table.remove.run(rowOf(indexed.partition, indexed.offset), ...texts);
+      const old = JSON.parse(indexed.json) as unknown;
+      const oldRow = rowOf(indexed.partition, indexed.offset);
+      table.remove.run(oldRow, ...columnTexts(old, table.layout));
+      this.fields.remove(table.id, table.settings, oldRow, old);
     }
     if (record.json === null) {
       if (indexed !== undefined) this.statements.deleteRow.run(table.id, record.key);
@@ -272,6 +370,7 @@ export class SearchStore {
     const row = rowOf(record.partition, record.offset);
     this.statements.upsertRow.run(table.id, record.key, row);
     table.insert.run(row, ...columnTexts(record.doc, table.layout));
+    this.fields.add(table.id, table.settings, row, record.doc);
   }
 
   /**
@@ -297,14 +396,25 @@ export class SearchStore {
         const value = JSON.parse(doc.json) as unknown;
         this.statements.upsertRow.run(next.id, doc.key, row);
         next.insert.run(row, ...columnTexts(value, next.layout));
+        this.fields.add(next.id, next.settings, row, value);
       }
       // Every row of the old table moved: dropping it removes them all, and its statistics.
       this.db.exec(`DROP TABLE ${previous.name}`);
       this.statements.deleteRows.run(previous.id);
+      this.fields.drop(previous.id);
       this.statements.deleteTable.run(previous.id);
       this.tablesById.delete(previous.id);
     }
     this.setTable(collection, next);
+  }
+
+  private matchShape(
+    table: FtsTable,
+    partitions: readonly number[],
+    query: ParsedQuery,
+    filter: FilterNode | null,
+  ): MatchShape {
+    return { table, match: query.match, partitions: JSON.stringify(partitions), filter };
   }
 
   /** The table the collection is indexed in; undefined before its first document or settings. */
@@ -341,4 +451,18 @@ export class SearchStore {
       found ?? Number(this.statements.insertTable.run(collection, settingsJson).lastInsertRowid);
     return this.tableById(id);
   }
+}
+
+interface SearchRow {
+  row: number;
+  score: number;
+  key: string;
+  [column: `k${number}` | `v${number}`]: number | string | null;
+}
+
+/** The sort values of a row: v<i> where the document has one (k<i> is its kind), else null. */
+function sortValuesOf(row: SearchRow, clauses: number): SortValues {
+  const values: SortValues = [];
+  for (let i = 0; i < clauses; i++) values.push(row[`k${i}`] === null ? null : row[`v${i}`]);
+  return values;
 }

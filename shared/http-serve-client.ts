@@ -121,6 +121,10 @@ export class HttpServeClient implements ServeClient {
       if (value !== undefined) params.set(name, value);
     }
     if (options.limit !== undefined) params.set('limit', String(options.limit));
+    if (options.filter !== undefined) params.set('filter', options.filter);
+    if (options.sort !== undefined) params.set('sort', options.sort);
+    if (options.afterSort !== undefined)
+      params.set('after_sort', JSON.stringify(options.afterSort));
     const path = `/internal/scan/${encodeURIComponent(collection)}`;
     return this.json<ScanResult>(await this.fetch(path + query(params), options));
   }
@@ -131,6 +135,10 @@ export class HttpServeClient implements ServeClient {
     if (options.limit !== undefined) params.set('limit', String(options.limit));
     if (options.offset !== undefined) params.set('offset', String(options.offset));
     if (options.highlight) params.set('highlight', 'true');
+    for (const name of ['filter', 'sort', 'facets'] as const) {
+      const value = options[name];
+      if (value !== undefined) params.set(name, value);
+    }
     const path = `/internal/search/${encodeURIComponent(collection)}`;
     return this.json<SearchResult>(await this.fetch(path + query(params), options));
   }

@@ -74,13 +74,27 @@ export interface ScanOptions extends ServeReadOptions {
   end?: string;
   /** Exclusive resume key: the last key of the previous page. */
   after?: string;
+  /** With `sort`: the sort values of the `after` key's document, where the page resumes. */
+  afterSort?: SortValues;
   limit?: number;
   /** Only these of the node's hosted partitions (default, or empty: all it hosts). */
   partitions?: readonly number[];
+  /** A filter (shared/filter/README.md) on the collection's filterable fields. */
+  filter?: string;
+  /** `field:asc,other:desc` on sortable fields; the scan is then in that order, then by key. */
+  sort?: string;
+}
+
+/** A document's value for each sort clause, null where it has none. */
+export type SortValues = Array<number | string | null>;
+
+/** A scanned document; with `sort`, its sort values, which the gateway merges pages by. */
+export interface ScannedDocument extends ServedDocument {
+  sort?: SortValues;
 }
 
 export interface ScanResult {
-  items: ServedDocument[];
+  items: ScannedDocument[];
   applied: AppliedOffsets;
   more: boolean;
 }
@@ -92,11 +106,17 @@ export interface SearchOptions extends ServeReadOptions {
   highlight?: boolean;
   /** Only these of the node's hosted partitions (default, or empty: all it hosts). */
   partitions?: readonly number[];
+  filter?: string;
+  sort?: string;
+  /** `a,b`: count the values of these filterable fields over every match. */
+  facets?: string;
 }
 
 export interface SearchHit extends ServedDocument {
   /** Higher is better: the negated FTS5 bm25(). */
   score: number;
+  /** With `sort`: the document's sort values. */
+  sort?: SortValues;
   /** Field path → the field's text (or a snippet of it) with matches wrapped in <mark></mark>. */
   highlights?: Record<string, string>;
 }
@@ -107,6 +127,15 @@ export interface SearchResult {
   /** False when `total` is a lower bound (the node counted up to its searchTotalExactMax). */
   totalExact: boolean;
   applied: AppliedOffsets;
+  /** With `facets`: each field's values over every match of this node's partitions. */
+  facets?: Record<string, NodeFacet>;
+}
+
+/** One facet field's counts on one serve-node: every value, unless `truncated`. */
+export interface NodeFacet {
+  values: Array<{ value: number | string | boolean; count: number }>;
+  /** True when the field had more than facetDistinctMax values and only the most frequent came. */
+  truncated: boolean;
 }
 
 export type PartitionState = 'replaying' | 'tailing' | 'rebuilding' | 'stopped';

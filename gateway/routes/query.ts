@@ -5,7 +5,9 @@ import { jsonText } from '../../shared/http-server.js';
 import type { SearchResult } from '../../shared/serve-api.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, readWait, servedToken, TOKEN_HEADER } from '../consistency.js';
-import { decodeCursor, encodeCursor, mergeScanPages } from '../scan.js';
+import { parseFieldParams } from '../../shared/filter-params.js';
+import { mergeFacets } from '../facets.js';
+import { decodePosition, encodePosition, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
 import type { GatewayServices } from '../services.js';
 import { intParam } from '../validation.js';
@@ -30,11 +32,16 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     const { collection, query } = docTarget(c, services);
     const limit = intParam(query, 'limit', 1, limits.scanLimitMax, limits.scanLimitDefault);
     const cursor = query.get('cursor');
+    const fieldParams = { filter: query.get('filter'), sort: query.get('sort') };
+    const { sort } = parseFieldParams(fieldParams);
+    const position = cursor ? decodePosition(cursor, limits.keyBytesMax, sort.length) : undefined;
     const range = {
       prefix: bounded(query, 'prefix'),
       start: bounded(query, 'start'),
       end: bounded(query, 'end'),
-      after: cursor ? decodeCursor(cursor, limits.keyBytesMax) : undefined,
+      after: position?.key,
+      afterSort: position?.sort,
+      ...fieldParams,
     };
     const plan = await planRead(c, query, services, collection, all);
     const pages = await topology.fanOut(all, (node, assigned) =>
@@ -47,14 +54,15 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
         ...readWait(plan, assigned),
       }),
     );
-    const merged = mergeScanPages(pages, limit);
+    const merged = mergeScanPages(pages, limit, sort);
     const served = servedToken(plan.token, collection, merged.applied, all);
     c.header(TOKEN_HEADER, tokens.encode(served));
     const items = merged.items.map(
-      ({ key, json, offset }) =>
-        `{"key":${JSON.stringify(key)},"value":${json},"offset":${offset}}`,
+      ({ key, json, offset, sort: values }) =>
+        `{"key":${JSON.stringify(key)},"value":${json},"offset":${offset}` +
+        (values ? `,"sort":${JSON.stringify(values)}}` : '}'),
     );
-    const next = JSON.stringify(merged.after === null ? null : encodeCursor(merged.after));
+    const next = JSON.stringify(merged.after === null ? null : encodePosition(merged.after));
     return jsonText(c, `{"items":[${items.join(',')}],"cursor":${next}}`);
   });
 
@@ -67,6 +75,12 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     const limit = intParam(query, 'limit', 1, limits.searchLimitMax, limits.searchLimitDefault);
     const offset = intParam(query, 'offset', 0, limits.searchOffsetMax, 0);
     const highlight = query.get('highlight') === 'true';
+    const fieldParams = {
+      filter: query.get('filter'),
+      sort: query.get('sort'),
+      facets: query.get('facets'),
+    };
+    const fields = parseFieldParams(fieldParams);
     const plan = await planRead(c, query, services, collection, all);
     const depth = offset + limit;
     const pageMax = services.config.serveSearchPageMax;
@@ -75,6 +89,8 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     // token covers the latest state read. (One that moved up into an earlier page is missed.)
     const pages = await topology.fanOut(all, async (node, assigned) => {
       const top: SearchResult = { hits: [], total: 0, totalExact: true, applied: {} };
+      // Facets count every match, whatever the page: the first page's call asks for them.
+      let facets = fieldParams.facets;
       const keys = new Set<string>();
       for (let from = 0; from < depth; from += pageMax) {
         const page = await node.client.search(collection, {
@@ -82,10 +98,15 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
           limit: Math.min(pageMax, depth - from),
           offset: from,
           highlight,
+          filter: fieldParams.filter,
+          sort: fieldParams.sort,
+          facets,
           // Its assigned partitions only, so `total` counts no partition twice across replicas.
           partitions: assigned,
           ...readWait(plan, assigned),
         });
+        if (page.facets) top.facets = page.facets;
+        facets = undefined;
         for (const hit of page.hits) {
           if (!keys.has(hit.key)) top.hits.push(hit);
           keys.add(hit.key);
@@ -99,18 +120,29 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       }
       return top;
     });
-    const merged = mergeSearchHits(pages, offset, limit);
+    const merged = mergeSearchHits(pages, offset, limit, fields.sort);
     const served = servedToken(plan.token, collection, merged.applied, all);
     c.header(TOKEN_HEADER, tokens.encode(served));
-    const hits = merged.hits.map(({ key, score, json, highlights }) => {
+    const hits = merged.hits.map(({ key, score, json, highlights, sort }) => {
       const marked = highlights ? `,"highlights":${JSON.stringify(highlights)}` : '';
-      return `{"key":${JSON.stringify(key)},"score":${JSON.stringify(score)},"value":${json}${marked}}`;
+      const sorted = sort ? `,"sort":${JSON.stringify(sort)}` : '';
+      return `{"key":${JSON.stringify(key)},"score":${JSON.stringify(score)},"value":${json}${marked}${sorted}}`;
     });
+    const facets =
+      fields.facets.length === 0
+        ? ''
+        : `,"facets":${JSON.stringify(
+            mergeFacets(
+              fields.facets,
+              pages.map((page) => page.result.facets),
+              limits.facetValuesMax,
+            ),
+          )}`;
     // `totalRelation` as Elasticsearch's: "gte" when a node stopped counting at its bound.
     const relation = merged.totalExact ? 'eq' : 'gte';
     return jsonText(
       c,
-      `{"hits":[${hits.join(',')}],"total":${merged.total},"totalRelation":"${relation}"}`,
+      `{"hits":[${hits.join(',')}],"total":${merged.total},"totalRelation":"${relation}"${facets}}`,
     );
   });
 }

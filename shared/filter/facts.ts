@@ -4,6 +4,9 @@
  * decide on these facts, so the two agree by construction.
  */
 import type { FieldFacts, SortClause } from './ast.js';
+import { compareCodePoints } from '../code-points.js';
+
+export { compareCodePoints };
 
 /**
  * Arrays and objects nested deeper than this are not looked into: a hostile document must not
@@ -120,21 +123,6 @@ export function compareSortValues(
   const order =
     typeof a === 'number' ? compareNumbers(a, b as number) : compareCodePoints(a, b as string);
   return direction === 'asc' || order === 0 ? order : -order;
-}
-
-/**
- * Strings by Unicode code point (as SQLite's BINARY collation orders their UTF-8), not by UTF-16
- * unit: "\u{1F600}" sorts after "\uFFFD" here, before it with `<`. Returns -1, 0 or 1.
- */
-export function compareCodePoints(a: string, b: string): number {
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i++) {
-    if (a.charCodeAt(i) === b.charCodeAt(i)) continue;
-    // At the first differing unit, the code points starting there order the strings (both
-    // halves of an earlier pair were equal, so a low surrogate here compares as itself).
-    return (a.codePointAt(i) as number) < (b.codePointAt(i) as number) ? -1 : 1;
-  }
-  return compareNumbers(a.length, b.length);
 }
 
 const compareNumbers = (a: number, b: number): number => (a < b ? -1 : a > b ? 1 : 0);

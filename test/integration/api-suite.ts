@@ -10,7 +10,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
 import { collectionOffsets, TokenCodec } from '../../shared/token.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { spawnEmbedded } from '../harness/index.js';
 import { call } from './gateway-harness.js';
+
+/** `tailbase start` from the built CLI as a target, with `partitions` partitions. */
+export async function embeddedTarget(partitions: number): Promise<ApiTarget> {
+  const embedded = await spawnEmbedded({ partitions });
+  return {
+    url: embedded.url,
+    partitions,
+    serveNodes: 1,
+    stop: async () => void (await embedded.stop()),
+  };
+}
 
 /** A running tailbase the suite drives through its public HTTP API alone. */
 export interface ApiTarget {
@@ -264,6 +276,8 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
         searchable: ['text'],
         weights: {},
         tokenizer: 'unicode61 remove_diacritics 2',
+        filterable: [],
+        sortable: [],
       });
       expect(put.body.topicConfigs).toMatchObject({
         cleanupPolicy: 'delete',

@@ -1,6 +1,7 @@
 // Proves replica determinism: a serve-node rebuilt from an empty data dir, one started from a
 // snapshot taken mid-stream, and one wiped by the admin rebuild all hold exactly the documents of
-// one that ran throughout, and return the same top-20 hits with the same scores, though settings
+// one that ran throughout, and return the same top-20 hits with the same scores (and the same
+// filtered, sorted and faceted answers), though settings
 // changed between the writes and a replica applies the settings topic and the collection's topic
 // in whatever interleaving its fetchers meet them.
 import { afterAll, describe, expect, it } from 'vitest';
@@ -21,6 +22,16 @@ const WORDS = (
   'durable fsync leader follower segment compaction retention stream table café naïve über'
 ).split(' ');
 const QUERIES = ['log', 'snapshot index', '"apply batch"', 'seg*', 'cafe OR naive', 'rank -token'];
+/** Filtered, sorted and faceted searches on the fields the last settings make filterable. */
+const FIELD_QUERIES = [
+  { q: 'log', filter: 'year > 1980 AND tags EXISTS', facets: 'tags,year' },
+  { q: 'index OR search', sort: 'year:desc', facets: 'title' },
+  {
+    q: 'record',
+    filter: 'NOT tags IN [log, rank] OR year 1960 TO 1970',
+    sort: 'title:asc,year:asc',
+  },
+];
 const dirs: TempDir[] = [];
 const nodes: Array<{ stop(): Promise<void> }> = [];
 
@@ -56,6 +67,15 @@ async function topHits(client: HttpServeClient, waitFor: WaitFor, settingsEnd: n
       q,
       total: result.total,
       hits: result.hits.map((h) => [h.key, h.score, h.offset]),
+    });
+  }
+  for (const query of FIELD_QUERIES) {
+    const result = await client.search('notes', { ...query, limit: 20, waitFor, waitMs: 20_000 });
+    answers.push({
+      q: JSON.stringify(query),
+      total: result.total,
+      hits: result.hits.map((h) => [h.key, h.score, h.offset, h.sort]),
+      facets: result.facets,
     });
   }
   return answers;
@@ -94,7 +114,17 @@ describe('serve-node determinism', () => {
             ' ',
           );
           const value =
-            random.next() < 0.1 ? null : { title: random.pick(WORDS), body: { text }, round };
+            random.next() < 0.1
+              ? null
+              : {
+                  title: random.pick(WORDS),
+                  body: { text },
+                  round,
+                  year: random.int(1950, 2020),
+                  ...(random.next() < 0.7
+                    ? { tags: [random.pick(WORDS), random.pick(WORDS)] }
+                    : {}),
+                };
           return {
             key,
             value: value && Buffer.from(JSON.stringify(value)),
@@ -112,7 +142,7 @@ describe('serve-node determinism', () => {
       ).lastOffset;
     };
     await appendRound(0);
-    await setSettings({ weights: { title: 3 } });
+    await setSettings({ weights: { title: 3 }, filterable: ['round'], sortable: ['round'] });
     await appendRound(1);
     await running.get('notes', 'k0', { waitFor: { ...end }, waitMs: 20_000 });
     await settingsApplied(running, settingsEnd);
@@ -129,7 +159,12 @@ describe('serve-node determinism', () => {
       tokenizer: 'porter unicode61 remove_diacritics 2',
     });
     await appendRound(3);
-    await setSettings({ searchable: ['body', 'title'], weights: { body: 2 } });
+    await setSettings({
+      searchable: ['body', 'title'],
+      weights: { body: 2 },
+      filterable: ['year', 'tags', 'title'],
+      sortable: ['year', 'title'],
+    });
     await appendRound(4);
 
     const waitFor = { ...end };
@@ -137,6 +172,7 @@ describe('serve-node determinism', () => {
     const expectedHits = await topHits(running, waitFor, settingsEnd);
     expect(expectedDocs.length).toBeGreaterThan(100);
     expect(expectedHits.every((answer) => answer.hits.length > 0)).toBe(true);
+    expect(expectedHits.filter((answer) => answer.facets !== undefined)).toHaveLength(2);
 
     const rebuilt = await start('det-rebuilt');
     const fromSnapshot = await start('det-from-snapshot', { fromSnapshot: snapshotDir });

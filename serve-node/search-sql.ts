@@ -1,0 +1,252 @@
+/**
+ * The SQL of a search, a count, a facet count and a filtered or sorted scan, for one collection's
+ * table: built from the shape of the request (filter tree, sort clauses, which key bounds are
+ * set), never from its text, so statements are cached by their SQL (QueryCache) and every value
+ * is a bound parameter.
+ *
+ * Orders, the same in every replica:
+ * - search without sort: score, then partition, then offset (fts-table.ts's row order);
+ * - search with sort: each clause's value (numbers before strings, documents without one last),
+ *   then score, then key;
+ * - scan: each clause's value as above, then key.
+ */
+import type Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
+import type { FilterNode, SortClause } from '../shared/filter/ast.js';
+import type { SortValues } from '../shared/serve-api.js';
+import { filterCondition } from './filter-sql.js';
+import { ROW_PARTITIONS, type FtsTable } from './fts-table.js';
+
+export type Param = number | string | null;
+export type { SortValues };
+
+interface Query {
+  sql: string;
+  params: Param[];
+}
+
+/** Builds SQL text and its parameters in the order they appear. */
+class SqlText {
+  private readonly parts: string[] = [];
+  readonly params: Param[] = [];
+  add(sql: string, ...params: Param[]): this {
+    this.parts.push(sql);
+    this.params.push(...params);
+    return this;
+  }
+  query(): Query {
+    return { sql: this.parts.join(' '), params: this.params };
+  }
+}
+
+/** The statements of recent query shapes; past `max` the oldest is dropped. */
+export class QueryCache {
+  private readonly statements = new Map<string, Statement>();
+  constructor(
+    private readonly db: Database.Database,
+    private readonly max: number,
+  ) {}
+
+  statement(sql: string): Statement {
+    let statement = this.statements.get(sql);
+    if (statement !== undefined) {
+      // Re-inserted, so the map's order is least recently used first.
+      this.statements.delete(sql);
+    } else {
+      statement = this.db.prepare(sql);
+      if (this.statements.size >= this.max) {
+        this.statements.delete(this.statements.keys().next().value!);
+      }
+    }
+    this.statements.set(sql, statement);
+    return statement;
+  }
+}
+
+export interface MatchShape {
+  table: FtsTable;
+  match: string;
+  /** The hosted partitions searched, as a JSON array. */
+  partitions: string;
+  filter: FilterNode | null;
+}
+
+const inPartitions = (row: string) =>
+  `${row} % ${ROW_PARTITIONS} IN (SELECT value FROM json_each(?))`;
+
+/** `SELECT rowid AS row[, score] FROM fts WHERE MATCH AND partitions AND filter`. */
+function matching(text: SqlText, shape: MatchShape, withScore: boolean): void {
+  const { table } = shape;
+  const score = withScore
+    ? `, -bm25(${table.name}, ${table.layout.weights.join(', ')}) AS score`
+    : '';
+  text.add(
+    `SELECT rowid AS row${score} FROM ${table.name} WHERE ${table.name} MATCH ?`,
+    shape.match,
+  );
+  text.add(`AND ${inPartitions('rowid')}`, shape.partitions);
+  if (shape.filter !== null) {
+    const condition = filterCondition(shape.filter, table.id, 'rowid');
+    text.add(`AND ${condition.sql}`, ...condition.params);
+  }
+}
+
+/** LEFT JOINs of each clause's sort value onto `row`, and the ORDER BY terms they give. */
+function sortJoins(text: SqlText, tableId: number, sort: readonly SortClause[], row: string) {
+  const terms: string[] = [];
+  const columns: string[] = [];
+  sort.forEach((clause, i) => {
+    text.add(
+      `LEFT JOIN sort_values s${i} ON s${i}.table_id = ${tableId} AND s${i}.field = ? AND s${i}.row = ${row}`,
+      clause.field,
+    );
+    const direction = clause.direction === 'desc' ? 'DESC' : 'ASC';
+    terms.push(`s${i}.kind IS NULL`, `s${i}.kind`, `s${i}.value ${direction}`);
+    columns.push(`s${i}.kind AS k${i}`, `s${i}.value AS v${i}`);
+  });
+  return { terms, columns };
+}
+
+/** The best `depth` matches: (row, score, key[, k0, v0, ...]). */
+export function searchQuery(shape: MatchShape, sort: readonly SortClause[], depth: number): Query {
+  const { table } = shape;
+  const text = new SqlText();
+  if (sort.length === 0) {
+    text.add('SELECT m.row AS row, m.score AS score, r.key AS key FROM (');
+    matching(text, shape, true);
+    text.add(`ORDER BY score DESC, rowid % ${ROW_PARTITIONS}, rowid LIMIT ?) m`, depth);
+    text.add(`JOIN doc_rows r ON r.table_id = ${table.id} AND r.row = m.row`);
+    text.add(`ORDER BY m.score DESC, m.row % ${ROW_PARTITIONS}, m.row`);
+    return text.query();
+  }
+  // The select list names the sort columns, which are only known once the joins are built.
+  const inner = new SqlText();
+  matching(inner, shape, true);
+  const joins = new SqlText();
+  const { terms, columns } = sortJoins(joins, table.id, sort, 'm.row');
+  const { sql: innerSql, params: innerParams } = inner.query();
+  const { sql: joinSql, params: joinParams } = joins.query();
+  text.add(`SELECT m.row AS row, m.score AS score, r.key AS key, ${columns.join(', ')}`);
+  text.add(`FROM (${innerSql}) m`, ...innerParams);
+  text.add(`JOIN doc_rows r ON r.table_id = ${table.id} AND r.row = m.row`);
+  text.add(joinSql, ...joinParams);
+  text.add(`ORDER BY ${terms.join(', ')}, m.score DESC, r.key LIMIT ?`, depth);
+  return text.query();
+}
+
+/** The number of matches, counting at most `max`. */
+export function countQuery(shape: MatchShape, max: number): Query {
+  const text = new SqlText().add('SELECT count(*) FROM (');
+  matching(text, shape, false);
+  return text.add('LIMIT ?)', max).query();
+}
+
+/** (field, kind, value, n) for each value of `fields` over every match. */
+export function facetQuery(shape: MatchShape, fields: readonly string[]): Query {
+  const text = new SqlText().add('SELECT f.field AS field, f.kind AS kind, f.value AS value,');
+  text.add('count(*) AS n FROM (');
+  matching(text, shape, false);
+  const marks = fields.map(() => '?').join(', ');
+  text.add(
+    `) m JOIN field_values f ON f.table_id = ${shape.table.id} AND f.row = m.row AND f.field IN (${marks})`,
+    ...fields,
+  );
+  return text.add('GROUP BY f.field, f.kind, f.value').query();
+}
+
+export interface ScanShape {
+  tableId: number;
+  partitions: string;
+  start?: string;
+  end?: string;
+  prefix?: string;
+  filter: FilterNode | null;
+  sort: readonly SortClause[];
+  /** Resume after this position: its key, and its sort values when the scan is sorted. */
+  after?: { key: string; sort: SortValues };
+  limit: number;
+}
+
+/** (key, row[, k0, v0, ...]) in the scan's order. */
+export function scanQuery(shape: ScanShape): Query {
+  const { tableId, sort } = shape;
+  const joins = new SqlText();
+  const { terms, columns } = sortJoins(joins, tableId, sort, 'r.row');
+  const { sql: joinSql, params: joinParams } = joins.query();
+  const select = ['r.key AS key', 'r.row AS row', ...columns].join(', ');
+  const text = new SqlText().add(`SELECT ${select} FROM doc_rows r`);
+  text.add(joinSql, ...joinParams);
+  text.add(`WHERE r.table_id = ${tableId} AND ${inPartitions('r.row')}`, shape.partitions);
+  if (shape.start !== undefined) text.add('AND r.key >= ?', shape.start);
+  if (shape.end !== undefined) text.add('AND r.key < ?', shape.end);
+  if (shape.prefix !== undefined && shape.prefix !== '') {
+    text.add('AND r.key >= ?', shape.prefix);
+    const upper = prefixSuccessor(shape.prefix);
+    if (upper !== null) text.add('AND r.key < ?', upper);
+  }
+  if (shape.filter !== null) {
+    const condition = filterCondition(shape.filter, tableId, 'r.row');
+    text.add(`AND ${condition.sql}`, ...condition.params);
+  }
+  if (shape.after !== undefined) {
+    const after = afterCondition(sort, shape.after);
+    text.add(`AND ${after.sql}`, ...after.params);
+  }
+  text.add(`ORDER BY ${[...terms, 'r.key'].join(', ')} LIMIT ?`, shape.limit);
+  return text.query();
+}
+
+/**
+ * Rows strictly after `after` in the scan's order, as a lexicographic comparison over (for each
+ * clause: has no value, kind, value) and then the key. `IS` compares the nulls of a document
+ * without a value as equal; `>` and `<` with a null are never true, so a position without a value
+ * is followed only by others without one (and a greater key).
+ */
+function afterCondition(sort: readonly SortClause[], after: { key: string; sort: SortValues }) {
+  const terms: Array<{ column: string; value: Param; greater: '>' | '<' }> = [];
+  sort.forEach((clause, i) => {
+    const value = after.sort[i] ?? null;
+    const kind = value === null ? null : typeof value === 'number' ? 0 : 1;
+    terms.push({ column: `(s${i}.kind IS NULL)`, value: value === null ? 1 : 0, greater: '>' });
+    terms.push({ column: `s${i}.kind`, value: kind, greater: '>' });
+    terms.push({
+      column: `s${i}.value`,
+      value,
+      greater: clause.direction === 'desc' ? '<' : '>',
+    });
+  });
+  terms.push({ column: 'r.key', value: after.key, greater: '>' });
+  // (t0 > v0) OR (t0 IS v0 AND ((t1 > v1) OR (t1 IS v1 AND ...))), built from the last term out.
+  let sql = '';
+  const params: Param[] = [];
+  for (let i = terms.length - 1; i >= 0; i--) {
+    const { column, greater } = terms[i];
+    sql =
+      sql === ''
+        ? `${column} ${greater} ?`
+        : `(${column} ${greater} ? OR (${column} IS ? AND ${sql}))`;
+  }
+  // Parameters in text order: each term's value for `>` then, except the last, for `IS`.
+  terms.forEach(({ value }, i) => {
+    params.push(value);
+    if (i < terms.length - 1) params.push(value);
+  });
+  return { sql, params };
+}
+
+/**
+ * The least string greater than every string starting with `prefix`, in code point order (which
+ * is SQLite's BINARY order of UTF-8): the last code point raised by one (past the surrogates),
+ * or dropped and the one before raised when it is the last code point there is.
+ */
+export function prefixSuccessor(prefix: string): string | null {
+  const points = Array.from(prefix, (char) => char.codePointAt(0)!);
+  while (points.length > 0) {
+    const last = points.pop()!;
+    if (last < 0x10ffff) {
+      points.push(last === 0xd7ff ? 0xe000 : last + 1);
+      return String.fromCodePoint(...points);
+    }
+  }
+  return null;
+}
