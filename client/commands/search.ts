@@ -24,9 +24,9 @@ export function formatHits(
 ) {
   const keyChars = Math.max(3, ...result.hits.map((hit) => [...hit.key].length));
   const width = valueWidth(columns, keyChars + 20);
-  const marked = result.hits.some((hit) => Object.keys(hit.highlights ?? {}).length > 0);
   return formatTable(
-    ['#', 'SCORE', 'KEY', marked ? 'MATCHES' : 'VALUE'],
+    // VALUE either way: the highlights are the value's matching fields, and scripts read the header.
+    ['#', 'SCORE', 'KEY', 'VALUE'],
     result.hits.map((hit, index) => [
       from + index + 1,
       hit.score.toPrecision(3),

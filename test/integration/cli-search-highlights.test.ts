@@ -23,7 +23,7 @@ describe('tailbase search', () => {
     const run = await cli('search', 'books', 'fox');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(
-      /^#\s+SCORE\s+KEY\s+MATCHES\n1\s+\S+\s+b1\s+title: The quick \*fox\*\n$/,
+      /^#\s+SCORE\s+KEY\s+VALUE\n1\s+\S+\s+b1\s+title: The quick \*fox\*\n$/,
     );
     const plain = await cli('search', 'books', 'fox', '--no-highlight');
     expect(plain.stdout).toMatch(

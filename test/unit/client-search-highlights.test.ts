@@ -45,14 +45,14 @@ describe('formatHighlights', () => {
 });
 
 describe('formatHits', () => {
-  it('shows the matches column when hits carry highlights, the value otherwise', () => {
+  it('shows the matching fields when hits carry highlights, the value otherwise', () => {
     const hit = { key: 'b1', score: 1.5, value: { title: 'The fox' }, partition: 0, offset: 0 };
     const marked = formatHits(
       { hits: [{ ...hit, highlights: { title: 'The <mark>fox</mark>' } }], total: 1 } as never,
       0,
       100,
     );
-    expect(marked).toBe('#  SCORE  KEY  MATCHES\n1  1.50   b1   title: The *fox*\n');
+    expect(marked).toBe('#  SCORE  KEY  VALUE\n1  1.50   b1   title: The *fox*\n');
     const plain = formatHits({ hits: [hit], total: 1 } as never, 0, 100);
     expect(plain).toBe('#  SCORE  KEY  VALUE\n1  1.50   b1   {"title":"The fox"}\n');
   });
