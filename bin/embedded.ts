@@ -32,6 +32,7 @@ import { PortServeClient } from '../shared/port-serve-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';
+import { readyBanner } from './ready-banner.js';
 import type { ServeWorkerData } from './serve-worker.js';
 
 export interface EmbeddedOptions {
@@ -217,9 +218,13 @@ export function registerStartCommand(program: Command): void {
         readyWaitMsMax: flags.readyWaitMsMax,
         gateway: gatewayLimitValues(flags),
       });
-      const kafka = running.kafkaPort === null ? '' : `  Kafka: ${flags.host}:${running.kafkaPort}`;
       process.stdout.write(
-        `tailbase is ready: ${running.url}${kafka}  (data in ${path.resolve(flags.data)})\n`,
+        readyBanner({
+          url: running.url,
+          host: flags.host,
+          kafkaPort: running.kafkaPort,
+          dataDir: path.resolve(flags.data),
+        }),
       );
       onShutdownSignal(createLogger('tailbase'), running.stop);
     },

@@ -66,3 +66,68 @@ export function formatPartitionList(partitions: readonly number[]): string {
   }
   return ranges.join(',');
 }
+
+/** How the gateway marks matches in a search hit's `highlights` (with `highlight=true`). */
+export const MARK_OPEN = '<mark>';
+export const MARK_CLOSE = '</mark>';
+
+export interface MarkedPart {
+  text: string;
+  match: boolean;
+}
+
+/** A highlighted field's text in parts, the matches flagged; an unclosed mark runs to the end. */
+export function markedParts(text: string): MarkedPart[] {
+  const parts: MarkedPart[] = [];
+  let rest = text;
+  while (rest !== '') {
+    const open = rest.indexOf(MARK_OPEN);
+    if (open === -1) break;
+    if (open > 0) parts.push({ text: rest.slice(0, open), match: false });
+    rest = rest.slice(open + MARK_OPEN.length);
+    const close = rest.indexOf(MARK_CLOSE);
+    const end = close === -1 ? rest.length : close;
+    if (end > 0) parts.push({ text: rest.slice(0, end), match: true });
+    rest = close === -1 ? '' : rest.slice(close + MARK_CLOSE.length);
+  }
+  if (rest !== '') parts.push({ text: rest, match: false });
+  return parts;
+}
+
+/** Bold yellow on a terminal; `*word*` where colour cannot show (a pipe, a file, NO_COLOR). */
+const MATCH_STYLE = { colour: ['\x1b[1;33m', '\x1b[22;39m'], plain: ['*', '*'] } as const;
+
+/**
+ * A hit's highlights on one line, `field: text with matches` joined by ` · `, cut to charsMax
+ * visible characters (the escapes of colour do not count, and are never cut in half).
+ */
+export function formatHighlights(
+  highlights: Record<string, string>,
+  charsMax: number,
+  colour: boolean,
+): string {
+  const [open, close] = colour ? MATCH_STYLE.colour : MATCH_STYLE.plain;
+  const parts: MarkedPart[] = [];
+  Object.entries(highlights).forEach(([field, text], index) => {
+    parts.push({ text: `${index === 0 ? '' : ' · '}${field}: `, match: false });
+    for (const part of markedParts(text)) {
+      parts.push({ text: part.text.replace(/\s+/g, ' '), match: part.match });
+    }
+  });
+  const marks = colour ? 0 : open.length + close.length;
+  const visible = (part: MarkedPart) => [...part.text].length + (part.match ? marks : 0);
+  const whole = parts.reduce((sum, part) => sum + visible(part), 0) <= charsMax;
+  // A cut line keeps one character for its ellipsis.
+  let room = whole ? charsMax : Math.max(charsMax - 1, 0);
+  let line = '';
+  for (const part of parts) {
+    const fits = visible(part) <= room;
+    const kept = fits
+      ? part.text
+      : [...part.text].slice(0, Math.max(room - (part.match ? marks : 0), 0)).join('');
+    if (kept !== '') line += part.match ? `${open}${kept}${close}` : kept;
+    if (!fits) return `${line}…`;
+    room -= visible(part);
+  }
+  return line;
+}

@@ -1,4 +1,8 @@
-/** `tailbase search <collection> <query>`: ranked full-text hits as a table (or JSON). */
+/**
+ * `tailbase search <collection> <query>`: ranked full-text hits as a table (or JSON), each with
+ * the fields that matched and the matches marked (bold on a terminal), or its value when no
+ * searchable field holds a match.
+ */
 import type { Command } from 'commander';
 import {
   addReadOptions,
@@ -8,20 +12,28 @@ import {
   integerAtLeast,
   readOptionsOf,
 } from '../command-kit.js';
-import { formatTable, summarizeJson, valueWidth } from '../format.js';
+import { formatHighlights, formatTable, summarizeJson, valueWidth } from '../format.js';
 import type { SearchResult } from '../http-client.js';
 import type { ClientIo } from '../io.js';
 
-export function formatHits(result: SearchResult, from: number, columns: number | undefined) {
+export function formatHits(
+  result: SearchResult,
+  from: number,
+  columns: number | undefined,
+  colour = false,
+) {
   const keyChars = Math.max(3, ...result.hits.map((hit) => [...hit.key].length));
   const width = valueWidth(columns, keyChars + 20);
   return formatTable(
+    // VALUE either way: the highlights are the value's matching fields, and scripts read the header.
     ['#', 'SCORE', 'KEY', 'VALUE'],
     result.hits.map((hit, index) => [
       from + index + 1,
       hit.score.toPrecision(3),
       hit.key,
-      summarizeJson(hit.highlights ?? hit.value, width),
+      Object.keys(hit.highlights ?? {}).length > 0
+        ? formatHighlights(hit.highlights ?? {}, width, colour)
+        : summarizeJson(hit.value, width),
     ]),
   );
 }
@@ -33,7 +45,7 @@ export function registerSearchCommand(program: Command, io: ClientIo): void {
     .argument('<query>')
     .option('--limit <n>', 'hits to return', integerAtLeast(1))
     .option('--offset <n>', 'hits to skip', integerAtLeast(0))
-    .option('--highlight', 'show the matching fields with <mark></mark>', false)
+    .option('--no-highlight', "show each hit's value instead of the fields that matched")
     .action(
       clientAction(io, async (session, [collection, query], flags) => {
         const offset = flags.offset as number | undefined;
@@ -47,7 +59,8 @@ export function registerSearchCommand(program: Command, io: ClientIo): void {
           session.print(JSON.stringify(result));
           return;
         }
-        io.stdout.write(formatHits(result, offset ?? 0, io.stdout.columns));
+        const colour = io.stdout.isTTY === true && io.env.NO_COLOR === undefined;
+        io.stdout.write(formatHits(result, offset ?? 0, io.stdout.columns, colour));
         session.note(`${result.hits.length} of ${result.total} hits`);
       }),
     );

@@ -1,0 +1,203 @@
+/**
+ * Every call the console makes to the gateway, in one place, so it can move to the typed client
+ * (`import { Tailbase } from 'tailbase'`) in one step. The API key lives only in this tab's
+ * sessionStorage and goes out as `Authorization: Bearer KEY`; the newest token the gateway
+ * answers is sent with the next calls, so a search after a settings change reads it.
+ */
+
+export interface ReplicaStatus {
+  node: number;
+  up: boolean;
+  applied: number | null;
+  lag: number | null;
+  state: string | null;
+}
+
+export interface PartitionStatus {
+  topic: string;
+  partition: number;
+  logStartOffset: number;
+  endOffset: number;
+  replicas: ReplicaStatus[];
+}
+
+export interface ServeNodeStatus {
+  node: number;
+  nodeId: string | null;
+  up: boolean;
+  ready: boolean;
+  partitions: number[];
+}
+
+export interface ClusterStatus {
+  clusterId: string;
+  partitions: PartitionStatus[];
+  serveNodes: ServeNodeStatus[];
+}
+
+export interface SearchHit {
+  key: string;
+  score: number;
+  value: unknown;
+  highlights?: Record<string, string>;
+}
+
+export interface SearchAnswer {
+  hits: SearchHit[];
+  total: number;
+  totalRelation?: 'eq' | 'gte';
+  facets?: Record<string, Record<string, number>>;
+}
+
+export interface SearchRequest {
+  q: string;
+  filter?: string;
+  sort?: string;
+  facets?: string;
+  limit?: number;
+}
+
+export interface DocAnswer {
+  key: string;
+  value: unknown;
+  offset: number;
+}
+
+export interface SavedSettings {
+  collection: string;
+  settings: Record<string, unknown>;
+  topicConfigs: Record<string, unknown>;
+}
+
+export interface ChangeEvent {
+  collection: string;
+  key: string;
+  value: unknown;
+  partition: number;
+  offset: number;
+  token: string;
+}
+
+/** What the gateway answers for a failed call: its error code and message, and the status. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const KEY_STORAGE = 'tailbase.apiKey';
+const TOKEN_HEADER = 'tailbase-token';
+let sessionToken: string | null = null;
+
+export const apiKey = {
+  get: (): string | null => sessionStorage.getItem(KEY_STORAGE),
+  set: (key: string) => sessionStorage.setItem(KEY_STORAGE, key),
+  clear: () => sessionStorage.removeItem(KEY_STORAGE),
+};
+
+type Query = Record<string, string | number | boolean | undefined>;
+
+function url(path: string, query: Query = {}): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) {
+    if (value !== undefined && value !== '') params.set(name, String(value));
+  }
+  const search = params.toString();
+  return search === '' ? path : `${path}?${search}`;
+}
+
+function headers(extra: Record<string, string>, withToken: boolean): Headers {
+  const all = new Headers(extra);
+  const key = apiKey.get();
+  if (key !== null) all.set('authorization', `Bearer ${key}`);
+  if (withToken && sessionToken !== null) all.set(TOKEN_HEADER, sessionToken);
+  return all;
+}
+
+async function failure(response: Response): Promise<ApiError> {
+  const body = (await response.json().catch(() => null)) as {
+    error?: { code?: string; message?: string };
+  } | null;
+  return new ApiError(
+    response.status,
+    body?.error?.code ?? `http_${response.status}`,
+    body?.error?.message ?? response.statusText,
+  );
+}
+
+async function call<T>(
+  method: string,
+  path: string,
+  options: { query?: Query; body?: unknown } = {},
+): Promise<T> {
+  const response = await fetch(url(path, options.query), {
+    method,
+    headers: headers(
+      options.body === undefined ? {} : { 'content-type': 'application/json' },
+      true,
+    ),
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  if (!response.ok) throw await failure(response);
+  sessionToken = response.headers.get(TOKEN_HEADER) ?? sessionToken;
+  return (await response.json()) as T;
+}
+
+const collectionPath = (collection: string) => `/v1/collections/${encodeURIComponent(collection)}`;
+
+export const api = {
+  status: () => call<ClusterStatus>('GET', '/v1/status'),
+
+  serveNodeStatus: (node: number) => call<unknown>('GET', `/v1/admin/serve-nodes/${node}/status`),
+
+  rebuild: (node: number) => call<unknown>('POST', `/v1/admin/serve-nodes/${node}/rebuild`),
+
+  search: (collection: string, request: SearchRequest) =>
+    call<SearchAnswer>('GET', `${collectionPath(collection)}/search`, {
+      query: { ...request, highlight: true },
+    }),
+
+  get: (collection: string, key: string) =>
+    call<DocAnswer>('GET', `${collectionPath(collection)}/docs/${encodeURIComponent(key)}`),
+
+  settings: (collection: string) => call<unknown>('GET', `${collectionPath(collection)}/settings`),
+
+  saveSettings: (collection: string, settings: unknown) =>
+    call<SavedSettings>('PUT', `${collectionPath(collection)}/settings`, { body: settings }),
+
+  /**
+   * Follows the change feed from now (NDJSON) until `signal` aborts it. No token is sent: the
+   * feed would take it as the position to resume from.
+   */
+  async changes(
+    collection: string | undefined,
+    signal: AbortSignal,
+    onEvent: (event: ChangeEvent) => void,
+  ): Promise<void> {
+    const response = await fetch(url('/v1/changes', { from: 'now', collection }), {
+      headers: headers({ accept: 'application/x-ndjson' }, false),
+      signal,
+    });
+    if (!response.ok || response.body === null) throw await failure(response);
+    const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+    let pending = '';
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      pending += value;
+      const lines = pending.split('\n');
+      pending = lines.pop() ?? '';
+      for (const line of lines.filter((text) => text.trim() !== '')) {
+        const event = JSON.parse(line) as
+          ChangeEvent | { error: { code: string; message: string } };
+        if ('error' in event) throw new ApiError(500, event.error.code, event.error.message);
+        onEvent(event);
+      }
+    }
+  },
+};

@@ -1,0 +1,115 @@
+/**
+ * The console: asks for an API key when the gateway requires one, then shows the status (polled
+ * live), the query box, the change feed and the collection settings.
+ */
+import { useCallback, useEffect, useState } from 'preact/hooks';
+import { api, ApiError, apiKey, type ClusterStatus } from './api.js';
+import { ChangesPanel } from './changes-panel.js';
+import { KeyPrompt } from './key-prompt.js';
+import { QueryPanel } from './query-panel.js';
+import { SettingsPanel } from './settings-panel.js';
+import { StatusPanel } from './status-panel.js';
+
+/** How often the status is read again: the lag a person watches moves at this pace. */
+export const STATUS_POLL_MS = 1000;
+
+type Access =
+  { state: 'checking' } | { state: 'needs-key'; refused: string | null } | { state: 'in' };
+
+const isAuthError = (error: unknown) =>
+  error instanceof ApiError && (error.status === 401 || error.status === 403);
+
+export function App() {
+  const [access, setAccess] = useState<Access>({ state: 'checking' });
+  const [status, setStatus] = useState<ClusterStatus | null>(null);
+  const [statusError, setStatusError] = useState<string | null>(null);
+  const [updatedAt, setUpdatedAt] = useState<Date | null>(null);
+
+  /** Reads the status; answers false when the gateway refused the key (or its absence). */
+  const refresh = useCallback(async (): Promise<boolean> => {
+    try {
+      setStatus(await api.status());
+      setUpdatedAt(new Date());
+      setStatusError(null);
+      return true;
+    } catch (error) {
+      if (isAuthError(error)) return false;
+      setStatusError((error as Error).message);
+      return true;
+    }
+  }, []);
+
+  const enter = useCallback(async () => {
+    const had = apiKey.get();
+    if (await refresh()) return setAccess({ state: 'in' });
+    apiKey.clear();
+    setAccess({
+      state: 'needs-key',
+      refused: had === null ? null : 'The gateway refused that key.',
+    });
+  }, [refresh]);
+
+  useEffect(() => void enter(), [enter]);
+
+  useEffect(() => {
+    if (access.state !== 'in') return;
+    let timer: ReturnType<typeof setTimeout>;
+    let stopped = false;
+    const tick = async () => {
+      const allowed = await refresh();
+      if (stopped) return;
+      if (!allowed) return void enter();
+      timer = setTimeout(tick, STATUS_POLL_MS);
+    };
+    timer = setTimeout(tick, STATUS_POLL_MS);
+    return () => {
+      stopped = true;
+      clearTimeout(timer);
+    };
+  }, [access.state, refresh, enter]);
+
+  const collections = [
+    ...new Set((status?.partitions ?? []).map((p) => p.topic).filter((t) => !t.startsWith('__'))),
+  ].sort();
+
+  return (
+    <>
+      <header>
+        <h1>tailbase console</h1>
+        <span class="where">{location.host}</span>
+        {access.state === 'in' && apiKey.get() !== null && (
+          <button
+            type="button"
+            onClick={() => {
+              apiKey.clear();
+              setStatus(null);
+              void enter();
+            }}
+          >
+            Forget API key
+          </button>
+        )}
+      </header>
+      <main>
+        {access.state === 'checking' && <p>Connecting…</p>}
+        {access.state === 'needs-key' && (
+          <KeyPrompt
+            refused={access.refused}
+            onKey={(key) => {
+              apiKey.set(key);
+              void enter();
+            }}
+          />
+        )}
+        {access.state === 'in' && (
+          <>
+            <StatusPanel status={status} error={statusError} updatedAt={updatedAt} />
+            <QueryPanel collections={collections} />
+            <ChangesPanel collections={collections} />
+            <SettingsPanel collections={collections} />
+          </>
+        )}
+      </main>
+    </>
+  );
+}
