@@ -21,7 +21,8 @@ COPY serve-node ./serve-node
 COPY gateway ./gateway
 COPY client ./client
 COPY bench ./bench
-RUN npx tsc -p tsconfig.json
+COPY console ./console
+RUN npm run build
 
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production

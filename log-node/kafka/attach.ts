@@ -59,7 +59,6 @@ export async function attachKafkaFace(
     coordinator.close();
     throw error;
   });
-  kafkaLogger.info({ host: listener.host, port: listener.port }, 'Kafka listener ready');
   return {
     port: listener.port,
     async close() {
