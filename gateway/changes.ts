@@ -84,7 +84,7 @@ export async function changeFeed(
   const collection = collectionParam ? checkCollection(collectionParam) : undefined;
   const limit = intParam(query, 'limit', 1, config.limits.feedLimitMax, Infinity);
   const skipRemoved = enumParam(query, 'removed', ['fail', 'skip'] as const) === 'skip';
-  const { filter } = parseFieldParams({ filter: query.get('filter') });
+  const { filter } = parseFieldParams({ filter: query.get('filter') }, config.limits);
   if (services.feeds.size >= config.limits.feedsMax) {
     throw new TailbaseError(503, 'too_many_feeds', 'too many change feeds are open; retry later', {
       limit: 'feedsMax',

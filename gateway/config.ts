@@ -6,6 +6,11 @@ import { BATCH_HEADER_BYTES, KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import { CLOSE_ANSWER_WAIT_MS_MAX } from '../shared/http-server.js';
 import { INTERNAL_SOCKETS_MAX } from '../shared/internal-http.js';
 import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-api.js';
+import {
+  FIELD_PARAM_LIMIT_HELP,
+  FIELD_PARAM_LIMITS_DEFAULT,
+  type FieldParamLimits,
+} from '../shared/filter-params.js';
 import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-api.js';
 
 import type { ApiKey } from '../shared/api-keys.js';
@@ -19,7 +24,7 @@ export { parseApiKeys, type ApiKey, type Scope } from '../shared/api-keys.js';
  */
 export const RECORD_OVERHEAD_BYTES_MAX = 5 + 5 + 5 + 5 + 5 + 10 + 1;
 
-export interface GatewayLimits {
+export interface GatewayLimits extends FieldParamLimits {
   /** A document's JSON bytes (PUT body, or one bulk record's value). */
   documentBytesMax: number;
   /** Levels of nesting in a document, the document object itself being level 1. */
@@ -116,6 +121,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   searchOffsetMax: 900,
   queryCharsMax: 1024,
   facetValuesMax: 100,
+  ...FIELD_PARAM_LIMITS_DEFAULT,
   waitMsDefault: 5000,
   waitMsMax: 30_000,
   feedLimitMax: 100_000,
@@ -138,6 +144,7 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   queryCharsMax: 'longest search q=, characters',
   facetValuesMax:
     'most values of one facet field a search answers; the rest are counted in omitted',
+  ...FIELD_PARAM_LIMIT_HELP,
   waitMsDefault: 'wait_ms of a read that waits for a token without one, ms',
   waitMsMax: 'longest wait_ms a read may ask for, ms',
   feedLimitMax: 'most events one change-feed request may ask for',

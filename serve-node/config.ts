@@ -3,8 +3,9 @@
  * hosts, and every limit it enforces (units last in the names).
  */
 import { SERVE_WAIT_MS_MAX } from '../shared/serve-api.js';
+import { FIELD_PARAM_LIMITS_DEFAULT, type FieldParamLimits } from '../shared/filter-params.js';
 
-export interface ServeNodeLimits {
+export interface ServeNodeLimits extends FieldParamLimits {
   /** The longest a read may wait for `wait_for`; larger `wait_ms` values are clamped to it. */
   waitMsMax: number;
   /** `wait_ms` when a read carries `wait_for` but no `wait_ms`. */
@@ -96,6 +97,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   getBatchKeysMax: 1_000,
   getBatchBytesMax: 2 * 1024 * 1024,
   facetDistinctMax: 10_000,
+  ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 
 export const DEFAULT_HOST = '127.0.0.1';

@@ -139,7 +139,7 @@ export class ServeReads {
       limits.scanLimitMax,
       limits.scanLimitDefault,
     );
-    const fields = parseFieldParams(request);
+    const fields = parseFieldParams(request, limits);
     await this.waitFor(collection, request);
     const partitions = request.partitions?.length ? new Set(request.partitions) : this.hostedSet;
     const stores = this.core.replica();
@@ -180,7 +180,7 @@ export class ServeReads {
     );
     const offset = checkInteger(request.offset, 'offset', 0, limits.searchDepthMax - limit, 0);
     const partitions = request.partitions?.length ? request.partitions : this.core.hosted;
-    const fields = parseFieldParams(request);
+    const fields = parseFieldParams(request, limits);
     await this.waitFor(collection, request);
     const stores = this.core.replica();
     checkFieldParams(fields, stores.search.settingsOf(collection));

@@ -33,7 +33,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     const limit = intParam(query, 'limit', 1, limits.scanLimitMax, limits.scanLimitDefault);
     const cursor = query.get('cursor');
     const fieldParams = { filter: query.get('filter'), sort: query.get('sort') };
-    const { sort } = parseFieldParams(fieldParams);
+    const { sort } = parseFieldParams(fieldParams, limits);
     const position = cursor ? decodePosition(cursor, limits.keyBytesMax, sort.length) : undefined;
     const range = {
       prefix: bounded(query, 'prefix'),
@@ -80,7 +80,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       sort: query.get('sort'),
       facets: query.get('facets'),
     };
-    const fields = parseFieldParams(fieldParams);
+    const fields = parseFieldParams(fieldParams, limits);
     const plan = await planRead(c, query, services, collection, all);
     const depth = offset + limit;
     const pageMax = services.config.serveSearchPageMax;

@@ -237,7 +237,7 @@ describe('sort keys', () => {
   it('compares strings as their UTF-8 bytes compare', () => {
     check(
       fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary' }), (a, b) => {
-        expect(compareCodePoints(a, b)).toBe(
+        expect(Math.sign(compareCodePoints(a, b))).toBe(
           Math.sign(Buffer.compare(Buffer.from(a), Buffer.from(b))),
         );
       }),
