@@ -4,6 +4,7 @@
  * stops it when asked. The protocol is three messages: started, stopped, failed.
  */
 import { parentPort, Worker, type MessagePort, type Transferable } from 'node:worker_threads';
+import { flushLogs } from '../shared/logger.js';
 
 type NodeThreadMessage = { started: true; info: unknown } | { stopped: true } | { failed: string };
 
@@ -82,9 +83,15 @@ export async function runNodeWorker<Node extends { stop(): Promise<void> }>(
       void node.stop().then(
         () => {
           for (const each of ports()) each.close();
+          // The main thread terminates this one on the answer: lines still buffered in this
+          // thread's log destination (the node's last, "closed") would be lost with it.
+          flushLogs();
           tell({ stopped: true });
         },
-        (error: unknown) => tell({ failed: String(error) }),
+        (error: unknown) => {
+          flushLogs();
+          tell({ failed: String(error) });
+        },
       );
     });
     tell({ started: true, info: info(node) });
