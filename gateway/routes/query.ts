@@ -3,17 +3,20 @@ import type { Hono } from 'hono';
 import { badRequest } from '../../shared/errors.js';
 import { jsonText } from '../../shared/http-server.js';
 import type { SearchResult } from '../../shared/serve-api.js';
+import { API_ROUTES } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, readWait, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { decodeCursor, encodeCursor, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
 import type { GatewayServices } from '../services.js';
 import { intParam } from '../validation.js';
+import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
 
 export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
   const { tokens, topology } = services;
+  const on = declaredRoutes(app, guard);
   const all = Array.from({ length: services.cluster.partitions }, (_, p) => p);
 
   const bounded = (query: Map<string, string>, name: string) => {
@@ -26,7 +29,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     return value === '' ? undefined : value;
   };
 
-  app.get('/v1/collections/:c/docs', guard('read'), async (c) => {
+  on(API_ROUTES.scan, async (c) => {
     const { collection, query } = docTarget(c, services);
     const limit = intParam(query, 'limit', 1, limits.scanLimitMax, limits.scanLimitDefault);
     const cursor = query.get('cursor');
@@ -58,7 +61,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     return jsonText(c, `{"items":[${items.join(',')}],"cursor":${next}}`);
   });
 
-  app.get('/v1/collections/:c/search', guard('read'), async (c) => {
+  on(API_ROUTES.search, async (c) => {
     const { collection, query } = docTarget(c, services);
     const q = query.get('q') ?? '';
     if (q.trim() === '' || q.length > limits.queryCharsMax) {
