@@ -20,7 +20,7 @@ beforeAll(async () => {
   const answer = await app.request('/openapi.json');
   expect(answer.status).toBe(200);
   expect(answer.headers.get('content-type')).toMatch(/^application\/json/);
-  document = await answer.json();
+  document = (await answer.json()) as typeof document;
 });
 
 afterAll(() => log.stop());
