@@ -9,10 +9,14 @@ import {
   readOptionsOf,
 } from '../command-kit.js';
 import { formatTable, summarizeJson, valueWidth } from '../format.js';
-import type { SearchResult } from '../http-client.js';
+import type { JsonValue, SearchResult } from '../sdk/index.js';
 import type { ClientIo } from '../io.js';
 
-export function formatHits(result: SearchResult, from: number, columns: number | undefined) {
+export function formatHits(
+  result: SearchResult<JsonValue>,
+  from: number,
+  columns: number | undefined,
+) {
   const keyChars = Math.max(3, ...result.hits.map((hit) => [...hit.key].length));
   const width = valueWidth(columns, keyChars + 20);
   return formatTable(
@@ -34,13 +38,19 @@ export function registerSearchCommand(program: Command, io: ClientIo): void {
     .option('--limit <n>', 'hits to return', integerAtLeast(1))
     .option('--offset <n>', 'hits to skip', integerAtLeast(0))
     .option('--highlight', 'show the matching fields with <mark></mark>', false)
+    .option('--filter <filter>', 'only hits that match: "year >= 2000 AND genre = sf"')
+    .option('--sort <fields>', 'order by sortable fields instead of score: "year:desc"')
+    .option('--facets <fields>', 'count the values of these fields over all matches: "genre,year"')
     .action(
       clientAction(io, async (session, [collection, query], flags) => {
         const offset = flags.offset as number | undefined;
-        const result = await session.client.search(collection, query, {
+        const result = await session.client.collection(collection).searchPage(query, {
           limit: flags.limit as number | undefined,
           offset,
           highlight: flags.highlight as boolean,
+          filter: flags.filter as string | undefined,
+          sort: flags.sort as string | undefined,
+          facets: flags.facets as string | undefined,
           ...readOptionsOf(flags),
         });
         if (session.json) {

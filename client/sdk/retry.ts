@@ -29,16 +29,19 @@ export const RETRY_DEFAULT: RetryPolicy = {
 };
 
 /** Refusals that prove the gateway took nothing of the request. */
-const REFUSED_CODES = new Set([
-  'overloaded',
-  'shutting_down',
-  'too_many_feeds',
-  'connection_refused',
-]);
+const REFUSED_CODES = new Set(['overloaded', 'shutting_down', 'too_many_feeds']);
+
+/** An `unreachable` whose connection was refused (Node's fetch names the cause; browsers do not). */
+export function connectionRefused(error: TailbaseError): boolean {
+  const cause = (error.cause as { cause?: { code?: unknown } } | undefined)?.cause;
+  return error.code === 'unreachable' && cause?.code === 'ECONNREFUSED';
+}
 
 export function isRetryable(error: unknown, idempotent: boolean): boolean {
   if (!(error instanceof TailbaseError)) return false;
-  if (error.status === 429 || REFUSED_CODES.has(error.code)) return true;
+  if (error.status === 429 || REFUSED_CODES.has(error.code) || connectionRefused(error)) {
+    return true;
+  }
   if (!idempotent) return false;
   return error.status === 503;
 }

@@ -169,12 +169,11 @@ export class Transport {
     }
     if ((cause as Error).name === 'AbortError') return cause as Error;
     const reason = (cause as { cause?: { code?: string; message?: string } }).cause;
-    // A refused connection sent nothing: any call may be retried. Other failures (a reset, a
-    // browser's opaque TypeError) may have reached the gateway.
-    const refused = reason?.code === 'ECONNREFUSED';
+    // The cause stays attached: a refused connection sent nothing, so retry.ts retries any call
+    // on it, while other failures (a reset, a browser's opaque TypeError) may have reached it.
     return new TailbaseError(
       503,
-      refused ? 'connection_refused' : 'unreachable',
+      'unreachable',
       `cannot reach ${this.url}: ${reason?.code ?? reason?.message ?? (cause as Error).message}`,
       {},
       { cause },
