@@ -7,6 +7,7 @@ import type {
   BulkAnswer,
   SettingsAnswer,
   SettingsBody,
+  SettingsView,
   WriteAnswer,
 } from '../../gateway/api/index.js';
 import { followChanges, type ChangesOptions } from './change-feed.js';
@@ -196,6 +197,16 @@ export class Collection<Doc = JsonValue> {
     }
     if (lines.length > 0) await flush();
     return progress;
+  }
+
+  /** The collection's settings and topic configs as the log holds them. */
+  getSettings(options: WriteOptions = {}): Promise<SettingsView> {
+    return this.transport.json({
+      method: 'GET',
+      path: `/v1/collections/${segment(this.name)}/settings`,
+      idempotent: true,
+      signal: options.signal,
+    });
   }
 
   /** Writes search settings and topic configs (admin scope); a record in the log. */

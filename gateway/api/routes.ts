@@ -18,6 +18,7 @@ import {
   ServeNodeStatus,
   SettingsAnswer,
   SettingsBody,
+  SettingsView,
   Status,
   StoredDocument,
   Text,
@@ -135,6 +136,13 @@ export const API_ROUTES = {
       413: ['settings_too_large'],
       503: [OUTCOME_UNKNOWN],
     }),
+  }),
+  getSettings: route('GET /v1/collections/{collection}/settings', {
+    summary:
+      "a collection's settings and topic configs, read from the log (every acknowledged write)",
+    scope: 'read',
+    answers: { 200: json(SettingsView) },
+    errors: { 400: ['invalid_collection', 'invalid_utf8'], 404: ['collection_not_found'] },
   }),
   changes: route('GET /v1/changes', {
     summary: 'the change feed: NDJSON lines (or SSE events), resumable by token',

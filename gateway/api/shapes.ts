@@ -115,12 +115,15 @@ export const SettingsBody = Type.Composite([
 ]);
 export type SettingsBody = Static<typeof SettingsBody>;
 
-export const SettingsAnswer = Type.Object({
+/** A collection's settings as the log holds them (GET settings). */
+export const SettingsView = Type.Object({
   collection: Type.String(),
   settings: SearchSettings,
   topicConfigs: TopicConfigs,
-  token: Token,
 });
+export type SettingsView = Static<typeof SettingsView>;
+
+export const SettingsAnswer = Type.Composite([SettingsView, Type.Object({ token: Token })]);
 export type SettingsAnswer = Static<typeof SettingsAnswer>;
 
 export const ChangeEvent = Type.Object({

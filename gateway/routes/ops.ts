@@ -7,6 +7,7 @@ import {
   type Readiness,
   type RebuildAnswer,
   type SettingsAnswer,
+  type SettingsView,
   type Status,
 } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
@@ -15,6 +16,7 @@ import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
 import { parseSettings } from '../settings.js';
+import { readCollectionSettings } from '../settings-reader.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
@@ -53,6 +55,16 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       token: encoded,
     };
     return c.json(answer);
+  });
+
+  on(API_ROUTES.getSettings, async (c) => {
+    const { collection } = docTarget(c, services);
+    const view: SettingsView = await readCollectionSettings(
+      log,
+      collection,
+      config.feedReadBytesMax,
+    );
+    return c.json(view);
   });
 
   on(API_ROUTES.changes, (c) => changeFeed(c, strictQuery(c.req.url), services));
