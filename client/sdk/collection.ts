@@ -25,7 +25,7 @@ import type {
   SearchOptions,
   SearchResult,
   SortOption,
-  WriteOptions,
+  CallOptions,
 } from './types.js';
 
 /** Half the gateway's default bulkBytesMax (16 MiB) and a tenth of its bulkRecordsMax. */
@@ -54,12 +54,12 @@ export class Collection<Doc = JsonValue> {
     return `/v1/collections/${segment(this.name)}/docs/${segment(key)}`;
   }
 
-  put(key: string, doc: Doc, options: WriteOptions = {}): Promise<WriteAnswer> {
+  put(key: string, doc: Doc, options: CallOptions = {}): Promise<WriteAnswer> {
     return this.putJson(key, JSON.stringify(doc), options);
   }
 
   /** Writes a document given as JSON text, stored as written (big integers stay exact). */
-  putJson(key: string, json: string, options: WriteOptions = {}): Promise<WriteAnswer> {
+  putJson(key: string, json: string, options: CallOptions = {}): Promise<WriteAnswer> {
     return this.transport.json({
       method: 'PUT',
       path: this.docPath(key),
@@ -70,7 +70,7 @@ export class Collection<Doc = JsonValue> {
     });
   }
 
-  delete(key: string, options: WriteOptions = {}): Promise<WriteAnswer> {
+  delete(key: string, options: CallOptions = {}): Promise<WriteAnswer> {
     return this.transport.json({
       method: 'DELETE',
       path: this.docPath(key),
@@ -135,7 +135,10 @@ export class Collection<Doc = JsonValue> {
     });
   }
 
-  /** Pages of hits from `offset` on, until a page comes back short (at most pagesMax pages). */
+  /**
+   * Pages of hits from `offset` on, until a page comes back short (at most pagesMax pages; the
+   * gateway's searchOffsetMax bounds how deep any search reads).
+   */
   async *search(
     q: string,
     options: SearchOptions & PagesOptions = {},
@@ -147,12 +150,13 @@ export class Collection<Doc = JsonValue> {
       yield page;
       const size = options.limit ?? page.hits.length;
       offset += page.hits.length;
-      if (page.hits.length === 0 || page.hits.length < size || offset >= page.total) return;
+      const counted = page.totalRelation === 'eq' && offset >= page.total;
+      if (page.hits.length === 0 || page.hits.length < size || counted) return;
     }
   }
 
   /** One bulk request of NDJSON lines `{key, value}`, as given. */
-  bulkNdjson(ndjson: string, options: WriteOptions = {}): Promise<BulkAnswer> {
+  bulkNdjson(ndjson: string, options: CallOptions = {}): Promise<BulkAnswer> {
     return this.transport.json({
       method: 'POST',
       path: `/v1/collections/${segment(this.name)}/docs`,
@@ -200,7 +204,7 @@ export class Collection<Doc = JsonValue> {
   }
 
   /** The collection's settings and topic configs as the log holds them. */
-  getSettings(options: WriteOptions = {}): Promise<SettingsView> {
+  getSettings(options: CallOptions = {}): Promise<SettingsView> {
     return this.transport.json({
       method: 'GET',
       path: `/v1/collections/${segment(this.name)}/settings`,
@@ -210,7 +214,7 @@ export class Collection<Doc = JsonValue> {
   }
 
   /** Writes search settings and topic configs (admin scope); a record in the log. */
-  putSettings(settings: SettingsBody, options: WriteOptions = {}): Promise<SettingsAnswer> {
+  putSettings(settings: SettingsBody, options: CallOptions = {}): Promise<SettingsAnswer> {
     return this.transport.json({
       method: 'PUT',
       path: `/v1/collections/${segment(this.name)}/settings`,

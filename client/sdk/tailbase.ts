@@ -9,7 +9,7 @@ import { followChanges, type ChangesOptions } from './change-feed.js';
 import { Collection } from './collection.js';
 import { checkRetryPolicy, RETRY_DEFAULT, type RetryPolicy } from './retry.js';
 import { REQUEST_TIMEOUT_MS_DEFAULT, Transport, type TransportOptions } from './transport.js';
-import type { JsonValue, WriteOptions } from './types.js';
+import type { JsonValue, CallOptions } from './types.js';
 
 export interface TailbaseOptions extends Omit<TransportOptions, 'retry' | 'requestTimeoutMs'> {
   /** 429 and 503 retries: at most attemptsMax attempts a call (retry.ts says which calls). */
@@ -51,7 +51,7 @@ export class Tailbase {
     return followChanges(this.transport, options);
   }
 
-  status(options: WriteOptions = {}): Promise<Status> {
+  status(options: CallOptions = {}): Promise<Status> {
     return this.transport.json({
       method: 'GET',
       path: '/v1/status',
@@ -61,7 +61,7 @@ export class Tailbase {
   }
 
   /** A serve-node's own status, by its index in status() (admin scope). */
-  serveNodeStatus(node: number, options: WriteOptions = {}): Promise<ServeNodeStatus> {
+  serveNodeStatus(node: number, options: CallOptions = {}): Promise<ServeNodeStatus> {
     return this.transport.json({
       method: 'GET',
       path: `/v1/admin/serve-nodes/${node}/status`,
@@ -71,7 +71,7 @@ export class Tailbase {
   }
 
   /** Wipes a serve-node's stores and replays the log (admin scope); poll serveNodeStatus(). */
-  rebuild(node: number, options: WriteOptions = {}): Promise<RebuildAnswer> {
+  rebuild(node: number, options: CallOptions = {}): Promise<RebuildAnswer> {
     return this.transport.json({
       method: 'POST',
       path: `/v1/admin/serve-nodes/${node}/rebuild`,

@@ -32,7 +32,7 @@ export interface ReadOptions {
   signal?: AbortSignal;
 }
 
-export interface WriteOptions {
+export interface CallOptions {
   signal?: AbortSignal;
 }
 
@@ -59,7 +59,7 @@ export interface PagesOptions {
   pagesMax?: number;
 }
 
-export interface BulkOptions extends WriteOptions {
+export interface BulkOptions extends CallOptions {
   /** Records a request. */
   chunkRecords?: number;
   /** The largest request body, in bytes of NDJSON. */

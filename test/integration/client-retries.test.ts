@@ -2,7 +2,8 @@
 // HTTP proxy that answers 429 or 503 on command: 429 and 503 are retried with backoff within
 // RetryPolicy's attemptsMax (and no longer than its backoffs allow), a bulk is retried only when
 // the gateway refused it before the log (`overloaded`), never after `write_outcome_unknown`, and
-// every failure is a TailbaseError with the server's status, code and details.
+// every failure is a TailbaseError with the server's status, code and details. Also: bulk
+// progress, and the scan and search iterators over pages.
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -152,6 +153,34 @@ describe('typed client retries', () => {
     expect(seen).toEqual([10, 20, 25]);
     expect(result).toMatchObject({ records: 25, requests: 3 });
     expect((await db.collection('progress').get('p24')).value).toEqual({ i: 24 });
+  });
+});
+
+describe('typed client pages', () => {
+  it('scan and search iterate every page of 25 documents, 10 a page', async () => {
+    const db = new Tailbase({ url: node.url });
+    const pages = db.collection<{ text: string; i: number }>('pages');
+    const items = Array.from({ length: 25 }, (_, i) => ({
+      key: `k${String(i).padStart(2, '0')}`,
+      value: { text: `pagination ${i}`, i },
+    }));
+    await pages.bulk(items);
+    const scanned: string[][] = [];
+    for await (const page of pages.scan({ limit: 10 })) scanned.push(page.items.map((d) => d.key));
+    expect(scanned.map((keys) => keys.length)).toEqual([10, 10, 5]);
+    expect(scanned.flat()).toEqual(items.map((item) => item.key));
+    const found: string[] = [];
+    let searchPages = 0;
+    for await (const page of pages.search('pagination', { limit: 10 })) {
+      searchPages += 1;
+      found.push(...page.hits.map((hit) => hit.key));
+    }
+    expect(searchPages).toBe(3);
+    expect(found.sort()).toEqual(items.map((item) => item.key));
+    const bounded: number[] = [];
+    for await (const page of pages.scan({ limit: 10, pagesMax: 2 }))
+      bounded.push(page.items.length);
+    expect(bounded).toEqual([10, 10]);
   });
 });
 
