@@ -11,8 +11,8 @@ import {
   CONSISTENCY_LEVELS,
   type Consistency,
   REQUEST_TIMEOUT_MS_DEFAULT,
-  TailbaseClient,
-} from './http-client.js';
+  Tailbase,
+} from './sdk/index.js';
 import { type ClientIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './io.js';
 import { TokenStore, tokenStorePath } from './token-store.js';
 
@@ -32,7 +32,7 @@ export interface ReadFlags {
 }
 
 export interface Session {
-  client: TailbaseClient;
+  client: Tailbase;
   io: ClientIo;
   json: boolean;
   /** Writes one line to stdout. */
@@ -171,7 +171,7 @@ export function clientAction(io: ClientIo, handler: ClientHandler) {
     const note = (text: string) => void io.stderr.write(`${text}\n`);
     const stored = flags.token === undefined ? store.get(flags.url) : undefined;
     const started = flags.token ?? stored;
-    const client = new TailbaseClient({
+    const client = new Tailbase({
       url: flags.url,
       token: started,
       apiKey: flags.apiKey,

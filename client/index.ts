@@ -1,6 +1,6 @@
 /**
- * The client side of the `tailbase` command, against a gateway's public API (--url), and the
- * typed client it is built on.
+ * The client side of the `tailbase` command, against a gateway's public API (--url), built on
+ * the typed client (sdk/, the package's entry point).
  */
 import type { Command } from 'commander';
 import { registerBulkCommand } from './commands/bulk.js';
@@ -14,8 +14,7 @@ import { registerStatusCommand } from './commands/status.js';
 import { registerTailCommand } from './commands/tail.js';
 import { type ClientIo, processIo } from './io.js';
 
-export * from './http-client.js';
-export { followChanges, type FollowOptions } from './change-feed.js';
+export * from './sdk/index.js';
 export { TokenStore, tokenStorePath } from './token-store.js';
 export type { ClientIo } from './io.js';
 

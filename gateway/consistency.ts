@@ -17,12 +17,11 @@ import {
   type TokenOffsets,
 } from '../shared/token.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
+import { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from './api/constants.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
 
-export const TOKEN_HEADER = 'Tailbase-Token';
-export const CONSISTENCY_LEVELS = ['token', 'strong', 'eventual'] as const;
-export type Consistency = (typeof CONSISTENCY_LEVELS)[number];
+export { TOKEN_HEADER, CONSISTENCY_LEVELS, type Consistency } from './api/constants.js';
 
 /** The request's token (header first, then `token=`); an empty map when it sent none. */
 export function requestToken(

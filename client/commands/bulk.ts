@@ -103,7 +103,7 @@ export function registerBulkCommand(program: Command, io: ClientIo): void {
             consumedBytes += chunk.sourceBytes;
             if (chunk.lineNumbers.length > 0) {
               try {
-                const result = await session.client.bulk(collection, chunk.body);
+                const result = await session.client.collection(collection).bulkNdjson(chunk.body);
                 totals.count += result.count;
                 totals.requests += 1;
                 totals.token = result.token;

@@ -11,7 +11,12 @@ export function registerDelCommand(program: Command, io: ClientIo): void {
     .argument('<key>', 'document key', documentKey)
     .action(
       clientAction(io, async (session, [collection, key]) => {
-        printWrite(session, 'deleted', collection, await session.client.delete(collection, key));
+        printWrite(
+          session,
+          'deleted',
+          collection,
+          await session.client.collection(collection).delete(key),
+        );
       }),
     );
 }

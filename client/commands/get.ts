@@ -17,7 +17,7 @@ export function registerGetCommand(program: Command, io: ClientIo): void {
     .argument('<key>', 'document key', documentKey)
     .action(
       clientAction(io, async (session, [collection, key], flags) => {
-        const doc = await session.client.get(collection, key, readOptionsOf(flags));
+        const doc = await session.client.collection(collection).get(key, readOptionsOf(flags));
         session.print(session.json ? JSON.stringify(doc) : JSON.stringify(doc.value, null, 2));
       }),
     );

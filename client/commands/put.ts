@@ -7,7 +7,7 @@ import {
   documentKey,
   readStdin,
 } from '../command-kit.js';
-import type { WriteResult } from '../http-client.js';
+import type { WriteAnswer } from '../sdk/index.js';
 import { type ClientIo, UsageError } from '../io.js';
 
 /** Well above the gateway's documentBytesMax (1 MiB): the gateway names the limit, not us. */
@@ -17,7 +17,7 @@ export function printWrite(
   session: { json: boolean; print(text: string): void },
   verb: string,
   collection: string,
-  result: WriteResult,
+  result: WriteAnswer,
 ) {
   session.print(
     session.json
@@ -44,7 +44,12 @@ export function registerPutCommand(program: Command, io: ClientIo): void {
         } catch (error) {
           throw new UsageError(`the document is not JSON: ${(error as Error).message}`);
         }
-        printWrite(session, 'put', collection, await session.client.put(collection, key, text));
+        printWrite(
+          session,
+          'put',
+          collection,
+          await session.client.collection(collection).putJson(key, text),
+        );
       }),
     );
 }

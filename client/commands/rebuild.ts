@@ -7,7 +7,7 @@
 import { type Command, Option } from 'commander';
 import { TailbaseError } from '../../shared/errors.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
-import type { TailbaseClient } from '../http-client.js';
+import type { Tailbase } from '../sdk/index.js';
 import { clientAction, clientCommand, integerAtLeast, parseHttpUrl } from '../command-kit.js';
 import { formatDuration, formatRate } from '../format.js';
 import type { ClientIo } from '../io.js';
@@ -119,10 +119,12 @@ export function registerRebuildCommand(program: Command, io: ClientIo): void {
 }
 
 /** The serve-node admin calls of the gateway, in the shape of the internal client. */
-function throughGateway(client: TailbaseClient, node: number) {
+function throughGateway(client: Tailbase, node: number) {
   return {
     url: `${client.url} serve-node ${node}`,
     status: () => client.serveNodeStatus(node),
-    rebuild: () => client.rebuildServeNode(node),
+    rebuild: async () => {
+      await client.rebuild(node);
+    },
   };
 }

@@ -12,13 +12,16 @@ import {
   readOptionsOf,
 } from '../command-kit.js';
 import { formatTable, summarizeJson, valueWidth } from '../format.js';
-import type { Document, ScanOptions } from '../http-client.js';
+import type { Document, JsonValue, ScanOptions } from '../sdk/index.js';
 import type { ClientIo } from '../io.js';
 
 /** Bounds `--all`: past this many pages the scan stops and says where to resume. */
 export const SCAN_PAGES_MAX = 10_000;
 
-export function formatDocuments(items: readonly Document[], columns: number | undefined): string {
+export function formatDocuments(
+  items: readonly Document<JsonValue>[],
+  columns: number | undefined,
+): string {
   // Loops, not Math.max(...items): spreading 100k+ items into arguments overflows the stack.
   const keyChars = items.reduce((widest, item) => Math.max(widest, [...item.key].length), 3);
   const offsetChars = items.reduce(
@@ -41,6 +44,8 @@ export function registerScanCommand(program: Command, io: ClientIo): void {
     .option('--end <key>', 'last key (exclusive)')
     .option('--limit <n>', 'documents per page', integerAtLeast(1))
     .option('--cursor <cursor>', 'resume where a previous page ended')
+    .option('--filter <filter>', 'only documents that match: "year >= 2000 AND genre = sf"')
+    .option('--sort <fields>', 'order by sortable fields instead of keys: "year:desc,title:asc"')
     .option('--all', 'follow the cursor to the end of the range', false)
     .action(
       clientAction(io, async (session, [collection], flags) => {
@@ -50,16 +55,18 @@ export function registerScanCommand(program: Command, io: ClientIo): void {
           end: flags.end as string | undefined,
           limit: flags.limit as number | undefined,
           cursor: flags.cursor as string | undefined,
+          filter: flags.filter as string | undefined,
+          sort: flags.sort as string | undefined,
           ...readOptionsOf(flags),
         };
-        const items: Document[] = [];
+        const items: Document<JsonValue>[] = [];
         let cursor: string | null = null;
         for (let pages = 0; ; pages++) {
           if (pages === SCAN_PAGES_MAX) {
             session.note(`tailbase: stopped after ${pages} pages; resume with --cursor ${cursor}`);
             break;
           }
-          const page = await session.client.scan(collection, options);
+          const page = await session.client.collection(collection).scanPage(options);
           for (const item of page.items) items.push(item);
           cursor = page.cursor;
           if (!flags.all || cursor === null) break;

@@ -1,14 +1,16 @@
 /** `tailbase tail`: follows the change feed and prints each event as it arrives. */
 import { type Command, Option } from 'commander';
-import { followChanges } from '../change-feed.js';
 import { clientAction, clientCommand, collectionName, integerAtLeast } from '../command-kit.js';
 import { summarizeJson, valueWidth } from '../format.js';
-import type { ChangeEvent } from '../http-client.js';
+import {
+  type ChangeEvent,
+  FEED_BACKOFF_MS_FIRST,
+  FEED_BACKOFF_MS_MAX,
+  FEED_RECONNECTS_MAX_DEFAULT,
+} from '../sdk/index.js';
 import type { ClientIo } from '../io.js';
 
-export const RECONNECTS_MAX_DEFAULT = 10;
-const BACKOFF_MS = 200;
-const BACKOFF_MS_MAX = 5000;
+export const RECONNECTS_MAX_DEFAULT = FEED_RECONNECTS_MAX_DEFAULT;
 
 export function formatChange(event: ChangeEvent, columns: number | undefined): string {
   const head = `${event.partition}:${event.offset}  ${event.collection}/${event.key}`;
@@ -40,13 +42,13 @@ export function registerTailCommand(program: Command, io: ClientIo): void {
         const interrupted = () => stop.abort();
         process.once('SIGINT', interrupted);
         try {
-          const events = followChanges(session.client, {
+          const events = session.client.changes({
             collection: flags.collection as string | undefined,
             ...(from === 'start' || from === 'now' ? { from } : { token: from }),
             limit: flags.limit as number | undefined,
             reconnectsMax: flags.reconnects as number,
-            backoffMs: BACKOFF_MS,
-            backoffMsMax: BACKOFF_MS_MAX,
+            backoffMsFirst: FEED_BACKOFF_MS_FIRST,
+            backoffMsMax: FEED_BACKOFF_MS_MAX,
             signal: stop.signal,
             onReconnect: (attempt, error) =>
               session.note(`tailbase: reconnecting (${attempt}): ${(error as Error).message}`),

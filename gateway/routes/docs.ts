@@ -4,10 +4,12 @@ import type { LogRecord } from '../../shared/batch-codec.js';
 import { checkCollection } from '../../shared/collection-name.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { jsonText } from '../../shared/http-server.js';
+import { API_ROUTES, type BulkAnswer, type WriteAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, readWait, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
 import { writeRecords, type GatewayServices } from '../services.js';
+import { declaredRoutes } from './declared.js';
 import {
   checkDocument,
   withoutBom,
@@ -35,7 +37,7 @@ export function docTarget(c: Context, services: GatewayServices) {
 export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
   const { tokens } = services;
-  const doc = '/v1/collections/:c/docs/:key';
+  const on = declaredRoutes(app, guard);
 
   /** Names, key and token are checked before the body is read, so a bad one costs no upload. */
   const writeOne = async (c: Context, readValue: () => Promise<Uint8Array | null>) => {
@@ -46,15 +48,16 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { written, token } = await writeRecords(services, collection, [record], sent);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
-    return c.json({
+    const answer: WriteAnswer = {
       key,
       partition: written[0].partition,
       offset: written[0].offset,
       token: encoded,
-    });
+    };
+    return c.json(answer);
   };
 
-  app.put(doc, guard('write'), (c) =>
+  on(API_ROUTES.putDocument, (c) =>
     writeOne(c, async () => {
       const body = await readBody(
         c,
@@ -71,9 +74,9 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     }),
   );
 
-  app.delete(doc, guard('write'), (c) => writeOne(c, async () => null));
+  on(API_ROUTES.deleteDocument, (c) => writeOne(c, async () => null));
 
-  app.get(doc, guard('read'), async (c) => {
+  on(API_ROUTES.getDocument, async (c) => {
     const { collection, key, query } = docTarget(c, services);
     const partition = partitionFor(key, services.cluster.partitions);
     const plan = await planRead(c, query, services, collection, [partition]);
@@ -93,7 +96,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     );
   });
 
-  app.post('/v1/collections/:c/docs', guard('write'), async (c) => {
+  on(API_ROUTES.bulk, async (c) => {
     const { collection, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const body = await readBody(c, limits.bulkBytesMax, 'bulkBytesMax', 'bulk_too_large');
@@ -102,6 +105,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { token } = await writeRecords(services, collection, records, sent);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
-    return c.json({ count: records.length, token: encoded });
+    const answer: BulkAnswer = { count: records.length, token: encoded };
+    return c.json(answer);
   });
 }

@@ -1,19 +1,32 @@
 /** Collection settings, the change feed, status, health, readiness and metrics. */
 import type { Hono } from 'hono';
 import { notFound } from '../../shared/errors.js';
+import {
+  API_ROUTES,
+  openApiDocument,
+  type Readiness,
+  type RebuildAnswer,
+  type SettingsAnswer,
+  type SettingsView,
+  type Status,
+} from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
 import { parseSettings } from '../settings.js';
+import { readCollectionSettings } from '../settings-reader.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
+import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
 
 export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { config, cluster, log, tokens, topology, metrics } = services;
+  const on = declaredRoutes(app, guard);
+  const openApi = JSON.stringify(openApiDocument());
 
-  app.put('/v1/collections/:c/settings', guard('admin'), async (c) => {
+  on(API_ROUTES.putSettings, async (c) => {
     const { collection, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const body = await readBody(
@@ -35,17 +48,33 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { token } = await writeRecords(services, SETTINGS_TOPIC, [record], sent, () => 0);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
-    return c.json({ collection, settings, topicConfigs: topic.configs, token: encoded });
+    const answer: SettingsAnswer = {
+      collection,
+      settings,
+      topicConfigs: topic.configs,
+      token: encoded,
+    };
+    return c.json(answer);
   });
 
-  app.get('/v1/changes', guard('read'), (c) => changeFeed(c, strictQuery(c.req.url), services));
+  on(API_ROUTES.getSettings, async (c) => {
+    const { collection } = docTarget(c, services);
+    const view: SettingsView = await readCollectionSettings(
+      log,
+      collection,
+      config.feedReadBytesMax,
+    );
+    return c.json(view);
+  });
 
-  app.get('/v1/status', guard('read'), async (c) => {
+  on(API_ROUTES.changes, (c) => changeFeed(c, strictQuery(c.req.url), services));
+
+  on(API_ROUTES.status, async (c) => {
     const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
     const ordered = [...offsets].sort(
       (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
     );
-    return c.json({
+    const status: Status = {
       clusterId: cluster.clusterId,
       partitions: ordered.map(({ topic, partition, logStartOffset, endOffset }) => ({
         topic,
@@ -80,7 +109,8 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
         partitions: [...node.hosted].sort((a, b) => a - b),
         limitConflicts: node.limitConflicts,
       })),
-    });
+    };
+    return c.json(status);
   });
 
   /** A serve-node by its index in /v1/status: operators rebuild one without knowing its address. */
@@ -94,19 +124,22 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     return node;
   };
 
-  app.get('/v1/admin/serve-nodes/:node/status', guard('admin'), async (c) =>
-    c.json(await serveNode(c.req.param('node')).client.status()),
+  on(API_ROUTES.serveNodeStatus, async (c) =>
+    c.json(await serveNode(c.req.param('node') ?? '').client.status()),
   );
 
-  app.post('/v1/admin/serve-nodes/:node/rebuild', guard('admin'), async (c) => {
-    const node = serveNode(c.req.param('node'));
+  on(API_ROUTES.rebuild, async (c) => {
+    const node = serveNode(c.req.param('node') ?? '');
     await node.client.rebuild();
-    return c.json({ node: node.index, rebuilding: true }, 202);
+    const answer: RebuildAnswer = { node: node.index, rebuilding: true };
+    return c.json(answer, 202);
   });
 
-  app.get('/healthz', (c) => c.json({ ok: true }));
+  on(API_ROUTES.openapi, (c) => c.body(openApi, 200, { 'content-type': 'application/json' }));
 
-  app.get('/readyz', async (c) => {
+  on(API_ROUTES.health, (c) => c.json({ ok: true }));
+
+  on(API_ROUTES.ready, async (c) => {
     const uncovered: number[] = [];
     for (let p = 0; p < cluster.partitions; p++) {
       if (!topology.nodes.some((node) => node.hosted.has(p) && topology.isUp(node))) {
@@ -118,10 +151,11 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       () => false,
     );
     const ready = logUp && uncovered.length === 0;
-    return c.json({ ready, log: logUp, uncoveredPartitions: uncovered }, ready ? 200 : 503);
+    const answer: Readiness = { ready, log: logUp, uncoveredPartitions: uncovered };
+    return c.json(answer, ready ? 200 : 503);
   });
 
-  app.get('/metrics', guard('read'), async (c) => {
+  on(API_ROUTES.metrics, async (c) => {
     c.header('content-type', metrics.registry.contentType);
     return c.body(await metrics.registry.metrics());
   });

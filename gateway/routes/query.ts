@@ -3,6 +3,7 @@ import type { Hono } from 'hono';
 import { badRequest } from '../../shared/errors.js';
 import { jsonText } from '../../shared/http-server.js';
 import type { SearchResult } from '../../shared/serve-api.js';
+import { API_ROUTES } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, readWait, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseFieldParams } from '../../shared/filter-params.js';
@@ -11,11 +12,13 @@ import { decodePosition, encodePosition, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
 import type { GatewayServices } from '../services.js';
 import { intParam } from '../validation.js';
+import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
 
 export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
   const { tokens, topology } = services;
+  const on = declaredRoutes(app, guard);
   const all = Array.from({ length: services.cluster.partitions }, (_, p) => p);
 
   const bounded = (query: Map<string, string>, name: string) => {
@@ -28,7 +31,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     return value === '' ? undefined : value;
   };
 
-  app.get('/v1/collections/:c/docs', guard('read'), async (c) => {
+  on(API_ROUTES.scan, async (c) => {
     const { collection, query } = docTarget(c, services);
     const limit = intParam(query, 'limit', 1, limits.scanLimitMax, limits.scanLimitDefault);
     const cursor = query.get('cursor');
@@ -66,7 +69,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     return jsonText(c, `{"items":[${items.join(',')}],"cursor":${next}}`);
   });
 
-  app.get('/v1/collections/:c/search', guard('read'), async (c) => {
+  on(API_ROUTES.search, async (c) => {
     const { collection, query } = docTarget(c, services);
     const q = query.get('q') ?? '';
     if (q.trim() === '' || q.length > limits.queryCharsMax) {

@@ -1,0 +1,37 @@
+/**
+ * The typed client, the package's entry point: `import { Tailbase } from 'tailbase'`. It runs on
+ * Node 20 and in browsers: fetch only, and no module it loads imports a Node built-in
+ * (test/unit/client-entry.test.ts walks the emitted module graph).
+ */
+export { Tailbase, type TailbaseOptions } from './tailbase.js';
+export {
+  Collection,
+  BULK_CHUNK_BYTES_DEFAULT,
+  BULK_CHUNK_RECORDS_DEFAULT,
+  PAGES_MAX_DEFAULT,
+} from './collection.js';
+export {
+  type ChangesOptions,
+  FEED_BACKOFF_MS_FIRST,
+  FEED_BACKOFF_MS_MAX,
+  FEED_RECONNECTS_MAX_DEFAULT,
+} from './change-feed.js';
+export { RETRY_DEFAULT, type RetryPolicy } from './retry.js';
+export { REQUEST_TIMEOUT_MS_DEFAULT } from './transport.js';
+export { TailbaseError, type ErrorBody, type ErrorDetails } from '../../shared/errors.js';
+export { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from '../../gateway/api/constants.js';
+export type * from './types.js';
+export type {
+  BulkAnswer,
+  ChangeEvent,
+  FacetCounts,
+  RebuildAnswer,
+  ServeNodeStatus,
+  SettingsAnswer,
+  SettingsBody,
+  SettingsView,
+  SearchSettings,
+  Status,
+  TopicConfigs,
+  WriteAnswer,
+} from '../../gateway/api/index.js';

@@ -1,0 +1,192 @@
+/**
+ * Every public route of the gateway (DESIGN.md's API table), declared once. Adding a route is one
+ * entry here plus its handler; the OpenAPI test fails until both exist.
+ */
+import { Type } from '@sinclair/typebox';
+import { json, route, type ErrorCodes } from './declare.js';
+import { ChangesQuery, ReadQuery, ScanQuery, SearchQuery, WriteQuery } from './params.js';
+import {
+  BulkAnswer,
+  BulkItem,
+  ChangeEvent,
+  Health,
+  OpenApiDocument,
+  Readiness,
+  RebuildAnswer,
+  ScanPage,
+  SearchAnswer,
+  ServeNodeStatus,
+  SettingsAnswer,
+  SettingsBody,
+  SettingsView,
+  Status,
+  StoredDocument,
+  Text,
+  WriteAnswer,
+} from './shapes.js';
+
+/** What a write may answer besides its own checks: the token, and a log that could not take it. */
+const WRITE_ERRORS: ErrorCodes = {
+  400: ['invalid_collection', 'invalid_utf8', 'invalid_token'],
+  503: ['overloaded', 'shutting_down', 'append_queue_full', 'log_unavailable'],
+};
+/** 503 `write_outcome_unknown`: the log did not confirm in time; the write may be stored. */
+const OUTCOME_UNKNOWN = 'write_outcome_unknown';
+const READ_ERRORS: ErrorCodes = {
+  400: ['invalid_collection', 'invalid_utf8', 'invalid_token', 'invalid_parameter'],
+  503: ['partition_unavailable', 'too_many_waiters', 'rebuilding'],
+  504: ['not_caught_up'],
+};
+const DOCUMENT_ERRORS = ['invalid_json', 'invalid_document', 'invalid_number', 'document_too_deep'];
+const FILTER_ERRORS = ['invalid_filter', 'field_not_filterable'];
+const SORT_ERRORS = ['invalid_sort', 'field_not_sortable'];
+
+/** Merges code lists by status. */
+function errors(...lists: ErrorCodes[]): ErrorCodes {
+  const merged: Record<number, string[]> = {};
+  for (const list of lists) {
+    for (const [status, codes] of Object.entries(list)) {
+      merged[Number(status)] = [...new Set([...(merged[Number(status)] ?? []), ...(codes ?? [])])];
+    }
+  }
+  return merged;
+}
+
+const ndjson = (description: string) => ({
+  schema: ChangeEvent,
+  contentTypes: ['application/x-ndjson', 'text/event-stream'],
+  description,
+});
+
+export const API_ROUTES = {
+  putDocument: route('PUT /v1/collections/{collection}/docs/{key}', {
+    summary: 'write a JSON document',
+    scope: 'write',
+    token: true,
+    query: WriteQuery,
+    body: json(Type.Object({}, { additionalProperties: true }), 'the document, a JSON object'),
+    answers: { 200: json(WriteAnswer) },
+    errors: errors(WRITE_ERRORS, {
+      400: ['invalid_key', ...DOCUMENT_ERRORS],
+      413: ['document_too_large'],
+      503: [OUTCOME_UNKNOWN],
+    }),
+  }),
+  deleteDocument: route('DELETE /v1/collections/{collection}/docs/{key}', {
+    summary: 'write a tombstone',
+    scope: 'write',
+    token: true,
+    query: WriteQuery,
+    answers: { 200: json(WriteAnswer) },
+    errors: errors(WRITE_ERRORS, { 400: ['invalid_key'], 503: [OUTCOME_UNKNOWN] }),
+  }),
+  getDocument: route('GET /v1/collections/{collection}/docs/{key}', {
+    summary: 'read one document',
+    scope: 'read',
+    token: true,
+    query: ReadQuery,
+    answers: { 200: json(StoredDocument) },
+    errors: errors(READ_ERRORS, { 400: ['invalid_key'], 404: ['document_not_found'] }),
+  }),
+  bulk: route('POST /v1/collections/{collection}/docs', {
+    summary: 'write many documents: NDJSON lines or a JSON array of {key, value}',
+    scope: 'write',
+    token: true,
+    query: WriteQuery,
+    body: {
+      schema: Type.Array(BulkItem),
+      contentTypes: ['application/x-ndjson', 'application/json'],
+      description: 'one {key, value} a line (NDJSON), or a JSON array of them; value null deletes',
+    },
+    answers: { 200: json(BulkAnswer) },
+    errors: errors(WRITE_ERRORS, {
+      400: ['invalid_bulk', 'empty_bulk', 'invalid_record', 'invalid_key', ...DOCUMENT_ERRORS],
+      413: ['bulk_too_large', 'too_many_records', 'document_too_large'],
+      503: [OUTCOME_UNKNOWN],
+    }),
+  }),
+  scan: route('GET /v1/collections/{collection}/docs', {
+    summary: 'documents in key order across all partitions, a page at a time',
+    scope: 'read',
+    token: true,
+    query: ScanQuery,
+    answers: { 200: json(ScanPage) },
+    errors: errors(READ_ERRORS, { 400: ['invalid_cursor', ...FILTER_ERRORS, ...SORT_ERRORS] }),
+  }),
+  search: route('GET /v1/collections/{collection}/search', {
+    summary: 'ranked full-text search (BM25), with filters, sort and facets',
+    scope: 'read',
+    token: true,
+    query: SearchQuery,
+    answers: { 200: json(SearchAnswer) },
+    errors: errors(READ_ERRORS, {
+      400: ['invalid_query', 'invalid_facets', ...FILTER_ERRORS, ...SORT_ERRORS],
+    }),
+  }),
+  putSettings: route('PUT /v1/collections/{collection}/settings', {
+    summary: "a collection's search settings and topic configs, a record in the log",
+    scope: 'admin',
+    token: true,
+    query: WriteQuery,
+    body: json(SettingsBody),
+    answers: { 200: json(SettingsAnswer) },
+    errors: errors(WRITE_ERRORS, {
+      400: ['invalid_json', 'invalid_settings', 'invalid_topic_config'],
+      409: ['collection_id_collision'],
+      413: ['settings_too_large'],
+      503: [OUTCOME_UNKNOWN],
+    }),
+  }),
+  getSettings: route('GET /v1/collections/{collection}/settings', {
+    summary:
+      "a collection's settings and topic configs, read from the log (every acknowledged write)",
+    scope: 'read',
+    answers: { 200: json(SettingsView) },
+    errors: { 400: ['invalid_collection', 'invalid_utf8'], 404: ['collection_not_found'] },
+  }),
+  changes: route('GET /v1/changes', {
+    summary: 'the change feed: NDJSON lines (or SSE events), resumable by token',
+    scope: 'read',
+    token: true,
+    query: ChangesQuery,
+    answers: { 200: ndjson('one event a line; a last line {error} when the feed fails') },
+    errors: errors({
+      400: ['invalid_token', 'invalid_parameter', 'invalid_collection', ...FILTER_ERRORS],
+      410: ['records_removed'],
+      503: ['too_many_feeds'],
+    }),
+  }),
+  status: route('GET /v1/status', {
+    summary: "partitions, log offsets, each serve-node's applied offsets and lag",
+    scope: 'read',
+    answers: { 200: json(Status) },
+  }),
+  serveNodeStatus: route('GET /v1/admin/serve-nodes/{node}/status', {
+    summary: "a serve-node's own status, by its index in /v1/status",
+    scope: 'admin',
+    answers: { 200: json(ServeNodeStatus) },
+    errors: { 404: ['serve_node_not_found'], 502: ['peer_error'] },
+  }),
+  rebuild: route('POST /v1/admin/serve-nodes/{node}/rebuild', {
+    summary: "wipe a serve-node's stores and replay the log; poll its status for progress",
+    scope: 'admin',
+    answers: { 202: json(RebuildAnswer) },
+    errors: { 404: ['serve_node_not_found'], 502: ['peer_error'] },
+  }),
+  openapi: route('GET /openapi.json', {
+    summary: 'this description (OpenAPI 3.1)',
+    answers: { 200: json(OpenApiDocument) },
+  }),
+  health: route('GET /healthz', { summary: 'liveness', answers: { 200: json(Health) } }),
+  ready: route('GET /readyz', {
+    summary: 'readiness: the log answers and every partition has a serve-node up',
+    answers: { 200: json(Readiness), 503: json(Readiness, 'not ready') },
+  }),
+  metrics: route('GET /metrics', {
+    summary: 'Prometheus metrics',
+    scope: 'read',
+    answers: { 200: { schema: Text, contentTypes: ['text/plain'] } },
+  }),
+};
+
+export type ApiRouteName = keyof typeof API_ROUTES;

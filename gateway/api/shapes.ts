@@ -1,0 +1,192 @@
+/**
+ * The bodies of the public API as JSON Schema (OpenAPI 3.1's dialect) that also give their
+ * TypeScript types: the gateway's routes answer with these types, the typed client reads them,
+ * and GET /openapi.json is generated from them.
+ */
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { TOKENIZERS } from '../../shared/collection-settings.js';
+import type { ServeStatus } from '../../shared/serve-api.js';
+import { CONSISTENCY_LEVELS } from './constants.js';
+
+const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
+const Offset = Type.Integer({ minimum: 0, description: "a record's offset in its partition" });
+const Partition = Type.Integer({ minimum: 0 });
+const Token = Type.String({
+  description: 'the read-your-writes token (opaque, base64url); send it back as Tailbase-Token',
+});
+
+/** Any JSON value; documents are JSON objects, stored and answered as written. */
+export const JsonValue = Type.Unknown({ description: 'a JSON value' });
+export const ConsistencyLevel = Type.Union(CONSISTENCY_LEVELS.map((level) => Type.Literal(level)));
+
+export const ErrorBody = Type.Object(
+  {
+    error: Type.Object(
+      { code: Type.String(), message: Type.String() },
+      { additionalProperties: true, description: 'details (offsets, limits) sit beside code' },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ErrorBody = Static<typeof ErrorBody>;
+
+export const WriteAnswer = Type.Object({
+  key: Type.String(),
+  partition: Partition,
+  offset: Offset,
+  token: Token,
+});
+export type WriteAnswer = Static<typeof WriteAnswer>;
+
+export const StoredDocument = Type.Object({ key: Type.String(), value: JsonValue, offset: Offset });
+export type StoredDocument = Static<typeof StoredDocument>;
+
+export const ScanPage = Type.Object({
+  items: Type.Array(StoredDocument),
+  cursor: Nullable(Type.String({ description: 'pass back as `cursor`; null at the end' })),
+});
+export type ScanPage = Static<typeof ScanPage>;
+
+export const SearchHit = Type.Object({
+  key: Type.String(),
+  score: Type.Number(),
+  value: JsonValue,
+  highlights: Type.Optional(Type.Record(Type.String(), Type.String())),
+});
+export type SearchHit = Static<typeof SearchHit>;
+
+export const FacetCounts = Type.Object({
+  values: Type.Array(
+    Type.Object({
+      value: Type.Union([Type.String(), Type.Number(), Type.Boolean()]),
+      count: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+  omitted: Type.Integer({ minimum: 0, description: 'distinct values left out of `values`' }),
+  min: Type.Optional(Type.Number()),
+  max: Type.Optional(Type.Number()),
+});
+export type FacetCounts = Static<typeof FacetCounts>;
+
+export const SearchAnswer = Type.Object({
+  hits: Type.Array(SearchHit),
+  total: Type.Integer({ minimum: 0 }),
+  totalRelation: Type.Union([Type.Literal('eq'), Type.Literal('gte')]),
+  facets: Type.Optional(Type.Record(Type.String(), FacetCounts)),
+});
+export type SearchAnswer = Static<typeof SearchAnswer>;
+
+export const BulkItem = Type.Object({
+  key: Type.String(),
+  value: Type.Union([JsonValue, Type.Null()], { description: 'null deletes the key' }),
+});
+export type BulkItem = Static<typeof BulkItem>;
+
+export const BulkAnswer = Type.Object({ count: Type.Integer({ minimum: 1 }), token: Token });
+export type BulkAnswer = Static<typeof BulkAnswer>;
+
+const FieldPaths = Type.Array(Type.String({ description: 'a field path like "body.text"' }));
+const Tokenizer = Type.Union(TOKENIZERS.map((name) => Type.Literal(name)));
+
+/** The search settings a collection holds. */
+export const SearchSettings = Type.Object({
+  searchable: Nullable(FieldPaths),
+  weights: Type.Record(Type.String(), Type.Number({ exclusiveMinimum: 0 })),
+  tokenizer: Tokenizer,
+  filterable: Type.Optional(FieldPaths),
+  sortable: Type.Optional(FieldPaths),
+});
+export type SearchSettings = Static<typeof SearchSettings>;
+
+/** Kafka's topic configs of the collection (cleanup.policy, retention.ms, ...). */
+export const TopicConfigs = Type.Object({
+  cleanupPolicy: Type.Union([Type.Literal('compact'), Type.Literal('delete')]),
+  retentionMs: Type.Integer(),
+  retentionBytes: Type.Integer(),
+  deleteRetentionMs: Type.Integer(),
+  maxMessageBytes: Type.Integer(),
+});
+export type TopicConfigs = Static<typeof TopicConfigs>;
+
+/** PUT settings: search settings and topic configs side by side; what is left out keeps its default. */
+export const SettingsBody = Type.Composite([
+  Type.Partial(SearchSettings),
+  Type.Partial(TopicConfigs),
+]);
+export type SettingsBody = Static<typeof SettingsBody>;
+
+/** A collection's settings as the log holds them (GET settings). */
+export const SettingsView = Type.Object({
+  collection: Type.String(),
+  settings: SearchSettings,
+  topicConfigs: TopicConfigs,
+});
+export type SettingsView = Static<typeof SettingsView>;
+
+export const SettingsAnswer = Type.Composite([SettingsView, Type.Object({ token: Token })]);
+export type SettingsAnswer = Static<typeof SettingsAnswer>;
+
+export const ChangeEvent = Type.Object({
+  collection: Type.String(),
+  key: Type.String(),
+  value: Type.Union([JsonValue, Type.Null()], { description: 'null for a delete' }),
+  partition: Partition,
+  offset: Offset,
+  token: Type.String({ description: 'resumes the feed right after this event' }),
+});
+export type ChangeEvent = Static<typeof ChangeEvent>;
+
+export const Status = Type.Object({
+  clusterId: Type.String(),
+  partitions: Type.Array(
+    Type.Object({
+      topic: Type.String(),
+      partition: Partition,
+      logStartOffset: Offset,
+      endOffset: Offset,
+      replicas: Type.Array(
+        Type.Object({
+          node: Type.Integer({ minimum: 0, description: 'the serve-node index' }),
+          up: Type.Boolean(),
+          applied: Nullable(Offset),
+          lag: Nullable(Type.Integer({ minimum: 0 })),
+          state: Nullable(Type.String()),
+        }),
+      ),
+    }),
+  ),
+  serveNodes: Type.Array(
+    Type.Object({
+      node: Type.Integer({ minimum: 0 }),
+      nodeId: Nullable(Type.String()),
+      up: Type.Boolean(),
+      ready: Type.Boolean(),
+      partitions: Type.Array(Partition),
+      limitConflicts: Type.Array(Type.String()),
+    }),
+  ),
+});
+export type Status = Static<typeof Status>;
+
+/** A serve-node's own status; its shape is the serve-node's contract (shared/serve-api.ts). */
+export const ServeNodeStatus = Type.Unsafe<ServeStatus>(
+  Type.Object({}, { additionalProperties: true, description: "a serve-node's status" }),
+);
+export type ServeNodeStatus = Static<typeof ServeNodeStatus>;
+
+export const RebuildAnswer = Type.Object({ node: Type.Integer(), rebuilding: Type.Literal(true) });
+export type RebuildAnswer = Static<typeof RebuildAnswer>;
+
+export const Health = Type.Object({ ok: Type.Literal(true) });
+export const Readiness = Type.Object({
+  ready: Type.Boolean(),
+  log: Type.Boolean(),
+  uncoveredPartitions: Type.Array(Partition),
+});
+export type Readiness = Static<typeof Readiness>;
+
+export const OpenApiDocument = Type.Object(
+  { openapi: Type.String() },
+  { additionalProperties: true, description: 'this description' },
+);
+export const Text = Type.String();

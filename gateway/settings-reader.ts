@@ -1,0 +1,68 @@
+/**
+ * GET settings: what a collection's settings are, read from the log itself (the settings topic's
+ * last record for the collection, and the collection topic's configs), so the answer includes
+ * every settings write acknowledged before the read began, whatever the serve-nodes applied.
+ * The settings topic is compacted and holds one small record per collection, so reading it whole
+ * stays small; each read moves strictly forward and stops at the end offset seen first.
+ */
+import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
+import {
+  type CollectionSettings,
+  DEFAULT_SETTINGS,
+  validateSettings,
+} from '../shared/collection-settings.js';
+import { notFound } from '../shared/errors.js';
+import type { LogClient } from '../shared/log-api.js';
+import { SETTINGS_TOPIC, type TopicConfigs } from '../shared/topics.js';
+
+const SETTINGS_PARTITION = 0;
+const utf8 = new TextDecoder('utf-8');
+
+export interface CollectionSettingsView {
+  collection: string;
+  settings: CollectionSettings;
+  topicConfigs: TopicConfigs;
+}
+
+export async function readCollectionSettings(
+  log: LogClient,
+  collection: string,
+  readBytesMax: number,
+): Promise<CollectionSettingsView> {
+  const [topics, offsets] = await Promise.all([log.topics(), log.offsets()]);
+  const topic = topics.find(({ name }) => name === collection);
+  if (topic === undefined) {
+    throw notFound('collection_not_found', `no collection ${collection}`, { collection });
+  }
+  const settingsLog = offsets.find(
+    (o) => o.topic === SETTINGS_TOPIC && o.partition === SETTINGS_PARTITION,
+  );
+  let settings = DEFAULT_SETTINGS;
+  let offset = settingsLog?.logStartOffset ?? 0;
+  const end = settingsLog?.endOffset ?? 0;
+  while (offset < end) {
+    const read = await log.read(SETTINGS_TOPIC, SETTINGS_PARTITION, offset, {
+      maxBytes: readBytesMax,
+    });
+    const from = offset;
+    for (const batch of iterateBatches(read.batches)) {
+      for (const record of decodeRecords(batch.bytes)) {
+        if (record.offset < from || record.key !== collection || record.value === null) continue;
+        // Invalid records are ignored, as the serve-nodes that apply them ignore them.
+        const parsed = validateSettings(parseOrNull(utf8.decode(record.value)));
+        if (typeof parsed !== 'string') settings = parsed;
+      }
+      offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
+    }
+    if (offset === from) break;
+  }
+  return { collection, settings, topicConfigs: topic.configs };
+}
+
+function parseOrNull(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
