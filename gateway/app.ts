@@ -7,6 +7,7 @@ import { Hono } from 'hono';
 import { installErrorHandlers } from '../shared/http-server.js';
 import { createScopeGuard } from './auth.js';
 import { consoleRoutes } from './console.js';
+import { declaredRoutes } from './routes/declared.js';
 import { observe } from './observe.js';
 import { docRoutes } from './routes/docs.js';
 import { opsRoutes } from './routes/ops.js';
@@ -21,7 +22,7 @@ export function createGatewayApp(services: GatewayServices): Hono {
   docRoutes(app, services, guard);
   queryRoutes(app, services, guard);
   opsRoutes(app, services, guard);
-  consoleRoutes(app);
+  consoleRoutes(declaredRoutes(app, guard));
   // Every path the routes registered (not the middleware's wildcard), so none is left out.
   const known = new Set(app.routes.map((route) => route.path).filter((p) => !p.includes('*')));
   for (const path of known) {

@@ -11,7 +11,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Context, Hono } from 'hono';
+import type { Context } from 'hono';
+import { API_ROUTES } from './api/routes.js';
+import type { DeclaredRoutes } from './routes/declared.js';
 import { TailbaseError } from '../shared/errors.js';
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
@@ -74,19 +76,19 @@ function send(c: Context, file: ConsoleFile, headers: Record<string, string>): R
   return c.body(file.bytes, 200, { 'content-type': file.contentType, ...headers });
 }
 
-export function consoleRoutes(app: Hono, dir = consoleDir()): void {
+export function consoleRoutes(declare: DeclaredRoutes, dir = consoleDir()): void {
   const build = readBuild(dir);
   const notBuilt = () =>
     new TailbaseError(503, 'console_not_built', 'the console is not built: run npm run build');
 
-  app.get('/', (c) => {
+  declare(API_ROUTES.consolePage, (c) => {
     if (build === null) throw notBuilt();
     return send(c, build.page, { 'cache-control': PAGE_CACHE, ...PAGE_SECURITY });
   });
 
-  app.get('/assets/:file', (c) => {
+  declare(API_ROUTES.consoleAsset, (c) => {
     if (build === null) throw notBuilt();
-    const name = c.req.param('file');
+    const name = c.req.param('file') ?? '';
     const file = build.assets.get(name);
     if (file === undefined) {
       return c.json({ error: { code: 'not_found', message: `no console asset ${name}` } }, 404);

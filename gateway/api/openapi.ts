@@ -25,6 +25,7 @@ const PATH_PARAMETERS: Record<string, Record<string, unknown>> = {
   },
   key: { description: "the document's key (1..1024 bytes of UTF-8)", schema: { type: 'string' } },
   node: { description: 'a serve-node, by its index in /v1/status', schema: { type: 'string' } },
+  file: { description: "a file name of the console's build", schema: { type: 'string' } },
 };
 
 const tokenHeader = {

@@ -177,6 +177,16 @@ export const API_ROUTES = {
     summary: 'this description (OpenAPI 3.1)',
     answers: { 200: json(OpenApiDocument) },
   }),
+  consolePage: route('GET /', {
+    summary: 'the web console: status, rebuilds, queries, the change feed, settings',
+    answers: { 200: { schema: Text, contentTypes: ['text/html'] } },
+    errors: { 503: ['console_not_built'] },
+  }),
+  consoleAsset: route('GET /assets/{file}', {
+    summary: "one of the console's scripts or styles (content-hashed names, cached a year)",
+    answers: { 200: { schema: Text, contentTypes: ['text/javascript', 'text/css'] } },
+    errors: { 404: ['not_found'], 503: ['console_not_built'] },
+  }),
   health: route('GET /healthz', { summary: 'liveness', answers: { 200: json(Health) } }),
   ready: route('GET /readyz', {
     summary: 'readiness: the log answers and every partition has a serve-node up',
