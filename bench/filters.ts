@@ -30,6 +30,8 @@ import type { BenchOptions, WorkloadResult } from './types.js';
 import { CONNECTIONS, SEARCH_TERMS_MAX, searchCorpus, searchTerms } from './workload.js';
 
 const BULK_CHUNK = 500;
+/** The serve-node applying the loaded corpus: past this the group fails. */
+const LOAD_WAIT_MS_MAX = 120_000;
 const SETTINGS = { filterable: ['year', 'genre'], sortable: ['year'] };
 const FILTER = `year = ${RARE_YEAR}`;
 const FACETS = 'genre,year';
@@ -101,7 +103,12 @@ async function load(url: string, docs: readonly FieldDoc[]): Promise<number> {
     const chunk = docs.slice(i, i + BULK_CHUNK).map((d) => ({ key: d.key, value: d.value }));
     await request(`${collection}/docs`, { method: 'POST', body: JSON.stringify(chunk) });
   }
-  await request(`${collection}/docs?limit=1&consistency=strong&wait_ms=30000`);
+  // A strong read waits at most 30 s; four copies of the corpus may take longer to apply.
+  const startedMs = Date.now();
+  const strong = `${collection}/docs?limit=1&consistency=strong&wait_ms=30000`;
+  while ((await fetch(strong, { signal: AbortSignal.timeout(LOAD_WAIT_MS_MAX) })).status !== 200) {
+    if (Date.now() - startedMs > LOAD_WAIT_MS_MAX) throw new Error('the corpus was not applied');
+  }
   // Every document has one genre: the genre counts add up to the wide query's matches.
   const { body } = await request(`${url}${search(WIDE_QUERY, `&facets=genre`)}`);
   const genres = body.facets?.genre;
