@@ -23,7 +23,7 @@ const BULK_CHUNK = 500;
 const REPLAY_WAIT_MS_MAX = 120_000;
 const REPLAY_POLL_MS = 20;
 
-async function startEmbedded(dir: string) {
+export async function startEmbedded(dir: string) {
   const port = await freePort();
   return spawnServer({
     args: [

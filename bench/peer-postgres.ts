@@ -16,6 +16,7 @@ import {
   searchCorpus,
   searchTerms,
 } from './workload.js';
+import { withFields, type FieldDoc } from './filter-fields.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { freePort, spawnServer } from './processes.js';
 import { makeBenchDir } from './references.js';
@@ -36,7 +37,7 @@ INSERT INTO kv SELECT 'key-' || lpad(i::text, 6, '0'), '${DOCUMENT}'::jsonb
 
 const KEY_EXPRESSION = `'key-' || lpad(:k::text, 6, '0')`;
 
-interface PgRun {
+export interface PgRun {
   name: string;
   description: string;
   script: string;
@@ -58,54 +59,89 @@ const RUNS: PgRun[] = [
   },
 ];
 
+/** The statements that load a database, the files they read, and the pgbench runs against it. */
+export interface Prepared {
+  setup: string[];
+  files: string[];
+  runs: PgRun[];
+}
+
 /** The search row doing tailbase's whole work: top 10, total count, highlights. */
 export const POSTGRES_SEARCH_SAME_WORK = 'postgres search (count + headline)';
 
-/** Query terms of the search run: distinct title words, as the gateway's search workload uses. */
 /** tsvector holds at most 1 MiB; longer documents are indexed up to this many characters. */
 const SEARCH_TEXT_CHARS_MAX = 256 * 1024;
 
+/** The search corpus with the filters group's fields (filter-fields.ts), each B-tree indexed. */
 const SEARCH_SCHEMA = `
 CREATE TABLE docs (key text PRIMARY KEY, title text NOT NULL, body text NOT NULL,
+  year int NOT NULL, genre text NOT NULL,
   tsv tsvector GENERATED ALWAYS AS (to_tsvector('simple', title || ' ' || body)) STORED);
 CREATE INDEX docs_tsv ON docs USING GIN (tsv);
+CREATE INDEX docs_year ON docs (year);
+CREATE INDEX docs_genre ON docs (genre);
 CREATE TABLE terms (id int PRIMARY KEY, term text NOT NULL);
 `;
 
-const csvField = (text: string) => `"${text.replace(/\u0000/g, '').replace(/"/g, '""')}"`;
+const csvField = (text: string | number) =>
+  `"${String(text)
+    .replace(/\u0000/g, '')
+    .replace(/"/g, '""')}"`;
 
 /**
- * The search corpus as a table with a generated tsvector and a GIN index, the way a PostgreSQL
- * user would add full-text search, and the run that searches it: top 10 by ts_rank.
+ * The statements that load `docs` into the search table (a generated tsvector and a GIN index,
+ * the way a PostgreSQL user would add full-text search) and `terms` into the terms table, through
+ * a CSV file written into `dir`.
  */
-async function searchRun(dir: string, quick: boolean): Promise<{ setup: string[]; runs: PgRun[] }> {
-  const docs = searchCorpus((await loadCorpus()).docs, quick);
+export function searchTableSetup(dir: string, docs: readonly FieldDoc[], terms: string[]) {
   const csv = join(dir, 'corpus.csv');
   writeFileSync(
     csv,
     docs
       .map((doc) =>
-        [doc.key, doc.value.title, doc.value.body.slice(0, SEARCH_TEXT_CHARS_MAX)]
+        [
+          doc.key,
+          doc.value.title,
+          doc.value.body.slice(0, SEARCH_TEXT_CHARS_MAX),
+          doc.value.year,
+          doc.value.genre,
+        ]
           .map(csvField)
           .join(','),
       )
       .join('\n'),
   );
-  const terms = searchTerms(docs, SEARCH_TERMS_MAX);
   const values = terms.map((term, i) => `(${i + 1}, '${term}')`).join(',');
   return {
     setup: [
       SEARCH_SCHEMA,
-      `\\copy docs (key, title, body) FROM '${csv}' WITH (FORMAT csv)`,
+      `\\copy docs (key, title, body, year, genre) FROM '${csv}' WITH (FORMAT csv)`,
       `INSERT INTO terms VALUES ${values}`,
     ],
+    files: [csv],
+  };
+}
+
+/** `\set t` to a random term of the terms table, and the tsquery of it. */
+export const termScript = (terms: number) => `\\set t random(1, ${terms})\n`;
+export const TERM_QUERY = `plainto_tsquery('simple', (SELECT term FROM terms WHERE id = :t))`;
+
+/** The peers group's search runs over the search corpus: top 10 by ts_rank. */
+async function searchRun(dir: string, quick: boolean): Promise<Prepared> {
+  const docs = withFields(searchCorpus((await loadCorpus()).docs, quick), 1);
+  const terms = searchTerms(docs, SEARCH_TERMS_MAX);
+  const table = searchTableSetup(dir, docs, terms);
+  return {
+    setup: [SCHEMA, ...table.setup],
+    files: table.files,
     runs: [
+      ...RUNS,
       {
         name: 'postgres search',
         description: `tsvector + GIN, top 10 by ts_rank over ${docs.length} real documents, one term, ${CONNECTIONS} clients`,
         script:
-          `\\set t random(1, ${terms.length})\n` +
-          `SELECT key FROM docs, plainto_tsquery('simple', (SELECT term FROM terms WHERE id = :t)) q ` +
+          termScript(terms.length) +
+          `SELECT key FROM docs, ${TERM_QUERY} q ` +
           `WHERE tsv @@ q ORDER BY ts_rank(tsv, q) DESC LIMIT 10;\n`,
         unit: 'queries/s',
       },
@@ -115,8 +151,8 @@ async function searchRun(dir: string, quick: boolean): Promise<{ setup: string[]
         name: POSTGRES_SEARCH_SAME_WORK,
         description: `as postgres search, plus count(*) over every match and ts_headline of title and body for the 10 hits`,
         script:
-          `\\set t random(1, ${terms.length})\n` +
-          `WITH q AS (SELECT plainto_tsquery('simple', (SELECT term FROM terms WHERE id = :t)) q), ` +
+          termScript(terms.length) +
+          `WITH q AS (SELECT ${TERM_QUERY} q), ` +
           `hits AS (SELECT key, title, body, ts_rank(tsv, q.q) AS rank, count(*) OVER () AS total ` +
           `FROM docs, q WHERE tsv @@ q.q ORDER BY rank DESC LIMIT 10) ` +
           `SELECT key, total, ts_headline('simple', title, q.q), ts_headline('simple', body, q.q) ` +
@@ -182,9 +218,30 @@ function parseSummary(output: string): { tps: number; transactions: number; fail
   };
 }
 
-export async function runPostgresBench(
+export function runPostgresBench(
   options: BenchOptions,
   postgresBinary: string,
+): Promise<WorkloadResult[]> {
+  return runPostgres(postgresBinary, {
+    group: 'peers',
+    quick: options.quick,
+    setupMsMax: SETUP_MS_MAX,
+    prepare: (dir) => searchRun(dir, options.quick),
+  });
+}
+
+/**
+ * A PostgreSQL server on loopback with a temp data dir: `prepare` writes what its setup reads
+ * into `dir` and names the statements and the pgbench runs, each run's rows then in `group`.
+ */
+export async function runPostgres(
+  postgresBinary: string,
+  options: {
+    group: string;
+    quick: boolean;
+    setupMsMax: number;
+    prepare: (dir: string) => Promise<Prepared>;
+  },
 ): Promise<WorkloadResult[]> {
   const bin = dirname(postgresBinary);
   const user = serverUser();
@@ -230,8 +287,8 @@ export async function runPostgresBench(
     });
     try {
       const connection = ['-h', '127.0.0.1', '-p', String(port)];
-      const search = await searchRun(dir, options.quick);
-      if (user) chownSync(join(dir, 'corpus.csv'), user.uid, user.gid);
+      const prepared = await options.prepare(dir);
+      if (user) for (const file of prepared.files) chownSync(file, user.uid, user.gid);
       await pgTool(
         join(bin, 'psql'),
         // VACUUM cannot run in the transaction one -c wraps its statements in.
@@ -240,17 +297,15 @@ export async function runPostgresBench(
           '-v',
           'ON_ERROR_STOP=1',
           '-q',
-          '-c',
-          SCHEMA,
-          ...search.setup.flatMap((statement) => ['-c', statement]),
+          ...prepared.setup.flatMap((statement) => ['-c', statement]),
           '-c',
           'VACUUM ANALYZE',
         ],
-        SETUP_MS_MAX,
+        options.setupMsMax,
       );
       const durationS = options.quick ? 1 : 5;
       const results: WorkloadResult[] = [];
-      for (const [index, run] of [...RUNS, ...search.runs].entries()) {
+      for (const [index, run] of prepared.runs.entries()) {
         const script = join(dir, `script-${index}.sql`);
         writeFileSync(script, run.script);
         const logDir = `${logs}-${index}`;
@@ -278,7 +333,7 @@ export async function runPostgresBench(
         );
         const summary = parseSummary(output);
         results.push({
-          group: 'peers',
+          group: options.group,
           name: run.name,
           description: run.description,
           throughput: { value: summary.tps, unit: run.unit },

@@ -86,7 +86,10 @@ function matching(text: SqlText, shape: MatchShape, withScore: boolean): void {
   );
   text.add(`AND ${inPartitions('rowid')}`, shape.partitions);
   if (shape.filter !== null) {
-    const condition = filterCondition(shape.filter, table.id, 'rowid');
+    // `+rowid`, not `rowid`: SQLite would hand the filter's rows to FTS5 as rowid constraints,
+    // which FTS5 answers with a seek into the term's doclist each, costing about a scan of it
+    // each (a 1% filter on a term in 13,220 documents: 390 ms, against 60 ms unfiltered).
+    const condition = filterCondition(shape.filter, table.id, '+rowid');
     text.add(`AND ${condition.sql}`, ...condition.params);
   }
 }
@@ -115,7 +118,9 @@ export function searchQuery(shape: MatchShape, sort: readonly SortClause[], dept
     text.add('SELECT m.row AS row, m.score AS score, r.key AS key FROM (');
     matching(text, shape, true);
     text.add(`ORDER BY score DESC, rowid % ${ROW_PARTITIONS}, rowid LIMIT ?) m`, depth);
-    text.add(`JOIN doc_rows r ON r.table_id = ${table.id} AND r.row = m.row`);
+    // CROSS JOIN keeps the top rows the outer loop: left to itself, SQLite scans every row of
+    // the table in doc_rows and probes the top rows for each.
+    text.add(`CROSS JOIN doc_rows r ON r.table_id = ${table.id} AND r.row = m.row`);
     text.add(`ORDER BY m.score DESC, m.row % ${ROW_PARTITIONS}, m.row`);
     return text.query();
   }
@@ -147,8 +152,11 @@ export function facetQuery(shape: MatchShape, fields: readonly string[]): Query 
   text.add('count(*) AS n FROM (');
   matching(text, shape, false);
   const marks = fields.map(() => '?').join(', ');
+  // CROSS JOIN keeps the matches the outer loop, a lookup of each match's values: left to
+  // itself, SQLite walks every value of the fields and asks FTS5 whether each row matches, a
+  // doclist seek each (two facets over 13,220 matches: 1.3 s, against 80 ms this way).
   text.add(
-    `) m JOIN field_values f ON f.table_id = ${shape.table.id} AND f.row = m.row AND f.field IN (${marks})`,
+    `) m CROSS JOIN field_values f ON f.table_id = ${shape.table.id} AND f.row = m.row AND f.field IN (${marks})`,
     ...fields,
   );
   return text.add('GROUP BY f.field, f.kind, f.value').query();
