@@ -69,8 +69,8 @@ export class LogNode {
     this.meta = meta;
     this.clock = clock;
     this.logger = logger;
-    this.producerIds = new ProducerIds(config.dataDir);
-    for (const info of readTopics(config.dataDir)) this.openTopic(info);
+    this.producerIds = new ProducerIds(config.dataDir, config.fileIO);
+    for (const info of readTopics(config.fileIO, config.dataDir)) this.openTopic(info);
     for (const name of INTERNAL_TOPICS) {
       if (!this.topicsByName.has(name)) this.createTopic(name, {});
     }
@@ -114,7 +114,7 @@ export class LogNode {
       partitions: isInternalTopic(name) ? INTERNAL_TOPIC_PARTITIONS : this.meta.partitions,
       configs: { ...defaultTopicConfigs(this.config, name), ...configs },
     };
-    writeTopic(this.config.dataDir, info);
+    writeTopic(this.config.fileIO, this.config.dataDir, info);
     this.logger.info(
       { topic: name, partitions: info.partitions, configs: info.configs },
       'created a topic',
@@ -167,7 +167,11 @@ export class LogNode {
         ([key, value]) => existing.configs[key as keyof TopicConfigs] !== value,
       )
     ) {
-      writeTopic(this.config.dataDir, { name, partitions: existing.partitions, configs: updated });
+      writeTopic(this.config.fileIO, this.config.dataDir, {
+        name,
+        partitions: existing.partitions,
+        configs: updated,
+      });
       existing.configs = updated;
       this.logger.info({ topic: name, configs: updated }, 'changed the configs of a topic');
     }
