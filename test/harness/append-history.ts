@@ -32,17 +32,25 @@ export class AppendHistory {
   readonly acks: AckedAppend[] = [];
   /** Every record value ever sent (each is unique). */
   private readonly sentValues = new Set<string>();
+  /** Batches made, part of each value so that values stay unique whatever the tags. */
+  private batchesMade = 0;
 
-  /** A batch of `count` records with unique values; keys from `keys` (few: compaction has work). */
+  /**
+   * A batch of records with unique values, keys from `keys` (few: compaction has work); a random
+   * size unless `shape` fixes the record count and the padding of each value.
+   */
   makeBatch(
     random: Random,
     tag: string,
     keys: number,
     producer: IdempotentProducer | null,
+    shape?: { records: number; padBytes: number },
   ): Buffer {
-    const count = random.pick([1, 1, 2, 5, 12]);
+    const count = shape?.records ?? random.pick([1, 1, 2, 5, 12]);
+    const batch = this.batchesMade++;
     const records: LogRecord[] = Array.from({ length: count }, (_, i) => {
-      const value = JSON.stringify({ tag: `${tag}.${i}`, pad: 'x'.repeat(random.int(0, 300)) });
+      const pad = 'x'.repeat(shape?.padBytes ?? random.int(0, 300));
+      const value = JSON.stringify({ tag: `${tag}.${batch}.${i}`, pad });
       this.sentValues.add(value);
       return {
         key: `k${random.int(0, keys - 1)}`,
