@@ -255,8 +255,8 @@ export class PowerLossIO implements FileIO {
     const dir = this.dir(path.dirname(from));
     const moved = this.fileAt(from);
     const replaced = fs.existsSync(to) ? this.fileAt(to) : null;
-    fs.renameSync(from, to);
     if (replaced !== null) this.unnamed(replaced);
+    fs.renameSync(from, to);
     this.nodesByPath.delete(from);
     this.nodesByPath.set(to, moved);
     moved.path = to;
