@@ -106,9 +106,14 @@ describe('log-node across power cuts', () => {
         running = null;
         const choices = io.crash();
         figures.cuts++;
-        for (const choice of choices) {
-          const kind = `${choice.kind} ${fileKind(choice.path)}`;
+        const count = (kind: string) =>
           figures.choices.set(kind, (figures.choices.get(kind) ?? 0) + 1);
+        for (const choice of choices) {
+          count(`${choice.kind} ${fileKind(choice.path)}`);
+          for (const op of choice.reverted ?? []) {
+            const [verb, ...names] = op.split(' ');
+            count(`reverted ${verb} ${names.map(fileKind).join(' -> ')}`);
+          }
         }
         const context = `cut ${round + 1} at mutating call ${cutAt} (seed ${seed}): ${choices.length} choices`;
 
@@ -292,8 +297,10 @@ async function retryIdempotent(
 /** What a file or directory is, for the figures: by suffix or name. */
 function fileKind(file: string): string {
   const name = path.basename(file);
-  const suffix = /\.(log|index|producers|tmp|cleaned)$/.exec(name);
+  const suffix = /\.(log|index|producers|cleaned)(\.tmp)?$/.exec(name);
   if (suffix) return suffix[0];
-  if (name.endsWith('.json')) return name;
-  return 'directory';
+  if (/\.json(\.tmp)?$/.test(name)) return name;
+  if (/^\d+$/.test(name)) return 'partition directory';
+  if (path.basename(path.dirname(file)) === 'topics') return 'topic directory';
+  return `${name} directory`;
 }

@@ -154,6 +154,15 @@ export interface PowerLossChoice {
   /** Unsynced operations of the file or directory, and how many of them persisted. */
   pending: number;
   kept: number;
+  /** A directory's operations that did not persist: `create NAME`, `mkdir NAME`, `rename A B`, `unlink NAME`. */
+  reverted?: string[];
+}
+
+function describeOp(op: DirOp): string {
+  if (op.length === 2) return `rename ${op[1].name} ${op[0].name}`;
+  const [{ name, entry }] = op;
+  if (entry === null) return `unlink ${name}`;
+  return `${entry.kind === 'dir' ? 'mkdir' : 'create'} ${name}`;
 }
 
 /** The content a file holds after the cut: its durable content, then a chosen prefix of the rest. */
@@ -220,7 +229,8 @@ export function applyPowerCut(
           : kept === dir.pending.length
             ? 'entries-kept'
             : 'entries-partly-kept';
-      choices.push({ path: dir.path, kind, pending: dir.pending.length, kept });
+      const reverted = dir.pending.slice(kept).map(describeOp);
+      choices.push({ path: dir.path, kind, pending: dir.pending.length, kept, reverted });
     }
   }
   const needsWrite = (node: FileNode, at: string) =>
