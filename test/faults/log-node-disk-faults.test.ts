@@ -179,6 +179,36 @@ describe('log-node on a failing disk', () => {
     for (const partition of [0, 1]) await history.check(recovered, TOPIC, partition, true);
     expect(node!.node.status().partitions.every((p) => p.truncatedBytesOnLoad === 0)).toBe(true);
   });
+
+  it('creates a collection on a full disk once there is room, 507 disk_full until then', async () => {
+    dir = tempDir('enospc-topic');
+    const random = seededRandom(29);
+    const history = new AppendHistory();
+    const io = new FaultyIO();
+    const client = await start(io);
+    await client.ensureTopic(TOPIC);
+    const { configs } = (await client.topics()).find((topic) => topic.name === TOPIC)!;
+    const topic = 'e';
+    const sent = history.makeBatch(random, 'new', KEYS, null);
+    const diskFull = { status: 507, code: 'disk_full' };
+
+    // No room for the topic's directory.
+    io.spaceBytes = 0;
+    expect(await refusal(client.append(topic, 0, sent))).toEqual(diskFull);
+    // Room for its topic.json, none for its partitions' directories.
+    const topicFile = JSON.stringify({ name: topic, partitions: 2, configs }, null, 2);
+    io.spaceBytes = Buffer.byteLength(topicFile);
+    expect(await refusal(client.append(topic, 0, sent))).toEqual(diskFull);
+    expect(io.spaceBytes).toBe(0);
+
+    io.spaceBytes = null;
+    const ack = await client.append(topic, 0, sent);
+    history.acked({ topic, partition: 0, ...ack, sent });
+    expect(ack.baseOffset).toBe(0);
+    expect(node!.node.status().partitions.every((p) => p.error === undefined)).toBe(true);
+    const recovered = await restart();
+    expect(await history.check(recovered, topic, 0, true)).toBe(1);
+  });
 });
 
 /** About 6.6 KiB (under the 8 KiB batch limit): the third after a roll rolls the 16 KiB segment. */
