@@ -117,9 +117,9 @@ export class LogNode {
    * Writes a topic's topic.json; a full disk is 507 disk_full, and nothing of the topic changed
    * (the file is replaced atomically), so a later call tries again.
    */
-  private persistTopic(info: TopicInfo): void {
+  private persistTopic(info: TopicInfo, newPartitions: readonly number[] = []): void {
     try {
-      writeTopic(this.config.fileIO, this.config.dataDir, info);
+      writeTopic(this.config.fileIO, this.config.dataDir, info, newPartitions);
     } catch (error) {
       if (!isErrno(error, 'ENOSPC')) throw error;
       throw new TailbaseError(
@@ -139,7 +139,7 @@ export class LogNode {
       partitions: isInternalTopic(name) ? INTERNAL_TOPIC_PARTITIONS : this.meta.partitions,
       configs: { ...defaultTopicConfigs(this.config, name), ...configs },
     };
-    this.persistTopic(info);
+    this.persistTopic(info, this.hostedPartitions(name));
     this.logger.info(
       { topic: name, partitions: info.partitions, configs: info.configs },
       'created a topic',

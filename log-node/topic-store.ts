@@ -45,11 +45,22 @@ export function readTopics(io: FileIO, dataDir: string): TopicInfo[] {
 
 /**
  * Writes a topic's topic.json crash-safely, its directory (and `topics/` itself, the first time)
- * made durable first.
+ * made durable first. A new topic's partition directories (`newPartitions`) are made beside it
+ * before the file: the directory fsync that makes topic.json durable makes them durable too, at
+ * no fsync of their own, and they hold nothing until it is.
  */
-export function writeTopic(io: FileIO, dataDir: string, topic: TopicInfo): void {
+export function writeTopic(
+  io: FileIO,
+  dataDir: string,
+  topic: TopicInfo,
+  newPartitions: readonly number[] = [],
+): void {
   const dir = topicDir(dataDir, topic.name);
   mkdirDurable(dir, io);
+  for (const p of newPartitions) {
+    const partition = partitionDir(dataDir, topic.name, p);
+    if (!io.exists(partition)) io.mkdir(partition);
+  }
   writeFileAtomic(
     path.join(dir, TOPIC_FILE),
     Buffer.from(
