@@ -14,6 +14,7 @@ import { attachKafkaFace, type KafkaFace } from './kafka/attach.js';
 
 export type { LogNodeConfig, FsyncPolicy, CleanupPolicy } from './config.js';
 export type { Clock } from './clock.js';
+export type { FileIO } from '../shared/file-io.js';
 export type { KafkaFace } from './kafka/attach.js';
 export { logNodeDefaults } from './config.js';
 
