@@ -2,7 +2,6 @@
  * Reads a segment file sequentially, batch by batch, through a bounded buffer: the one loop that
  * recovery, index rebuilds, compaction and offset lookups share.
  */
-import fs from 'node:fs';
 import {
   BATCH_BYTES_FORMAT_MAX,
   BATCH_HEADER_BYTES,
@@ -10,6 +9,7 @@ import {
   checkBatch,
   readBatchHeader,
 } from '../shared/batch-codec.js';
+import type { FileIO } from '../shared/file-io.js';
 
 export const SCAN_CHUNK_BYTES = 1024 * 1024;
 
@@ -38,6 +38,7 @@ export interface ScanOptions {
 
 /** Calls `visit` per batch in file order; `visit` returns false to stop early. */
 export function scanBatches(
+  io: FileIO,
   fd: number,
   options: ScanOptions,
   visit: (batch: ScannedBatch) => boolean | void,
@@ -68,7 +69,7 @@ export function scanBatches(
         buffer.length - bufferLength,
         options.until - bufferStart - bufferLength,
       );
-      const read = fs.readSync(fd, buffer, bufferLength, want, bufferStart + bufferLength);
+      const read = io.read(fd, buffer, bufferLength, want, bufferStart + bufferLength);
       if (read === 0) break;
       bufferLength += read;
     }

@@ -3,10 +3,10 @@
  * partition count (fixed when the cluster is created) and the node id. Written once, atomically,
  * with the format version of the data beside it: a directory of another format is refused.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { ulid } from 'ulid';
-import { writeFileAtomic } from '../shared/durable-files.js';
+import { mkdirDurable, writeFileAtomic } from '../shared/durable-files.js';
+import { type FileIO, isErrno, nodeFileIO } from '../shared/file-io.js';
 
 /** Kafka RecordBatch v2, one directory per topic-partition (FORMAT.md). */
 export const DATA_FORMAT_VERSION = 2;
@@ -33,8 +33,8 @@ export class DataFormatError extends Error {
  * Refuses a directory in the pre-Kafka layout: its batches are not RecordBatch v2 and its
  * partitions hold every collection together, so nothing here could read them.
  */
-function refuseOldFormat(dataDir: string, existing: ClusterMeta | null): void {
-  const oldLayout = fs.existsSync(path.join(dataDir, PRE_KAFKA_PARTITIONS_DIR));
+function refuseOldFormat(io: FileIO, dataDir: string, existing: ClusterMeta | null): void {
+  const oldLayout = io.exists(path.join(dataDir, PRE_KAFKA_PARTITIONS_DIR));
   if (!oldLayout && (existing === null || existing.formatVersion === DATA_FORMAT_VERSION)) return;
   throw new DataFormatError(
     `the data directory ${dataDir} holds tailbase's pre-Kafka log format; this version stores ` +
@@ -43,11 +43,11 @@ function refuseOldFormat(dataDir: string, existing: ClusterMeta | null): void {
   );
 }
 
-export function readClusterMeta(dataDir: string): ClusterMeta | null {
+export function readClusterMeta(dataDir: string, io: FileIO = nodeFileIO): ClusterMeta | null {
   try {
-    return JSON.parse(fs.readFileSync(path.join(dataDir, META_FILE), 'utf8')) as ClusterMeta;
+    return JSON.parse(io.readFile(path.join(dataDir, META_FILE)).toString('utf8')) as ClusterMeta;
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    if (isErrno(error, 'ENOENT')) return null;
     throw new Error(`${path.join(dataDir, META_FILE)} is unreadable: ${(error as Error).message}`);
   }
 }
@@ -64,11 +64,15 @@ export interface ClusterMetaRequest {
  * Loads the data directory's identity or creates it; refuses another format, a different
  * partition count, cluster or set of hosted partitions.
  */
-export function loadOrCreateClusterMeta(dataDir: string, request: ClusterMetaRequest): ClusterMeta {
+export function loadOrCreateClusterMeta(
+  dataDir: string,
+  request: ClusterMetaRequest,
+  io: FileIO = nodeFileIO,
+): ClusterMeta {
   const { partitions, nodeId, clusterId, hostedPartitions } = request;
-  fs.mkdirSync(dataDir, { recursive: true });
-  const existing = readClusterMeta(dataDir);
-  refuseOldFormat(dataDir, existing);
+  mkdirDurable(dataDir, io);
+  const existing = readClusterMeta(dataDir, io);
+  refuseOldFormat(io, dataDir, existing);
   if (existing) {
     if (partitions !== undefined && partitions !== existing.partitions) {
       throw new Error(
@@ -105,6 +109,6 @@ export function loadOrCreateClusterMeta(dataDir: string, request: ClusterMetaReq
     nodeId: nodeId ?? `log-${ulid().slice(-8).toLowerCase()}`,
     createdAt: new Date().toISOString(),
   };
-  writeFileAtomic(path.join(dataDir, META_FILE), Buffer.from(JSON.stringify(meta, null, 2)));
+  writeFileAtomic(path.join(dataDir, META_FILE), Buffer.from(JSON.stringify(meta, null, 2)), io);
   return meta;
 }

@@ -3,6 +3,7 @@
  * default, and is enforced where it is used.
  */
 import { APPEND_REQUEST_BYTES_MAX, PARTITIONS_MAX } from '../shared/log-api.js';
+import { type FileIO, nodeFileIO } from '../shared/file-io.js';
 import type { CleanupPolicy } from '../shared/topics.js';
 
 export type FsyncPolicy = 'always' | 'interval';
@@ -10,6 +11,11 @@ export type { CleanupPolicy };
 
 export interface LogNodeConfig {
   dataDir: string;
+  /**
+   * Every file the node writes goes through this: node:fs, or in tests a disk that loses unsynced
+   * writes at a power cut or fails its fsync (shared/file-io.ts). In-process only, not a flag.
+   */
+  fileIO: FileIO;
   host: string;
   port: number;
   partitions: number;
@@ -74,6 +80,7 @@ const MiB = 1024 * 1024;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
 export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
+  fileIO: nodeFileIO,
   host: '127.0.0.1',
   port: 7070,
   partitions: 8,

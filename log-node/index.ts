@@ -14,6 +14,7 @@ import { attachKafkaFace, type KafkaFace } from './kafka/attach.js';
 
 export type { LogNodeConfig, FsyncPolicy, CleanupPolicy } from './config.js';
 export type { Clock } from './clock.js';
+export type { FileIO } from '../shared/file-io.js';
 export type { KafkaFace } from './kafka/attach.js';
 export { logNodeDefaults } from './config.js';
 
@@ -81,13 +82,17 @@ async function withLock<U extends string | undefined>(
   const logger = options.logger ?? createLogger('log-node');
   // Two processes appending to one partition both hand out the same offsets (invariant 1).
   return withDataDirLock(options.dataDir, async (lock) => {
-    const meta = loadOrCreateClusterMeta(options.dataDir, {
-      partitions: options.partitions,
-      partitionsDefault: logNodeDefaults.partitions,
-      nodeId: options.nodeId,
-      clusterId: options.clusterId,
-      hostedPartitions: options.hostedPartitions,
-    });
+    const meta = loadOrCreateClusterMeta(
+      options.dataDir,
+      {
+        partitions: options.partitions,
+        partitionsDefault: logNodeDefaults.partitions,
+        nodeId: options.nodeId,
+        clusterId: options.clusterId,
+        hostedPartitions: options.hostedPartitions,
+      },
+      options.fileIO,
+    );
     const config = logNodeConfig({ ...options, partitions: meta.partitions });
     const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
     const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);

@@ -21,6 +21,7 @@ import type { PartitionLog } from './partition-log.js';
 import { Segment } from './segment.js';
 import { CLEANED_SUFFIX, LOG_SUFFIX, segmentPath } from './segment-files.js';
 import { fsyncDir } from '../shared/durable-files.js';
+import { unlinkIfExists, writeAll } from '../shared/file-io.js';
 
 export interface CleanSummary {
   topic: string;
@@ -218,7 +219,8 @@ export class LogCleaner {
   private forEachBatch(segment: Segment, until: number, visit: (bytes: Buffer) => void): void {
     segment.acquire();
     try {
-      const end = scanBatches(segment.fileDescriptor, { until, verify: true }, ({ bytes }) =>
+      const io = this.node.config.fileIO;
+      const end = scanBatches(io, segment.fileDescriptor, { until, verify: true }, ({ bytes }) =>
         visit(bytes),
       );
       if (end.kind !== 'end') {
@@ -270,7 +272,14 @@ export class LogCleaner {
   private rewrite(segment: Segment, pass: CompactionPass): Segment {
     const { dir, baseOffset } = segment;
     const cleanedPath = segmentPath(dir, baseOffset, CLEANED_SUFFIX);
-    const fd = fs.openSync(cleanedPath, 'w');
+    const io = this.node.config.fileIO;
+    const { O_CREAT, O_TRUNC, O_WRONLY, O_RDONLY } = fs.constants;
+    const fd = io.open(cleanedPath, O_WRONLY | O_CREAT | O_TRUNC);
+    let position = 0;
+    const append = (bytes: Uint8Array) => {
+      writeAll(io, fd, bytes, position);
+      position += bytes.length;
+    };
     let written = false;
     try {
       this.forEachBatch(segment, segment.state.sizeBytes, (bytes) => {
@@ -278,12 +287,11 @@ export class LogCleaner {
         const kept = records.filter((record) => this.isKept(record, pass));
         if (kept.length === 0) return;
         if (kept.length === records.length) {
-          fs.writeSync(fd, bytes);
+          append(bytes);
           return;
         }
         const header = readBatchHeader(bytes)!;
-        fs.writeSync(
-          fd,
+        append(
           encodeBatch(kept, {
             baseOffset: header.baseOffset,
             leaderEpoch: header.leaderEpoch,
@@ -295,33 +303,33 @@ export class LogCleaner {
           }),
         );
       });
-      fs.fsyncSync(fd);
+      io.fsync(fd);
       written = true;
     } finally {
-      fs.closeSync(fd);
-      if (!written) fs.rmSync(cleanedPath, { force: true });
+      io.close(fd);
+      if (!written) unlinkIfExists(io, cleanedPath);
     }
     // Keep the segment's age: retention reads it from the file's modification time.
     const mtime = new Date(segment.state.maxTimestampMs);
-    fs.utimesSync(cleanedPath, mtime, mtime);
+    io.utimes(cleanedPath, mtime, mtime);
     // The old index must not outlive the old log: remove it first; a crash rebuilds it.
-    fs.rmSync(segment.indexPath, { force: true });
-    fsyncDir(dir);
-    fs.renameSync(cleanedPath, segmentPath(dir, baseOffset, LOG_SUFFIX));
-    fsyncDir(dir);
-    const readFd = fs.openSync(segmentPath(dir, baseOffset, LOG_SUFFIX), 'r');
+    unlinkIfExists(io, segment.indexPath);
+    fsyncDir(dir, io);
+    io.rename(cleanedPath, segmentPath(dir, baseOffset, LOG_SUFFIX));
+    fsyncDir(dir, io);
+    const readFd = io.open(segmentPath(dir, baseOffset, LOG_SUFFIX), O_RDONLY);
     const replacement = new Segment(
       dir,
       baseOffset,
       readFd,
       null,
       {
-        sizeBytes: fs.fstatSync(readFd).size,
+        sizeBytes: io.fstat(readFd).size,
         nextOffset: segment.state.nextOffset,
         maxTimestampMs: segment.state.maxTimestampMs,
         createdAtMs: segment.state.createdAtMs,
       },
-      { indexIntervalBytes: this.node.config.indexIntervalBytes, writeThrough: false },
+      { io, indexIntervalBytes: this.node.config.indexIntervalBytes, writeThrough: false },
     );
     replacement.loadIndex();
     return replacement;

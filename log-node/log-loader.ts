@@ -24,7 +24,8 @@ import {
   PRODUCERS_SUFFIX,
   segmentPath,
 } from './segment-files.js';
-import { TEMP_SUFFIX, fsyncDir } from '../shared/durable-files.js';
+import { TEMP_SUFFIX, fsyncDir, mkdirDurable } from '../shared/durable-files.js';
+import type { FileIO } from '../shared/file-io.js';
 
 /** Where the magic byte sits in a batch header (shared/FORMAT.md). */
 const MAGIC_AT = 16;
@@ -47,12 +48,13 @@ export interface LoadOptions extends SegmentOptions {
 }
 
 export function loadPartition(dir: string, options: LoadOptions): LoadedPartition {
-  fs.mkdirSync(dir, { recursive: true });
-  removeLeftovers(dir, options.logger);
-  const bases = listBaseOffsets(dir, LOG_SUFFIX);
+  const { io } = options;
+  mkdirDurable(dir, io);
+  removeLeftovers(io, dir, options.logger);
+  const bases = listBaseOffsets(io, dir, LOG_SUFFIX);
   if (bases.length === 0) {
     const segment = Segment.create(dir, 0, options.nowMs, options);
-    fsyncDir(dir);
+    fsyncDir(dir, io);
     return {
       segments: [segment],
       producers: new ProducerState(options.producerRecentBatchesMax, options.producerExpiryMs),
@@ -69,10 +71,10 @@ export function loadPartition(dir: string, options: LoadOptions): LoadedPartitio
 }
 
 /** A crash during compaction or an atomic write leaves these; the originals are intact. */
-function removeLeftovers(dir: string, logger: Logger): void {
-  for (const name of fs.readdirSync(dir)) {
+function removeLeftovers(io: FileIO, dir: string, logger: Logger): void {
+  for (const name of io.readdir(dir)) {
     if (name.endsWith(CLEANED_SUFFIX) || name.endsWith(TEMP_SUFFIX)) {
-      fs.rmSync(path.join(dir, name), { force: true });
+      io.unlink(path.join(dir, name));
       logger.warn({ dir, file: name }, 'removed an unfinished file left by a crash');
     }
   }
@@ -80,8 +82,8 @@ function removeLeftovers(dir: string, logger: Logger): void {
 
 function openClosed(dir: string, base: number, nextBase: number, options: SegmentOptions): Segment {
   const file = segmentPath(dir, base, LOG_SUFFIX);
-  const fd = fs.openSync(file, 'r');
-  const stat = fs.fstatSync(fd);
+  const fd = options.io.open(file, fs.constants.O_RDONLY);
+  const stat = options.io.fstat(fd);
   return new Segment(
     dir,
     base,
@@ -103,8 +105,9 @@ function recoverActive(
   options: LoadOptions,
 ): { segment: Segment; truncatedBytes: number } {
   const file = segmentPath(dir, base, LOG_SUFFIX);
-  const fd = fs.openSync(file, appendFlags(options, false));
-  const stat = fs.fstatSync(fd);
+  const { io } = options;
+  const fd = io.open(file, appendFlags(options, false));
+  const stat = io.fstat(fd);
   const segment = new Segment(
     dir,
     base,
@@ -120,7 +123,7 @@ function recoverActive(
   );
   let expectedOffset = base;
   let offsetError: string | null = null;
-  const end = scanBatches(fd, { until: stat.size, verify: true }, (batch) => {
+  const end = scanBatches(io, fd, { until: stat.size, verify: true }, (batch) => {
     if (batch.header.baseOffset !== expectedOffset) {
       offsetError = `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`;
       return false;
@@ -136,7 +139,7 @@ function recoverActive(
   });
   if (offsetError !== null) throw new CorruptLogError(`${file}: ${offsetError}`);
   if (end.kind === 'invalid') {
-    if (validBatchFollows(fd, end.position, stat.size)) {
+    if (validBatchFollows(io, fd, end.position, stat.size)) {
       throw new CorruptLogError(
         `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data; refusing to serve past it`,
       );
@@ -159,11 +162,11 @@ function recoverActive(
  * today's batchBytesMax (it was appended under the limit of its day), so only the file bounds it;
  * the file is searched a chunk at a time and a candidate is read whole only when it fits the file.
  */
-function validBatchFollows(fd: number, position: number, fileBytes: number): boolean {
+function validBatchFollows(io: FileIO, fd: number, position: number, fileBytes: number): boolean {
   const chunk = Buffer.allocUnsafe(Math.min(fileBytes - position, SCAN_CHUNK_BYTES));
   let chunkStart = position;
   for (;;) {
-    const bytesRead = fs.readSync(fd, chunk, 0, chunk.length, chunkStart);
+    const bytesRead = io.read(fd, chunk, 0, chunk.length, chunkStart);
     const first = chunkStart === position ? 1 : 0;
     for (let at = first; at + BATCH_HEADER_BYTES <= bytesRead; at++) {
       if (chunk[at + MAGIC_AT] !== BATCH_MAGIC) continue;
@@ -173,7 +176,7 @@ function validBatchFollows(fd: number, position: number, fileBytes: number): boo
       const candidate =
         at + sizeBytes <= bytesRead
           ? chunk.subarray(at, at + sizeBytes)
-          : readExactly(fd, start, sizeBytes);
+          : readExactly(io, fd, start, sizeBytes);
       if (checkBatch(candidate, 0).ok) return true;
     }
     // The next chunk starts at the first position this one held no whole header for.
@@ -182,22 +185,23 @@ function validBatchFollows(fd: number, position: number, fileBytes: number): boo
   }
 }
 
-function readExactly(fd: number, position: number, length: number): Buffer {
+function readExactly(io: FileIO, fd: number, position: number, length: number): Buffer {
   const bytes = Buffer.allocUnsafe(length);
-  const bytesRead = fs.readSync(fd, bytes, 0, length, position);
+  const bytesRead = io.read(fd, bytes, 0, length, position);
   return bytes.subarray(0, bytesRead);
 }
 
 /** The newest producer snapshot not past the active segment, then every batch after it. */
 function loadProducers(dir: string, segments: Segment[], options: LoadOptions): ProducerState {
   const activeBase = segments[segments.length - 1].baseOffset;
-  const snapshots = listBaseOffsets(dir, PRODUCERS_SUFFIX).filter((base) => base <= activeBase);
+  const { io } = options;
+  const snapshots = listBaseOffsets(io, dir, PRODUCERS_SUFFIX).filter((base) => base <= activeBase);
   let producers = new ProducerState(options.producerRecentBatchesMax, options.producerExpiryMs);
   let fromOffset = segments[0].baseOffset;
   for (const base of snapshots.reverse()) {
     try {
       producers = ProducerState.decode(
-        fs.readFileSync(segmentPath(dir, base, PRODUCERS_SUFFIX)),
+        io.readFile(segmentPath(dir, base, PRODUCERS_SUFFIX)),
         options.producerRecentBatchesMax,
         options.producerExpiryMs,
       );
@@ -213,6 +217,7 @@ function loadProducers(dir: string, segments: Segment[], options: LoadOptions): 
   for (const segment of segments) {
     if (segment.state.nextOffset <= fromOffset) continue;
     scanBatches(
+      io,
       segment.fileDescriptor,
       { until: segment.state.sizeBytes, verify: false },
       ({ header }) => {

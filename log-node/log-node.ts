@@ -23,6 +23,7 @@ import type { Clock } from './clock.js';
 import type { ClusterMeta } from './cluster-meta.js';
 import type { LogNodeConfig } from './config.js';
 import {
+  diskFull,
   partitionFailed,
   PartitionLog,
   type PartitionReadResult,
@@ -30,6 +31,7 @@ import {
 } from './partition-log.js';
 import { ProducerIds } from './producer-ids.js';
 import { unknownProducer } from './producer-state.js';
+import { isErrno } from '../shared/file-io.js';
 import { checkTopicConfigs, defaultTopicConfigs } from './topic-configs.js';
 import { partitionDir, readTopics, writeTopic } from './topic-store.js';
 
@@ -69,8 +71,8 @@ export class LogNode {
     this.meta = meta;
     this.clock = clock;
     this.logger = logger;
-    this.producerIds = new ProducerIds(config.dataDir);
-    for (const info of readTopics(config.dataDir)) this.openTopic(info);
+    this.producerIds = new ProducerIds(config.dataDir, config.fileIO);
+    for (const info of readTopics(config.fileIO, config.dataDir)) this.openTopic(info);
     for (const name of INTERNAL_TOPICS) {
       if (!this.topicsByName.has(name)) this.createTopic(name, {});
     }
@@ -90,21 +92,44 @@ export class LogNode {
       slots: new Map(),
     };
     this.topicsByName.set(info.name, topic);
-    for (const p of this.hostedPartitions(info.name)) {
-      const dir = partitionDir(this.config.dataDir, info.name, p);
-      try {
-        topic.slots.set(p, {
-          log: PartitionLog.open(topic, p, dir, this.config, this.clock, this.logger),
-        });
-      } catch (error) {
-        this.logger.error(
-          { topic: info.name, partition: p, err: error },
-          'partition failed to open; it stays stopped',
-        );
-        topic.slots.set(p, { error: error as Error });
-      }
-    }
+    for (const p of this.hostedPartitions(info.name)) this.openSlot(topic, p);
     return topic;
+  }
+
+  /** Opens one hosted partition of a topic; one that fails stays stopped, with its error. */
+  private openSlot(topic: LogTopic, p: number): PartitionSlot {
+    const dir = partitionDir(this.config.dataDir, topic.name, p);
+    let slot: PartitionSlot;
+    try {
+      slot = { log: PartitionLog.open(topic, p, dir, this.config, this.clock, this.logger) };
+    } catch (error) {
+      this.logger.error(
+        { topic: topic.name, partition: p, err: error },
+        'partition failed to open; it stays stopped',
+      );
+      slot = { error: error as Error };
+    }
+    topic.slots.set(p, slot);
+    return slot;
+  }
+
+  /**
+   * Writes a topic's topic.json; a full disk is 507 disk_full, and nothing of the topic changed
+   * (the file is replaced atomically), so a later call tries again.
+   */
+  private persistTopic(info: TopicInfo, newPartitions: readonly number[] = []): void {
+    try {
+      writeTopic(this.config.fileIO, this.config.dataDir, info, newPartitions);
+    } catch (error) {
+      if (!isErrno(error, 'ENOSPC')) throw error;
+      throw new TailbaseError(
+        507,
+        'disk_full',
+        `topic ${info.name} could not be written: the disk is full; retry once there is room`,
+        { topic: info.name },
+        { cause: error },
+      );
+    }
   }
 
   /** Writes a new topic's topic.json, then opens its partitions. */
@@ -114,7 +139,7 @@ export class LogNode {
       partitions: isInternalTopic(name) ? INTERNAL_TOPIC_PARTITIONS : this.meta.partitions,
       configs: { ...defaultTopicConfigs(this.config, name), ...configs },
     };
-    writeTopic(this.config.dataDir, info);
+    this.persistTopic(info, this.hostedPartitions(name));
     this.logger.info(
       { topic: name, partitions: info.partitions, configs: info.configs },
       'created a topic',
@@ -167,7 +192,7 @@ export class LogNode {
         ([key, value]) => existing.configs[key as keyof TopicConfigs] !== value,
       )
     ) {
-      writeTopic(this.config.dataDir, { name, partitions: existing.partitions, configs: updated });
+      this.persistTopic({ name, partitions: existing.partitions, configs: updated });
       existing.configs = updated;
       this.logger.info({ topic: name, configs: updated }, 'changed the configs of a topic');
     }
@@ -256,7 +281,7 @@ export class LogNode {
       );
     }
     const partition = Number(param);
-    const slot = topic.slots.get(partition);
+    let slot = topic.slots.get(partition);
     if (slot === undefined) {
       throw new TailbaseError(
         404,
@@ -265,7 +290,19 @@ export class LogNode {
         { topic: topic.name, partition, hostedPartitions: this.hostedPartitions(topic.name) },
       );
     }
-    if (slot.error) throw partitionFailed(topic.name, partition);
+    // Partitions that could not be created on a full disk are tried again (the topic's, together,
+    // so none stays stopped for want of a call): their directories hold nothing acknowledged, and
+    // recovery finishes whatever their creation left.
+    if (slot.error && isErrno(slot.error, 'ENOSPC')) {
+      for (const [p, other] of topic.slots) {
+        if (other.error && isErrno(other.error, 'ENOSPC')) this.openSlot(topic, p);
+      }
+      slot = topic.slots.get(partition)!;
+    }
+    if (slot.error) {
+      if (isErrno(slot.error, 'ENOSPC')) throw diskFull(topic.name, partition);
+      throw partitionFailed(topic.name, partition);
+    }
     return slot.log;
   }
 

@@ -3,7 +3,6 @@
  * in groups (all batches that arrive during one fsync share the next), serves reads up to the
  * durable end, and wakes long-polls.
  */
-import fs from 'node:fs';
 import { assert } from '../shared/assert.js';
 import { enforceBatchLimits, stampBatch } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
@@ -11,11 +10,12 @@ import type { Logger } from '../shared/logger.js';
 import type { TopicConfigs } from '../shared/topics.js';
 import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
-import { loadPartition } from './log-loader.js';
+import { type LoadedPartition, loadPartition } from './log-loader.js';
 import { lastSequenceOf, type ProducerAppend, ProducerState } from './producer-state.js';
 import { Segment, type SegmentOptions } from './segment.js';
 import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
 import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
+import { isErrno, unlinkIfExists } from '../shared/file-io.js';
 import { TailCache } from './tail-cache.js';
 import { Waiters } from './waiters.js';
 
@@ -65,6 +65,19 @@ export function partitionFailed(topic: string, partition: number): TailbaseError
   );
 }
 
+/**
+ * What an append answers when the disk is full: nothing of its round was acknowledged or kept,
+ * and the partition takes writes again once there is room.
+ */
+export function diskFull(topic: string, partition: number): TailbaseError {
+  return new TailbaseError(
+    507,
+    'disk_full',
+    `partition ${partition} of topic ${topic} could not be written: the disk is full; nothing of this append was kept, retry once there is room`,
+    { topic, partition },
+  );
+}
+
 export class PartitionLog {
   readonly topic: PartitionTopic;
   readonly partition: number;
@@ -105,16 +118,11 @@ export class PartitionLog {
     this.clock = clock;
     this.logger = logger.child({ topic: topic.name, partition });
     this.segmentOptions = {
+      io: config.fileIO,
       indexIntervalBytes: config.indexIntervalBytes,
       writeThrough: config.fsync === 'always',
     };
-    const loaded = loadPartition(dir, {
-      ...this.segmentOptions,
-      producerRecentBatchesMax: config.producerRecentBatchesMax,
-      producerExpiryMs: config.producerExpiryMs,
-      nowMs: clock.nowMs(),
-      logger: this.logger,
-    });
+    const loaded = this.load();
     this.segments = loaded.segments;
     this.producers = loaded.producers;
     this.truncatedBytesOnLoad = loaded.truncatedBytes;
@@ -125,6 +133,17 @@ export class PartitionLog {
       this.intervalTimer = setInterval(() => void this.syncInterval(), config.fsyncIntervalMs);
       this.intervalTimer.unref();
     }
+  }
+
+  /** The partition as its directory holds it: recovery at open, and after a full disk. */
+  private load(): LoadedPartition {
+    return loadPartition(this.dir, {
+      ...this.segmentOptions,
+      producerRecentBatchesMax: this.config.producerRecentBatchesMax,
+      producerExpiryMs: this.config.producerExpiryMs,
+      nowMs: this.clock.nowMs(),
+      logger: this.logger,
+    });
   }
 
   /** Opens a partition; a corrupt log yields a failed partition that refuses reads and appends. */
@@ -264,11 +283,46 @@ export class PartitionLog {
       for (const { entry, ack } of acks) entry.resolve(ack);
       if (writes.length > 0) this.waiters.wakeAll();
     } catch (error) {
+      if (isErrno(error, 'ENOSPC') && this.reloadAfterFullDisk(error as Error)) {
+        const refused = [...taken, ...this.queue.splice(0)];
+        this.queuedBytes = 0;
+        for (const entry of refused) entry.reject(diskFull(this.topic.name, this.partition));
+        return;
+      }
       // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
       // fsyncgate), and after a failed roll the segment set may not match the directory: stop
       // the partition; a restart recovers from what is really on disk.
       this.fail(error as Error);
       for (const entry of taken) entry.reject(partitionFailed(this.topic.name, this.partition));
+    }
+  }
+
+  /**
+   * A full disk refuses a write before it reaches the disk, so unlike a failed fsync it leaves no
+   * doubt about what is there: the round's bytes are cut off the active segment (a shrink needs no
+   * room), and the partition is reloaded from its directory as a restart would (producer state,
+   * the segment set after a roll cut short). Returns false, and the partition stops, when that
+   * fails too.
+   */
+  private reloadAfterFullDisk(cause: Error): boolean {
+    try {
+      this.active.truncate(this.visibleActiveBytes);
+      const loaded = this.load();
+      const active = loaded.segments[loaded.segments.length - 1];
+      assert(
+        active.state.nextOffset === this.visibleEndOffset,
+        'a partition reloaded after a full disk ends where its acknowledged appends did',
+      );
+      const old = this.segments;
+      this.segments = loaded.segments;
+      this.producers = loaded.producers;
+      this.visibleActiveBytes = active.state.sizeBytes;
+      for (const segment of old) segment.retire();
+      this.logger.warn({ err: cause }, 'disk full: the round was refused and nothing of it kept');
+      return true;
+    } catch (error) {
+      this.logger.error({ err: error, cause }, 'could not recover from a full disk');
+      return false;
     }
   }
 
@@ -374,17 +428,18 @@ export class PartitionLog {
     closing.syncNow();
     closing.writeIndex();
     const nextBase = closing.state.nextOffset;
-    writeFileAtomic(segmentPath(this.dir, nextBase, PRODUCERS_SUFFIX), this.producers.encode());
+    const { io } = this.segmentOptions;
+    writeFileAtomic(segmentPath(this.dir, nextBase, PRODUCERS_SUFFIX), this.producers.encode(), io);
     const next = Segment.create(this.dir, nextBase, this.clock.nowMs(), this.segmentOptions);
-    fsyncDir(this.dir);
+    fsyncDir(this.dir, io);
     this.segments = [...this.segments, next];
     this.visibleActiveBytes = 0;
     this.producers.expire(this.clock.nowMs());
-    for (const base of listBaseOffsets(this.dir, PRODUCERS_SUFFIX).slice(
+    for (const base of listBaseOffsets(io, this.dir, PRODUCERS_SUFFIX).slice(
       0,
       -PRODUCER_SNAPSHOTS_KEPT,
     )) {
-      fs.rmSync(segmentPath(this.dir, base, PRODUCERS_SUFFIX), { force: true });
+      unlinkIfExists(io, segmentPath(this.dir, base, PRODUCERS_SUFFIX));
     }
     this.logger.info({ baseOffset: nextBase }, 'rolled a new segment');
   }
@@ -399,7 +454,8 @@ export class PartitionLog {
     waitMs: number,
     signal?: AbortSignal,
   ): Promise<PartitionReadResult> {
-    if (this.failure) throw partitionFailed(this.topic.name, this.partition);
+    // A partition stopped by a failed write still serves what it acknowledged: every byte below
+    // the visible end was durable before the failure.
     if (
       !Number.isSafeInteger(offset) ||
       offset < this.logStartOffset ||
@@ -477,12 +533,13 @@ export class PartitionLog {
     assert(count < this.segments.length, 'the active segment is never deleted');
     const removed = this.segments.slice(0, count);
     this.segments = this.segments.slice(count);
+    const { io } = this.segmentOptions;
     for (const segment of removed) {
-      fs.rmSync(segment.indexPath, { force: true });
-      fs.rmSync(segment.logPath, { force: true });
+      unlinkIfExists(io, segment.indexPath);
+      unlinkIfExists(io, segment.logPath);
       segment.retire();
     }
-    fsyncDir(this.dir);
+    fsyncDir(this.dir, io);
   }
 
   async close(): Promise<void> {

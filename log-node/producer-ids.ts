@@ -3,9 +3,9 @@
  * `DATA/producer-ids.json` ({reservedUpTo}) reserves a block of ids with an atomic, fsynced write
  * before the first id of the block is handed out, so a crash loses at most the rest of a block.
  */
-import fs from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from '../shared/durable-files.js';
+import { type FileIO, isErrno, nodeFileIO } from '../shared/file-io.js';
 
 const PRODUCER_IDS_FILE = 'producer-ids.json';
 /** Ids reserved by one durable write. */
@@ -15,18 +15,22 @@ export class ProducerIds {
   private readonly file: string;
   private next: number;
   private reservedUpTo: number;
+  private readonly io: FileIO;
 
-  constructor(dataDir: string) {
+  constructor(dataDir: string, io: FileIO = nodeFileIO) {
+    this.io = io;
     this.file = path.join(dataDir, PRODUCER_IDS_FILE);
     let reservedUpTo = 0;
     try {
-      const stored = JSON.parse(fs.readFileSync(this.file, 'utf8')) as { reservedUpTo: unknown };
+      const stored = JSON.parse(io.readFile(this.file).toString('utf8')) as {
+        reservedUpTo: unknown;
+      };
       if (!Number.isSafeInteger(stored.reservedUpTo) || (stored.reservedUpTo as number) < 0) {
         throw new Error(`reservedUpTo is ${String(stored.reservedUpTo)}`);
       }
       reservedUpTo = stored.reservedUpTo as number;
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') {
+      if (!isErrno(error, 'ENOENT')) {
         throw new Error(`${this.file} is unreadable: ${(error as Error).message}`);
       }
     }
@@ -39,7 +43,7 @@ export class ProducerIds {
   take(): number {
     if (this.next >= this.reservedUpTo) {
       const reservedUpTo = this.next + PRODUCER_ID_BLOCK;
-      writeFileAtomic(this.file, Buffer.from(JSON.stringify({ reservedUpTo })));
+      writeFileAtomic(this.file, Buffer.from(JSON.stringify({ reservedUpTo })), this.io);
       this.reservedUpTo = reservedUpTo;
     }
     return this.next++;

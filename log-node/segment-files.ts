@@ -2,8 +2,8 @@
  * File names of a partition directory, Kafka's scheme: the base offset padded to 20 digits, one
  * suffix per kind of file. Writes that must be all-or-nothing go through shared/durable-files.ts.
  */
-import fs from 'node:fs';
 import path from 'node:path';
+import type { FileIO } from '../shared/file-io.js';
 
 export const LOG_SUFFIX = '.log';
 export const INDEX_SUFFIX = '.index';
@@ -20,10 +20,10 @@ export function segmentPath(dir: string, baseOffset: number, suffix: string): st
 }
 
 /** The base offsets of the files with a suffix, ascending. */
-export function listBaseOffsets(dir: string, suffix: string): number[] {
+export function listBaseOffsets(io: FileIO, dir: string, suffix: string): number[] {
   const pattern = new RegExp(`^(\\d{20})${suffix.replace('.', '\\.')}$`);
-  return fs
-    .readdirSync(dir)
+  return io
+    .readdir(dir)
     .map((name) => pattern.exec(name))
     .filter((match): match is RegExpExecArray => match !== null)
     .map((match) => Number(match[1]))

@@ -3,17 +3,13 @@
  * active segment is appended to; closed segments are only read, compacted or deleted.
  */
 import fs from 'node:fs';
-import { promisify } from 'node:util';
 import { assert } from '../shared/assert.js';
 import { BATCH_HEADER_BYTES } from '../shared/batch-codec.js';
 import { scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
 import { INDEX_SUFFIX, LOG_SUFFIX, segmentPath } from './segment-files.js';
 import { writeFileAtomic } from '../shared/durable-files.js';
-
-const writev = promisify(fs.writev);
-const fdatasync = promisify(fs.fdatasync);
-const read = promisify(fs.read);
+import { type FileIO, isErrno } from '../shared/file-io.js';
 
 export interface SegmentState {
   /** Bytes of whole batches in the file. */
@@ -26,6 +22,7 @@ export interface SegmentState {
 
 /** Reads and index rebuilds take every batch in the file, whatever batchBytesMax was then. */
 export interface SegmentOptions {
+  io: FileIO;
   indexIntervalBytes: number;
   /**
    * The active segment's file is opened with O_DSYNC, so each write is durable when it returns:
@@ -78,7 +75,10 @@ export class Segment {
 
   /** Creates an empty segment file; its directory entry is made durable by the caller. */
   static create(dir: string, baseOffset: number, nowMs: number, options: SegmentOptions): Segment {
-    const fd = fs.openSync(segmentPath(dir, baseOffset, LOG_SUFFIX), appendFlags(options, true));
+    const fd = options.io.open(
+      segmentPath(dir, baseOffset, LOG_SUFFIX),
+      appendFlags(options, true),
+    );
     return new Segment(
       dir,
       baseOffset,
@@ -119,7 +119,8 @@ export class Segment {
     while (written < position - startPosition) {
       // writev may write fewer bytes than asked; resume where it stopped.
       const remaining = sliceBuffers(buffers, written);
-      written += (await writev(this.fd, remaining, startPosition + written)).bytesWritten;
+      written += (await this.options.io.writevAsync(this.fd, remaining, startPosition + written))
+        .bytesWritten;
     }
     const last = batches[batches.length - 1];
     this.state.sizeBytes = position;
@@ -140,17 +141,17 @@ export class Segment {
   }
 
   sync(): Promise<void> {
-    return fdatasync(this.fd);
+    return this.options.io.fdatasyncAsync(this.fd);
   }
 
   syncNow(): void {
-    fs.fdatasyncSync(this.fd);
+    this.options.io.fdatasync(this.fd);
   }
 
   /** Cuts the file after the last whole batch (recovery of a torn tail). */
   truncate(sizeBytes: number): void {
-    fs.ftruncateSync(this.fd, sizeBytes);
-    fs.fsyncSync(this.fd);
+    this.options.io.ftruncate(this.fd, sizeBytes);
+    this.options.io.fsync(this.fd);
     this.index?.truncateToPosition(sizeBytes);
     this.state.sizeBytes = sizeBytes;
   }
@@ -158,20 +159,25 @@ export class Segment {
   /** Writes the index file; called when the segment closes, so it is never rewritten after. */
   writeIndex(): void {
     assert(this.index !== null, 'index present when the segment closes');
-    writeFileAtomic(this.indexPath, this.index.encode());
+    writeFileAtomic(this.indexPath, this.index.encode(), this.options.io);
   }
 
   /** The position of the first batch holding an offset >= `offset`, or null if none is here. */
   findPosition(offset: number, untilPosition: number): number | null {
     const from = this.loadIndex().lookup(Math.max(0, offset - this.baseOffset));
     let found: number | null = null;
-    scanBatches(this.fd, { from, until: untilPosition, verify: false }, ({ header, position }) => {
-      if (header.baseOffset + header.lastOffsetDelta >= offset) {
-        found = position;
-        return false;
-      }
-      return true;
-    });
+    scanBatches(
+      this.options.io,
+      this.fd,
+      { from, until: untilPosition, verify: false },
+      ({ header, position }) => {
+        if (header.baseOffset + header.lastOffsetDelta >= offset) {
+          found = position;
+          return false;
+        }
+        return true;
+      },
+    );
     return found;
   }
 
@@ -182,7 +188,7 @@ export class Segment {
   async readBatches(position: number, maxBytes: number, untilPosition: number): Promise<Buffer> {
     const want = Math.min(Math.max(maxBytes, 0), untilPosition - position);
     const buf = Buffer.allocUnsafe(Math.max(want, BATCH_HEADER_BYTES));
-    const { bytesRead } = await read(this.fd, buf, 0, buf.length, position);
+    const { bytesRead } = await this.options.io.readAsync(this.fd, buf, 0, buf.length, position);
     let end = 0;
     let at = 0;
     while (at + BATCH_HEADER_BYTES <= bytesRead) {
@@ -195,7 +201,7 @@ export class Segment {
     if (bytesRead < BATCH_HEADER_BYTES) return Buffer.alloc(0);
     const firstSize = buf.readInt32BE(8) + 12;
     const whole = Buffer.allocUnsafe(firstSize);
-    const result = await read(this.fd, whole, 0, firstSize, position);
+    const result = await this.options.io.readAsync(this.fd, whole, 0, firstSize, position);
     assert(result.bytesRead === firstSize, 'a committed batch reads back whole');
     return whole;
   }
@@ -204,13 +210,13 @@ export class Segment {
     if (this.index !== null) return this.index;
     let index: OffsetIndex | null = null;
     try {
-      index = OffsetIndex.decode(fs.readFileSync(this.indexPath), this.state.sizeBytes);
+      index = OffsetIndex.decode(this.options.io.readFile(this.indexPath), this.state.sizeBytes);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      if (!isErrno(error, 'ENOENT')) throw error;
     }
     if (index === null) {
       index = this.rebuildIndex();
-      writeFileAtomic(this.indexPath, index.encode());
+      writeFileAtomic(this.indexPath, index.encode(), this.options.io);
     }
     this.index = index;
     return index;
@@ -219,13 +225,18 @@ export class Segment {
   private rebuildIndex(): OffsetIndex {
     const index = new OffsetIndex();
     let sinceEntry = this.options.indexIntervalBytes;
-    scanBatches(this.fd, { until: this.state.sizeBytes, verify: false }, ({ header, position }) => {
-      if (sinceEntry >= this.options.indexIntervalBytes) {
-        index.append(header.baseOffset - this.baseOffset, position);
-        sinceEntry = 0;
-      }
-      sinceEntry += header.sizeBytes;
-    });
+    scanBatches(
+      this.options.io,
+      this.fd,
+      { until: this.state.sizeBytes, verify: false },
+      ({ header, position }) => {
+        if (sinceEntry >= this.options.indexIntervalBytes) {
+          index.append(header.baseOffset - this.baseOffset, position);
+          sinceEntry = 0;
+        }
+        sinceEntry += header.sizeBytes;
+      },
+    );
     return index;
   }
 
@@ -251,7 +262,7 @@ export class Segment {
 
   private closeFd(): void {
     if (this.fd >= 0) {
-      fs.closeSync(this.fd);
+      this.options.io.close(this.fd);
       this.fd = -1;
     }
   }

@@ -4,9 +4,9 @@
  * configs change. A topic directory without its topic.json (a crash while creating it) holds
  * nothing: its partitions are created only after the file is durable.
  */
-import fs from 'node:fs';
 import path from 'node:path';
-import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
+import { mkdirDurable, writeFileAtomic } from '../shared/durable-files.js';
+import { type FileIO, isErrno } from '../shared/file-io.js';
 import type { TopicInfo } from '../shared/topics.js';
 
 export const TOPICS_DIR = 'topics';
@@ -21,17 +21,17 @@ export function partitionDir(dataDir: string, topic: string, partition: number):
 }
 
 /** Every topic whose topic.json is written; a file that does not parse stops the node. */
-export function readTopics(dataDir: string): TopicInfo[] {
+export function readTopics(io: FileIO, dataDir: string): TopicInfo[] {
   const root = path.join(dataDir, TOPICS_DIR);
-  if (!fs.existsSync(root)) return [];
+  if (!io.exists(root)) return [];
   const topics: TopicInfo[] = [];
-  for (const name of fs.readdirSync(root).sort()) {
+  for (const name of io.readdir(root).sort()) {
     const file = path.join(root, name, TOPIC_FILE);
     let text: string;
     try {
-      text = fs.readFileSync(file, 'utf8');
+      text = io.readFile(file).toString('utf8');
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      if (isErrno(error, 'ENOENT')) continue;
       throw error;
     }
     try {
@@ -43,13 +43,23 @@ export function readTopics(dataDir: string): TopicInfo[] {
   return topics;
 }
 
-/** Writes a topic's topic.json crash-safely (its directory made durable in `topics/` first). */
-export function writeTopic(dataDir: string, topic: TopicInfo): void {
-  const root = path.join(dataDir, TOPICS_DIR);
+/**
+ * Writes a topic's topic.json crash-safely, its directory (and `topics/` itself, the first time)
+ * made durable first. A new topic's partition directories (`newPartitions`) are made beside it
+ * before the file: the directory fsync that makes topic.json durable makes them durable too, at
+ * no fsync of their own, and they hold nothing until it is.
+ */
+export function writeTopic(
+  io: FileIO,
+  dataDir: string,
+  topic: TopicInfo,
+  newPartitions: readonly number[] = [],
+): void {
   const dir = topicDir(dataDir, topic.name);
-  if (!fs.existsSync(dir)) {
-    fs.mkdirSync(dir, { recursive: true });
-    fsyncDir(root);
+  mkdirDurable(dir, io);
+  for (const p of newPartitions) {
+    const partition = partitionDir(dataDir, topic.name, p);
+    if (!io.exists(partition)) io.mkdir(partition);
   }
   writeFileAtomic(
     path.join(dir, TOPIC_FILE),
@@ -60,5 +70,6 @@ export function writeTopic(dataDir: string, topic: TopicInfo): void {
         2,
       ),
     ),
+    io,
   );
 }
