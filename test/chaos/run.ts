@@ -206,10 +206,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const cycles = options.kills !== undefined || options.links !== undefined;
   log(
     `chaos: seed ${seed} (replay with --seed ${seed}), target ${options.target}, ` +
-      `nemesis ${options.nemesis}, ` +
       (cycles
-        ? `${options.kills ?? 0} kills a role, ${options.links ?? 0} faults a link`
-        : `${Math.round(options.durationMs / 1000)} s`),
+        ? `quota: ${options.kills ?? 0} kills a role, ${options.links ?? 0} faults a link`
+        : `nemesis ${options.nemesis}, ${Math.round(options.durationMs / 1000)} s`),
   );
   const random = seededRandom(seed);
   const target = options.target === 'embedded' ? await startEmbedded() : await startCluster();
@@ -328,9 +327,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 export function describeReport(report: ChaosReport, ops: readonly Op[]): string {
   const { result, faults, seed } = report;
   const lines: string[] = [];
-  lines.push(
-    `chaos report: seed ${seed}, target ${report.options.target}, nemesis ${report.options.nemesis}`,
-  );
+  const { kills, links } = report.options;
+  const nemesis =
+    kills !== undefined || links !== undefined
+      ? `quota (${kills ?? 0} kills a role, ${links ?? 0} faults a link)`
+      : report.options.nemesis;
+  lines.push(`chaos report: seed ${seed}, target ${report.options.target}, nemesis ${nemesis}`);
   lines.push('operations (ok / fail / unknown):');
   for (const kind of OP_KINDS) {
     const c = result.stats.ops[kind] ?? { ok: 0, fail: 0, unknown: 0 };

@@ -55,12 +55,14 @@ describe('chaos, short pass', () => {
     const { log, lines } = quiet();
     const report = await runChaos({
       log,
-      seed: 15002,
+      // The quota's faults and holds follow from the seed alone: this one cuts serve-node-1 off
+      // the log for 5.3 s and stalls serve-node-0's link for 6.2 s, past the reads' 5 s wait.
+      seed: 15047,
       durationMs: 0,
       nemesis: 'mixed',
       target: 'cluster',
       kills: 1,
-      links: 2,
+      links: 1,
       sessions: 4,
     });
     expectChecked(report, ['log-node', 'serve-node', 'gateway'], lines);
