@@ -108,15 +108,22 @@ export function startNemesis(
   }
   const count = (key: string) => (faults[key] = (faults[key] ?? 0) + 1);
 
-  /** Quota mode: the faults still owed, "kill <role>" / "link <name>" → how many. */
-  const owed = new Map<string, number>();
-  for (const role of new Set(victims.map((n) => n.role))) {
-    if (options.kills !== undefined) owed.set(`kill ${role}`, options.kills);
-  }
-  for (const link of target.links) {
-    if (options.links !== undefined) owed.set(`link ${link.name}`, options.links);
-  }
-  const quota = owed.size > 0;
+  const linkFault = () => random.pick(['cut', 'stall'] as const);
+  /** Quota mode: the faults still owed, each role's kills and each link's faults. */
+  const owed: { left: number; step: () => Step }[] = [
+    ...[...new Set(victims.map((n) => n.role))].map((role) => ({
+      left: options.kills ?? 0,
+      step: (): Step => ({
+        fault: 'kill',
+        node: random.pick(victims.filter((n) => n.role === role)),
+      }),
+    })),
+    ...target.links.map((link) => ({
+      left: options.links ?? 0,
+      step: (): Step => ({ fault: linkFault(), link }),
+    })),
+  ];
+  const quota = options.kills !== undefined || options.links !== undefined;
 
   /** Half the link faults cut a serve-node off the log: where stale reads would hide. */
   const pickLink = (): ChaosLink => {
@@ -125,7 +132,6 @@ export function startNemesis(
     const pool = random.int(0, 1) === 0 ? feeds : others;
     return random.pick(pool.length > 0 ? pool : target.links);
   };
-  const linkFault = () => random.pick(['cut', 'stall'] as const);
 
   /** The next fault: random from the kind's, or (quota mode) one still owed, null when none is. */
   const next = (): Step | null => {
@@ -134,15 +140,11 @@ export function startNemesis(
       if (fault === 'cut' || fault === 'stall') return { fault, link: pickLink() };
       return { fault, node: random.pick(victims) };
     }
-    const left = [...owed].filter(([, n]) => n > 0).map(([k]) => k);
+    const left = owed.filter((o) => o.left > 0);
     if (left.length === 0) return null;
     const chosen = random.pick(left);
-    owed.set(chosen, owed.get(chosen)! - 1);
-    const [kind, name] = [chosen.slice(0, 4), chosen.slice(5)];
-    if (kind === 'link') {
-      return { fault: linkFault(), link: target.links.find((l) => l.name === name)! };
-    }
-    return { fault: 'kill', node: random.pick(victims.filter((n) => n.role === name)) };
+    chosen.left--;
+    return chosen.step();
   };
 
   const hold = async (window: FaultWindow, ms: number, heal: () => void | Promise<void>) => {
