@@ -140,11 +140,84 @@ async function gatewayCaughtUp(url: string, ends: LogEnds): Promise<boolean> {
   return true;
 }
 
+/** The end offsets a gateway's /v1/status gives for the partitions of `ends`. */
+async function statusEnds(url: string, ends: LogEnds): Promise<LogEnds> {
+  const answer = await request(`${url}/v1/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
+  if (answer.status !== 200) throw new Error(`${url}/v1/status answered ${answer.status}`);
+  const now: LogEnds = new Map();
+  for (const p of answer.body.partitions as StatusLike[]) {
+    const tp = `${p.topic}/${p.partition}`;
+    if (ends.has(tp)) now.set(tp, p.endOffset);
+  }
+  return now;
+}
+
 interface StatusLike {
   topic: string;
   partition: number;
   endOffset: number;
   replicas: { up: boolean; lag: number | null }[];
+}
+
+/** A live replica and one rebuilt from the log, asked the same queries. */
+interface Pair {
+  name: string;
+  live: (q: Query) => Promise<SearchAnswer>;
+  rebuilt: (q: Query) => Promise<SearchAnswer>;
+}
+
+/** A fresh serve-node per serve-node, and the gateway against the merge of the fresh ones. */
+async function clusterPairs(target: Target, ends: LogEnds, fresh: ChaosNode[]): Promise<Pair[]> {
+  const pairs: Pair[] = [];
+  for (const [i, replica] of target.replicas.entries()) {
+    const dir = path.join(target.dataRoot, `replay-serve${i}`);
+    const name = `replay-${replica.node.name}`;
+    const node = serveNode(name, dir, await freePort(), target.logUrl!, i);
+    fresh.push(node);
+    await node.start();
+    await waitFor(() => serveCaughtUp(node.url, ends, replica.partitions), `${name} catch-up`);
+    pairs.push({
+      name: replica.node.name,
+      live: (q) => search(replica.node.url, q, true),
+      rebuilt: (q) => search(node.url, q, true),
+    });
+  }
+  const rebuilt = [...fresh];
+  pairs.push({
+    name: 'gateway (merged)',
+    live: (q) => search(target.url, q, false),
+    rebuilt: async (q) =>
+      mergeAnswers(await Promise.all(rebuilt.map((n) => search(n.url, q, true)))),
+  });
+  return pairs;
+}
+
+/** A second `tailbase start` on a copy of the log directory. */
+async function embeddedPairs(target: Target, ends: LogEnds, fresh: ChaosNode[]): Promise<Pair[]> {
+  const dir = path.join(target.dataRoot, 'replay');
+  // The log's ends again right before the copy: an append the gateway retried for a write
+  // whose client gave up may have landed since the runner read them.
+  const copied = await statusEnds(target.url, ends);
+  fs.cpSync(path.join(target.dataRoot, 'data', 'log'), path.join(dir, 'log'), {
+    recursive: true,
+    filter: (source) => !DATA_DIR_LOCK.test(path.basename(source)),
+  });
+  const port = await freePort();
+  const node = new ChaosNode('replay-embedded', 'embedded', `http://127.0.0.1:${port}`, [
+    ...['--data', dir, '--port', String(port)],
+    ...['--kafka-port', String(await freePort()), '--partitions', String(PARTITIONS)],
+  ]);
+  fresh.push(node);
+  await node.start();
+  await waitFor(() => gatewayCaughtUp(node.url, copied), `${node.name} catch-up`);
+  await waitFor(() => gatewayCaughtUp(target.url, copied), 'the live replica catch-up');
+  return [
+    {
+      name: 'embedded',
+      live: (q) => search(target.url, q, false),
+      rebuilt: (q) => search(node.url, q, false),
+    },
+  ];
 }
 
 /** Rebuilds replicas from the log and runs `queries` on them and on the live ones. */
@@ -156,59 +229,10 @@ export async function compareWithReplay(
 ): Promise<FinalSearch[]> {
   const fresh: ChaosNode[] = [];
   try {
-    const pairs: {
-      name: string;
-      live: (q: Query) => Promise<SearchAnswer>;
-      rebuilt: (q: Query) => Promise<SearchAnswer>;
-    }[] = [];
-    if (target.kind === 'cluster') {
-      for (const [i, replica] of target.replicas.entries()) {
-        const dir = path.join(target.dataRoot, `replay-serve${i}`);
-        const node = serveNode(
-          `replay-${replica.node.name}`,
-          dir,
-          await freePort(),
-          target.logUrl!,
-          i,
-        );
-        fresh.push(node);
-        await node.start();
-        await waitFor(
-          () => serveCaughtUp(node.url, ends, replica.partitions),
-          `${node.name} catch-up`,
-        );
-        pairs.push({
-          name: replica.node.name,
-          live: (q) => search(replica.node.url, q, true),
-          rebuilt: (q) => search(node.url, q, true),
-        });
-      }
-      pairs.push({
-        name: 'gateway (merged)',
-        live: (q) => search(target.url, q, false),
-        rebuilt: async (q) =>
-          mergeAnswers(await Promise.all(fresh.map((n) => search(n.url, q, true)))),
-      });
-    } else {
-      const dir = path.join(target.dataRoot, 'replay');
-      fs.cpSync(path.join(target.dataRoot, 'data', 'log'), path.join(dir, 'log'), {
-        recursive: true,
-        filter: (source) => !DATA_DIR_LOCK.test(path.basename(source)),
-      });
-      const port = await freePort();
-      const node = new ChaosNode('replay-embedded', 'embedded', `http://127.0.0.1:${port}`, [
-        ...['--data', dir, '--port', String(port)],
-        ...['--kafka-port', String(await freePort()), '--partitions', String(PARTITIONS)],
-      ]);
-      fresh.push(node);
-      await node.start();
-      await waitFor(() => gatewayCaughtUp(node.url, ends), `${node.name} catch-up`);
-      pairs.push({
-        name: 'embedded',
-        live: (q) => search(target.url, q, false),
-        rebuilt: (q) => search(node.url, q, false),
-      });
-    }
+    const pairs =
+      target.kind === 'cluster'
+        ? await clusterPairs(target, ends, fresh)
+        : await embeddedPairs(target, ends, fresh);
     log(`chaos: replay rebuilt; ${queries.length} queries on ${pairs.length} replicas`);
     const results: FinalSearch[] = [];
     for (const pair of pairs) {
