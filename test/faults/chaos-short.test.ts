@@ -55,15 +55,16 @@ describe('chaos, short pass', () => {
     const { log, lines } = quiet();
     const report = await runChaos({
       log,
-      // The quota's faults and holds follow from the seed alone: this one cuts serve-node-1 off
-      // the log for 5.3 s and stalls serve-node-0's link for 6.2 s, past the reads' 5 s wait.
-      seed: 15047,
+      // The quota's faults and holds follow from the seed (and the session count) alone: this
+      // one stalls serve-node-0's log link for 6.4 s and cuts serve-node-1's for 6.7 s, past the
+      // reads' 5 s wait. Six sessions: each blocked on a cut-off read is one more in the window.
+      seed: 15004,
       durationMs: 0,
       nemesis: 'mixed',
       target: 'cluster',
       kills: 1,
       links: 1,
-      sessions: 4,
+      sessions: 6,
     });
     expectChecked(report, ['log-node', 'serve-node', 'gateway'], lines);
     const linkFaults = Object.keys(report.faults).filter((f) => f.includes('→'));
