@@ -19,8 +19,6 @@ export interface LinkProxy {
   url: string;
   port: number;
   readonly state: LinkState;
-  /** Connections carried so far (a cut or stalled one counts when it was accepted). */
-  readonly connections: number;
   cut(): void;
   stall(): void;
   heal(): void;
@@ -41,7 +39,6 @@ interface Pair {
 
 export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkProxy> {
   let state: LinkState = 'open';
-  let connections = 0;
   const pairs = new Set<Pair>();
   /** Accepted while stalled: connected upstream once the link heals. */
   const waiting: Pair[] = [];
@@ -72,13 +69,16 @@ export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkPro
       pair.client.destroy();
       upstream.destroy();
     };
-    upstream.on('error', () => pair.client.resetAndDestroy());
+    upstream.on('error', () => {
+      // The far side failed (a killed node): the near side sees a reset, once the link carries it.
+      if (state === 'stalled') closing.push(pair);
+      else pair.client.resetAndDestroy();
+    });
     upstream.on('close', end);
     pair.client.on('close', end);
   };
 
   const server: Server = createServer((client) => {
-    connections++;
     client.on('error', () => {});
     const pair: Pair = { client, upstream: null };
     if (state === 'cut') {
@@ -102,9 +102,6 @@ export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkPro
     port,
     get state() {
       return state;
-    },
-    get connections() {
-      return connections;
     },
     cut() {
       state = 'cut';
