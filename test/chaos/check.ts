@@ -21,7 +21,10 @@
  * (d) `feed-order`, `feed-mismatch`, `feed-missed`, `feed-stalled`: the change feed, across its
  *     reconnects, delivers per topic-partition strictly increasing offsets, each the log's record at
  *     that offset, and (once it caught up) every record of the log.
- * (e) `final-state`: every key's final strong GET equals the last record of the key in the log.
+ * (e) `final-state`, `final-search`: every key's final strong GET equals the last record of the
+ *     key in the log; every query's answer on a serve-node equals its answer on a replica rebuilt
+ *     from the log (replay.ts): the total, and the hits in order with their keys, partitions,
+ *     offsets, scores (exactly: both index the same records) and the writes their values name.
  */
 import type { FeedEvent, History, Op, OpKind, Outcome } from './history.js';
 
@@ -46,6 +49,28 @@ export interface FinalRead {
   offset: number | null;
 }
 
+/** A search answer, as compared: partition and offset null where the route does not say. */
+export interface SearchAnswer {
+  total: number;
+  hits: {
+    key: string;
+    score: number;
+    partition: number | null;
+    offset: number | null;
+    writeId: number;
+  }[];
+}
+
+/** One query on a live replica and on one rebuilt from the log; null where it failed. */
+export interface FinalSearch {
+  replica: string;
+  collection: string;
+  q: string;
+  live: SearchAnswer | null;
+  rebuilt: SearchAnswer | null;
+  error?: string;
+}
+
 export interface Anomaly {
   rule: 'a' | 'b' | 'c' | 'd' | 'e';
   kind: string;
@@ -62,6 +87,8 @@ export interface CheckStats {
   feedConnections: number;
   linearizability: { keys: number; unchecked: number; ops: number; maxOpsPerKey: number };
   finalKeys: number;
+  /** Queries compared with a replay, and the hits they held. */
+  finalSearches: { queries: number; hits: number };
 }
 
 export interface CheckResult {
@@ -72,7 +99,12 @@ export interface CheckResult {
 const keyOf = (collection: string, key: string) => `${collection}\u0000${key}`;
 const partitionOf = (collection: string, partition: number) => `${collection}\u0000${partition}`;
 
-export function check(history: History, log: LogEntry[], finalReads: FinalRead[]): CheckResult {
+export function check(
+  history: History,
+  log: LogEntry[],
+  finalReads: FinalRead[],
+  finalSearches: FinalSearch[],
+): CheckResult {
   const anomalies: Anomaly[] = [];
   const ctx = new Context(history, log);
   checkWrites(ctx, anomalies);
@@ -80,6 +112,7 @@ export function check(history: History, log: LogEntry[], finalReads: FinalRead[]
   const linearizability = checkStrongReads(ctx, anomalies);
   checkFeed(ctx, history, anomalies);
   checkFinal(ctx, finalReads, anomalies);
+  checkFinalSearches(finalSearches, anomalies);
 
   const ops: Record<string, Record<Outcome, number>> = {};
   const writes: Record<Outcome, number> = { ok: 0, fail: 0, unknown: 0 };
@@ -98,6 +131,10 @@ export function check(history: History, log: LogEntry[], finalReads: FinalRead[]
       feedConnections: history.feedConnections,
       linearizability,
       finalKeys: finalReads.length,
+      finalSearches: {
+        queries: finalSearches.length,
+        hits: finalSearches.reduce((sum, s) => sum + (s.live?.hits.length ?? 0), 0),
+      },
     },
   };
 }
@@ -578,6 +615,42 @@ function checkFinal(ctx: Context, finalReads: FinalRead[], anomalies: Anomaly[])
         message,
         ops: lastEntry ? ctx.opAt(collection, key, lastEntry.offset) : [],
       });
+    }
+  }
+}
+
+/** (e), search: each query answers on a live replica what it answers on one rebuilt from the log. */
+function checkFinalSearches(searches: FinalSearch[], anomalies: Anomaly[]): void {
+  for (const s of searches) {
+    const where = `${s.replica}: ${s.collection} q=${JSON.stringify(s.q)}`;
+    const differ = (message: string) =>
+      anomalies.push({ rule: 'e', kind: 'final-search', message: `${where}: ${message}`, ops: [] });
+    if (s.live === null || s.rebuilt === null) {
+      differ(`not compared: ${s.error ?? 'no answer'}`);
+      continue;
+    }
+    if (s.live.total !== s.rebuilt.total) {
+      differ(`total ${s.live.total}, a replay of the log gives ${s.rebuilt.total}`);
+    }
+    const length = Math.max(s.live.hits.length, s.rebuilt.hits.length);
+    for (let i = 0; i < length; i++) {
+      const [a, b] = [s.live.hits[i], s.rebuilt.hits[i]];
+      const same =
+        a !== undefined &&
+        b !== undefined &&
+        a.key === b.key &&
+        a.score === b.score &&
+        a.partition === b.partition &&
+        a.offset === b.offset &&
+        a.writeId === b.writeId;
+      if (!same) {
+        const show = (h: typeof a) =>
+          h === undefined
+            ? 'nothing'
+            : `${h.key}=${h.writeId}@${h.partition}:${h.offset} score ${h.score}`;
+        differ(`hit ${i} is ${show(a)}, a replay of the log gives ${show(b)}`);
+        break;
+      }
     }
   }
 }

@@ -88,9 +88,19 @@ export interface History {
 
 export const now = () => performance.now();
 
-/** The value a write stores; `t` gives search a term unique to the write. */
+/** Words the values share, one to four of them a value (some twice), so search ranks them. */
+export const VALUE_WORDS = ['amber', 'birch', 'cobalt', 'delta', 'ember', 'fjord', 'garnet'];
+
+/**
+ * The value a write stores; `t` gives search a term unique to the write (`w<writeId>`) and words
+ * shared with other writes, chosen by the write id so a replay of the log writes the same.
+ */
 export function writeValue(writeId: number, session: number): Record<string, unknown> {
-  return { w: writeId, s: session, t: `w${writeId} s${session} chaos` };
+  const words = Array.from(
+    { length: 1 + (writeId % 4) },
+    (_, i) => VALUE_WORDS[(writeId * 5 + i * i) % VALUE_WORDS.length],
+  );
+  return { w: writeId, s: session, t: `w${writeId} s${session} chaos ${words.join(' ')}` };
 }
 
 /** The write id a stored value names, or -1 for a value no write of this recorder wrote. */

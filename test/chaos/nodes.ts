@@ -2,7 +2,9 @@
  * The targets the chaos runner attacks, as real processes of the built CLI on 127.0.0.1, each on a
  * port picked once so a restarted node comes back at the same URL, on the same data directory:
  * - `embedded`: one `tailbase start` (log-node, serve-node and gateway in one process);
- * - `cluster`: a log-node, two serve-nodes (half the partitions each) and a gateway.
+ * - `cluster`: a log-node, two serve-nodes (half the partitions each) and a gateway, every link
+ *   between them through a proxy the link nemesis cuts and stalls (test/harness/link-proxy.ts):
+ *   gateway → log-node, gateway → each serve-node, each serve-node → log-node.
  *
  * A node can be killed (-9) and restarted, or paused (SIGSTOP) and resumed (SIGCONT). Children
  * still running when this process exits are killed.
@@ -13,6 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../harness/free-port.js';
+import { startLinkProxy, type LinkProxy } from '../harness/link-proxy.js';
 
 /** The repository root: the nearest folder above this module with tailbase's package.json. */
 function repositoryRoot(): string {
@@ -138,11 +141,33 @@ export class ChaosNode {
   }
 }
 
+/** A link between two nodes, through a proxy. */
+export interface ChaosLink {
+  /** "from→to", e.g. "serve-node-0→log-node". */
+  name: string;
+  proxy: LinkProxy;
+  /** On a serve-node → log-node link: the partitions that serve-node hosts (and stops getting). */
+  replicaPartitions: number[] | null;
+}
+
+/** A serve-node and the partitions it hosts, reached directly (not through a link proxy). */
+export interface Replica {
+  node: ChaosNode;
+  partitions: number[];
+}
+
 export interface Target {
+  kind: 'embedded' | 'cluster';
   /** The gateway's URL. */
   url: string;
   /** Every node, and those the nemeses may attack. */
   nodes: ChaosNode[];
+  links: ChaosLink[];
+  /** The folder every node's data directory is in. */
+  dataRoot: string;
+  /** cluster: the log-node's own URL, and the serve-nodes. */
+  logUrl: string | null;
+  replicas: Replica[];
   stop(): Promise<void>;
 }
 
@@ -159,20 +184,28 @@ function dataRoot(): { path: string; cleanup(): void } {
   };
 }
 
-async function startAll(nodes: ChaosNode[], root: { cleanup(): void }, url: string) {
+async function startAll(
+  target: Omit<Target, 'stop' | 'dataRoot'>,
+  root: { path: string; cleanup(): void },
+): Promise<Target> {
+  const { nodes, links } = target;
+  const close = async () => {
+    for (const link of links) await link.proxy.close();
+    root.cleanup();
+  };
   try {
     for (const node of nodes) await node.start();
   } catch (error) {
     await Promise.all(nodes.map((n) => n.kill()));
-    root.cleanup();
+    await close();
     throw error;
   }
   return {
-    url,
-    nodes,
+    ...target,
+    dataRoot: root.path,
     stop: async () => {
       for (const node of [...nodes].reverse()) await node.stop();
-      root.cleanup();
+      await close();
     },
   };
 }
@@ -186,7 +219,30 @@ export async function startEmbedded(): Promise<Target> {
     ...['--data', path.join(root.path, 'data'), '--port', String(port)],
     ...['--kafka-port', String(kafka), '--partitions', String(PARTITIONS)],
   ]);
-  return startAll([node], root, url);
+  return startAll(
+    { kind: 'embedded', url, nodes: [node], links: [], logUrl: null, replicas: [] },
+    root,
+  );
+}
+
+/** The partitions serve-node `i` of the cluster hosts: half of them each. */
+export function clusterPartitions(i: number): number[] {
+  const half = PARTITIONS / 2;
+  return Array.from({ length: half }, (_, k) => i * half + k);
+}
+
+/** A serve-node process of the cluster's log (a fresh one on a new data directory: a replay). */
+export function serveNode(name: string, dataDir: string, port: number, logUrl: string, i: number) {
+  const hosted = clusterPartitions(i);
+  return new ChaosNode(name, 'serve-node', `http://127.0.0.1:${port}`, [
+    ...['--data', dataDir, '--port', String(port)],
+    ...['--log', logUrl, '--partitions', `${hosted[0]}-${hosted[hosted.length - 1]}`],
+  ]);
+}
+
+async function link(name: string, to: string, replicaPartitions: number[] | null) {
+  const proxy = await startLinkProxy({ target: () => to });
+  return { name, proxy, replicaPartitions };
 }
 
 export async function startCluster(): Promise<Target> {
@@ -204,22 +260,33 @@ export async function startCluster(): Promise<Target> {
     ...['--data', path.join(root.path, 'log'), '--port', String(logPort)],
     ...['--kafka-port', String(kafka), '--partitions', String(PARTITIONS)],
   ]);
-  const half = PARTITIONS / 2;
-  const serves = [serve0, serve1].map(
-    (port, i) =>
-      new ChaosNode(`serve-node-${i}`, 'serve-node', at(port), [
-        ...['--data', path.join(root.path, `serve${i}`), '--port', String(port)],
-        ...[
-          '--log',
-          logUrl,
-          '--partitions',
-          i === 0 ? `0-${half - 1}` : `${half}-${PARTITIONS - 1}`,
-        ],
-      ]),
+  const links: ChaosLink[] = [];
+  const serves: ChaosNode[] = [];
+  for (const [i, port] of [serve0, serve1].entries()) {
+    const feed = await link(`serve-node-${i}→log-node`, logUrl, clusterPartitions(i));
+    links.push(feed);
+    serves.push(
+      serveNode(`serve-node-${i}`, path.join(root.path, `serve${i}`), port, feed.proxy.url, i),
+    );
+  }
+  const toLog = await link('gateway→log-node', logUrl, null);
+  const toServes = await Promise.all(
+    serves.map((serve) => link(`gateway→${serve.name}`, serve.url, null)),
   );
+  links.push(toLog, ...toServes);
   const gateway = new ChaosNode('gateway', 'gateway', at(gatewayPort), [
-    ...['--port', String(gatewayPort), '--log', logUrl],
-    ...['--serve', serves.map((s) => s.url).join(',')],
+    ...['--port', String(gatewayPort), '--log', toLog.proxy.url],
+    ...['--serve', toServes.map((s) => s.proxy.url).join(',')],
   ]);
-  return startAll([log, ...serves, gateway], root, gateway.url);
+  return startAll(
+    {
+      kind: 'cluster',
+      url: gateway.url,
+      nodes: [log, ...serves, gateway],
+      links,
+      logUrl,
+      replicas: serves.map((node, i) => ({ node, partitions: clusterPartitions(i) })),
+    },
+    root,
+  );
 }

@@ -1,11 +1,14 @@
 /**
  * The chaos runner (issue 15): concurrent sessions write and read through the public HTTP API
- * while a nemesis kills (-9) and pauses (SIGSTOP/SIGCONT) nodes; then it heals, waits for the
- * serve-nodes to catch up, reads the whole log back through the change feed, reads every key
- * strongly, and runs the checker (check.ts). Every random choice comes from one printed seed.
+ * while a nemesis (nemesis.ts) kills (-9) and pauses (SIGSTOP/SIGCONT) nodes and cuts and stalls
+ * the links between them; then it heals, waits for the serve-nodes to catch up, reads the whole
+ * log back through the change feed, reads every key strongly, compares searches with a replica
+ * rebuilt from the log (replay.ts), and runs the checker (check.ts). Every random choice comes
+ * from one printed seed.
  *
- *   npm run chaos -- [--minutes N] [--seed S] [--nemesis kill|pause|mixed]
- *                    [--target embedded|cluster] [--sessions N]
+ *   npm run chaos -- [--minutes N] [--seed S] [--nemesis kill|pause|link|mixed]
+ *                    [--target embedded|cluster] [--sessions N] [--roles r1,r2]
+ *                    [--kills N] [--links N]     (quota mode: N faults a role / a link, then stop)
  *
  * Exits 1 when the checker finds any anomaly (or the run could not be checked).
  */
@@ -13,9 +16,12 @@ import { pathToFileURL } from 'node:url';
 import { seededRandom, type Random } from '../harness/random.js';
 import { check, OP_KINDS, type CheckResult, type FinalRead, type LogEntry } from './check.js';
 import { FeedConsumer, now, Recorder, request, Session, writeIdOf, type Op } from './history.js';
-import { startCluster, startEmbedded, type ChaosNode, type Target } from './nodes.js';
+import { NEMESIS_KINDS, startNemesis, type NemesisKind, type Nemesis } from './nemesis.js';
+import { PARTITIONS, startCluster, startEmbedded } from './nodes.js';
+import { compareWithReplay, finalQueries } from './replay.js';
+import { cutOffReads, type CutOffReads } from './windows.js';
 
-export type NemesisKind = 'kill' | 'pause' | 'mixed';
+export type { NemesisKind } from './nemesis.js';
 export type TargetKind = 'embedded' | 'cluster';
 
 export interface ChaosOptions {
@@ -27,6 +33,12 @@ export interface ChaosOptions {
   sessions?: number;
   /** Roles the nemesis may attack (all of the target's by default). */
   roles?: string[];
+  /**
+   * Quota mode: kill -9 each role this many times, and cut or stall each link `links` times, on a
+   * short schedule, the load running until the last fault healed (durationMs is then ignored).
+   */
+  kills?: number;
+  links?: number;
   /** Operations per session at most (the load is bounded by count and by time). */
   opsPerSession?: number;
   log?: (line: string) => void;
@@ -36,8 +48,10 @@ export interface ChaosReport {
   seed: number;
   options: ChaosOptions;
   result: CheckResult;
-  /** Faults injected, by kind and node role: "kill log-node" → count. */
+  /** Faults injected, by kind and node role or link: "kill log-node" → count. */
   faults: Record<string, number>;
+  /** Token and strong reads that needed records a serve-node cut off from the log lacked. */
+  cutOff: CutOffReads;
   /** The printed report. */
   text: string;
 }
@@ -79,6 +93,8 @@ async function sessionLoop(
   maxOps: number,
 ): Promise<void> {
   let lastPut: { collection: string; writeId: number } | null = null;
+  /** The key of the session's last write: half its token reads read it back, as clients do. */
+  let lastWritten: { collection: string; key: string } | null = null;
   for (let i = 0; i < maxOps && !load.stopped && now() < load.stopAt; i++) {
     const generation = Math.floor(load.started++ / OPS_PER_GENERATION);
     const collection = random.pick(COLLECTIONS);
@@ -102,7 +118,8 @@ async function sessionLoop(
         keys.map(() => random.int(1, 10) === 1),
       );
     } else if (roll <= 64) {
-      op = await session.read(collection, key, false);
+      const back = lastWritten !== null && random.int(1, 2) === 1 ? lastWritten : null;
+      op = await session.read(back?.collection ?? collection, back?.key ?? key, false);
     } else if (roll <= 84) {
       op = await session.read(collection, key, true);
     } else if (roll <= 92) {
@@ -112,67 +129,12 @@ async function sessionLoop(
     } else {
       op = await session.read(collection, key, false);
     }
+    if (op.writes !== undefined && op.outcome === 'ok') {
+      lastWritten = { collection, key: op.writes[op.writes.length - 1].key };
+    }
     // A node down answers at once: do not spin on it.
     if (op.outcome !== 'ok') await sleep(random.int(50, 250));
   }
-}
-
-interface Nemesis {
-  faults: Record<string, number>;
-  done: Promise<void>;
-  stop(): void;
-}
-
-/** Faults on a seeded schedule until stopped: kill -9 and restart, or pause and resume. */
-function startNemesis(
-  target: Target,
-  random: Random,
-  kind: NemesisKind,
-  roles: string[] | undefined,
-  log: (line: string) => void,
-): Nemesis {
-  const faults: Record<string, number> = {};
-  let stopped = false;
-  let wake: () => void = () => {};
-  const nap = (ms: number) =>
-    new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wake = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-  const victims = target.nodes.filter((n) => roles === undefined || roles.includes(n.role));
-  if (victims.length === 0) throw new Error(`no node of roles ${roles} to attack`);
-  const done = (async () => {
-    while (!stopped) {
-      await nap(random.int(800, 3000));
-      if (stopped) break;
-      const node: ChaosNode = random.pick(victims);
-      const fault = kind === 'mixed' ? random.pick(['kill', 'pause'] as const) : kind;
-      const holdMs = fault === 'kill' ? random.int(0, 1500) : random.int(300, 4000);
-      log(`nemesis: ${fault} ${node.name} for ${holdMs} ms`);
-      if (fault === 'kill') {
-        await node.kill();
-        faults[`kill ${node.role}`] = (faults[`kill ${node.role}`] ?? 0) + 1;
-        await sleep(holdMs); // not cut short by stop(): the node comes back either way
-        await node.start();
-      } else {
-        node.pause();
-        faults[`pause ${node.role}`] = (faults[`pause ${node.role}`] ?? 0) + 1;
-        await sleep(holdMs);
-        node.resume();
-      }
-    }
-  })();
-  return {
-    faults,
-    done,
-    stop: () => {
-      stopped = true;
-      wake();
-    },
-  };
 }
 
 interface StatusPartition {
@@ -241,15 +203,19 @@ async function readWholeLog(url: string, ends: StatusPartition[]): Promise<LogEn
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? ((line: string) => console.info(line));
   const { seed } = options;
+  const cycles = options.kills !== undefined || options.links !== undefined;
   log(
     `chaos: seed ${seed} (replay with --seed ${seed}), target ${options.target}, ` +
-      `nemesis ${options.nemesis}, ${Math.round(options.durationMs / 1000)} s`,
+      (cycles
+        ? `quota: ${options.kills ?? 0} kills a role, ${options.links ?? 0} faults a link`
+        : `nemesis ${options.nemesis}, ${Math.round(options.durationMs / 1000)} s`),
   );
   const random = seededRandom(seed);
   const target = options.target === 'embedded' ? await startEmbedded() : await startCluster();
   const recorder = new Recorder({ url: () => target.url, timeoutMs: REQUEST_TIMEOUT_MS });
   const sessions = options.sessions ?? 5;
-  const load: LoadState = { stopAt: now() + options.durationMs, started: 0, stopped: false };
+  const stopAt = cycles ? Infinity : now() + options.durationMs;
+  const load: LoadState = { stopAt, started: 0, stopped: false };
   const feedRandom = seededRandom(random.int(0, 0x7fff_ffff));
   const feed = new FeedConsumer(recorder, () => feedRandom.int(50, 800));
   let nemesis: Nemesis | null = null;
@@ -266,14 +232,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     nemesis = startNemesis(
       target,
       seededRandom(random.int(0, 0x7fff_ffff)),
-      options.nemesis,
-      options.roles,
+      { kind: options.nemesis, roles: options.roles, kills: options.kills, links: options.links },
       log,
     );
+    if (cycles) {
+      await nemesis.done;
+      load.stopped = true;
+    }
     await Promise.all(loops);
-    // Heal: the nemesis stops, every node is resumed and running.
+    // Heal: the nemesis stops, every link is open, every node is resumed and running.
     nemesis.stop();
     await nemesis.done;
+    for (const link of target.links) link.proxy.heal();
     for (const node of target.nodes) {
       node.resume();
       if (!node.alive) await node.start();
@@ -329,12 +299,17 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       finals.push(read);
     }
 
-    const result = check(recorder.history(), entries, finals);
+    const logEnds = new Map(ends.map((p) => [`${p.topic}/${p.partition}`, p.endOffset]));
+    const queries = finalQueries(COLLECTIONS, entries, sessions);
+    const searches = await compareWithReplay(target, logEnds, queries, log);
+
+    const result = check(recorder.history(), entries, finals, searches);
     const report: ChaosReport = {
       seed,
       options,
       result,
       faults: nemesis.faults,
+      cutOff: cutOffReads(recorder.ops, nemesis.windows, PARTITIONS),
       text: '',
     };
     report.text = describeReport(report, recorder.ops);
@@ -352,9 +327,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 export function describeReport(report: ChaosReport, ops: readonly Op[]): string {
   const { result, faults, seed } = report;
   const lines: string[] = [];
-  lines.push(
-    `chaos report: seed ${seed}, target ${report.options.target}, nemesis ${report.options.nemesis}`,
-  );
+  const { kills, links } = report.options;
+  const nemesis =
+    kills !== undefined || links !== undefined
+      ? `quota (${kills ?? 0} kills a role, ${links ?? 0} faults a link)`
+      : report.options.nemesis;
+  lines.push(`chaos report: seed ${seed}, target ${report.options.target}, nemesis ${nemesis}`);
   lines.push('operations (ok / fail / unknown):');
   for (const kind of OP_KINDS) {
     const c = result.stats.ops[kind] ?? { ok: 0, fail: 0, unknown: 0 };
@@ -372,6 +350,19 @@ export function describeReport(report: ChaosReport, ops: readonly Op[]): string 
       `(bound ${lin.maxOpsPerKey} ops per key)`,
   );
   lines.push(`final strong reads: ${result.stats.finalKeys} keys`);
+  const searches = result.stats.finalSearches;
+  lines.push(
+    `final searches against a replica rebuilt from the log: ${searches.queries} queries, ` +
+      `${searches.hits} hits`,
+  );
+  const cut = report.cutOff;
+  const outcomes = Object.entries(cut.outcomes).map(([k, v]) => `${k}: ${v}`);
+  lines.push(
+    `reads needing records a serve-node cut off from the log lacked: ${cut.reads}` +
+      (cut.reads > 0
+        ? ` (${outcomes.join(', ')}; ok before the link healed: ${cut.okBeforeHeal})`
+        : ''),
+  );
   const faultList = Object.entries(faults).map(([k, v]) => `${k}: ${v}`);
   lines.push(`faults injected: ${faultList.length > 0 ? faultList.join(', ') : 'none'}`);
   lines.push(`anomalies: ${result.anomalies.length}`);
@@ -421,7 +412,7 @@ function parseArgs(argv: string[]): ChaosOptions {
         i++;
         break;
       case '--nemesis':
-        if (!['kill', 'pause', 'mixed'].includes(value)) throw new Error(`--nemesis ${value}?`);
+        if (!NEMESIS_KINDS.includes(value as NemesisKind)) throw new Error(`--nemesis ${value}?`);
         options.nemesis = value as NemesisKind;
         i++;
         break;
@@ -434,6 +425,14 @@ function parseArgs(argv: string[]): ChaosOptions {
         options.sessions = Number(value);
         i++;
         break;
+      case '--kills':
+        options.kills = Number(value);
+        i++;
+        break;
+      case '--links':
+        options.links = Number(value);
+        i++;
+        break;
       case '--roles':
         options.roles = value.split(',');
         i++;
@@ -444,6 +443,14 @@ function parseArgs(argv: string[]): ChaosOptions {
   }
   if (!Number.isSafeInteger(options.seed)) throw new Error('--seed must be an integer');
   if (!(options.durationMs > 0)) throw new Error('--minutes must be positive');
+  for (const [flag, value] of [
+    ['--kills', options.kills],
+    ['--links', options.links],
+  ] as const) {
+    if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
+      throw new Error(`${flag} must be a positive integer`);
+    }
+  }
   return options;
 }
 

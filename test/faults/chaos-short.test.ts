@@ -1,9 +1,19 @@
-// The short chaos pass of issue 15 (test/chaos/run.ts): fixed seeds, kill -9 under concurrent
-// load, then the checker over everything recorded. It passes only with zero anomalies AND proof
-// that it did something: faults injected, writes acknowledged, strong reads decided, the feed
-// consumed. No wall-clock assertion: the load runs for a time, every wait is for a condition.
+// The short chaos pass of issue 15 (test/chaos/run.ts): fixed seeds, kill -9 and cut and stalled
+// links under concurrent load, then the checker over everything recorded. It passes only with
+// zero anomalies AND proof that it did something: faults injected, writes acknowledged, strong
+// reads decided, the feed consumed, searches compared with a replica rebuilt from the log, reads
+// sent to a serve-node cut off from the log. No wall-clock assertion: the load runs for a time or
+// until a quota of faults healed, every wait is for a condition.
 import { describe, expect, it } from 'vitest';
 import { runChaos, type ChaosReport } from '../chaos/run.js';
+
+const LINKS = [
+  'gateway→log-node',
+  'gateway→serve-node-0',
+  'gateway→serve-node-1',
+  'serve-node-0→log-node',
+  'serve-node-1→log-node',
+];
 
 /** The runner's progress lines, printed only with a failure; the report always. */
 function quiet(): { log: (line: string) => void; lines: string[] } {
@@ -24,6 +34,7 @@ function expectChecked(report: ChaosReport, killed: string[], lines: string[]): 
   expect(result.stats.logRecords).toBeGreaterThanOrEqual(result.stats.writes.ok);
   expect(result.stats.feedEvents).toBeGreaterThanOrEqual(result.stats.logRecords);
   expect(result.stats.finalKeys).toBeGreaterThan(0);
+  expect(result.stats.finalSearches.hits).toBeGreaterThan(0);
 }
 
 describe('chaos, short pass', () => {
@@ -40,17 +51,31 @@ describe('chaos, short pass', () => {
     expectChecked(report, ['embedded'], lines);
   }, 240_000);
 
-  it('cluster: kill -9 of the log-node, the serve-nodes and the gateway under load', async () => {
+  it('cluster: kill -9 of every node, and every link cut or stalled, under load', async () => {
     const { log, lines } = quiet();
     const report = await runChaos({
       log,
-      seed: 15002,
-      durationMs: 35_000,
-      nemesis: 'kill',
+      // The quota's faults and holds follow from the seed (and the session count) alone: this
+      // one stalls serve-node-0's log link for 6.4 s and cuts serve-node-1's for 6.7 s, past the
+      // reads' 5 s wait. Six sessions: each blocked on a cut-off read is one more in the window.
+      seed: 15004,
+      durationMs: 0,
+      nemesis: 'mixed',
       target: 'cluster',
-      roles: ['log-node', 'serve-node', 'gateway'],
-      sessions: 4,
+      kills: 1,
+      links: 1,
+      sessions: 6,
     });
     expectChecked(report, ['log-node', 'serve-node', 'gateway'], lines);
+    const linkFaults = Object.keys(report.faults).filter((f) => f.includes('→'));
+    for (const name of LINKS) {
+      expect(linkFaults.filter((f) => f.endsWith(` ${name}`)).length).toBeGreaterThan(0);
+    }
+    expect(linkFaults.some((f) => f.startsWith('cut '))).toBe(true);
+    expect(linkFaults.some((f) => f.startsWith('stall '))).toBe(true);
+    // The window where stale reads hide was reached: reads that needed what a cut-off
+    // serve-node did not have, none answered before its link healed.
+    expect(report.cutOff.reads).toBeGreaterThan(0);
+    expect(report.cutOff.okBeforeHeal).toBe(0);
   }, 240_000);
 });

@@ -1,7 +1,14 @@
 // The chaos checker on hand-built histories: for each rule, one history that must pass and ones
 // that must fail, so a checker that accepts everything (or nothing) is caught here.
 import { describe, expect, it } from 'vitest';
-import { check, linearizable, type FinalRead, type LogEntry } from '../chaos/check.js';
+import {
+  check,
+  linearizable,
+  type FinalRead,
+  type FinalSearch,
+  type LogEntry,
+  type SearchAnswer,
+} from '../chaos/check.js';
 import type { FeedEvent, History, Op } from '../chaos/history.js';
 
 /** A small history builder: ops get ids in order; times are given explicitly. */
@@ -10,6 +17,7 @@ class H {
   feed: FeedEvent[] = [];
   log: LogEntry[] = [];
   finals: FinalRead[] = [];
+  searches: FinalSearch[] = [];
   feedCaughtUp = true;
 
   op(fields: Partial<Op> & Pick<Op, 'kind' | 'session'>, t0: number, t1: number): Op {
@@ -87,7 +95,7 @@ class H {
       feedConnections: 1,
       feedCaughtUp: this.feedCaughtUp,
     };
-    return check(history, this.log, this.finals);
+    return check(history, this.log, this.finals, this.searches);
   }
   kinds() {
     return this.run().anomalies.map((a) => a.kind);
@@ -377,6 +385,46 @@ describe('chaos checker', () => {
       const h = clean().consistentEnd();
       h.finals[0] = { collection: 'c', key: 'k', writeId: undefined, offset: null };
       expect(h.kinds()).toEqual(['final-state']);
+    });
+
+    /** Two hits of equal rank order by partition then offset, as every serve-node cuts them. */
+    const answer = (): SearchAnswer => ({
+      total: 2,
+      hits: [
+        { key: 'a', score: -1.25, partition: 0, offset: 4, writeId: 7 },
+        { key: 'b', score: -0.5, partition: 1, offset: 2, writeId: 8 },
+      ],
+    });
+    const compared = (live: SearchAnswer | null, rebuilt: SearchAnswer | null): FinalSearch => ({
+      replica: 'serve-node-0',
+      collection: 'c',
+      q: 'amber',
+      live,
+      rebuilt,
+    });
+
+    it('passes search answers equal to the replay, hit for hit', () => {
+      const h = clean().consistentEnd();
+      h.searches = [compared(answer(), answer())];
+      expect(h.run().anomalies).toEqual([]);
+      expect(h.run().stats.finalSearches).toEqual({ queries: 1, hits: 2 });
+    });
+
+    it('fails a search answer that differs from the replay in score, order, total or value', () => {
+      const h = clean().consistentEnd();
+      const score = answer();
+      score.hits[1].score = -0.5000001;
+      const order = answer();
+      order.hits.reverse();
+      const total = answer();
+      total.total = 3;
+      const value = answer();
+      value.hits[0].writeId = 6;
+      const missing = answer();
+      missing.hits.pop();
+      h.searches = [score, order, total, value, missing].map((a) => compared(a, answer()));
+      h.searches.push({ ...compared(answer(), null), error: 'refused' });
+      expect(h.kinds()).toEqual(Array(6).fill('final-search'));
     });
   });
 });

@@ -1,0 +1,202 @@
+/**
+ * The nemeses: faults on a seeded schedule until stopped, or in quota mode (`kills`, `links`)
+ * until every role attacked was killed, and every link cut or stalled, that many times:
+ * - `kill`: kill -9 of a node, restarted on the same data directory after a hold;
+ * - `pause`: SIGSTOP, SIGCONT after a hold;
+ * - `link`: a link between nodes (a proxy, test/harness/link-proxy.ts) cut or stalled, healed
+ *   after a hold;
+ * - `mixed`: each fault picks one of the above (links only on a target that has them).
+ * Every fault is recorded as a window on the history's clock, so the report can say which
+ * operations ran inside which fault.
+ */
+import type { Random } from '../harness/random.js';
+import { now } from './history.js';
+import type { ChaosLink, ChaosNode, Target } from './nodes.js';
+
+export type NemesisKind = 'kill' | 'pause' | 'link' | 'mixed';
+export const NEMESIS_KINDS: NemesisKind[] = ['kill', 'pause', 'link', 'mixed'];
+
+export type FaultKind = 'kill' | 'pause' | 'cut' | 'stall';
+
+export interface FaultWindow {
+  fault: FaultKind;
+  /** The node's or the link's name. */
+  target: string;
+  startMs: number;
+  /** Infinity while the fault lasts. */
+  endMs: number;
+  link?: ChaosLink;
+}
+
+export interface NemesisOptions {
+  kind: NemesisKind;
+  /** Roles whose nodes may be killed or paused (all of the target's by default). */
+  roles?: string[];
+  /**
+   * Quota mode, on a short schedule, then the nemesis is done: kill -9 each role attacked this
+   * many times, and cut or stall each link `links` times (the fault kind is then ignored).
+   */
+  kills?: number;
+  links?: number;
+}
+
+export interface Nemesis {
+  /** Faults injected, by kind and node role or link: "kill log-node" → count. */
+  faults: Record<string, number>;
+  windows: FaultWindow[];
+  done: Promise<void>;
+  stop(): void;
+}
+
+/** Waits between faults and how long each lasts, in ms: [min, max]. */
+const BETWEEN_MS: [number, number] = [800, 3000];
+const KILL_HOLD_MS: [number, number] = [0, 1500];
+const PAUSE_HOLD_MS: [number, number] = [300, 4000];
+/** Longer than the reads' default wait (5 s) at the top, so a stalled replica must answer 504. */
+const LINK_HOLD_MS: [number, number] = [1000, 7000];
+/** The quota schedule: short, so a hundred kill cycles a role fit in minutes. */
+const QUOTA_BETWEEN_MS: [number, number] = [200, 1000];
+const QUOTA_KILL_HOLD_MS: [number, number] = [0, 500];
+
+/** The faults a nemesis picks from; `mixed` takes links only where the target has them. */
+function faultKinds(kind: NemesisKind, links: boolean): FaultKind[] {
+  switch (kind) {
+    case 'kill':
+    case 'pause':
+      return [kind];
+    case 'link':
+      return ['cut', 'stall'];
+    case 'mixed':
+      return links ? ['kill', 'pause', 'cut', 'stall'] : ['kill', 'pause'];
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** One fault to inject: on a node or on a link. */
+type Step =
+  | { fault: 'kill' | 'pause'; node: ChaosNode; link?: undefined }
+  | { fault: 'cut' | 'stall'; link: ChaosLink; node?: undefined };
+
+export function startNemesis(
+  target: Target,
+  random: Random,
+  options: NemesisOptions,
+  log: (line: string) => void,
+): Nemesis {
+  const faults: Record<string, number> = {};
+  const windows: FaultWindow[] = [];
+  let stopped = false;
+  let wake: () => void = () => {};
+  const nap = (ms: number) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  const victims = target.nodes.filter(
+    (n) => options.roles === undefined || options.roles.includes(n.role),
+  );
+  const kinds = faultKinds(options.kind, target.links.length > 0);
+  if (options.kind !== 'link' && victims.length === 0) {
+    throw new Error(`no node of roles ${options.roles} to attack`);
+  }
+  if ((options.kind === 'link' || options.links !== undefined) && target.links.length === 0) {
+    throw new Error('the target has no links to cut (use --target cluster)');
+  }
+  const count = (key: string) => (faults[key] = (faults[key] ?? 0) + 1);
+
+  const linkFault = () => random.pick(['cut', 'stall'] as const);
+  /** Quota mode: the faults still owed, each role's kills and each link's faults. */
+  const owed: { left: number; step: () => Step }[] = [
+    ...[...new Set(victims.map((n) => n.role))].map((role) => ({
+      left: options.kills ?? 0,
+      step: (): Step => ({
+        fault: 'kill',
+        node: random.pick(victims.filter((n) => n.role === role)),
+      }),
+    })),
+    ...target.links.map((link) => ({
+      left: options.links ?? 0,
+      step: (): Step => ({ fault: linkFault(), link }),
+    })),
+  ];
+  const quota = options.kills !== undefined || options.links !== undefined;
+
+  /** Half the link faults cut a serve-node off the log: where stale reads would hide. */
+  const pickLink = (): ChaosLink => {
+    const feeds = target.links.filter((l) => l.replicaPartitions !== null);
+    const others = target.links.filter((l) => l.replicaPartitions === null);
+    const pool = random.int(0, 1) === 0 ? feeds : others;
+    return random.pick(pool.length > 0 ? pool : target.links);
+  };
+
+  /** The next fault: random from the kind's, or (quota mode) one still owed, null when none is. */
+  const next = (): Step | null => {
+    if (!quota) {
+      const fault = random.pick(kinds);
+      if (fault === 'cut' || fault === 'stall') return { fault, link: pickLink() };
+      return { fault, node: random.pick(victims) };
+    }
+    const left = owed.filter((o) => o.left > 0);
+    if (left.length === 0) return null;
+    const chosen = random.pick(left);
+    chosen.left--;
+    return chosen.step();
+  };
+
+  const hold = async (window: FaultWindow, ms: number, heal: () => void | Promise<void>) => {
+    windows.push(window);
+    await sleep(ms); // not cut short by stop(): the fault heals either way
+    await heal();
+    window.endMs = now();
+  };
+
+  const done = (async () => {
+    while (!stopped) {
+      await nap(random.int(...(quota ? QUOTA_BETWEEN_MS : BETWEEN_MS)));
+      if (stopped) break;
+      const step = next();
+      if (step === null) break;
+      const { fault } = step;
+      const window: FaultWindow = { fault, target: '', startMs: 0, endMs: Infinity };
+      if (step.link !== undefined) {
+        const { link } = step;
+        const holdMs = random.int(...LINK_HOLD_MS);
+        log(`nemesis: ${fault} ${link.name} for ${holdMs} ms`);
+        Object.assign(window, { target: link.name, link, startMs: now() });
+        if (fault === 'cut') link.proxy.cut();
+        else link.proxy.stall();
+        count(`${fault} ${link.name}`);
+        await hold(window, holdMs, () => link.proxy.heal());
+        continue;
+      }
+      const { node } = step;
+      const holdMs = random.int(
+        ...(fault === 'pause' ? PAUSE_HOLD_MS : quota ? QUOTA_KILL_HOLD_MS : KILL_HOLD_MS),
+      );
+      log(`nemesis: ${fault} ${node.name} for ${holdMs} ms`);
+      Object.assign(window, { target: node.name, startMs: now() });
+      if (fault === 'kill') {
+        await node.kill();
+        count(`kill ${node.role}`);
+        await hold(window, holdMs, () => node.start());
+      } else {
+        node.pause();
+        count(`pause ${node.role}`);
+        await hold(window, holdMs, () => node.resume());
+      }
+    }
+  })();
+  return {
+    faults,
+    windows,
+    done,
+    stop: () => {
+      stopped = true;
+      wake();
+    },
+  };
+}
