@@ -10,6 +10,7 @@ import type {
   SettingsView,
   WriteAnswer,
 } from '../../gateway/api/index.js';
+import { TailbaseError } from '../../shared/errors.js';
 import { followChanges, type ChangesOptions } from './change-feed.js';
 import type { Transport } from './transport.js';
 import type {
@@ -43,6 +44,12 @@ const readQuery = (options: ReadOptions) => ({
 });
 const list = (value: SortOption | undefined) =>
   typeof value === 'string' || value === undefined ? value : value.join(',');
+
+/** The gateway's 400 for an offset past its bound. */
+const offsetRefused = (error: unknown) =>
+  error instanceof TailbaseError &&
+  error.code === 'invalid_parameter' &&
+  error.details.parameter === 'offset';
 
 export class Collection<Doc = JsonValue> {
   constructor(
@@ -146,7 +153,15 @@ export class Collection<Doc = JsonValue> {
     const pagesMax = options.pagesMax ?? PAGES_MAX_DEFAULT;
     let offset = options.offset ?? 0;
     for (let pages = 0; pages < pagesMax; pages++) {
-      const page = await this.searchPage(q, { ...options, offset });
+      let page: SearchResult<Doc>;
+      try {
+        page = await this.searchPage(q, { ...options, offset });
+      } catch (error) {
+        // Past the deepest page the gateway serves (its searchOffsetMax) the hits end for the
+        // iterator, as they do when a page comes back short; the caller's own offset still throws.
+        if (pages > 0 && offsetRefused(error)) return;
+        throw error;
+      }
       yield page;
       const size = options.limit ?? page.hits.length;
       offset += page.hits.length;
