@@ -106,7 +106,26 @@ export function sortValue(doc: unknown, path: string): SortValue {
 export function sortValueOfFacts(facts: FieldFacts): SortValue {
   const { strings, numbers, booleans } = facts;
   if (strings.length + numbers.length + booleans.length !== 1) return null;
-  return numbers[0] ?? strings[0] ?? null;
+  if (numbers.length === 1) return numbers[0];
+  return strings.length === 1 ? firstCodePoints(strings[0], SORT_STRING_CHARS_MAX) : null;
+}
+
+/**
+ * A string sorts by its first this many characters (code points). A sorted page's cursor carries
+ * the last item's sort values, through a URL, so they must be bounded: a title of 20,000
+ * characters made the next page's request too large to send. Strings equal this far tie, and the
+ * tie goes on to the next clause, then relevance (search) or the key.
+ */
+export const SORT_STRING_CHARS_MAX = 64;
+
+function firstCodePoints(text: string, count: number): string {
+  // Each code point is one or two UTF-16 units: a string this short has at most `count` of them.
+  if (text.length <= count) return text;
+  let end = 0;
+  for (let taken = 0; taken < count && end < text.length; taken++) {
+    end += text.codePointAt(end)! > 0xffff ? 2 : 1;
+  }
+  return text.slice(0, end);
 }
 
 /**

@@ -49,4 +49,18 @@ describe('the search iterator', () => {
     for await (const page of words.search('word', { limit: 100 })) hits += page.hits.length;
     expect(hits).toBe(1000);
   });
+
+  it('a sorted scan pages past a document whose sort value is a long string', async () => {
+    const books = db.collection<{ title: string }>('longtitles');
+    await books.putSettings({ searchable: ['title'], sortable: ['title'] });
+    const keys = ['a', 'b', 'c', 'd'];
+    for (const [i, key] of keys.entries()) {
+      await books.put(key, { title: `${String.fromCharCode(0x61 + i)}${'x'.repeat(20_000)}` });
+    }
+    const seen: string[] = [];
+    for await (const page of books.scan({ sort: 'title:asc', limit: 1 })) {
+      seen.push(...page.items.map((item) => item.key));
+    }
+    expect(seen).toEqual(keys);
+  });
 });
