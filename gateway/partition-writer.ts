@@ -62,20 +62,34 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /**
  * Whether the log certainly did not append the batch: `final` when a retry would be refused too
  * (a 4xx, a node refusing the call), `retryable` when it may be taken later (the log-node refused
- * the connection, or its append queue was full), null when the log may hold it (no answer, a
- * connection cut after the request left, `partition_failed` mid-write, any other 5xx).
+ * the connection, its append queue was full, or its disk was: a 507 `disk_full` comes after the
+ * node cut the round's bytes off again and forgot its batches), null when the log may hold it (no
+ * answer, a connection cut after the request left, `partition_failed` mid-write, any other 5xx).
  */
 function refusal(error: unknown): 'final' | 'retryable' | null {
   if (!(error instanceof TailbaseError)) return null;
   if ((error.status >= 400 && error.status < 500) || error.code === 'cluster_misconfigured') {
     return 'final';
   }
-  if (error.code === 'append_queue_full' || connectionRefused(error)) return 'retryable';
+  if (NOT_STORED_CODES.has(error.code) || connectionRefused(error)) return 'retryable';
   return null;
 }
 
+/** Refusals after which the log-node holds nothing of the batch. */
+const NOT_STORED_CODES = new Set(['append_queue_full', 'disk_full']);
+
 /** What the writers of a batch the log never took hear: retry later, nothing was stored. */
 function notStored(topic: string, partition: number, error: TailbaseError): TailbaseError {
+  if (error.code === 'disk_full') {
+    return new TailbaseError(
+      507,
+      'disk_full',
+      `the log-node's disk is full; ${topic} partition ${partition}'s batch was not stored, ` +
+        'retry once there is room',
+      { ...error.details, topic, partition },
+      { cause: error },
+    );
+  }
   if (error.code === 'append_queue_full') {
     return new TailbaseError(
       503,

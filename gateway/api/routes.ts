@@ -29,6 +29,7 @@ import {
 const WRITE_ERRORS: ErrorCodes = {
   400: ['invalid_collection', 'invalid_utf8', 'invalid_token'],
   503: ['overloaded', 'shutting_down', 'append_queue_full', 'log_unavailable'],
+  507: ['disk_full'],
 };
 /** 503 `write_outcome_unknown`: the log did not confirm in time; the write may be stored. */
 const OUTCOME_UNKNOWN = 'write_outcome_unknown';

@@ -13,6 +13,7 @@ import { DEFAULT_WRITER, type WriterConfig } from '../../gateway/config.js';
 import { startGateway } from '../../gateway/index.js';
 import { startLogNode } from '../../log-node/index.js';
 import { freePort, tempDir } from '../harness/index.js';
+import { FaultyIO } from '../harness/faulty-io.js';
 import { PartitionWriter } from '../../gateway/partition-writer.js';
 import { closeGatewayServices, writeRecords } from '../../gateway/services.js';
 import {
@@ -322,26 +323,35 @@ describe('partition writer', () => {
     await writer.close();
   });
 
-  it('a full append queue on the log: not stored, producer and sequence kept', async () => {
-    // A batch over appendQueueBytesMax is refused as append_queue_full on every attempt, by the
-    // real log-node, before it is queued.
-    const dir = tempDir('full-queue');
+  /**
+   * On a real log-node made with `options`: a first write is stored, `refuse` makes the log
+   * certainly refuse the next one, which must fail with `refusal` (not stored); once `heal`ed, the
+   * writer goes on under the same producer at the next sequence.
+   */
+  async function notStoredThenResumed(
+    options: Partial<Parameters<typeof startLogNode>[0]>,
+    refusal: { status: number; code: string },
+    refuse: () => { bytes?: number; heal(): void },
+  ) {
+    const dir = tempDir('refusing-log');
     const node = await startLogNode({
       dataDir: dir.path,
       port: 0,
       partitions: 1,
-      appendQueueBytesMax: 300,
       logger: silent,
+      kafka: null,
+      ...options,
     });
     const client = new HttpLogClient(node.url);
     try {
       const writer = writerOn(0, client);
       await writer.write([record('first')]);
-      await expect(writer.write([record('too-big', 400)])).rejects.toMatchObject({
-        status: 503,
-        code: 'append_queue_full',
+      const refusing = refuse();
+      await expect(writer.write([record('refused', refusing.bytes)])).rejects.toMatchObject({
+        ...refusal,
         details: { topic: TOPIC, partition: 0 },
       });
+      refusing.heal();
       await writer.write([record('after')]);
       const batches = await batchesOf(0, client);
       expect(batches.flatMap((b) => b.keys)).toEqual(['first', 'after']);
@@ -353,6 +363,26 @@ describe('partition writer', () => {
       await node.stop();
       dir.cleanup();
     }
+  }
+
+  it('a full append queue on the log: not stored, producer and sequence kept', async () => {
+    // A batch over appendQueueBytesMax is refused as append_queue_full on every attempt, by the
+    // real log-node, before it is queued.
+    await notStoredThenResumed(
+      { appendQueueBytesMax: 300 },
+      { status: 503, code: 'append_queue_full' },
+      () => ({ bytes: 400, heal: () => undefined }),
+    );
+  });
+
+  it('a full disk on the log: 507 disk_full, not stored, producer and sequence kept', async () => {
+    // The log-node answers disk_full only after cutting the round's bytes off again: the batch is
+    // certainly not stored, so its writers hear that, not an unknown outcome.
+    const io = new FaultyIO();
+    await notStoredThenResumed({ fileIO: io }, { status: 507, code: 'disk_full' }, () => {
+      io.spaceBytes = 0;
+      return { heal: () => (io.spaceBytes = null) };
+    });
   });
 
   it('a lost answer then refused connections is still an unknown outcome', async () => {
