@@ -1,8 +1,8 @@
 // Proves the repository's documentation stands alone: every link in every markdown file resolves
 // to a file inside the repository (and, for a markdown target with a #fragment, to one of its
-// headings). A link to a missing file, to a path outside the repository, or written as
-// `../shared/` (the team handbook's path outside the repository reads the same) fails, naming the
-// file, the line and the link. The checker is first run on files written here to fail on purpose.
+// headings). A link to a missing file, to a path outside the repository, or rooted at `/` (it
+// resolves against the file system's root anywhere but on GitHub) fails, naming the file, the
+// line and the link. The checker is first run on files written here to fail on purpose.
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -81,8 +81,8 @@ function brokenLinks(root: string): BrokenLink[] {
     for (const { line, target } of linksOf(text)) {
       const fail = (problem: string) => broken.push({ file: where, line, target, problem });
       if (EXTERNAL.test(target)) continue;
-      if (/(^|\/)\.\.\/shared\//.test(target)) {
-        fail('written as ../shared/: link to the repository root instead (/shared/...)');
+      if (target.startsWith('/') && !target.startsWith('//')) {
+        fail('rooted at /: link relative to this file');
         continue;
       }
       if (/^[a-z][a-z0-9+.-]*:/i.test(target) || target.startsWith('//')) {
@@ -91,14 +91,7 @@ function brokenLinks(root: string): BrokenLink[] {
       }
       const [filePart, fragment] = target.split('#', 2);
       const pathPart = decodeURIComponent(filePart.split('?')[0]);
-      // A leading '/' is the repository root, as GitHub reads it.
-      const resolved =
-        pathPart === ''
-          ? file
-          : path.resolve(
-              pathPart.startsWith('/') ? root : path.dirname(file),
-              `.${path.sep}${pathPart}`,
-            );
+      const resolved = pathPart === '' ? file : path.resolve(path.dirname(file), pathPart);
       const inside = path.relative(root, resolved);
       if (inside.startsWith('..') || path.isAbsolute(inside)) {
         fail('outside the repository');
@@ -116,7 +109,7 @@ describe('markdown links', () => {
   const fixture = tempDir('docs-links');
   afterAll(() => fixture.cleanup());
 
-  it('catches a missing file, a path outside, ../shared/, a missing heading', () => {
+  it('catches a missing file, a path outside, a rooted path, a missing heading', () => {
     const write = (name: string, text: string) => {
       fs.mkdirSync(path.dirname(path.join(fixture.path, name)), { recursive: true });
       fs.writeFileSync(path.join(fixture.path, name), text);
@@ -126,7 +119,7 @@ describe('markdown links', () => {
       'node/README.md',
       [
         '# node',
-        '[good](/shared/FORMAT.md#batch-header) [also good](../shared/FORMAT.md)',
+        '[rooted](/shared/FORMAT.md#batch-header) [good](../shared/FORMAT.md#batch-header)',
         '[missing](missing.md) [outside](../../elsewhere/DESIGN.md)',
         '[anchor](#no-such-heading) [self](#node) [web](https://example.com/x.md)',
         '```',
@@ -146,8 +139,8 @@ describe('markdown links', () => {
       [
         path.join('node', 'README.md'),
         2,
-        '../shared/FORMAT.md',
-        'written as ../shared/: link to the repository root instead (/shared/...)',
+        '/shared/FORMAT.md#batch-header',
+        'rooted at /: link relative to this file',
       ],
       [path.join('node', 'README.md'), 3, 'missing.md', 'no such file'],
       [path.join('node', 'README.md'), 3, '../../elsewhere/DESIGN.md', 'outside the repository'],
