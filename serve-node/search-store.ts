@@ -25,10 +25,12 @@ import type { ParsedQuery } from './fts-query.js';
 import { openFtsTable, offsetOfRow, partitionOfRow, rowOf, type FtsTable } from './fts-table.js';
 import {
   countQuery,
+  facetEntriesQuery,
   facetQuery,
   QueryCache,
   scanQuery,
   searchQuery,
+  type FacetPlan,
   type MatchShape,
   type ScanShape,
   type SortValues,
@@ -95,6 +97,14 @@ export interface ScanKey {
   partition: number;
   sort: SortValues;
 }
+
+/**
+ * Facets are counted by walking the fields' values (FacetPlan `byValue`) when the matches are at
+ * least this fraction of those values' entries: measured on the filters bench's store, a lookup
+ * and sort a match costs about four times a value walked (two facets over 10,557 matches: 20 ms
+ * by match, 10 ms by value).
+ */
+const FACET_BY_VALUE_MATCHES_PER_ENTRY = 0.25;
 
 /** Statements of distinct query shapes kept prepared. */
 const QUERY_SHAPES_CACHED = 256;
@@ -288,7 +298,7 @@ export class SearchStore {
     const table = this.table(collection);
     if (table === undefined || facetFields.length === 0) return counts;
     const shape = this.matchShape(table, partitions, query, filter);
-    const { sql, params } = facetQuery(shape, facetFields);
+    const { sql, params } = facetQuery(shape, facetFields, this.facetPlan(shape, facetFields));
     const rows = this.queries.statement(sql).all(...params) as Array<{
       field: string;
       kind: number;
@@ -406,6 +416,25 @@ export class SearchStore {
       this.tablesById.delete(previous.id);
     }
     this.setTable(collection, next);
+  }
+
+  /**
+   * `byValue` when the matches are many beside the fields' entries: both are counted (the
+   * matches only up to the point that decides), each a walk of one index.
+   */
+  private facetPlan(shape: MatchShape, facetFields: readonly string[]): FacetPlan {
+    const entries = facetEntriesQuery(shape.table.id, facetFields);
+    const entryCount = this.queries
+      .statement(entries.sql)
+      .pluck()
+      .get(...entries.params) as number;
+    const enough = Math.max(1, Math.ceil(entryCount * FACET_BY_VALUE_MATCHES_PER_ENTRY));
+    const count = countQuery(shape, enough);
+    const matches = this.queries
+      .statement(count.sql)
+      .pluck()
+      .get(...count.params) as number;
+    return matches >= enough ? 'byValue' : 'byMatch';
   }
 
   private matchShape(
