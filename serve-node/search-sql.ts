@@ -179,12 +179,15 @@ export function facetQuery(shape: MatchShape, fields: readonly string[], plan: F
   return text.add('GROUP BY f.field, f.kind, f.value').query();
 }
 
-/** The number of entries `fields` have in the table: what a `byValue` facet count walks. */
-export function facetEntriesQuery(tableId: number, fields: readonly string[]): Query {
+/**
+ * The number of entries `fields` have in the table, counting at most `max`: what a `byValue`
+ * facet count walks. Bounded, so choosing a plan never walks a large table for a small query.
+ */
+export function facetEntriesQuery(tableId: number, fields: readonly string[], max: number): Query {
   const marks = fields.map(() => '?').join(', ');
   return new SqlText()
-    .add(`SELECT count(*) FROM field_values WHERE table_id = ${tableId}`)
-    .add(`AND field IN (${marks})`, ...fields)
+    .add(`SELECT count(*) FROM (SELECT 1 FROM field_values WHERE table_id = ${tableId}`)
+    .add(`AND field IN (${marks}) LIMIT ?)`, ...fields, max)
     .query();
 }
 

@@ -105,6 +105,8 @@ export interface ScanKey {
  * by match, 10 ms by value).
  */
 const FACET_BY_VALUE_MATCHES_PER_ENTRY = 0.25;
+/** Matches counted to choose a facet plan; past it, the plan is chosen as if there were this many. */
+const FACET_PLAN_MATCHES_COUNTED_MAX = 100_000;
 
 /** Statements of distinct query shapes kept prepared. */
 const QUERY_SHAPES_CACHED = 256;
@@ -419,22 +421,20 @@ export class SearchStore {
   }
 
   /**
-   * `byValue` when the matches are many beside the fields' entries: both are counted (the
-   * matches only up to the point that decides), each a walk of one index.
+   * `byValue` when the matches are many beside the fields' entries. The matches are counted up to
+   * FACET_PLAN_MATCHES_COUNTED_MAX, then the entries only up to the point that decides, so
+   * choosing costs a walk of about the matches, whatever the size of the table.
    */
   private facetPlan(shape: MatchShape, facetFields: readonly string[]): FacetPlan {
-    const entries = facetEntriesQuery(shape.table.id, facetFields);
-    const entryCount = this.queries
-      .statement(entries.sql)
-      .pluck()
-      .get(...entries.params) as number;
-    const enough = Math.max(1, Math.ceil(entryCount * FACET_BY_VALUE_MATCHES_PER_ENTRY));
-    const count = countQuery(shape, enough);
-    const matches = this.queries
-      .statement(count.sql)
-      .pluck()
-      .get(...count.params) as number;
-    return matches >= enough ? 'byValue' : 'byMatch';
+    const count = ({ sql, params }: { sql: string; params: unknown[] }) =>
+      this.queries
+        .statement(sql)
+        .pluck()
+        .get(...params) as number;
+    const matches = count(countQuery(shape, FACET_PLAN_MATCHES_COUNTED_MAX));
+    const entriesMax = Math.floor(matches / FACET_BY_VALUE_MATCHES_PER_ENTRY);
+    const entries = count(facetEntriesQuery(shape.table.id, facetFields, entriesMax + 1));
+    return entries <= entriesMax ? 'byValue' : 'byMatch';
   }
 
   private matchShape(
