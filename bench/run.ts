@@ -171,7 +171,8 @@ async function main(): Promise<number> {
   const svg = renderChart(title, workloads, references);
   writeFileSync(join(opts.out, `${name}.json`), json);
   writeFileSync(join(opts.out, `${name}.svg`), svg);
-  if (!quick) {
+  // latest.* is the README's chart of a full run: a quick run or a run of some groups is not one.
+  if (!quick && names.length === GROUPS.length) {
     writeFileSync(join(opts.out, 'latest.json'), json);
     writeFileSync(join(opts.out, 'latest.svg'), svg);
   }
