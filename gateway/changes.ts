@@ -42,26 +42,22 @@ const utf8 = new TextDecoder('utf-8');
  * A record's value as one line of JSON: its text as written, so no number is rounded, with the
  * line breaks JSON allows between tokens turned into spaces (inside strings they are escaped).
  * Bytes that are not JSON (the log takes any) go out as a JSON string of their text, invalid UTF-8
- * as U+FFFD, as the serve-nodes keep them.
+ * as U+FFFD, as the serve-nodes keep them. `doc` is the parsed value when it is JSON (undefined
+ * otherwise), for the feed's filter: the value is parsed once for both.
  */
-/** Whether a record passes the feed's filter: a delete always does, a value that is not JSON never. */
-function passes(filter: FilterNode, value: Uint8Array | null): boolean {
-  if (value === null) return true;
+function recordValue(bytes: Uint8Array | null): { line: string; doc: unknown } {
+  if (bytes === null) return { line: 'null', doc: null };
+  const text = utf8.decode(bytes);
   try {
-    return matches(filter, JSON.parse(utf8.decode(value)));
+    return { line: text.replace(/[\r\n]/g, ' '), doc: JSON.parse(text) as unknown };
   } catch {
-    return false;
+    return { line: JSON.stringify(text), doc: undefined };
   }
 }
 
-function valueLine(bytes: Uint8Array): string {
-  const text = utf8.decode(bytes);
-  try {
-    JSON.parse(text);
-  } catch {
-    return JSON.stringify(text);
-  }
-  return text.replace(/[\r\n]/g, ' ');
+/** Whether a record passes the feed's filter: a delete always does, a value that is not JSON never. */
+function passes(filter: FilterNode, deleted: boolean, doc: unknown): boolean {
+  return deleted || (doc !== undefined && matches(filter, doc));
 }
 
 export async function changeFeed(
@@ -231,14 +227,17 @@ async function openFeed(
       for (const batch of iterateBatches(batches)) {
         for (const record of decodeRecords(batch.bytes)) {
           if (record.offset < offset) continue;
-          if (request.filter !== null && !passes(request.filter, record.value)) {
+          const value = recordValue(record.value);
+          if (
+            request.filter !== null &&
+            !passes(request.filter, record.value === null, value.doc)
+          ) {
             // Passed over, not sent: a resume from a later event's token does not read it again.
             feed.sent(topic, partition, record.offset);
             continue;
           }
-          const value = record.value === null ? 'null' : valueLine(record.value);
           const names = `"collection":${JSON.stringify(topic)},"key":${JSON.stringify(record.key)}`;
-          await emit(`${names},"value":${value}`, topic, partition, record.offset);
+          await emit(`${names},"value":${value.line}`, topic, partition, record.offset);
           if (stop.signal.aborted) return offset;
         }
         offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
