@@ -202,6 +202,7 @@ export class ServeReads {
           query,
           fields.filter,
           fields.facets,
+          found.totalExact ? found.total : undefined,
         );
         facets = boundFacets(counts, limits.facetDistinctMax);
       }

@@ -295,12 +295,15 @@ export class SearchStore {
     query: ParsedQuery,
     filter: FilterNode | null,
     facetFields: readonly string[],
+    /** The number of matches when the search counted them exactly: not counted again. */
+    matchesCounted?: number,
   ): Map<string, FacetCount[]> {
     const counts = new Map<string, FacetCount[]>(facetFields.map((field) => [field, []]));
     const table = this.table(collection);
     if (table === undefined || facetFields.length === 0) return counts;
     const shape = this.matchShape(table, partitions, query, filter);
-    const { sql, params } = facetQuery(shape, facetFields, this.facetPlan(shape, facetFields));
+    const plan = this.facetPlan(shape, facetFields, matchesCounted);
+    const { sql, params } = facetQuery(shape, facetFields, plan);
     const rows = this.queries.statement(sql).all(...params) as Array<{
       field: string;
       kind: number;
@@ -425,13 +428,20 @@ export class SearchStore {
    * FACET_PLAN_MATCHES_COUNTED_MAX, then the entries only up to the point that decides, so
    * choosing costs a walk of about the matches, whatever the size of the table.
    */
-  private facetPlan(shape: MatchShape, facetFields: readonly string[]): FacetPlan {
+  private facetPlan(
+    shape: MatchShape,
+    facetFields: readonly string[],
+    matchesCounted: number | undefined,
+  ): FacetPlan {
     const count = ({ sql, params }: { sql: string; params: unknown[] }) =>
       this.queries
         .statement(sql)
         .pluck()
         .get(...params) as number;
-    const matches = count(countQuery(shape, FACET_PLAN_MATCHES_COUNTED_MAX));
+    const matches =
+      matchesCounted === undefined
+        ? count(countQuery(shape, FACET_PLAN_MATCHES_COUNTED_MAX))
+        : Math.min(matchesCounted, FACET_PLAN_MATCHES_COUNTED_MAX);
     const entriesMax = Math.floor(matches / FACET_BY_VALUE_MATCHES_PER_ENTRY);
     const entries = count(facetEntriesQuery(shape.table.id, facetFields, entriesMax + 1));
     return entries <= entriesMax ? 'byValue' : 'byMatch';
