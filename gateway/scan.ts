@@ -11,11 +11,12 @@ import { compareCodePoints as compareKeys } from '../shared/code-points.js';
 import type { SortClause } from '../shared/filter/ast.js';
 import { compareSortValues } from '../shared/filter/facts.js';
 import { collectApplied } from './consistency.js';
-import type {
-  AppliedOffsets,
-  ScanResult,
-  ScannedDocument,
-  SortValues,
+import {
+  isSortValues,
+  type AppliedOffsets,
+  type ScanResult,
+  type ScannedDocument,
+  type SortValues,
 } from '../shared/serve-api.js';
 
 export interface NodePage {
@@ -96,6 +97,13 @@ const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 /** With the u flag a surrogate pair is one code point, so only lone halves match. */
 const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
 
+/** A key a cursor may carry: one this gateway could have issued, never repaired into another. */
+const isCursorKey = (key: unknown, keyBytesMax: number): key is string =>
+  typeof key === 'string' &&
+  key.length > 0 &&
+  Buffer.byteLength(key) <= keyBytesMax &&
+  !LONE_SURROGATE.test(key);
+
 export function encodeCursor(after: string): string {
   const key = Buffer.from(after, 'utf8');
   return Buffer.concat([Buffer.of(CURSOR_VERSION), key]).toString('base64url');
@@ -120,14 +128,7 @@ export function decodeCursor(cursor: string, keyBytesMax: number): string {
   } catch {
     throw invalid();
   }
-  if (
-    typeof key !== 'string' ||
-    key.length === 0 ||
-    Buffer.byteLength(key) > keyBytesMax ||
-    LONE_SURROGATE.test(key)
-  ) {
-    throw invalid();
-  }
+  if (!isCursorKey(key, keyBytesMax)) throw invalid();
   return key;
 }
 
@@ -164,15 +165,13 @@ export function decodePosition(cursor: string, keyBytesMax: number, clauses: num
   }
   if (!Array.isArray(parsed) || parsed.length !== 2) throw invalid();
   const [key, sort] = parsed as [unknown, unknown];
-  const validKey =
-    typeof key === 'string' &&
-    key.length > 0 &&
-    Buffer.byteLength(key) <= keyBytesMax &&
-    !LONE_SURROGATE.test(key);
-  const validSort =
-    Array.isArray(sort) &&
-    sort.length === clauses &&
-    sort.every((v) => v === null || typeof v === 'number' || typeof v === 'string');
-  if (!validKey || !validSort || clauses === 0) throw invalid();
-  return { key, sort: sort as SortValues };
+  if (
+    !isCursorKey(key, keyBytesMax) ||
+    !isSortValues(sort) ||
+    sort.length !== clauses ||
+    clauses === 0
+  ) {
+    throw invalid();
+  }
+  return { key, sort };
 }

@@ -1,6 +1,6 @@
 /** Parsing and bounding the query parameters of the read routes: bad input is a 400, never a 500. */
 import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
-import type { SortValues } from '../shared/serve-api.js';
+import { isSortValues, type SortValues } from '../shared/serve-api.js';
 import { badRequest } from '../shared/errors.js';
 import { checkCollection } from '../shared/collection-name.js';
 import { partitionOffsetList } from '../shared/query-params.js';
@@ -139,10 +139,6 @@ export function parseSortValues(raw: string | undefined): SortValues | undefined
   } catch {
     throw invalid();
   }
-  const valid =
-    Array.isArray(parsed) &&
-    parsed.length <= SORT_VALUES_MAX &&
-    parsed.every((v) => v === null || typeof v === 'string' || typeof v === 'number');
-  if (!valid) throw invalid();
-  return parsed as SortValues;
+  if (!isSortValues(parsed) || parsed.length > SORT_VALUES_MAX) throw invalid();
+  return parsed;
 }

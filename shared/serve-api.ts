@@ -88,6 +88,14 @@ export interface ScanOptions extends ServeReadOptions {
 /** A document's value for each sort clause, null where it has none. */
 export type SortValues = Array<number | string | null>;
 
+/** Whether a parsed cursor or parameter is SortValues (an array of numbers, strings, nulls). */
+export function isSortValues(value: unknown): value is SortValues {
+  return (
+    Array.isArray(value) &&
+    value.every((v) => v === null || typeof v === 'number' || typeof v === 'string')
+  );
+}
+
 /** A scanned document; with `sort`, its sort values, which the gateway merges pages by. */
 export interface ScannedDocument extends ServedDocument {
   sort?: SortValues;
