@@ -27,6 +27,7 @@ import {
   countQuery,
   facetEntriesQuery,
   facetQuery,
+  partitionsParam,
   QueryCache,
   scanQuery,
   searchQuery,
@@ -107,6 +108,9 @@ export interface ScanKey {
 const FACET_BY_VALUE_MATCHES_PER_ENTRY = 0.25;
 /** Matches counted to choose a facet plan; past it, the plan is chosen as if there were this many. */
 const FACET_PLAN_MATCHES_COUNTED_MAX = 100_000;
+
+/** The partitions of a collection (its topic) this store holds a checkpoint of. */
+const CHECKPOINTED_PARTITIONS = 'SELECT partition FROM checkpoints WHERE topic = ?';
 
 /** Statements of distinct query shapes kept prepared. */
 const QUERY_SHAPES_CACHED = 256;
@@ -263,7 +267,7 @@ export class SearchStore {
   ): { matches: SearchMatch[]; total: number; totalExact: boolean } {
     const table = this.table(collection);
     if (table === undefined) return { matches: [], total: 0, totalExact: true };
-    const shape = this.matchShape(table, partitions, query, fields.filter);
+    const shape = this.matchShape(table, collection, partitions, query, fields.filter);
     const { sql, params } = searchQuery(shape, fields.sort, depth);
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     const matches: SearchMatch[] = rows.map((row) => ({
@@ -301,7 +305,7 @@ export class SearchStore {
     const counts = new Map<string, FacetCount[]>(facetFields.map((field) => [field, []]));
     const table = this.table(collection);
     if (table === undefined || facetFields.length === 0) return counts;
-    const shape = this.matchShape(table, partitions, query, filter);
+    const shape = this.matchShape(table, collection, partitions, query, filter);
     const plan = this.facetPlan(shape, facetFields, matchesCounted);
     const { sql, params } = facetQuery(shape, facetFields, plan);
     const rows = this.queries.statement(sql).all(...params) as Array<{
@@ -319,10 +323,14 @@ export class SearchStore {
   }
 
   /** Up to `shape.limit` keys of a filtered or sorted scan, in its order. */
-  scanKeys(collection: string, shape: Omit<ScanShape, 'tableId'>): ScanKey[] {
+  scanKeys(
+    collection: string,
+    shape: Omit<ScanShape, 'tableId' | 'partitions'> & { partitions: string },
+  ): ScanKey[] {
     const table = this.table(collection);
     if (table === undefined) return [];
-    const { sql, params } = scanQuery({ ...shape, tableId: table.id });
+    const partitions = this.partitionsAsked(collection, JSON.parse(shape.partitions) as number[]);
+    const { sql, params } = scanQuery({ ...shape, partitions, tableId: table.id });
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     return rows.map((row) => ({
       key: row.key,
@@ -449,11 +457,28 @@ export class SearchStore {
 
   private matchShape(
     table: FtsTable,
+    collection: string,
     partitions: readonly number[],
     query: ParsedQuery,
     filter: FilterNode | null,
   ): MatchShape {
-    return { table, match: query.match, partitions: JSON.stringify(partitions), filter };
+    const asked = this.partitionsAsked(collection, partitions);
+    return { table, match: query.match, partitions: asked, filter };
+  }
+
+  /**
+   * The partitions of a read of `collection` as its SQL needs them (partitionsParam). A row is
+   * written only in the transaction that moves its partition's checkpoint, so the partitions
+   * with a checkpoint here are all those the collection's table can hold rows of. A serve-node
+   * asked for a subset of what it hosts (a gateway reading others from another replica) keeps
+   * the condition.
+   */
+  private partitionsAsked(collection: string, partitions: readonly number[]): string | null {
+    const held = this.queries
+      .statement(CHECKPOINTED_PARTITIONS)
+      .pluck()
+      .all(collection) as number[];
+    return partitionsParam(held, partitions);
   }
 
   /** The table the collection is indexed in; undefined before its first document or settings. */

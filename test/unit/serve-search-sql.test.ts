@@ -6,6 +6,7 @@ import type { FtsTable } from '../../serve-node/fts-table.js';
 import {
   countQuery,
   facetEntriesQuery,
+  partitionsParam,
   scanQuery,
   searchQuery,
   type MatchShape,
@@ -35,5 +36,18 @@ describe('search store SQL', () => {
     expect(() => searchQuery(shape, [], 1.5)).toThrow(/whole number/);
     expect(() => countQuery(shape, -1)).toThrow(/whole number/);
     expect(() => scanQuery({ ...scan, limit: Number.NaN })).toThrow(/whole number/);
+  });
+
+  it('leaves the partitions condition out when the read covers every partition held', () => {
+    expect(partitionsParam([0, 1, 2], [0, 1, 2])).toBeNull();
+    expect(partitionsParam([0, 1, 2], [2, 3, 1, 0])).toBeNull();
+    expect(partitionsParam([], [1])).toBeNull();
+    expect(partitionsParam([0, 1, 2], [0, 2])).toBe('[0,2]');
+    const all = { ...shape, partitions: null };
+    expect(searchQuery(all, [], 10).sql).not.toContain('json_each');
+    expect(countQuery(all, 10).sql).not.toContain('json_each');
+    expect(scanQuery({ ...scan, partitions: null }).sql).not.toContain('json_each');
+    expect(searchQuery(shape, [], 10)).toMatchObject({ params: ['("word")', '[0,1]'] });
+    expect(scanQuery(scan).sql).toContain('json_each');
   });
 });
