@@ -60,6 +60,11 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * the facet says it is truncated, so a facet over unique ids cannot make an answer unbounded.
    */
   facetDistinctMax: number;
+  /**
+   * Entries (a document's value of a field) of facet values held in memory between writes, over
+   * every table and field (about 8 bytes each): fields with more are counted in SQL instead.
+   */
+  facetValuesHeldMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -97,6 +102,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   getBatchKeysMax: 1_000,
   getBatchBytesMax: 2 * 1024 * 1024,
   facetDistinctMax: 10_000,
+  facetValuesHeldMax: 2_000_000,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 

@@ -202,7 +202,8 @@ export class ServeReads {
           query,
           fields.filter,
           fields.facets,
-          found.totalExact ? found.total : undefined,
+          { count: found.total, exact: found.totalExact },
+          limits.facetValuesHeldMax,
         );
         facets = boundFacets(counts, limits.facetDistinctMax);
       }

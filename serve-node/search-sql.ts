@@ -172,6 +172,13 @@ export function countQuery(shape: MatchShape, max: number): Query {
   return text.add(`${limit(max)})`).query();
 }
 
+/** The row of every match, ascending. */
+export function matchRowsQuery(shape: MatchShape): Query {
+  const text = new SqlText();
+  matching(text, shape, false);
+  return text.add('ORDER BY rowid').query();
+}
+
 /**
  * How the facets of a query are counted:
  * - `byMatch`: a lookup of each match's values, then a sort of them by value to group them; its

@@ -27,6 +27,7 @@ import {
   countQuery,
   facetEntriesQuery,
   facetQuery,
+  matchRowsQuery,
   partitionsParam,
   QueryCache,
   scanQuery,
@@ -36,6 +37,8 @@ import {
   type ScanShape,
   type SortValues,
 } from './search-sql.js';
+import { DEFAULT_LIMITS } from './config.js';
+import { countValues, FacetValues, type HeldField, type ValueCount } from './facet-values.js';
 import { Highlighters } from './highlighter.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
@@ -80,6 +83,12 @@ export interface SearchMatch {
   sort?: SortValues;
 }
 
+/** What a search found of its matches: at least `count`, exactly that many when `exact`. */
+export interface FoundMatches {
+  count: number;
+  exact: boolean;
+}
+
 /** What narrows and orders a search or a scan, already checked against the settings. */
 export interface FieldQuery {
   filter: FilterNode | null;
@@ -100,12 +109,18 @@ export interface ScanKey {
 }
 
 /**
- * Facets are counted by walking the fields' values (FacetPlan `byValue`) when the matches are at
- * least this fraction of those values' entries: measured on the filters bench's store, a lookup
- * and sort a match costs about four times a value walked (two facets over 10,557 matches: 20 ms
- * by match, 10 ms by value).
+ * Facets are counted by value when the fields have at most this many entries a match: measured
+ * on the filters bench's store, a lookup and sort a match costs about four times a value walked
+ * in SQL (two facets over 10,557 matches: 20 ms by match, 10 ms by value); reading the values
+ * into memory (facet-values.ts) costs less than that walk (4 ms for 21,114 entries).
  */
-const FACET_BY_VALUE_MATCHES_PER_ENTRY = 0.25;
+const FACET_BY_VALUE_ENTRIES_PER_MATCH = 4;
+/**
+ * The same once the values are held in memory: a held entry walked costs about 0.02 us and a
+ * match's row from FTS5 into the set 0.3 us, against 1.3-2.3 us a match by match (two facets of
+ * 21,114 entries, matches from 192 to 10,356: by match is faster below about 70 entries a match).
+ */
+const FACET_HELD_ENTRIES_PER_MATCH = 50;
 /** Matches counted to choose a facet plan; past it, the plan is chosen as if there were this many. */
 const FACET_PLAN_MATCHES_COUNTED_MAX = 100_000;
 
@@ -134,6 +149,7 @@ export class SearchStore {
   private readonly highlighters: Highlighters;
   private readonly fields: FieldIndex;
   private readonly queries: QueryCache;
+  private readonly facetValues: FacetValues;
   private readonly tablesById = new Map<number, FtsTable>();
   /** collection → the table it is indexed in. */
   private readonly tableIdOf = new Map<string, number>();
@@ -180,6 +196,7 @@ export class SearchStore {
     this.highlighters = new Highlighters(this.db);
     this.fields = new FieldIndex(this.db);
     this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
+    this.facetValues = new FacetValues(this.db);
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
       applied: prepare('SELECT applied FROM checkpoints WHERE topic = ? AND partition = ?').pluck(),
@@ -299,26 +316,42 @@ export class SearchStore {
     query: ParsedQuery,
     filter: FilterNode | null,
     facetFields: readonly string[],
-    /** The number of matches when the search counted them exactly: not counted again. */
-    matchesCounted?: number,
+    /** What the search found of the matches, so they are counted again only when it decides. */
+    matches: FoundMatches = { count: 0, exact: false },
+    /** Entries of facet values held in memory at most (ServeNodeLimits.facetValuesHeldMax). */
+    heldEntriesMax: number = DEFAULT_LIMITS.facetValuesHeldMax,
   ): Map<string, FacetCount[]> {
-    const counts = new Map<string, FacetCount[]>(facetFields.map((field) => [field, []]));
+    const fields = [...new Set(facetFields)];
+    const counts = new Map<string, FacetCount[]>(fields.map((field) => [field, []]));
     const table = this.table(collection);
-    if (table === undefined || facetFields.length === 0) return counts;
+    if (table === undefined || fields.length === 0) return counts;
     const shape = this.matchShape(table, collection, partitions, query, filter);
-    const plan = this.facetPlan(shape, facetFields, matchesCounted);
-    const { sql, params } = facetQuery(shape, facetFields, plan);
-    const rows = this.queries.statement(sql).all(...params) as Array<{
-      field: string;
-      kind: number;
-      value: number | string;
-      n: number;
-    }>;
-    for (const { field, kind, value, n } of rows) {
+    const add = (field: string, kind: number, value: number | string, n: number) => {
       const typed =
         kind === KIND_BOOLEAN ? value === 1 : kind === KIND_NUMBER ? Number(value) : value;
       counts.get(field)!.push({ value: typed, count: n });
+    };
+    const way = this.facetPlan(shape, fields, matches, heldEntriesMax);
+    if (way.plan === 'held') {
+      // The matches' rows from FTS5 (a walk of the doclists, no scores), then each held value's
+      // rows looked up among them.
+      const { sql, params } = matchRowsQuery(shape);
+      const rows = new Set(
+        this.queries
+          .statement(sql)
+          .pluck()
+          .all(...params) as number[],
+      );
+      way.fields.forEach((held, i) => {
+        for (const { kind, value, n } of countValues(held, rows)) add(fields[i], kind, value, n);
+      });
+      return counts;
     }
+    const { sql, params } = facetQuery(shape, fields, way.plan);
+    const rows = this.queries.statement(sql).all(...params) as Array<
+      ValueCount & { field: string }
+    >;
+    for (const { field, kind, value, n } of rows) add(field, kind, value, n);
     return counts;
   }
 
@@ -432,27 +465,48 @@ export class SearchStore {
   }
 
   /**
-   * `byValue` when the matches are many beside the fields' entries. The matches are counted up to
-   * FACET_PLAN_MATCHES_COUNTED_MAX, then the entries only up to the point that decides, so
-   * choosing costs a walk of about the matches, whatever the size of the table.
+   * Facets are counted by value (over the values held in memory, else in SQL) when the matches
+   * are many beside the fields' entries, else by match. The search's count of the matches is a
+   * lower bound that decides when the entries are few; only when it does not, and is not exact,
+   * are the matches counted again, up to FACET_PLAN_MATCHES_COUNTED_MAX. The entries are counted
+   * only up to the point that decides, and held until the next write (FacetValues), so choosing
+   * costs at most a walk of about the matches, whatever the size of the table.
    */
   private facetPlan(
     shape: MatchShape,
-    facetFields: readonly string[],
-    matchesCounted: number | undefined,
-  ): FacetPlan {
+    fields: readonly string[],
+    matches: FoundMatches,
+    heldEntriesMax: number,
+  ): { plan: FacetPlan } | { plan: 'held'; fields: HeldField[] } {
     const count = ({ sql, params }: { sql: string; params: unknown[] }) =>
       this.queries
         .statement(sql)
         .pluck()
         .get(...params) as number;
-    const matches =
-      matchesCounted === undefined
-        ? count(countQuery(shape, FACET_PLAN_MATCHES_COUNTED_MAX))
-        : Math.min(matchesCounted, FACET_PLAN_MATCHES_COUNTED_MAX);
-    const entriesMax = Math.floor(matches / FACET_BY_VALUE_MATCHES_PER_ENTRY);
-    const entries = count(facetEntriesQuery(shape.table.id, facetFields, entriesMax + 1));
-    return entries <= entriesMax ? 'byValue' : 'byMatch';
+    const tableId = shape.table.id;
+    const stamp = this.facetValues.stamp();
+    const held = this.facetValues.held(tableId, fields, stamp);
+    const perMatch = held ? FACET_HELD_ENTRIES_PER_MATCH : FACET_BY_VALUE_ENTRIES_PER_MATCH;
+    const entriesUpTo = (matchesAtLeast: number) =>
+      held
+        ? held.reduce((sum, field) => sum + field.entries, 0)
+        : this.facetValues.entriesAtLeast(
+            tableId,
+            fields,
+            matchesAtLeast * perMatch + 1,
+            stamp,
+            (bound) => count(facetEntriesQuery(tableId, fields, bound)),
+          );
+    let matchesAtLeast = Math.min(matches.count, FACET_PLAN_MATCHES_COUNTED_MAX);
+    let entries = entriesUpTo(matchesAtLeast);
+    if (entries > matchesAtLeast * perMatch) {
+      if (matches.exact) return { plan: 'byMatch' };
+      matchesAtLeast = count(countQuery(shape, FACET_PLAN_MATCHES_COUNTED_MAX));
+      entries = entriesUpTo(matchesAtLeast);
+      if (entries > matchesAtLeast * perMatch) return { plan: 'byMatch' };
+    }
+    const loaded = held ?? this.facetValues.load(tableId, fields, stamp, entries, heldEntriesMax);
+    return loaded ? { plan: 'held', fields: loaded } : { plan: 'byValue' };
   }
 
   private matchShape(
