@@ -131,6 +131,14 @@ export function registerServeNodeCommand(program: Command): void {
         DEFAULT_LIMITS.searchTotalExactMax,
       ),
     )
+    .addOption(
+      integerOption(
+        '--facet-values-held-max <n>',
+        'entries of facet values held in memory between writes; fields with more are counted in SQL',
+        'TAILBASE_FACET_VALUES_HELD_MAX',
+        DEFAULT_LIMITS.facetValuesHeldMax,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('serve-node');
       if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -156,6 +164,7 @@ export function registerServeNodeCommand(program: Command): void {
           getBatchKeysMax: flags.getBatchKeysMax as number,
           getBatchBytesMax: flags.getBatchBytesMax as number,
           searchTotalExactMax: flags.searchTotalExactMax as number,
+          facetValuesHeldMax: flags.facetValuesHeldMax as number,
         },
         logger,
       });
