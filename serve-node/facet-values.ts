@@ -6,14 +6,13 @@
  * facets over 10,356 matches among 21,114 entries: 11 ms in SQL; with the values held, about
  * 2 ms, mostly FTS5 giving the matches' rows).
  *
- * Everything held carries a stamp: SQLite's total_changes() when it was read, which moves with
- * every row any statement of this connection (the store's only writer) writes, whatever the
- * table. Anything read before the last write is read again, so what is held never answers
- * differently from the tables; a write elsewhere only costs a reload. The entries counted to
- * choose a plan are held the same way.
+ * Everything held carries the write stamp it was read under (write-stamp.ts) and is read again
+ * after any write, so what is held never answers differently from the tables. The entries
+ * counted to choose a plan are held the same way.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
+import { writeStamp } from './write-stamp.js';
 
 /** One distinct value of a field, as field_values holds it, and the rows holding it. */
 export interface HeldValue {
@@ -46,22 +45,19 @@ export class FacetValues {
   private entriesHeld = 0;
   /** `table/fields` → entries counted, up to `bound`. */
   private readonly counts = new Map<string, Stamped<{ counted: number; bound: number }>>();
-  private readonly statements: Record<'stamp' | 'values', Statement>;
+  private readonly statements: Record<'values', Statement>;
+  /** What anything read now is stamped with. */
+  readonly stamp: () => number;
 
   constructor(db: Database.Database) {
+    this.stamp = writeStamp(db);
     this.statements = {
-      stamp: db.prepare('SELECT total_changes()').pluck(),
       // In primary key order: grouped by value without a sort, each value's rows ascending.
       values: db.prepare(
         'SELECT kind, value, json_group_array(row) AS rows FROM field_values ' +
           'WHERE table_id = ? AND field = ? GROUP BY kind, value',
       ),
     };
-  }
-
-  /** What anything read now is stamped with. */
-  stamp(): number {
-    return this.statements.stamp.get() as number;
   }
 
   /** The fields' values when each is held and nothing was written since `stamp`. */

@@ -40,6 +40,7 @@ import {
 import { DEFAULT_LIMITS } from './config.js';
 import { countValues, FacetValues, type HeldField, type ValueCount } from './facet-values.js';
 import { Highlighters } from './highlighter.js';
+import { writeStamp } from './write-stamp.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
 export { MARK_CLOSE, MARK_OPEN } from './highlighter.js';
@@ -150,6 +151,10 @@ export class SearchStore {
   private readonly fields: FieldIndex;
   private readonly queries: QueryCache;
   private readonly facetValues: FacetValues;
+  /** The write stamp of what reads keep in memory (write-stamp.ts). */
+  private readonly stamp: () => number;
+  /** collection → its partitions with a checkpoint here, read since the last write (`stamp`). */
+  private checkpointedRead = { stamp: -1, of: new Map<string, number[]>() };
   private readonly tablesById = new Map<number, FtsTable>();
   /** collection → the table it is indexed in. */
   private readonly tableIdOf = new Map<string, number>();
@@ -197,6 +202,7 @@ export class SearchStore {
     this.fields = new FieldIndex(this.db);
     this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
     this.facetValues = new FacetValues(this.db);
+    this.stamp = writeStamp(this.db);
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
       applied: prepare('SELECT applied FROM checkpoints WHERE topic = ? AND partition = ?').pluck(),
@@ -484,7 +490,7 @@ export class SearchStore {
         .pluck()
         .get(...params) as number;
     const tableId = shape.table.id;
-    const stamp = this.facetValues.stamp();
+    const stamp = this.stamp();
     const held = this.facetValues.held(tableId, fields, stamp);
     const perMatch = held ? FACET_HELD_ENTRIES_PER_MATCH : FACET_BY_VALUE_ENTRIES_PER_MATCH;
     const entriesUpTo = (matchesAtLeast: number) =>
@@ -528,10 +534,13 @@ export class SearchStore {
    * the condition.
    */
   private partitionsAsked(collection: string, partitions: readonly number[]): string | null {
-    const held = this.queries
-      .statement(CHECKPOINTED_PARTITIONS)
-      .pluck()
-      .all(collection) as number[];
+    const stamp = this.stamp();
+    if (stamp !== this.checkpointedRead.stamp) this.checkpointedRead = { stamp, of: new Map() };
+    let held = this.checkpointedRead.of.get(collection);
+    if (held === undefined) {
+      held = this.queries.statement(CHECKPOINTED_PARTITIONS).pluck().all(collection) as number[];
+      this.checkpointedRead.of.set(collection, held);
+    }
     return partitionsParam(held, partitions);
   }
 

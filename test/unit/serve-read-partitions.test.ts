@@ -91,4 +91,24 @@ describe('the partitions condition of a read', () => {
     });
     expect(keys.map((found) => found.key).sort()).toEqual(keysIn(asked, BELOW_SIX));
   });
+
+  it('keeps the condition once a partition not asked for gets its first rows', () => {
+    const batches = (key: string) =>
+      encodeBatch([{ key, value: Buffer.from('{"body":"a word","n":1}'), timestampMs: 0 }], {
+        baseOffset: 0,
+      });
+    replica.applyMany([{ topic: 'later', partition: 0, fromOffset: 0, batches: batches('a') }]);
+    const keys = () =>
+      replica.search.search('later', [0], query, 10, 10_000).matches.map((match) => match.key);
+    // Only partition 0 is held: a read of [0] covers it all, and its answer is kept in memory.
+    expect(keys()).toEqual(['a']);
+    replica.applyMany([{ topic: 'later', partition: 1, fromOffset: 0, batches: batches('b') }]);
+    expect(keys()).toEqual(['a']);
+    expect(
+      replica.search
+        .search('later', [0, 1], query, 10, 10_000)
+        .matches.map((m) => m.key)
+        .sort(),
+    ).toEqual(['a', 'b']);
+  });
 });
