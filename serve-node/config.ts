@@ -60,6 +60,11 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * the facet says it is truncated, so a facet over unique ids cannot make an answer unbounded.
    */
   facetDistinctMax: number;
+  /**
+   * Documents one step of a re-index after a settings change copies, in one transaction: reads
+   * and applied answers wait at most one step.
+   */
+  reindexStepDocsMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -97,6 +102,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   getBatchKeysMax: 1_000,
   getBatchBytesMax: 2 * 1024 * 1024,
   facetDistinctMax: 10_000,
+  reindexStepDocsMax: 500,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 

@@ -131,6 +131,15 @@ export function registerServeNodeCommand(program: Command): void {
         DEFAULT_LIMITS.searchTotalExactMax,
       ),
     )
+    .addOption(
+      integerOption(
+        '--reindex-step-docs-max <n>',
+        'documents one step of a re-index after a settings change copies (one transaction)',
+        'TAILBASE_REINDEX_STEP_DOCS_MAX',
+        DEFAULT_LIMITS.reindexStepDocsMax,
+        1,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('serve-node');
       if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -156,6 +165,7 @@ export function registerServeNodeCommand(program: Command): void {
           getBatchKeysMax: flags.getBatchKeysMax as number,
           getBatchBytesMax: flags.getBatchBytesMax as number,
           searchTotalExactMax: flags.searchTotalExactMax as number,
+          reindexStepDocsMax: flags.reindexStepDocsMax as number,
         },
         logger,
       });

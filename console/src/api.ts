@@ -27,6 +27,8 @@ export interface ServeNodeStatus {
   up: boolean;
   ready: boolean;
   partitions: number[];
+  /** Collections being re-indexed after a settings change, with the documents copied so far. */
+  reindexing: Array<{ collection: string; copied: number; documents: number }>;
 }
 
 export interface ClusterStatus {
