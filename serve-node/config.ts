@@ -65,6 +65,11 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * and applied answers wait at most one step.
    */
   reindexStepDocsMax: number;
+  /**
+   * A step also ends after the document that takes it past this long (it copies at least one):
+   * 500 documents of 5 KB took a step of ~300 ms, a read's p99 while it ran.
+   */
+  reindexStepMsMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -103,6 +108,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   getBatchBytesMax: 2 * 1024 * 1024,
   facetDistinctMax: 10_000,
   reindexStepDocsMax: 500,
+  reindexStepMsMax: 10,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 

@@ -137,18 +137,18 @@ export class DocStore {
   }
 
   /**
-   * Up to `limit` documents of a collection in key order after `afterKey` (from the first when
-   * null), whatever their partition: a step of a re-index after a settings change.
+   * The documents of a collection in key order after `afterKey` (from the first when null),
+   * whatever their partition, each read as it is asked for: a step of a re-index after a settings
+   * change takes as many as its time allows. Ending the iteration early (`return()`, or a `break`
+   * out of a for-of) closes LMDB's cursor.
    */
-  documentsAfter(collection: string, afterKey: string | null, limit: number): StoredDoc[] {
+  *documentsAfter(collection: string, afterKey: string | null): Generator<StoredDoc> {
     const bounds = keyBounds(collection, afterKey === null ? {} : { after: afterKey });
-    if (bounds === null) return [];
+    if (bounds === null) return;
     const prefixBytes = Buffer.byteLength(collection) + 1;
-    const docs: StoredDoc[] = [];
-    for (const { key, value } of this.docs.getRange({ ...bounds, limit })) {
-      docs.push(decodeValue(key.subarray(prefixBytes).toString('utf8'), value));
+    for (const { key, value } of this.docs.getRange(bounds)) {
+      yield decodeValue(key.subarray(prefixBytes).toString('utf8'), value);
     }
-    return docs;
   }
 
   /** The number of documents of a collection after `afterKey` (all when null). */

@@ -140,6 +140,15 @@ export function registerServeNodeCommand(program: Command): void {
         1,
       ),
     )
+    .addOption(
+      integerOption(
+        '--reindex-step-ms-max <ms>',
+        'a re-index step ends after the document that takes it past this long',
+        'TAILBASE_REINDEX_STEP_MS_MAX',
+        DEFAULT_LIMITS.reindexStepMsMax,
+        0,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('serve-node');
       if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -166,6 +175,7 @@ export function registerServeNodeCommand(program: Command): void {
           getBatchBytesMax: flags.getBatchBytesMax as number,
           searchTotalExactMax: flags.searchTotalExactMax as number,
           reindexStepDocsMax: flags.reindexStepDocsMax as number,
+          reindexStepMsMax: flags.reindexStepMsMax as number,
         },
         logger,
       });

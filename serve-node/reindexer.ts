@@ -14,6 +14,8 @@ export interface ReindexerOptions {
   replica(): Replica;
   /** Documents copied by one step (one transaction). */
   stepDocsMax: number;
+  /** A step ends after the document that takes it past this long. */
+  stepMsMax: number;
   /** A snapshot copying the stores: steps wait for it, as the apply loop does. */
   paused(): Promise<unknown> | null;
   /** A collection's new index took over: reads waiting for its settings may go. */
@@ -55,14 +57,14 @@ export class Reindexer {
   }
 
   private async run(): Promise<void> {
-    const { replica, stepDocsMax, paused, onSwapped, logger } = this.options;
+    const { replica, stepDocsMax, stepMsMax, paused, onSwapped, logger } = this.options;
     this.again = false;
     while (!this.stopped) {
       await paused();
       if (this.stopped) return;
       let step;
       try {
-        step = replica().reindexStep(stepDocsMax);
+        step = replica().reindexStep(stepDocsMax, stepMsMax);
       } catch (error) {
         // The step rolled back: the next applied answer starts the loop again.
         logger.error({ err: error }, 're-index step failed');

@@ -143,22 +143,28 @@ export class Replica {
   }
 
   /**
-   * One step of a re-index after a settings change (table-builds.ts): the next `docsMax`
-   * documents of a collection being re-indexed, read from LMDB, copied into its new table, which
-   * takes over after the last. LMDB must hold exactly the versions the search store indexed:
-   * after a crash between the two commits, a collection whose LMDB lags is left until its
-   * fetcher's first answer catches it up. Null when no collection can take a step.
+   * One step of a re-index after a settings change (table-builds.ts): the next documents of a
+   * collection being re-indexed, read from LMDB as they are copied into its new table, which
+   * takes over after the last. A step copies at most `docsMax`, and stops after the document
+   * that takes it past `msMax` (at least one a step). LMDB must hold exactly the versions the search store
+   * indexed: after a crash between the two commits, a collection whose LMDB lags is left until
+   * its fetcher's first answer catches it up. Null when no collection can take a step.
    */
-  reindexStep(docsMax: number): { collection: string; swapped: boolean } | null {
+  reindexStep(docsMax: number, msMax = Infinity): { collection: string; swapped: boolean } | null {
+    const deadlineMs = performance.now() + msMax;
     const builds = this.search.reindexing();
     if (builds.length === 0) return null;
     const lagging = this.lmdbLagging();
     const build = builds.find((b) => !lagging.has(b.collection));
     if (build === undefined) return null;
-    const docs = this.docs.documentsAfter(build.collection, build.afterKey, docsMax);
-    const after = this.search.copyIntoBuild(build.collection, docs, docs.length < docsMax);
-    if (after === undefined) this.buildSizes.delete(build.collection);
-    return { collection: build.collection, swapped: after === undefined };
+    const docs = this.docs.documentsAfter(build.collection, build.afterKey);
+    try {
+      const after = this.search.copyIntoBuild(build.collection, docs, docsMax, deadlineMs);
+      if (after === undefined) this.buildSizes.delete(build.collection);
+      return { collection: build.collection, swapped: after === undefined };
+    } finally {
+      docs.return(undefined);
+    }
   }
 
   /**

@@ -451,28 +451,41 @@ export class SearchStore {
   }
 
   /**
-   * One step of a collection's build: indexes `docs`, its next documents in key order as LMDB
-   * holds them (which must be the versions this store indexed), in the build's table; with
-   * `last`, that table then takes the collection over and the old one is dropped, in the same
-   * transaction. Returns the build as it stands after the step, or undefined once swapped in.
+   * One step of a collection's build: indexes the next of `docs` (the collection's documents in
+   * key order after the build's last key, as LMDB holds them, which must be the versions this
+   * store indexed) in the build's table: at most `docsMax`, and none more once `deadlineMs`
+   * (performance.now()) has passed, but at least one. When `docs` runs out, that table takes the
+   * collection over and the old one is dropped, in the same transaction. Returns the build as it
+   * stands after the step, or undefined once swapped in.
    */
   copyIntoBuild(
     collection: string,
-    docs: readonly DocVersion[],
-    last: boolean,
+    docs: Iterator<DocVersion>,
+    docsMax: number,
+    deadlineMs = Infinity,
   ): TableBuild | undefined {
     const build = this.builds.of(collection);
     assert(build !== undefined, `${collection} has no table being built`);
     try {
       return this.db.transaction(() => {
         const table = this.tableById(build.tableId);
-        for (const doc of docs) {
-          const value = JSON.parse(doc.json) as unknown;
-          this.index(table, doc.key, rowOf(doc.partition, doc.offset), value);
+        let copied = 0;
+        let lastKey: string | undefined;
+        let ended = false;
+        while (copied < docsMax && (copied === 0 || performance.now() < deadlineMs)) {
+          const next = docs.next();
+          if (next.done === true) {
+            ended = true;
+            break;
+          }
+          const doc = next.value;
+          this.index(table, doc.key, rowOf(doc.partition, doc.offset), JSON.parse(doc.json));
+          copied += 1;
+          lastKey = doc.key;
         }
         const advanced =
-          docs.length === 0 ? build : this.builds.advance(build, docs.at(-1)!.key, docs.length);
-        if (!last) return advanced;
+          lastKey === undefined ? build : this.builds.advance(build, lastKey, copied);
+        if (!ended) return advanced;
         const current = this.table(collection)!;
         this.setTable(collection, table);
         this.dropTable(current);

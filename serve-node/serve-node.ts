@@ -386,6 +386,7 @@ export class ServeNode implements ServeNodeCore {
     this.reindexer = new Reindexer({
       replica: () => this.current,
       stepDocsMax: limits.reindexStepDocsMax,
+      stepMsMax: limits.reindexStepMsMax,
       paused: () => this.snapshotting?.catch(() => undefined) ?? null,
       onSwapped: () => this.waiters.notify([{ topic: SETTINGS_TOPIC, partition: 0 }]),
       logger,

@@ -146,6 +146,25 @@ describe('re-index after a settings change', () => {
     expect(replica.reindexStep(3)).toBeNull();
   });
 
+  it('ends a step after the document that takes it past its time, copying at least one', () => {
+    const fed = new Fed();
+    fed.apply(
+      'docs',
+      0,
+      Array.from({ length: 5 }, (_, i): [string, unknown] => [`k${i}`, { title: 'elder', n: i }]),
+    );
+    fed.settings(SETTINGS[1]);
+    const copied: number[] = [];
+    // No time at all: one document a step, and a step that finds none left swaps.
+    for (;;) {
+      const step = fed.replica.reindexStep(100, 0);
+      if (step!.swapped) break;
+      copied.push(fed.replica.reindexing()[0].copied);
+    }
+    expect(copied).toEqual([1, 2, 3, 4, 5]);
+    expect(fed.replica.search.settingsOf('docs').searchable).toEqual(['body']);
+  });
+
   it('ends as a replica that applied the same log at once, whatever writes come between steps', () => {
     const seed = testSeed('reindex writes between steps');
     const random = seededRandom(seed);
