@@ -136,14 +136,25 @@ export class DocStore {
     return { items, more: false };
   }
 
-  /** Every document of a collection (for re-indexing after a settings change). */
-  *documentsOf(collection: string): Generator<StoredDoc> {
-    const bounds = keyBounds(collection, {});
+  /**
+   * The documents of a collection in key order after `afterKey` (from the first when null),
+   * whatever their partition, each read as it is asked for: a step of a re-index after a settings
+   * change takes as many as its time allows. Ending the iteration early (`return()`, or a `break`
+   * out of a for-of) closes LMDB's cursor.
+   */
+  *documentsAfter(collection: string, afterKey: string | null): Generator<StoredDoc> {
+    const bounds = keyBounds(collection, afterKey === null ? {} : { after: afterKey });
     if (bounds === null) return;
     const prefixBytes = Buffer.byteLength(collection) + 1;
     for (const { key, value } of this.docs.getRange(bounds)) {
       yield decodeValue(key.subarray(prefixBytes).toString('utf8'), value);
     }
+  }
+
+  /** The number of documents of a collection after `afterKey` (all when null). */
+  countAfter(collection: string, afterKey: string | null): number {
+    const bounds = keyBounds(collection, afterKey === null ? {} : { after: afterKey });
+    return bounds === null ? 0 : this.docs.getKeysCount(bounds);
   }
 
   /** Writes a consistent copy (one read transaction) to `path`. */

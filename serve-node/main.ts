@@ -137,6 +137,25 @@ export function registerServeNodeCommand(program: Command): void {
         'entries of facet values held in memory between writes; fields with more are counted in SQL',
         'TAILBASE_FACET_VALUES_HELD_MAX',
         DEFAULT_LIMITS.facetValuesHeldMax,
+        0,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--reindex-step-docs-max <n>',
+        'documents one step of a re-index after a settings change copies (one transaction)',
+        'TAILBASE_REINDEX_STEP_DOCS_MAX',
+        DEFAULT_LIMITS.reindexStepDocsMax,
+        1,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--reindex-step-ms-max <ms>',
+        'a re-index step ends after the document that takes it past this long',
+        'TAILBASE_REINDEX_STEP_MS_MAX',
+        DEFAULT_LIMITS.reindexStepMsMax,
+        0,
       ),
     )
     .action(async (flags: Record<string, unknown>) => {
@@ -165,6 +184,8 @@ export function registerServeNodeCommand(program: Command): void {
           getBatchBytesMax: flags.getBatchBytesMax as number,
           searchTotalExactMax: flags.searchTotalExactMax as number,
           facetValuesHeldMax: flags.facetValuesHeldMax as number,
+          reindexStepDocsMax: flags.reindexStepDocsMax as number,
+          reindexStepMsMax: flags.reindexStepMsMax as number,
         },
         logger,
       });

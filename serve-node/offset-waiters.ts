@@ -13,10 +13,12 @@ export interface OffsetNeed {
 
 /**
  * A need of one topic: a partition of the collection read, or the settings topic's partition a
- * search waits for.
+ * read waits for, with the collection whose settings it needs in effect (a settings record is
+ * applied before the re-index it starts is done).
  */
 export interface TopicNeed extends OffsetNeed {
   topic: string;
+  collection?: string;
 }
 
 interface Waiter {
@@ -31,7 +33,8 @@ export class OffsetWaiters {
 
   constructor(
     private readonly waitersMax: number,
-    private readonly appliedOf: (topic: string, partition: number) => number,
+    /** The offset up to which the need's topic-partition is applied (and, for settings, in effect). */
+    private readonly appliedOf: (need: TopicNeed) => number,
     /** Called when a read starts waiting, with what it waits for. */
     private readonly onWait: (needs: readonly TopicNeed[]) => void = () => undefined,
   ) {}
@@ -112,17 +115,21 @@ export class OffsetWaiters {
   }
 
   private unmet(needs: readonly TopicNeed[]): TopicNeed | undefined {
-    return needs.find((need) => this.appliedOf(need.topic, need.partition) <= need.offset);
+    return needs.find((need) => this.appliedOf(need) <= need.offset);
   }
 
   private notCaughtUp(need: TopicNeed, waitMs: number): TailbaseError {
-    const { topic, partition, offset } = need;
-    const applied = this.appliedOf(topic, partition);
+    const { topic, partition, offset, collection } = need;
+    const applied = this.appliedOf(need);
+    const what =
+      collection === undefined
+        ? `${topic} partition ${partition} has applied up to ${applied}`
+        : `${topic} partition ${partition} is in effect for ${collection} up to ${applied} (a re-index may be under way)`;
     return new TailbaseError(
       504,
       'not_caught_up',
-      `${topic} partition ${partition} has applied up to ${applied}, offset ${offset} not applied within ${waitMs} ms`,
-      { topic, partition, applied, required: offset },
+      `${what}, offset ${offset} not applied within ${waitMs} ms`,
+      { topic, partition, applied, required: offset, ...(collection ? { collection } : {}) },
     );
   }
 }

@@ -55,8 +55,8 @@ export interface ReadCore {
 export interface ReadWait {
   needs: readonly OffsetNeed[];
   /**
-   * An offset of the settings topic's partition to wait for too: a search after a settings change
-   * is then ranked with the new settings.
+   * An offset of the settings topic's partition to wait for too, applied and its re-index done: a
+   * read after a settings change is then served with the new settings.
    */
   settingsNeed?: number;
   /** Absent: the node's waitMsDefault; longer than waitMsMax: clamped to it, not refused. */
@@ -304,6 +304,7 @@ export class ServeReads {
         topic: SETTINGS_TOPIC,
         partition: SETTINGS_PARTITION,
         offset: wait.settingsNeed,
+        collection,
       });
     }
     if (needs.length > 0) {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { assert } from '../shared/assert.js';
 import type { TopicPartition } from '../shared/log-api.js';
+import type { ReindexStatus } from '../shared/serve-api.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
@@ -40,6 +41,8 @@ export class Replica {
    * through applyMany(), which resets what it moves.
    */
   private readonly appliedCache = new Map<string, Map<number, number>>();
+  /** collection → the documents its build (of table `tableId`) has to copy, counted once. */
+  private readonly buildSizes = new Map<string, { tableId: number; documents: number }>();
 
   /** Both stores commit without fsync, behind the unflushed marker in `dir` (unflushed-marker.ts). */
   private readonly unflushed: boolean;
@@ -85,7 +88,7 @@ export class Replica {
    * search store commits first and LMDB second, so LMDB is never ahead of it: the search store can
    * then read from LMDB the exact version it indexed of each document it updates. Partitions
    * never share a key, so one partition's records never touch another's; a settings record
-   * re-indexes its collection's documents of every partition (search-store.ts).
+   * starts a re-index of its collection, which reindexStep carries out.
    */
   applyMany(parts: readonly ApplyPart[]): ApplyResult[] {
     this.forgetApplied(parts);
@@ -104,7 +107,6 @@ export class Replica {
         ]);
       }
     }
-    for (const plan of plans) if (plan.topic === SETTINGS_TOPIC) this.holdBackSettings(plan);
     const changes = plans
       .filter((plan) => plan.nextOffset > plan.searchFrom)
       .map((plan) => ({
@@ -141,12 +143,63 @@ export class Replica {
   }
 
   /**
-   * A settings record re-indexes its collection from LMDB, which must then hold exactly what the
-   * search store indexed. After a crash between the two commits a partition of the collection may
-   * have LMDB behind until its fetcher's first answer catches it up: the settings topic stops
-   * before such a record and reads it again on its next round.
+   * One step of a re-index after a settings change (table-builds.ts): the next documents of a
+   * collection being re-indexed, read from LMDB as they are copied into its new table, which
+   * takes over after the last. A step copies at most `docsMax`, and stops after the document
+   * that takes it past `msMax` (at least one a step). LMDB must hold exactly the versions the search store
+   * indexed: after a crash between the two commits, a collection whose LMDB lags is left until
+   * its fetcher's first answer catches it up. Null when no collection can take a step.
    */
-  private holdBackSettings(plan: { prepared: PreparedRecord[]; nextOffset: number }): void {
+  reindexStep(docsMax: number, msMax = Infinity): { collection: string; swapped: boolean } | null {
+    const deadlineMs = performance.now() + msMax;
+    const builds = this.search.reindexing();
+    if (builds.length === 0) return null;
+    const lagging = this.lmdbLagging();
+    const build = builds.find((b) => !lagging.has(b.collection));
+    if (build === undefined) return null;
+    const docs = this.docs.documentsAfter(build.collection, build.afterKey);
+    try {
+      const after = this.search.copyIntoBuild(build.collection, docs, docsMax, deadlineMs);
+      if (after === undefined) this.buildSizes.delete(build.collection);
+      return { collection: build.collection, swapped: after === undefined };
+    } finally {
+      docs.return(undefined);
+    }
+  }
+
+  /**
+   * The re-indexes under way, each with the documents copied and the collection's documents
+   * (counted once a build, when first asked: writes meanwhile may move it).
+   */
+  reindexing(): ReindexStatus[] {
+    return this.search.reindexing().map((build) => {
+      let size = this.buildSizes.get(build.collection);
+      if (size === undefined || size.tableId !== build.tableId) {
+        const documents = build.copied + this.docs.countAfter(build.collection, build.afterKey);
+        size = { tableId: build.tableId, documents };
+        this.buildSizes.set(build.collection, size);
+      }
+      return {
+        collection: build.collection,
+        settingsOffset: build.sinceOffset,
+        copied: build.copied,
+        documents: Math.max(size.documents, build.copied),
+      };
+    });
+  }
+
+  /**
+   * The settings topic's offset a read of `collection` may rely on: every settings record before
+   * it is in effect. A settings record stays out of effect until its re-index is done.
+   */
+  settingsApplied(collection: string): number {
+    const applied = this.applied(SETTINGS_TOPIC, 0);
+    const build = this.search.buildOf(collection);
+    return build === undefined ? applied : Math.min(applied, build.sinceOffset);
+  }
+
+  /** Collections with a partition whose LMDB is behind the search store (after a crash). */
+  private lmdbLagging(): Set<string> {
     const lagging = new Set<string>();
     for (const { topic, partition } of this.search.checkpointed()) {
       if (topic === SETTINGS_TOPIC) continue;
@@ -155,11 +208,7 @@ export class Replica {
         lagging.add(topic);
       }
     }
-    if (lagging.size === 0) return;
-    const stop = plan.prepared.findIndex((record) => lagging.has(record.key));
-    if (stop < 0) return;
-    plan.nextOffset = plan.prepared[stop].offset;
-    plan.prepared.length = stop;
+    return lagging;
   }
 
   /**

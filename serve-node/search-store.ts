@@ -9,6 +9,7 @@
  * scores would depend on a replica's history). Layout in README.md.
  */
 import { existsSync } from 'node:fs';
+import { assert } from '../shared/assert.js';
 import Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import type { TopicPartition } from '../shared/log-api.js';
@@ -40,6 +41,7 @@ import {
 import { DEFAULT_LIMITS } from './config.js';
 import { countValues, FacetValues, type HeldField, type ValueCount } from './facet-values.js';
 import { Highlighters } from './highlighter.js';
+import { TableBuilds, type TableBuild } from './table-builds.js';
 import { writeStamp } from './write-stamp.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
@@ -64,12 +66,11 @@ export interface DocVersion {
 }
 
 /**
- * The documents as of the record being applied: the search store reads the version it indexed
- * (to delete it) and a collection's documents (to re-index them) through this.
+ * The documents as of the record being applied: the search store reads the version it indexed of
+ * a key (to delete it) through this.
  */
 export interface DocView {
   get(collection: string, key: string): DocVersion | undefined;
-  documentsOf(collection: string): Iterable<DocVersion>;
   /** Called after each document record is applied, so later records of the answer see it. */
   advance(record: PreparedRecord): void;
 }
@@ -149,6 +150,7 @@ export class SearchStore {
   private readonly db: Database.Database;
   private readonly highlighters: Highlighters;
   private readonly fields: FieldIndex;
+  private readonly builds: TableBuilds;
   private readonly queries: QueryCache;
   private readonly facetValues: FacetValues;
   /** The write stamp of what reads keep in memory (write-stamp.ts). */
@@ -200,6 +202,7 @@ export class SearchStore {
     `);
     this.highlighters = new Highlighters(this.db);
     this.fields = new FieldIndex(this.db);
+    this.builds = new TableBuilds(this.db);
     this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
     this.facetValues = new FacetValues(this.db);
     this.stamp = writeStamp(this.db);
@@ -252,18 +255,23 @@ export class SearchStore {
     try {
       this.applyInTransaction(changes, docs);
     } catch (error) {
-      // A rolled-back transaction may have made or moved tables: the caches forget them.
-      this.tableIdOf.clear();
-      this.tablesById.clear();
+      this.forgetCaches();
       throw error;
     }
+  }
+
+  /** A rolled-back transaction may have made or moved tables, or builds: memory forgets them. */
+  private forgetCaches(): void {
+    this.tableIdOf.clear();
+    this.tablesById.clear();
+    this.builds.reload();
   }
 
   private applyInTransaction(changes: readonly PartitionChange[], docs: DocView): void {
     this.db.transaction(() => {
       for (const { topic, partition, records, nextOffset } of changes) {
         if (topic === SETTINGS_TOPIC) {
-          for (const record of records) this.applySettings(record, docs);
+          for (const record of records) this.applySettings(record);
         } else {
           for (const record of records) {
             this.applyDocument(record, docs);
@@ -409,7 +417,8 @@ export class SearchStore {
   /**
    * `docs` holds a version of a key exactly when this store indexed it (both are as of this
    * store's checkpoint), so it tells, without a lookup here, which row to remove and the text it
-   * was indexed with.
+   * was indexed with. A collection being re-indexed gets the write in its new table too when the
+   * build has copied the key already (table-builds.ts).
    */
   private applyDocument(record: PreparedRecord, docs: DocView): void {
     let table = this.table(record.collection);
@@ -419,55 +428,139 @@ export class SearchStore {
       this.setTable(record.collection, table);
     }
     const indexed = docs.get(record.collection, record.key);
-    if (indexed !== undefined) {
-      const old = JSON.parse(indexed.json) as unknown;
-      const oldRow = rowOf(indexed.partition, indexed.offset);
-      table.remove.run(oldRow, ...columnTexts(old, table.layout));
-      this.fields.remove(table.id, table.settings, oldRow, old);
+    const old =
+      indexed === undefined
+        ? undefined
+        : {
+            row: rowOf(indexed.partition, indexed.offset),
+            doc: JSON.parse(indexed.json) as unknown,
+          };
+    this.replaceVersion(table, record, old);
+    const build = this.builds.of(record.collection);
+    if (build !== undefined && this.builds.covers(build, record.key)) {
+      this.replaceVersion(this.tableById(build.tableId), record, old);
+    }
+  }
+
+  /** Removes `old` (the version `table` holds of the record's key, if any), indexes the record. */
+  private replaceVersion(
+    table: FtsTable,
+    record: PreparedRecord,
+    old: { row: number; doc: unknown } | undefined,
+  ): void {
+    if (old !== undefined) {
+      table.remove.run(old.row, ...columnTexts(old.doc, table.layout));
+      this.fields.remove(table.id, table.settings, old.row, old.doc);
     }
     if (record.json === null) {
-      if (indexed !== undefined) this.statements.deleteRow.run(table.id, record.key);
+      if (old !== undefined) this.statements.deleteRow.run(table.id, record.key);
       return;
     }
-    const row = rowOf(record.partition, record.offset);
-    this.statements.upsertRow.run(table.id, record.key, row);
-    table.insert.run(row, ...columnTexts(record.doc, table.layout));
-    this.fields.add(table.id, table.settings, row, record.doc);
+    this.index(table, record.key, rowOf(record.partition, record.offset), record.doc);
+  }
+
+  private index(table: FtsTable, key: string, row: number, doc: unknown): void {
+    this.statements.upsertRow.run(table.id, key, row);
+    table.insert.run(row, ...columnTexts(doc, table.layout));
+    this.fields.add(table.id, table.settings, row, doc);
   }
 
   /**
-   * A settings record (key = the collection): moves the collection's documents, of every hosted
-   * partition, to a table of the new settings, in the transaction that moves the settings topic's
-   * checkpoint. The settings topic and the collection topics are not ordered with each other, so
-   * the index must be a function of the latest settings and the documents, whatever the
-   * interleaving: re-indexing everything here gives exactly that. A tombstone restores the
-   * defaults; an invalid value, or a key that is no collection, is ignored, the same way on every
-   * replay.
+   * A settings record (key = the collection): starts the build of a table of the new settings,
+   * which copyIntoBuild fills with the collection's documents of every hosted partition and then
+   * swaps in (table-builds.ts); until then the collection answers from its current table. The
+   * settings topic and the collection topics are not ordered with each other, so the index must
+   * be a function of the latest settings and the documents, whatever the interleaving: a build
+   * copying everything gives exactly that. A build under way towards other settings is dropped;
+   * settings equal to the current table's need none. A tombstone restores the defaults; an
+   * invalid value, or a key that is no collection, is ignored, the same way on every replay.
    */
-  private applySettings(record: PreparedRecord, docs: DocView): void {
+  private applySettings(record: PreparedRecord): void {
     const collection = record.key;
     if (!isCollectionTopic(collection)) return;
     const settings = record.json === null ? DEFAULT_SETTINGS : parseSettings(record.json);
     if (settings === null) return;
-    const previous = this.table(collection);
+    const current = this.table(collection);
     const next = this.tableFor(collection, JSON.stringify(settings));
-    if (previous === next) return;
-    if (previous !== undefined) {
-      for (const doc of docs.documentsOf(collection)) {
-        const row = rowOf(doc.partition, doc.offset);
-        const value = JSON.parse(doc.json) as unknown;
-        this.statements.upsertRow.run(next.id, doc.key, row);
-        next.insert.run(row, ...columnTexts(value, next.layout));
-        this.fields.add(next.id, next.settings, row, value);
-      }
-      // Every row of the old table moved: dropping it removes them all, and its statistics.
-      this.db.exec(`DROP TABLE ${previous.name}`);
-      this.statements.deleteRows.run(previous.id);
-      this.fields.drop(previous.id);
-      this.statements.deleteTable.run(previous.id);
-      this.tablesById.delete(previous.id);
+    if (current === undefined) {
+      // No document was ever indexed here: there is nothing to copy.
+      this.setTable(collection, next);
+      return;
     }
-    this.setTable(collection, next);
+    const build = this.builds.of(collection);
+    if (build?.tableId === next.id) return;
+    if (build !== undefined) this.dropTable(this.tableById(build.tableId));
+    if (next === current) {
+      if (build !== undefined) this.builds.finish(collection);
+      return;
+    }
+    this.builds.start(collection, next.id, build?.sinceOffset ?? record.offset);
+  }
+
+  /**
+   * One step of a collection's build: indexes the next of `docs` (the collection's documents in
+   * key order after the build's last key, as LMDB holds them, which must be the versions this
+   * store indexed) in the build's table: at most `docsMax`, and none more once `deadlineMs`
+   * (performance.now()) has passed, but at least one. When `docs` runs out, that table takes the
+   * collection over and the old one is dropped, in the same transaction. Returns the build as it
+   * stands after the step, or undefined once swapped in.
+   */
+  copyIntoBuild(
+    collection: string,
+    docs: Iterator<DocVersion>,
+    docsMax: number,
+    deadlineMs = Infinity,
+  ): TableBuild | undefined {
+    const build = this.builds.of(collection);
+    assert(build !== undefined, `${collection} has no table being built`);
+    try {
+      return this.db.transaction(() => {
+        const table = this.tableById(build.tableId);
+        let copied = 0;
+        let lastKey: string | undefined;
+        let ended = false;
+        while (copied < docsMax && (copied === 0 || performance.now() < deadlineMs)) {
+          const next = docs.next();
+          if (next.done === true) {
+            ended = true;
+            break;
+          }
+          const doc = next.value;
+          this.index(table, doc.key, rowOf(doc.partition, doc.offset), JSON.parse(doc.json));
+          copied += 1;
+          lastKey = doc.key;
+        }
+        const advanced =
+          lastKey === undefined ? build : this.builds.advance(build, lastKey, copied);
+        if (!ended) return advanced;
+        const current = this.table(collection)!;
+        this.setTable(collection, table);
+        this.dropTable(current);
+        this.builds.finish(collection);
+        return undefined;
+      })();
+    } catch (error) {
+      this.forgetCaches();
+      throw error;
+    }
+  }
+
+  /** The collections being re-indexed, each with its build. */
+  reindexing(): TableBuild[] {
+    return this.builds.all();
+  }
+
+  buildOf(collection: string): TableBuild | undefined {
+    return this.builds.of(collection);
+  }
+
+  /** Every row of a table no collection answers from any more: dropping it removes them all. */
+  private dropTable(table: FtsTable): void {
+    this.db.exec(`DROP TABLE ${table.name}`);
+    this.statements.deleteRows.run(table.id);
+    this.fields.drop(table.id);
+    this.statements.deleteTable.run(table.id);
+    this.tablesById.delete(table.id);
   }
 
   /**

@@ -1,8 +1,9 @@
 /**
  * A running serve-node: the current store generation, one log fetcher per log-node it tails, the
  * topics it tails (found with `log.topics()` at start, every `topicRefreshMs`, and at once when a
- * read names a collection not tailed yet), the waiting reads, and the operations that replace the
- * stores (rebuild) or copy them (snapshot).
+ * read names a collection not tailed yet), the waiting reads, the re-indexes settings changes
+ * start (reindexer.ts), and the operations that replace the stores (rebuild) or copy them
+ * (snapshot).
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -15,6 +16,7 @@ import type { ServeNodeLimits } from './config.js';
 import { DOCS_FILE } from './doc-store.js';
 import { OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
+import { Reindexer } from './reindexer.js';
 import { Replica } from './replica.js';
 import { outdatedSearchLayout, SEARCH_FILE } from './search-store.js';
 import type { ServeNodeCore } from './routes.js';
@@ -46,6 +48,7 @@ export class ServeNode implements ServeNodeCore {
   private current: Replica;
   private generation: number;
   private fetchers: LogFetcher[] = [];
+  private reindexer: Reindexer | null = null;
   /** The topics tailed: the collections found in the log, and the settings topic once it is. */
   private readonly topics = new Set<string>();
   /** A `log.topics()` call under way: reads naming an unknown collection join it. */
@@ -79,7 +82,10 @@ export class ServeNode implements ServeNodeCore {
     }
     this.waiters = new OffsetWaiters(
       parts.limits.waitersMax,
-      (topic, p) => this.current.applied(topic, p),
+      (need) =>
+        need.topic === SETTINGS_TOPIC && need.collection !== undefined
+          ? this.current.settingsApplied(need.collection)
+          : this.current.applied(need.topic, need.partition),
       (needs) => {
         for (const fetcher of this.fetchers) {
           if (needs.some((need) => fetcher.hosts(need.partition))) fetcher.hurry();
@@ -208,6 +214,7 @@ export class ServeNode implements ServeNodeCore {
         getBatchKeysMax: this.limits.getBatchKeysMax,
       },
       ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
+      reindexing: this.current.reindexing(),
     };
   }
 
@@ -362,7 +369,10 @@ export class ServeNode implements ServeNodeCore {
           rebuilding,
           applyPaused: () => this.snapshotting?.catch(() => undefined) ?? null,
           readsWaiting: (partitions) => this.waiters.waitingOn(partitions),
-          onApplied: (moved) => this.waiters.notify(moved),
+          onApplied: (moved) => {
+            this.waiters.notify(moved);
+            this.reindexer?.kick();
+          },
           onOutOfRange: (topic, p, detail) => {
             void this.rebuild(`${topic}/${p}: ${detail}`).catch((error: unknown) => {
               logger.error({ err: error }, 'rebuild failed');
@@ -373,9 +383,19 @@ export class ServeNode implements ServeNodeCore {
     for (const topic of this.topics) {
       for (const fetcher of this.fetchers) fetcher.tail(topic, this.partitionsOf(topic));
     }
+    this.reindexer = new Reindexer({
+      replica: () => this.current,
+      stepDocsMax: limits.reindexStepDocsMax,
+      stepMsMax: limits.reindexStepMsMax,
+      paused: () => this.snapshotting?.catch(() => undefined) ?? null,
+      onSwapped: () => this.waiters.notify([{ topic: SETTINGS_TOPIC, partition: 0 }]),
+      logger,
+    });
+    // A re-index a restart interrupted goes on from its last step.
+    this.reindexer.kick();
   }
 
   private async stopFetchers(): Promise<void> {
-    await Promise.all(this.fetchers.map((fetcher) => fetcher.stop()));
+    await Promise.all([...this.fetchers.map((fetcher) => fetcher.stop()), this.reindexer?.stop()]);
   }
 }

@@ -1,9 +1,7 @@
 /**
  * The documents as the search store must see them while it applies a read answer: LMDB as of the
  * search store's checkpoints, plus the records of this answer applied so far, of every
- * topic-partition in it (LMDB takes them only after the search store has committed). One view
- * spans the whole answer, so a settings record that re-indexes a collection sees the documents
- * of that collection written earlier in the same answer, whatever their partition.
+ * topic-partition in it (LMDB takes them only after the search store has committed).
  */
 import type { DocStore } from './doc-store.js';
 import type { DocVersion, DocView } from './search-store.js';
@@ -19,14 +17,6 @@ export class StepView implements DocView {
     const written = this.written.get(collection)?.get(key);
     if (written === undefined) return this.docs.get(collection, key);
     return written.json === null ? undefined : (written as DocVersion);
-  }
-
-  *documentsOf(collection: string): Iterable<DocVersion> {
-    const written = this.written.get(collection) ?? new Map<string, PreparedRecord>();
-    for (const doc of this.docs.documentsOf(collection)) {
-      if (!written.has(doc.key)) yield doc;
-    }
-    for (const record of written.values()) if (record.json !== null) yield record as DocVersion;
   }
 
   /** A document record of a collection topic (settings records write no document). */

@@ -15,8 +15,16 @@ export function integerOption(
   description: string,
   env: string,
   defaultValue?: number,
+  /** The least value accepted, when there is one. */
+  min?: number,
 ): Option {
-  const option = new Option(flags, description).env(env).argParser(parseInteger);
+  const parse = (raw: string) => {
+    const value = parseInteger(raw);
+    if (min !== undefined && value < min)
+      throw new InvalidArgumentError(`expected at least ${min}`);
+    return value;
+  };
+  const option = new Option(flags, description).env(env).argParser(parse);
   return defaultValue === undefined ? option : option.default(defaultValue);
 }
 

@@ -182,6 +182,22 @@ export interface ServeStatus {
   limits?: ServeReadLimits;
   /** Why the stores were last wiped and replayed, if they were (admin call, log start moved...). */
   lastRebuild?: { reason: string; atMs: number };
+  /** Collections being re-indexed after a settings change (absent before stop 21). */
+  reindexing?: ReindexStatus[];
+}
+
+/**
+ * A collection whose settings changed, being re-indexed in the background: it answers with its
+ * previous settings until `copied` reaches `documents` and the new index takes over at once.
+ */
+export interface ReindexStatus {
+  collection: string;
+  /** The settings topic's offset of the first settings record not in effect yet. */
+  settingsOffset: number;
+  /** Documents indexed with the new settings so far. */
+  copied: number;
+  /** The collection's documents on this node, counted when the re-index was first reported. */
+  documents: number;
 }
 
 export interface SnapshotResult {

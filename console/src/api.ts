@@ -27,6 +27,8 @@ export interface ServeNodeStatus {
   up: boolean;
   ready: boolean;
   partitions: number[];
+  /** Collections being re-indexed after a settings change, with the documents copied so far. */
+  reindexing: Array<{ collection: string; copied: number; documents: number }>;
 }
 
 export interface ClusterStatus {
@@ -42,11 +44,20 @@ export interface SearchHit {
   highlights?: Record<string, string>;
 }
 
+/** A facet of a search: the most frequent values with their counts, and min/max for numbers. */
+export interface FacetCounts {
+  values: Array<{ value: string | number | boolean; count: number }>;
+  /** Distinct values left out of `values`. */
+  omitted: number;
+  min?: number;
+  max?: number;
+}
+
 export interface SearchAnswer {
   hits: SearchHit[];
   total: number;
   totalRelation?: 'eq' | 'gte';
-  facets?: Record<string, Record<string, number>>;
+  facets?: Record<string, FacetCounts>;
 }
 
 export interface SearchRequest {

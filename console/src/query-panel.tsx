@@ -3,7 +3,7 @@
  * gateway takes them) or one document by key.
  */
 import { useState } from 'preact/hooks';
-import { api, type DocAnswer, type SearchAnswer } from './api.js';
+import { api, type DocAnswer, type FacetCounts, type SearchAnswer } from './api.js';
 import { Marked } from './marked.js';
 
 /** Hits asked for when the limit box is left empty. */
@@ -168,18 +168,24 @@ function SearchHits({ answer }: { answer: SearchAnswer }) {
       </ol>
       {answer.facets !== undefined && (
         <dl class="facets">
-          {Object.entries(answer.facets).map(([name, counts]) => (
-            <div key={name}>
+          {Object.entries(answer.facets).map(([name, facet]) => (
+            <div key={name} data-facet={name}>
               <dt>{name}</dt>
-              <dd>
-                {Object.entries(counts)
-                  .map(([value, count]) => `${value} (${count})`)
-                  .join(', ')}
-              </dd>
+              <dd>{facetText(facet)}</dd>
             </div>
           ))}
         </dl>
       )}
     </div>
   );
+}
+
+/** `value (count), ...`, then how many values were left out and the numbers' range. */
+function facetText(facet: FacetCounts): string {
+  const parts = [facet.values.map(({ value, count }) => `${String(value)} (${count})`).join(', ')];
+  if (facet.omitted > 0) parts.push(`and ${facet.omitted} more`);
+  if (facet.min !== undefined && facet.max !== undefined) {
+    parts.push(`from ${facet.min} to ${facet.max}`);
+  }
+  return parts.filter((part) => part !== '').join('; ');
 }

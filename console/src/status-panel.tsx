@@ -39,6 +39,7 @@ export function StatusPanel({ status, error, updatedAt }: Props) {
                 <th scope="col">Up</th>
                 <th scope="col">Ready</th>
                 <th scope="col">Partitions</th>
+                <th scope="col">Re-indexing</th>
                 <th scope="col">Rebuild</th>
               </tr>
             </thead>
@@ -50,6 +51,13 @@ export function StatusPanel({ status, error, updatedAt }: Props) {
                   <td>{node.up ? 'yes' : 'no'}</td>
                   <td>{node.ready ? 'yes' : 'no'}</td>
                   <td>{node.partitions.join(', ')}</td>
+                  <td>
+                    {node.reindexing.length === 0
+                      ? '–'
+                      : node.reindexing
+                          .map((r) => `${r.collection} ${r.copied} / ${r.documents}`)
+                          .join(', ')}
+                  </td>
                   <td>
                     <RebuildControl node={node.node} />
                   </td>

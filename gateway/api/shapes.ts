@@ -163,6 +163,20 @@ export const Status = Type.Object({
       ready: Type.Boolean(),
       partitions: Type.Array(Partition),
       limitConflicts: Type.Array(Type.String()),
+      reindexing: Type.Array(
+        Type.Object(
+          {
+            collection: Type.String(),
+            settingsOffset: Offset,
+            copied: Type.Integer({ minimum: 0 }),
+            documents: Type.Integer({ minimum: 0 }),
+          },
+          {
+            description:
+              'a collection being re-indexed after a settings change: it answers with its previous settings until copied reaches documents',
+          },
+        ),
+      ),
     }),
   ),
 });

@@ -108,6 +108,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
         ready: node.status?.ready ?? false,
         partitions: [...node.hosted].sort((a, b) => a - b),
         limitConflicts: node.limitConflicts,
+        reindexing: node.status?.reindexing ?? [],
       })),
     };
     return c.json(status);

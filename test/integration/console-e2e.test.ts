@@ -194,6 +194,25 @@ browserTests('the console in Chromium', () => {
       const saved = JSON.parse(await page.getByLabel('Settings (JSON)').inputValue());
       expect(saved).toMatchObject({ searchable: ['title'], cleanupPolicy: 'compact' });
 
+      // With year filterable, a filtered, sorted, faceted search answers its facets as counts and
+      // a range (the console carries the settings write's token, so the re-index is waited for).
+      await put(node.url, 'books', 'b3', { title: 'A fox in winter', year: 1984 });
+      await page
+        .getByLabel('Settings (JSON)')
+        .fill('{"searchable": ["title"], "filterable": ["year"], "sortable": ["year"]}');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByText('Saved the settings of books.').waitFor();
+      await page.getByRole('radio', { name: 'Search' }).check();
+      await page.getByLabel('Search for').fill('fox');
+      await page.getByLabel('Filter').fill('year > 1980');
+      await page.getByLabel('Sort').fill('year:asc');
+      await page.getByLabel('Facets').fill('year');
+      await page.getByRole('button', { name: 'Search', exact: true }).click();
+      const facet = page.locator('[data-facet="year"] dd');
+      await facet.waitFor();
+      expect(await facet.textContent()).toBe('1984 (1), 1999 (1); from 1984 to 1999');
+      expect(await page.locator('ol.hits li strong').allTextContents()).toEqual(['b3', 'b1']);
+
       await page.screenshot({ path: path.join(shots, 'console-page.png'), fullPage: true });
       expect(outside).toEqual([]);
       expect(errors).toEqual([]);

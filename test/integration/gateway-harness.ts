@@ -15,6 +15,7 @@ import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import type { ServeClient } from '../../shared/serve-api.js';
+import type { ServeNodeLimits } from '../../serve-node/config.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
 
 export const silent = createLogger('test', 'silent');
@@ -81,6 +82,8 @@ export async function startCluster(
     replicated?: boolean;
     /** The partitions serve-node `index` hosts, overriding the two options above. */
     hosted?: (index: number) => number[];
+    /** Limits of both serve-nodes. */
+    serve?: Partial<ServeNodeLimits>;
   } = {},
 ): Promise<ClusterFixture> {
   const partitions = options.partitions ?? 4;
@@ -102,6 +105,7 @@ export async function startCluster(
         port: 0,
         logUrls: [options.serveLogUrl?.(log.log.url, i) ?? log.log.url],
         partitions: hosted,
+        limits: options.serve,
         logger: silent,
       }),
     );

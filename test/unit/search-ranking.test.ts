@@ -34,6 +34,8 @@ function apply(partition: number, records: LogRecord[], topic = 'docs'): void {
   const batches = encodeBatch(records, { baseOffset: at });
   replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
   next.set(`${topic}/${partition}`, at + records.length);
+  // A settings record re-indexes in steps, as the serve-node's reindexer takes them.
+  while (replica.reindexStep(100) !== null);
 }
 
 /** A deterministic corpus: texts of 3..12 words with skewed term frequencies. */

@@ -1,0 +1,263 @@
+// Proves the background re-index after a settings change (serve-node/table-builds.ts): the
+// collection answers with its previous settings until the last step, progress is reported as
+// steps go, writes and deletes between steps (of keys already copied and of keys not yet) end
+// up exactly as in a replica that applied the same log at once, a settings change during a
+// build restarts or drops it, and a build interrupted by closing the stores resumes where its
+// last step committed. The replicas are real (LMDB and SQLite in temp dirs), fed through their
+// apply path.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import type { FilterNode } from '../../shared/filter/ast.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { parseQuery } from '../../serve-node/fts-query.js';
+import { Replica } from '../../serve-node/replica.js';
+import { seededRandom, testSeed } from '../harness/random.js';
+
+const PARTITIONS = [0, 1, 2];
+const WORDS = ['apple', 'banana', 'cherry', 'damson', 'elder'];
+const SETTINGS = [
+  { searchable: ['title', 'body'], weights: { title: 4 }, filterable: ['n'], sortable: ['n'] },
+  { searchable: ['body'], filterable: ['n', 'tag'] },
+  { searchable: ['title'], tokenizer: 'trigram', filterable: ['tag'] },
+];
+
+const fedReplicas: Fed[] = [];
+afterEach(async () => {
+  for (const fed of fedReplicas.splice(0)) {
+    await fed.replica.close();
+    rmSync(fed.dir, { recursive: true, force: true });
+  }
+});
+
+/** A replica in a temp dir, and the log positions it has been fed to. */
+class Fed {
+  readonly dir: string;
+  replica: Replica;
+  private readonly next = new Map<string, number>();
+
+  constructor() {
+    this.dir = mkdtempSync(join(tmpdir(), 'reindex-'));
+    this.replica = new Replica(this.dir);
+    fedReplicas.push(this);
+  }
+
+  /** Appends records of one topic-partition as one batch at its next offset, and applies it. */
+  apply(topic: string, partition: number, records: Array<[string, unknown]>): void {
+    const at = this.next.get(`${topic}/${partition}`) ?? 0;
+    const batch = encodeBatch(
+      records.map(([key, value]) => ({
+        key,
+        value: value === null ? null : Buffer.from(JSON.stringify(value)),
+        timestampMs: 1_700_000_000_000,
+      })),
+      { baseOffset: at },
+    );
+    this.replica.applyMany([{ topic, partition, fromOffset: at, batches: batch }]);
+    this.next.set(`${topic}/${partition}`, at + records.length);
+  }
+
+  settings(value: unknown): void {
+    this.apply(SETTINGS_TOPIC, 0, [['docs', value]]);
+  }
+
+  /** Every step left, as the serve-node's reindexer takes them. */
+  finish(stepDocs = 3): void {
+    while (this.replica.reindexStep(stepDocs) !== null);
+  }
+
+  async reopen(): Promise<void> {
+    await this.replica.close();
+    this.replica = new Replica(this.dir);
+  }
+}
+
+const query = parseQuery('apple OR banana OR cherry OR damson', {
+  queryBytesMax: 1024,
+  queryTermsMax: 32,
+});
+const filterN: FilterNode = {
+  kind: 'compare',
+  field: 'n',
+  op: '>=',
+  value: { text: '3', number: 3 },
+};
+
+/** What a replica answers: ranked hits with exact scores, a filtered search, facets, settings. */
+function answers(replica: Replica) {
+  const { search } = replica;
+  const settings = search.settingsOf('docs');
+  const filterable = settings.filterable ?? [];
+  return {
+    settings,
+    ranked: search.search('docs', PARTITIONS, query, 1000, 10_000),
+    filtered: filterable.includes('n')
+      ? search.search('docs', PARTITIONS, query, 1000, 10_000, { filter: filterN, sort: [] })
+      : null,
+    facets: Object.fromEntries(search.facets('docs', PARTITIONS, query, null, filterable)),
+  };
+}
+
+function randomDoc(random: ReturnType<typeof seededRandom>) {
+  const words = (n: number) => Array.from({ length: n }, () => random.pick(WORDS)).join(' ');
+  return {
+    title: words(random.int(1, 3)),
+    body: words(random.int(0, 6)),
+    n: random.int(0, 6),
+    tag: random.pick(['x', 'y']),
+  };
+}
+
+describe('re-index after a settings change', () => {
+  it('answers with the old settings until the last step, reporting progress', () => {
+    const fed = new Fed();
+    fed.settings(SETTINGS[0]);
+    fed.apply(
+      'docs',
+      0,
+      Array.from({ length: 10 }, (_, i) => [
+        `k${i}`,
+        { title: 'apple', body: `banana ${i}`, n: i },
+      ]),
+    );
+    const { replica } = fed;
+    const before = answers(replica);
+    fed.settings(SETTINGS[1]);
+    expect(replica.applied(SETTINGS_TOPIC, 0)).toBe(2);
+    // The record is applied, not in effect: reads that need it wait.
+    expect(replica.settingsApplied('docs')).toBe(1);
+    expect(replica.reindexing()).toEqual([
+      { collection: 'docs', settingsOffset: 1, copied: 0, documents: 10 },
+    ]);
+    const copied: number[] = [];
+    for (;;) {
+      expect(answers(replica)).toEqual(before);
+      const step = replica.reindexStep(3);
+      expect(step).not.toBeNull();
+      if (step!.swapped) break;
+      copied.push(replica.reindexing()[0].copied);
+    }
+    expect(copied).toEqual([3, 6, 9]);
+    expect(replica.reindexing()).toEqual([]);
+    expect(replica.settingsApplied('docs')).toBe(2);
+    expect(replica.search.settingsOf('docs').searchable).toEqual(['body']);
+    expect(replica.reindexStep(3)).toBeNull();
+  });
+
+  it('ends a step after the document that takes it past its time, copying at least one', () => {
+    const fed = new Fed();
+    fed.apply(
+      'docs',
+      0,
+      Array.from({ length: 5 }, (_, i): [string, unknown] => [`k${i}`, { title: 'elder', n: i }]),
+    );
+    fed.settings(SETTINGS[1]);
+    const copied: number[] = [];
+    // No time at all: one document a step, and a step that finds none left swaps.
+    for (;;) {
+      const step = fed.replica.reindexStep(100, 0);
+      if (step!.swapped) break;
+      copied.push(fed.replica.reindexing()[0].copied);
+    }
+    expect(copied).toEqual([1, 2, 3, 4, 5]);
+    expect(fed.replica.search.settingsOf('docs').searchable).toEqual(['body']);
+  });
+
+  it('ends as a replica that applied the same log at once, whatever writes come between steps', () => {
+    const seed = testSeed('reindex writes between steps');
+    const random = seededRandom(seed);
+    const fed = new Fed();
+    // The same log, applied in one go at the end (every write, then the settings).
+    const log: Array<
+      { partition: number; records: Array<[string, unknown]> } | { settings: unknown }
+    > = [];
+    const write = (records: Array<[string, unknown]>) => {
+      const partition = random.pick(PARTITIONS);
+      fed.apply('docs', partition, records);
+      log.push({ partition, records });
+    };
+    const keys = Array.from({ length: 40 }, (_, i) => `key-${String(i).padStart(2, '0')}`);
+    for (const key of keys) write([[key, randomDoc(random)]]);
+    for (let round = 0; round < 3; round++) {
+      const settings = SETTINGS[(round + 1) % SETTINGS.length];
+      fed.settings(settings);
+      log.push({ settings });
+      // Steps of 1 to 7 documents, each followed by writes: updates and deletes on both sides of
+      // the build's last key, new keys, a key deleted then written again.
+      while (fed.replica.reindexing().length > 0) {
+        const step = fed.replica.reindexStep(random.int(1, 7));
+        expect(step).not.toBeNull();
+        for (let w = random.int(0, 3); w > 0; w--) {
+          const key = random.next() < 0.2 ? `new-${random.int(0, 30)}` : random.pick(keys);
+          write([[key, random.next() < 0.3 ? null : randomDoc(random)]]);
+        }
+      }
+      const whole = new Fed();
+      for (const entry of log) {
+        if ('settings' in entry) whole.settings(entry.settings);
+        else whole.apply('docs', entry.partition, entry.records);
+        whole.finish(1000);
+      }
+      expect(answers(fed.replica)).toEqual(answers(whole.replica));
+    }
+  });
+
+  it('restarts a build when the settings change again, and drops it when they change back', () => {
+    const fed = new Fed();
+    fed.settings(SETTINGS[0]);
+    fed.apply(
+      'docs',
+      1,
+      Array.from({ length: 8 }, (_, i) => [`k${i}`, { title: 'cherry', n: i }]),
+    );
+    const first = answers(fed.replica);
+    fed.settings(SETTINGS[1]);
+    fed.replica.reindexStep(3);
+    fed.settings(SETTINGS[2]);
+    // Still the first record not in effect: reads after it keep waiting.
+    expect(fed.replica.reindexing()).toEqual([
+      { collection: 'docs', settingsOffset: 1, copied: 0, documents: 8 },
+    ]);
+    fed.replica.reindexStep(3);
+    fed.settings(SETTINGS[0]);
+    expect(fed.replica.reindexing()).toEqual([]);
+    expect(fed.replica.settingsApplied('docs')).toBe(4);
+    expect(answers(fed.replica)).toEqual(first);
+    // The abandoned tables are gone: one table for the collection is left.
+    const db = (fed.replica.search as unknown as { db: import('better-sqlite3').Database }).db;
+    expect(db.prepare('SELECT count(*) FROM fts_tables').pluck().get()).toBe(1);
+    const virtualTables =
+      "SELECT count(*) FROM sqlite_schema WHERE sql LIKE 'CREATE VIRTUAL TABLE%'";
+    expect(db.prepare(virtualTables).pluck().get()).toBe(1);
+  });
+
+  it('resumes an interrupted build from its last committed step', async () => {
+    const docs = Array.from({ length: 9 }, (_, i): [string, unknown] => [
+      `k${i}`,
+      { body: `damson ${i}`, n: i },
+    ]);
+    const writes: Array<[string, unknown]> = [
+      ['k1', { body: 'apple', n: 7 }],
+      // The last key the step copied: it is in the new table, so the write goes there too.
+      ['k3', { body: 'cherry', n: 1 }],
+      ['k8', null],
+    ];
+    const fed = new Fed();
+    fed.apply('docs', 2, docs);
+    fed.settings(SETTINGS[1]);
+    fed.replica.reindexStep(4);
+    fed.apply('docs', 2, writes);
+    await fed.reopen();
+    expect(fed.replica.reindexing()).toMatchObject([{ collection: 'docs', copied: 4 }]);
+    expect(fed.replica.settingsApplied('docs')).toBe(0);
+    fed.finish();
+    const whole = new Fed();
+    whole.apply('docs', 2, docs);
+    whole.apply('docs', 2, writes);
+    whole.settings(SETTINGS[1]);
+    whole.finish();
+    expect(answers(fed.replica)).toEqual(answers(whole.replica));
+  });
+});
