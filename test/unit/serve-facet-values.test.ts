@@ -3,7 +3,8 @@
 // write, to any table, makes it read again; so does a count of entries held to choose a plan.
 // Then, on a real replica fed through its apply path, facets counted over held values, by value
 // in SQL and by match in SQL give what a brute-force count over the documents gives, whatever
-// the search told of its matches, before and after writes that change, add and remove values.
+// the search told of its matches, before and after writes that change, add and remove values,
+// and through a background re-index (each step writes; the swap moves the collection's table).
 import Database from 'better-sqlite3';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -169,6 +170,14 @@ describe('facets on a replica, over held values and in SQL', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  const expectCounts = (field: string, heldMax: number) => {
+    const counts = replica.search.facets('docs', [0, 1], query, null, [field], undefined, heldMax);
+    const got = new Map(
+      counts.get(field)!.map(({ value, count }) => [`${typeof value}:${value}`, count]),
+    );
+    expect(got).toEqual(expected(null, field));
+  };
+
   it.each([0, 1, 2, 3])('counts what the documents hold after round %i of writes', (round) => {
     write(round);
     for (const filter of [null, BELOW_THREE]) {
@@ -202,5 +211,21 @@ describe('facets on a replica, over held values and in SQL', () => {
         }
       }
     }
+  });
+
+  it('counts from the new table once a re-index swaps it in, and from the old one until then', () => {
+    expectCounts('tag', 1_000_000);
+    append(SETTINGS_TOPIC, 0, [['docs', { searchable: ['body'], filterable: ['tag'] }]]);
+    let step;
+    do {
+      // Each step writes the new table: values held of the old one are read again, never stale.
+      write(4);
+      expectCounts('tag', 1_000_000);
+      step = replica.reindexStep(7);
+    } while (step !== null && !step.swapped);
+    expect(replica.search.settingsOf('docs').filterable).toEqual(['tag']);
+    expectCounts('tag', 1_000_000);
+    write(5);
+    expectCounts('tag', 1_000_000);
   });
 });
