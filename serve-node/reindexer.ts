@@ -13,7 +13,6 @@ import type { Replica } from './replica.js';
 
 /** After a failed step (a full disk, say), the loop tries again this long after, doubling. */
 const RETRY_MS_MIN = 100;
-const RETRY_MS_MAX = 5_000;
 
 export interface ReindexerOptions {
   replica(): Replica;
@@ -21,6 +20,8 @@ export interface ReindexerOptions {
   stepDocsMax: number;
   /** A step ends after the document that takes it past this long. */
   stepMsMax: number;
+  /** The longest pause before trying again after a failed step (the node's retryMsMax). */
+  retryMsMax: number;
   /** A snapshot copying the stores: steps wait for it, as the apply loop does. */
   paused(): Promise<unknown> | null;
   /** A collection's new index took over: reads waiting for its settings may go. */
@@ -85,7 +86,7 @@ export class Reindexer {
           this.kick();
         }, this.retryMs);
         this.retry.unref();
-        this.retryMs = Math.min(this.retryMs * 2, RETRY_MS_MAX);
+        this.retryMs = Math.min(this.retryMs * 2, this.options.retryMsMax);
         return;
       }
       this.retryMs = RETRY_MS_MIN;

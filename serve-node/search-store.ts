@@ -46,11 +46,15 @@ export const SEARCH_FILE = 'search.sqlite';
 /** SQLite's write-ahead log beside the store; a clean close folds it in and removes it. */
 export const WAL_SUFFIX = '-wal';
 /**
- * `PRAGMA user_version` of this layout. Versions 0 (tables per partition and collection) and 2
- * (checkpoints per partition, tables per partition and settings) are read by no code: a
- * serve-node finding one replays the log into new stores (outdatedSearchLayout).
+ * `PRAGMA user_version` of this layout. Versions 0 (tables per partition and collection), 2
+ * (checkpoints per partition, tables per partition and settings) and 3 (no field indexes) are
+ * read by no code: a serve-node finding one replays the log into new stores
+ * (outdatedSearchLayout). Version 4 (no `table_builds`: settings re-indexed in the apply
+ * transaction) is opened and upgraded in place, as it only lacks that table; a serve-node of
+ * version 4 finding version 5 replays instead of ignoring a re-index under way.
  */
-const SEARCH_LAYOUT_VERSION = 4;
+const SEARCH_LAYOUT_VERSION = 5;
+const SEARCH_LAYOUTS_UPGRADED = [4];
 
 /** A stored version of a document: what the search store indexed for it. */
 export interface DocVersion {
@@ -119,7 +123,8 @@ export function outdatedSearchLayout(path: string): string | null {
   try {
     const version = db.pragma('user_version', { simple: true }) as number;
     const tables = db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").pluck();
-    if (version === SEARCH_LAYOUT_VERSION || (version === 0 && tables.get() === 0)) return null;
+    if (version === SEARCH_LAYOUT_VERSION || SEARCH_LAYOUTS_UPGRADED.includes(version)) return null;
+    if (version === 0 && tables.get() === 0) return null;
     return `the search store has layout ${version}; this serve-node reads layout ${SEARCH_LAYOUT_VERSION}`;
   } finally {
     db.close();
@@ -173,11 +178,12 @@ export class SearchStore {
         table_id INTEGER NOT NULL, key TEXT NOT NULL, row INTEGER NOT NULL,
         PRIMARY KEY (table_id, key)) WITHOUT ROWID;
       CREATE UNIQUE INDEX IF NOT EXISTS doc_rows_by_row ON doc_rows (table_id, row);
-      PRAGMA user_version = ${SEARCH_LAYOUT_VERSION};
     `);
     this.highlighters = new Highlighters(this.db);
     this.fields = new FieldIndex(this.db);
     this.builds = new TableBuilds(this.db);
+    // Once every table of the layout is there (a version-4 store gains table_builds here).
+    this.db.pragma(`user_version = ${SEARCH_LAYOUT_VERSION}`);
     this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {

@@ -320,6 +320,7 @@ describe('re-index after a settings change: failures and restarts', () => {
       replica: () => fed.replica,
       stepDocsMax: 50,
       stepMsMax: 10,
+      retryMsMax: 5_000,
       paused: () => null,
       onSwapped: (collection) => swapped.push(collection),
       logger,
