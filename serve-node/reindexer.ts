@@ -4,7 +4,9 @@
  * reads and the apply loop go on between them. The loop runs while a re-index can take a step
  * and is started again after every applied answer (a settings record starts a re-index; a
  * collection whose LMDB lagged after a crash can go on once its fetcher caught it up), and after
- * a failed step, on a timer: a collection nobody writes to brings no applied answer.
+ * a failed step, on a timer: a collection nobody writes to brings no applied answer. With no
+ * re-index step to take, it deletes the rows of the tables re-indexes replaced
+ * (retired-tables.ts), in steps of the same length.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { assert } from '../shared/assert.js';
@@ -75,8 +77,11 @@ export class Reindexer {
       await paused();
       if (this.stopped) return;
       let step;
+      let retiredRows: number | null = null;
       try {
         step = replica().reindexStep(stepDocsMax, stepMsMax);
+        // With no re-index step to take, the rows of tables they replaced are deleted.
+        if (step === null) retiredRows = replica().retiredRowsStep(stepMsMax);
       } catch (error) {
         // The step rolled back: the loop starts again after a pause, or at the next applied
         // answer, whichever comes first.
@@ -90,8 +95,8 @@ export class Reindexer {
         return;
       }
       this.retryMs = RETRY_MS_MIN;
-      if (step === null) return;
-      if (step.swapped) {
+      if (step === null && retiredRows === null) return;
+      if (step?.swapped) {
         logger.info({ collection: step.collection }, 're-indexed with the new settings');
         onSwapped(step.collection);
       }

@@ -171,6 +171,14 @@ export class Replica {
   }
 
   /**
+   * After every re-index step it could take, rows tables replaced by a re-index left behind
+   * (retired-tables.ts), deleted for at most `msMax`: the rows deleted, or null when none are left.
+   */
+  retiredRowsStep(msMax = Infinity): number | null {
+    return this.search.deleteRetiredRows(performance.now() + msMax);
+  }
+
+  /**
    * The re-indexes under way, each with the documents copied and the collection's documents
    * (counted once a build, when first asked: writes meanwhile may move it).
    */

@@ -37,6 +37,7 @@ import {
   type SortValues,
 } from './search-sql.js';
 import { Highlighters } from './highlighter.js';
+import { RetiredTables } from './retired-tables.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
@@ -113,6 +114,9 @@ const FACET_BY_VALUE_MATCHES_PER_ENTRY = 0.25;
 /** Matches counted to choose a facet plan; past it, the plan is chosen as if there were this many. */
 const FACET_PLAN_MATCHES_COUNTED_MAX = 100_000;
 
+/** Rows of a shared table deleted at a time for a retired table (retired-tables.ts). */
+const RETIRED_ROWS_CHUNK = 1_000;
+
 /** Statements of distinct query shapes kept prepared. */
 const QUERY_SHAPES_CACHED = 256;
 
@@ -136,6 +140,7 @@ export class SearchStore {
   private readonly highlighters: Highlighters;
   private readonly fields: FieldIndex;
   private readonly builds: TableBuilds;
+  private readonly retired: RetiredTables;
   private readonly queries: QueryCache;
   private readonly tablesById = new Map<number, FtsTable>();
   /** collection → the table it is indexed in. */
@@ -151,8 +156,7 @@ export class SearchStore {
     | 'collectionTable'
     | 'setCollectionTable'
     | 'upsertRow'
-    | 'deleteRow'
-    | 'deleteRows',
+    | 'deleteRow',
     Statement
   >;
 
@@ -182,7 +186,9 @@ export class SearchStore {
     this.highlighters = new Highlighters(this.db);
     this.fields = new FieldIndex(this.db);
     this.builds = new TableBuilds(this.db);
-    // Once every table of the layout is there (a version-4 store gains table_builds here).
+    this.retired = new RetiredTables(this.db);
+    // Once every table of the layout is there (a version-4 store gains table_builds and
+    // retired_tables here).
     this.db.pragma(`user_version = ${SEARCH_LAYOUT_VERSION}`);
     this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
     const prepare = (sql: string) => this.db.prepare(sql);
@@ -197,7 +203,7 @@ export class SearchStore {
       tableBySettings: prepare(
         'SELECT id FROM fts_tables WHERE collection = ? AND settings = ?',
       ).pluck(),
-      insertTable: prepare('INSERT INTO fts_tables (collection, settings) VALUES (?, ?)'),
+      insertTable: prepare('INSERT INTO fts_tables (id, collection, settings) VALUES (?, ?, ?)'),
       deleteTable: prepare('DELETE FROM fts_tables WHERE id = ?'),
       collectionTable: prepare(
         'SELECT table_id FROM collection_tables WHERE collection = ?',
@@ -211,7 +217,6 @@ export class SearchStore {
           'ON CONFLICT (table_id, key) DO UPDATE SET row = excluded.row',
       ),
       deleteRow: prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
-      deleteRows: prepare('DELETE FROM doc_rows WHERE table_id = ?'),
     };
   }
 
@@ -448,7 +453,7 @@ export class SearchStore {
     }
     const build = this.builds.of(collection);
     if (build?.tableId === next.id) return;
-    if (build !== undefined) this.dropTable(this.tableById(build.tableId));
+    if (build !== undefined) this.retireTable(this.tableById(build.tableId));
     if (next === current) {
       if (build !== undefined) this.builds.finish(collection);
       return;
@@ -494,7 +499,7 @@ export class SearchStore {
         if (!ended) return advanced;
         const current = this.table(collection)!;
         this.setTable(collection, table);
-        this.dropTable(current);
+        this.retireTable(current);
         this.builds.finish(collection);
         return undefined;
       })();
@@ -513,13 +518,23 @@ export class SearchStore {
     return this.builds.of(collection);
   }
 
-  /** Every row of a table no collection answers from any more: dropping it removes them all. */
-  private dropTable(table: FtsTable): void {
+  /**
+   * A table no collection answers from any more: its FTS5 table is dropped (its rows and
+   * statistics with it) and its rows in the shared tables are left to deleteRetiredRows.
+   */
+  private retireTable(table: FtsTable): void {
     this.db.exec(`DROP TABLE ${table.name}`);
-    this.statements.deleteRows.run(table.id);
-    this.fields.drop(table.id);
     this.statements.deleteTable.run(table.id);
     this.tablesById.delete(table.id);
+    this.retired.retire(table.id);
+  }
+
+  /**
+   * Deletes rows retired tables left in the shared tables, in one transaction, until
+   * `deadlineMs` (performance.now()) passes: the rows deleted, or null when none are left.
+   */
+  deleteRetiredRows(deadlineMs: number): number | null {
+    return this.db.transaction(() => this.retired.deleteSome(RETIRED_ROWS_CHUNK, deadlineMs))();
   }
 
   /**
@@ -585,8 +600,10 @@ export class SearchStore {
   private tableFor(collection: string, settingsJson: string): FtsTable {
     const found = this.statements.tableBySettings.get(collection, settingsJson) as
       number | undefined;
-    const id =
-      found ?? Number(this.statements.insertTable.run(collection, settingsJson).lastInsertRowid);
+    if (found !== undefined) return this.tableById(found);
+    // Not SQLite's next rowid, which could be a retired table's whose rows are still there.
+    const id = this.retired.nextTableId();
+    this.statements.insertTable.run(id, collection, settingsJson);
     return this.tableById(id);
   }
 }
