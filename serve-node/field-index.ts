@@ -93,15 +93,7 @@ function flagsOf(facts: FieldFacts): number[] {
 
 export class FieldIndex {
   private readonly statements: Record<
-    | 'insertValue'
-    | 'deleteValue'
-    | 'insertFlag'
-    | 'deleteFlag'
-    | 'insertSort'
-    | 'deleteSort'
-    | 'dropValues'
-    | 'dropFlags'
-    | 'dropSorts',
+    'insertValue' | 'deleteValue' | 'insertFlag' | 'deleteFlag' | 'insertSort' | 'deleteSort',
     Statement
   >;
 
@@ -125,9 +117,6 @@ export class FieldIndex {
         'INSERT OR REPLACE INTO sort_values (table_id, field, row, kind, value) VALUES (?, ?, ?, ?, ?)',
       ),
       deleteSort: prepare('DELETE FROM sort_values WHERE table_id = ? AND field = ? AND row = ?'),
-      dropValues: prepare('DELETE FROM field_values WHERE table_id = ?'),
-      dropFlags: prepare('DELETE FROM field_flags WHERE table_id = ?'),
-      dropSorts: prepare('DELETE FROM sort_values WHERE table_id = ?'),
     };
   }
 
@@ -146,13 +135,6 @@ export class FieldIndex {
     for (const [field, kind, value] of values) s.deleteValue.run(tableId, field, kind, value, row);
     for (const [field, flag] of flags) s.deleteFlag.run(tableId, field, flag, row);
     for (const [field] of sorts) s.deleteSort.run(tableId, field, row);
-  }
-
-  /** Every entry of a table that is being dropped. */
-  drop(tableId: number): void {
-    this.statements.dropValues.run(tableId);
-    this.statements.dropFlags.run(tableId);
-    this.statements.dropSorts.run(tableId);
   }
 }
 

@@ -3,12 +3,18 @@
  * table-builds.ts), one after another on the serving thread, each its own short transaction, so
  * reads and the apply loop go on between them. The loop runs while a re-index can take a step
  * and is started again after every applied answer (a settings record starts a re-index; a
- * collection whose LMDB lagged after a crash can go on once its fetcher caught it up).
+ * collection whose LMDB lagged after a crash can go on once its fetcher caught it up), and after
+ * a failed step, on a timer: a collection nobody writes to brings no applied answer. With no
+ * re-index step to take, it deletes the rows of the tables re-indexes replaced
+ * (retired-tables.ts), in steps of the same length.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { assert } from '../shared/assert.js';
 import type { Logger } from '../shared/logger.js';
 import type { Replica } from './replica.js';
+
+/** After a failed step (a full disk, say), the loop tries again this long after, doubling. */
+const RETRY_MS_MIN = 100;
 
 export interface ReindexerOptions {
   replica(): Replica;
@@ -16,6 +22,8 @@ export interface ReindexerOptions {
   stepDocsMax: number;
   /** A step ends after the document that takes it past this long. */
   stepMsMax: number;
+  /** The longest pause before trying again after a failed step (the node's retryMsMax). */
+  retryMsMax: number;
   /** A snapshot copying the stores: steps wait for it, as the apply loop does. */
   paused(): Promise<unknown> | null;
   /** A collection's new index took over: reads waiting for its settings may go. */
@@ -28,6 +36,9 @@ export class Reindexer {
   /** Asked to look again while a run was under way. */
   private again = false;
   private stopped = false;
+  /** The next try after a failed step, and how long the one after would wait. */
+  private retry: NodeJS.Timeout | undefined;
+  private retryMs = RETRY_MS_MIN;
 
   constructor(private readonly options: ReindexerOptions) {
     // A step of no documents would never reach the end of a collection.
@@ -44,6 +55,8 @@ export class Reindexer {
       this.again = true;
       return;
     }
+    clearTimeout(this.retry);
+    this.retry = undefined;
     this.running = this.run().finally(() => {
       this.running = null;
       if (this.again) this.kick();
@@ -53,6 +66,7 @@ export class Reindexer {
   /** Ends the loop after the step under way (which is synchronous, so already done). */
   async stop(): Promise<void> {
     this.stopped = true;
+    clearTimeout(this.retry);
     await this.running;
   }
 
@@ -63,15 +77,26 @@ export class Reindexer {
       await paused();
       if (this.stopped) return;
       let step;
+      let retiredRows: number | null = null;
       try {
         step = replica().reindexStep(stepDocsMax, stepMsMax);
+        // With no re-index step to take, the rows of tables they replaced are deleted.
+        if (step === null) retiredRows = replica().retiredRowsStep(stepMsMax);
       } catch (error) {
-        // The step rolled back: the next applied answer starts the loop again.
-        logger.error({ err: error }, 're-index step failed');
+        // The step rolled back: the loop starts again after a pause, or at the next applied
+        // answer, whichever comes first.
+        logger.error({ err: error, retryMs: this.retryMs }, 're-index step failed');
+        this.retry = setTimeout(() => {
+          this.retry = undefined;
+          this.kick();
+        }, this.retryMs);
+        this.retry.unref();
+        this.retryMs = Math.min(this.retryMs * 2, this.options.retryMsMax);
         return;
       }
-      if (step === null) return;
-      if (step.swapped) {
+      this.retryMs = RETRY_MS_MIN;
+      if (step === null && retiredRows === null) return;
+      if (step?.swapped) {
         logger.info({ collection: step.collection }, 're-indexed with the new settings');
         onSwapped(step.collection);
       }

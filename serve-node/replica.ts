@@ -42,7 +42,10 @@ export class Replica {
    */
   private readonly appliedCache = new Map<string, Map<number, number>>();
   /** collection → the documents its build (of table `tableId`) has to copy, counted once. */
-  private readonly buildSizes = new Map<string, { tableId: number; documents: number }>();
+  private readonly buildSizes = new Map<
+    string,
+    { tableId: number; sinceOffset: number; documents: number }
+  >();
 
   /** Both stores commit without fsync, behind the unflushed marker in `dir` (unflushed-marker.ts). */
   private readonly unflushed: boolean;
@@ -168,15 +171,29 @@ export class Replica {
   }
 
   /**
+   * After every re-index step it could take, rows tables replaced by a re-index left behind
+   * (retired-tables.ts), deleted for at most `msMax`: the rows deleted, or null when none are left.
+   */
+  retiredRowsStep(msMax = Infinity): number | null {
+    return this.search.deleteRetiredRows(performance.now() + msMax);
+  }
+
+  /**
    * The re-indexes under way, each with the documents copied and the collection's documents
    * (counted once a build, when first asked: writes meanwhile may move it).
    */
   reindexing(): ReindexStatus[] {
     return this.search.reindexing().map((build) => {
       let size = this.buildSizes.get(build.collection);
-      if (size === undefined || size.tableId !== build.tableId) {
+      // A build is its table and its first settings record: a table id freed by a dropped build
+      // can be given to the next one.
+      if (
+        size === undefined ||
+        size.tableId !== build.tableId ||
+        size.sinceOffset !== build.sinceOffset
+      ) {
         const documents = build.copied + this.docs.countAfter(build.collection, build.afterKey);
-        size = { tableId: build.tableId, documents };
+        size = { tableId: build.tableId, sinceOffset: build.sinceOffset, documents };
         this.buildSizes.set(build.collection, size);
       }
       return {
@@ -198,13 +215,17 @@ export class Replica {
     return build === undefined ? applied : Math.min(applied, build.sinceOffset);
   }
 
-  /** Collections with a partition whose LMDB is behind the search store (after a crash). */
+  /**
+   * Collections with a partition whose LMDB is behind the search store: after a crash, or an
+   * LMDB commit that failed (the fetcher retries the answer), which may have been LMDB's first
+   * of the partition, leaving it no checkpoint at all.
+   */
   private lmdbLagging(): Set<string> {
     const lagging = new Set<string>();
     for (const { topic, partition } of this.search.checkpointed()) {
       if (topic === SETTINGS_TOPIC) continue;
       const docs = this.docs.applied(topic, partition);
-      if (docs !== null && docs < (this.search.applied(topic, partition) as number)) {
+      if (docs === null || docs < (this.search.applied(topic, partition) as number)) {
         lagging.add(topic);
       }
     }

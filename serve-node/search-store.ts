@@ -41,6 +41,7 @@ import {
 import { DEFAULT_LIMITS } from './config.js';
 import { countValues, FacetValues, type HeldField, type ValueCount } from './facet-values.js';
 import { Highlighters } from './highlighter.js';
+import { RetiredTables } from './retired-tables.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
 import { writeStamp } from './write-stamp.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
@@ -51,11 +52,15 @@ export const SEARCH_FILE = 'search.sqlite';
 /** SQLite's write-ahead log beside the store; a clean close folds it in and removes it. */
 export const WAL_SUFFIX = '-wal';
 /**
- * `PRAGMA user_version` of this layout. Versions 0 (tables per partition and collection) and 2
- * (checkpoints per partition, tables per partition and settings) are read by no code: a
- * serve-node finding one replays the log into new stores (outdatedSearchLayout).
+ * `PRAGMA user_version` of this layout. Versions 0 (tables per partition and collection), 2
+ * (checkpoints per partition, tables per partition and settings) and 3 (no field indexes) are
+ * read by no code: a serve-node finding one replays the log into new stores
+ * (outdatedSearchLayout). Version 4 (no `table_builds`: settings re-indexed in the apply
+ * transaction) is opened and upgraded in place, as it only lacks that table; a serve-node of
+ * version 4 finding version 5 replays instead of ignoring a re-index under way.
  */
-const SEARCH_LAYOUT_VERSION = 4;
+const SEARCH_LAYOUT_VERSION = 5;
+const SEARCH_LAYOUTS_UPGRADED = [4];
 
 /** A stored version of a document: what the search store indexed for it. */
 export interface DocVersion {
@@ -129,6 +134,9 @@ const FACET_PLAN_MATCHES_COUNTED_MAX = 100_000;
 /** The partitions of a collection (its topic) this store holds a checkpoint of. */
 const CHECKPOINTED_PARTITIONS = 'SELECT partition FROM checkpoints WHERE topic = ?';
 
+/** Rows of a shared table deleted at a time for a retired table (retired-tables.ts). */
+const RETIRED_ROWS_CHUNK = 1_000;
+
 /** Statements of distinct query shapes kept prepared. */
 const QUERY_SHAPES_CACHED = 256;
 
@@ -139,7 +147,8 @@ export function outdatedSearchLayout(path: string): string | null {
   try {
     const version = db.pragma('user_version', { simple: true }) as number;
     const tables = db.prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").pluck();
-    if (version === SEARCH_LAYOUT_VERSION || (version === 0 && tables.get() === 0)) return null;
+    if (version === SEARCH_LAYOUT_VERSION || SEARCH_LAYOUTS_UPGRADED.includes(version)) return null;
+    if (version === 0 && tables.get() === 0) return null;
     return `the search store has layout ${version}; this serve-node reads layout ${SEARCH_LAYOUT_VERSION}`;
   } finally {
     db.close();
@@ -151,6 +160,7 @@ export class SearchStore {
   private readonly highlighters: Highlighters;
   private readonly fields: FieldIndex;
   private readonly builds: TableBuilds;
+  private readonly retired: RetiredTables;
   private readonly queries: QueryCache;
   private readonly facetValues: FacetValues;
   /** The write stamp of what reads keep in memory (write-stamp.ts). */
@@ -171,8 +181,7 @@ export class SearchStore {
     | 'collectionTable'
     | 'setCollectionTable'
     | 'upsertRow'
-    | 'deleteRow'
-    | 'deleteRows',
+    | 'deleteRow',
     Statement
   >;
 
@@ -198,11 +207,14 @@ export class SearchStore {
         table_id INTEGER NOT NULL, key TEXT NOT NULL, row INTEGER NOT NULL,
         PRIMARY KEY (table_id, key)) WITHOUT ROWID;
       CREATE UNIQUE INDEX IF NOT EXISTS doc_rows_by_row ON doc_rows (table_id, row);
-      PRAGMA user_version = ${SEARCH_LAYOUT_VERSION};
     `);
     this.highlighters = new Highlighters(this.db);
     this.fields = new FieldIndex(this.db);
     this.builds = new TableBuilds(this.db);
+    this.retired = new RetiredTables(this.db);
+    // Once every table of the layout is there (a version-4 store gains table_builds and
+    // retired_tables here).
+    this.db.pragma(`user_version = ${SEARCH_LAYOUT_VERSION}`);
     this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
     this.facetValues = new FacetValues(this.db);
     this.stamp = writeStamp(this.db);
@@ -218,7 +230,7 @@ export class SearchStore {
       tableBySettings: prepare(
         'SELECT id FROM fts_tables WHERE collection = ? AND settings = ?',
       ).pluck(),
-      insertTable: prepare('INSERT INTO fts_tables (collection, settings) VALUES (?, ?)'),
+      insertTable: prepare('INSERT INTO fts_tables (id, collection, settings) VALUES (?, ?, ?)'),
       deleteTable: prepare('DELETE FROM fts_tables WHERE id = ?'),
       collectionTable: prepare(
         'SELECT table_id FROM collection_tables WHERE collection = ?',
@@ -232,7 +244,6 @@ export class SearchStore {
           'ON CONFLICT (table_id, key) DO UPDATE SET row = excluded.row',
       ),
       deleteRow: prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
-      deleteRows: prepare('DELETE FROM doc_rows WHERE table_id = ?'),
     };
   }
 
@@ -489,7 +500,7 @@ export class SearchStore {
     }
     const build = this.builds.of(collection);
     if (build?.tableId === next.id) return;
-    if (build !== undefined) this.dropTable(this.tableById(build.tableId));
+    if (build !== undefined) this.retireTable(this.tableById(build.tableId));
     if (next === current) {
       if (build !== undefined) this.builds.finish(collection);
       return;
@@ -535,7 +546,7 @@ export class SearchStore {
         if (!ended) return advanced;
         const current = this.table(collection)!;
         this.setTable(collection, table);
-        this.dropTable(current);
+        this.retireTable(current);
         this.builds.finish(collection);
         return undefined;
       })();
@@ -554,13 +565,23 @@ export class SearchStore {
     return this.builds.of(collection);
   }
 
-  /** Every row of a table no collection answers from any more: dropping it removes them all. */
-  private dropTable(table: FtsTable): void {
+  /**
+   * A table no collection answers from any more: its FTS5 table is dropped (its rows and
+   * statistics with it) and its rows in the shared tables are left to deleteRetiredRows.
+   */
+  private retireTable(table: FtsTable): void {
     this.db.exec(`DROP TABLE ${table.name}`);
-    this.statements.deleteRows.run(table.id);
-    this.fields.drop(table.id);
     this.statements.deleteTable.run(table.id);
     this.tablesById.delete(table.id);
+    this.retired.retire(table.id);
+  }
+
+  /**
+   * Deletes rows retired tables left in the shared tables, in one transaction, until
+   * `deadlineMs` (performance.now()) passes: the rows deleted, or null when none are left.
+   */
+  deleteRetiredRows(deadlineMs: number): number | null {
+    return this.db.transaction(() => this.retired.deleteSome(RETIRED_ROWS_CHUNK, deadlineMs))();
   }
 
   /**
@@ -667,8 +688,10 @@ export class SearchStore {
   private tableFor(collection: string, settingsJson: string): FtsTable {
     const found = this.statements.tableBySettings.get(collection, settingsJson) as
       number | undefined;
-    const id =
-      found ?? Number(this.statements.insertTable.run(collection, settingsJson).lastInsertRowid);
+    if (found !== undefined) return this.tableById(found);
+    // Not SQLite's next rowid, which could be a retired table's whose rows are still there.
+    const id = this.retired.nextTableId();
+    this.statements.insertTable.run(id, collection, settingsJson);
     return this.tableById(id);
   }
 }

@@ -387,6 +387,7 @@ export class ServeNode implements ServeNodeCore {
       replica: () => this.current,
       stepDocsMax: limits.reindexStepDocsMax,
       stepMsMax: limits.reindexStepMsMax,
+      retryMsMax: limits.retryMsMax,
       paused: () => this.snapshotting?.catch(() => undefined) ?? null,
       onSwapped: () => this.waiters.notify([{ topic: SETTINGS_TOPIC, partition: 0 }]),
       logger,

@@ -18,8 +18,9 @@ import { tempDir } from './temp-dir.js';
 const silent = createLogger('test', 'silent');
 
 /**
- * Until the serve-node has applied the settings topic past `lastOffset`: no read waits on that
- * topic (a read waits for its collection's offsets), so a test that changed settings asks status.
+ * Until the serve-node has applied the settings topic past `lastOffset` and finished the
+ * re-indexes those records started: a read waits on that topic only when asked to
+ * (`settingsWaitFor`), so a test that changed settings asks status.
  */
 export async function settingsApplied(
   serve: ServeClient,
@@ -29,10 +30,13 @@ export async function settingsApplied(
   for (const deadline = Date.now() + waitMs; Date.now() < deadline;) {
     const status = await serve.status();
     const settings = status.partitions.find((p) => p.topic === SETTINGS_TOPIC);
-    if (settings !== undefined && settings.applied > lastOffset) return;
+    const reindexing = status.reindexing ?? [];
+    if (settings !== undefined && settings.applied > lastOffset && reindexing.length === 0) return;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-  throw new Error(`the settings topic was not applied past ${lastOffset} within ${waitMs} ms`);
+  throw new Error(
+    `the settings topic was not applied past ${lastOffset}, re-indexes done, within ${waitMs} ms`,
+  );
 }
 
 /**

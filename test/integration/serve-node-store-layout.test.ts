@@ -1,6 +1,7 @@
 // Proves a serve-node never opens a search store of an older layout (FTS5 tables per partition,
 // before one table per collection): it starts new stores, says why in its status, replays the log
-// and serves every document and search hit again (test/integration/serve-node-partitions.test.ts
+// and serves every document and search hit again; and that layout 4 (before table_builds) is
+// upgraded in place, without a replay (test/integration/serve-node-partitions.test.ts
 // covers stores holding partitions the node no longer hosts).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -10,6 +11,7 @@ import { SEARCH_FILE } from '../../serve-node/search-store.js';
 import { logAndServeNodes } from '../harness/index.js';
 
 const nodes = logAndServeNodes('store-layout');
+const layoutFour = logAndServeNodes('store-layout-4');
 
 const storeDirs = () => nodes.storeDirs();
 
@@ -27,6 +29,28 @@ function writeLayoutZero(file: string): void {
 }
 
 describe('serve-node search store layout', () => {
+  it('opens a layout-4 store (no table_builds) in place and upgrades it to layout 5', async () => {
+    const log = await layoutFour.startLog({ partitions: 2 });
+    const waitFor = await layoutFour.appendFourWords(log);
+    let serve = await layoutFour.startServe();
+    await serve.scan('c', { waitFor, waitMs: 10_000 });
+    await layoutFour.serveNode!.stop();
+    const [first] = layoutFour.storeDirs();
+    const file = path.join(first, SEARCH_FILE);
+    const old = new Database(file);
+    old.exec('DROP TABLE table_builds; PRAGMA user_version = 4;');
+    old.close();
+
+    serve = await layoutFour.startServe();
+    expect((await serve.status()).lastRebuild).toBeUndefined();
+    expect(layoutFour.storeDirs()).toEqual([first]);
+    expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
+    const upgraded = new Database(file, { readonly: true });
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(5);
+    expect(upgraded.prepare('SELECT count(*) FROM table_builds').pluck().get()).toBe(0);
+    upgraded.close();
+  });
+
   it('replays the log into new stores when it finds an older layout', async () => {
     const log = await nodes.startLog({ partitions: 2 });
     const waitFor = await nodes.appendFourWords(log);

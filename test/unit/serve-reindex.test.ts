@@ -8,12 +8,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import type { FilterNode } from '../../shared/filter/ast.js';
+import { createLogger } from '../../shared/logger.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
+import { prepareRecord } from '../../serve-node/prepared-record.js';
+import { Reindexer } from '../../serve-node/reindexer.js';
 import { Replica } from '../../serve-node/replica.js';
+import { StepView } from '../../serve-node/step-view.js';
 import { seededRandom, testSeed } from '../harness/random.js';
 
 const PARTITIONS = [0, 1, 2];
@@ -36,7 +40,8 @@ afterEach(async () => {
 class Fed {
   readonly dir: string;
   replica: Replica;
-  private readonly next = new Map<string, number>();
+  /** topic/partition → the next offset. */
+  readonly next = new Map<string, number>();
 
   constructor() {
     this.dir = mkdtempSync(join(tmpdir(), 'reindex-'));
@@ -258,6 +263,248 @@ describe('re-index after a settings change', () => {
     whole.apply('docs', 2, writes);
     whole.settings(SETTINGS[1]);
     whole.finish();
+    expect(answers(fed.replica)).toEqual(answers(whole.replica));
+  });
+});
+
+/** The search store's database, to look at its tables or limit its size. */
+const sqliteOf = (replica: Replica) =>
+  (replica.search as unknown as { db: import('better-sqlite3').Database }).db;
+
+describe('re-index after a settings change: failures and restarts', () => {
+  it('takes no step while LMDB has no checkpoint of a partition the search store applied', () => {
+    const a: [string, unknown] = ['a', { body: 'apple', n: 1 }];
+    const b: [string, unknown] = ['b', { body: 'banana', n: 5 }];
+    const fed = new Fed();
+    fed.apply('docs', 0, [a]);
+    fed.settings(SETTINGS[1]);
+    // Partition 1's first answer: the search store commits it, LMDB's commit then fails (the
+    // fetcher retries the answer); at a restart the node would rebuild, but it goes on running.
+    const [key, value] = b;
+    const record = { key, value: Buffer.from(JSON.stringify(value)), timestampMs: 1, offset: 0 };
+    fed.replica.search.applyMany(
+      [{ topic: 'docs', partition: 1, records: [prepareRecord(record, 'docs', 1)], nextOffset: 1 }],
+      new StepView(fed.replica.docs),
+    );
+    // Copying from LMDB now would miss `b`.
+    expect(fed.replica.reindexStep(10)).toBeNull();
+    // The retried answer catches LMDB up; the re-index then ends with `b` in the new table.
+    fed.apply('docs', 1, [b]);
+    fed.finish();
+    const whole = new Fed();
+    whole.apply('docs', 0, [a]);
+    whole.apply('docs', 1, [b]);
+    whole.settings(SETTINGS[1]);
+    whole.finish();
+    expect(answers(fed.replica)).toEqual(answers(whole.replica));
+  });
+
+  it('goes on after a failed step without waiting for another applied answer', async () => {
+    const fed = new Fed();
+    fed.apply(
+      'docs',
+      0,
+      Array.from({ length: 400 }, (_, i): [string, unknown] => [
+        `k${i}`,
+        { title: `apple ${i}`, body: `banana cherry ${i} `.repeat(20), n: i },
+      ]),
+    );
+    fed.settings(SETTINGS[1]);
+    // The disk is full: the search store cannot grow, so a step fails and rolls back.
+    const db = sqliteOf(fed.replica);
+    db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
+    const swapped: string[] = [];
+    const logger = createLogger('test', 'silent');
+    const errors = vi.spyOn(logger, 'error');
+    const reindexer = new Reindexer({
+      replica: () => fed.replica,
+      stepDocsMax: 50,
+      stepMsMax: 10,
+      retryMsMax: 5_000,
+      paused: () => null,
+      onSwapped: (collection) => swapped.push(collection),
+      logger,
+    });
+    try {
+      reindexer.kick();
+      await vi.waitFor(() => expect(errors).toHaveBeenCalled(), { timeout: 5_000, interval: 10 });
+      expect(swapped).toEqual([]);
+      expect(fed.replica.reindexing()).toHaveLength(1);
+      // Room again. Nothing more is written to the log (an idle collection): no applied answer
+      // comes to start the loop, yet the re-index ends, and a read waiting for it can go.
+      db.pragma('max_page_count = 1073741823');
+      await vi.waitFor(() => expect(swapped).toEqual(['docs']), { timeout: 10_000, interval: 50 });
+      expect(fed.replica.search.settingsOf('docs').searchable).toEqual(['body']);
+    } finally {
+      await reindexer.stop();
+    }
+  });
+
+  it('reports the documents of a build started after another was dropped', () => {
+    const fed = new Fed();
+    const docs = (prefix: string, n: number) =>
+      Array.from({ length: n }, (_, i): [string, unknown] => [`${prefix}${i}`, { title: 'apple' }]);
+    fed.apply('docs', 0, docs('k', 4));
+    fed.settings(SETTINGS[1]);
+    expect(fed.replica.reindexing()).toMatchObject([{ settingsOffset: 0, documents: 4 }]);
+    // Back to the current settings: the build and its table are dropped.
+    fed.settings(null);
+    expect(fed.replica.reindexing()).toEqual([]);
+    fed.apply('docs', 0, docs('m', 6));
+    fed.settings(SETTINGS[2]);
+    expect(fed.replica.reindexing()).toEqual([
+      { collection: 'docs', settingsOffset: 2, copied: 0, documents: 10 },
+    ]);
+  });
+
+  it('equals a replica that applied the settings first, through writes, steps and crashes', async () => {
+    const seed = testSeed('reindex against settings first');
+    const random = seededRandom(seed);
+    const fed = new Fed();
+    type Entry = { topic: string; partition: number; records: Array<[string, unknown]> };
+    const log: Entry[] = [];
+    // Each key lives in one partition, as the gateway's partitioner puts it.
+    const keys = Array.from({ length: 24 }, (_, i) => `key-${String(i).padStart(2, '0')}`);
+    const partitionOf = (key: string) => keys.indexOf(key) % PARTITIONS.length;
+    const settingsChoices = [...SETTINGS, null];
+    for (let i = 0; i < 150; i++) {
+      let entry: Entry;
+      if (random.next() < 0.06) {
+        entry = {
+          topic: SETTINGS_TOPIC,
+          partition: 0,
+          records: [['docs', random.pick(settingsChoices)]],
+        };
+      } else {
+        const partition = random.pick(PARTITIONS);
+        const own = keys.filter((key) => partitionOf(key) === partition);
+        const records = Array.from({ length: random.int(1, 4) }, (): [string, unknown] => [
+          random.pick(own),
+          random.next() < 0.25 ? null : randomDoc(random),
+        ]);
+        entry = { topic: 'docs', partition, records };
+      }
+      log.push(entry);
+      if (entry.topic !== SETTINGS_TOPIC && random.next() < 0.1) {
+        // A crash between the two commits: the search store has the answer, LMDB does not;
+        // the restarted node takes no step on stale documents and gets the answer again.
+        const at = fed.next.get(`docs/${entry.partition}`);
+        if (at !== undefined) {
+          const prepared = entry.records.map(([key, value], j) =>
+            prepareRecord(
+              {
+                key,
+                value: value === null ? null : Buffer.from(JSON.stringify(value)),
+                timestampMs: 1,
+                offset: at + j,
+              },
+              'docs',
+              entry.partition,
+            ),
+          );
+          fed.replica.search.applyMany(
+            [
+              {
+                topic: 'docs',
+                partition: entry.partition,
+                records: prepared,
+                nextOffset: at + prepared.length,
+              },
+            ],
+            new StepView(fed.replica.docs),
+          );
+          await fed.reopen();
+          fed.replica.reindexStep(random.int(1, 3));
+        }
+      }
+      fed.apply(entry.topic, entry.partition, entry.records);
+      if (random.next() < 0.5) fed.replica.reindexStep(random.int(1, 4));
+    }
+    fed.finish();
+    const settingsFirst = new Fed();
+    for (const entry of log.filter((e) => e.topic === SETTINGS_TOPIC)) {
+      settingsFirst.apply(entry.topic, entry.partition, entry.records);
+    }
+    settingsFirst.finish();
+    for (const entry of log.filter((e) => e.topic !== SETTINGS_TOPIC)) {
+      settingsFirst.apply(entry.topic, entry.partition, entry.records);
+    }
+    expect(settingsFirst.replica.reindexing()).toEqual([]);
+    expect(answers(fed.replica)).toEqual(answers(settingsFirst.replica));
+  });
+
+  it('deletes the rows a replaced table left in the shared tables, a chunk at a time', () => {
+    const fed = new Fed();
+    fed.settings(SETTINGS[0]);
+    fed.apply(
+      'docs',
+      1,
+      Array.from({ length: 1_100 }, (_, i): [string, unknown] => [
+        `k${i}`,
+        { title: 'banana', n: i % 7, tag: i % 2 === 0 ? 'x' : 'y' },
+      ]),
+    );
+    const db = (fed.replica.search as unknown as { db: import('better-sqlite3').Database }).db;
+    const SHARED = ['doc_rows', 'field_values', 'field_flags', 'sort_values'];
+    const rowsOf = (tableId: number) =>
+      SHARED.reduce(
+        (n, name) =>
+          n +
+          (db
+            .prepare(`SELECT count(*) FROM ${name} WHERE table_id = ?`)
+            .pluck()
+            .get(tableId) as number),
+        0,
+      );
+    const old = db.prepare('SELECT table_id FROM collection_tables').pluck().get() as number;
+    const oldRows = rowsOf(old);
+    expect(oldRows).toBeGreaterThan(3_000);
+    fed.settings(SETTINGS[1]);
+    fed.finish(2_000);
+    const answered = answers(fed.replica);
+    // The swap dropped the FTS5 table; its shared rows wait for the steps after it.
+    expect(rowsOf(old)).toBe(oldRows);
+    let steps = 0;
+    while (fed.replica.retiredRowsStep(0) !== null) steps += 1;
+    // No time at all: one chunk (1,000 rows) a step, so several steps.
+    expect(steps).toBeGreaterThan(3);
+    expect(rowsOf(old)).toBe(0);
+    expect(db.prepare('SELECT count(*) FROM retired_tables').pluck().get()).toBe(0);
+    expect(answers(fed.replica)).toEqual(answered);
+  });
+
+  it('gives a new table an id no retired table whose rows remain has', () => {
+    const fed = new Fed();
+    const docs = Array.from({ length: 6 }, (_, i): [string, unknown] => [
+      `k${i}`,
+      { title: 'apple', body: 'cherry', n: 5 },
+    ]);
+    const later: Array<[string, unknown]> = [['k2', null]];
+    fed.apply('docs', 0, docs);
+    // A build copies k0..k2 (n = 5) and is given up: its table, the newest, is retired.
+    fed.settings(SETTINGS[0]);
+    fed.replica.reindexStep(3);
+    fed.settings(null);
+    fed.apply('docs', 0, later);
+    fed.settings({ searchable: ['body'], filterable: ['n'] });
+    fed.finish();
+    const whole = new Fed();
+    whole.apply('docs', 0, docs);
+    whole.apply('docs', 0, later);
+    whole.settings({ searchable: ['body'], filterable: ['n'] });
+    whole.finish();
+    // Had the new table taken the retired id, its rows of the deleted k2 would be found.
+    const scan = (replica: Replica) =>
+      replica.search
+        .scanKeys('docs', {
+          partitions: JSON.stringify(PARTITIONS),
+          filter: filterN,
+          sort: [],
+          limit: 100,
+        })
+        .map((found) => found.key);
+    expect(scan(fed.replica)).toEqual(['k0', 'k1', 'k3', 'k4', 'k5']);
+    expect(scan(fed.replica)).toEqual(scan(whole.replica));
     expect(answers(fed.replica)).toEqual(answers(whole.replica));
   });
 });
