@@ -20,6 +20,7 @@ import { freePort } from '../harness/free-port.js';
 import type { FinalSearch, LogEntry, SearchAnswer } from './check.js';
 import { request, VALUE_WORDS, writeIdOf } from './history.js';
 import { ChaosNode, PARTITIONS, serveNode, type Target } from './nodes.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
 
 /** Hits compared per query: the serve-nodes' searchLimitMax and the gateway's. */
 export const SEARCH_HITS_COMPARED = 100;
@@ -109,21 +110,31 @@ async function waitFor(condition: () => Promise<boolean>, what: string): Promise
 /** The log's end offset of each collection partition, "topic/partition" → end. */
 export type LogEnds = Map<string, number>;
 
-/** Whether a serve-node's /internal/status has applied every partition it hosts up to `ends`. */
+/**
+ * Whether a serve-node's /internal/status has applied every partition it hosts up to `ends`, and
+ * the settings topic (which every serve-node tails) to its end with no re-index left.
+ */
 async function serveCaughtUp(url: string, ends: LogEnds, hosted: number[]): Promise<boolean> {
   const answer = await request(`${url}/internal/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
   const applied = new Map<string, number>();
   for (const p of answer.body.partitions as { topic: string; partition: number; applied: number }[])
     applied.set(`${p.topic}/${p.partition}`, p.applied);
+  if ((answer.body.reindexing ?? []).length > 0) return false;
   return [...ends].every(([tp, end]) => {
-    const partition = Number(tp.split('/')[1]);
-    return !hosted.includes(partition) || (applied.get(tp) ?? -1) >= end;
+    const [topic, partition] = [tp.slice(0, tp.lastIndexOf('/')), Number(tp.split('/').at(-1))];
+    const needed = topic === SETTINGS_TOPIC || hosted.includes(partition);
+    return !needed || (applied.get(tp) ?? -1) >= end;
   });
 }
 
-/** Whether a gateway's /v1/status shows exactly `ends` and every replica applied it. */
+/**
+ * Whether a gateway's /v1/status shows exactly `ends` and every replica applied it, with no
+ * re-index left on any serve-node.
+ */
 async function gatewayCaughtUp(url: string, ends: LogEnds): Promise<boolean> {
   const answer = await request(`${url}/v1/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
+  const nodes = answer.body.serveNodes as Array<{ reindexing: unknown[] }>;
+  if (nodes.some((node) => node.reindexing.length > 0)) return false;
   const seen = (answer.body.partitions as StatusLike[]).filter((p) =>
     ends.has(`${p.topic}/${p.partition}`),
   );

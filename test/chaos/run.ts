@@ -18,6 +18,7 @@ import { check, OP_KINDS, type CheckResult, type FinalRead, type LogEntry } from
 import { FeedConsumer, now, Recorder, request, Session, writeIdOf, type Op } from './history.js';
 import { NEMESIS_KINDS, startNemesis, type NemesisKind, type Nemesis } from './nemesis.js';
 import { PARTITIONS, startCluster, startEmbedded } from './nodes.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { compareWithReplay, finalQueries } from './replay.js';
 import { cutOffReads, type CutOffReads } from './windows.js';
 
@@ -52,6 +53,8 @@ export interface ChaosReport {
   faults: Record<string, number>;
   /** Token and strong reads that needed records a serve-node cut off from the log lacked. */
   cutOff: CutOffReads;
+  /** Settings changes the sessions made (each a background re-index): answered 200, and not. */
+  settings: { ok: number; failed: number };
   /** The printed report. */
   text: string;
 }
@@ -83,6 +86,49 @@ interface LoadState {
   stopAt: number;
   started: number;
   stopped: boolean;
+  /** Settings changes made by the sessions: answered 200, and not. */
+  settings: { ok: number; failed: number };
+}
+
+/**
+ * The settings a session may give a collection: each one re-indexes it in the background
+ * (serve-node/table-builds.ts), under the nemesis, and rule (e) then compares every serve-node's
+ * search results with a replica rebuilt from the log. Each keeps `t`, the only string field,
+ * searchable, so the sessions' own searches find their writes whatever settings are in effect;
+ * weights change the scores rule (e) compares, and the field lists add field indexes.
+ */
+const SETTINGS_VARIANTS: unknown[] = [
+  {},
+  { searchable: ['t'] },
+  { weights: { t: 3 } },
+  { filterable: ['s', 'w'], sortable: ['w'] },
+  { tokenizer: 'porter unicode61 remove_diacritics 2', filterable: ['s'] },
+];
+/** One operation in this many is a settings change of its collection. */
+const SETTINGS_CHANGE_EVERY = 400;
+
+/** PUTs one of SETTINGS_VARIANTS; not an operation of the history (rules (a)-(d) are about documents). */
+async function changeSettings(
+  url: string,
+  collection: string,
+  random: Random,
+  counts: LoadState['settings'],
+): Promise<void> {
+  // What a PUT leaves out keeps its default: `{}` sets the defaults back.
+  const body = random.pick(SETTINGS_VARIANTS);
+  try {
+    const answer = await request(
+      `${url}/v1/collections/${collection}/settings`,
+      'PUT',
+      JSON.stringify(body),
+      { 'content-type': 'application/json' },
+      REQUEST_TIMEOUT_MS,
+    );
+    if (answer.status === 200) counts.ok += 1;
+    else counts.failed += 1;
+  } catch {
+    counts.failed += 1;
+  }
 }
 
 /** One session's loop: weighted random operations on the current generation's keys. */
@@ -91,6 +137,7 @@ async function sessionLoop(
   random: Random,
   load: LoadState,
   maxOps: number,
+  url: () => string,
 ): Promise<void> {
   let lastPut: { collection: string; writeId: number } | null = null;
   /** The key of the session's last write: half its token reads read it back, as clients do. */
@@ -100,6 +147,10 @@ async function sessionLoop(
     const collection = random.pick(COLLECTIONS);
     const keyAt = (k: number) => `g${generation}-k${k}`;
     const key = keyAt(random.int(0, KEYS_PER_GENERATION - 1));
+    if (random.int(1, SETTINGS_CHANGE_EVERY) === 1) {
+      await changeSettings(url(), collection, random, load.settings);
+      continue;
+    }
     const roll = random.int(1, 100);
     let op: Op;
     if (roll <= 30) {
@@ -144,10 +195,31 @@ interface StatusPartition {
   replicas: { up: boolean; applied: number | null; lag: number | null }[];
 }
 
-async function collectionPartitions(url: string): Promise<StatusPartition[]> {
+/**
+ * Whether every serve-node has applied the settings topic to its end and finished the re-indexes
+ * it started, so searches answer with the latest settings.
+ */
+export async function settingsInEffect(url: string): Promise<boolean> {
+  const answer = await request(`${url}/v1/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
+  if (answer.status !== 200) return false;
+  const settings = (answer.body.partitions as StatusPartition[]).filter(
+    (p) => p.topic === SETTINGS_TOPIC,
+  );
+  const nodes = answer.body.serveNodes as Array<{ up: boolean; reindexing: unknown[] }>;
+  return (
+    settings.every((p) => p.replicas.every((r) => r.up && r.lag === 0)) &&
+    nodes.every((node) => node.up && node.reindexing.length === 0)
+  );
+}
+
+async function statusPartitions(url: string): Promise<StatusPartition[]> {
   const answer = await request(`${url}/v1/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
   if (answer.status !== 200) throw new Error(`status answered ${answer.status}`);
-  return (answer.body.partitions as StatusPartition[]).filter((p) => COLLECTIONS.includes(p.topic));
+  return answer.body.partitions as StatusPartition[];
+}
+
+async function collectionPartitions(url: string): Promise<StatusPartition[]> {
+  return (await statusPartitions(url)).filter((p) => COLLECTIONS.includes(p.topic));
 }
 
 /** Every record of every collection, through a fresh change feed from the log start. */
@@ -215,7 +287,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const recorder = new Recorder({ url: () => target.url, timeoutMs: REQUEST_TIMEOUT_MS });
   const sessions = options.sessions ?? 5;
   const stopAt = cycles ? Infinity : now() + options.durationMs;
-  const load: LoadState = { stopAt, started: 0, stopped: false };
+  const load: LoadState = {
+    stopAt,
+    started: 0,
+    stopped: false,
+    settings: { ok: 0, failed: 0 },
+  };
   const feedRandom = seededRandom(random.int(0, 0x7fff_ffff));
   const feed = new FeedConsumer(recorder, () => feedRandom.int(50, 800));
   let nemesis: Nemesis | null = null;
@@ -227,6 +304,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         seededRandom(random.int(0, 0x7fff_ffff)),
         load,
         options.opsPerSession ?? 1_000_000,
+        () => target.url,
       ),
     );
     nemesis = startNemesis(
@@ -254,8 +332,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const caughtUp = await waitFor(
       async () => {
         ends = await collectionPartitions(target.url);
-        return ends.every(
-          (p) => p.replicas.length > 0 && p.replicas.every((r) => r.up && r.lag === 0),
+        return (
+          ends.every(
+            (p) => p.replicas.length > 0 && p.replicas.every((r) => r.up && r.lag === 0),
+          ) && (await settingsInEffect(target.url))
         );
       },
       HEAL_TIMEOUT_MS,
@@ -299,7 +379,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       finals.push(read);
     }
 
-    const logEnds = new Map(ends.map((p) => [`${p.topic}/${p.partition}`, p.endOffset]));
+    // The settings topic's end too: a rebuilt replica must have the latest settings in effect.
+    const settingsEnds = (await statusPartitions(target.url)).filter(
+      (p) => p.topic === SETTINGS_TOPIC,
+    );
+    const logEnds = new Map(
+      [...ends, ...settingsEnds].map((p) => [`${p.topic}/${p.partition}`, p.endOffset]),
+    );
     const queries = finalQueries(COLLECTIONS, entries, sessions);
     const searches = await compareWithReplay(target, logEnds, queries, log);
 
@@ -310,6 +396,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       result,
       faults: nemesis.faults,
       cutOff: cutOffReads(recorder.ops, nemesis.windows, PARTITIONS),
+      settings: load.settings,
       text: '',
     };
     report.text = describeReport(report, recorder.ops);
@@ -365,6 +452,10 @@ export function describeReport(report: ChaosReport, ops: readonly Op[]): string 
   );
   const faultList = Object.entries(faults).map(([k, v]) => `${k}: ${v}`);
   lines.push(`faults injected: ${faultList.length > 0 ? faultList.join(', ') : 'none'}`);
+  lines.push(
+    `settings changes (re-indexes under the nemesis): ${report.settings.ok} ok, ` +
+      `${report.settings.failed} not`,
+  );
   lines.push(`anomalies: ${result.anomalies.length}`);
   for (const anomaly of result.anomalies.slice(0, 50)) {
     lines.push(`  (${anomaly.rule}) ${anomaly.kind}: ${anomaly.message}`);
