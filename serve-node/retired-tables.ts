@@ -27,6 +27,8 @@ const CHUNK_DELETES = [
 ];
 
 export class RetiredTables {
+  /** Whether a retired table may still have rows: false skips the lookup on every step. */
+  private pending: boolean;
   private readonly statements: {
     add: Statement;
     first: Statement;
@@ -50,11 +52,18 @@ export class RetiredTables {
         .pluck(),
       chunks: CHUNK_DELETES.map((sql) => db.prepare(sql)),
     };
+    this.pending = this.statements.first.get() !== undefined;
   }
 
   /** Marks a table's rows for deleting; its FTS5 table and fts_tables row are gone already. */
   retire(tableId: number): void {
     this.statements.add.run(tableId);
+    this.pending = true;
+  }
+
+  /** False once no retired table is left (then a step costs no transaction). */
+  mayHaveRows(): boolean {
+    return this.pending;
   }
 
   /** An id no table has, retired ones included. */
@@ -68,8 +77,12 @@ export class RetiredTables {
    * table stops being retired. Returns the rows deleted, or null when no table is retired.
    */
   deleteSome(chunkRows: number, deadlineMs: number): number | null {
+    if (!this.pending) return null;
     const tableId = this.statements.first.get() as number | undefined;
-    if (tableId === undefined) return null;
+    if (tableId === undefined) {
+      this.pending = false;
+      return null;
+    }
     let deleted = 0;
     for (const chunk of this.statements.chunks) {
       for (;;) {

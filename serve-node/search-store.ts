@@ -581,6 +581,7 @@ export class SearchStore {
    * `deadlineMs` (performance.now()) passes: the rows deleted, or null when none are left.
    */
   deleteRetiredRows(deadlineMs: number): number | null {
+    if (!this.retired.mayHaveRows()) return null;
     return this.db.transaction(() => this.retired.deleteSome(RETIRED_ROWS_CHUNK, deadlineMs))();
   }
 
