@@ -258,7 +258,7 @@ export class ServeReads {
       range.after === undefined ? undefined : { key: range.after, sort: request.afterSort ?? [] };
     for (;;) {
       const keys = stores.search.scanKeys(collection, {
-        partitions: JSON.stringify([...partitions]),
+        partitions: [...partitions],
         start: range.start,
         end: range.end,
         prefix: range.prefix,

@@ -383,11 +383,11 @@ export class SearchStore {
   /** Up to `shape.limit` keys of a filtered or sorted scan, in its order. */
   scanKeys(
     collection: string,
-    shape: Omit<ScanShape, 'tableId' | 'partitions'> & { partitions: string },
+    shape: Omit<ScanShape, 'tableId' | 'partitions'> & { partitions: readonly number[] },
   ): ScanKey[] {
     const table = this.table(collection);
     if (table === undefined) return [];
-    const partitions = this.partitionsAsked(collection, JSON.parse(shape.partitions) as number[]);
+    const partitions = this.partitionsAsked(collection, shape.partitions);
     const { sql, params } = scanQuery({ ...shape, partitions, tableId: table.id });
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     return rows.map((row) => ({

@@ -178,7 +178,7 @@ const scanAll = (filter: FilterNode | null, sort: SortClause[], pageSize: number
   let after: { key: string; sort: Array<number | string | null> } | undefined;
   for (;;) {
     const page = replica.search.scanKeys('docs', {
-      partitions: JSON.stringify(PARTITIONS),
+      partitions: PARTITIONS,
       filter,
       sort,
       after,

@@ -497,7 +497,7 @@ describe('re-index after a settings change: failures and restarts', () => {
     const scan = (replica: Replica) =>
       replica.search
         .scanKeys('docs', {
-          partitions: JSON.stringify(PARTITIONS),
+          partitions: PARTITIONS,
           filter: filterN,
           sort: [],
           limit: 100,
