@@ -33,7 +33,7 @@ export class OffsetWaiters {
 
   constructor(
     private readonly waitersMax: number,
-    /** The offset up to which the need's topic-partition is applied (and, for settings, in effect). */
+    /** How far the need's topic-partition is applied (and, for settings, in effect). */
     private readonly appliedOf: (need: TopicNeed) => number,
     /** Called when a read starts waiting, with what it waits for. */
     private readonly onWait: (needs: readonly TopicNeed[]) => void = () => undefined,

@@ -149,9 +149,9 @@ export class Replica {
    * One step of a re-index after a settings change (table-builds.ts): the next documents of a
    * collection being re-indexed, read from LMDB as they are copied into its new table, which
    * takes over after the last. A step copies at most `docsMax`, and stops after the document
-   * that takes it past `msMax` (at least one a step). LMDB must hold exactly the versions the search store
-   * indexed: after a crash between the two commits, a collection whose LMDB lags is left until
-   * its fetcher's first answer catches it up. Null when no collection can take a step.
+   * that takes it past `msMax` (at least one a step). LMDB must hold exactly the versions the
+   * search store indexed: after a crash between the two commits, a collection whose LMDB lags is
+   * left until its fetcher's first answer catches it up. Null when no collection can take a step.
    */
   reindexStep(docsMax: number, msMax = Infinity): { collection: string; swapped: boolean } | null {
     const deadlineMs = performance.now() + msMax;
