@@ -48,6 +48,30 @@ export async function request(url: string, init: RequestInit = {}) {
   return { body, token: response.headers.get('tailbase-token') ?? '' };
 }
 
+const SETTLED_POLL_MS = 100;
+/** The corpus's segment merge, past which the search workload fails. */
+const SETTLED_WAIT_MS_MAX = 60_000;
+
+/**
+ * Waits until no serve-node of the gateway at `url` has background work left: no re-index and
+ * no segment merge due (a merge starts once writes pause), as an operator would after a bulk
+ * load, so reads are measured against the index they will keep meeting, not against its merge.
+ */
+export async function settled(url: string, waitMsMax: number): Promise<void> {
+  const startedMs = Date.now();
+  for (;;) {
+    const { body } = await request(`${url}/v1/status`);
+    const nodes = body.serveNodes as Array<{ reindexing: unknown[]; segmentMerges: unknown[] }>;
+    if (nodes.every((node) => node.reindexing.length === 0 && node.segmentMerges.length === 0)) {
+      return;
+    }
+    if (Date.now() - startedMs > waitMsMax) {
+      throw new Error(`background work still under way after ${waitMsMax} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, SETTLED_POLL_MS));
+  }
+}
+
 /** Where the CPU of a load went, from the moment it was opened. */
 export interface CpuMeter {
   machineBusyPercent(): number;
@@ -136,6 +160,7 @@ export async function measureApi(
   await request(`${url}/v1/collections/corpus/search?q=${encodeURIComponent(queries[0])}`, {
     headers: { 'tailbase-token': corpusToken },
   });
+  await settled(url, SETTLED_WAIT_MS_MAX);
   // With highlights, as a search page shows its hits (PostgreSQL's row does ts_headline too).
   const search = await reads(
     queries.map(

@@ -9,7 +9,7 @@
  * searches the same documents.
  */
 import { rmSync } from 'node:fs';
-import { request } from './api-workloads.js';
+import { request, settled } from './api-workloads.js';
 import { loadCorpus } from './corpus.js';
 import { startEmbedded } from './embedded.js';
 import {
@@ -109,6 +109,7 @@ async function load(url: string, docs: readonly FieldDoc[]): Promise<number> {
   while ((await fetch(strong, { signal: AbortSignal.timeout(LOAD_WAIT_MS_MAX) })).status !== 200) {
     if (Date.now() - startedMs > LOAD_WAIT_MS_MAX) throw new Error('the corpus was not applied');
   }
+  await settled(url, LOAD_WAIT_MS_MAX);
   // Every document has one genre: the genre counts add up to the wide query's matches.
   const { body } = await request(`${url}${search(WIDE_QUERY, `&facets=genre`)}`);
   const genres = body.facets?.genre;

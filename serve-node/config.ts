@@ -75,6 +75,18 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * 500 documents of 5 KB took a step of ~300 ms, a read's p99 while it ran.
    */
   reindexStepMsMax: number;
+  /**
+   * No document written for this long before a table's FTS5 segments are merged into one
+   * (segment-merges.ts): a bulk load is merged once, when it ends.
+   */
+  mergeQuietMs: number;
+  /**
+   * A table's segments are merged once the documents written to it since its last merge reach
+   * this percentage of its documents then: a merge rewrites the whole index.
+   */
+  mergeWrittenPercent: number;
+  /** A merge step (one transaction) ends past this long. */
+  mergeStepMsMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -115,6 +127,9 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   facetValuesHeldMax: 2_000_000,
   reindexStepDocsMax: 500,
   reindexStepMsMax: 10,
+  mergeQuietMs: 1_000,
+  mergeWrittenPercent: 10,
+  mergeStepMsMax: 10,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 

@@ -158,6 +158,33 @@ export function registerServeNodeCommand(program: Command): void {
         0,
       ),
     )
+    .addOption(
+      integerOption(
+        '--merge-quiet-ms <ms>',
+        'no document written for this long before a table of the search index merges its segments',
+        'TAILBASE_MERGE_QUIET_MS',
+        DEFAULT_LIMITS.mergeQuietMs,
+        0,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--merge-written-percent <n>',
+        'documents written since the last merge, as a percentage of the table, that make a merge due',
+        'TAILBASE_MERGE_WRITTEN_PERCENT',
+        DEFAULT_LIMITS.mergeWrittenPercent,
+        0,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--merge-step-ms-max <ms>',
+        'a segment merge step (one transaction) ends past this long',
+        'TAILBASE_MERGE_STEP_MS_MAX',
+        DEFAULT_LIMITS.mergeStepMsMax,
+        0,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('serve-node');
       if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -186,6 +213,9 @@ export function registerServeNodeCommand(program: Command): void {
           facetValuesHeldMax: flags.facetValuesHeldMax as number,
           reindexStepDocsMax: flags.reindexStepDocsMax as number,
           reindexStepMsMax: flags.reindexStepMsMax as number,
+          mergeQuietMs: flags.mergeQuietMs as number,
+          mergeWrittenPercent: flags.mergeWrittenPercent as number,
+          mergeStepMsMax: flags.mergeStepMsMax as number,
         },
         logger,
       });

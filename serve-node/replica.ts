@@ -14,6 +14,7 @@ import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX } from './search-store.js';
 import { StepView } from './step-view.js';
+import type { MergePolicy, MergeStep } from './segment-merges.js';
 import { currentBootId } from '../shared/boot-id.js';
 import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
@@ -176,6 +177,19 @@ export class Replica {
    */
   retiredRowsStep(msMax = Infinity): number | null {
     return this.search.deleteRetiredRows(performance.now() + msMax);
+  }
+
+  /**
+   * With no re-index step to take and no retired rows left, a step merging a table's FTS5
+   * segments once writes have paused (segment-merges.ts), for at most `msMax`.
+   */
+  mergeStep(msMax: number, policy: MergePolicy): MergeStep | null {
+    return this.search.mergeSegments(performance.now() + msMax, policy);
+  }
+
+  /** The collections with a segment merge due, under way or waiting for writes to pause. */
+  mergesDue(policy: MergePolicy): string[] {
+    return this.search.mergesDue(policy);
   }
 
   /**

@@ -42,6 +42,7 @@ import { DEFAULT_LIMITS } from './config.js';
 import { countValues, FacetValues, type HeldField, type ValueCount } from './facet-values.js';
 import { Highlighters } from './highlighter.js';
 import { RetiredTables } from './retired-tables.js';
+import { SegmentMerges, type MergePolicy, type MergeStep } from './segment-merges.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
 import { writeStamp } from './write-stamp.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
@@ -161,6 +162,7 @@ export class SearchStore {
   private readonly fields: FieldIndex;
   private readonly builds: TableBuilds;
   private readonly retired: RetiredTables;
+  private readonly merges: SegmentMerges;
   private readonly queries: QueryCache;
   private readonly facetValues: FacetValues;
   /** The write stamp of what reads keep in memory (write-stamp.ts). */
@@ -178,6 +180,7 @@ export class SearchStore {
     | 'tableBySettings'
     | 'insertTable'
     | 'deleteTable'
+    | 'tableCollection'
     | 'collectionTable'
     | 'setCollectionTable'
     | 'upsertRow'
@@ -232,6 +235,7 @@ export class SearchStore {
       ).pluck(),
       insertTable: prepare('INSERT INTO fts_tables (id, collection, settings) VALUES (?, ?, ?)'),
       deleteTable: prepare('DELETE FROM fts_tables WHERE id = ?'),
+      tableCollection: prepare('SELECT collection FROM fts_tables WHERE id = ?').pluck(),
       collectionTable: prepare(
         'SELECT table_id FROM collection_tables WHERE collection = ?',
       ).pluck(),
@@ -245,6 +249,10 @@ export class SearchStore {
       ),
       deleteRow: prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
     };
+    this.merges = new SegmentMerges(
+      this.db,
+      this.db.prepare('SELECT id FROM fts_tables').pluck().all() as number[],
+    );
   }
 
   applied(topic: string, partition: number): number | null {
@@ -459,6 +467,7 @@ export class SearchStore {
     record: PreparedRecord,
     old: { row: number; doc: unknown } | undefined,
   ): void {
+    this.merges.wrote(table.id);
     if (old !== undefined) {
       table.remove.run(old.row, ...columnTexts(old.doc, table.layout));
       this.fields.remove(table.id, table.settings, old.row, old.doc);
@@ -538,6 +547,7 @@ export class SearchStore {
           }
           const doc = next.value;
           this.index(table, doc.key, rowOf(doc.partition, doc.offset), JSON.parse(doc.json));
+          this.merges.wrote(table.id);
           copied += 1;
           lastKey = doc.key;
         }
@@ -574,6 +584,22 @@ export class SearchStore {
     this.statements.deleteTable.run(table.id);
     this.tablesById.delete(table.id);
     this.retired.retire(table.id);
+    this.merges.dropped(table.id);
+  }
+
+  /**
+   * A step merging the FTS5 segments of a table due a merge (segment-merges.ts), until
+   * `deadlineMs` (performance.now()): null when none is due, or how long to wait for writes to
+   * pause first.
+   */
+  mergeSegments(deadlineMs: number, policy: MergePolicy): MergeStep | null {
+    return this.merges.step((id) => this.tableById(id), deadlineMs, policy);
+  }
+
+  /** The collections with a table due a segment merge, under way or waiting for writes to pause. */
+  mergesDue(policy: MergePolicy): string[] {
+    const due = this.merges.due(policy);
+    return [...new Set(due.map((id) => this.statements.tableCollection.get(id) as string))];
   }
 
   /**

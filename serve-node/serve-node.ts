@@ -1,9 +1,9 @@
 /**
  * A running serve-node: the current store generation, one log fetcher per log-node it tails, the
  * topics it tails (found with `log.topics()` at start, every `topicRefreshMs`, and at once when a
- * read names a collection not tailed yet), the waiting reads, the re-indexes settings changes
- * start (reindexer.ts), and the operations that replace the stores (rebuild) or copy them
- * (snapshot).
+ * read names a collection not tailed yet), the waiting reads, the search store's background
+ * steps (re-indexes after settings changes, segment merges: background-steps.ts), and the
+ * operations that replace the stores (rebuild) or copy them (snapshot).
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -16,7 +16,7 @@ import type { ServeNodeLimits } from './config.js';
 import { DOCS_FILE } from './doc-store.js';
 import { OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
-import { Reindexer } from './reindexer.js';
+import { BackgroundSteps } from './background-steps.js';
 import { Replica } from './replica.js';
 import { outdatedSearchLayout, SEARCH_FILE } from './search-store.js';
 import type { ServeNodeCore } from './routes.js';
@@ -48,7 +48,7 @@ export class ServeNode implements ServeNodeCore {
   private current: Replica;
   private generation: number;
   private fetchers: LogFetcher[] = [];
-  private reindexer: Reindexer | null = null;
+  private background: BackgroundSteps | null = null;
   /** The topics tailed: the collections found in the log, and the settings topic once it is. */
   private readonly topics = new Set<string>();
   /** A `log.topics()` call under way: reads naming an unknown collection join it. */
@@ -215,6 +215,15 @@ export class ServeNode implements ServeNodeCore {
       },
       ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
       reindexing: this.current.reindexing(),
+      segmentMerges: this.current.mergesDue(this.mergePolicy()),
+    };
+  }
+
+  private mergePolicy() {
+    return {
+      quietMs: this.limits.mergeQuietMs,
+      writtenPercent: this.limits.mergeWrittenPercent,
+      stepMsMax: this.limits.mergeStepMsMax,
     };
   }
 
@@ -371,7 +380,7 @@ export class ServeNode implements ServeNodeCore {
           readsWaiting: (partitions) => this.waiters.waitingOn(partitions),
           onApplied: (moved) => {
             this.waiters.notify(moved);
-            this.reindexer?.kick();
+            this.background?.kick();
           },
           onOutOfRange: (topic, p, detail) => {
             void this.rebuild(`${topic}/${p}: ${detail}`).catch((error: unknown) => {
@@ -383,20 +392,21 @@ export class ServeNode implements ServeNodeCore {
     for (const topic of this.topics) {
       for (const fetcher of this.fetchers) fetcher.tail(topic, this.partitionsOf(topic));
     }
-    this.reindexer = new Reindexer({
+    this.background = new BackgroundSteps({
       replica: () => this.current,
       stepDocsMax: limits.reindexStepDocsMax,
       stepMsMax: limits.reindexStepMsMax,
       retryMsMax: limits.retryMsMax,
+      merges: this.mergePolicy(),
       paused: () => this.snapshotting?.catch(() => undefined) ?? null,
       onSwapped: () => this.waiters.notify([{ topic: SETTINGS_TOPIC, partition: 0 }]),
       logger,
     });
     // A re-index a restart interrupted goes on from its last step.
-    this.reindexer.kick();
+    this.background.kick();
   }
 
   private async stopFetchers(): Promise<void> {
-    await Promise.all([...this.fetchers.map((fetcher) => fetcher.stop()), this.reindexer?.stop()]);
+    await Promise.all([...this.fetchers.map((fetcher) => fetcher.stop()), this.background?.stop()]);
   }
 }

@@ -184,6 +184,11 @@ export interface ServeStatus {
   lastRebuild?: { reason: string; atMs: number };
   /** Collections being re-indexed after a settings change (absent before stop 21). */
   reindexing?: ReindexStatus[];
+  /**
+   * Collections whose search index is due a merge of its segments (after a bulk load, or a tenth
+   * of its documents written), under way or waiting for writes to pause (absent before stop 22).
+   */
+  segmentMerges?: string[];
 }
 
 /**

@@ -177,6 +177,10 @@ export const Status = Type.Object({
           },
         ),
       ),
+      segmentMerges: Type.Array(Type.String(), {
+        description:
+          'collections whose search index is due a merge of its segments, under way or waiting for writes to pause',
+      }),
     }),
   ),
 });

@@ -109,6 +109,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
         partitions: [...node.hosted].sort((a, b) => a - b),
         limitConflicts: node.limitConflicts,
         reindexing: node.status?.reindexing ?? [],
+        segmentMerges: node.status?.segmentMerges ?? [],
       })),
     };
     return c.json(status);

@@ -34,7 +34,7 @@ function apply(partition: number, records: LogRecord[], topic = 'docs'): void {
   const batches = encodeBatch(records, { baseOffset: at });
   replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
   next.set(`${topic}/${partition}`, at + records.length);
-  // A settings record re-indexes in steps, as the serve-node's reindexer takes them.
+  // A settings record re-indexes in steps, as the serve-node's background steps take them.
   while (replica.reindexStep(100) !== null);
 }
 

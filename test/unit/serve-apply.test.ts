@@ -54,7 +54,7 @@ async function apply(records: TopicRecord[], partition = 0): Promise<Buffer> {
   return batch;
 }
 
-/** Takes the re-index steps a settings record started, two documents a step, as the reindexer would. */
+/** Takes the re-index steps a settings record started, two documents a step, as the background steps would. */
 function reindex(): void {
   while (replica.reindexStep(REINDEX_STEP_DOCS) !== null);
 }

@@ -15,7 +15,7 @@ import { createLogger } from '../../shared/logger.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { prepareRecord } from '../../serve-node/prepared-record.js';
-import { Reindexer } from '../../serve-node/reindexer.js';
+import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { Replica } from '../../serve-node/replica.js';
 import { StepView } from '../../serve-node/step-view.js';
 import { seededRandom, testSeed } from '../harness/random.js';
@@ -68,7 +68,7 @@ class Fed {
     this.apply(SETTINGS_TOPIC, 0, [['docs', value]]);
   }
 
-  /** Every step left, as the serve-node's reindexer takes them. */
+  /** Every step left, as the serve-node's background steps take them. */
   finish(stepDocs = 3): void {
     while (this.replica.reindexStep(stepDocs) !== null);
   }
@@ -316,17 +316,18 @@ describe('re-index after a settings change: failures and restarts', () => {
     const swapped: string[] = [];
     const logger = createLogger('test', 'silent');
     const errors = vi.spyOn(logger, 'error');
-    const reindexer = new Reindexer({
+    const steps = new BackgroundSteps({
       replica: () => fed.replica,
       stepDocsMax: 50,
       stepMsMax: 10,
       retryMsMax: 5_000,
+      merges: { quietMs: 1_000, writtenPercent: 10, stepMsMax: 10 },
       paused: () => null,
       onSwapped: (collection) => swapped.push(collection),
       logger,
     });
     try {
-      reindexer.kick();
+      steps.kick();
       await vi.waitFor(() => expect(errors).toHaveBeenCalled(), { timeout: 5_000, interval: 10 });
       expect(swapped).toEqual([]);
       expect(fed.replica.reindexing()).toHaveLength(1);
@@ -336,7 +337,7 @@ describe('re-index after a settings change: failures and restarts', () => {
       await vi.waitFor(() => expect(swapped).toEqual(['docs']), { timeout: 10_000, interval: 50 });
       expect(fed.replica.search.settingsOf('docs').searchable).toEqual(['body']);
     } finally {
-      await reindexer.stop();
+      await steps.stop();
     }
   });
 

@@ -1,22 +1,24 @@
 /**
- * The background side of a settings change: steps of the replica's re-indexes (Replica.reindexStep,
- * table-builds.ts), one after another on the serving thread, each its own short transaction, so
- * reads and the apply loop go on between them. The loop runs while a re-index can take a step
- * and is started again after every applied answer (a settings record starts a re-index; a
- * collection whose LMDB lagged after a crash can go on once its fetcher caught it up), and after
- * a failed step, on a timer: a collection nobody writes to brings no applied answer. With no
- * re-index step to take, it deletes the rows of the tables re-indexes replaced
- * (retired-tables.ts), in steps of the same length.
+ * The search store's work in the background, one step after another on the serving thread, each
+ * its own short transaction, so reads and the apply loop go on between them:
+ * 1. the re-indexes after settings changes (Replica.reindexStep, table-builds.ts);
+ * 2. with none to step, deleting the rows of the tables re-indexes replaced (retired-tables.ts);
+ * 3. with neither, merging a table's FTS5 segments once writes have paused (segment-merges.ts).
+ * The loop runs while a step can be taken and is started again after every applied answer (a
+ * settings record starts a re-index; a collection whose LMDB lagged after a crash can go on once
+ * its fetcher caught it up), on a timer after a failed step (a collection nobody writes to brings
+ * no applied answer), and on a timer when a merge waits for writes to pause.
  */
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { assert } from '../shared/assert.js';
 import type { Logger } from '../shared/logger.js';
 import type { Replica } from './replica.js';
+import type { MergePolicy } from './segment-merges.js';
 
 /** After a failed step (a full disk, say), the loop tries again this long after, doubling. */
 const RETRY_MS_MIN = 100;
 
-export interface ReindexerOptions {
+export interface BackgroundStepsOptions {
   replica(): Replica;
   /** Documents copied by one step (one transaction). */
   stepDocsMax: number;
@@ -24,6 +26,8 @@ export interface ReindexerOptions {
   stepMsMax: number;
   /** The longest pause before trying again after a failed step (the node's retryMsMax). */
   retryMsMax: number;
+  /** When a table's segments are merged, and how long a merge step runs at most. */
+  merges: MergePolicy & { stepMsMax: number };
   /** A snapshot copying the stores: steps wait for it, as the apply loop does. */
   paused(): Promise<unknown> | null;
   /** A collection's new index took over: reads waiting for its settings may go. */
@@ -31,16 +35,16 @@ export interface ReindexerOptions {
   logger: Logger;
 }
 
-export class Reindexer {
+export class BackgroundSteps {
   private running: Promise<void> | null = null;
   /** Asked to look again while a run was under way. */
   private again = false;
   private stopped = false;
-  /** The next try after a failed step, and how long the one after would wait. */
+  /** The next run after a failed step or when a merge may start, and how long a retry waits. */
   private retry: NodeJS.Timeout | undefined;
   private retryMs = RETRY_MS_MIN;
 
-  constructor(private readonly options: ReindexerOptions) {
+  constructor(private readonly options: BackgroundStepsOptions) {
     // A step of no documents would never reach the end of a collection.
     assert(
       options.stepDocsMax >= 1,
@@ -78,24 +82,29 @@ export class Reindexer {
       if (this.stopped) return;
       let step;
       let retiredRows: number | null = null;
+      let merge = null;
       try {
         step = replica().reindexStep(stepDocsMax, stepMsMax);
         // With no re-index step to take, the rows of tables they replaced are deleted.
         if (step === null) retiredRows = replica().retiredRowsStep(stepMsMax);
+        if (step === null && retiredRows === null) {
+          merge = replica().mergeStep(this.options.merges.stepMsMax, this.options.merges);
+        }
       } catch (error) {
         // The step rolled back: the loop starts again after a pause, or at the next applied
         // answer, whichever comes first.
-        logger.error({ err: error, retryMs: this.retryMs }, 're-index step failed');
-        this.retry = setTimeout(() => {
-          this.retry = undefined;
-          this.kick();
-        }, this.retryMs);
-        this.retry.unref();
+        logger.error({ err: error, retryMs: this.retryMs }, 'background step failed');
+        this.runAfter(this.retryMs);
         this.retryMs = Math.min(this.retryMs * 2, this.options.retryMsMax);
         return;
       }
       this.retryMs = RETRY_MS_MIN;
-      if (step === null && retiredRows === null) return;
+      if (merge !== null && 'waitMs' in merge) {
+        // A merge is due once writes pause: look again then, or at the next applied answer.
+        this.runAfter(merge.waitMs);
+        return;
+      }
+      if (step === null && retiredRows === null && merge === null) return;
       if (step?.swapped) {
         logger.info({ collection: step.collection }, 're-indexed with the new settings');
         onSwapped(step.collection);
@@ -103,5 +112,13 @@ export class Reindexer {
       // Between steps, the event loop: reads and applied answers go first.
       await nextTurn();
     }
+  }
+
+  private runAfter(ms: number): void {
+    this.retry = setTimeout(() => {
+      this.retry = undefined;
+      this.kick();
+    }, ms);
+    this.retry.unref();
   }
 }
