@@ -28,7 +28,8 @@ import {
 import { parseQuery } from './fts-query.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import type { OffsetNeed, OffsetWaiters, TopicNeed } from './offset-waiters.js';
-import type { FacetCount, SearchStore } from './search-store.js';
+import type { FacetCount } from './search-reads.js';
+import type { SearchStore } from './search-store.js';
 
 /** The stores a read looks in: the current generation's. */
 export interface ReadStores {

@@ -7,6 +7,9 @@
  * indexed with, recomputed from the stored version of the document; that keeps BM25's statistics
  * exact, which contentless_delete=1 does not (its deletes leave row and token totals behind, so
  * scores would depend on a replica's history). Layout in README.md.
+ *
+ * This module writes: applying records, re-index builds (table-builds.ts), retired tables
+ * (retired-tables.ts) and segment merges (segment-merges.ts). Reads are search-reads.ts's.
  */
 import { existsSync } from 'node:fs';
 import { assert } from '../shared/assert.js';
@@ -20,31 +23,14 @@ import {
   DEFAULT_SETTINGS,
   parseSettings,
 } from './collection-settings.js';
-import type { FilterNode, SortClause } from '../shared/filter/ast.js';
-import { FieldIndex, KIND_BOOLEAN, KIND_NUMBER } from './field-index.js';
+import { FieldIndex } from './field-index.js';
 import type { ParsedQuery } from './fts-query.js';
-import { openFtsTable, offsetOfRow, partitionOfRow, rowOf, type FtsTable } from './fts-table.js';
-import {
-  countQuery,
-  facetEntriesQuery,
-  facetQuery,
-  matchRowsQuery,
-  partitionsParam,
-  QueryCache,
-  scanQuery,
-  searchQuery,
-  type FacetPlan,
-  type MatchShape,
-  type ScanShape,
-  type SortValues,
-} from './search-sql.js';
-import { DEFAULT_LIMITS } from './config.js';
-import { countValues, FacetValues, type HeldField, type ValueCount } from './facet-values.js';
+import { openFtsTable, rowOf, type FtsTable } from './fts-table.js';
 import { Highlighters } from './highlighter.js';
 import { RetiredTables } from './retired-tables.js';
 import { SegmentMerges, type MergePolicy, type MergeStep } from './segment-merges.js';
+import { SearchReads } from './search-reads.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
-import { writeStamp } from './write-stamp.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
 export { MARK_CLOSE, MARK_OPEN } from './highlighter.js';
@@ -81,65 +67,8 @@ export interface DocView {
   advance(record: PreparedRecord): void;
 }
 
-export interface SearchMatch {
-  key: string;
-  partition: number;
-  /** The offset of the version indexed. */
-  offset: number;
-  score: number;
-  /** With `sort`: the document's value for each clause, null where it has none. */
-  sort?: SortValues;
-}
-
-/** What a search found of its matches: at least `count`, exactly that many when `exact`. */
-export interface FoundMatches {
-  count: number;
-  exact: boolean;
-}
-
-/** What narrows and orders a search or a scan, already checked against the settings. */
-export interface FieldQuery {
-  filter: FilterNode | null;
-  sort: readonly SortClause[];
-}
-
-/** One value of a facet field and how many matches hold it. */
-export interface FacetCount {
-  value: number | string | boolean;
-  count: number;
-}
-
-/** A key a filtered or sorted scan found, and its sort values. */
-export interface ScanKey {
-  key: string;
-  partition: number;
-  sort: SortValues;
-}
-
-/**
- * Facets are counted by value when the fields have at most this many entries a match: measured
- * on the filters bench's store, a lookup and sort a match costs about four times a value walked
- * in SQL (two facets over 10,557 matches: 20 ms by match, 10 ms by value); reading the values
- * into memory (facet-values.ts) costs less than that walk (4 ms for 21,114 entries).
- */
-const FACET_BY_VALUE_ENTRIES_PER_MATCH = 4;
-/**
- * The same once the values are held in memory: a held entry walked costs about 0.02 us and a
- * match's row from FTS5 into the set 0.3 us, against 1.3-2.3 us a match by match (two facets of
- * 21,114 entries, matches from 192 to 10,356: by match is faster below about 70 entries a match).
- */
-const FACET_HELD_ENTRIES_PER_MATCH = 50;
-/** Matches counted to choose a facet plan; past it, the plan is chosen as if there were this many. */
-const FACET_PLAN_MATCHES_COUNTED_MAX = 100_000;
-
-/** The partitions of a collection (its topic) this store holds a checkpoint of. */
-const CHECKPOINTED_PARTITIONS = 'SELECT partition FROM checkpoints WHERE topic = ?';
-
 /** Rows of a shared table deleted at a time for a retired table (retired-tables.ts). */
 const RETIRED_ROWS_CHUNK = 1_000;
-
-/** Statements of distinct query shapes kept prepared. */
-const QUERY_SHAPES_CACHED = 256;
 
 /** Why the search store at `path` cannot be opened by this code, or null when it can. */
 export function outdatedSearchLayout(path: string): string | null {
@@ -163,12 +92,8 @@ export class SearchStore {
   private readonly builds: TableBuilds;
   private readonly retired: RetiredTables;
   private readonly merges: SegmentMerges;
-  private readonly queries: QueryCache;
-  private readonly facetValues: FacetValues;
-  /** The write stamp of what reads keep in memory (write-stamp.ts). */
-  private readonly stamp: () => number;
-  /** collection → its partitions with a checkpoint here, read since the last write (`stamp`). */
-  private checkpointedRead = { stamp: -1, of: new Map<string, number[]>() };
+  /** Searches, facets and scans (search-reads.ts). */
+  readonly reads: SearchReads;
   private readonly tablesById = new Map<number, FtsTable>();
   /** collection → the table it is indexed in. */
   private readonly tableIdOf = new Map<string, number>();
@@ -218,9 +143,7 @@ export class SearchStore {
     // Once every table of the layout is there (a version-4 store gains table_builds and
     // retired_tables here).
     this.db.pragma(`user_version = ${SEARCH_LAYOUT_VERSION}`);
-    this.queries = new QueryCache(this.db, QUERY_SHAPES_CACHED);
-    this.facetValues = new FacetValues(this.db);
-    this.stamp = writeStamp(this.db);
+    this.reads = new SearchReads(this.db, (collection) => this.table(collection));
     const prepare = (sql: string) => this.db.prepare(sql);
     this.statements = {
       applied: prepare('SELECT applied FROM checkpoints WHERE topic = ? AND partition = ?').pluck(),
@@ -302,107 +225,19 @@ export class SearchStore {
     })();
   }
 
-  /**
-   * The best `depth` matches of one collection in `partitions`, best first (ties by partition,
-   * then offset: the same order in every replica), and the number of matches, scored with the
-   * statistics of the collection's one table (every hosted partition's documents).
-   */
-  search(
-    collection: string,
-    partitions: readonly number[],
-    query: ParsedQuery,
-    depth: number,
-    totalExactMax: number,
-    fields: FieldQuery = { filter: null, sort: [] },
-  ): { matches: SearchMatch[]; total: number; totalExact: boolean } {
-    const table = this.table(collection);
-    if (table === undefined) return { matches: [], total: 0, totalExact: true };
-    const shape = this.matchShape(table, collection, partitions, query, fields.filter);
-    const { sql, params } = searchQuery(shape, fields.sort, depth);
-    const rows = this.queries.statement(sql).all(...params) as SearchRow[];
-    const matches: SearchMatch[] = rows.map((row) => ({
-      key: row.key,
-      score: row.score,
-      partition: partitionOfRow(row.row),
-      offset: offsetOfRow(row.row),
-      ...(fields.sort.length > 0 ? { sort: sortValuesOf(row, fields.sort.length) } : {}),
-    }));
-    // Fewer rows than asked for are all the matches: no second pass to count them. Otherwise
-    // matches are counted up to totalExactMax, as Elasticsearch's track_total_hits does: counting
-    // every match of a common term costs more than the whole top-k search.
-    if (matches.length < depth) return { matches, total: matches.length, totalExact: true };
-    const count = countQuery(shape, totalExactMax);
-    const total = this.queries
-      .statement(count.sql)
-      .pluck()
-      .get(...count.params) as number;
-    return { matches, total, totalExact: total < totalExactMax };
+  /** SearchReads.search: the best matches of a query and their number. */
+  search(...args: Parameters<SearchReads['search']>): ReturnType<SearchReads['search']> {
+    return this.reads.search(...args);
   }
 
-  /**
-   * For each of `facetFields`, the count of each value over every match of the query and filter
-   * (each document counted once a value), in no particular order.
-   */
-  facets(
-    collection: string,
-    partitions: readonly number[],
-    query: ParsedQuery,
-    filter: FilterNode | null,
-    facetFields: readonly string[],
-    /** What the search found of the matches, so they are counted again only when it decides. */
-    matches: FoundMatches = { count: 0, exact: false },
-    /** Entries of facet values held in memory at most (ServeNodeLimits.facetValuesHeldMax). */
-    heldEntriesMax: number = DEFAULT_LIMITS.facetValuesHeldMax,
-  ): Map<string, FacetCount[]> {
-    const fields = [...new Set(facetFields)];
-    const counts = new Map<string, FacetCount[]>(fields.map((field) => [field, []]));
-    const table = this.table(collection);
-    if (table === undefined || fields.length === 0) return counts;
-    const shape = this.matchShape(table, collection, partitions, query, filter);
-    const add = (field: string, kind: number, value: number | string, n: number) => {
-      const typed =
-        kind === KIND_BOOLEAN ? value === 1 : kind === KIND_NUMBER ? Number(value) : value;
-      counts.get(field)!.push({ value: typed, count: n });
-    };
-    const way = this.facetPlan(shape, fields, matches, heldEntriesMax);
-    if (way.plan === 'held') {
-      // The matches' rows from FTS5 (a walk of the doclists, no scores), then each held value's
-      // rows looked up among them.
-      const { sql, params } = matchRowsQuery(shape);
-      const rows = new Set(
-        this.queries
-          .statement(sql)
-          .pluck()
-          .all(...params) as number[],
-      );
-      way.fields.forEach((held, i) => {
-        for (const { kind, value, n } of countValues(held, rows)) add(fields[i], kind, value, n);
-      });
-      return counts;
-    }
-    const { sql, params } = facetQuery(shape, fields, way.plan);
-    const rows = this.queries.statement(sql).all(...params) as Array<
-      ValueCount & { field: string }
-    >;
-    for (const { field, kind, value, n } of rows) add(field, kind, value, n);
-    return counts;
+  /** SearchReads.facets: the count of each value of some fields over a query's matches. */
+  facets(...args: Parameters<SearchReads['facets']>): ReturnType<SearchReads['facets']> {
+    return this.reads.facets(...args);
   }
 
-  /** Up to `shape.limit` keys of a filtered or sorted scan, in its order. */
-  scanKeys(
-    collection: string,
-    shape: Omit<ScanShape, 'tableId' | 'partitions'> & { partitions: readonly number[] },
-  ): ScanKey[] {
-    const table = this.table(collection);
-    if (table === undefined) return [];
-    const partitions = this.partitionsAsked(collection, shape.partitions);
-    const { sql, params } = scanQuery({ ...shape, partitions, tableId: table.id });
-    const rows = this.queries.statement(sql).all(...params) as SearchRow[];
-    return rows.map((row) => ({
-      key: row.key,
-      partition: partitionOfRow(row.row),
-      sort: sortValuesOf(row, shape.sort.length),
-    }));
+  /** SearchReads.scanKeys: the keys of a filtered or sorted scan. */
+  scanKeys(...args: Parameters<SearchReads['scanKeys']>): ReturnType<SearchReads['scanKeys']> {
+    return this.reads.scanKeys(...args);
   }
 
   /** The settings the collection is indexed with (the defaults before any). */
@@ -611,80 +446,6 @@ export class SearchStore {
     return this.db.transaction(() => this.retired.deleteSome(RETIRED_ROWS_CHUNK, deadlineMs))();
   }
 
-  /**
-   * Facets are counted by value (over the values held in memory, else in SQL) when the matches
-   * are many beside the fields' entries, else by match. The search's count of the matches is a
-   * lower bound that decides when the entries are few; only when it does not, and is not exact,
-   * are the matches counted again, up to FACET_PLAN_MATCHES_COUNTED_MAX. The entries are counted
-   * only up to the point that decides, and held until the next write (FacetValues), so choosing
-   * costs at most a walk of about the matches, whatever the size of the table.
-   */
-  private facetPlan(
-    shape: MatchShape,
-    fields: readonly string[],
-    matches: FoundMatches,
-    heldEntriesMax: number,
-  ): { plan: FacetPlan } | { plan: 'held'; fields: HeldField[] } {
-    const count = ({ sql, params }: { sql: string; params: unknown[] }) =>
-      this.queries
-        .statement(sql)
-        .pluck()
-        .get(...params) as number;
-    const tableId = shape.table.id;
-    const stamp = this.stamp();
-    const held = this.facetValues.held(tableId, fields, stamp);
-    const perMatch = held ? FACET_HELD_ENTRIES_PER_MATCH : FACET_BY_VALUE_ENTRIES_PER_MATCH;
-    const entriesUpTo = (matchesAtLeast: number) =>
-      held
-        ? held.reduce((sum, field) => sum + field.entries, 0)
-        : this.facetValues.entriesAtLeast(
-            tableId,
-            fields,
-            matchesAtLeast * perMatch + 1,
-            stamp,
-            (bound) => count(facetEntriesQuery(tableId, fields, bound)),
-          );
-    let matchesAtLeast = Math.min(matches.count, FACET_PLAN_MATCHES_COUNTED_MAX);
-    let entries = entriesUpTo(matchesAtLeast);
-    if (entries > matchesAtLeast * perMatch) {
-      if (matches.exact) return { plan: 'byMatch' };
-      matchesAtLeast = count(countQuery(shape, FACET_PLAN_MATCHES_COUNTED_MAX));
-      entries = entriesUpTo(matchesAtLeast);
-      if (entries > matchesAtLeast * perMatch) return { plan: 'byMatch' };
-    }
-    const loaded = held ?? this.facetValues.load(tableId, fields, stamp, entries, heldEntriesMax);
-    return loaded ? { plan: 'held', fields: loaded } : { plan: 'byValue' };
-  }
-
-  private matchShape(
-    table: FtsTable,
-    collection: string,
-    partitions: readonly number[],
-    query: ParsedQuery,
-    filter: FilterNode | null,
-  ): MatchShape {
-    const asked = this.partitionsAsked(collection, partitions);
-    return { table, match: query.match, partitions: asked, filter };
-  }
-
-  /**
-   * The partitions of a read of `collection` as its SQL needs them (partitionsParam). A row is
-   * written only in the transaction that moves its partition's checkpoint, so the partitions
-   * with a checkpoint here are all those the collection's table can hold rows of. A serve-node
-   * asked for a subset of what it hosts (a gateway reading others from another replica) keeps
-   * the condition.
-   */
-  private partitionsAsked(collection: string, partitions: readonly number[]): string | null {
-    const stamp = this.stamp();
-    if (stamp !== this.checkpointedRead.stamp) this.checkpointedRead = { stamp, of: new Map() };
-    let held = this.checkpointedRead.of.get(collection);
-    if (held === undefined) {
-      held = this.queries.statement(CHECKPOINTED_PARTITIONS).pluck().all(collection) as number[];
-      this.checkpointedRead.of.set(collection, held);
-    }
-    return partitionsParam(held, partitions);
-  }
-
   /** The table the collection is indexed in; undefined before its first document or settings. */
   private table(collection: string): FtsTable | undefined {
     let id = this.tableIdOf.get(collection);
@@ -721,18 +482,4 @@ export class SearchStore {
     this.statements.insertTable.run(id, collection, settingsJson);
     return this.tableById(id);
   }
-}
-
-interface SearchRow {
-  row: number;
-  score: number;
-  key: string;
-  [column: `k${number}` | `v${number}`]: number | string | null;
-}
-
-/** The sort values of a row: v<i> where the document has one (k<i> is its kind), else null. */
-function sortValuesOf(row: SearchRow, clauses: number): SortValues {
-  const values: SortValues = [];
-  for (let i = 0; i < clauses; i++) values.push(row[`k${i}`] === null ? null : row[`v${i}`]);
-  return values;
 }

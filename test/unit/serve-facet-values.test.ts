@@ -18,7 +18,7 @@ import { countValues, FacetValues } from '../../serve-node/facet-values.js';
 import { FieldIndex } from '../../serve-node/field-index.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
-import type { FoundMatches } from '../../serve-node/search-store.js';
+import type { FoundMatches } from '../../serve-node/search-reads.js';
 
 const FIELDS = { filterable: ['tag', 'n'], sortable: [] };
 
