@@ -43,6 +43,8 @@ export class BackgroundSteps {
   /** The next run after a failed step or when a merge may start, and how long a retry waits. */
   private retry: NodeJS.Timeout | undefined;
   private retryMs = RETRY_MS_MIN;
+  /** The segment merge under way, for its log lines. */
+  private merging: { collection: string; startedMs: number; steps: number } | null = null;
 
   constructor(private readonly options: BackgroundStepsOptions) {
     // A step of no documents would never reach the end of a collection.
@@ -109,9 +111,33 @@ export class BackgroundSteps {
         logger.info({ collection: step.collection }, 're-indexed with the new settings');
         onSwapped(step.collection);
       }
+      if (merge !== null) this.logMerge(merge.merged);
       // Between steps, the event loop: reads and applied answers go first.
       await nextTurn();
     }
+  }
+
+  /** A line when a merge starts and one when it ends; one that had nothing to merge says nothing. */
+  private logMerge({ collection, finished }: { collection: string; finished: boolean }): void {
+    const { logger } = this.options;
+    if (this.merging?.collection !== collection) {
+      this.merging = { collection, startedMs: performance.now(), steps: 0 };
+    }
+    this.merging.steps += 1;
+    if (!finished) {
+      if (this.merging.steps === 1) {
+        logger.info({ collection }, 'merging the segments of the search index');
+      }
+      return;
+    }
+    if (this.merging.steps > 1) {
+      const ms = Math.round(performance.now() - this.merging.startedMs);
+      logger.info(
+        { collection, steps: this.merging.steps, ms },
+        'merged the search index segments',
+      );
+    }
+    this.merging = null;
   }
 
   private runAfter(ms: number): void {

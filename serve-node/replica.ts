@@ -14,7 +14,7 @@ import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX } from './search-store.js';
 import { StepView } from './step-view.js';
-import type { MergePolicy, MergeStep } from './segment-merges.js';
+import type { CollectionMergeStep, MergePolicy } from './segment-merges.js';
 import { currentBootId } from '../shared/boot-id.js';
 import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
@@ -183,7 +183,7 @@ export class Replica {
    * With no re-index step to take and no retired rows left, a step merging a table's FTS5
    * segments once writes have paused (segment-merges.ts), for at most `msMax`.
    */
-  mergeStep(msMax: number, policy: MergePolicy): MergeStep | null {
+  mergeStep(msMax: number, policy: MergePolicy): CollectionMergeStep | null {
     return this.search.mergeSegments(performance.now() + msMax, policy);
   }
 

@@ -28,7 +28,7 @@ import type { ParsedQuery } from './fts-query.js';
 import { openFtsTable, rowOf, type FtsTable } from './fts-table.js';
 import { Highlighters } from './highlighter.js';
 import { RetiredTables } from './retired-tables.js';
-import { SegmentMerges, type MergePolicy, type MergeStep } from './segment-merges.js';
+import { SegmentMerges, type CollectionMergeStep, type MergePolicy } from './segment-merges.js';
 import { SearchReads } from './search-reads.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
@@ -427,8 +427,11 @@ export class SearchStore {
    * `deadlineMs` (performance.now()): null when none is due, or how long to wait for writes to
    * pause first.
    */
-  mergeSegments(deadlineMs: number, policy: MergePolicy): MergeStep | null {
-    return this.merges.step((id) => this.tableById(id), deadlineMs, policy);
+  mergeSegments(deadlineMs: number, policy: MergePolicy): CollectionMergeStep | null {
+    const step = this.merges.step((id) => this.tableById(id), deadlineMs, policy);
+    if (step === null || 'waitMs' in step) return step;
+    const collection = this.statements.tableCollection.get(step.merged.tableId) as string;
+    return { merged: { collection, finished: step.merged.finished } };
   }
 
   /** The collections with a table due a segment merge, under way or waiting for writes to pause. */

@@ -37,7 +37,13 @@ export interface MergePolicy {
 }
 
 /** What a merge step did: merged part of a table, or waited for writes to pause. */
-export type MergeStep = { merged: { tableId: number; finished: boolean } } | { waitMs: number };
+export type MergeStep = { merged: { tableId: number; finished: boolean } } | MergeWait;
+/** The same, naming the table's collection. */
+export type CollectionMergeStep = { merged: { collection: string; finished: boolean } } | MergeWait;
+/** How long writes must still pause before a merge due may start. */
+export interface MergeWait {
+  waitMs: number;
+}
 
 export class SegmentMerges {
   /** table id → documents written since its last merge (or since the store opened). */

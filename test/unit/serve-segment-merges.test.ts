@@ -196,7 +196,7 @@ describe('segment merges', () => {
     expect(reopened.mergesDue({ quietMs: 0, writtenPercent: 50 })).toEqual(['docs']);
     // Already one segment: the merge finds nothing to do and the table is no longer due.
     expect(reopened.mergeStep(10, { quietMs: 0, writtenPercent: 50 })).toEqual({
-      merged: { tableId: expect.any(Number), finished: true },
+      merged: { collection: 'docs', finished: true },
     });
     expect(reopened.mergesDue({ quietMs: 0, writtenPercent: 50 })).toEqual([]);
   });

@@ -1,0 +1,170 @@
+// kill -9 in the middle of a segment merge (serve-node/segment-merges.ts): a child process opens a
+// replica whose table holds many FTS5 segments and merges them a command a step, and is killed
+// after a few steps have committed. The store it leaves passes FTS5's integrity check, answers
+// every search exactly as before the merge, and the merge goes on from where it stopped to one
+// segment, answers unchanged. The child runs dist/ (built by the test setup); the replica is
+// real (LMDB and SQLite in a temp dir).
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type Database from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { parseQuery } from '../../serve-node/fts-query.js';
+import { Replica } from '../../serve-node/replica.js';
+import { tempDir } from '../harness/index.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const WORDS = ['north', 'south', 'east', 'west', 'river', 'stone', 'cedar', 'maple', 'harbor'];
+const PARTITIONS = [0, 1];
+/** Steps the child commits before it is killed: the merge has begun and is far from done. */
+const STEPS_BEFORE_KILL = 3;
+/** The wait for those steps, past which the test fails. */
+const CHILD_WAIT_MS_MAX = 30_000;
+const AT_ONCE = { quietMs: 0, writtenPercent: 0 };
+
+const dirs: Array<{ cleanup(): void }> = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) dir.cleanup();
+});
+
+/** Loads `docs` documents into a replica at `dir`, 20 a transaction (a segment each), closed. */
+async function load(dir: string, docs: number): Promise<void> {
+  const replica = new Replica(dir);
+  const next = new Map<string, number>();
+  const feed = (topic: string, partition: number, records: Array<[string, unknown]>) => {
+    const at = next.get(`${topic}/${partition}`) ?? 0;
+    const batches = encodeBatch(
+      records.map(([key, value]) => ({
+        key,
+        value: Buffer.from(JSON.stringify(value)),
+        timestampMs: 1_700_000_000_000,
+      })),
+      { baseOffset: at },
+    );
+    replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
+    next.set(`${topic}/${partition}`, at + records.length);
+  };
+  feed(SETTINGS_TOPIC, 0, [['docs', { filterable: ['n'] }]]);
+  for (let i = 0; i < docs; i += 20) {
+    const records: Array<[string, unknown]> = [];
+    for (let j = i; j < i + 20; j++) {
+      // The named words and a vocabulary of 5,000 more, so the index spans many pages.
+      const words = Array.from({ length: 40 }, (_, k) =>
+        k % 4 === 0
+          ? WORDS[(j * 5 + k * k) % WORDS.length]
+          : `w${(j * 7919 + k * 104_729) % 5_000}`,
+      );
+      records.push([`k${j}`, { title: `doc ${j}`, body: words.join(' '), n: j % 10 }]);
+    }
+    feed('docs', (i / 20) % PARTITIONS.length, records);
+  }
+  await replica.close();
+}
+
+function answers(replica: Replica) {
+  const limits = { queryBytesMax: 1024, queryTermsMax: 32 };
+  return ['river', 'cedar OR harbor', '"north south"', 'ma*', 'doc'].map((q) =>
+    replica.search.search('docs', PARTITIONS, parseQuery(q, limits), 50, 100_000),
+  );
+}
+
+const sqliteOf = (replica: Replica) => (replica.search as unknown as { db: Database.Database }).db;
+
+function fts(replica: Replica): string {
+  const id = sqliteOf(replica)
+    .prepare("SELECT table_id FROM collection_tables WHERE collection = 'docs'")
+    .pluck()
+    .get() as number;
+  return `fts_${id}`;
+}
+
+function segments(replica: Replica): number {
+  const db = sqliteOf(replica);
+  return db
+    .prepare(`SELECT count(DISTINCT segid) FROM ${fts(replica)}_idx`)
+    .pluck()
+    .get() as number;
+}
+
+/** FTS5's own check of its index structure: throws SQLITE_CORRUPT_VTAB when it finds a fault. */
+function integrityCheck(replica: Replica): void {
+  const table = fts(replica);
+  sqliteOf(replica)
+    .prepare(`INSERT INTO ${table} (${table}, rank) VALUES ('integrity-check', 0)`)
+    .run();
+}
+
+/**
+ * Opens the replica in a child that merges a command a step, one step each time the parent says
+ * so on its stdin, and kill -9s it once STEPS_BEFORE_KILL steps have committed: the kill comes
+ * between steps, at a point the parent chose, whatever the machine's speed.
+ */
+async function mergeAndKill(dir: string): Promise<void> {
+  const replicaJs = path.join(ROOT, 'dist/serve-node/replica.js');
+  const script = `
+    const { createInterface } = await import('node:readline');
+    const { Replica } = await import(${JSON.stringify(replicaJs)});
+    const replica = new Replica(${JSON.stringify(dir)});
+    let steps = 0;
+    for await (const _ of createInterface({ input: process.stdin })) {
+      const step = replica.mergeStep(0, ${JSON.stringify(AT_ONCE)});
+      if (step === null || step.merged.finished) { console.log('finished'); break; }
+      console.log('step ' + ++steps);
+    }`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT });
+  let output = '';
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on('exit', (_code, signal) => resolve(signal)),
+  );
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(
+      () => reject(new Error(`no merge steps: ${output}`)),
+      CHILD_WAIT_MS_MAX,
+    );
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stdout.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes('finished')) reject(new Error(`the merge finished first: ${output}`));
+      if ([...output.matchAll(/step \d+/g)].length < STEPS_BEFORE_KILL) {
+        child.stdin.write('step\n');
+        return;
+      }
+      clearTimeout(timer);
+      child.kill('SIGKILL');
+      resolve();
+    });
+    child.stdin.write('step\n');
+  });
+  expect(await exited).toBe('SIGKILL');
+}
+
+describe('a segment merge killed with kill -9', () => {
+  it('leaves a sound index with the same answers, and the merge goes on', async () => {
+    const dir = tempDir('merge-kill');
+    dirs.push(dir);
+    await load(dir.path, 3_000);
+    const reference = new Replica(dir.path);
+    const before = answers(reference);
+    const segmentsBefore = segments(reference);
+    expect(segmentsBefore).toBeGreaterThan(3);
+    await reference.close();
+
+    await mergeAndKill(dir.path);
+
+    const replica = new Replica(dir.path);
+    try {
+      integrityCheck(replica);
+      expect(answers(replica)).toEqual(before);
+      // The kill came mid-merge: it was not done.
+      expect(segments(replica)).toBeGreaterThan(1);
+      while (replica.mergeStep(10, AT_ONCE) !== null);
+      expect(segments(replica)).toBe(1);
+      integrityCheck(replica);
+      expect(answers(replica)).toEqual(before);
+    } finally {
+      await replica.close();
+    }
+  });
+});
