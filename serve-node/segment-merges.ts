@@ -19,8 +19,9 @@ import type { Statement } from 'better-sqlite3';
 import type { FtsTable } from './fts-table.js';
 
 /**
- * Leaf pages a merge command writes at most: the time of a command on the filters bench's store
- * was up to 28.7 ms for 32 pages, so a step's deadline is checked at about half that.
+ * Leaf pages a merge command writes at most. A step checks its deadline between commands, so a
+ * command bounds how far past it a step runs: on the filters bench's store a command of 32 pages
+ * took up to 28.7 ms, so one of 16 about half that.
  */
 const MERGE_PAGES_A_COMMAND = 16;
 /**
