@@ -7,3 +7,4 @@ export * from './temp-dir.js';
 export * from './serve-fixture.js';
 export * from './stall-proxy.js';
 export * from './embedded.js';
+export * from './replica-feed.js';

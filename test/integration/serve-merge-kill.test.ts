@@ -9,11 +9,9 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
-import { encodeBatch } from '../../shared/batch-codec.js';
-import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
-import { tempDir } from '../harness/index.js';
+import { ReplicaFeed, tempDir } from '../harness/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WORDS = ['north', 'south', 'east', 'west', 'river', 'stone', 'cedar', 'maple', 'harbor'];
@@ -32,21 +30,8 @@ afterEach(() => {
 /** Loads `docs` documents into a replica at `dir`, 20 a transaction (a segment each), closed. */
 async function load(dir: string, docs: number): Promise<void> {
   const replica = new Replica(dir);
-  const next = new Map<string, number>();
-  const feed = (topic: string, partition: number, records: Array<[string, unknown]>) => {
-    const at = next.get(`${topic}/${partition}`) ?? 0;
-    const batches = encodeBatch(
-      records.map(([key, value]) => ({
-        key,
-        value: Buffer.from(JSON.stringify(value)),
-        timestampMs: 1_700_000_000_000,
-      })),
-      { baseOffset: at },
-    );
-    replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
-    next.set(`${topic}/${partition}`, at + records.length);
-  };
-  feed(SETTINGS_TOPIC, 0, [['docs', { filterable: ['n'] }]]);
+  const feed = new ReplicaFeed(() => replica);
+  feed.settings('docs', { filterable: ['n'] });
   for (let i = 0; i < docs; i += 20) {
     const records: Array<[string, unknown]> = [];
     for (let j = i; j < i + 20; j++) {
@@ -58,7 +43,7 @@ async function load(dir: string, docs: number): Promise<void> {
       );
       records.push([`k${j}`, { title: `doc ${j}`, body: words.join(' '), n: j % 10 }]);
     }
-    feed('docs', (i / 20) % PARTITIONS.length, records);
+    feed.apply('docs', (i / 20) % PARTITIONS.length, records);
   }
   await replica.close();
 }

@@ -9,7 +9,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { encodeBatch } from '../../shared/batch-codec.js';
 import type { FilterNode } from '../../shared/filter/ast.js';
 import { createLogger } from '../../shared/logger.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
@@ -19,6 +18,7 @@ import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { Replica } from '../../serve-node/replica.js';
 import { StepView } from '../../serve-node/step-view.js';
 import { seededRandom, testSeed } from '../harness/random.js';
+import { ReplicaFeed } from '../harness/replica-feed.js';
 
 const PARTITIONS = [0, 1, 2];
 const WORDS = ['apple', 'banana', 'cherry', 'damson', 'elder'];
@@ -40,8 +40,7 @@ afterEach(async () => {
 class Fed {
   readonly dir: string;
   replica: Replica;
-  /** topic/partition → the next offset. */
-  readonly next = new Map<string, number>();
+  readonly feed = new ReplicaFeed(() => this.replica);
 
   constructor() {
     this.dir = mkdtempSync(join(tmpdir(), 'reindex-'));
@@ -51,21 +50,11 @@ class Fed {
 
   /** Appends records of one topic-partition as one batch at its next offset, and applies it. */
   apply(topic: string, partition: number, records: Array<[string, unknown]>): void {
-    const at = this.next.get(`${topic}/${partition}`) ?? 0;
-    const batch = encodeBatch(
-      records.map(([key, value]) => ({
-        key,
-        value: value === null ? null : Buffer.from(JSON.stringify(value)),
-        timestampMs: 1_700_000_000_000,
-      })),
-      { baseOffset: at },
-    );
-    this.replica.applyMany([{ topic, partition, fromOffset: at, batches: batch }]);
-    this.next.set(`${topic}/${partition}`, at + records.length);
+    this.feed.apply(topic, partition, records);
   }
 
   settings(value: unknown): void {
-    this.apply(SETTINGS_TOPIC, 0, [['docs', value]]);
+    this.feed.settings('docs', value);
   }
 
   /** Every step left, as the serve-node's background steps take them. */
@@ -389,7 +378,7 @@ describe('re-index after a settings change: failures and restarts', () => {
       if (entry.topic !== SETTINGS_TOPIC && random.next() < 0.1) {
         // A crash between the two commits: the search store has the answer, LMDB does not;
         // the restarted node takes no step on stale documents and gets the answer again.
-        const at = fed.next.get(`docs/${entry.partition}`);
+        const at = fed.feed.nextOffset('docs', entry.partition);
         if (at !== undefined) {
           const prepared = entry.records.map(([key, value], j) =>
             prepareRecord(

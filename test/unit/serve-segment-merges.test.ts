@@ -10,13 +10,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { encodeBatch } from '../../shared/batch-codec.js';
 import type { FilterNode } from '../../shared/filter/ast.js';
 import { createLogger } from '../../shared/logger.js';
-import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
+import { ReplicaFeed } from '../harness/replica-feed.js';
 
 const PARTITIONS = [0, 1];
 const WORDS = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape'];
@@ -38,27 +37,6 @@ function openReplica(dir = mkdtempSync(join(tmpdir(), 'merges-'))): Replica {
   return replica;
 }
 
-/** Applies records of one topic-partition as one batch (one transaction: one FTS5 segment). */
-function feed(
-  replica: Replica,
-  next: Map<string, number>,
-  topic: string,
-  partition: number,
-  records: Array<[string, unknown]>,
-): void {
-  const at = next.get(`${topic}/${partition}`) ?? 0;
-  const batches = encodeBatch(
-    records.map(([key, value]) => ({
-      key,
-      value: value === null ? null : Buffer.from(JSON.stringify(value)),
-      timestampMs: 1_700_000_000_000,
-    })),
-    { baseOffset: at },
-  );
-  replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
-  next.set(`${topic}/${partition}`, at + records.length);
-}
-
 /** A deterministic document: a few of WORDS, a number and a tag. */
 function doc(i: number) {
   const words = Array.from(
@@ -74,16 +52,16 @@ function doc(i: number) {
 }
 
 /** `docs` documents, `perBatch` a transaction, some keys written twice and some deleted. */
-function load(replica: Replica, docs: number, perBatch: number): Map<string, number> {
-  const next = new Map<string, number>();
-  feed(replica, next, SETTINGS_TOPIC, 0, [['docs', SETTINGS]]);
+function load(replica: Replica, docs: number, perBatch: number): ReplicaFeed {
+  const feed = new ReplicaFeed(() => replica);
+  feed.settings('docs', SETTINGS);
   for (let i = 0; i < docs; i += perBatch) {
     const records: Array<[string, unknown]> = [];
     for (let j = i; j < Math.min(docs, i + perBatch); j++) records.push([`k${j}`, doc(j)]);
     if (i > 0) records.push([`k${i - 1}`, doc(i * 31)], [`k${Math.floor(i / 2)}`, null]);
-    feed(replica, next, 'docs', (i / perBatch) % PARTITIONS.length, records);
+    feed.apply('docs', (i / perBatch) % PARTITIONS.length, records);
   }
-  return next;
+  return feed;
 }
 
 const sqliteOf = (replica: Replica) => (replica.search as unknown as { db: Database.Database }).db;
@@ -162,7 +140,7 @@ describe('segment merges', () => {
 
   it('are due again once the set share of the table has been written', () => {
     const replica = openReplica();
-    const next = load(replica, 1_000, 50);
+    const feed = load(replica, 1_000, 50);
     mergeAll(replica, 10);
     const tenth = { quietMs: 0, writtenPercent: 10 };
     const documents = replica.search.search(
@@ -174,10 +152,10 @@ describe('segment merges', () => {
     ).total;
     // Documents written since the merge: one short of a tenth, then the tenth.
     const share = Math.ceil(documents / 10);
-    for (let i = 0; i < share - 1; i++) feed(replica, next, 'docs', 0, [[`new${i}`, doc(i)]]);
+    for (let i = 0; i < share - 1; i++) feed.apply('docs', 0, [[`new${i}`, doc(i)]]);
     expect(replica.mergeStep(10, tenth)).toBeNull();
     expect(replica.mergesDue(tenth)).toEqual([]);
-    feed(replica, next, 'docs', 1, [['last', doc(7)]]);
+    feed.apply('docs', 1, [['last', doc(7)]]);
     expect(replica.mergesDue(tenth)).toEqual(['docs']);
     const before = answers(replica);
     while (replica.mergeStep(10, tenth) !== null);
@@ -203,8 +181,8 @@ describe('segment merges', () => {
 
   it('never merge a table a re-index replaced', () => {
     const replica = openReplica();
-    const next = load(replica, 400, 20);
-    feed(replica, next, SETTINGS_TOPIC, 0, [['docs', { ...SETTINGS, searchable: ['body'] }]]);
+    const feed = load(replica, 400, 20);
+    feed.settings('docs', { ...SETTINGS, searchable: ['body'] });
     // A merge due during the build waits: re-index steps come first in the loop, and until the
     // build swaps in, the old table is still the one answering.
     while (replica.reindexStep(50) !== null);
