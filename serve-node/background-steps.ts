@@ -117,7 +117,7 @@ export class BackgroundSteps {
     }
   }
 
-  /** A line when a merge starts and one when it ends; one that had nothing to merge says nothing. */
+  /** A line when a merge starts and one when it ends; a merge of one step says nothing. */
   private logMerge({ collection, finished }: { collection: string; finished: boolean }): void {
     const { logger } = this.options;
     if (this.merging?.collection !== collection) {
