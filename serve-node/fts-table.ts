@@ -37,6 +37,8 @@ export interface FtsTable {
   layout: ColumnLayout;
   insert: Statement;
   remove: Statement;
+  /** FTS5's incremental 'merge' command; its parameter is the pages to write (segment-merges.ts). */
+  merge: Statement;
 }
 
 /** Creates `fts_<id>` when it does not exist yet and prepares its statements. */
@@ -65,5 +67,6 @@ export function openFtsTable(
       `INSERT INTO ${name} (${name}, rowid, ${columns.join(', ')}) ` +
         `VALUES ('delete', ?, ${columns.map(() => '?').join(', ')})`,
     ),
+    merge: db.prepare(`INSERT INTO ${name} (${name}, rank) VALUES ('merge', ?)`),
   };
 }

@@ -17,6 +17,7 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import type { FtsTable } from './fts-table.js';
+import { writeStamp } from './write-stamp.js';
 
 /**
  * Leaf pages a merge command writes at most. A step checks its deadline between commands, so a
@@ -52,16 +53,16 @@ export class SegmentMerges {
   /** table id → its documents when its last merge finished; 0 until one has. */
   private readonly documentsAtMerge = new Map<number, number>();
   private lastWriteMs = -Infinity;
-  private readonly statements: { changes: Statement; documents: Statement };
+  /** SQLite's total_changes(): FTS5's test of whether a merge command did any work. */
+  private readonly changes: () => number;
+  private readonly documents: Statement;
 
   constructor(
     private readonly db: Database.Database,
     tableIds: readonly number[],
   ) {
-    this.statements = {
-      changes: db.prepare('SELECT total_changes()').pluck(),
-      documents: db.prepare('SELECT count(*) FROM doc_rows WHERE table_id = ?').pluck(),
-    };
+    this.changes = writeStamp(db);
+    this.documents = db.prepare('SELECT count(*) FROM doc_rows WHERE table_id = ?').pluck();
     for (const id of tableIds) this.written.set(id, 1);
   }
 
@@ -96,22 +97,18 @@ export class SegmentMerges {
     if (tableId === undefined) return null;
     const quietForMs = performance.now() - this.lastWriteMs;
     if (quietForMs < policy.quietMs) return { waitMs: policy.quietMs - quietForMs };
-    const table = tableOf(tableId);
-    const merge = this.db.prepare(
-      `INSERT INTO ${table.name} (${table.name}, rank) VALUES ('merge', ?)`,
-    );
+    const { merge } = tableOf(tableId);
     const finished = this.db.transaction(() => {
       do {
-        const before = this.statements.changes.get() as number;
+        const before = this.changes();
         merge.run(-MERGE_PAGES_A_COMMAND);
-        const changes = (this.statements.changes.get() as number) - before;
-        if (changes < MERGE_DID_WORK_CHANGES) return true;
+        if (this.changes() - before < MERGE_DID_WORK_CHANGES) return true;
       } while (performance.now() < deadlineMs);
       return false;
     })();
     if (finished) {
       this.written.delete(tableId);
-      this.documentsAtMerge.set(tableId, this.statements.documents.get(tableId) as number);
+      this.documentsAtMerge.set(tableId, this.documents.get(tableId) as number);
     }
     return { merged: { tableId, finished } };
   }

@@ -17,6 +17,7 @@ import { DOCS_FILE } from './doc-store.js';
 import { OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { BackgroundSteps } from './background-steps.js';
+import type { MergePolicy } from './segment-merges.js';
 import { Replica } from './replica.js';
 import { outdatedSearchLayout, SEARCH_FILE } from './search-store.js';
 import type { ServeNodeCore } from './routes.js';
@@ -49,6 +50,8 @@ export class ServeNode implements ServeNodeCore {
   private generation: number;
   private fetchers: LogFetcher[] = [];
   private background: BackgroundSteps | null = null;
+  /** When the search store merges a table's segments (segment-merges.ts), from the limits. */
+  private readonly mergePolicy: MergePolicy & { stepMsMax: number };
   /** The topics tailed: the collections found in the log, and the settings topic once it is. */
   private readonly topics = new Set<string>();
   /** A `log.topics()` call under way: reads naming an unknown collection join it. */
@@ -65,6 +68,11 @@ export class ServeNode implements ServeNodeCore {
   constructor(private readonly parts: ServeNodeParts) {
     this.hosted = parts.hosted;
     this.limits = parts.limits;
+    this.mergePolicy = {
+      quietMs: parts.limits.mergeQuietMs,
+      writtenPercent: parts.limits.mergeWrittenPercent,
+      stepMsMax: parts.limits.mergeStepMsMax,
+    };
     this.clusterSecret = parts.clusterSecret;
     this.generation = parts.generation;
     const dir = generationDir(parts.dataDir, parts.generation);
@@ -215,15 +223,7 @@ export class ServeNode implements ServeNodeCore {
       },
       ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
       reindexing: this.current.reindexing(),
-      segmentMerges: this.current.mergesDue(this.mergePolicy()),
-    };
-  }
-
-  private mergePolicy() {
-    return {
-      quietMs: this.limits.mergeQuietMs,
-      writtenPercent: this.limits.mergeWrittenPercent,
-      stepMsMax: this.limits.mergeStepMsMax,
+      segmentMerges: this.current.mergesDue(this.mergePolicy),
     };
   }
 
@@ -397,7 +397,7 @@ export class ServeNode implements ServeNodeCore {
       stepDocsMax: limits.reindexStepDocsMax,
       stepMsMax: limits.reindexStepMsMax,
       retryMsMax: limits.retryMsMax,
-      merges: this.mergePolicy(),
+      merges: this.mergePolicy,
       paused: () => this.snapshotting?.catch(() => undefined) ?? null,
       onSwapped: () => this.waiters.notify([{ topic: SETTINGS_TOPIC, partition: 0 }]),
       logger,

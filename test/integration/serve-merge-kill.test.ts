@@ -7,11 +7,10 @@
 import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
-import { ReplicaFeed, tempDir } from '../harness/index.js';
+import { ftsSegments, ftsTableOf, ReplicaFeed, replicaSqlite, tempDir } from '../harness/index.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const WORDS = ['north', 'south', 'east', 'west', 'river', 'stone', 'cedar', 'maple', 'harbor'];
@@ -55,28 +54,10 @@ function answers(replica: Replica) {
   );
 }
 
-const sqliteOf = (replica: Replica) => (replica.search as unknown as { db: Database.Database }).db;
-
-function fts(replica: Replica): string {
-  const id = sqliteOf(replica)
-    .prepare("SELECT table_id FROM collection_tables WHERE collection = 'docs'")
-    .pluck()
-    .get() as number;
-  return `fts_${id}`;
-}
-
-function segments(replica: Replica): number {
-  const db = sqliteOf(replica);
-  return db
-    .prepare(`SELECT count(DISTINCT segid) FROM ${fts(replica)}_idx`)
-    .pluck()
-    .get() as number;
-}
-
 /** FTS5's own check of its index structure: throws SQLITE_CORRUPT_VTAB when it finds a fault. */
 function integrityCheck(replica: Replica): void {
-  const table = fts(replica);
-  sqliteOf(replica)
+  const table = ftsTableOf(replica, 'docs');
+  replicaSqlite(replica)
     .prepare(`INSERT INTO ${table} (${table}, rank) VALUES ('integrity-check', 0)`)
     .run();
 }
@@ -132,7 +113,7 @@ describe('a segment merge killed with kill -9', () => {
     await load(dir.path, 3_000);
     const reference = new Replica(dir.path);
     const before = answers(reference);
-    const segmentsBefore = segments(reference);
+    const segmentsBefore = ftsSegments(reference, 'docs');
     expect(segmentsBefore).toBeGreaterThan(3);
     await reference.close();
 
@@ -143,9 +124,9 @@ describe('a segment merge killed with kill -9', () => {
       integrityCheck(replica);
       expect(answers(replica)).toEqual(before);
       // The kill came mid-merge: it was not done.
-      expect(segments(replica)).toBeGreaterThan(1);
+      expect(ftsSegments(replica, 'docs')).toBeGreaterThan(1);
       while (replica.mergeStep(10, AT_ONCE) !== null);
-      expect(segments(replica)).toBe(1);
+      expect(ftsSegments(replica, 'docs')).toBe(1);
       integrityCheck(replica);
       expect(answers(replica)).toEqual(before);
     } finally {

@@ -18,7 +18,7 @@ import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { Replica } from '../../serve-node/replica.js';
 import { StepView } from '../../serve-node/step-view.js';
 import { seededRandom, testSeed } from '../harness/random.js';
-import { ReplicaFeed } from '../harness/replica-feed.js';
+import { ReplicaFeed, replicaSqlite } from '../harness/replica-feed.js';
 
 const PARTITIONS = [0, 1, 2];
 const WORDS = ['apple', 'banana', 'cherry', 'damson', 'elder'];
@@ -256,10 +256,6 @@ describe('re-index after a settings change', () => {
   });
 });
 
-/** The search store's database, to look at its tables or limit its size. */
-const sqliteOf = (replica: Replica) =>
-  (replica.search as unknown as { db: import('better-sqlite3').Database }).db;
-
 describe('re-index after a settings change: failures and restarts', () => {
   it('takes no step while LMDB has no checkpoint of a partition the search store applied', () => {
     const a: [string, unknown] = ['a', { body: 'apple', n: 1 }];
@@ -300,7 +296,7 @@ describe('re-index after a settings change: failures and restarts', () => {
     );
     fed.settings(SETTINGS[1]);
     // The disk is full: the search store cannot grow, so a step fails and rolls back.
-    const db = sqliteOf(fed.replica);
+    const db = replicaSqlite(fed.replica);
     db.pragma(`max_page_count = ${db.pragma('page_count', { simple: true }) as number}`);
     const swapped: string[] = [];
     const logger = createLogger('test', 'silent');

@@ -8,14 +8,13 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Database from 'better-sqlite3';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { FilterNode } from '../../shared/filter/ast.js';
 import { createLogger } from '../../shared/logger.js';
 import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
-import { ReplicaFeed } from '../harness/replica-feed.js';
+import { ftsSegments, ReplicaFeed } from '../harness/replica-feed.js';
 
 const PARTITIONS = [0, 1];
 const WORDS = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape'];
@@ -64,18 +63,6 @@ function load(replica: Replica, docs: number, perBatch: number): ReplicaFeed {
   return feed;
 }
 
-const sqliteOf = (replica: Replica) => (replica.search as unknown as { db: Database.Database }).db;
-
-/** The FTS5 segments of the collection's table (each has rows in its `_idx` shadow table). */
-function segments(replica: Replica): number {
-  const db = sqliteOf(replica);
-  const table = db
-    .prepare("SELECT table_id FROM collection_tables WHERE collection = 'docs'")
-    .pluck()
-    .get() as number;
-  return db.prepare(`SELECT count(DISTINCT segid) FROM fts_${table}_idx`).pluck().get() as number;
-}
-
 const limits = { queryBytesMax: 1024, queryTermsMax: 32 };
 const filter: FilterNode = {
   kind: 'compare',
@@ -115,12 +102,12 @@ describe('segment merges', () => {
     const replica = openReplica();
     load(replica, 3_000, 25);
     const before = answers(replica);
-    expect(segments(replica)).toBeGreaterThan(3);
+    expect(ftsSegments(replica, 'docs')).toBeGreaterThan(3);
     expect(replica.mergesDue(AT_ONCE)).toEqual(['docs']);
     const steps = mergeAll(replica, 0);
     // A step of no time runs one command: many steps, each a few pages.
     expect(steps).toBeGreaterThan(1);
-    expect(segments(replica)).toBe(1);
+    expect(ftsSegments(replica, 'docs')).toBe(1);
     expect(replica.mergesDue(AT_ONCE)).toEqual([]);
     expect(answers(replica)).toEqual(before);
   });
@@ -128,14 +115,14 @@ describe('segment merges', () => {
   it('wait for writes to pause', () => {
     const replica = openReplica();
     load(replica, 500, 20);
-    const before = segments(replica);
+    const before = ftsSegments(replica, 'docs');
     expect(before).toBeGreaterThan(1);
     const policy = { quietMs: 60_000, writtenPercent: 0 };
     const step = replica.mergeStep(10, policy);
     expect(step).toHaveProperty('waitMs');
     expect((step as { waitMs: number }).waitMs).toBeGreaterThan(50_000);
     expect(replica.mergesDue(policy)).toEqual(['docs']);
-    expect(segments(replica)).toBe(before);
+    expect(ftsSegments(replica, 'docs')).toBe(before);
   });
 
   it('are due again once the set share of the table has been written', () => {
@@ -159,7 +146,7 @@ describe('segment merges', () => {
     expect(replica.mergesDue(tenth)).toEqual(['docs']);
     const before = answers(replica);
     while (replica.mergeStep(10, tenth) !== null);
-    expect(segments(replica)).toBe(1);
+    expect(ftsSegments(replica, 'docs')).toBe(1);
     expect(answers(replica)).toEqual(before);
   });
 
@@ -189,7 +176,7 @@ describe('segment merges', () => {
     expect(replica.mergesDue(AT_ONCE)).toEqual(['docs']);
     const before = answers(replica);
     mergeAll(replica, 10);
-    expect(segments(replica)).toBe(1);
+    expect(ftsSegments(replica, 'docs')).toBe(1);
     expect(answers(replica)).toEqual(before);
   });
 });
@@ -198,7 +185,7 @@ describe('segment merges in the background loop', () => {
   it('merge an idle table once writes pause, with no applied answer to start them', async () => {
     const replica = openReplica();
     load(replica, 1_000, 20);
-    expect(segments(replica)).toBeGreaterThan(1);
+    expect(ftsSegments(replica, 'docs')).toBeGreaterThan(1);
     const logger = createLogger('test', 'silent');
     const errors = vi.spyOn(logger, 'error');
     const steps = new BackgroundSteps({
@@ -214,8 +201,11 @@ describe('segment merges in the background loop', () => {
     try {
       steps.kick();
       // The load ended just now: the first look waits for the quiet time, then a timer comes back.
-      expect(segments(replica)).toBeGreaterThan(1);
-      await vi.waitFor(() => expect(segments(replica)).toBe(1), { timeout: 20_000, interval: 50 });
+      expect(ftsSegments(replica, 'docs')).toBeGreaterThan(1);
+      await vi.waitFor(() => expect(ftsSegments(replica, 'docs')).toBe(1), {
+        timeout: 20_000,
+        interval: 50,
+      });
       expect(replica.mergesDue({ quietMs: 200, writtenPercent: 10 })).toEqual([]);
       expect(errors).not.toHaveBeenCalled();
     } finally {
