@@ -25,7 +25,11 @@
  *     key in the log; every query's answer on a serve-node equals its answer on a replica rebuilt
  *     from the log (replay.ts): the total, and the hits in order with their keys, partitions,
  *     offsets, scores (exactly: both index the same records) and the writes their values name.
+ * (f) `token-stale-read`, `token-stale-scan`, `token-stale-search`, `token-search-missed`,
+ *     `token-undecodable`: every token read reflects every record at or below its token's offsets,
+ *     whichever session wrote it (check-tokens.ts).
  */
+import { checkTokenReads, type TokenDecoder, type TokenReadStats } from './check-tokens.js';
 import type { FeedEvent, History, Op, OpKind, Outcome } from './history.js';
 
 export const MAX_OPS_PER_KEY = 400;
@@ -72,7 +76,7 @@ export interface FinalSearch {
 }
 
 export interface Anomaly {
-  rule: 'a' | 'b' | 'c' | 'd' | 'e';
+  rule: 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
   kind: string;
   message: string;
   /** The operations involved (ids in the history). */
@@ -86,6 +90,8 @@ export interface CheckStats {
   feedEvents: number;
   feedConnections: number;
   linearizability: { keys: number; unchecked: number; ops: number; maxOpsPerKey: number };
+  /** Rule (f): the token reads held to their tokens, and the keys they were held to. */
+  tokenReads: TokenReadStats;
   finalKeys: number;
   /** Queries compared with a replay, and the hits they held. */
   finalSearches: { queries: number; hits: number };
@@ -104,11 +110,13 @@ export function check(
   log: LogEntry[],
   finalReads: FinalRead[],
   finalSearches: FinalSearch[],
+  decodeToken: TokenDecoder,
 ): CheckResult {
   const anomalies: Anomaly[] = [];
-  const ctx = new Context(history, log);
+  const ctx = new CheckContext(history, log);
   checkWrites(ctx, anomalies);
   checkSessions(ctx, anomalies);
+  const tokenReads = checkTokenReads(ctx, decodeToken, anomalies);
   const linearizability = checkStrongReads(ctx, anomalies);
   checkFeed(ctx, history, anomalies);
   checkFinal(ctx, finalReads, anomalies);
@@ -130,6 +138,7 @@ export function check(
       feedEvents: history.feed.length,
       feedConnections: history.feedConnections,
       linearizability,
+      tokenReads,
       finalKeys: finalReads.length,
       finalSearches: {
         queries: finalSearches.length,
@@ -140,7 +149,7 @@ export function check(
 }
 
 /** Indexes of the history and the log that every rule uses. */
-class Context {
+export class CheckContext {
   /** writeId → the op that attempted it and its item. */
   readonly writes = new Map<number, { op: Op; index: number }>();
   /** writeId → the log entries naming it. */
@@ -190,7 +199,7 @@ class Context {
 }
 
 /** (a): the log holds every ok write once, unknown ones at most once, nothing else. */
-function checkWrites(ctx: Context, anomalies: Anomaly[]): void {
+function checkWrites(ctx: CheckContext, anomalies: Anomaly[]): void {
   for (const [writeId, { op, index }] of ctx.writes) {
     const item = op.writes![index];
     if (item.delete) continue;
@@ -278,7 +287,7 @@ function checkWrites(ctx: Context, anomalies: Anomaly[]): void {
 }
 
 /** (b): read-your-writes and monotonic reads for every session that carries its token. */
-function checkSessions(ctx: Context, anomalies: Anomaly[]): void {
+function checkSessions(ctx: CheckContext, anomalies: Anomaly[]): void {
   const sessions = new Map<number, Op[]>();
   for (const op of ctx.history.ops) {
     const list = sessions.get(op.session) ?? [];
@@ -375,7 +384,7 @@ function checkSessions(ctx: Context, anomalies: Anomaly[]): void {
 }
 
 /** A search at the token for the unique term of the session's own ok write. */
-function checkSearch(ctx: Context, op: Op, anomalies: Anomaly[]): void {
+function checkSearch(ctx: CheckContext, op: Op, anomalies: Anomaly[]): void {
   const write = ctx.writes.get(op.term!);
   if (write === undefined || write.op.outcome !== 'ok' || write.op.session !== op.session) return;
   const item = write.op.writes![write.index];
@@ -402,7 +411,7 @@ interface RegisterOp {
 }
 
 /** (c): strong reads linearizable per key, against a register. */
-function checkStrongReads(ctx: Context, anomalies: Anomaly[]): CheckStats['linearizability'] {
+function checkStrongReads(ctx: CheckContext, anomalies: Anomaly[]): CheckStats['linearizability'] {
   const byKey = new Map<string, RegisterOp[]>();
   const add = (collection: string, key: string, op: RegisterOp) => {
     const k = keyOf(collection, key);
@@ -535,7 +544,7 @@ export function linearizable(
 }
 
 /** (d): the change feed, across reconnects. */
-function checkFeed(ctx: Context, history: History, anomalies: Anomaly[]): void {
+function checkFeed(ctx: CheckContext, history: History, anomalies: Anomaly[]): void {
   const last = new Map<string, FeedEvent>();
   const delivered = new Map<string, Set<number>>();
   const opsOf = (entry: LogEntry | undefined) => {
@@ -591,7 +600,7 @@ function checkFeed(ctx: Context, history: History, anomalies: Anomaly[]): void {
 }
 
 /** (e): the serve-node's final documents equal a replay of the log. */
-function checkFinal(ctx: Context, finalReads: FinalRead[], anomalies: Anomaly[]): void {
+function checkFinal(ctx: CheckContext, finalReads: FinalRead[], anomalies: Anomaly[]): void {
   const read = new Map(finalReads.map((r) => [keyOf(r.collection, r.key), r]));
   const keys = new Set([...ctx.keyLog.keys(), ...read.keys()]);
   for (const k of keys) {

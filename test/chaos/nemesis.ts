@@ -1,6 +1,7 @@
 /**
- * The nemeses: faults on a seeded schedule until stopped, or in quota mode (`kills`, `links`)
- * until every role attacked was killed, and every link cut or stalled, that many times:
+ * The nemeses: faults on a seeded schedule until stopped, or in quota mode (`kills`, `links`,
+ * `pauses`) until every role attacked was killed (and paused), and every link cut or stalled, that
+ * many times:
  * - `kill`: kill -9 of a node, restarted on the same data directory after a hold;
  * - `pause`: SIGSTOP, SIGCONT after a hold;
  * - `link`: a link between nodes (a proxy, test/harness/link-proxy.ts) cut or stalled, healed
@@ -34,10 +35,13 @@ export interface NemesisOptions {
   roles?: string[];
   /**
    * Quota mode, on a short schedule, then the nemesis is done: kill -9 each role attacked this
-   * many times, and cut or stall each link `links` times (the fault kind is then ignored).
+   * many times, cut or stall each link `links` times, and SIGSTOP each role `pauses` times (the
+   * fault kind is then ignored). The pauses come after the kills and the link faults, so a seed
+   * picks the same of those with or without them.
    */
   kills?: number;
   links?: number;
+  pauses?: number;
 }
 
 export interface Nemesis {
@@ -109,9 +113,10 @@ export function startNemesis(
   const count = (key: string) => (faults[key] = (faults[key] ?? 0) + 1);
 
   const linkFault = () => random.pick(['cut', 'stall'] as const);
+  const roles = [...new Set(victims.map((n) => n.role))];
   /** Quota mode: the faults still owed, each role's kills and each link's faults. */
   const owed: { left: number; step: () => Step }[] = [
-    ...[...new Set(victims.map((n) => n.role))].map((role) => ({
+    ...roles.map((role) => ({
       left: options.kills ?? 0,
       step: (): Step => ({
         fault: 'kill',
@@ -123,7 +128,16 @@ export function startNemesis(
       step: (): Step => ({ fault: linkFault(), link }),
     })),
   ];
-  const quota = options.kills !== undefined || options.links !== undefined;
+  /** Then each role's pauses. */
+  const owedPauses = roles.map((role) => ({
+    left: options.pauses ?? 0,
+    step: (): Step => ({
+      fault: 'pause',
+      node: random.pick(victims.filter((n) => n.role === role)),
+    }),
+  }));
+  const quota =
+    options.kills !== undefined || options.links !== undefined || options.pauses !== undefined;
 
   /** Half the link faults cut a serve-node off the log: where stale reads would hide. */
   const pickLink = (): ChaosLink => {
@@ -140,7 +154,8 @@ export function startNemesis(
       if (fault === 'cut' || fault === 'stall') return { fault, link: pickLink() };
       return { fault, node: random.pick(victims) };
     }
-    const left = owed.filter((o) => o.left > 0);
+    let left = owed.filter((o) => o.left > 0);
+    if (left.length === 0) left = owedPauses.filter((o) => o.left > 0);
     if (left.length === 0) return null;
     const chosen = random.pick(left);
     chosen.left--;

@@ -8,7 +8,8 @@
  *
  *   npm run chaos -- [--minutes N] [--seed S] [--nemesis kill|pause|link|mixed]
  *                    [--target embedded|cluster] [--sessions N] [--roles r1,r2]
- *                    [--kills N] [--links N]     (quota mode: N faults a role / a link, then stop)
+ *                    [--kills N] [--links N] [--pauses N]
+ *                    (quota mode: N kills / pauses a role, N faults a link, then stop)
  *
  * Exits 1 when the checker finds any anomaly (or the run could not be checked).
  */
@@ -19,6 +20,7 @@ import { FeedConsumer, now, Recorder, request, Session, writeIdOf, type Op } fro
 import { NEMESIS_KINDS, startNemesis, type NemesisKind, type Nemesis } from './nemesis.js';
 import { PARTITIONS, startCluster, startEmbedded } from './nodes.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { TokenCodec } from '../../shared/token.js';
 import { compareWithReplay, finalQueries } from './replay.js';
 import { cutOffReads, type CutOffReads } from './windows.js';
 
@@ -35,11 +37,13 @@ export interface ChaosOptions {
   /** Roles the nemesis may attack (all of the target's by default). */
   roles?: string[];
   /**
-   * Quota mode: kill -9 each role this many times, and cut or stall each link `links` times, on a
-   * short schedule, the load running until the last fault healed (durationMs is then ignored).
+   * Quota mode: kill -9 each role this many times, cut or stall each link `links` times and
+   * SIGSTOP each role `pauses` times, on a short schedule, the load running until the last fault
+   * healed (durationMs is then ignored).
    */
   kills?: number;
   links?: number;
+  pauses?: number;
   /** Operations per session at most (the load is bounded by count and by time). */
   opsPerSession?: number;
   log?: (line: string) => void;
@@ -88,6 +92,8 @@ interface LoadState {
   stopped: boolean;
   /** Settings changes made by the sessions: answered 200, and not. */
   settings: { ok: number; failed: number };
+  /** The latest put any session had acknowledged: half the searches look for it (rule (f)). */
+  lastPut: { collection: string; writeId: number } | null;
 }
 
 /**
@@ -155,7 +161,10 @@ async function sessionLoop(
     let op: Op;
     if (roll <= 30) {
       op = await session.put(collection, key);
-      if (op.outcome === 'ok') lastPut = { collection, writeId: op.writes![0].writeId };
+      if (op.outcome === 'ok') {
+        lastPut = { collection, writeId: op.writes![0].writeId };
+        load.lastPut = lastPut;
+      }
     } else if (roll <= 36) {
       op = await session.delete(collection, key);
     } else if (roll <= 44) {
@@ -176,7 +185,9 @@ async function sessionLoop(
     } else if (roll <= 92) {
       op = await session.scan(collection, `g${generation}-`, 50);
     } else if (lastPut !== null) {
-      op = await session.search(lastPut.collection, lastPut.writeId);
+      // Another session's write too: only rule (f) holds a search to what others wrote.
+      const sought = random.int(1, 2) === 1 ? (load.lastPut ?? lastPut) : lastPut;
+      op = await session.search(sought.collection, sought.writeId);
     } else {
       op = await session.read(collection, key, false);
     }
@@ -212,10 +223,14 @@ export async function settingsInEffect(url: string): Promise<boolean> {
   );
 }
 
-async function statusPartitions(url: string): Promise<StatusPartition[]> {
+async function status(url: string): Promise<{ clusterId: string; partitions: StatusPartition[] }> {
   const answer = await request(`${url}/v1/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
   if (answer.status !== 200) throw new Error(`status answered ${answer.status}`);
-  return answer.body.partitions as StatusPartition[];
+  return answer.body;
+}
+
+async function statusPartitions(url: string): Promise<StatusPartition[]> {
+  return (await status(url)).partitions;
 }
 
 async function collectionPartitions(url: string): Promise<StatusPartition[]> {
@@ -272,14 +287,25 @@ async function readWholeLog(url: string, ends: StatusPartition[]): Promise<LogEn
   return done() ? entries : null;
 }
 
+function quotaMode(options: ChaosOptions): boolean {
+  return [options.kills, options.links, options.pauses].some((n) => n !== undefined);
+}
+
+function describeQuota(options: ChaosOptions): string {
+  return (
+    `${options.kills ?? 0} kills a role, ${options.pauses ?? 0} pauses a role, ` +
+    `${options.links ?? 0} faults a link`
+  );
+}
+
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? ((line: string) => console.info(line));
   const { seed } = options;
-  const cycles = options.kills !== undefined || options.links !== undefined;
+  const cycles = quotaMode(options);
   log(
     `chaos: seed ${seed} (replay with --seed ${seed}), target ${options.target}, ` +
       (cycles
-        ? `quota: ${options.kills ?? 0} kills a role, ${options.links ?? 0} faults a link`
+        ? `quota: ${describeQuota(options)}`
         : `nemesis ${options.nemesis}, ${Math.round(options.durationMs / 1000)} s`),
   );
   const random = seededRandom(seed);
@@ -292,6 +318,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     started: 0,
     stopped: false,
     settings: { ok: 0, failed: 0 },
+    lastPut: null,
   };
   const feedRandom = seededRandom(random.int(0, 0x7fff_ffff));
   const feed = new FeedConsumer(recorder, () => feedRandom.int(50, 800));
@@ -310,7 +337,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     nemesis = startNemesis(
       target,
       seededRandom(random.int(0, 0x7fff_ffff)),
-      { kind: options.nemesis, roles: options.roles, kills: options.kills, links: options.links },
+      {
+        kind: options.nemesis,
+        roles: options.roles,
+        kills: options.kills,
+        links: options.links,
+        pauses: options.pauses,
+      },
       log,
     );
     if (cycles) {
@@ -389,7 +422,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const queries = finalQueries(COLLECTIONS, entries, sessions);
     const searches = await compareWithReplay(target, logEnds, queries, log);
 
-    const result = check(recorder.history(), entries, finals, searches);
+    const tokens = new TokenCodec((await status(target.url)).clusterId, PARTITIONS);
+    const result = check(recorder.history(), entries, finals, searches, (token) =>
+      tokens.decode(token),
+    );
     const report: ChaosReport = {
       seed,
       options,
@@ -414,11 +450,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
 export function describeReport(report: ChaosReport, ops: readonly Op[]): string {
   const { result, faults, seed } = report;
   const lines: string[] = [];
-  const { kills, links } = report.options;
-  const nemesis =
-    kills !== undefined || links !== undefined
-      ? `quota (${kills ?? 0} kills a role, ${links ?? 0} faults a link)`
-      : report.options.nemesis;
+  const nemesis = quotaMode(report.options)
+    ? `quota (${describeQuota(report.options)})`
+    : report.options.nemesis;
   lines.push(`chaos report: seed ${seed}, target ${report.options.target}, nemesis ${nemesis}`);
   lines.push('operations (ok / fail / unknown):');
   for (const kind of OP_KINDS) {
@@ -435,6 +469,11 @@ export function describeReport(report: ChaosReport, ops: readonly Op[]): string 
   lines.push(
     `linearizability: ${lin.keys} keys decided (${lin.ops} ops), ${lin.unchecked} unchecked ` +
       `(bound ${lin.maxOpsPerKey} ops per key)`,
+  );
+  const tokenReads = result.stats.tokenReads;
+  lines.push(
+    `token reads held to their tokens: ${tokenReads.reads} (reads, scans, searches), ` +
+      `${tokenReads.claims} keys at or below a token's offset`,
   );
   lines.push(`final strong reads: ${result.stats.finalKeys} keys`);
   const searches = result.stats.finalSearches;
@@ -524,6 +563,10 @@ function parseArgs(argv: string[]): ChaosOptions {
         options.links = Number(value);
         i++;
         break;
+      case '--pauses':
+        options.pauses = Number(value);
+        i++;
+        break;
       case '--roles':
         options.roles = value.split(',');
         i++;
@@ -537,6 +580,7 @@ function parseArgs(argv: string[]): ChaosOptions {
   for (const [flag, value] of [
     ['--kills', options.kills],
     ['--links', options.links],
+    ['--pauses', options.pauses],
   ] as const) {
     if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
       throw new Error(`${flag} must be a positive integer`);

@@ -1,9 +1,10 @@
-// The short chaos pass of issue 15 (test/chaos/run.ts): fixed seeds, kill -9 and cut and stalled
-// links under concurrent load, then the checker over everything recorded. It passes only with
-// zero anomalies AND proof that it did something: faults injected, writes acknowledged, strong
-// reads decided, the feed consumed, searches compared with a replica rebuilt from the log (after
-// settings changes made under the nemesis, each a background re-index), reads sent to a serve-node
-// cut off from the log. No wall-clock assertion: the load runs for a time or
+// The short chaos pass of issues 15 and 24 (test/chaos/run.ts): fixed seeds, kill -9, SIGSTOP of
+// every role and cut and stalled links under concurrent load, then the checker over everything
+// recorded. It passes only with zero anomalies AND proof that it did something: faults injected
+// (each role killed and paused), writes acknowledged, strong reads decided, token reads held to
+// their tokens, the feed consumed, searches compared with a replica rebuilt from the log (after
+// settings changes made under the nemesis, each a background re-index) and with a brute-force
+// model, reads sent to a serve-node cut off from the log. No wall-clock assertion: the load runs
 // until a quota of faults healed, every wait is for a condition.
 import { describe, expect, it } from 'vitest';
 import { runChaos, type ChaosReport } from '../chaos/run.js';
@@ -27,11 +28,15 @@ function expectChecked(report: ChaosReport, killed: string[], lines: string[]): 
   console.info(report.text);
   if (result.anomalies.length > 0) console.error(lines.join('\n'));
   expect(result.anomalies).toEqual([]);
-  for (const role of killed) expect(faults[`kill ${role}`] ?? 0).toBeGreaterThan(0);
+  for (const role of killed) {
+    expect(faults[`kill ${role}`] ?? 0).toBeGreaterThan(0);
+    expect(faults[`pause ${role}`] ?? 0).toBeGreaterThan(0);
+  }
   expect(result.stats.writes.ok).toBeGreaterThan(50);
   expect(result.stats.ops['read']?.ok ?? 0).toBeGreaterThan(10);
   expect(result.stats.ops['strong-read']?.ok ?? 0).toBeGreaterThan(10);
   expect(result.stats.linearizability.keys).toBeGreaterThan(0);
+  expect(result.stats.tokenReads.claims).toBeGreaterThan(10);
   expect(result.stats.logRecords).toBeGreaterThanOrEqual(result.stats.writes.ok);
   expect(result.stats.feedEvents).toBeGreaterThanOrEqual(result.stats.logRecords);
   expect(result.stats.finalKeys).toBeGreaterThan(0);
@@ -41,20 +46,22 @@ function expectChecked(report: ChaosReport, killed: string[], lines: string[]): 
 }
 
 describe('chaos, short pass', () => {
-  it('embedded: kill -9 of tailbase start under load loses nothing and breaks no guarantee', async () => {
+  it('embedded: kill -9 and SIGSTOP of tailbase start under load lose nothing and break no guarantee', async () => {
     const { log, lines } = quiet();
     const report = await runChaos({
       log,
       seed: 15001,
-      durationMs: 30_000,
+      durationMs: 0,
       nemesis: 'kill',
       target: 'embedded',
+      kills: 10,
+      pauses: 2,
       sessions: 4,
     });
     expectChecked(report, ['embedded'], lines);
   }, 240_000);
 
-  it('cluster: kill -9 of every node, and every link cut or stalled, under load', async () => {
+  it('cluster: kill -9 and SIGSTOP of every node, and every link cut or stalled, under load', async () => {
     const { log, lines } = quiet();
     const report = await runChaos({
       log,
@@ -67,6 +74,7 @@ describe('chaos, short pass', () => {
       target: 'cluster',
       kills: 1,
       links: 1,
+      pauses: 1,
       sessions: 6,
     });
     expectChecked(report, ['log-node', 'serve-node', 'gateway'], lines);

@@ -10,6 +10,12 @@ import {
   type SearchAnswer,
 } from '../chaos/check.js';
 import type { FeedEvent, History, Op } from '../chaos/history.js';
+import { collectionOffsets, TokenCodec } from '../../shared/token.js';
+
+const codec = new TokenCodec('chaos-check', 4);
+/** The token the gateway would give for these partitions' offsets of collection `c`. */
+const token = (offsets: Record<number, number>) =>
+  codec.encode(collectionOffsets('c', new Map(Object.entries(offsets).map(([p, o]) => [+p, o]))));
 
 /** A small history builder: ops get ids in order; times are given explicitly. */
 class H {
@@ -60,8 +66,19 @@ class H {
       t1,
     );
   }
-  read(session: number, key: string, writeId: number | null, offset: number | null, t0: number) {
-    return this.op({ kind: 'read', session, key, seen: [{ key, writeId, offset }] }, t0, t0 + 1);
+  read(
+    session: number,
+    key: string,
+    writeId: number | null,
+    offset: number | null,
+    t0: number,
+    tokenSent?: string,
+  ) {
+    return this.op(
+      { kind: 'read', session, key, seen: [{ key, writeId, offset }], tokenSent },
+      t0,
+      t0 + 1,
+    );
   }
   strong(key: string, writeId: number | null, t0: number, t1: number) {
     return this.op(
@@ -95,7 +112,7 @@ class H {
       feedConnections: 1,
       feedCaughtUp: this.feedCaughtUp,
     };
-    return check(history, this.log, this.finals, this.searches);
+    return check(history, this.log, this.finals, this.searches, (t) => codec.decode(t));
   }
   kinds() {
     return this.run().anomalies.map((a) => a.kind);
@@ -278,6 +295,97 @@ describe('chaos checker', () => {
       );
       h.logged('k', 1, 0);
       expect(h.consistentEnd().kinds()).toEqual(['search-missed']);
+    });
+  });
+
+  describe('(f) every token read reflects what its token promised, whoever wrote it', () => {
+    /** Session 1 writes k; session 0 writes j after it and so holds a token covering k's write. */
+    const otherWrote = () => {
+      const h = new H();
+      h.put(1, 'k', 1, 0, 0, 1);
+      h.put(0, 'j', 2, 1, 2, 3);
+      h.logged('k', 1, 0);
+      h.logged('j', 2, 1);
+      return h;
+    };
+
+    it("fails a token read missing another session's write below its token, which rule (b) passes", () => {
+      const h = otherWrote();
+      h.read(0, 'k', null, null, 4, token({ 0: 1 }));
+      const result = h.consistentEnd().run();
+      expect(result.anomalies.map((a) => [a.rule, a.kind])).toEqual([['f', 'token-stale-read']]);
+      expect(result.anomalies[0].ops).toEqual([0, 2]);
+      expect(result.stats.tokenReads).toEqual({ reads: 1, claims: 1 });
+    });
+
+    it('fails a value older than a record at or below the token, and a deleted one', () => {
+      const h = otherWrote();
+      h.put(1, 'k', 3, 2, 4, 5);
+      h.del(1, 'j', 4, 3, 6, 7);
+      h.logged('k', 3, 2);
+      h.logged('j', null, 3);
+      h.read(0, 'k', 1, 0, 8, token({ 0: 2 }));
+      h.read(2, 'j', 2, 1, 9, token({ 0: 3 }));
+      expect(h.consistentEnd().kinds()).toEqual(['token-stale-read', 'token-stale-read']);
+    });
+
+    it('passes reads a later record explains, and partitions the token does not name', () => {
+      const h = otherWrote();
+      h.del(1, 'k', 3, 2, 4, 5);
+      h.put(1, 'q', 4, 0, 6, 7).partition = 1;
+      h.logged('k', null, 2);
+      h.log.push({ collection: 'c', partition: 1, offset: 0, key: 'q', writeId: 4 });
+      // Token at 1: k's put is promised; the delete above it may be seen too.
+      h.read(0, 'k', null, null, 8, token({ 0: 1 }));
+      h.read(0, 'k', 1, 0, 9, token({ 0: 1 }));
+      // q is on partition 1, which the token does not name.
+      h.read(0, 'q', null, null, 10, token({ 0: 2 }));
+      // Token at 2: the delete is promised, so 404 is right.
+      h.read(2, 'k', null, null, 11, token({ 0: 2 }));
+      const result = h.consistentEnd().run();
+      expect(result.anomalies).toEqual([]);
+      expect(result.stats.tokenReads).toEqual({ reads: 4, claims: 3 });
+    });
+
+    it('fails a scan missing a key or listing a deleted one in its window, past it passes', () => {
+      const h = otherWrote();
+      h.put(1, 'k2', 3, 2, 4, 5);
+      h.del(1, 'k2', 4, 3, 6, 7);
+      h.logged('k2', 3, 2);
+      h.logged('k2', null, 3);
+      const scan = (seen: Op['seen'], complete: boolean, tokenSent: string, t0: number) =>
+        h.op({ kind: 'scan', session: 0, prefix: 'k', complete, seen, tokenSent }, t0, t0 + 1);
+      // Complete, token at 3: k missing, k2 listed after its delete.
+      scan([{ key: 'k2', writeId: 3, offset: 2 }], true, token({ 0: 3 }), 8);
+      // Cut after its first key: k is in the window and listed; k2 is past it.
+      scan([{ key: 'k', writeId: 1, offset: 0 }], false, token({ 0: 3 }), 10);
+      const kinds = h.consistentEnd().kinds();
+      expect(kinds).toEqual(['token-stale-scan', 'token-stale-scan']);
+    });
+
+    it("fails a search that misses another session's write below its token, or finds a deleted one", () => {
+      const h = otherWrote();
+      h.put(1, 'm', 3, 2, 4, 5);
+      h.del(1, 'm', 4, 3, 6, 7);
+      h.logged('m', 3, 2);
+      h.logged('m', null, 3);
+      const search = (term: number, seen: Op['seen'], tokenSent: string, t0: number) =>
+        h.op({ kind: 'search', session: 2, term, seen, tokenSent }, t0, t0 + 1);
+      search(1, [], token({ 0: 1 }), 8);
+      search(1, [{ key: 'k', writeId: 1, offset: null }], token({ 0: 1 }), 10);
+      // A token older than write 2 promises nothing of it.
+      search(2, [], token({ 0: 0 }), 12);
+      // m was written again after write 3 (deleted): a miss is no anomaly, a hit at 3 is.
+      search(3, [], token({ 0: 2 }), 14);
+      search(3, [{ key: 'm', writeId: 3, offset: null }], token({ 0: 3 }), 16);
+      const kinds = h.consistentEnd().kinds();
+      expect(kinds).toEqual(['token-search-missed', 'token-stale-search']);
+    });
+
+    it('fails a token that does not decode', () => {
+      const h = otherWrote();
+      h.read(0, 'k', 1, 0, 4, new TokenCodec('another-cluster', 4).encode(new Map()));
+      expect(h.consistentEnd().kinds()).toEqual(['token-undecodable']);
     });
   });
 
