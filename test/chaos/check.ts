@@ -21,16 +21,20 @@
  * (d) `feed-order`, `feed-mismatch`, `feed-missed`, `feed-stalled`: the change feed, across its
  *     reconnects, delivers per topic-partition strictly increasing offsets, each the log's record at
  *     that offset, and (once it caught up) every record of the log.
- * (e) `final-state`, `final-search`: every key's final strong GET equals the last record of the
- *     key in the log; every query's answer on a serve-node equals its answer on a replica rebuilt
- *     from the log (replay.ts): the total, and the hits in order with their keys, partitions,
- *     offsets, scores (exactly: both index the same records) and the writes their values name.
+ * (e) `final-state`, `final-search`, `model-search`: every key's final strong GET equals the last
+ *     record of the key in the log; every query's answer on a serve-node equals its answer on a
+ *     replica rebuilt from the log (replay.ts): the total, and the hits in order with their keys,
+ *     partitions, offsets, scores (exactly: both index the same records) and the writes their
+ *     values name; and what does not depend on scoring (the keys a query and a filter match, the
+ *     values they hold, the total, the facet counts) equals a brute-force model of the final
+ *     documents that shares no code with the product (oracle.ts).
  * (f) `token-stale-read`, `token-stale-scan`, `token-stale-search`, `token-search-missed`,
  *     `token-undecodable`: every token read reflects every record at or below its token's offsets,
  *     whichever session wrote it (check-tokens.ts).
  */
 import { checkTokenReads, type TokenDecoder, type TokenReadStats } from './check-tokens.js';
 import type { FeedEvent, History, Op, OpKind, Outcome } from './history.js';
+import { modelDifferences, type ModelSearch } from './oracle.js';
 
 export const MAX_OPS_PER_KEY = 400;
 export const MAX_STATES_PER_KEY = 500_000;
@@ -75,6 +79,15 @@ export interface FinalSearch {
   error?: string;
 }
 
+/** What the runner asked after healing: every key strongly, and searches to compare. */
+export interface FinalAnswers {
+  reads: FinalRead[];
+  /** Rule (e): live against a replica rebuilt from the log. */
+  searches: FinalSearch[];
+  /** Rule (e): live against the brute-force model. */
+  modelSearches: ModelSearch[];
+}
+
 export interface Anomaly {
   rule: 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
   kind: string;
@@ -95,6 +108,8 @@ export interface CheckStats {
   finalKeys: number;
   /** Queries compared with a replay, and the hits they held. */
   finalSearches: { queries: number; hits: number };
+  /** Queries compared with the brute-force model, the hits they held, and the facet counts. */
+  modelSearches: { queries: number; hits: number; facetCounts: number };
 }
 
 export interface CheckResult {
@@ -108,10 +123,10 @@ const partitionOf = (collection: string, partition: number) => `${collection}\u0
 export function check(
   history: History,
   log: LogEntry[],
-  finalReads: FinalRead[],
-  finalSearches: FinalSearch[],
+  final: FinalAnswers,
   decodeToken: TokenDecoder,
 ): CheckResult {
+  const { reads: finalReads, searches: finalSearches, modelSearches } = final;
   const anomalies: Anomaly[] = [];
   const ctx = new CheckContext(history, log);
   checkWrites(ctx, anomalies);
@@ -121,6 +136,7 @@ export function check(
   checkFeed(ctx, history, anomalies);
   checkFinal(ctx, finalReads, anomalies);
   checkFinalSearches(finalSearches, anomalies);
+  checkModelSearches(modelSearches, anomalies);
 
   const ops: Record<string, Record<Outcome, number>> = {};
   const writes: Record<Outcome, number> = { ok: 0, fail: 0, unknown: 0 };
@@ -143,6 +159,11 @@ export function check(
       finalSearches: {
         queries: finalSearches.length,
         hits: finalSearches.reduce((sum, s) => sum + (s.live?.hits.length ?? 0), 0),
+      },
+      modelSearches: {
+        queries: modelSearches.length,
+        hits: modelSearches.reduce((sum, s) => sum + (s.live?.hits.size ?? 0), 0),
+        facetCounts: modelSearches.reduce((sum, s) => sum + (s.live?.facets.size ?? 0), 0),
       },
     },
   };
@@ -661,6 +682,24 @@ function checkFinalSearches(searches: FinalSearch[], anomalies: Anomaly[]): void
         break;
       }
     }
+  }
+}
+
+/** (e), the independent oracle: the answers that do not depend on scoring equal the model's. */
+function checkModelSearches(searches: ModelSearch[], anomalies: Anomaly[]): void {
+  for (const s of searches) {
+    const differences = modelDifferences(s);
+    if (differences.length === 0) continue;
+    const where =
+      `${s.collection} q=${JSON.stringify(s.q)}` + (s.filter ? ` filter=${s.filter}` : '');
+    const shown = differences.slice(0, 5).join('; ');
+    const more = differences.length > 5 ? ` (and ${differences.length - 5} more)` : '';
+    anomalies.push({
+      rule: 'e',
+      kind: 'model-search',
+      message: `${where}: ${shown}${more}`,
+      ops: [],
+    });
   }
 }
 

@@ -22,6 +22,7 @@ import { PARTITIONS, startCluster, startEmbedded } from './nodes.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { TokenCodec } from '../../shared/token.js';
 import { compareWithReplay, finalQueries } from './replay.js';
+import { MODEL_FILTERABLE, searchAgainstModel } from './oracle.js';
 import { cutOffReads, type CutOffReads } from './windows.js';
 
 export type { NemesisKind } from './nemesis.js';
@@ -287,6 +288,29 @@ async function readWholeLog(url: string, ends: StatusPartition[]): Promise<LogEn
   return done() ? entries : null;
 }
 
+/**
+ * Adds the fields the model's filters and facets name (oracle.ts) to a collection's filterable
+ * ones, keeping its other settings: one more re-index, which the catch-up waits for.
+ */
+async function makeFilterable(url: string, collection: string): Promise<void> {
+  const settingsUrl = `${url}/v1/collections/${collection}/settings`;
+  const done = await waitFor(
+    async () => {
+      const current = await request(settingsUrl, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
+      if (current.status !== 200) return false;
+      const settings = current.body.settings as { filterable?: string[] };
+      const filterable = [...new Set([...(settings.filterable ?? []), ...MODEL_FILTERABLE])];
+      const body = JSON.stringify({ ...settings, filterable });
+      const headers = { 'content-type': 'application/json' };
+      const answer = await request(settingsUrl, 'PUT', body, headers, REQUEST_TIMEOUT_MS);
+      return answer.status === 200;
+    },
+    HEAL_TIMEOUT_MS,
+    250,
+  );
+  if (!done) throw new Error(`could not make ${MODEL_FILTERABLE} filterable in ${collection}`);
+}
+
 function quotaMode(options: ChaosOptions): boolean {
   return [options.kills, options.links, options.pauses].some((n) => n !== undefined);
 }
@@ -360,6 +384,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       if (!node.alive) await node.start();
     }
     log(`chaos: healed after ${recorder.ops.length} operations; waiting for catch-up`);
+    for (const collection of COLLECTIONS) await makeFilterable(target.url, collection);
 
     let ends: StatusPartition[] = [];
     const caughtUp = await waitFor(
@@ -419,12 +444,26 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const logEnds = new Map(
       [...ends, ...settingsEnds].map((p) => [`${p.topic}/${p.partition}`, p.endOffset]),
     );
+    const writers = new Map<number, number>();
+    for (const op of recorder.ops)
+      for (const w of op.writes ?? []) writers.set(w.writeId, op.session);
     const queries = finalQueries(COLLECTIONS, entries, sessions);
     const searches = await compareWithReplay(target, logEnds, queries, log);
 
     const tokens = new TokenCodec((await status(target.url)).clusterId, PARTITIONS);
-    const result = check(recorder.history(), entries, finals, searches, (token) =>
-      tokens.decode(token),
+    const sessionOf = (writeId: number) => writers.get(writeId);
+    const modelSearches = await searchAgainstModel(
+      target.url,
+      COLLECTIONS,
+      entries,
+      sessionOf,
+      sessions,
+    );
+    const result = check(
+      recorder.history(),
+      entries,
+      { reads: finals, searches, modelSearches },
+      (token) => tokens.decode(token),
     );
     const report: ChaosReport = {
       seed,
@@ -494,6 +533,11 @@ export function describeReport(report: ChaosReport, ops: readonly Op[]): string 
   lines.push(
     `settings changes (re-indexes under the nemesis): ${report.settings.ok} ok, ` +
       `${report.settings.failed} not`,
+  );
+  const model = result.stats.modelSearches;
+  lines.push(
+    `final searches against a brute-force model of the final documents: ${model.queries} ` +
+      `queries, ${model.hits} hits, ${model.facetCounts} facet counts`,
   );
   lines.push(`anomalies: ${result.anomalies.length}`);
   for (const anomaly of result.anomalies.slice(0, 50)) {

@@ -10,6 +10,15 @@ import {
   type SearchAnswer,
 } from '../chaos/check.js';
 import type { FeedEvent, History, Op } from '../chaos/history.js';
+import {
+  finalDocuments,
+  modelAnswer,
+  modelQueries,
+  queryText,
+  type ModelAnswer,
+  type ModelSearch,
+} from '../chaos/oracle.js';
+import { writeValue } from '../chaos/history.js';
 import { collectionOffsets, TokenCodec } from '../../shared/token.js';
 
 const codec = new TokenCodec('chaos-check', 4);
@@ -24,6 +33,7 @@ class H {
   log: LogEntry[] = [];
   finals: FinalRead[] = [];
   searches: FinalSearch[] = [];
+  models: ModelSearch[] = [];
   feedCaughtUp = true;
 
   op(fields: Partial<Op> & Pick<Op, 'kind' | 'session'>, t0: number, t1: number): Op {
@@ -112,7 +122,8 @@ class H {
       feedConnections: 1,
       feedCaughtUp: this.feedCaughtUp,
     };
-    return check(history, this.log, this.finals, this.searches, (t) => codec.decode(t));
+    const final = { reads: this.finals, searches: this.searches, modelSearches: this.models };
+    return check(history, this.log, final, (t) => codec.decode(t));
   }
   kinds() {
     return this.run().anomalies.map((a) => a.kind);
@@ -533,6 +544,102 @@ describe('chaos checker', () => {
       h.searches = [score, order, total, value, missing].map((a) => compared(a, answer()));
       h.searches.push({ ...compared(answer(), null), error: 'refused' });
       expect(h.kinds()).toEqual(Array(6).fill('final-search'));
+    });
+  });
+
+  describe('(e) searches equal a brute-force model of the final documents', () => {
+    /** Writes 1-6 by sessions 0-2; k1 is overwritten by write 5 and k3 deleted. */
+    const log: LogEntry[] = [
+      [1, 'k1'],
+      [2, 'k2'],
+      [3, 'k3'],
+      [4, 'k4'],
+      [5, 'k1'],
+      [null, 'k3'],
+      [6, 'k6'],
+    ].map(([writeId, key], offset) => ({
+      collection: 'c',
+      partition: 0,
+      offset,
+      key: key as string,
+      writeId: writeId as number | null,
+    }));
+    const sessionOf = (writeId: number) => writeId % 3;
+    const docs = finalDocuments(log, 'c', sessionOf);
+    const queries = modelQueries('c', docs, 3);
+    const words = (writeId: number) =>
+      (writeValue(writeId, sessionOf(writeId)).t as string).split(' ');
+
+    it('counts matches, filters and facets by brute force over the last value of each key', () => {
+      expect(docs.map((d) => `${d.key}=${d.writeId}`)).toEqual(['k1=5', 'k2=2', 'k4=4', 'k6=6']);
+      const chaos = modelAnswer(
+        queries.find((q) => queryText(q) === 'chaos')!,
+        docs,
+      );
+      expect(chaos.total).toBe(4);
+      expect(chaos.facets).toEqual(
+        new Map([
+          ['2', 2],
+          ['1', 1],
+          ['0', 1],
+        ]),
+      );
+      for (const query of queries) {
+        const answer = modelAnswer(query, docs);
+        for (const doc of docs) {
+          const matched = query.groups.some(
+            (g) =>
+              g.all.every((w) => words(doc.writeId).includes(w)) &&
+              !(g.not ?? []).some((w) => words(doc.writeId).includes(w)),
+          );
+          const passes = query.filter === undefined || query.filter.holds(doc);
+          expect(answer.hits.has(doc.key)).toBe(matched && passes);
+        }
+      }
+      const s1 = queries.find((q) => q.filter?.text === 's = 1')!;
+      expect([...modelAnswer(s1, docs).hits.keys()]).toEqual(['k4']);
+      const notIn = queries.find((q) => q.filter?.text === 'NOT s IN [0, 2]')!;
+      expect([...modelAnswer(notIn, docs).hits.keys()]).toEqual(['k4']);
+    });
+
+    const compared = (live: ModelAnswer | null): ModelSearch => ({
+      collection: 'c',
+      q: 'chaos',
+      filter: null,
+      live,
+      model: modelAnswer(queries[0], docs),
+    });
+    const copy = (): ModelAnswer => {
+      const model = modelAnswer(queries[0], docs);
+      return { ...model, hits: new Map(model.hits), facets: new Map(model.facets) };
+    };
+
+    it('passes answers equal to the model', () => {
+      const h = clean().consistentEnd();
+      h.models = [compared(copy())];
+      expect(h.run().anomalies).toEqual([]);
+      expect(h.run().stats.modelSearches).toEqual({ queries: 1, hits: 4, facetCounts: 3 });
+    });
+
+    it('fails a key missing or extra, a stale value, a wrong total or facet count, no answer', () => {
+      const h = clean().consistentEnd();
+      const missing = copy();
+      missing.hits.delete('k2');
+      const extra = copy();
+      extra.hits.set('k3', 3);
+      const stale = copy();
+      stale.hits.set('k1', 1);
+      const total = copy();
+      total.total = 5;
+      const facet = copy();
+      facet.facets.set('2', 3);
+      // Cut short (more hits than pages): a key not reached is no anomaly.
+      const partial = copy();
+      partial.hits.delete('k2');
+      partial.complete = false;
+      h.models = [missing, extra, stale, total, facet, partial].map(compared);
+      h.models.push({ ...compared(null), error: 'refused' });
+      expect(h.kinds()).toEqual(Array(6).fill('model-search'));
     });
   });
 });
