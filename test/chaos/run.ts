@@ -3,8 +3,8 @@
  * while a nemesis (nemesis.ts) kills (-9) and pauses (SIGSTOP/SIGCONT) nodes and cuts and stalls
  * the links between them; then it heals, waits for the serve-nodes to catch up, reads the whole
  * log back through the change feed, reads every key strongly, compares searches with a replica
- * rebuilt from the log (replay.ts), and runs the checker (check.ts). Every random choice comes
- * from one printed seed.
+ * rebuilt from the log (replay.ts) and with a brute-force model of the final documents
+ * (oracle.ts), and runs the checker (check.ts). Every random choice comes from one printed seed.
  *
  *   npm run chaos -- [--minutes N] [--seed S] [--nemesis kill|pause|link|mixed]
  *                    [--target embedded|cluster] [--sessions N] [--roles r1,r2]
