@@ -106,7 +106,7 @@ class TokenRead {
     return entry.offset >= floor.offset;
   }
 
-  /** Holds what the read saw of `key` to the token; answers whether it had a claim on it. */
+  /** Holds what the read saw of `key` (null: nothing) to the token, where it promised any. */
   private hold(key: string, writeId: number | null, kind: string): void {
     const promised = this.promised(key);
     if (promised === undefined) return;
