@@ -30,6 +30,8 @@ export interface TokenReadStats {
   reads: number;
   /** Keys those reads were held to: each had a record at or below its token's offset. */
   claims: number;
+  /** Of those, the ones whose record there is a put by another session: rule (b) has no claim. */
+  othersClaims: number;
 }
 
 const READ_KINDS = new Set(['read', 'scan', 'search']);
@@ -39,7 +41,7 @@ export function checkTokenReads(
   decode: TokenDecoder,
   anomalies: Anomaly[],
 ): TokenReadStats {
-  const stats: TokenReadStats = { reads: 0, claims: 0 };
+  const stats: TokenReadStats = { reads: 0, claims: 0, othersClaims: 0 };
   for (const op of ctx.history.ops) {
     if (op.outcome !== 'ok' || !READ_KINDS.has(op.kind) || !op.tokenSent) continue;
     let asked: ReadonlyMap<number, number>;
@@ -106,12 +108,18 @@ class TokenRead {
     return entry.offset >= floor.offset;
   }
 
+  private count(promised: LogEntry): void {
+    this.stats.claims++;
+    const write = promised.writeId === null ? undefined : this.ctx.writes.get(promised.writeId);
+    if (write !== undefined && write.op.session !== this.op.session) this.stats.othersClaims++;
+  }
+
   /** Holds what the read saw of `key` (null: nothing) to the token, where it promised any. */
   private hold(key: string, writeId: number | null, kind: string): void {
     const promised = this.promised(key);
     if (promised === undefined) return;
-    this.stats.claims++;
     const { entry, tokenOffset } = promised;
+    this.count(entry);
     if (this.reflects(key, writeId, entry)) return;
     const op = this.op;
     const saw = writeId === null ? 'no document' : `write ${writeId}`;
@@ -148,7 +156,7 @@ class TokenRead {
     if (tokenOffset === undefined || offset > tokenOffset) return;
     const entries = this.entries(written.key);
     if (entries[entries.length - 1].offset !== offset) return; // written again since: no claim
-    this.stats.claims++;
+    this.count(written);
     if (op.seen!.some((s) => s.key === written.key && s.writeId === op.term)) return;
     const message =
       `session ${op.session}'s search ${op.id} for w${op.term} with a token naming partition ` +

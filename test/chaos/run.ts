@@ -512,7 +512,8 @@ export function describeReport(report: ChaosReport, ops: readonly Op[]): string 
   const tokenReads = result.stats.tokenReads;
   lines.push(
     `token reads held to their tokens: ${tokenReads.reads} (reads, scans, searches), ` +
-      `${tokenReads.claims} keys at or below a token's offset`,
+      `${tokenReads.claims} keys at or below a token's offset (${tokenReads.othersClaims} on ` +
+      `another session's write)`,
   );
   lines.push(`final strong reads: ${result.stats.finalKeys} keys`);
   const searches = result.stats.finalSearches;

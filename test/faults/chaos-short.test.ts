@@ -36,11 +36,13 @@ function expectChecked(report: ChaosReport, killed: string[], lines: string[]): 
   expect(result.stats.ops['read']?.ok ?? 0).toBeGreaterThan(10);
   expect(result.stats.ops['strong-read']?.ok ?? 0).toBeGreaterThan(10);
   expect(result.stats.linearizability.keys).toBeGreaterThan(0);
-  expect(result.stats.tokenReads.claims).toBeGreaterThan(10);
+  expect(result.stats.tokenReads.othersClaims).toBeGreaterThan(10);
   expect(result.stats.logRecords).toBeGreaterThanOrEqual(result.stats.writes.ok);
   expect(result.stats.feedEvents).toBeGreaterThanOrEqual(result.stats.logRecords);
   expect(result.stats.finalKeys).toBeGreaterThan(0);
   expect(result.stats.finalSearches.hits).toBeGreaterThan(0);
+  expect(result.stats.modelSearches.hits).toBeGreaterThan(0);
+  expect(result.stats.modelSearches.facetCounts).toBeGreaterThan(0);
   // Settings changed under the nemesis: rule (e) compared the re-indexed tables too.
   expect(report.settings.ok).toBeGreaterThan(0);
 }

@@ -326,7 +326,7 @@ describe('chaos checker', () => {
       const result = h.consistentEnd().run();
       expect(result.anomalies.map((a) => [a.rule, a.kind])).toEqual([['f', 'token-stale-read']]);
       expect(result.anomalies[0].ops).toEqual([0, 2]);
-      expect(result.stats.tokenReads).toEqual({ reads: 1, claims: 1 });
+      expect(result.stats.tokenReads).toEqual({ reads: 1, claims: 1, othersClaims: 1 });
     });
 
     it('fails a value older than a record at or below the token, and a deleted one', () => {
@@ -355,7 +355,7 @@ describe('chaos checker', () => {
       h.read(2, 'k', null, null, 11, token({ 0: 2 }));
       const result = h.consistentEnd().run();
       expect(result.anomalies).toEqual([]);
-      expect(result.stats.tokenReads).toEqual({ reads: 4, claims: 3 });
+      expect(result.stats.tokenReads).toEqual({ reads: 4, claims: 3, othersClaims: 2 });
     });
 
     it('fails a scan missing a key or listing a deleted one in its window, past it passes', () => {
