@@ -7,7 +7,9 @@
  * is another, `partitioner=murmur2_random` is Kafka's) and a value that is null (a tombstone) or
  * a JSON object. A record that is not fails its partition, naming it, before anything is written.
  * A topic that does not exist is created by the append (as Metadata creates it) unless the
- * listener's autoCreateTopics is off.
+ * listener's autoCreateTopics is off. A retried batch the log already holds is answered, as Kafka
+ * answers it, with its original offsets and no error; the answer's errorMessage says it was a
+ * duplicate (DUPLICATE_BATCH_MESSAGE), which tailbase's gateway checks and other clients ignore.
  */
 import {
   BATCH_MAGIC,
@@ -16,6 +18,7 @@ import {
   readBatchHeader,
   type RawRecord,
 } from '../../shared/batch-codec.js';
+import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyBytes } from '../../shared/partitioner.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
@@ -118,7 +121,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
       };
     }
     try {
-      const { baseOffset } = await log.append(topic, index, batch.batch);
+      const { baseOffset, duplicate } = await log.append(topic, index, batch.batch);
       return {
         index,
         errorCode: ErrorCode.NONE,
@@ -126,7 +129,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
         logAppendTimeMs: -1,
         logStartOffset: -1,
         recordErrors: [],
-        errorMessage: null,
+        errorMessage: duplicate ? DUPLICATE_BATCH_MESSAGE : null,
       };
     } catch (error) {
       return failed(index, kafkaErrorCode(error), kafkaErrorMessage(error));
