@@ -1,12 +1,14 @@
 /**
  * DescribeConfigs: a topic's five configs with their values and whether each is the node's
  * default; the broker resource shows num.partitions, the partition count of every collection
- * topic (how a Kafka client of tailbase learns it before any collection exists).
+ * topic (how a Kafka client of tailbase learns it before any collection exists), and
+ * tailbase.hosted.partitions, the partitions this log-node stores (how its peers learn it).
  */
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
 import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
+import { HOSTED_PARTITIONS_CONFIG } from './peers.js';
 import {
   CONFIG_TYPES,
   configSource,
@@ -17,14 +19,14 @@ import {
 type DescribeConfigsRequest = RequestBody<typeof ApiKey.DescribeConfigs>;
 
 const NUM_PARTITIONS = 'num.partitions';
-/** Kafka's config sources and types used by the broker resource's one config. */
+/** Kafka's config source and type of the broker resource's configs. */
 const STATIC_BROKER_CONFIG = 4;
 const CONFIG_TYPE_INT = 3;
 
-function numPartitions(partitions: number) {
+function brokerConfig(name: string, value: string) {
   return {
-    name: NUM_PARTITIONS,
-    value: String(partitions),
+    name,
+    value,
     readOnly: true,
     configSource: STATIC_BROKER_CONFIG,
     isSensitive: false,
@@ -38,6 +40,10 @@ function numPartitions(partitions: number) {
 const RESOURCE_TYPE = { TOPIC: 2, BROKER: 4 } as const;
 
 export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps): KafkaHandler {
+  const brokerConfigs = (partitions: number, hosted: readonly number[]) => [
+    brokerConfig(NUM_PARTITIONS, String(partitions)),
+    brokerConfig(HOSTED_PARTITIONS_CONFIG, hosted.join(',')),
+  ];
   return async (body: DescribeConfigsRequest, context: KafkaRequestContext) => {
     const [cluster, existing] = await Promise.all([log.cluster(), log.topics()]);
     const topics = new Map(existing.map((topic) => [topic.name, topic]));
@@ -59,8 +65,10 @@ export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps
           );
         }
         if (resourceType === RESOURCE_TYPE.BROKER) {
-          const wanted = configurationKeys === null || configurationKeys.includes(NUM_PARTITIONS);
-          return result(ErrorCode.NONE, null, wanted ? [numPartitions(cluster.partitions)] : []);
+          const configs = brokerConfigs(cluster.partitions, cluster.hostedPartitions).filter(
+            (config) => configurationKeys === null || configurationKeys.includes(config.name),
+          );
+          return result(ErrorCode.NONE, null, configs);
         }
         if (resourceType !== RESOURCE_TYPE.TOPIC) {
           return result(ErrorCode.INVALID_REQUEST, 'only topic and broker resources', []);

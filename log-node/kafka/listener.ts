@@ -22,7 +22,7 @@ import { listOffsetsHandler } from './list-offsets.js';
 import { metadataHandler } from './metadata.js';
 import { produceHandler } from './produce.js';
 
-/** Metadata names one broker, this one. */
+/** The node id of a log-node that stores every partition (or partition 0 among peers). */
 export const BROKER_NODE_ID = 0;
 
 export interface KafkaListener {
@@ -55,6 +55,7 @@ export async function startKafkaListener(options: KafkaListenerOptions): Promise
   const deps: HandlerDeps = {
     log: options.log,
     config,
+    peers: options.peers ?? null,
     topicConfigDefaults: options.topicConfigDefaults,
     logger,
   };
@@ -83,7 +84,7 @@ export async function startKafkaListener(options: KafkaListenerOptions): Promise
       config,
       handlers,
       broker: {
-        nodeId: BROKER_NODE_ID,
+        nodeId: options.nodeId ?? BROKER_NODE_ID,
         host: config.advertisedHost ?? socket.localAddress ?? config.host,
         port: config.advertisedPort ?? port,
       },
