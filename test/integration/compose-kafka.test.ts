@@ -9,8 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readComposeServices } from '../../bin/compose-services.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
-import { partitionFor } from '../../shared/partitioner.js';
 import { freePort } from '../harness/free-port.js';
+import { keysIn } from '../harness/keys.js';
 import { spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
 import { tempDir } from '../harness/temp-dir.js';
 
@@ -61,7 +61,7 @@ describe("compose.yaml's log-nodes as one Kafka cluster", () => {
       await log.ensureTopic('compose');
       const producer = await log.initProducerId();
       for (let partition = 0; partition < cluster.partitions; partition++) {
-        const key = keyIn(partition, cluster.partitions);
+        const [key] = keysIn(partition, cluster.partitions);
         const batch = encodeBatch([{ key, value: Buffer.from('{}'), timestampMs: 1 }], {
           ...producer,
           baseSequence: 0,
@@ -82,7 +82,3 @@ describe("compose.yaml's log-nodes as one Kafka cluster", () => {
     }
   });
 });
-
-function keyIn(partition: number, partitions: number): string {
-  for (let i = 0; ; i++) if (partitionFor(`key-${i}`, partitions) === partition) return `key-${i}`;
-}

@@ -9,19 +9,19 @@ import { encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { connectionRefused } from '../../shared/internal-http.js';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
-import { partitionFor } from '../../shared/partitioner.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { startKafkaNode, type KafkaNode } from '../harness/kafka.js';
+import { keysIn } from '../harness/keys.js';
 
 const PARTITIONS = 3;
 
 /** `count` documents whose keys (prefix + a number) lie in the partition. */
 function documents(prefix: string, partition: number, count: number) {
-  const keys: string[] = [];
-  for (let i = 0; keys.length < count; i++) {
-    if (partitionFor(`${prefix}${i}`, PARTITIONS) === partition) keys.push(`${prefix}${i}`);
-  }
-  return keys.map((key) => ({ key, value: Buffer.from(JSON.stringify({ key })), timestampMs: 1 }));
+  return keysIn(partition, PARTITIONS, count, prefix).map((key) => ({
+    key,
+    value: Buffer.from(JSON.stringify({ key })),
+    timestampMs: 1,
+  }));
 }
 
 describe('KafkaLogClient against a log-node', () => {

@@ -14,6 +14,7 @@ import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { createLogger } from '../../shared/logger.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { freePort } from '../harness/free-port.js';
+import { keysIn } from '../harness/keys.js';
 import { RawKafkaConnection } from '../harness/kafka.js';
 import { tempDir } from '../harness/temp-dir.js';
 
@@ -89,7 +90,7 @@ describe('log-nodes that split the partitions, as one Kafka cluster', () => {
         .map((p) => p.leaderId);
       expect(leaders).toEqual([0, 1, 2, 0, 1, 2]);
 
-      const key = keyIn(0);
+      const key = keysIn(0, PARTITIONS)[0];
       const produced = await connection.request(ApiKey.Produce, 9, {
         acks: -1,
         timeoutMs: 5_000,
@@ -191,7 +192,13 @@ describe('log-nodes that split the partitions, as one Kafka cluster', () => {
       const producer = await log.initProducerId();
       for (let partition = 0; partition < PARTITIONS; partition++) {
         const batch = encodeBatch(
-          [{ key: keyIn(partition), value: Buffer.from('{"a":1}'), timestampMs: 1 }],
+          [
+            {
+              key: keysIn(partition, PARTITIONS)[0],
+              value: Buffer.from('{"a":1}'),
+              timestampMs: 1,
+            },
+          ],
           { ...producer, baseSequence: 0 },
         );
         const appended = await log.append('viaclient', partition, batch);
@@ -211,9 +218,3 @@ describe('log-nodes that split the partitions, as one Kafka cluster', () => {
     }
   });
 });
-
-function keyIn(partition: number): string {
-  for (let i = 0; ; i++) {
-    if (partitionFor(`key-${i}`, PARTITIONS) === partition) return `key-${i}`;
-  }
-}
