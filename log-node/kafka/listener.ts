@@ -17,6 +17,7 @@ import { describeConfigsHandler } from './describe-configs.js';
 import { fetchHandler } from './fetch.js';
 import type { KafkaHandlers } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
+import { incrementalAlterConfigsHandler } from './incremental-alter-configs.js';
 import { initProducerIdHandler } from './init-producer-id.js';
 import { listOffsetsHandler } from './list-offsets.js';
 import { metadataHandler } from './metadata.js';
@@ -46,6 +47,7 @@ export function dataPathHandlers(deps: HandlerDeps): KafkaHandlers {
     [ApiKey.InitProducerId]: initProducerIdHandler(deps),
     [ApiKey.CreateTopics]: createTopicsHandler(deps),
     [ApiKey.DescribeConfigs]: describeConfigsHandler(deps),
+    [ApiKey.IncrementalAlterConfigs]: incrementalAlterConfigsHandler(deps),
   };
 }
 

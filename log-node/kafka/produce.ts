@@ -22,7 +22,7 @@ import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyBytes } from '../../shared/partitioner.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
-import { isCollectionTopic, isInternalTopic } from '../../shared/topics.js';
+import { isCollectionTopic, isInternalTopic, SETTINGS_TOPIC } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
 import {
   CloseConnection,
@@ -63,7 +63,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
                   'producing needs the write scope',
                 )
               : acksValid
-                ? producePartition(name, index, records)
+                ? producePartition(name, index, records, context)
                 : failed(index, ErrorCode.INVALID_REQUIRED_ACKS, `acks must be -1, 0 or 1`),
           ),
         ),
@@ -88,15 +88,20 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
     topic: string,
     index: number,
     records: Buffer | null,
+    context: KafkaRequestContext,
   ): Promise<PartitionAnswer> {
-    if (isInternalTopic(topic)) {
+    // The settings topic is a tailbase gateway's to write (the admin scope, as creating a
+    // collection's topic); the consumer offsets are the group coordinator's alone.
+    if (isInternalTopic(topic) && !(topic === SETTINGS_TOPIC && context.may('admin'))) {
       return failed(
         index,
         ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-        `${topic} is an internal topic: only tailbase writes it`,
+        topic === SETTINGS_TOPIC
+          ? `${topic} is tailbase's settings topic: writing it needs the admin scope`
+          : `${topic} is an internal topic: only tailbase writes it`,
       );
     }
-    if (!isCollectionTopic(topic)) {
+    if (!isCollectionTopic(topic) && topic !== SETTINGS_TOPIC) {
       return failed(
         index,
         ErrorCode.INVALID_TOPIC_EXCEPTION,

@@ -251,33 +251,57 @@ export class KafkaLogClient implements LogClient {
         ),
       ),
     );
-    for (const answer of answers) {
+    const existedOn: BrokerAddress[] = [];
+    answers.forEach((answer, i) => {
       const result = answer.topics.find((topic) => topic.name === name);
       if (result === undefined) {
         throw new TailbaseError(502, 'log_error', `CreateTopics did not answer topic ${name}`);
       }
-      if (
-        result.errorCode === ErrorCode.NONE ||
-        result.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS
-      ) {
-        continue;
+      if (result.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS) existedOn.push(brokers[i]);
+      else if (result.errorCode !== ErrorCode.NONE) {
+        throw logErrorOf(result.errorCode, result.errorMessage, { topic: name });
       }
-      throw logErrorOf(result.errorCode, result.errorMessage, { topic: name });
+    });
+    if (existedOn.length > 0 && configEntries.length > 0) {
+      await Promise.all(
+        existedOn.map((address) => this.alterConfigs(address, name, configEntries)),
+      );
     }
     const refreshed = await this.metadata.refresh();
     const [info] = await this.describe(refreshed, [name]);
-    const unchanged = configEntries.filter(
-      (entry) => String(info.configs[fieldOf(entry.name)]) !== entry.value,
-    );
-    if (unchanged.length > 0) {
-      throw new TailbaseError(
-        409,
-        'topic_configs_unchangeable',
-        `topic ${name} exists with ${unchanged.map((e) => `${e.name}=${String(info.configs[fieldOf(e.name)])}`).join(', ')}; changing an existing topic's configs over Kafka needs IncrementalAlterConfigs, which this log does not have`,
-        { topic: name },
-      );
-    }
     return info;
+  }
+
+  /**
+   * An existing topic's configs set (IncrementalAlterConfigs, on each broker that holds it: a
+   * tailbase log-node keeps its own, a Kafka broker forwards to its controller).
+   */
+  private async alterConfigs(
+    address: BrokerAddress,
+    topic: string,
+    configs: { name: string; value: string }[],
+  ): Promise<void> {
+    const answer = await this.pool.connection(address).request(
+      ApiKey.IncrementalAlterConfigs,
+      {
+        resources: [
+          {
+            resourceType: RESOURCE_TOPIC,
+            resourceName: topic,
+            configs: configs.map(({ name, value }) => ({ name, configOperation: 0, value })),
+          },
+        ],
+        validateOnly: false,
+      },
+      { timeoutMs: this.config.answerMsMax },
+    );
+    const result = answer.responses.find((r) => r.resourceName === topic);
+    if (result === undefined) {
+      throw new TailbaseError(502, 'log_error', `IncrementalAlterConfigs did not answer ${topic}`);
+    }
+    if (result.errorCode !== ErrorCode.NONE) {
+      throw logErrorOf(result.errorCode, result.errorMessage, { topic });
+    }
   }
 
   /** From the controller first (a tailbase log-node cluster hands ids out there), else any. */
@@ -738,12 +762,6 @@ function groupByTopic(partitions: { topic: string; partition: number }[]): Map<s
     grouped.set(topic, [...(grouped.get(topic) ?? []), partition]);
   }
   return grouped;
-}
-
-function fieldOf(configName: string): keyof TopicConfigs {
-  return (Object.keys(TOPIC_CONFIG_NAMES) as (keyof TopicConfigs)[]).find(
-    (field) => TOPIC_CONFIG_NAMES[field] === configName,
-  )!;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -53,6 +53,16 @@ describe('KafkaLogClient against a log-node', () => {
     expect(created.configs).toMatchObject({ cleanupPolicy: 'delete', retentionMs: 60_000 });
     const again = await log.ensureTopic('events');
     expect(again.configs).toEqual(created.configs);
+    // An existing topic's configs change (IncrementalAlterConfigs); a bad value changes nothing.
+    const changed = await log.ensureTopic('events', { retentionMs: 120_000 });
+    expect(changed.configs).toEqual({ ...created.configs, retentionMs: 120_000 });
+    const refused = await log
+      .ensureTopic('events', { retentionMs: 'soon' as unknown as number })
+      .catch((error: unknown) => error);
+    expect(refused).toMatchObject({ status: 400, code: 'invalid_topic_config' });
+    expect((await kafka.node.client.topics()).find((t) => t.name === 'events')?.configs).toEqual(
+      changed.configs,
+    );
     const ours = await log.topics();
     const node = await kafka.node.client.topics();
     expect(ours).toEqual(node.sort((a, b) => (a.name < b.name ? -1 : 1)));
