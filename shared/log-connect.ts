@@ -1,0 +1,35 @@
+/**
+ * The log a gateway or serve-node is pointed at by `--log`: `kafka://host:port[,host:port...]`
+ * reaches it by the Kafka protocol (shared/kafka-log), one or more `http://` log-node URLs by
+ * the internal HTTP API (shared/log-cluster.ts). `close` ends the connections it opened.
+ */
+import { KafkaLogClient, kafkaBootstrapOf } from './kafka-log/index.js';
+import type { LogClient } from './log-api.js';
+import { LogCluster, type LogClusterOptions } from './log-cluster.js';
+
+export interface ConnectedLog {
+  log: LogClient;
+  close(): void;
+}
+
+export async function connectLog(
+  urls: readonly string[],
+  options: LogClusterOptions,
+): Promise<ConnectedLog> {
+  const bootstrap = urls.flatMap((url) => kafkaBootstrapOf(url) ?? []);
+  if (bootstrap.length === 0) {
+    return { log: await LogCluster.connect(urls, options), close: () => undefined };
+  }
+  if (urls.some((url) => kafkaBootstrapOf(url) === null)) {
+    throw new Error(
+      `--log names either kafka:// brokers or http:// log-nodes, not both: ${urls.join(',')}`,
+    );
+  }
+  const log = await KafkaLogClient.connect({
+    bootstrap,
+    bootstrapWaitMs: options.connectWaitMs,
+    bootstrapRetryMs: options.connectRetryMs,
+    answerMsMax: options.answerMsMax,
+  });
+  return { log, close: () => log.close() };
+}
