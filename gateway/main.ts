@@ -45,7 +45,10 @@ export function registerGatewayCommand(program: Command): void {
     .command('gateway')
     .description('run the gateway: the public HTTP API over the log and the serve-nodes')
     .addOption(
-      new Option('--log <urls>', 'log-node URLs, comma-separated')
+      new Option(
+        '--log <urls>',
+        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners), or http:// log-node URLs, comma-separated",
+      )
         .env('TAILBASE_LOG')
         .argParser(urlList)
         .makeOptionMandatory(),

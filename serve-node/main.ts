@@ -18,7 +18,10 @@ export function registerServeNodeCommand(program: Command): void {
     )
     .addOption(integerOption('--port <port>', 'port to listen on', 'TAILBASE_PORT', 0))
     .addOption(
-      new Option('--log <urls>', 'log-node URL(s), comma-separated')
+      new Option(
+        '--log <urls>',
+        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners), or http:// log-node URLs, comma-separated",
+      )
         .env('TAILBASE_LOG')
         .makeOptionMandatory()
         .argParser((raw: string) =>

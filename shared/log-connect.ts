@@ -16,14 +16,14 @@ export async function connectLog(
   urls: readonly string[],
   options: LogClusterOptions,
 ): Promise<ConnectedLog> {
-  const bootstrap = urls.flatMap((url) => kafkaBootstrapOf(url) ?? []);
-  if (bootstrap.length === 0) {
+  const bootstrap = kafkaBootstrapOf(urls);
+  if (bootstrap === null) {
+    if (urls.some((url) => url.startsWith('kafka://'))) {
+      throw new Error(
+        `--log names kafka:// brokers or http:// log-nodes, not both: ${urls.join(',')}`,
+      );
+    }
     return { log: await LogCluster.connect(urls, options), close: () => undefined };
-  }
-  if (urls.some((url) => kafkaBootstrapOf(url) === null)) {
-    throw new Error(
-      `--log names either kafka:// brokers or http:// log-nodes, not both: ${urls.join(',')}`,
-    );
   }
   const log = await KafkaLogClient.connect({
     bootstrap,

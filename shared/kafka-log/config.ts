@@ -122,14 +122,17 @@ export function parseBrokerAddress(text: string): BrokerAddress {
   return { host: match[1].replace(/^\[|\]$/g, ''), port };
 }
 
+const KAFKA_SCHEME = 'kafka://';
+
 /**
- * `kafka://host:port[,host:port...]` as its brokers; null for any other URL (an HTTP log-node).
+ * The brokers of `--log` when it names Kafka: `kafka://host:port[,host:port...]`, which a
+ * comma-splitting flag parser hands over as `kafka://host:port` and bare `host:port`s (a scheme on
+ * each is accepted too); null when it names HTTP log-nodes.
  */
-export function kafkaBootstrapOf(url: string): string[] | null {
-  if (!url.startsWith('kafka://')) return null;
-  return url
-    .slice('kafka://'.length)
-    .replace(/\/+$/, '')
-    .split(',')
+export function kafkaBootstrapOf(urls: readonly string[]): string[] | null {
+  if (urls.length === 0 || !urls[0].startsWith(KAFKA_SCHEME)) return null;
+  return urls
+    .flatMap((url) => url.split(','))
+    .map((part) => part.trim().replace(KAFKA_SCHEME, '').replace(/\/+$/, ''))
     .filter((part) => part.length > 0);
 }
