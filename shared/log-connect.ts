@@ -3,7 +3,7 @@
  * reaches it by the Kafka protocol (shared/kafka-log), one or more `http://` log-node URLs by
  * the internal HTTP API (shared/log-cluster.ts). `close` ends the connections it opened.
  */
-import { KafkaLogClient, kafkaBootstrapOf } from './kafka-log/index.js';
+import { KafkaLogClient, kafkaBootstrapOf, type KafkaSaslPlain } from './kafka-log/index.js';
 import type { LogClient } from './log-api.js';
 import { LogCluster, type LogClusterOptions } from './log-cluster.js';
 
@@ -12,9 +12,14 @@ export interface ConnectedLog {
   close(): void;
 }
 
+export interface ConnectLogOptions extends LogClusterOptions {
+  /** SASL/PLAIN for kafka:// brokers that require it. */
+  kafkaSasl?: KafkaSaslPlain;
+}
+
 export async function connectLog(
   urls: readonly string[],
-  options: LogClusterOptions,
+  options: ConnectLogOptions,
 ): Promise<ConnectedLog> {
   const bootstrap = kafkaBootstrapOf(urls);
   if (bootstrap === null) {
@@ -30,6 +35,7 @@ export async function connectLog(
     bootstrapWaitMs: options.connectWaitMs,
     bootstrapRetryMs: options.connectRetryMs,
     answerMsMax: options.answerMsMax,
+    sasl: options.kafkaSasl,
   });
   return { log, close: () => log.close() };
 }

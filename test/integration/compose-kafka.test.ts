@@ -1,7 +1,8 @@
 /**
  * compose.yaml's three log-nodes, run as real processes from its own definition (their ports
  * moved to free ones, nothing else changed), are one Kafka cluster: a client bootstrapped on one
- * of them, with SASL/PLAIN and compose's API key, appends to and reads back every partition.
+ * of them, with SASL/PLAIN and compose's API key, appends to and reads back every partition, and
+ * a serve-node and a gateway given `--log kafka://` and the SASL flags serve through them.
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -13,6 +14,7 @@ import { freePort } from '../harness/free-port.js';
 import { keysIn } from '../harness/keys.js';
 import { spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
 import { tempDir } from '../harness/temp-dir.js';
+import { call } from './gateway-harness.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const dir = tempDir('compose-kafka');
@@ -79,6 +81,31 @@ describe("compose.yaml's log-nodes as one Kafka cluster", () => {
       ]);
     } finally {
       log.close();
+    }
+  });
+  it('a serve-node and a gateway on --log kafka:// with SASL flags serve writes and reads', async () => {
+    const kafkaUrl = `kafka://${kafkaPorts.map((port) => `127.0.0.1:${port}`).join(',')}`;
+    const sasl = ['--kafka-sasl-username', 'test', '--kafka-sasl-password', apiKey];
+    const serveDir = tempDir('compose-kafka-serve');
+    const serve = await spawnNode('serve-node', [
+      ...['--data', serveDir.path, '--port', '0', '--log', kafkaUrl],
+      ...sasl,
+    ]);
+    const gateway = await spawnNode('gateway', [
+      ...['--port', '0', '--log', kafkaUrl, '--serve', serve.url],
+      ...sasl,
+    ]);
+    try {
+      const put = await call(gateway.url, 'PUT', '/v1/collections/notes/docs/a', { t: 'hi' });
+      expect(put.status).toBe(200);
+      const got = await call(gateway.url, 'GET', '/v1/collections/notes/docs/a', undefined, {
+        'tailbase-token': put.token!,
+      });
+      expect(got).toMatchObject({ status: 200, body: { value: { t: 'hi' } } });
+    } finally {
+      await gateway.stop();
+      await serve.stop();
+      serveDir.cleanup();
     }
   });
 });
