@@ -419,9 +419,10 @@ export class KafkaLogClient implements LogClient {
     const connection = this.pool.connection(address);
     const answered = await Promise.all(
       rounds.map((round) =>
-        this.produceRound(connection, round).catch((error: unknown) =>
-          round.map(() => (error instanceof Error ? error : new Error(String(error)))),
-        ),
+        this.produceRound(connection, round).catch((error: unknown) => {
+          this.staleOnUnreachable(error);
+          return round.map(() => (error instanceof Error ? error : new Error(String(error))));
+        }),
       ),
     );
     const byItem = new Map<QueuedAppend, AppendOutcome>();
@@ -514,7 +515,12 @@ export class KafkaLogClient implements LogClient {
       const waitMs = attempt === 1 ? (options.waitMs ?? 0) : 0;
       await Promise.all(
         [...groups.values()].map(async ({ address, items }) => {
-          const answers = await this.fetchFrom(address, items, { ...options, waitMs });
+          const answers = await this.fetchFrom(address, items, { ...options, waitMs }).catch(
+            (error: unknown) => {
+              this.staleOnUnreachable(error);
+              throw error;
+            },
+          );
           items.forEach((item, i) => {
             const answer = answers[i];
             if ('leaderMoved' in answer && !lastAttempt) retry.push(item);
@@ -705,6 +711,18 @@ export class KafkaLogClient implements LogClient {
       logStartOffset: offsetOf(earliest, topic, partition),
       endOffset: offsetOf(latest, topic, partition),
     }));
+  }
+
+  /**
+   * A broker that cannot be reached may have lost its partitions' leadership (Kafka moves it to a
+   * replica): the metadata is asked again, in the background, so the caller's retry finds the
+   * new leader. The caller gets the failure as it was: whether the request reached the broker is
+   * the caller's to judge.
+   */
+  private staleOnUnreachable(error: unknown): void {
+    if (error instanceof TailbaseError && error.code === 'log_unreachable') {
+      this.metadata.refresh().catch(() => undefined);
+    }
   }
 
   close(): void {
