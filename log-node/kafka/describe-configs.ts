@@ -8,7 +8,7 @@ import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js
 import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
 import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
-import { HOSTED_PARTITIONS_CONFIG } from './peers.js';
+import { HOSTED_PARTITIONS_CONFIG } from '../../shared/kafka-log/errors.js';
 import {
   CONFIG_TYPES,
   configSource,

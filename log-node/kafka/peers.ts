@@ -18,12 +18,10 @@ import {
   type KafkaLogConfig,
   type KafkaSaslPlain,
 } from '../../shared/kafka-log/config.js';
-import { logErrorOf } from '../../shared/kafka-log/errors.js';
+import { HOSTED_PARTITIONS_CONFIG, logErrorOf } from '../../shared/kafka-log/errors.js';
 import type { ProducerIdentity } from '../../shared/log-api.js';
 import type { Logger } from '../../shared/logger.js';
 
-/** The broker config that says which partitions a log-node stores (a comma list). */
-export const HOSTED_PARTITIONS_CONFIG = 'tailbase.hosted.partitions';
 const RESOURCE_BROKER = 4;
 
 export interface KafkaPeerLimits {

@@ -76,3 +76,9 @@ export function logErrorOf(
  * this as success, which it is; tailbase's gateway reads it to check the batch was its own.
  */
 export const DUPLICATE_BATCH_MESSAGE = 'duplicate batch: these are the offsets it was given';
+
+/**
+ * The broker config in which a tailbase log-node says which partitions it stores (a comma list),
+ * in DescribeConfigs of its broker resource: how its peers and this client learn the split.
+ */
+export const HOSTED_PARTITIONS_CONFIG = 'tailbase.hosted.partitions';

@@ -44,7 +44,12 @@ import {
   type KafkaLogConfig,
   type KafkaLogOptions,
 } from './config.js';
-import { DUPLICATE_BATCH_MESSAGE, LEADER_ERRORS, logErrorOf } from './errors.js';
+import {
+  DUPLICATE_BATCH_MESSAGE,
+  HOSTED_PARTITIONS_CONFIG,
+  LEADER_ERRORS,
+  logErrorOf,
+} from './errors.js';
 
 interface QueuedAppend {
   topic: string;
@@ -80,6 +85,11 @@ export class KafkaLogClient implements LogClient {
   private readonly metadata: ClusterMetadata;
   private readonly producers = new Map<string, CallBatcher<QueuedAppend, AppendOutcome>>();
   private partitionCount: Promise<number> | null = null;
+  /**
+   * The node id storing each partition number, from tailbase log-nodes' broker configs
+   * (`tailbase.hosted.partitions`); empty on a Kafka cluster, whose brokers do not say.
+   */
+  private hostedBy = new Map<number, number>();
 
   private constructor(config: KafkaLogConfig) {
     this.config = config;
@@ -94,6 +104,7 @@ export class KafkaLogClient implements LogClient {
     for (;;) {
       try {
         await client.metadata.refresh();
+        await client.learnHosting();
         return client;
       } catch (error) {
         if (
@@ -106,6 +117,37 @@ export class KafkaLogClient implements LogClient {
         }
         await sleep(client.config.bootstrapRetryMs);
       }
+    }
+  }
+
+  /** Which broker stores which partition numbers, where the brokers say (tailbase log-nodes). */
+  private async learnHosting(): Promise<void> {
+    const snapshot = await this.metadata.current();
+    const answers = await Promise.all(
+      [...snapshot.brokers].map(async ([nodeId, address]) => {
+        // A broker down now is asked no more: its partitions group by their leaders instead.
+        const answer = await this.pool
+          .connection(address)
+          .request(
+            ApiKey.DescribeConfigs,
+            {
+              resources: [
+                {
+                  resourceType: RESOURCE_BROKER,
+                  resourceName: String(nodeId),
+                  configurationKeys: [HOSTED_PARTITIONS_CONFIG],
+                },
+              ],
+            },
+            { timeoutMs: this.config.answerMsMax },
+          )
+          .catch(() => null);
+        const value = answer?.results[0]?.configs.find((c) => c.name === HOSTED_PARTITIONS_CONFIG);
+        return { nodeId, hosted: (value?.value ?? '').split(',').filter((p) => p !== '') };
+      }),
+    );
+    for (const { nodeId, hosted } of answers) {
+      for (const partition of hosted) this.hostedBy.set(Number(partition), nodeId);
     }
   }
 
@@ -622,15 +664,17 @@ export class KafkaLogClient implements LogClient {
   }
 
   /**
-   * Partition numbers grouped by the broker that leads them in the topics known (on tailbase's
-   * log-nodes one node leads a partition number in every topic); a partition no known topic
-   * has yet is a group of its own.
+   * Partition numbers grouped by the broker that stores them (tailbase's log-nodes say so, and
+   * one node leads a partition number in every topic), else by their leader in the topics known;
+   * a partition no known topic has yet is a group of its own.
    */
   fetchGroups(partitions: readonly number[]): number[][] {
     const snapshot = this.metadata.known();
     const groups = new Map<string, number[]>();
     for (const partition of partitions) {
-      const leader = snapshot === null ? -1 : referenceLeader(snapshot, partition);
+      const leader =
+        this.hostedBy.get(partition) ??
+        (snapshot === null ? -1 : referenceLeader(snapshot, partition));
       const key = leader < 0 ? `alone:${partition}` : `node:${leader}`;
       groups.set(key, [...(groups.get(key) ?? []), partition]);
     }

@@ -42,6 +42,8 @@ describe('KafkaLogClient against a log-node', () => {
     expect(ours.clusterId).toBe(node.clusterId);
     expect(ours.partitions).toBe(PARTITIONS);
     expect(ours.hostedPartitions).toEqual([0, 1, 2]);
+    // One broker stores them all: one fetch reads them all, though no collection says so yet.
+    expect(log.fetchGroups([0, 1, 2])).toEqual([[0, 1, 2]]);
   });
 
   it('creates a topic with configs and lists it as the log-node does', async () => {
