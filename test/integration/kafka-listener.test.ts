@@ -535,7 +535,7 @@ describe('SASL/PLAIN with the API keys', () => {
     expect((await kafka.node.client.topics()).map((t) => t.name)).not.toContain('made');
   });
 
-  it("the settings topic takes a gateway's records from an admin key only, the consumer offsets from none", async () => {
+  it("the settings topic takes a gateway's records, and topic configs change, with an admin key only", async () => {
     kafka = await startKafkaNode({
       partitions: 1,
       apiKeys: [
@@ -565,6 +565,31 @@ describe('SASL/PLAIN with the API keys', () => {
     const offsets = await kafka.node.client.offsets();
     const end = (topic: string) => offsets.find((o) => o.topic === topic)?.endOffset;
     expect([end(SETTINGS_TOPIC), end(CONSUMER_OFFSETS_TOPIC)]).toEqual([1, 0]);
+
+    // A topic's configs change with the admin scope only.
+    const { client } = kafka.node;
+    await client.ensureTopic('altered');
+    const alter = async (key: string) =>
+      (
+        await (
+          await as(key)
+        ).request(ApiKey.IncrementalAlterConfigs, 1, {
+          resources: [
+            {
+              resourceType: 2,
+              resourceName: 'altered',
+              configs: [{ name: 'retention.ms', configOperation: 0, value: '60000' }],
+            },
+          ],
+          validateOnly: false,
+        })
+      ).responses[0].errorCode;
+    expect(await alter('writer-key-0123456789')).toBe(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    const topic = async () =>
+      (await client.topics()).find((t) => t.name === 'altered')!.configs.retentionMs;
+    expect(await topic()).not.toBe(60_000);
+    expect(await alter('admin-key-01234567890')).toBe(ErrorCode.NONE);
+    expect(await topic()).toBe(60_000);
   });
 
   it('listening off loopback without API keys is refused at start', async () => {
