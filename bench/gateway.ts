@@ -7,13 +7,22 @@
  * - get, scan, search: requests/s through the gateway (two serve-nodes, four partitions each);
  * - search skew: overlap@10 of the merged ranking over two serve-nodes against one serve-node
  *   holding every partition (per-node term statistics make scores not quite comparable).
+ * `npm run bench -- gateway-kafka` runs the same loads (not the skew) with the serve-nodes and the
+ * gateway reaching the log-node by the Kafka protocol (`--log kafka://`), to run beside
+ * `gateway` (the internal HTTP API) in one run: `npm run bench -- gateway gateway-kafka`.
  */
 import { rmSync } from 'node:fs';
 import { HttpServeClient } from '../shared/http-serve-client.js';
 import { apiWorkloads, measureApi, request, type ApiTargets } from './api-workloads.js';
 import { CpuWindow } from './cpu-share.js';
 import { skewQueries } from './workload.js';
-import { spawnLogNode, spawnTailbase, tailbaseBuilt, type RunningProcess } from './processes.js';
+import {
+  freePort,
+  spawnLogNode,
+  spawnTailbase,
+  tailbaseBuilt,
+  type RunningProcess,
+} from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
 
@@ -27,20 +36,31 @@ export const TARGETS: ApiTargets = {
   visibleP99Ms: 5,
 };
 
+/** How the serve-nodes and the gateway reach the log-node. */
+export type LogTransport = 'http' | 'kafka';
+
 export async function runGatewayBench(
-  options: BenchOptions & { references?: References },
+  options: BenchOptions & { references?: References; transport?: LogTransport },
 ): Promise<{ workloads: WorkloadResult[] }> {
+  const transport = options.transport ?? 'http';
+  const group = transport === 'kafka' ? 'gateway-kafka' : 'gateway';
   if (!tailbaseBuilt()) {
-    return { workloads: [skipRow('gateway', 'skipped: not built yet (dist/bin/tailbase.js)')] };
+    return { workloads: [skipRow(group, 'skipped: not built yet (dist/bin/tailbase.js)')] };
   }
   const hono = options.references?.honoReqPerSec?.value ?? 0;
   const dirs = [makeBenchDir('gw-log')];
-  const log = await spawnLogNode(dirs[0], PARTITIONS);
+  const kafkaPort = transport === 'kafka' ? await freePort() : null;
+  const log = await spawnLogNode(
+    dirs[0],
+    PARTITIONS,
+    kafkaPort === null ? [] : ['--kafka-port', String(kafkaPort)],
+  );
+  const logUrl = kafkaPort === null ? log.url : `kafka://127.0.0.1:${kafkaPort}`;
   const processes: RunningProcess[] = [];
   try {
     const serve = async (partitions: string) => {
       dirs.push(makeBenchDir('gw-serve'));
-      const flags = ['--data', dirs[dirs.length - 1], '--log', log.url, '--partitions', partitions];
+      const flags = ['--data', dirs[dirs.length - 1], '--log', logUrl, '--partitions', partitions];
       const node = await spawnTailbase('serve-node', flags, { readyPath: '/healthz' });
       processes.push(node);
       return node;
@@ -50,7 +70,7 @@ export async function runGatewayBench(
     const high = await serve(`${half}-${PARTITIONS - 1}`);
     const gateway = await spawnTailbase('gateway', [
       '--log',
-      log.url,
+      logUrl,
       '--serve',
       `${low.url},${high.url}`,
     ]);
@@ -61,6 +81,15 @@ export async function runGatewayBench(
       () => new CpuWindow({ gateway: [gateway], 'log-node': [log], 'serve-nodes': [low, high] }),
       options.quick === true,
     );
+    const where = `log-node, 2 serve-nodes, gateway${transport === 'kafka' ? ' (log by Kafka)' : ''}`;
+    if (transport === 'kafka') {
+      const rss = {
+        gateway: gateway.peakRssBytes(),
+        'log-node': log.peakRssBytes(),
+        'serve-nodes': Math.max(low.peakRssBytes(), high.peakRssBytes()),
+      };
+      return { workloads: apiWorkloads(group, run, hono, rss, TARGETS, where) };
+    }
 
     // Started only now, so the loads above ran against the two-node topology alone; it replays the
     // log and the wait below lets it catch up.
@@ -105,7 +134,7 @@ export async function runGatewayBench(
     };
     return {
       workloads: [
-        ...apiWorkloads('gateway', run, hono, rss, TARGETS, 'log-node, 2 serve-nodes, gateway'),
+        ...apiWorkloads(group, run, hono, rss, TARGETS, where),
         {
           group: 'gateway',
           name: 'search skew',

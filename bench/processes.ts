@@ -206,10 +206,16 @@ export async function spawnTailbase(
 }
 
 /** The log-node the benchmarks write to: fsync=always, whatever the environment says. */
-export function spawnLogNode(dataDir: string, partitions: number): Promise<RunningProcess> {
-  return spawnTailbase('log-node', ['--data', dataDir, '--partitions', String(partitions)], {
-    env: { TAILBASE_FSYNC: 'always' },
-  });
+export function spawnLogNode(
+  dataDir: string,
+  partitions: number,
+  flags: string[] = [],
+): Promise<RunningProcess> {
+  return spawnTailbase(
+    'log-node',
+    ['--data', dataDir, '--partitions', String(partitions), ...flags],
+    { env: { TAILBASE_FSYNC: 'always' } },
+  );
 }
 
 export function tailbaseBuilt(): boolean {

@@ -53,6 +53,11 @@ const GROUPS: Group[] = [
     name: 'gateway',
     run: async (context) => normalizeGroup('gateway', await runGatewayBench(context)),
   },
+  {
+    name: 'gateway-kafka',
+    run: async (context) =>
+      normalizeGroup('gateway-kafka', await runGatewayBench({ ...context, transport: 'kafka' })),
+  },
   { name: 'filters', timeMsMax: FILTERS_TIME_MS_MAX, run: (context) => runFiltersBench(context) },
   { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },

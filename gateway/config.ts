@@ -13,6 +13,7 @@ import {
 } from '../shared/filter-params.js';
 import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-api.js';
 
+import type { KafkaSaslPlain } from '../shared/kafka-log/index.js';
 import type { ApiKey } from '../shared/api-keys.js';
 
 export { parseApiKeys, type ApiKey, type Scope } from '../shared/api-keys.js';
@@ -77,6 +78,8 @@ export interface GatewayConfig {
   logUrls: string[];
   serveUrls: string[];
   clusterSecret?: string;
+  /** SASL/PLAIN for a log reached by kafka:// that requires it. */
+  kafkaSasl?: KafkaSaslPlain;
   apiKeys: ApiKey[];
   limits: GatewayLimits;
   writer: WriterConfig;

@@ -6,7 +6,7 @@
 import { isLoopback } from '../shared/cli-options.js';
 import { listen } from '../shared/http-server.js';
 import type { LogClient } from '../shared/log-api.js';
-import { LogCluster } from '../shared/log-cluster.js';
+import { connectLog, type ConnectedLog } from '../shared/log-connect.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { type ServeClient } from '../shared/serve-api.js';
 import { HttpServeClient } from '../shared/http-serve-client.js';
@@ -44,14 +44,16 @@ export async function startGateway(
   }
   const logger = clients.logger ?? createLogger('gateway');
   const secret = { clusterSecret: config.clusterSecret };
-  // The log-nodes may split the partitions between them; LogCluster routes each to its node.
-  const log =
-    clients.log ??
-    (await LogCluster.connect(config.logUrls, {
-      ...secret,
-      connectWaitMs: config.startWaitMsMax,
-      appendRequestBytesMax: config.appendRequestBytesMax,
-    }));
+  // Kafka brokers, or log-nodes over HTTP that may split the partitions between them.
+  const connected: ConnectedLog = clients.log
+    ? { log: clients.log, close: () => undefined }
+    : await connectLog(config.logUrls, {
+        ...secret,
+        kafkaSasl: config.kafkaSasl,
+        connectWaitMs: config.startWaitMsMax,
+        appendRequestBytesMax: config.appendRequestBytesMax,
+      });
+  const { log } = connected;
   const cluster = await log.cluster();
   if (cluster.limits) checkAgainstLog(config, cluster.limits);
   const serve =
@@ -77,6 +79,7 @@ export async function startGateway(
     async stop() {
       // Writes already taken are appended and answered before the streams are cut.
       await listener.close(() => closeGatewayServices(services));
+      connected.close();
     },
   };
 }

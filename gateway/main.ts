@@ -2,6 +2,8 @@
 import { type Command, Option } from 'commander';
 import {
   integerOption,
+  kafkaSaslOf,
+  kafkaSaslOptions,
   limitOptions,
   limitValues,
   onShutdownSignal,
@@ -45,7 +47,10 @@ export function registerGatewayCommand(program: Command): void {
     .command('gateway')
     .description('run the gateway: the public HTTP API over the log and the serve-nodes')
     .addOption(
-      new Option('--log <urls>', 'log-node URLs, comma-separated')
+      new Option(
+        '--log <urls>',
+        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners), or http:// log-node URLs, comma-separated",
+      )
         .env('TAILBASE_LOG')
         .argParser(urlList)
         .makeOptionMandatory(),
@@ -94,6 +99,7 @@ export function registerGatewayCommand(program: Command): void {
         APPEND_REQUEST_BYTES_MAX,
       ),
     );
+  for (const option of kafkaSaslOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('gateway');
     const running = await startGateway(
@@ -103,6 +109,7 @@ export function registerGatewayCommand(program: Command): void {
         logUrls: flags.log as string[],
         serveUrls: flags.serve as string[],
         clusterSecret: flags.clusterSecret as string | undefined,
+        kafkaSasl: kafkaSaslOf(flags),
         apiKeys: flags.apiKeys ? parseApiKeys(flags.apiKeys as string) : [],
         serveGetBatchKeysMax: flags.serveGetBatchKeysMax as number,
         serveAnswerMsMax: flags.serveAnswerMsMax as number,

@@ -170,6 +170,12 @@ export function registerLogNodeCommand(program: Command): void {
   for (const option of kafkaAdvertisedOptions()) command.addOption(option);
   command.addOption(
     new Option(
+      '--kafka-peers <host:port,...>',
+      "the other log-nodes' Kafka listeners, when this one hosts some of the partitions: Kafka clients then reach every partition through any of them",
+    ).env('TAILBASE_KAFKA_PEERS'),
+  );
+  command.addOption(
+    new Option(
       '--api-keys <keys>',
       'API keys as KEY:read,write;KEY2:admin: the Kafka listener takes them as SASL/PLAIN passwords',
     ).env('TAILBASE_API_KEYS'),
@@ -216,6 +222,9 @@ export function registerLogNodeCommand(program: Command): void {
               apiKeys,
               advertisedHost: flags.kafkaAdvertisedHost as string | undefined,
               advertisedPort: flags.kafkaAdvertisedPort as number | undefined,
+              peers: flags.kafkaPeers
+                ? (flags.kafkaPeers as string).split(',').filter((peer) => peer !== '')
+                : undefined,
             },
       logger,
     });

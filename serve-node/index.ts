@@ -1,6 +1,7 @@
 /** The serve-node's public surface: start one, and the types its callers need. */
 import { withDataDirLock } from '../shared/data-dir-lock.js';
-import { LogCluster } from '../shared/log-cluster.js';
+import type { KafkaSaslPlain } from '../shared/kafka-log/index.js';
+import { connectLog } from '../shared/log-connect.js';
 import { PARTITIONS_MAX, type LogClient } from '../shared/log-api.js';
 import { LocalServeClient } from './local-serve-client.js';
 import { listen } from '../shared/http-server.js';
@@ -20,6 +21,8 @@ export { DEFAULT_LIMITS as serveNodeDefaults } from './config.js';
 
 export interface ServeNodeOptions extends ServeNodeConfig {
   clusterSecret?: string;
+  /** SASL/PLAIN for a log reached by kafka:// that requires it. */
+  kafkaSasl?: KafkaSaslPlain;
   logger?: Logger;
   /** How long start waits for the log to answer before giving up. */
   logConnectMsMax?: number;
@@ -45,18 +48,29 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
   if (options.logUrls.length === 0) throw new Error('a serve-node needs at least one log URL');
   // Two processes applying into one set of stores corrupt them; the lock covers DATA and all in it.
   return withDataDirLock(options.dataDir, async (lock) => {
-    // The log-nodes may split the partitions between them; LogCluster routes each to its node.
-    const log = await LogCluster.connect(options.logUrls, {
+    // Kafka brokers, or log-nodes over HTTP that may split the partitions between them.
+    const connected = await connectLog(options.logUrls, {
       clusterSecret: options.clusterSecret,
+      kafkaSasl: options.kafkaSasl,
       connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
     });
-    return startLocked(options, log, logger, lock.release, async (node) => {
+    return startLocked(options, connected.log, logger, lock.release, async (node) => {
       const listener = await listen(
         createServeNodeApp(node, logger),
         options.host ?? DEFAULT_HOST,
         options.port ?? 0,
       );
-      return { url: listener.url, close: (then) => listener.close(then) };
+      return {
+        url: listener.url,
+        close: (then) =>
+          listener.close(async () => {
+            await then();
+            connected.close();
+          }),
+      };
+    }).catch((error: unknown) => {
+      connected.close();
+      throw error;
     });
   });
 }

@@ -1,13 +1,19 @@
 /** `tailbase serve-node`: flags (each with a TAILBASE_* environment variable) and signal handling. */
 import { Option, type Command } from 'commander';
 import { parsePartitionList } from '../shared/partition-list.js';
-import { integerOption, isLoopback, onShutdownSignal } from '../shared/cli-options.js';
+import {
+  integerOption,
+  isLoopback,
+  kafkaSaslOf,
+  kafkaSaslOptions,
+  onShutdownSignal,
+} from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS } from './config.js';
 import { startServeNode } from './index.js';
 
 export function registerServeNodeCommand(program: Command): void {
-  program
+  const command = program
     .command('serve-node')
     .description('run a serve-node: tail partitions into LMDB and SQLite FTS5 and serve reads')
     .addOption(
@@ -18,7 +24,10 @@ export function registerServeNodeCommand(program: Command): void {
     )
     .addOption(integerOption('--port <port>', 'port to listen on', 'TAILBASE_PORT', 0))
     .addOption(
-      new Option('--log <urls>', 'log-node URL(s), comma-separated')
+      new Option(
+        '--log <urls>',
+        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners), or http:// log-node URLs, comma-separated",
+      )
         .env('TAILBASE_LOG')
         .makeOptionMandatory()
         .argParser((raw: string) =>
@@ -184,42 +193,44 @@ export function registerServeNodeCommand(program: Command): void {
         DEFAULT_LIMITS.mergeStepMsMax,
         0,
       ),
-    )
-    .action(async (flags: Record<string, unknown>) => {
-      const logger = createLogger('serve-node');
-      if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
-        throw new Error('binding a non-loopback address needs --cluster-secret');
-      }
-      const running = await startServeNode({
-        dataDir: flags.data as string,
-        host: flags.host as string,
-        port: flags.port as number,
-        logUrls: flags.log as string[],
-        partitions: flags.partitions as number[] | undefined,
-        fromSnapshot: flags.fromSnapshot as string | undefined,
-        clusterSecret: flags.clusterSecret as string | undefined,
-        limits: {
-          waitMsMax: flags.waitMsMax as number,
-          waitersMax: flags.waitersMax as number,
-          logReadBytesMax: flags.logReadBytesMax as number,
-          applyLingerMs: flags.applyLingerMs as number,
-          applyLingerIdleMs: flags.applyLingerIdleMs as number,
-          topicRefreshMs: flags.topicRefreshMs as number,
-          readyLagMax: flags.readyLagMax as number,
-          scanBytesMax: flags.scanBytesMax as number,
-          getBatchKeysMax: flags.getBatchKeysMax as number,
-          getBatchBytesMax: flags.getBatchBytesMax as number,
-          searchTotalExactMax: flags.searchTotalExactMax as number,
-          facetValuesHeldMax: flags.facetValuesHeldMax as number,
-          reindexStepDocsMax: flags.reindexStepDocsMax as number,
-          reindexStepMsMax: flags.reindexStepMsMax as number,
-          mergeQuietMs: flags.mergeQuietMs as number,
-          mergeWrittenPercent: flags.mergeWrittenPercent as number,
-          mergeStepMsMax: flags.mergeStepMsMax as number,
-        },
-        logger,
-      });
-      process.stdout.write(`serve-node listening on ${running.url}\n`);
-      onShutdownSignal(logger, running.stop);
+    );
+  for (const option of kafkaSaslOptions()) command.addOption(option);
+  command.action(async (flags: Record<string, unknown>) => {
+    const logger = createLogger('serve-node');
+    if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
+      throw new Error('binding a non-loopback address needs --cluster-secret');
+    }
+    const running = await startServeNode({
+      dataDir: flags.data as string,
+      host: flags.host as string,
+      port: flags.port as number,
+      logUrls: flags.log as string[],
+      partitions: flags.partitions as number[] | undefined,
+      fromSnapshot: flags.fromSnapshot as string | undefined,
+      clusterSecret: flags.clusterSecret as string | undefined,
+      kafkaSasl: kafkaSaslOf(flags),
+      limits: {
+        waitMsMax: flags.waitMsMax as number,
+        waitersMax: flags.waitersMax as number,
+        logReadBytesMax: flags.logReadBytesMax as number,
+        applyLingerMs: flags.applyLingerMs as number,
+        applyLingerIdleMs: flags.applyLingerIdleMs as number,
+        topicRefreshMs: flags.topicRefreshMs as number,
+        readyLagMax: flags.readyLagMax as number,
+        scanBytesMax: flags.scanBytesMax as number,
+        getBatchKeysMax: flags.getBatchKeysMax as number,
+        getBatchBytesMax: flags.getBatchBytesMax as number,
+        searchTotalExactMax: flags.searchTotalExactMax as number,
+        facetValuesHeldMax: flags.facetValuesHeldMax as number,
+        reindexStepDocsMax: flags.reindexStepDocsMax as number,
+        reindexStepMsMax: flags.reindexStepMsMax as number,
+        mergeQuietMs: flags.mergeQuietMs as number,
+        mergeWrittenPercent: flags.mergeWrittenPercent as number,
+        mergeStepMsMax: flags.mergeStepMsMax as number,
+      },
+      logger,
     });
+    process.stdout.write(`serve-node listening on ${running.url}\n`);
+    onShutdownSignal(logger, running.stop);
+  });
 }

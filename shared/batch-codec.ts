@@ -131,7 +131,8 @@ function readInt64(buf: Buffer, at: number): number {
   return Number(buf.readBigInt64BE(at));
 }
 
-function asBuffer(bytes: Uint8Array): Buffer {
+/** The bytes as a Buffer over the same memory (no copy). */
+export function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
 }
 

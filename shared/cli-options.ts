@@ -64,6 +64,32 @@ export function kafkaAdvertisedOptions(): Option[] {
   ];
 }
 
+/** SASL/PLAIN credentials for `--log kafka://...` (a log-node's listener takes an API key). */
+export function kafkaSaslOptions(): Option[] {
+  return [
+    new Option('--kafka-sasl-username <name>', 'SASL/PLAIN username for --log kafka://').env(
+      'TAILBASE_KAFKA_SASL_USERNAME',
+    ),
+    new Option(
+      '--kafka-sasl-password <password>',
+      "SASL/PLAIN password for --log kafka:// (a tailbase log-node's: an API key)",
+    ).env('TAILBASE_KAFKA_SASL_PASSWORD'),
+  ];
+}
+
+/** The credentials the flags give, or undefined; one without the other is an error. */
+export function kafkaSaslOf(
+  flags: Record<string, unknown>,
+): { username: string; password: string } | undefined {
+  const username = flags.kafkaSaslUsername as string | undefined;
+  const password = flags.kafkaSaslPassword as string | undefined;
+  if (username === undefined && password === undefined) return undefined;
+  if (username === undefined || password === undefined) {
+    throw new Error('--kafka-sasl-username and --kafka-sasl-password go together');
+  }
+  return { username, password };
+}
+
 export function kafkaPortOf(flag: unknown): number | null {
   return flag === 'off' ? null : (flag as number);
 }

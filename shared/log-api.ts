@@ -1,8 +1,9 @@
 /**
  * The log's contract: what a gateway or serve-node asks of the log layer, whichever way it is
  * reached (over HTTP from another process, or bound in-process by `tailbase start`), and the
- * constants of its HTTP wire form. Implementations: shared/http-log-client.ts (HTTP),
- * shared/log-cluster.ts (several log-nodes), log-node/local-log-client.ts (in-process).
+ * constants of its HTTP wire form. Implementations: shared/kafka-log/ (the Kafka protocol),
+ * shared/http-log-client.ts (HTTP), shared/log-cluster.ts (several log-nodes over HTTP),
+ * log-node/local-log-client.ts (in-process).
  */
 import type { FetchOutcome } from './fetch-answer.js';
 import type { TailbaseError } from './errors.js';

@@ -9,7 +9,10 @@ import type { Logger } from '../../shared/logger.js';
 import type { LogNodeConfig } from '../config.js';
 import { defaultTopicConfigs } from '../topic-configs.js';
 import { GroupCoordinator } from './group-coordinator.js';
-import { startKafkaListener } from './listener.js';
+import { coordinatorElsewhereHandlers } from './coordinator-elsewhere.js';
+import { BROKER_NODE_ID, startKafkaListener } from './listener.js';
+import { brokerNodeId, kafkaPeerDefaults, KafkaPeers } from './peers.js';
+import type { KafkaSaslPlain } from '../../shared/kafka-log/config.js';
 
 /** Where the Kafka listener binds, and who may use it; null in LogNodeOptions turns it off. */
 export interface KafkaFace {
@@ -22,6 +25,11 @@ export interface KafkaFace {
   advertisedHost?: string;
   /** The port they name; by default the port listened on (behind NAT or a proxy: theirs). */
   advertisedPort?: number;
+  /**
+   * The Kafka listeners (host:port) of the other log-nodes when this one stores some of the
+   * partitions: Metadata then names every broker and each partition's leader.
+   */
+  peers?: readonly string[];
 }
 
 export interface RunningKafkaFace {
@@ -44,6 +52,15 @@ export async function attachKafkaFace(
   const kafkaLogger = logger.child({ component: 'kafka' });
   const coordinator = new GroupCoordinator({ log, logger: kafkaLogger });
   if (hostsPartitionZero) await coordinator.load();
+  const peers =
+    face.peers === undefined || face.peers.length === 0
+      ? null
+      : new KafkaPeers(face.peers, {
+          ...kafkaPeerDefaults,
+          sasl: peerCredentials(face.apiKeys ?? []),
+          logger: kafkaLogger,
+        });
+  const { hostedPartitions } = await log.cluster();
   const listener = await startKafkaListener({
     log,
     logger: kafkaLogger,
@@ -53,10 +70,17 @@ export async function attachKafkaFace(
     advertisedHost: face.advertisedHost,
     advertisedPort: face.advertisedPort,
     topicConfigDefaults: (topic) => defaultTopicConfigs(config, topic),
+    nodeId: peers === null ? BROKER_NODE_ID : brokerNodeId(hostedPartitions),
+    peers,
     // Committed offsets live on partition 0 of __consumer_offsets: only its node coordinates.
-    handlers: hostsPartitionZero ? coordinator.handlers() : {},
+    handlers: hostsPartitionZero
+      ? coordinator.handlers()
+      : peers === null
+        ? {}
+        : coordinatorElsewhereHandlers(peers),
   }).catch((error: unknown) => {
     coordinator.close();
+    peers?.close();
     throw error;
   });
   return {
@@ -64,6 +88,15 @@ export async function attachKafkaFace(
     async close() {
       coordinator.close();
       await listener.close();
+      peers?.close();
     },
   };
+}
+
+/** A peer asks with a key that may read (Metadata's peers) and write (producer ids). */
+function peerCredentials(apiKeys: readonly ApiKey[]): KafkaSaslPlain | null {
+  if (apiKeys.length === 0) return null;
+  const key =
+    apiKeys.find((k) => k.scopes.includes('read') && k.scopes.includes('write')) ?? apiKeys[0];
+  return { username: 'tailbase-log-node', password: key.key };
 }

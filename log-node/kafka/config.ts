@@ -6,6 +6,7 @@ import type { Logger } from '../../shared/logger.js';
 import type { LogClient } from '../../shared/log-api.js';
 import type { TopicConfigs } from '../../shared/topics.js';
 import type { KafkaHandlers } from './handler.js';
+import type { KafkaPeers } from './peers.js';
 import { isLoopback } from '../../shared/cli-options.js';
 import { REQUEST_ELEMENTS_MAX } from '../../shared/kafka/index.js';
 import type { ApiKey } from '../../shared/api-keys.js';
@@ -79,6 +80,10 @@ export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {
   topicConfigDefaults: (topic: string) => TopicConfigs;
   /** More APIs (the group coordinator's), by API key; the listener's own keys cannot be replaced. */
   handlers?: KafkaHandlers;
+  /** The node id Metadata gives this broker: 0 (BROKER_NODE_ID) unless the log-node splits partitions. */
+  nodeId?: number;
+  /** The other log-nodes of a cluster that splits the partitions; Metadata names them too. */
+  peers?: KafkaPeers | null;
   logger: Logger;
 }
 

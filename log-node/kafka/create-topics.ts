@@ -7,7 +7,7 @@ import { isCollectionTopic, TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
 import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
-import { configSource, configValue, parseTopicConfigs } from './topic-configs.js';
+import { configSource, configValue, parseTopicConfigs } from '../../shared/kafka/topic-configs.js';
 
 type CreateTopicsRequest = RequestBody<typeof ApiKey.CreateTopics>;
 type CreatableTopic = CreateTopicsRequest['topics'][number];

@@ -1,21 +1,52 @@
 /**
  * DescribeConfigs: a topic's five configs with their values and whether each is the node's
- * default; the broker resource has none to show (its settings are the log-node's flags).
+ * default; the broker resource shows num.partitions, the partition count of every collection
+ * topic (how a Kafka client of tailbase learns it before any collection exists), and
+ * tailbase.hosted.partitions, the partitions this log-node stores (how its peers learn it).
  */
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
 import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
-import { CONFIG_TYPES, configSource, configValue, topicConfigField } from './topic-configs.js';
+import { HOSTED_PARTITIONS_CONFIG } from '../../shared/kafka-log/errors.js';
+import {
+  CONFIG_TYPES,
+  configSource,
+  configValue,
+  topicConfigField,
+} from '../../shared/kafka/topic-configs.js';
 
 type DescribeConfigsRequest = RequestBody<typeof ApiKey.DescribeConfigs>;
+
+const NUM_PARTITIONS = 'num.partitions';
+/** Kafka's config source and type of the broker resource's configs. */
+const STATIC_BROKER_CONFIG = 4;
+const CONFIG_TYPE_INT = 3;
+
+function brokerConfig(name: string, value: string) {
+  return {
+    name,
+    value,
+    readOnly: true,
+    configSource: STATIC_BROKER_CONFIG,
+    isSensitive: false,
+    synonyms: [],
+    configType: CONFIG_TYPE_INT,
+    documentation: null,
+  };
+}
 
 /** Kafka's config resource types. */
 const RESOURCE_TYPE = { TOPIC: 2, BROKER: 4 } as const;
 
 export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps): KafkaHandler {
+  const brokerConfigs = (partitions: number, hosted: readonly number[]) => [
+    brokerConfig(NUM_PARTITIONS, String(partitions)),
+    brokerConfig(HOSTED_PARTITIONS_CONFIG, hosted.join(',')),
+  ];
   return async (body: DescribeConfigsRequest, context: KafkaRequestContext) => {
-    const topics = new Map((await log.topics()).map((topic) => [topic.name, topic]));
+    const [cluster, existing] = await Promise.all([log.cluster(), log.topics()]);
+    const topics = new Map(existing.map((topic) => [topic.name, topic]));
     return {
       throttleTimeMs: 0,
       results: body.resources.map(({ resourceType, resourceName, configurationKeys }) => {
@@ -33,7 +64,12 @@ export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps
             [],
           );
         }
-        if (resourceType === RESOURCE_TYPE.BROKER) return result(ErrorCode.NONE, null, []);
+        if (resourceType === RESOURCE_TYPE.BROKER) {
+          const configs = brokerConfigs(cluster.partitions, cluster.hostedPartitions).filter(
+            (config) => configurationKeys === null || configurationKeys.includes(config.name),
+          );
+          return result(ErrorCode.NONE, null, configs);
+        }
         if (resourceType !== RESOURCE_TYPE.TOPIC) {
           return result(ErrorCode.INVALID_REQUEST, 'only topic and broker resources', []);
         }

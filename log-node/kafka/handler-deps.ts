@@ -3,10 +3,13 @@ import type { LogClient } from '../../shared/log-api.js';
 import type { Logger } from '../../shared/logger.js';
 import type { TopicConfigs } from '../../shared/topics.js';
 import type { KafkaListenerConfig } from './config.js';
+import type { KafkaPeers } from './peers.js';
 
 export interface HandlerDeps {
   log: LogClient;
   config: KafkaListenerConfig;
+  /** The other log-nodes when this one stores some of the partitions only; else null. */
+  peers: KafkaPeers | null;
   topicConfigDefaults: (topic: string) => TopicConfigs;
   logger: Logger;
 }

@@ -1,6 +1,8 @@
 /**
- * InitProducerId: a new idempotent producer identity from the log. Transactions are not
- * supported, so a transactional id is refused rather than silently treated as idempotence.
+ * InitProducerId: a new idempotent producer identity from the log, or, on a log-node that does
+ * not store partition 0 (only that one hands ids out), from that peer: any broker answers it, as
+ * in Kafka. Transactions are not supported, so a transactional id is refused rather than
+ * silently treated as idempotence.
  */
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { kafkaErrorCode } from './error-codes.js';
@@ -9,7 +11,7 @@ import type { HandlerDeps } from './handler-deps.js';
 
 type InitProducerIdRequest = RequestBody<typeof ApiKey.InitProducerId>;
 
-export function initProducerIdHandler({ log }: HandlerDeps): KafkaHandler {
+export function initProducerIdHandler({ log, peers }: HandlerDeps): KafkaHandler {
   return async (body: InitProducerIdRequest, context: KafkaRequestContext) => {
     const refused = (errorCode: number) => ({
       throttleTimeMs: 0,
@@ -23,7 +25,10 @@ export function initProducerIdHandler({ log }: HandlerDeps): KafkaHandler {
       return refused(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
     }
     try {
-      const { producerId, producerEpoch } = await log.initProducerId();
+      const { producerId, producerEpoch } =
+        peers !== null && !(await log.cluster()).hostedPartitions.includes(0)
+          ? await peers.initProducerId()
+          : await log.initProducerId();
       return { throttleTimeMs: 0, errorCode: ErrorCode.NONE, producerId, producerEpoch };
     } catch (error) {
       return refused(kafkaErrorCode(error));

@@ -27,9 +27,9 @@ class ScanBoundReached extends Error {}
 
 export function listOffsetsHandler({ log, config, logger }: HandlerDeps): KafkaHandler {
   return async (body: ListOffsetsRequest, context: KafkaRequestContext) => {
-    const offsets = new Map(
-      (await log.offsets()).map((entry) => [`${entry.topic}\0${entry.partition}`, entry]),
-    );
+    const [stored, topicList] = await Promise.all([log.offsets(), log.topics()]);
+    const offsets = new Map(stored.map((entry) => [`${entry.topic}\0${entry.partition}`, entry]));
+    const partitionCounts = new Map(topicList.map((topic) => [topic.name, topic.partitions]));
     const budget = { bytesLeft: config.listOffsetsScanBytesMax };
     const topics = [];
     for (const { name, partitions } of body.topics) {
@@ -37,6 +37,7 @@ export function listOffsetsHandler({ log, config, logger }: HandlerDeps): KafkaH
       for (const { partitionIndex, timestamp } of partitions) {
         const found = await find(
           name,
+          partitionIndex,
           offsets.get(`${name}\0${partitionIndex}`),
           Number(timestamp),
         );
@@ -48,16 +49,18 @@ export function listOffsetsHandler({ log, config, logger }: HandlerDeps): KafkaH
 
     async function find(
       topic: string,
+      partitionIndex: number,
       partition: PartitionOffsets | undefined,
       timestamp: number,
     ): Promise<Found> {
       const error = (errorCode: number) => ({ errorCode, timestamp: -1, offset: -1 });
       if (!context.may('read')) return error(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
       if (partition === undefined) {
+        if (!isKnownTopicName(topic)) return error(ErrorCode.INVALID_TOPIC_EXCEPTION);
+        // A partition of the topic that another log-node stores: the client asks its leader.
+        const hostedElsewhere = partitionIndex < (partitionCounts.get(topic) ?? 0);
         return error(
-          isKnownTopicName(topic)
-            ? ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            : ErrorCode.INVALID_TOPIC_EXCEPTION,
+          hostedElsewhere ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
         );
       }
       if (timestamp === LATEST_TIMESTAMP) return { ...error(0), offset: partition.endOffset };

@@ -17,12 +17,13 @@ import { describeConfigsHandler } from './describe-configs.js';
 import { fetchHandler } from './fetch.js';
 import type { KafkaHandlers } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
+import { incrementalAlterConfigsHandler } from './incremental-alter-configs.js';
 import { initProducerIdHandler } from './init-producer-id.js';
 import { listOffsetsHandler } from './list-offsets.js';
 import { metadataHandler } from './metadata.js';
 import { produceHandler } from './produce.js';
 
-/** Metadata names one broker, this one. */
+/** The node id of a log-node that stores every partition (or partition 0 among peers). */
 export const BROKER_NODE_ID = 0;
 
 export interface KafkaListener {
@@ -46,6 +47,7 @@ export function dataPathHandlers(deps: HandlerDeps): KafkaHandlers {
     [ApiKey.InitProducerId]: initProducerIdHandler(deps),
     [ApiKey.CreateTopics]: createTopicsHandler(deps),
     [ApiKey.DescribeConfigs]: describeConfigsHandler(deps),
+    [ApiKey.IncrementalAlterConfigs]: incrementalAlterConfigsHandler(deps),
   };
 }
 
@@ -55,6 +57,7 @@ export async function startKafkaListener(options: KafkaListenerOptions): Promise
   const deps: HandlerDeps = {
     log: options.log,
     config,
+    peers: options.peers ?? null,
     topicConfigDefaults: options.topicConfigDefaults,
     logger,
   };
@@ -83,7 +86,7 @@ export async function startKafkaListener(options: KafkaListenerOptions): Promise
       config,
       handlers,
       broker: {
-        nodeId: BROKER_NODE_ID,
+        nodeId: options.nodeId ?? BROKER_NODE_ID,
         host: config.advertisedHost ?? socket.localAddress ?? config.host,
         port: config.advertisedPort ?? port,
       },

@@ -1,6 +1,9 @@
 /**
- * Metadata: one broker (this listener, node 0, leader of every partition and controller) and
- * the topics asked for, or all of them. A missing collection topic is created when both the
+ * Metadata: the brokers (this listener, and the peers of a cluster that splits the partitions)
+ * and the topics asked for, or all of them, each partition led by the log-node that stores it; a
+ * partition whose log-node has not answered yet has no leader (LEADER_NOT_AVAILABLE, which
+ * clients retry). The controller is the node that stores partition 0 (node 0). A lone log-node
+ * is node 0, leader of every partition. A missing collection topic is created when both the
  * listener and the client allow it, as Kafka's auto.create.topics.enable does.
  */
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
@@ -19,9 +22,23 @@ type MetadataRequest = RequestBody<typeof ApiKey.Metadata>;
 /** Kafka's "authorized operations not asked for". */
 const OPERATIONS_OMITTED = -2147483648;
 
-export function metadataHandler({ log, config }: HandlerDeps): KafkaHandler {
+export function metadataHandler({ log, config, peers }: HandlerDeps): KafkaHandler {
   return async (body: MetadataRequest, context: KafkaRequestContext) => {
-    const [cluster, existing] = await Promise.all([log.cluster(), log.topics()]);
+    const [cluster, existing, peerBrokers] = await Promise.all([
+      log.cluster(),
+      log.topics(),
+      peers?.brokers() ?? [],
+    ]);
+    const self = context.broker.nodeId;
+    const leaders = new Map<number, number>();
+    for (const peer of peerBrokers) {
+      for (const partition of peer.hostedPartitions) leaders.set(partition, peer.nodeId);
+    }
+    // A lone log-node leads every partition; among peers, the ones it stores.
+    const leaderOf = (partition: number) =>
+      peers === null || cluster.hostedPartitions.includes(partition)
+        ? self
+        : (leaders.get(partition) ?? -1);
     const byName = new Map(existing.map((topic) => [topic.name, topic]));
     const names =
       body.topics === null
@@ -31,13 +48,13 @@ export function metadataHandler({ log, config }: HandlerDeps): KafkaHandler {
     const topics = await Promise.all(
       names.map(async (name) => {
         const found = byName.get(name);
-        if (found) return topicEntry(found, context.broker.nodeId);
+        if (found) return topicEntry(found, leaderOf);
         if (!isKnownTopicName(name)) return failed(name, ErrorCode.INVALID_TOPIC_EXCEPTION);
         if (!autoCreate || !isCollectionTopic(name)) {
           return failed(name, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
         }
         try {
-          return topicEntry(await log.ensureTopic(name), context.broker.nodeId);
+          return topicEntry(await log.ensureTopic(name), leaderOf);
         } catch (error) {
           return failed(name, kafkaErrorCode(error));
         }
@@ -45,30 +62,36 @@ export function metadataHandler({ log, config }: HandlerDeps): KafkaHandler {
     );
     return {
       throttleTimeMs: 0,
-      brokers: [{ ...context.broker, rack: null }],
+      brokers: [
+        { ...context.broker, rack: null },
+        ...peerBrokers.map(({ nodeId, host, port }) => ({ nodeId, host, port, rack: null })),
+      ],
       clusterId: cluster.clusterId,
-      controllerId: context.broker.nodeId,
+      controllerId: peers === null || cluster.hostedPartitions.includes(0) ? self : 0,
       topics,
       clusterAuthorizedOperations: OPERATIONS_OMITTED,
     };
   };
 }
 
-function topicEntry(topic: TopicInfo, nodeId: number) {
+function topicEntry(topic: TopicInfo, leaderOf: (partition: number) => number) {
   return {
     errorCode: ErrorCode.NONE,
     name: topic.name,
     isInternal: isInternalTopic(topic.name),
-    partitions: Array.from({ length: topic.partitions }, (_, partitionIndex) => ({
-      errorCode: ErrorCode.NONE,
-      partitionIndex,
-      leaderId: nodeId,
-      // Unknown, so clients skip leader-epoch validation (OffsetForLeaderEpoch is not served).
-      leaderEpoch: -1,
-      replicaNodes: [nodeId],
-      isrNodes: [nodeId],
-      offlineReplicas: [],
-    })),
+    partitions: Array.from({ length: topic.partitions }, (_, partitionIndex) => {
+      const leaderId = leaderOf(partitionIndex);
+      return {
+        errorCode: leaderId < 0 ? ErrorCode.LEADER_NOT_AVAILABLE : ErrorCode.NONE,
+        partitionIndex,
+        leaderId,
+        // Unknown, so clients skip leader-epoch validation (OffsetForLeaderEpoch is not served).
+        leaderEpoch: -1,
+        replicaNodes: leaderId < 0 ? [] : [leaderId],
+        isrNodes: leaderId < 0 ? [] : [leaderId],
+        offlineReplicas: [],
+      };
+    }),
     topicAuthorizedOperations: OPERATIONS_OMITTED,
   };
 }

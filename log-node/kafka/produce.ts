@@ -7,7 +7,9 @@
  * is another, `partitioner=murmur2_random` is Kafka's) and a value that is null (a tombstone) or
  * a JSON object. A record that is not fails its partition, naming it, before anything is written.
  * A topic that does not exist is created by the append (as Metadata creates it) unless the
- * listener's autoCreateTopics is off.
+ * listener's autoCreateTopics is off. A retried batch the log already holds is answered, as Kafka
+ * answers it, with its original offsets and no error; the answer's errorMessage says it was a
+ * duplicate (DUPLICATE_BATCH_MESSAGE), which tailbase's gateway checks and other clients ignore.
  */
 import {
   BATCH_MAGIC,
@@ -16,10 +18,11 @@ import {
   readBatchHeader,
   type RawRecord,
 } from '../../shared/batch-codec.js';
+import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyBytes } from '../../shared/partitioner.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
-import { isCollectionTopic, isInternalTopic } from '../../shared/topics.js';
+import { isCollectionTopic, isInternalTopic, SETTINGS_TOPIC } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
 import {
   CloseConnection,
@@ -60,7 +63,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
                   'producing needs the write scope',
                 )
               : acksValid
-                ? producePartition(name, index, records)
+                ? producePartition(name, index, records, context)
                 : failed(index, ErrorCode.INVALID_REQUIRED_ACKS, `acks must be -1, 0 or 1`),
           ),
         ),
@@ -85,15 +88,20 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
     topic: string,
     index: number,
     records: Buffer | null,
+    context: KafkaRequestContext,
   ): Promise<PartitionAnswer> {
-    if (isInternalTopic(topic)) {
+    // The settings topic is a tailbase gateway's to write (the admin scope, as creating a
+    // collection's topic); the consumer offsets are the group coordinator's alone.
+    if (isInternalTopic(topic) && !(topic === SETTINGS_TOPIC && context.may('admin'))) {
       return failed(
         index,
         ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-        `${topic} is an internal topic: only tailbase writes it`,
+        topic === SETTINGS_TOPIC
+          ? `${topic} is tailbase's settings topic: writing it needs the admin scope`
+          : `${topic} is an internal topic: only tailbase writes it`,
       );
     }
-    if (!isCollectionTopic(topic)) {
+    if (!isCollectionTopic(topic) && topic !== SETTINGS_TOPIC) {
       return failed(
         index,
         ErrorCode.INVALID_TOPIC_EXCEPTION,
@@ -118,7 +126,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
       };
     }
     try {
-      const { baseOffset } = await log.append(topic, index, batch.batch);
+      const { baseOffset, duplicate } = await log.append(topic, index, batch.batch);
       return {
         index,
         errorCode: ErrorCode.NONE,
@@ -126,7 +134,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
         logAppendTimeMs: -1,
         logStartOffset: -1,
         recordErrors: [],
-        errorMessage: null,
+        errorMessage: duplicate ? DUPLICATE_BATCH_MESSAGE : null,
       };
     } catch (error) {
       return failed(index, kafkaErrorCode(error), kafkaErrorMessage(error));

@@ -53,6 +53,10 @@ export const KAFKA_APIS = {
     request: sasl.saslAuthenticateRequest,
     response: sasl.saslAuthenticateResponse,
   },
+  IncrementalAlterConfigs: {
+    request: cluster.incrementalAlterConfigsRequest,
+    response: cluster.incrementalAlterConfigsResponse,
+  },
 } as const satisfies Record<string, ApiSpec>;
 
 export type ApiName = keyof typeof KAFKA_APIS;

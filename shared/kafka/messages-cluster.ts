@@ -1,6 +1,6 @@
 /**
  * Discovery and administration: ApiVersions, Metadata, FindCoordinator, CreateTopics,
- * DescribeConfigs. Transcribed from Apache Kafka's message definitions, keeping the fields of the
+ * DescribeConfigs, IncrementalAlterConfigs. Transcribed from Apache Kafka's message definitions, keeping the fields of the
  * versions tailbase supports (validVersions; the reasons are in PROTOCOL.md).
  */
 import type { MessageSpec } from './schema.js';
@@ -338,6 +338,58 @@ export const describeConfigsResponse = {
             { name: 'Documentation', type: 'string', versions: '3+', nullableVersions: '0+' },
           ],
         },
+      ],
+    },
+  ],
+} as const satisfies MessageSpec;
+
+export const incrementalAlterConfigsRequest = {
+  apiKey: 44,
+  type: 'request',
+  name: 'IncrementalAlterConfigsRequest',
+  validVersions: '0-1',
+  flexibleVersions: '1+',
+  fields: [
+    {
+      name: 'Resources',
+      type: '[]AlterConfigsResource',
+      versions: '0+',
+      fields: [
+        { name: 'ResourceType', type: 'int8', versions: '0+' },
+        { name: 'ResourceName', type: 'string', versions: '0+' },
+        {
+          name: 'Configs',
+          type: '[]AlterableConfig',
+          versions: '0+',
+          fields: [
+            { name: 'Name', type: 'string', versions: '0+' },
+            { name: 'ConfigOperation', type: 'int8', versions: '0+' },
+            { name: 'Value', type: 'string', versions: '0+', nullableVersions: '0+' },
+          ],
+        },
+      ],
+    },
+    { name: 'ValidateOnly', type: 'bool', versions: '0+' },
+  ],
+} as const satisfies MessageSpec;
+
+export const incrementalAlterConfigsResponse = {
+  apiKey: 44,
+  type: 'response',
+  name: 'IncrementalAlterConfigsResponse',
+  validVersions: '0-1',
+  flexibleVersions: '1+',
+  fields: [
+    { name: 'ThrottleTimeMs', type: 'int32', versions: '0+' },
+    {
+      name: 'Responses',
+      type: '[]AlterConfigsResourceResponse',
+      versions: '0+',
+      fields: [
+        { name: 'ErrorCode', type: 'int16', versions: '0+' },
+        { name: 'ErrorMessage', type: 'string', versions: '0+', nullableVersions: '0+' },
+        { name: 'ResourceType', type: 'int8', versions: '0+' },
+        { name: 'ResourceName', type: 'string', versions: '0+' },
       ],
     },
   ],

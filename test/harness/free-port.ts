@@ -16,7 +16,7 @@ import net from 'node:net';
 const EPHEMERAL_LOW_DEFAULT = 32_768;
 /** The ports picked from: this many below the ephemeral range, never below PICK_LOW_MIN. */
 const PICK_RANGE = 12_000;
-/** Clear of the fixed ports tests use (compose.yaml's cluster: 7071-7082, 8080). */
+/** Clear of the fixed ports tests use (compose.yaml's cluster: 7071-7082, 8080, 9191-9193). */
 const PICK_LOW_MIN = 10_000;
 const PICK_ATTEMPTS_MAX = 100;
 

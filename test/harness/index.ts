@@ -8,3 +8,4 @@ export * from './serve-fixture.js';
 export * from './stall-proxy.js';
 export * from './embedded.js';
 export * from './replica-feed.js';
+export * from './keys.js';

@@ -10,7 +10,7 @@ import { ApiKey, ErrorCode, encodeRequest } from '../../shared/kafka/index.js';
 import { startKafkaListener } from '../../log-node/kafka/index.js';
 import { createLogger } from '../../shared/logger.js';
 import { partitionFor } from '../../shared/partitioner.js';
-import { CONSUMER_OFFSETS_TOPIC } from '../../shared/topics.js';
+import { CONSUMER_OFFSETS_TOPIC, SETTINGS_TOPIC } from '../../shared/topics.js';
 import { readPartition, recordsOf } from '../harness/log-batches.js';
 import { RawKafkaConnection, startKafkaNode, type KafkaNode } from '../harness/kafka.js';
 
@@ -376,7 +376,15 @@ describe('APIs', () => {
       'retention.ms',
     ]);
     expect(configs['cleanup.policy'][1]).toBe(5);
-    expect(described.results[1]).toMatchObject({ errorCode: 0, configs: [] });
+    // The broker resource says the collections' partition count (a Kafka client learns it there)
+    // and the partitions this node stores (its peers learn it there).
+    expect(described.results[1]).toMatchObject({
+      errorCode: 0,
+      configs: [
+        { name: 'num.partitions', value: '2', readOnly: true },
+        { name: 'tailbase.hosted.partitions', value: '0,1', readOnly: true },
+      ],
+    });
   });
 });
 
@@ -525,6 +533,63 @@ describe('SASL/PLAIN with the API keys', () => {
     const offsets = await kafka.node.client.offsets();
     expect(offsets.find((o) => o.topic === 'scoped')?.endOffset).toBe(2);
     expect((await kafka.node.client.topics()).map((t) => t.name)).not.toContain('made');
+  });
+
+  it("the settings topic takes a gateway's records, and topic configs change, with an admin key only", async () => {
+    kafka = await startKafkaNode({
+      partitions: 1,
+      apiKeys: [
+        { key: 'writer-key-0123456789', scopes: ['read', 'write'] },
+        { key: 'admin-key-01234567890', scopes: ['read', 'write', 'admin'] },
+      ],
+    });
+    const as = async (key: string) => {
+      const connection = await connect();
+      await connection.request(ApiKey.SaslHandshake, 1, { mechanism: 'PLAIN' });
+      await connection.request(ApiKey.SaslAuthenticate, 2, {
+        authBytes: Buffer.from(`\0me\0${key}`),
+      });
+      return connection;
+    };
+    const settings = encodeBatch([doc('notes', { searchable: ['title'] })]);
+    const errorOf = async (key: string, topic: string) =>
+      (await (await as(key)).request(ApiKey.Produce, 9, produceBody(topic, 0, settings)))
+        .responses[0].partitionResponses[0].errorCode;
+    expect(await errorOf('writer-key-0123456789', SETTINGS_TOPIC)).toBe(
+      ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    );
+    expect(await errorOf('admin-key-01234567890', CONSUMER_OFFSETS_TOPIC)).toBe(
+      ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+    );
+    expect(await errorOf('admin-key-01234567890', SETTINGS_TOPIC)).toBe(ErrorCode.NONE);
+    const offsets = await kafka.node.client.offsets();
+    const end = (topic: string) => offsets.find((o) => o.topic === topic)?.endOffset;
+    expect([end(SETTINGS_TOPIC), end(CONSUMER_OFFSETS_TOPIC)]).toEqual([1, 0]);
+
+    // A topic's configs change with the admin scope only.
+    const { client } = kafka.node;
+    await client.ensureTopic('altered');
+    const alter = async (key: string) =>
+      (
+        await (
+          await as(key)
+        ).request(ApiKey.IncrementalAlterConfigs, 1, {
+          resources: [
+            {
+              resourceType: 2,
+              resourceName: 'altered',
+              configs: [{ name: 'retention.ms', configOperation: 0, value: '60000' }],
+            },
+          ],
+          validateOnly: false,
+        })
+      ).responses[0].errorCode;
+    expect(await alter('writer-key-0123456789')).toBe(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
+    const topic = async () =>
+      (await client.topics()).find((t) => t.name === 'altered')!.configs.retentionMs;
+    expect(await topic()).not.toBe(60_000);
+    expect(await alter('admin-key-01234567890')).toBe(ErrorCode.NONE);
+    expect(await topic()).toBe(60_000);
   });
 
   it('listening off loopback without API keys is refused at start', async () => {

@@ -1,8 +1,9 @@
 /**
  * Topic configs as Kafka names and writes them (strings named cleanup.policy, retention.ms, ...)
- * to and from TopicConfigs, for CreateTopics and DescribeConfigs.
+ * to and from TopicConfigs, for CreateTopics and DescribeConfigs, on the listener's side and the
+ * client's (shared/kafka-log).
  */
-import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
+import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../topics.js';
 
 const FIELD_BY_NAME = new Map(
   Object.entries(TOPIC_CONFIG_NAMES).map(([field, name]) => [name, field as keyof TopicConfigs]),

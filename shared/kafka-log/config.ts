@@ -1,0 +1,138 @@
+/**
+ * The Kafka log client's settings and limits, each named with its unit and defaulted here. Every
+ * connection, in-flight request, response byte, retry and wait the client spends is bounded by
+ * one of these.
+ */
+import { LOG_ANSWER_MS_MAX } from '../log-api.js';
+
+const MiB = 1024 * 1024;
+
+export interface KafkaLogLimits {
+  /** How long opening a TCP connection to a broker may take before it counts as unreachable. */
+  connectTimeoutMs: number;
+  /**
+   * How long a broker may take to answer beyond the wait it was asked for (a Fetch's maxWaitMs);
+   * past it the connection is closed and its requests fail as `log_unreachable` (a hung broker is
+   * as good as down). Produce requests are also bounded by their callers' signals.
+   */
+  answerMsMax: number;
+  /** Requests sent on one connection and not yet answered; more wait for a slot. */
+  inFlightRequestsMax: number;
+  /** Connections a fetch may lease from one broker at once (a long poll holds one each). */
+  fetchConnectionsPerBrokerMax: number;
+  /** The largest answer frame a broker may send (past it the connection is closed). */
+  responseBytesMax: number;
+  /** A Fetch answer's bytes at most (Kafka's fetch.max.bytes). */
+  fetchBytesMax: number;
+  /** One partition's bytes in a Fetch answer when the caller names none (max.partition.fetch.bytes). */
+  partitionFetchBytesDefault: number;
+  /** The bytes of one Produce request (the batches of every partition in it together). */
+  produceRequestBytesMax: number;
+  /** The broker's own bound on a Produce's replication wait (acks=all), sent as its timeoutMs. */
+  produceTimeoutMs: number;
+  /**
+   * Attempts of a request whose partition's leader moved or is unknown (NOT_LEADER_OR_FOLLOWER,
+   * UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE): the metadata is refreshed before each
+   * retry; past it the partition's error is the caller's.
+   */
+  leaderAttemptsMax: number;
+  /** The pause before a retry after a leader error, times the attempt number. */
+  leaderRetryBackoffMs: number;
+  /** How long connect() keeps trying the bootstrap brokers before giving up. */
+  bootstrapWaitMs: number;
+  bootstrapRetryMs: number;
+}
+
+export const kafkaLogDefaults: KafkaLogLimits = {
+  connectTimeoutMs: 5_000,
+  answerMsMax: LOG_ANSWER_MS_MAX,
+  inFlightRequestsMax: 16,
+  fetchConnectionsPerBrokerMax: 8,
+  responseBytesMax: 64 * MiB,
+  fetchBytesMax: 16 * MiB,
+  partitionFetchBytesDefault: 4 * MiB,
+  produceRequestBytesMax: 16 * MiB,
+  produceTimeoutMs: 30_000,
+  leaderAttemptsMax: 5,
+  leaderRetryBackoffMs: 100,
+  bootstrapWaitMs: 30_000,
+  bootstrapRetryMs: 250,
+};
+
+export interface KafkaSaslPlain {
+  username: string;
+  password: string;
+}
+
+export interface KafkaLogOptions extends Partial<KafkaLogLimits> {
+  /** host:port of one or more brokers; the rest of the cluster is learned from Metadata. */
+  bootstrap: readonly string[];
+  /** Names this process in the brokers' logs. */
+  clientId?: string;
+  /** SASL/PLAIN credentials, when the brokers require them. */
+  sasl?: KafkaSaslPlain;
+  /**
+   * The partition count of a new collection topic, when the cluster cannot say it: by default the
+   * count of the collection topics that exist, else the brokers' `num.partitions`.
+   */
+  partitions?: number;
+}
+
+export interface KafkaLogConfig extends KafkaLogLimits {
+  bootstrap: readonly BrokerAddress[];
+  clientId: string;
+  sasl: KafkaSaslPlain | null;
+  partitions: number | null;
+}
+
+export interface BrokerAddress {
+  host: string;
+  port: number;
+}
+
+/** The options with their defaults, checked: a bad limit fails at start, not at first use. */
+export function kafkaLogConfig(options: KafkaLogOptions): KafkaLogConfig {
+  const limits = { ...kafkaLogDefaults };
+  for (const name of Object.keys(limits) as (keyof KafkaLogLimits)[]) {
+    const value = options[name];
+    if (value === undefined) continue;
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new Error(`Kafka log client ${name} must be a positive integer, not ${String(value)}`);
+    }
+    limits[name] = value;
+  }
+  if (options.bootstrap.length === 0)
+    throw new Error('at least one Kafka bootstrap broker is needed');
+  return {
+    ...limits,
+    bootstrap: options.bootstrap.map(parseBrokerAddress),
+    clientId: options.clientId ?? 'tailbase',
+    sasl: options.sasl ?? null,
+    partitions: options.partitions ?? null,
+  };
+}
+
+/** `host:port` (or `[v6]:port`) as an address; the port is required. */
+export function parseBrokerAddress(text: string): BrokerAddress {
+  const match = /^(\[[^\]]+\]|[^:]+):(\d{1,5})$/.exec(text.trim());
+  const port = match ? Number(match[2]) : NaN;
+  if (!match || port < 1 || port > 65_535) {
+    throw new Error(`a Kafka broker is host:port, not ${JSON.stringify(text)}`);
+  }
+  return { host: match[1].replace(/^\[|\]$/g, ''), port };
+}
+
+const KAFKA_SCHEME = 'kafka://';
+
+/**
+ * The brokers of `--log` when it names Kafka: `kafka://host:port[,host:port...]`, which a
+ * comma-splitting flag parser hands over as `kafka://host:port` and bare `host:port`s (a scheme on
+ * each is accepted too); null when it names HTTP log-nodes.
+ */
+export function kafkaBootstrapOf(urls: readonly string[]): string[] | null {
+  if (urls.length === 0 || !urls[0].startsWith(KAFKA_SCHEME)) return null;
+  return urls
+    .flatMap((url) => url.split(','))
+    .map((part) => part.trim().replace(KAFKA_SCHEME, '').replace(/\/+$/, ''))
+    .filter((part) => part.length > 0);
+}

@@ -1,0 +1,829 @@
+/**
+ * The log contract (shared/log-api.ts) over the Kafka protocol, for the gateway and serve-nodes
+ * of a cluster whose log is tailbase's log-nodes or a Kafka-compatible cluster. The gateway's
+ * record batches travel as built (its producer id, epoch and sequences inside) and Fetch answers
+ * the stored batches as raw bytes, which the serve-node decodes itself: nothing is re-encoded.
+ *
+ * Each request goes to its partition's leader from Metadata; a leadership error
+ * (NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, ...) refreshes the metadata and sends it
+ * again, at most leaderAttemptsMax times. Appends made in the same event-loop turn to partitions
+ * led by one broker travel as one Produce request (acks=all); each still gets its own answer.
+ */
+import { asBuffer, readBatchHeader } from '../batch-codec.js';
+import { CallBatcher } from '../call-batcher.js';
+import { TailbaseError } from '../errors.js';
+import type { FetchOutcome } from '../fetch-answer.js';
+import { ApiKey, ErrorCode, type ResponseBody } from '../kafka/index.js';
+import { parseTopicConfigs } from '../kafka/topic-configs.js';
+import type {
+  AppendResult,
+  ClusterInfo,
+  FetchPosition,
+  LogClient,
+  PartitionOffsets,
+  ProducerIdentity,
+  ReadOptions,
+  ReadResult,
+} from '../log-api.js';
+import {
+  INTERNAL_TOPIC_PARTITIONS,
+  isCollectionTopic,
+  isInternalTopic,
+  isKnownTopicName,
+  SETTINGS_TOPIC,
+  TOPIC_CONFIG_NAMES,
+  type TopicConfigs,
+  type TopicInfo,
+} from '../topics.js';
+import type { BrokerConnection } from './broker-connection.js';
+import { BrokerPool } from './broker-pool.js';
+import { ClusterMetadata, type MetadataSnapshot } from './cluster-metadata.js';
+import {
+  kafkaLogConfig,
+  type BrokerAddress,
+  type KafkaLogConfig,
+  type KafkaLogOptions,
+} from './config.js';
+import {
+  DUPLICATE_BATCH_MESSAGE,
+  HOSTED_PARTITIONS_CONFIG,
+  LEADER_ERRORS,
+  logErrorOf,
+} from './errors.js';
+
+interface QueuedAppend {
+  topic: string;
+  partition: number;
+  bytes: Buffer;
+  signal?: AbortSignal;
+}
+
+/** A partition's answer that its leader moved: the append is sent again after a refresh. */
+class LeaderMoved extends Error {
+  constructor(readonly error: TailbaseError) {
+    super(error.message);
+  }
+}
+
+type AppendOutcome = AppendResult | LeaderMoved | Error;
+
+/** Kafka's config resource types. */
+const RESOURCE_TOPIC = 2;
+const RESOURCE_BROKER = 4;
+const EARLIEST_TIMESTAMP = -2;
+const LATEST_TIMESTAMP = -1;
+/** Produce requests out to one broker at once, from one client. */
+const PRODUCE_REQUESTS_IN_FLIGHT_MAX = 4;
+/** Kafka's batch header: baseOffset (8) and batchLength (4) precede the batchLength bytes. */
+const BATCH_LENGTH_END = 12;
+/** A non-transactional producer's transaction timeout: sent, never used. */
+const TRANSACTION_TIMEOUT_MS = 60_000;
+
+export class KafkaLogClient implements LogClient {
+  readonly config: KafkaLogConfig;
+  private readonly pool: BrokerPool;
+  private readonly metadata: ClusterMetadata;
+  private readonly producers = new Map<string, CallBatcher<QueuedAppend, AppendOutcome>>();
+  private partitionCount: Promise<number> | null = null;
+  /**
+   * The node id storing each partition number, from tailbase log-nodes' broker configs
+   * (`tailbase.hosted.partitions`); empty on a Kafka cluster, whose brokers do not say.
+   */
+  private hostedBy = new Map<number, number>();
+
+  private constructor(config: KafkaLogConfig) {
+    this.config = config;
+    this.pool = new BrokerPool(config);
+    this.metadata = new ClusterMetadata(config, this.pool);
+  }
+
+  /** A client whose first Metadata has answered, retried for bootstrapWaitMs while none does. */
+  static async connect(options: KafkaLogOptions): Promise<KafkaLogClient> {
+    const client = new KafkaLogClient(kafkaLogConfig(options));
+    const deadline = Date.now() + client.config.bootstrapWaitMs;
+    for (;;) {
+      try {
+        await client.metadata.refresh();
+        await client.learnHosting();
+        return client;
+      } catch (error) {
+        if (
+          !(error instanceof TailbaseError) ||
+          error.code !== 'log_unreachable' ||
+          Date.now() >= deadline
+        ) {
+          client.close();
+          throw error;
+        }
+        await sleep(client.config.bootstrapRetryMs);
+      }
+    }
+  }
+
+  /** Which broker stores which partition numbers, where the brokers say (tailbase log-nodes). */
+  private async learnHosting(): Promise<void> {
+    const snapshot = await this.metadata.current();
+    const answers = await Promise.all(
+      [...snapshot.brokers].map(async ([nodeId, address]) => {
+        // A broker down now is asked no more: its partitions group by their leaders instead.
+        const answer = await this.pool
+          .connection(address)
+          .request(
+            ApiKey.DescribeConfigs,
+            {
+              resources: [
+                {
+                  resourceType: RESOURCE_BROKER,
+                  resourceName: String(nodeId),
+                  configurationKeys: [HOSTED_PARTITIONS_CONFIG],
+                },
+              ],
+            },
+            { timeoutMs: this.config.answerMsMax },
+          )
+          .catch(() => null);
+        const value = answer?.results[0]?.configs.find((c) => c.name === HOSTED_PARTITIONS_CONFIG);
+        return { nodeId, hosted: (value?.value ?? '').split(',').filter((p) => p !== '') };
+      }),
+    );
+    for (const { nodeId, hosted } of answers) {
+      for (const partition of hosted) this.hostedBy.set(Number(partition), nodeId);
+    }
+  }
+
+  async cluster(): Promise<ClusterInfo> {
+    const snapshot = await this.metadata.current();
+    const partitions = await this.collectionPartitions();
+    return {
+      clusterId: snapshot.clusterId,
+      partitions,
+      hostedPartitions: Array.from({ length: partitions }, (_, p) => p),
+      nodeId: `kafka:${this.config.bootstrap.map((b) => `${b.host}:${b.port}`).join(',')}`,
+    };
+  }
+
+  /**
+   * The partition count of every collection topic: the configured one, else that of the
+   * collection topics that exist, else the brokers' num.partitions. Learned once.
+   */
+  private collectionPartitions(): Promise<number> {
+    this.partitionCount ??= this.learnPartitionCount().catch((error: unknown) => {
+      this.partitionCount = null;
+      throw error;
+    });
+    return this.partitionCount;
+  }
+
+  private async learnPartitionCount(): Promise<number> {
+    if (this.config.partitions !== null) return this.config.partitions;
+    const snapshot = await this.metadata.current();
+    for (const [name, topic] of snapshot.topics) {
+      if (isCollectionTopic(name)) return topic.leaders.length;
+    }
+    const broker = snapshot.brokers.has(snapshot.controllerId)
+      ? snapshot.controllerId
+      : [...snapshot.brokers.keys()][0];
+    const answer = await this.admin((connection) =>
+      connection.request(
+        ApiKey.DescribeConfigs,
+        {
+          resources: [
+            {
+              resourceType: RESOURCE_BROKER,
+              resourceName: String(broker),
+              configurationKeys: ['num.partitions'],
+            },
+          ],
+        },
+        { timeoutMs: this.config.answerMsMax },
+      ),
+    );
+    const value = answer.results[0]?.configs.find((c) => c.name === 'num.partitions')?.value;
+    const partitions = Number(value);
+    if (!Number.isSafeInteger(partitions) || partitions < 1) {
+      throw new TailbaseError(
+        502,
+        'cluster_misconfigured',
+        'the Kafka cluster has no collection topic and does not say its num.partitions: give the partition count',
+      );
+    }
+    return partitions;
+  }
+
+  async topics(): Promise<TopicInfo[]> {
+    const snapshot = await this.metadata.refresh();
+    const names = [...snapshot.topics.keys()].filter(isKnownTopicName).sort();
+    return this.describe(snapshot, names);
+  }
+
+  /** Each topic's partition count and configs (DescribeConfigs of the five tailbase keeps). */
+  private async describe(snapshot: MetadataSnapshot, names: string[]): Promise<TopicInfo[]> {
+    if (names.length === 0) return [];
+    const keys = Object.values(TOPIC_CONFIG_NAMES);
+    const answer = await this.admin((connection) =>
+      connection.request(
+        ApiKey.DescribeConfigs,
+        {
+          resources: names.map((name) => ({
+            resourceType: RESOURCE_TOPIC,
+            resourceName: name,
+            configurationKeys: keys,
+          })),
+        },
+        { timeoutMs: this.config.answerMsMax },
+      ),
+    );
+    return names.map((name) => {
+      const result = answer.results.find((r) => r.resourceName === name);
+      if (result === undefined) {
+        throw new TailbaseError(502, 'log_error', `DescribeConfigs did not answer topic ${name}`);
+      }
+      if (result.errorCode !== ErrorCode.NONE) {
+        throw logErrorOf(result.errorCode, result.errorMessage, { topic: name });
+      }
+      const parsed = parseTopicConfigs(result.configs.filter((c) => keys.includes(c.name)));
+      const configs = parsed.ok ? parsed.configs : {};
+      const missing = (Object.keys(TOPIC_CONFIG_NAMES) as (keyof TopicConfigs)[])
+        .filter((field) => configs[field] === undefined)
+        .map((field) => TOPIC_CONFIG_NAMES[field]);
+      if (!parsed.ok || missing.length > 0) {
+        throw new TailbaseError(
+          502,
+          'log_error',
+          `topic ${name}'s configs are not tailbase's: ${parsed.ok ? `${missing.join(', ')} missing` : parsed.message}`,
+        );
+      }
+      const partitions = snapshot.topics.get(name)?.leaders.length ?? 0;
+      return { name, partitions, configs: configs as TopicConfigs };
+    });
+  }
+
+  /**
+   * CreateTopics on every broker (tailbase's log-nodes each keep the topics they are told of;
+   * a Kafka broker forwards to its controller and the others answer TOPIC_ALREADY_EXISTS).
+   */
+  async ensureTopic(name: string, configs: Partial<TopicConfigs> = {}): Promise<TopicInfo> {
+    const snapshot = await this.metadata.current();
+    const numPartitions = isInternalTopic(name)
+      ? INTERNAL_TOPIC_PARTITIONS
+      : await this.collectionPartitions();
+    const configEntries = (Object.keys(configs) as (keyof TopicConfigs)[])
+      .filter((field) => configs[field] !== undefined)
+      .map((field) => ({ name: TOPIC_CONFIG_NAMES[field], value: String(configs[field]) }));
+    const brokers =
+      snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
+    const answers = await Promise.all(
+      brokers.map((address) =>
+        this.pool.connection(address).request(
+          ApiKey.CreateTopics,
+          {
+            topics: [
+              {
+                name,
+                numPartitions,
+                replicationFactor: -1,
+                assignments: [],
+                configs: configEntries,
+              },
+            ],
+            timeoutMs: this.config.answerMsMax,
+            validateOnly: false,
+          },
+          { timeoutMs: this.config.answerMsMax },
+        ),
+      ),
+    );
+    const existedOn: BrokerAddress[] = [];
+    answers.forEach((answer, i) => {
+      const result = answer.topics.find((topic) => topic.name === name);
+      if (result === undefined) {
+        throw new TailbaseError(502, 'log_error', `CreateTopics did not answer topic ${name}`);
+      }
+      if (result.errorCode === ErrorCode.TOPIC_ALREADY_EXISTS) existedOn.push(brokers[i]);
+      else if (result.errorCode !== ErrorCode.NONE) {
+        throw logErrorOf(result.errorCode, result.errorMessage, { topic: name });
+      }
+    });
+    if (existedOn.length > 0 && configEntries.length > 0) {
+      await Promise.all(
+        existedOn.map((address) => this.alterConfigs(address, name, configEntries)),
+      );
+    }
+    const refreshed = await this.metadata.refresh();
+    const [info] = await this.describe(refreshed, [name]);
+    return info;
+  }
+
+  /**
+   * An existing topic's configs set (IncrementalAlterConfigs, on each broker that holds it: a
+   * tailbase log-node keeps its own, a Kafka broker forwards to its controller).
+   */
+  private async alterConfigs(
+    address: BrokerAddress,
+    topic: string,
+    configs: { name: string; value: string }[],
+  ): Promise<void> {
+    const answer = await this.pool.connection(address).request(
+      ApiKey.IncrementalAlterConfigs,
+      {
+        resources: [
+          {
+            resourceType: RESOURCE_TOPIC,
+            resourceName: topic,
+            configs: configs.map(({ name, value }) => ({ name, configOperation: 0, value })),
+          },
+        ],
+        validateOnly: false,
+      },
+      { timeoutMs: this.config.answerMsMax },
+    );
+    const result = answer.responses.find((r) => r.resourceName === topic);
+    if (result === undefined) {
+      throw new TailbaseError(502, 'log_error', `IncrementalAlterConfigs did not answer ${topic}`);
+    }
+    if (result.errorCode !== ErrorCode.NONE) {
+      throw logErrorOf(result.errorCode, result.errorMessage, { topic });
+    }
+  }
+
+  /** From the controller first (a tailbase log-node cluster hands ids out there), else any. */
+  async initProducerId(): Promise<ProducerIdentity> {
+    const answer = await this.admin(async (connection) => {
+      const reply = await connection.request(
+        ApiKey.InitProducerId,
+        {
+          transactionalId: null,
+          transactionTimeoutMs: TRANSACTION_TIMEOUT_MS,
+          producerId: -1,
+          producerEpoch: -1,
+        },
+        { timeoutMs: this.config.answerMsMax },
+      );
+      if (reply.errorCode !== ErrorCode.NONE) throw logErrorOf(reply.errorCode, null);
+      return reply;
+    });
+    return { producerId: Number(answer.producerId), producerEpoch: answer.producerEpoch };
+  }
+
+  /**
+   * One administrative request, to the brokers in turn (the controller first) until one answers;
+   * the last failure when none does.
+   */
+  private async admin<T>(ask: (connection: BrokerConnection) => Promise<T>): Promise<T> {
+    await this.metadata.current();
+    let lastError: unknown = null;
+    for (const address of this.metadata.candidates()) {
+      try {
+        return await ask(this.pool.connection(address));
+      } catch (error) {
+        lastError = error;
+        // An error of the request itself is the answer; another broker would give it too.
+        if (
+          error instanceof TailbaseError &&
+          error.code !== 'log_unreachable' &&
+          error.code !== 'partition_not_hosted'
+        ) {
+          throw error;
+        }
+      }
+    }
+    throw lastError;
+  }
+
+  async append(
+    topic: string,
+    partition: number,
+    batch: Uint8Array,
+    signal?: AbortSignal,
+  ): Promise<AppendResult> {
+    const bytes = asBuffer(batch);
+    for (let attempt = 1; ; attempt++) {
+      const leader = await this.leaderOrCreate(topic, partition);
+      const outcome = await this.producer(leader).call({ topic, partition, bytes, signal });
+      if (!(outcome instanceof Error)) return outcome;
+      if (!(outcome instanceof LeaderMoved)) throw outcome;
+      if (attempt >= this.config.leaderAttemptsMax) throw outcome.error;
+      await sleep(this.config.leaderRetryBackoffMs * attempt);
+      await this.metadata.refresh();
+    }
+  }
+
+  /** The partition's leader; a topic the cluster does not have is created first. */
+  private async leaderOrCreate(topic: string, partition: number): Promise<BrokerAddress> {
+    const leader = await this.metadata.leader(topic, partition);
+    if (leader !== null) return leader;
+    await this.ensureTopic(topic);
+    const created = await this.metadata.leader(topic, partition);
+    if (created === null) {
+      throw new TailbaseError(
+        404,
+        'unknown_topic',
+        `topic ${topic} has no partition ${partition}`,
+        {
+          topic,
+          partition,
+        },
+      );
+    }
+    return created;
+  }
+
+  private producer(address: BrokerAddress): CallBatcher<QueuedAppend, AppendOutcome> {
+    const key = `${address.host}:${address.port}`;
+    let producer = this.producers.get(key);
+    if (producer === undefined) {
+      producer = new CallBatcher({
+        batchMax: Number.MAX_SAFE_INTEGER,
+        inFlightMax: PRODUCE_REQUESTS_IN_FLIGHT_MAX,
+        batchWeightMax: this.config.produceRequestBytesMax,
+        weigh: (queued) => queued.bytes.length + queued.topic.length,
+        send: (queued) => this.produce(address, queued),
+      });
+      this.producers.set(key, producer);
+    }
+    return producer;
+  }
+
+  /**
+   * The appends as Produce requests to one broker, each topic-partition at most once a request
+   * (Kafka's rule): a second batch of one partition goes in the next request on the same
+   * connection, which the broker handles after the first.
+   */
+  private async produce(address: BrokerAddress, queued: QueuedAppend[]): Promise<AppendOutcome[]> {
+    const rounds: QueuedAppend[][] = [];
+    for (const item of queued) {
+      const round = rounds.find(
+        (r) => !r.some((other) => other.topic === item.topic && other.partition === item.partition),
+      );
+      if (round) round.push(item);
+      else rounds.push([item]);
+    }
+    const connection = this.pool.connection(address);
+    const answered = await Promise.all(
+      rounds.map((round) =>
+        this.produceRound(connection, round).catch((error: unknown) => {
+          this.staleOnUnreachable(error);
+          return round.map(() => (error instanceof Error ? error : new Error(String(error))));
+        }),
+      ),
+    );
+    const byItem = new Map<QueuedAppend, AppendOutcome>();
+    rounds.forEach((round, r) => round.forEach((item, i) => byItem.set(item, answered[r][i])));
+    return queued.map((item) => byItem.get(item)!);
+  }
+
+  private async produceRound(
+    connection: BrokerConnection,
+    round: QueuedAppend[],
+  ): Promise<AppendOutcome[]> {
+    const topics = new Map<string, QueuedAppend[]>();
+    for (const item of round) topics.set(item.topic, [...(topics.get(item.topic) ?? []), item]);
+    const signals = round.flatMap((item) => (item.signal === undefined ? [] : [item.signal]));
+    const answer = await connection.request(
+      ApiKey.Produce,
+      {
+        transactionalId: null,
+        acks: -1,
+        timeoutMs: this.config.produceTimeoutMs,
+        topicData: [...topics].map(([name, items]) => ({
+          name,
+          partitionData: items.map((item) => ({ index: item.partition, records: item.bytes })),
+        })),
+      },
+      {
+        timeoutMs: this.config.produceTimeoutMs + this.config.answerMsMax,
+        signal: signals.length === 0 ? undefined : AbortSignal.any(signals),
+      },
+    );
+    return round.map((item) => {
+      const found = answer.responses
+        .find((topic) => topic.name === item.topic)
+        ?.partitionResponses.find((p) => p.index === item.partition);
+      if (found === undefined) {
+        return new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
+      }
+      return appendOutcome(item, found);
+    });
+  }
+
+  async read(
+    topic: string,
+    partition: number,
+    offset: number,
+    options: ReadOptions = {},
+  ): Promise<ReadResult> {
+    const [outcome] = await this.fetch([{ topic, partition, offset }], options);
+    if ('error' in outcome) throw outcome.error;
+    return {
+      batches: outcome.batches,
+      logStartOffset: outcome.logStartOffset,
+      endOffset: outcome.endOffset,
+    };
+  }
+
+  /**
+   * Each position from its partition's leader; positions led by several brokers are fetched from
+   * each at once (fetchGroups keeps a caller's positions on one broker while leaders stay put).
+   */
+  async fetch(
+    positions: readonly FetchPosition[],
+    options: ReadOptions = {},
+  ): Promise<FetchOutcome[]> {
+    const outcomes: FetchOutcome[] = new Array(positions.length);
+    let todo = positions.map((position, index) => ({ ...position, index }));
+    for (let attempt = 1; todo.length > 0; attempt++) {
+      const groups = new Map<string, { address: BrokerAddress; items: typeof todo }>();
+      for (const item of todo) {
+        const address = await this.metadata.leader(item.topic, item.partition);
+        if (address === null) {
+          outcomes[item.index] = {
+            topic: item.topic,
+            partition: item.partition,
+            error: logErrorOf(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${item.topic}`, {
+              topic: item.topic,
+              partition: item.partition,
+            }),
+          };
+          continue;
+        }
+        const key = `${address.host}:${address.port}`;
+        const group = groups.get(key) ?? { address, items: [] };
+        group.items.push(item);
+        groups.set(key, group);
+      }
+      const retry: typeof todo = [];
+      const lastAttempt = attempt >= this.config.leaderAttemptsMax;
+      // A retry after a leader moved answers at once: the caller's wait was spent.
+      const waitMs = attempt === 1 ? (options.waitMs ?? 0) : 0;
+      await Promise.all(
+        [...groups.values()].map(async ({ address, items }) => {
+          const answers = await this.fetchFrom(address, items, { ...options, waitMs }).catch(
+            (error: unknown) => {
+              this.staleOnUnreachable(error);
+              throw error;
+            },
+          );
+          items.forEach((item, i) => {
+            const answer = answers[i];
+            if ('leaderMoved' in answer && !lastAttempt) retry.push(item);
+            else outcomes[item.index] = 'leaderMoved' in answer ? answer.outcome : answer;
+          });
+        }),
+      );
+      if (retry.length > 0) {
+        await sleep(this.config.leaderRetryBackoffMs * attempt);
+        await this.metadata.refresh();
+      }
+      todo = retry;
+    }
+    return outcomes;
+  }
+
+  private async fetchFrom(
+    address: BrokerAddress,
+    positions: readonly FetchPosition[],
+    options: ReadOptions,
+  ): Promise<(FetchOutcome | { leaderMoved: true; outcome: FetchOutcome })[]> {
+    const topics = new Map<string, FetchPosition[]>();
+    for (const position of positions) {
+      topics.set(position.topic, [...(topics.get(position.topic) ?? []), position]);
+    }
+    const partitionMaxBytes = Math.min(
+      options.maxBytes ?? this.config.partitionFetchBytesDefault,
+      this.config.fetchBytesMax,
+    );
+    const waitMs = options.waitMs ?? 0;
+    const connection = await this.pool.lease(address);
+    // An abandoned long poll would hold the connection until it answers: close it instead.
+    const abandon = () => connection.close();
+    options.signal?.addEventListener('abort', abandon, { once: true });
+    let answer: ResponseBody<typeof ApiKey.Fetch>;
+    try {
+      options.signal?.throwIfAborted();
+      answer = await connection.request(
+        ApiKey.Fetch,
+        {
+          replicaId: -1,
+          maxWaitMs: waitMs,
+          minBytes: 1,
+          maxBytes: this.config.fetchBytesMax,
+          isolationLevel: 0,
+          sessionId: 0,
+          sessionEpoch: -1,
+          topics: [...topics].map(([topic, items]) => ({
+            topic,
+            partitions: items.map((item) => ({
+              partition: item.partition,
+              fetchOffset: item.offset,
+              partitionMaxBytes,
+            })),
+          })),
+          forgottenTopicsData: [],
+          rackId: '',
+        },
+        { timeoutMs: this.config.answerMsMax + waitMs, signal: options.signal },
+      );
+    } finally {
+      options.signal?.removeEventListener('abort', abandon);
+      this.pool.release(connection);
+    }
+    return positions.map(({ topic, partition }) => {
+      const found = answer.responses
+        .find((entry) => entry.topic === topic)
+        ?.partitions.find((entry) => entry.partitionIndex === partition);
+      if (found === undefined) {
+        return {
+          topic,
+          partition,
+          error: new TailbaseError(502, 'log_error', 'the broker did not answer every partition'),
+        };
+      }
+      const logStartOffset = Number(found.logStartOffset);
+      const endOffset = Number(found.highWatermark);
+      if (found.errorCode === ErrorCode.NONE) {
+        return {
+          topic,
+          partition,
+          logStartOffset: Math.max(logStartOffset, 0),
+          endOffset,
+          batches: wholeBatches(found.records),
+        };
+      }
+      const outcome = {
+        topic,
+        partition,
+        error: logErrorOf(found.errorCode, null, {
+          topic,
+          partition,
+          ...(logStartOffset >= 0 ? { logStartOffset } : {}),
+          ...(endOffset >= 0 ? { endOffset } : {}),
+        }),
+      };
+      return LEADER_ERRORS.has(found.errorCode) ? { leaderMoved: true as const, outcome } : outcome;
+    });
+  }
+
+  /**
+   * Partition numbers grouped by the broker that stores them (tailbase's log-nodes say so, and
+   * one node leads a partition number in every topic), else by their leader in the topics known;
+   * a partition no known topic has yet is a group of its own.
+   */
+  fetchGroups(partitions: readonly number[]): number[][] {
+    const snapshot = this.metadata.known();
+    const groups = new Map<string, number[]>();
+    for (const partition of partitions) {
+      const leader =
+        this.hostedBy.get(partition) ??
+        (snapshot === null ? -1 : referenceLeader(snapshot, partition));
+      const key = leader < 0 ? `alone:${partition}` : `node:${leader}`;
+      groups.set(key, [...(groups.get(key) ?? []), partition]);
+    }
+    return [...groups.values()];
+  }
+
+  /** Earliest and latest offsets of every topic-partition tailbase keeps, from their leaders. */
+  async offsets(): Promise<PartitionOffsets[]> {
+    for (let attempt = 1; ; attempt++) {
+      const snapshot = await this.metadata.refresh();
+      const byLeader = new Map<number, { topic: string; partition: number }[]>();
+      for (const [topic, { leaders }] of snapshot.topics) {
+        if (!isKnownTopicName(topic)) continue;
+        leaders.forEach((leader, partition) => {
+          byLeader.set(leader, [...(byLeader.get(leader) ?? []), { topic, partition }]);
+        });
+      }
+      try {
+        const answers = await Promise.all(
+          [...byLeader].map(([leader, partitions]) =>
+            this.listOffsets(snapshot, leader, partitions),
+          ),
+        );
+        return answers
+          .flat()
+          .sort((a, b) =>
+            a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1,
+          );
+      } catch (error) {
+        if (!(error instanceof LeaderMoved)) throw error;
+        if (attempt >= this.config.leaderAttemptsMax) throw error.error;
+        await sleep(this.config.leaderRetryBackoffMs * attempt);
+      }
+    }
+  }
+
+  private async listOffsets(
+    snapshot: MetadataSnapshot,
+    leader: number,
+    partitions: { topic: string; partition: number }[],
+  ): Promise<PartitionOffsets[]> {
+    const address = snapshot.brokers.get(leader);
+    if (address === undefined) {
+      const { topic, partition } = partitions[0];
+      throw new LeaderMoved(
+        logErrorOf(ErrorCode.LEADER_NOT_AVAILABLE, `partition ${partition} of ${topic}`),
+      );
+    }
+    const connection = this.pool.connection(address);
+    const ask = (timestamp: number) =>
+      connection.request(
+        ApiKey.ListOffsets,
+        {
+          replicaId: -1,
+          isolationLevel: 0,
+          topics: [...groupByTopic(partitions)].map(([name, indexes]) => ({
+            name,
+            partitions: indexes.map((partitionIndex) => ({ partitionIndex, timestamp })),
+          })),
+        },
+        { timeoutMs: this.config.answerMsMax },
+      );
+    const [earliest, latest] = await Promise.all([ask(EARLIEST_TIMESTAMP), ask(LATEST_TIMESTAMP)]);
+    const offsetOf = (answer: typeof earliest, topic: string, partition: number): number => {
+      const found = answer.topics
+        .find((entry) => entry.name === topic)
+        ?.partitions.find((entry) => entry.partitionIndex === partition);
+      if (found === undefined) {
+        throw new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
+      }
+      if (found.errorCode === ErrorCode.NONE) return Number(found.offset);
+      const error = logErrorOf(found.errorCode, null, { topic, partition });
+      throw LEADER_ERRORS.has(found.errorCode) ? new LeaderMoved(error) : error;
+    };
+    return partitions.map(({ topic, partition }) => ({
+      topic,
+      partition,
+      logStartOffset: offsetOf(earliest, topic, partition),
+      endOffset: offsetOf(latest, topic, partition),
+    }));
+  }
+
+  /**
+   * A broker that cannot be reached may have lost its partitions' leadership (Kafka moves it to a
+   * replica): the metadata is asked again, in the background, so the caller's retry finds the
+   * new leader. The caller gets the failure as it was: whether the request reached the broker is
+   * the caller's to judge.
+   */
+  private staleOnUnreachable(error: unknown): void {
+    if (error instanceof TailbaseError && error.code === 'log_unreachable') {
+      this.metadata.refresh().catch(() => undefined);
+    }
+  }
+
+  close(): void {
+    this.pool.close();
+  }
+}
+
+function appendOutcome(
+  item: QueuedAppend,
+  answer: { errorCode: number; baseOffset: bigint; errorMessage: string | null },
+): AppendOutcome {
+  const baseOffset = Number(answer.baseOffset);
+  const duplicate =
+    (answer.errorCode === ErrorCode.NONE && answer.errorMessage === DUPLICATE_BATCH_MESSAGE) ||
+    (answer.errorCode === ErrorCode.DUPLICATE_SEQUENCE_NUMBER && baseOffset >= 0);
+  if (answer.errorCode === ErrorCode.NONE || duplicate) {
+    const header = readBatchHeader(item.bytes);
+    const lastOffsetDelta = header === null ? 0 : header.lastOffsetDelta;
+    return { baseOffset, lastOffset: baseOffset + lastOffsetDelta, duplicate };
+  }
+  const error = logErrorOf(answer.errorCode, answer.errorMessage, {
+    topic: item.topic,
+    partition: item.partition,
+  });
+  return LEADER_ERRORS.has(answer.errorCode) ? new LeaderMoved(error) : error;
+}
+
+/** The whole batches of a Fetch answer's records: a broker may cut the last one short. */
+function wholeBatches(records: Buffer | null): Buffer {
+  if (records === null) return Buffer.alloc(0);
+  let end = 0;
+  while (records.length - end >= BATCH_LENGTH_END) {
+    const next = end + BATCH_LENGTH_END + records.readInt32BE(end + 8);
+    if (next > records.length || next <= end) break;
+    end = next;
+  }
+  return end === records.length ? records : records.subarray(0, end);
+}
+
+/** The leader of a partition number: in the settings topic for 0, else in a collection topic. */
+function referenceLeader(snapshot: MetadataSnapshot, partition: number): number {
+  if (partition === 0) {
+    const settings = snapshot.topics.get(SETTINGS_TOPIC)?.leaders[0];
+    if (settings !== undefined) return settings;
+  }
+  for (const [name, { leaders }] of snapshot.topics) {
+    if (isCollectionTopic(name) && partition < leaders.length) return leaders[partition];
+  }
+  return -1;
+}
+
+function groupByTopic(partitions: { topic: string; partition: number }[]): Map<string, number[]> {
+  const grouped = new Map<string, number[]>();
+  for (const { topic, partition } of partitions) {
+    grouped.set(topic, [...(grouped.get(topic) ?? []), partition]);
+  }
+  return grouped;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
