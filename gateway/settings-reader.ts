@@ -29,12 +29,21 @@ export async function readCollectionSettings(
   collection: string,
   readBytesMax: number,
 ): Promise<CollectionSettingsView> {
-  const [topics, offsets] = await Promise.all([log.topics(), log.offsets()]);
-  const topic = topics.find(({ name }) => name === collection);
+  const topic = (await log.topics()).find(({ name }) => name === collection);
   if (topic === undefined) {
     throw notFound('collection_not_found', `no collection ${collection}`, { collection });
   }
-  const settingsLog = offsets.find(
+  const settings = await readSearchSettings(log, collection, readBytesMax);
+  return { collection, settings, topicConfigs: topic.configs };
+}
+
+/** The collection's last settings record in the log, or the defaults when it has none. */
+export async function readSearchSettings(
+  log: LogClient,
+  collection: string,
+  readBytesMax: number,
+): Promise<CollectionSettings> {
+  const settingsLog = (await log.offsets()).find(
     (o) => o.topic === SETTINGS_TOPIC && o.partition === SETTINGS_PARTITION,
   );
   let settings = DEFAULT_SETTINGS;
@@ -47,8 +56,13 @@ export async function readCollectionSettings(
     const from = offset;
     for (const batch of iterateBatches(read.batches)) {
       for (const record of decodeRecords(batch.bytes)) {
-        if (record.offset < from || record.key !== collection || record.value === null) continue;
-        // Invalid records are ignored, as the serve-nodes that apply them ignore them.
+        if (record.offset < from || record.key !== collection) continue;
+        // A null record puts the defaults back; invalid records are ignored, as the serve-nodes
+        // that apply them ignore them.
+        if (record.value === null) {
+          settings = DEFAULT_SETTINGS;
+          continue;
+        }
         const parsed = validateSettings(parseOrNull(utf8.decode(record.value)));
         if (typeof parsed !== 'string') settings = parsed;
       }
@@ -56,7 +70,7 @@ export async function readCollectionSettings(
     }
     if (offset === from) break;
   }
-  return { collection, settings, topicConfigs: topic.configs };
+  return settings;
 }
 
 function parseOrNull(text: string): unknown {

@@ -7,6 +7,7 @@ import type {
   BulkAnswer,
   SettingsAnswer,
   SettingsBody,
+  SettingsPatch,
   SettingsView,
   WriteAnswer,
 } from '../../gateway/api/index.js';
@@ -230,8 +231,24 @@ export class Collection<Doc = JsonValue> {
 
   /** Writes search settings and topic configs (admin scope); a record in the log. */
   putSettings(settings: SettingsBody, options: CallOptions = {}): Promise<SettingsAnswer> {
+    return this.writeSettings('PUT', settings, options);
+  }
+
+  /**
+   * Merges the fields given into the collection's settings (admin scope): the others stay as
+   * they are; a field given null goes back to its default.
+   */
+  patchSettings(settings: SettingsPatch, options: CallOptions = {}): Promise<SettingsAnswer> {
+    return this.writeSettings('PATCH', settings, options);
+  }
+
+  private writeSettings(
+    method: 'PUT' | 'PATCH',
+    settings: SettingsBody | SettingsPatch,
+    options: CallOptions,
+  ): Promise<SettingsAnswer> {
     return this.transport.json({
-      method: 'PUT',
+      method,
       path: `/v1/collections/${segment(this.name)}/settings`,
       body: JSON.stringify(settings),
       contentType: 'application/json',

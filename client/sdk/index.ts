@@ -29,6 +29,7 @@ export type {
   ServeNodeStatus,
   SettingsAnswer,
   SettingsBody,
+  SettingsPatch,
   SettingsView,
   SearchSettings,
   Status,

@@ -18,6 +18,7 @@ import {
   ServeNodeStatus,
   SettingsAnswer,
   SettingsBody,
+  SettingsPatch,
   SettingsView,
   Status,
   StoredDocument,
@@ -57,6 +58,14 @@ const ndjson = (description: string) => ({
   schema: ChangeEvent,
   contentTypes: ['application/x-ndjson', 'text/event-stream'],
   description,
+});
+
+/** What a settings write may answer: PUT and PATCH alike. */
+const SETTINGS_ERRORS = errors(WRITE_ERRORS, {
+  400: ['invalid_json', 'invalid_settings', 'invalid_topic_config'],
+  409: ['collection_id_collision'],
+  413: ['settings_too_large'],
+  503: [OUTCOME_UNKNOWN],
 });
 
 export const API_ROUTES = {
@@ -131,12 +140,17 @@ export const API_ROUTES = {
     query: WriteQuery,
     body: json(SettingsBody),
     answers: { 200: json(SettingsAnswer) },
-    errors: errors(WRITE_ERRORS, {
-      400: ['invalid_json', 'invalid_settings', 'invalid_topic_config'],
-      409: ['collection_id_collision'],
-      413: ['settings_too_large'],
-      503: [OUTCOME_UNKNOWN],
-    }),
+    errors: SETTINGS_ERRORS,
+  }),
+  patchSettings: route('PATCH /v1/collections/{collection}/settings', {
+    summary:
+      "merges the fields given into the collection's settings (null resets one); a record in the log",
+    scope: 'admin',
+    token: true,
+    query: WriteQuery,
+    body: json(SettingsPatch),
+    answers: { 200: json(SettingsAnswer) },
+    errors: SETTINGS_ERRORS,
   }),
   getSettings: route('GET /v1/collections/{collection}/settings', {
     summary:

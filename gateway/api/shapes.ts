@@ -115,6 +115,21 @@ export const SettingsBody = Type.Composite([
 ]);
 export type SettingsBody = Static<typeof SettingsBody>;
 
+/** PATCH settings: the fields named replace the stored ones; null puts a field's default back. */
+export const SettingsPatch = Type.Composite([
+  Type.Partial(
+    Type.Object({
+      searchable: Nullable(FieldPaths),
+      weights: Nullable(SearchSettings.properties.weights),
+      tokenizer: Nullable(Tokenizer),
+      filterable: Nullable(FieldPaths),
+      sortable: Nullable(FieldPaths),
+    }),
+  ),
+  Type.Partial(TopicConfigs),
+]);
+export type SettingsPatch = Static<typeof SettingsPatch>;
+
 /** A collection's settings as the log holds them (GET settings). */
 export const SettingsView = Type.Object({
   collection: Type.String(),

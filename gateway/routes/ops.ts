@@ -1,5 +1,5 @@
 /** Collection settings, the change feed, status, health, readiness and metrics. */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { notFound } from '../../shared/errors.js';
 import {
   API_ROUTES,
@@ -15,8 +15,8 @@ import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
-import { parseSettings } from '../settings.js';
-import { readCollectionSettings } from '../settings-reader.js';
+import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
+import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
@@ -26,7 +26,11 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
   const on = declaredRoutes(app, guard);
   const openApi = JSON.stringify(openApiDocument());
 
-  on(API_ROUTES.putSettings, async (c) => {
+  /** PUT and PATCH: the body parsed against the stored settings, then written as PUT writes. */
+  const writeSettings = async (
+    c: Context,
+    parse: (body: unknown, collection: string) => Promise<SettingsRequest>,
+  ) => {
     const { collection, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const body = await readBody(
@@ -35,8 +39,9 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       'settingsBytesMax',
       'settings_too_large',
     );
-    const { settings, topicConfigs } = parseSettings(
+    const { settings, topicConfigs } = await parse(
       parseJson(decodeUtf8(body, 'settings'), 'settings'),
+      collection,
     );
     // The topic first: configs the log refuses leave the settings unwritten.
     const topic = await log.ensureTopic(collection, topicConfigs);
@@ -55,7 +60,17 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       token: encoded,
     };
     return c.json(answer);
-  });
+  };
+
+  on(API_ROUTES.putSettings, (c) => writeSettings(c, async (body) => parseSettings(body)));
+
+  // Two PATCHes at once may each merge into the settings before the other's: the later record
+  // wins whole, as two PUTs would.
+  on(API_ROUTES.patchSettings, (c) =>
+    writeSettings(c, async (body, collection) =>
+      parseSettingsPatch(body, await readSearchSettings(log, collection, config.feedReadBytesMax)),
+    ),
+  );
 
   on(API_ROUTES.getSettings, async (c) => {
     const { collection } = docTarget(c, services);

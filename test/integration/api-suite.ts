@@ -301,6 +301,61 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       });
     });
 
+    it('PATCH settings merges the fields it names; a bad one changes nothing', async () => {
+      const collection = freshCollection('merge');
+      const settingsPath = `/v1/collections/${collection}/settings`;
+      const put = await call(url, 'PUT', settingsPath, {
+        searchable: ['title'],
+        weights: { title: 2 },
+        retentionMs: 86_400_000,
+        cleanupPolicy: 'delete',
+      });
+      expect(put.status).toBe(200);
+      const patch = await call(url, 'PATCH', settingsPath, { filterable: ['year'] });
+      expect(patch.status).toBe(200);
+      const merged = {
+        searchable: ['title'],
+        weights: { title: 2 },
+        tokenizer: 'unicode61 remove_diacritics 2',
+        filterable: ['year'],
+        sortable: [],
+      };
+      expect(patch.body.settings).toEqual(merged);
+      expect(patch.body.topicConfigs).toMatchObject({ retentionMs: 86_400_000 });
+      const read = await call(url, 'GET', settingsPath);
+      expect(read.status).toBe(200);
+      expect(read.body.settings).toEqual(merged);
+      // The merged settings are those the serve-nodes apply: a filter on `year` works at once.
+      const doc = await call(
+        url,
+        'PUT',
+        `/v1/collections/${collection}/docs/d1`,
+        { title: 'dune', year: 1965 },
+        { 'tailbase-token': patch.body.token },
+      );
+      const filtered = await call(
+        url,
+        'GET',
+        `/v1/collections/${collection}/search?q=dune&filter=${encodeURIComponent('year = 1965')}`,
+        undefined,
+        { 'tailbase-token': doc.body.token },
+      );
+      expect(filtered.status).toBe(200);
+      expect(filtered.body.hits.map((h: { key: string }) => h.key)).toEqual(['d1']);
+      const before = await logEnds(url);
+      for (const bad of [{ filterable: ['year'], colour: 'red' }, { weights: 'heavy' }, [1]]) {
+        const refused = await call(url, 'PATCH', settingsPath, bad);
+        expect(refused.status, JSON.stringify(bad)).toBe(400);
+        expect(refused.body.error.code).toBe('invalid_settings');
+      }
+      const unknown = await call(url, 'PATCH', settingsPath, { colour: 'red' });
+      expect(unknown.body.error.message).toContain('colour');
+      expect(await logEnds(url)).toEqual(before);
+      expect((await call(url, 'GET', settingsPath)).body.settings).toEqual(merged);
+      const reset = await call(url, 'PATCH', settingsPath, { weights: null, searchable: null });
+      expect(reset.body.settings).toEqual({ ...merged, searchable: null, weights: {} });
+    });
+
     it('answers every read with the document as written, numbers unrounded', async () => {
       // JSON.parse rounds 12345678901234567891 to ...7000 and -0 to 0: nothing between the body
       // written and the bodies read may parse and re-serialise the document.

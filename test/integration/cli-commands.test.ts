@@ -70,6 +70,26 @@ describe('tailbase client commands', () => {
     expect(explicit.stderr).toContain('(invalid_token');
   });
 
+  it('settings shows a collection settings and merges the JSON given into them', async () => {
+    expect((await cli('settings', 'films', '{"searchable":["title"]}', '--replace')).code).toBe(0);
+    const merged = await cli('settings', 'films', '{"filterable":["year"]}');
+    expect(merged.stderr).toBe('');
+    expect(merged.code).toBe(0);
+    expect(JSON.parse(merged.stdout).settings).toMatchObject({
+      searchable: ['title'],
+      filterable: ['year'],
+    });
+    const shown = await cli('settings', 'films');
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      collection: 'films',
+      settings: { searchable: ['title'], filterable: ['year'] },
+    });
+    const unknown = await cli('settings', 'films', '{"colour":"red"}');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('unknown settings: colour');
+    expect((await cli('settings', 'films', '[1]')).code).toBe(2);
+  });
+
   it('server errors exit 1 with the server message; usage errors exit 2', async () => {
     // Valid JSON the gateway refuses: only the server can say so.
     const deep = `{"a":${'['.repeat(70)}${']'.repeat(70)}}`;
