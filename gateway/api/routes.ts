@@ -28,8 +28,10 @@ import {
 
 /** What a write may answer besides its own checks: the token, and a log that could not take it. */
 const WRITE_ERRORS: ErrorCodes = {
-  400: ['invalid_collection', 'invalid_utf8', 'invalid_token'],
+  400: ['invalid_collection', 'invalid_utf8', 'invalid_token', 'invalid_parameter'],
   503: ['overloaded', 'shutting_down', 'append_queue_full', 'log_unavailable'],
+  /** wait=applied past wait_ms: the write is stored; `behind` says which nodes lag, `token` is its. */
+  504: ['not_caught_up'],
   507: ['disk_full'],
 };
 /** 503 `write_outcome_unknown`: the log did not confirm in time; the write may be stored. */

@@ -15,6 +15,7 @@ import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
+import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
 import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
@@ -33,6 +34,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
   ) => {
     const { collection, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
+    const waitMs = parseApplyWait(query, services);
     const body = await readBody(
       c,
       config.limits.settingsBytesMax,
@@ -50,9 +52,19 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       value: Buffer.from(JSON.stringify(settings)),
       timestampMs: Date.now(),
     };
-    const { token } = await writeRecords(services, SETTINGS_TOPIC, [record], sent, () => 0);
+    const { written, token } = await writeRecords(
+      services,
+      SETTINGS_TOPIC,
+      [record],
+      sent,
+      () => 0,
+    );
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
+    if (waitMs !== undefined) {
+      const target = { collection, offsets: new Map(), token: encoded };
+      await waitApplied(services, { ...target, settingsOffset: written[0].offset }, waitMs);
+    }
     const answer: SettingsAnswer = {
       collection,
       settings,

@@ -356,6 +356,50 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect(reset.body.settings).toEqual({ ...merged, searchable: null, weights: {} });
     });
 
+    it('wait=applied answers once searchable; a bad wait or wait_ms writes nothing', async () => {
+      const collection = freshCollection('waited');
+      const items = Array.from({ length: 30 }, (_, i) => ({
+        key: `k${i}`,
+        value: { t: 'wombat' },
+      }));
+      const bulk = await call(
+        url,
+        'POST',
+        `/v1/collections/${collection}/docs?wait=applied`,
+        items,
+      );
+      expect(bulk.status).toBe(200);
+      // No token, no consistency: what the serve-nodes have applied now already holds them all.
+      const found = await call(url, 'GET', `/v1/collections/${collection}/search?q=wombat&limit=1`);
+      expect(found.body.total).toBe(items.length);
+      const put = await call(
+        url,
+        'PUT',
+        `/v1/collections/${collection}/docs/one?wait=applied&wait_ms=5000`,
+        { t: 'numbat' },
+      );
+      expect(put.status).toBe(200);
+      expect((await call(url, 'GET', `/v1/collections/${collection}/docs/one`)).status).toBe(200);
+      const del = await call(url, 'DELETE', `/v1/collections/${collection}/docs/one?wait=applied`);
+      expect(del.status).toBe(200);
+      expect((await call(url, 'GET', `/v1/collections/${collection}/docs/one`)).status).toBe(404);
+      const before = await logEnds(url);
+      for (const query of [
+        'wait=soon',
+        'wait=applied&wait_ms=-1',
+        'wait=applied&wait_ms=x',
+        'wait_ms=10',
+      ]) {
+        const bad = await call(url, 'PUT', `/v1/collections/${collection}/docs/bad?${query}`, {});
+        expect(bad.status, query).toBe(400);
+        expect(bad.body.error.code, query).toBe('invalid_parameter');
+        expect(bad.body.error.parameter, query).toMatch(/^wait/);
+      }
+      const badBulk = await call(url, 'POST', `/v1/collections/${collection}/docs?wait=now`, items);
+      expect(badBulk.status).toBe(400);
+      expect(await logEnds(url)).toEqual(before);
+    });
+
     it('answers every read with the document as written, numbers unrounded', async () => {
       // JSON.parse rounds 12345678901234567891 to ...7000 and -0 to 0: nothing between the body
       // written and the bodies read may parse and re-serialise the document.

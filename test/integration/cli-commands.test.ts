@@ -90,6 +90,22 @@ describe('tailbase client commands', () => {
     expect((await cli('settings', 'films', '[1]')).code).toBe(2);
   });
 
+  it('put, del and bulk with --wait-applied answer once a read without a token sees them', async () => {
+    const lines = Array.from({ length: 30 }, (_, i) =>
+      JSON.stringify({ key: `w${i}`, value: { text: 'tapir' } }),
+    ).join('\n');
+    const bulk = await cliWithStdin(lines, 'bulk', 'waited', '--wait-applied', '5000');
+    expect(bulk.stderr).not.toContain('tailbase:');
+    expect(bulk.code).toBe(0);
+    const search = await cli('search', 'waited', 'tapir', '--consistency', 'eventual', '--json');
+    expect(JSON.parse(search.stdout).total).toBe(30);
+    expect((await cli('put', 'waited', 'one', '{"text":"x"}', '--wait-applied')).code).toBe(0);
+    expect((await cli('get', 'waited', 'one', '--consistency', 'eventual')).code).toBe(0);
+    expect((await cli('del', 'waited', 'one', '--wait-applied')).code).toBe(0);
+    expect((await cli('get', 'waited', 'one', '--consistency', 'eventual')).code).toBe(1);
+    expect((await cli('put', 'waited', 'two', '{}', '--wait-applied', 'soon')).code).toBe(2);
+  });
+
   it('server errors exit 1 with the server message; usage errors exit 2', async () => {
     // Valid JSON the gateway refuses: only the server can say so.
     const deep = `{"a":${'['.repeat(70)}${']'.repeat(70)}}`;
