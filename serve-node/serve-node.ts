@@ -209,7 +209,9 @@ export class ServeNode implements ServeNodeCore {
           lag,
           applyRatePerSec,
           etaSeconds: lag === 0 ? 0 : applyRatePerSec > 0 ? Math.ceil(lag / applyRatePerSec) : null,
-          state: tailed.state,
+          // From the moment a rebuild is accepted, before its fetchers have stopped (it may wait
+          // for a snapshot or an apply under way): the old stores are no longer what is served.
+          state: this.rebuilding === null ? tailed.state : 'rebuilding',
           ...(tailed.error === undefined ? {} : { error: tailed.error }),
         };
       }),

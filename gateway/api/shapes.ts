@@ -153,10 +153,38 @@ export type ChangeEvent = Static<typeof ChangeEvent>;
 
 export const Status = Type.Object({
   clusterId: Type.String(),
+  lagRecords: Type.Integer({
+    minimum: 0,
+    description: "records the replicas have not applied, over every collection's partitions",
+  }),
+  ready: Type.Boolean({ description: 'every serve-node is up and ready' }),
+  collections: Type.Array(
+    Type.Object(
+      {
+        collection: Type.String(),
+        partitions: Type.Integer({ minimum: 0 }),
+        endOffset: Type.Integer({
+          minimum: 0,
+          description: "the sum of its partitions' end offsets",
+        }),
+        lagRecords: Type.Integer({ minimum: 0 }),
+        state: Type.Union(
+          (['down', 'rebuilding', 'replaying', 'tailing'] as const).map((state) =>
+            Type.Literal(state),
+          ),
+          { description: 'the worst state of its replicas' },
+        ),
+      },
+      { description: "one row a collection: its partitions' replicas summed up" },
+    ),
+  ),
   partitions: Type.Array(
     Type.Object({
       topic: Type.String(),
       partition: Partition,
+      internal: Type.Boolean({
+        description: 'an internal topic (settings, consumer offsets), left out of the sums',
+      }),
       logStartOffset: Offset,
       endOffset: Offset,
       replicas: Type.Array(

@@ -8,13 +8,13 @@ import {
   type RebuildAnswer,
   type SettingsAnswer,
   type SettingsView,
-  type Status,
 } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
-import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { clusterStatus } from '../status.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
 import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
@@ -98,48 +98,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
 
   on(API_ROUTES.status, async (c) => {
     const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
-    const ordered = [...offsets].sort(
-      (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
-    );
-    const status: Status = {
-      clusterId: cluster.clusterId,
-      partitions: ordered.map(({ topic, partition, logStartOffset, endOffset }) => ({
-        topic,
-        partition,
-        logStartOffset,
-        endOffset,
-        replicas: topology.nodes
-          .map((node) => ({
-            node,
-            status: node.status?.partitions.find(
-              (s) => s.topic === topic && s.partition === partition,
-            ),
-          }))
-          // A collection's partition is on the nodes hosting its number, tailing it yet or not;
-          // an internal topic's on the nodes that tail it.
-          .filter(({ node, status }) =>
-            isCollectionTopic(topic) ? node.hosted.has(partition) : status !== undefined,
-          )
-          .map(({ node, status }) => ({
-            node: node.index,
-            up: topology.isUp(node),
-            applied: status?.applied ?? null,
-            lag: status === undefined ? null : Math.max(0, endOffset - status.applied),
-            state: status?.state ?? null,
-          })),
-      })),
-      serveNodes: topology.nodes.map((node) => ({
-        node: node.index,
-        nodeId: node.status?.nodeId ?? null,
-        up: topology.isUp(node),
-        ready: node.status?.ready ?? false,
-        partitions: [...node.hosted].sort((a, b) => a - b),
-        limitConflicts: node.limitConflicts,
-        reindexing: node.status?.reindexing ?? [],
-        segmentMerges: node.status?.segmentMerges ?? [],
-      })),
-    };
-    return c.json(status);
+    return c.json(clusterStatus(cluster.clusterId, offsets, topology));
   });
 
   /** A serve-node by its index in /v1/status: operators rebuild one without knowing its address. */

@@ -634,12 +634,66 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
         expect(p.replicas, `${p.topic}/${p.partition}`).toHaveLength(1);
       }
       expect(JSON.stringify(status.body)).not.toContain('127.0.0.1');
+      // Internal topics are marked, and only collections count in the sums and rows.
+      type Marked = Row & { internal: boolean };
+      for (const p of rows as Marked[]) expect(p.internal, p.topic).toBe(p.topic.startsWith('__'));
+      expect(rows.some((p) => p.topic === '__consumer_offsets')).toBe(true);
+      type CollectionRow = { collection: string; partitions: number; lagRecords: number };
+      const collections = status.body.collections as CollectionRow[];
+      expect(collections.map((row) => row.collection)).toContain('notes');
+      expect(collections.some((row) => row.collection.startsWith('__'))).toBe(false);
+      expect(collections.find((row) => row.collection === 'notes')).toMatchObject({
+        partitions: target.partitions,
+        state: expect.stringMatching(/^(tailing|replaying)$/),
+      });
+      expect(status.body.lagRecords).toBe(
+        collections.reduce((sum, row) => sum + row.lagRecords, 0),
+      );
+      expect(typeof status.body.ready).toBe('boolean');
       expect((await call(url, 'GET', '/healthz')).status).toBe(200);
       expect((await call(url, 'GET', '/readyz')).status).toBe(200);
       const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
       expect(metrics).toContain('tailbase_gateway_requests_total');
       expect(metrics).toContain('tailbase_gateway_batch_records_bucket');
       expect(metrics).toContain('tailbase_gateway_partition_lag_records');
+    });
+
+    it('status says rebuilding from the moment a rebuild is accepted, then catches up', async () => {
+      const put = await call(url, 'PUT', '/v1/collections/rebuilt/docs/r1', { t: 'before' });
+      // Read at its token first, so every serve-node tails the collection when the rebuild starts.
+      const read = await call(url, 'GET', '/v1/collections/rebuilt/docs/r1', undefined, {
+        'tailbase-token': put.token!,
+      });
+      expect(read.status).toBe(200);
+      // A load the node is still applying when the rebuild comes, so its fetchers are busy.
+      const load = Array.from({ length: 1000 }, (_, i) => ({ key: `b${i}`, value: { i } }));
+      expect((await call(url, 'POST', '/v1/collections/rebuilt/docs', load)).status).toBe(200);
+      const rebuild = await call(url, 'POST', '/v1/admin/serve-nodes/0/rebuild');
+      expect(rebuild.status).toBe(202);
+      const status = await call(url, 'GET', '/v1/status');
+      type Replica = { node: number; state: string };
+      type Row = { topic: string; internal: boolean; replicas: Replica[] };
+      const onNode0 = (status.body.partitions as Row[])
+        .filter((row) => !row.internal)
+        .flatMap((row) => row.replicas.filter((r) => r.node === 0));
+      expect(onNode0.length).toBeGreaterThan(0);
+      for (const replica of onNode0) expect(replica.state).toBe('rebuilding');
+      const rebuilt = (status.body.collections as { collection: string; state: string }[]).find(
+        (row) => row.collection === 'rebuilt',
+      );
+      expect(rebuilt?.state).toBe('rebuilding');
+      expect(status.body.ready).toBe(false);
+      // The replayed node serves the write again; its token waits for the replay.
+      const get = await call(
+        url,
+        'GET',
+        '/v1/collections/rebuilt/docs/r1?wait_ms=20000',
+        undefined,
+        {
+          'tailbase-token': put.token!,
+        },
+      );
+      expect(get.body.value).toEqual({ t: 'before' });
     });
   });
 }
