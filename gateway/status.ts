@@ -5,6 +5,7 @@
  * the collections' rows): they hold no documents, and `__consumer_offsets` has no replica at all.
  */
 import type { PartitionOffsets } from '../shared/log-api.js';
+import { tailbaseVersion } from '../shared/package-root.js';
 import { isCollectionTopic } from '../shared/topics.js';
 import type { Status } from './api/index.js';
 import type { ServeTopology } from './topology.js';
@@ -69,6 +70,7 @@ export function clusterStatus(
   const collections = collectionRows(partitions.filter((row) => !row.internal));
   return {
     clusterId,
+    version: tailbaseVersion(),
     lagRecords: collections.reduce((sum, row) => sum + row.lagRecords, 0),
     ready: serveNodes.every((node) => node.up && node.ready),
     collections,

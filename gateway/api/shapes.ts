@@ -153,6 +153,7 @@ export type ChangeEvent = Static<typeof ChangeEvent>;
 
 export const Status = Type.Object({
   clusterId: Type.String(),
+  version: Type.String({ description: "the gateway's tailbase version" }),
   lagRecords: Type.Integer({
     minimum: 0,
     description: "records the replicas have not applied, over every collection's partitions",

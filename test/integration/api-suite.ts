@@ -650,6 +650,7 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
         collections.reduce((sum, row) => sum + row.lagRecords, 0),
       );
       expect(typeof status.body.ready).toBe('boolean');
+      expect(status.body.version).toMatch(/^\d+\.\d+\.\d+/);
       expect((await call(url, 'GET', '/healthz')).status).toBe(200);
       expect((await call(url, 'GET', '/readyz')).status).toBe(200);
       const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
