@@ -16,6 +16,8 @@ export interface ReplicaStatus {
 export interface PartitionStatus {
   topic: string;
   partition: number;
+  /** An internal topic (settings, consumer offsets): listed apart, left out of the sums. */
+  internal: boolean;
   logStartOffset: number;
   endOffset: number;
   replicas: ReplicaStatus[];
@@ -31,8 +33,20 @@ export interface ServeNodeStatus {
   reindexing: Array<{ collection: string; copied: number; documents: number }>;
 }
 
+/** One collection: its partitions' replicas summed up by the gateway. */
+export interface CollectionStatus {
+  collection: string;
+  partitions: number;
+  endOffset: number;
+  lagRecords: number;
+  state: 'down' | 'rebuilding' | 'replaying' | 'tailing';
+}
+
 export interface ClusterStatus {
   clusterId: string;
+  version: string;
+  lagRecords: number;
+  collections: CollectionStatus[];
   partitions: PartitionStatus[];
   serveNodes: ServeNodeStatus[];
 }

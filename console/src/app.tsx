@@ -68,15 +68,14 @@ export function App() {
     };
   }, [access.state, refresh, enter]);
 
-  const collections = [
-    ...new Set((status?.partitions ?? []).map((p) => p.topic).filter((t) => !t.startsWith('__'))),
-  ].sort();
+  const collections = (status?.collections ?? []).map((c) => c.collection).sort();
 
   return (
     <>
       <header>
         <h1>tailbase console</h1>
         <span class="where">{location.host}</span>
+        {status !== null && <span class="version">tailbase {status.version}</span>}
         {access.state === 'in' && apiKey.get() !== null && (
           <button
             type="button"
