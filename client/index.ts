@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { registerBulkCommand } from './commands/bulk.js';
+import { registerCollectionsCommands } from './commands/collections.js';
 import { registerDelCommand } from './commands/del.js';
 import { registerGetCommand } from './commands/get.js';
 import { registerPutCommand } from './commands/put.js';
@@ -19,7 +20,10 @@ export * from './sdk/index.js';
 export { TokenStore, tokenStorePath } from './token-store.js';
 export type { ClientIo } from './io.js';
 
-/** Adds put, get, del, scan, search, bulk, tail, settings, status and rebuild to the program. */
+/**
+ * Adds put, get, del, scan, search, bulk, tail, settings, collections, drop, status and rebuild
+ * to the program.
+ */
 export function registerClientCommands(program: Command, io: ClientIo = processIo()): void {
   registerPutCommand(program, io);
   registerGetCommand(program, io);
@@ -29,6 +33,7 @@ export function registerClientCommands(program: Command, io: ClientIo = processI
   registerBulkCommand(program, io);
   registerTailCommand(program, io);
   registerSettingsCommand(program, io);
+  registerCollectionsCommands(program, io);
   registerStatusCommand(program, io);
   registerRebuildCommand(program, io);
 }

@@ -43,10 +43,42 @@ export async function readSearchSettings(
   collection: string,
   readBytesMax: number,
 ): Promise<CollectionSettings> {
+  let settings = DEFAULT_SETTINGS;
+  await forEachSettingsRecord(log, readBytesMax, (key, value) => {
+    if (key !== collection) return;
+    // A null record puts the defaults back; invalid records are ignored, as the serve-nodes
+    // that apply them ignore them.
+    if (value === null) {
+      settings = DEFAULT_SETTINGS;
+      return;
+    }
+    const parsed = validateSettings(parseOrNull(utf8.decode(value)));
+    if (typeof parsed !== 'string') settings = parsed;
+  });
+  return settings;
+}
+
+/** Collection → the offset of its last settings record (a null one included). */
+export async function readSettingsVersions(
+  log: LogClient,
+  readBytesMax: number,
+): Promise<Map<string, number>> {
+  const versions = new Map<string, number>();
+  await forEachSettingsRecord(log, readBytesMax, (key, _value, offset) => {
+    if (key !== null) versions.set(key, offset);
+  });
+  return versions;
+}
+
+/** Every record of the settings topic in order, up to the end offset seen first. */
+async function forEachSettingsRecord(
+  log: LogClient,
+  readBytesMax: number,
+  visit: (key: string | null, value: Uint8Array | null, offset: number) => void,
+): Promise<void> {
   const settingsLog = (await log.offsets()).find(
     (o) => o.topic === SETTINGS_TOPIC && o.partition === SETTINGS_PARTITION,
   );
-  let settings = DEFAULT_SETTINGS;
   let offset = settingsLog?.logStartOffset ?? 0;
   const end = settingsLog?.endOffset ?? 0;
   while (offset < end) {
@@ -56,21 +88,12 @@ export async function readSearchSettings(
     const from = offset;
     for (const batch of iterateBatches(read.batches)) {
       for (const record of decodeRecords(batch.bytes)) {
-        if (record.offset < from || record.key !== collection) continue;
-        // A null record puts the defaults back; invalid records are ignored, as the serve-nodes
-        // that apply them ignore them.
-        if (record.value === null) {
-          settings = DEFAULT_SETTINGS;
-          continue;
-        }
-        const parsed = validateSettings(parseOrNull(utf8.decode(record.value)));
-        if (typeof parsed !== 'string') settings = parsed;
+        if (record.offset >= from) visit(record.key, record.value, record.offset);
       }
       offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
     }
     if (offset === from) break;
   }
-  return settings;
 }
 
 function parseOrNull(text: string): unknown {

@@ -343,12 +343,26 @@ export class ServeNode implements ServeNodeCore {
     this.parts.logger.warn({ reason }, 'wiping the stores and replaying the log');
     await this.stopFetchers();
     if (this.stopped) return;
+    await this.forgetDroppedTopics();
     const old = { replica: this.current, generation: this.generation };
     this.current = this.openNextGeneration(reason);
     this.current.docs.setClusterId(this.parts.clusterId);
     this.startFetchers(true);
     await old.replica.close({ discard: true });
     removeGeneration(this.parts.dataDir, old.generation);
+  }
+
+  /**
+   * Stops following topics the log no longer holds (a dropped collection: a drop replaces the
+   * stores so), so the replay does not wait on them. When the log cannot say, all are kept.
+   */
+  private async forgetDroppedTopics(): Promise<void> {
+    try {
+      const live = new Set((await this.parts.log.topics()).map(({ name }) => name));
+      for (const topic of this.topics) if (!live.has(topic)) this.topics.delete(topic);
+    } catch (error) {
+      this.parts.logger.warn({ err: error }, 'listing the log topics failed; following all');
+    }
   }
 
   /** Empty stores in the next generation, recording why the node replays the log into them. */

@@ -5,6 +5,7 @@
  */
 import type {
   BulkAnswer,
+  DropAnswer,
   SettingsAnswer,
   SettingsBody,
   SettingsPatch,
@@ -259,6 +260,20 @@ export class Collection<Doc = JsonValue> {
       body: JSON.stringify(settings),
       contentType: 'application/json',
       idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Drops the collection (admin scope): its documents, settings and topic go, and tokens of its
+   * writes are refused after; a collection created again under the name starts empty.
+   */
+  drop(options: CallOptions = {}): Promise<DropAnswer> {
+    return this.transport.json({
+      method: 'DELETE',
+      path: `/v1/collections/${segment(this.name)}`,
+      // A retry of a drop that happened is a 404, never a second drop: no harm, but no retry.
+      idempotent: false,
       signal: options.signal,
     });
   }

@@ -30,6 +30,9 @@ export type * from './types.js';
 export type {
   BulkAnswer,
   ChangeEvent,
+  CollectionList,
+  CollectionSummary,
+  DropAnswer,
   FacetCounts,
   RebuildAnswer,
   ServeNodeStatus,

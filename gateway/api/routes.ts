@@ -9,6 +9,8 @@ import {
   BulkAnswer,
   BulkItem,
   ChangeEvent,
+  CollectionList,
+  DropAnswer,
   Health,
   OpenApiDocument,
   Readiness,
@@ -160,6 +162,24 @@ export const API_ROUTES = {
     scope: 'read',
     answers: { 200: json(SettingsView) },
     errors: { 400: ['invalid_collection', 'invalid_utf8'], 404: ['collection_not_found'] },
+  }),
+  listCollections: route('GET /v1/collections', {
+    summary:
+      'every collection: partitions, records in its log, documents the serve-nodes hold, settings version',
+    scope: 'read',
+    answers: { 200: json(CollectionList) },
+  }),
+  dropCollection: route('DELETE /v1/collections/{collection}', {
+    summary:
+      "drops a collection: its topic, its settings and every serve-node's tables; its tokens are refused after",
+    scope: 'admin',
+    answers: { 200: json(DropAnswer) },
+    errors: {
+      400: ['invalid_collection', 'invalid_utf8'],
+      404: ['collection_not_found'],
+      503: ['serve_node_unavailable', 'log_unavailable'],
+      507: ['disk_full'],
+    },
   }),
   changes: route('GET /v1/changes', {
     summary: 'the change feed: NDJSON lines (or SSE events), resumable by token',

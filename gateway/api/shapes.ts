@@ -141,6 +141,47 @@ export type SettingsView = Static<typeof SettingsView>;
 export const SettingsAnswer = Type.Composite([SettingsView, Type.Object({ token: Token })]);
 export type SettingsAnswer = Static<typeof SettingsAnswer>;
 
+export const CollectionSummary = Type.Object({
+  collection: Type.String(),
+  incarnation: Type.Integer({
+    minimum: 0,
+    description: 'how many times a collection of this name was dropped before this one',
+  }),
+  partitions: Type.Integer({ minimum: 1 }),
+  records: Type.Integer({
+    minimum: 0,
+    description: "records its log holds (end minus start offsets); compaction's gaps included",
+  }),
+  documents: Nullable(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'documents the serve-nodes hold (one replica a partition); null when one did not answer',
+    }),
+  ),
+  settingsVersion: Nullable(
+    Type.Integer({
+      minimum: 0,
+      description: 'the offset of its last settings record in the settings topic; null: defaults',
+    }),
+  ),
+  topicConfigs: TopicConfigs,
+});
+export type CollectionSummary = Static<typeof CollectionSummary>;
+
+export const CollectionList = Type.Object({ collections: Type.Array(CollectionSummary) });
+export type CollectionList = Static<typeof CollectionList>;
+
+export const DropAnswer = Type.Object({
+  collection: Type.String(),
+  dropped: Type.Literal(true),
+  incarnation: Type.Integer({ minimum: 0, description: 'the incarnation dropped' }),
+  serveNodes: Type.Array(Type.Integer({ minimum: 0 }), {
+    description: 'the serve-nodes whose stores were replaced without it',
+  }),
+});
+export type DropAnswer = Static<typeof DropAnswer>;
+
 export const ChangeEvent = Type.Object({
   collection: Type.String(),
   key: Type.String(),

@@ -89,7 +89,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const result = await services.topology.onReplica(partition, (node) =>
       node.client.get(collection, key, readWait(plan, [partition])),
     );
-    const served = servedToken(plan.token, collection, result.applied, [partition]);
+    const served = servedToken(plan, collection, result.applied, [partition]);
     c.header(TOKEN_HEADER, tokens.encode(served));
     if (result.doc === null) {
       const message = `no document ${key} in ${collection}`;

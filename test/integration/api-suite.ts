@@ -659,6 +659,90 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect(metrics).toContain('tailbase_gateway_partition_lag_records');
     });
 
+    it('lists collections; drops one: its documents, settings and tokens go, the name starts anew', async () => {
+      const collection = freshCollection('dropped');
+      const docs = `/v1/collections/${collection}/docs`;
+      const patched = await call(url, 'PATCH', `/v1/collections/${collection}/settings`, {
+        filterable: ['n'],
+      });
+      expect(patched.status).toBe(200);
+      const items = Array.from({ length: 20 }, (_, i) => ({
+        key: `k${i}`,
+        value: { n: i, t: 'old' },
+      }));
+      const bulk = await call(url, 'POST', `${docs}?wait=applied`, items, {
+        'tailbase-token': patched.token!,
+      });
+      expect(bulk.status).toBe(200);
+      const oldToken = bulk.token!;
+      const listed = await call(url, 'GET', '/v1/collections');
+      expect(listed.status).toBe(200);
+      type Summary = {
+        collection: string;
+        documents: number | null;
+        settingsVersion: number | null;
+      };
+      const row = (listed.body.collections as Summary[]).find((c) => c.collection === collection);
+      expect(row).toMatchObject({
+        incarnation: 0,
+        partitions: target.partitions,
+        records: 20,
+        documents: 20,
+        settingsVersion: expect.any(Number),
+      });
+      expect(
+        (listed.body.collections as Summary[]).some((c) => c.collection.startsWith('__')),
+      ).toBe(false);
+
+      // Bad drops change nothing.
+      const before = await logEnds(url);
+      const missing = await call(url, 'DELETE', '/v1/collections/never-written-here');
+      expect(missing.status).toBe(404);
+      expect(missing.body.error.code).toBe('collection_not_found');
+      const internal = await call(url, 'DELETE', '/v1/collections/__tailbase_settings');
+      expect(internal.status).toBe(400);
+      expect(internal.body.error.code).toBe('invalid_collection');
+      expect(await logEnds(url)).toEqual(before);
+
+      const dropped = await call(url, 'DELETE', `/v1/collections/${collection}`);
+      expect(dropped.status).toBe(200);
+      expect(dropped.body).toMatchObject({ collection, dropped: true, incarnation: 0 });
+      const after = await call(url, 'GET', '/v1/collections');
+      expect((after.body.collections as Summary[]).map((c) => c.collection)).not.toContain(
+        collection,
+      );
+      expect((await call(url, 'GET', `/v1/collections/${collection}/settings`)).status).toBe(404);
+      // Its old token is refused at once, naming the problem, rather than waited on.
+      const startedMs = Date.now();
+      const stale = await call(url, 'GET', `${docs}/k1?wait_ms=5000`, undefined, {
+        'tailbase-token': oldToken,
+      });
+      expect(Date.now() - startedMs).toBeLessThan(2000);
+      expect(stale.status).toBe(400);
+      expect(stale.body.error).toMatchObject({
+        code: 'invalid_token',
+        reason: 'dropped_collection',
+      });
+      expect(stale.body.error.message).toContain('dropped');
+      expect((await call(url, 'GET', `${docs}/k1`)).status).toBe(404);
+
+      // The same name again: a new collection, empty but for its own write, default settings.
+      const again = await call(url, 'PUT', `${docs}/fresh?wait=applied`, { n: 1, t: 'new' });
+      expect(again.status).toBe(200);
+      const scan = await call(url, 'GET', docs, undefined, { 'tailbase-token': again.token! });
+      expect(scan.body.items.map((item: { key: string }) => item.key)).toEqual(['fresh']);
+      const settings = await call(url, 'GET', `/v1/collections/${collection}/settings`);
+      expect(settings.body.settings.filterable).toEqual([]);
+      const reread = await call(url, 'GET', `${docs}/k1`, undefined, {
+        'tailbase-token': oldToken,
+      });
+      expect(reread.status).toBe(400);
+      const relisted = await call(url, 'GET', '/v1/collections');
+      expect(
+        (relisted.body.collections as Summary[]).find((c) => c.collection === collection),
+      ).toMatchObject({ incarnation: 1, documents: 1, records: 1 });
+    });
+
     it('status says rebuilding from the moment a rebuild is accepted, then catches up', async () => {
       const put = await call(url, 'PUT', '/v1/collections/rebuilt/docs/r1', { t: 'before' });
       // Read at its token first, so every serve-node tails the collection when the rebuild starts.

@@ -106,6 +106,27 @@ describe('tailbase client commands', () => {
     expect((await cli('put', 'waited', 'two', '{}', '--wait-applied', 'soon')).code).toBe(2);
   });
 
+  it('collections lists the collections; drop --yes drops one, drop without --yes refuses', async () => {
+    expect((await cli('put', 'doomed', 'd1', '{"x":1}', '--wait-applied')).code).toBe(0);
+    const listed = await cli('collections');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^COLLECTION\s+PARTITIONS\s+RECORDS\s+DOCUMENTS/m);
+    expect(listed.stdout).toMatch(/^doomed\s+4\s+1\s+1\s/m);
+    const unsure = await cli('drop', 'doomed');
+    expect(unsure.code).toBe(2);
+    expect(unsure.stderr).toContain('--yes');
+    const dropped = await cli('drop', 'doomed', '--yes');
+    expect(dropped.stderr).toBe('');
+    expect(dropped.stdout).toBe('dropped doomed\n');
+    const json = JSON.parse((await cli('collections', '--json')).stdout) as {
+      collection: string;
+    }[];
+    expect(json.map((c) => c.collection)).not.toContain('doomed');
+    const again = await cli('drop', 'doomed', '--yes');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('collection_not_found');
+  });
+
   it('server errors exit 1 with the server message; usage errors exit 2', async () => {
     // Valid JSON the gateway refuses: only the server can say so.
     const deep = `{"a":${'['.repeat(70)}${']'.repeat(70)}}`;
