@@ -51,6 +51,17 @@ export interface ClusterStatus {
   serveNodes: ServeNodeStatus[];
 }
 
+/** A collection as GET /v1/collections lists it. */
+export interface CollectionSummary {
+  collection: string;
+  incarnation: number;
+  partitions: number;
+  records: number;
+  /** The documents the serve-nodes hold; null when one did not answer. */
+  documents: number | null;
+  settingsVersion: number | null;
+}
+
 export interface SearchHit {
   key: string;
   score: number;
@@ -177,6 +188,11 @@ const collectionPath = (collection: string) => `/v1/collections/${encodeURICompo
 
 export const api = {
   status: () => call<ClusterStatus>('GET', '/v1/status'),
+
+  collections: async () =>
+    (await call<{ collections: CollectionSummary[] }>('GET', '/v1/collections')).collections,
+
+  drop: (collection: string) => call<unknown>('DELETE', collectionPath(collection)),
 
   serveNodeStatus: (node: number) => call<unknown>('GET', `/v1/admin/serve-nodes/${node}/status`),
 

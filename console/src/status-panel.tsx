@@ -5,12 +5,16 @@
  */
 import { useState } from 'preact/hooks';
 import type { ClusterStatus, PartitionStatus } from './api.js';
+import { DropControl } from './drop-control.js';
 import { RebuildControl } from './rebuild-control.js';
 
 interface Props {
   status: ClusterStatus | null;
+  /** Collection → the documents the serve-nodes hold (GET /v1/collections, read less often). */
+  documents: ReadonlyMap<string, number | null>;
   error: string | null;
   updatedAt: Date | null;
+  onDropped: () => void;
 }
 
 /** The row that holds the internal topics' partitions (no collection can be named so). */
@@ -18,7 +22,7 @@ const INTERNAL_ROW = 'internal topics';
 
 const cell = (value: number | string | null) => (value === null ? '–' : value);
 
-export function StatusPanel({ status, error, updatedAt }: Props) {
+export function StatusPanel({ status, documents, error, updatedAt, onDropped }: Props) {
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
   const toggle = (name: string) => {
     const next = new Set(expanded);
@@ -82,13 +86,15 @@ export function StatusPanel({ status, error, updatedAt }: Props) {
             <thead>
               <tr>
                 <th scope="col">Collection</th>
-                <th scope="col">Partition</th>
+                <th scope="col">Documents</th>
+                <th scope="col">Partition(s)</th>
                 <th scope="col">Log start</th>
                 <th scope="col">Log end</th>
                 <th scope="col">Serve-node</th>
                 <th scope="col">Applied</th>
                 <th scope="col">Lag</th>
                 <th scope="col">State</th>
+                <th scope="col">Drop</th>
               </tr>
             </thead>
             <tbody>
@@ -101,6 +107,9 @@ export function StatusPanel({ status, error, updatedAt }: Props) {
                       onToggle={toggle}
                     />
                   </th>
+                  <td class="num" data-col="documents">
+                    {cell(documents.get(c.collection) ?? null)}
+                  </td>
                   <td class="num">{c.partitions}</td>
                   <td />
                   <td class="num" data-col="end">
@@ -112,6 +121,9 @@ export function StatusPanel({ status, error, updatedAt }: Props) {
                     {c.lagRecords}
                   </td>
                   <td data-col="state">{c.state}</td>
+                  <td>
+                    <DropControl collection={c.collection} onDropped={onDropped} />
+                  </td>
                 </tr>,
                 ...(expanded.has(c.collection)
                   ? partitionRows(status.partitions.filter((p) => p.topic === c.collection))
@@ -119,7 +131,7 @@ export function StatusPanel({ status, error, updatedAt }: Props) {
               ])}
               {internal.length > 0 && (
                 <tr data-collection={INTERNAL_ROW} class="collection">
-                  <th scope="row" colSpan={8}>
+                  <th scope="row" colSpan={10}>
                     <ExpandButton
                       name={INTERNAL_ROW}
                       open={expanded.has(INTERNAL_ROW)}
@@ -160,6 +172,7 @@ function partitionRows(partitions: readonly PartitionStatus[]) {
         class="partition"
       >
         <td>{p.topic}</td>
+        <td />
         <td class="num">{p.partition}</td>
         <td class="num">{p.logStartOffset}</td>
         <td class="num" data-col="end">
@@ -173,6 +186,7 @@ function partitionRows(partitions: readonly PartitionStatus[]) {
           {cell(r?.lag ?? null)}
         </td>
         <td>{cell(r === null ? null : r.up ? r.state : 'down')}</td>
+        <td />
       </tr>
     )),
   );

@@ -240,7 +240,7 @@ browserTests('the console in Chromium', () => {
     }
   }, 180_000);
 
-  it('with one collection, a query typed into the box with Enter finds a fresh write', async () => {
+  it('with one collection, a query typed with Enter finds a fresh write; a collection is dropped', async () => {
     const { context, page, errors } = await openConsole(browser, node.url);
     try {
       await page.locator('.version', { hasText: /^tailbase \d+\.\d+\.\d+/ }).waitFor();
@@ -257,6 +257,19 @@ browserTests('the console in Chromium', () => {
       await page.getByLabel('Search for').fill(word);
       await page.getByLabel('Search for').press('Enter');
       await page.locator('ol.hits li strong', { hasText: /^fresh$/ }).waitFor();
+
+      // Each collection's row counts its documents; one is dropped from its row.
+      await page
+        .locator('[data-collection="books"] [data-col="documents"]', { hasText: /^\d+$/ })
+        .waitFor();
+      expect((await put(node.url, 'scratch', 's1', { x: 1 })).offset).toBe(0);
+      await page.getByRole('button', { name: 'Drop scratch' }).click();
+      await page.getByRole('button', { name: 'Confirm drop' }).click();
+      await page.locator('[data-collection="scratch"]').waitFor({ state: 'detached' });
+      const listed = (await fetch(`${node.url}/v1/collections`).then((r) => r.json())) as {
+        collections: { collection: string }[];
+      };
+      expect(listed.collections.map((c) => c.collection)).toEqual(['books']);
       expect(errors).toEqual([]);
     } finally {
       await context.close();
