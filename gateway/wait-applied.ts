@@ -53,17 +53,18 @@ export async function waitApplied(
   waitMs: number,
 ): Promise<void> {
   const { topology } = services;
-  const nodes = topology.nodes.filter((node) =>
+  const partitions = [...target.offsets.keys()];
+  const hosts = topology.nodes.filter((node) =>
     target.settingsOffset === undefined
-      ? [...target.offsets.keys()].some((p) => node.hosted.has(p))
+      ? partitions.some((p) => node.hosted.has(p))
       : node.hosted.size > 0,
   );
-  const chosen = nodes.filter(
-    (node) =>
-      topology.isUp(node) ||
-      [...target.offsets.keys()].some(
-        (p) => node.hosted.has(p) && !nodes.some((n) => n.hosted.has(p) && topology.isUp(n)),
-      ),
+  // A partition no live node hosts is waited for on its down hosts: their failure answers.
+  const uncovered = partitions.filter(
+    (p) => !hosts.some((node) => node.hosted.has(p) && topology.isUp(node)),
+  );
+  const chosen = hosts.filter(
+    (node) => topology.isUp(node) || uncovered.some((p) => node.hosted.has(p)),
   );
   const outcomes = await Promise.allSettled(chosen.map((node) => waitOnNode(node, target, waitMs)));
   const behind: Record<string, unknown>[] = [];

@@ -3,9 +3,11 @@
 // log-node, two serve-nodes each hosting half the partitions, a gateway on a loopback port),
 // embedded-e2e.test.ts over `tailbase start` as a user runs it. It proves writes, token reads
 // under concurrent sessions, bulk, scans across partitions with a cursor, merged search,
-// settings, the change feed and its exact resume, strong reads, status, health and metrics; that a
-// collection comes into being with its first write and is read at once, and that one collection's
-// token asks nothing of reads of another.
+// settings (PUT replaces, PATCH merges), the change feed and its exact resume, strong reads, writes
+// with wait=applied, status (internal topics marked and out of the sums, "rebuilding" from a
+// rebuild's 202), health and metrics; listing and dropping collections (a dropped one's token
+// refused, its name starting anew); that a collection comes into being with its first write and
+// is read at once, and that one collection's token asks nothing of reads of another.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
 import { collectionOffsets, TokenCodec } from '../../shared/token.js';
@@ -354,6 +356,14 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect((await call(url, 'GET', settingsPath)).body.settings).toEqual(merged);
       const reset = await call(url, 'PATCH', settingsPath, { weights: null, searchable: null });
       expect(reset.body.settings).toEqual({ ...merged, searchable: null, weights: {} });
+      // With wait=applied, every serve-node sorts by the new field before the answer comes.
+      const sortable = await call(url, 'PATCH', `${settingsPath}?wait=applied`, {
+        sortable: ['year'],
+      });
+      expect(sortable.status).toBe(200);
+      const sorted = await call(url, 'GET', `/v1/collections/${collection}/docs?sort=year:asc`);
+      expect(sorted.status).toBe(200);
+      expect(sorted.body.items.map((item: { key: string }) => item.key)).toEqual(['d1']);
     });
 
     it('wait=applied answers once searchable; a bad wait or wait_ms writes nothing', async () => {
