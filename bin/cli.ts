@@ -1,6 +1,7 @@
 /** The `tailbase` command: one subcommand per node role, the local cluster, and the client. */
 import { Command } from 'commander';
 import { flushLogs } from '../shared/logger.js';
+import { tailbaseVersion } from '../shared/package-root.js';
 import { registerClientCommands } from '../client/index.js';
 import { registerGatewayCommand } from '../gateway/main.js';
 import { registerLogNodeCommand } from '../log-node/main.js';
@@ -13,6 +14,7 @@ export async function main(argv: string[]): Promise<void> {
     .description(
       'a database built as The Log describes: a durable log and serving nodes that tail it',
     )
+    .version(tailbaseVersion(), '-V, --version', 'print the version')
     .showHelpAfterError();
   registerStartCommand(program);
   registerLogNodeCommand(program);

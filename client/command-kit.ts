@@ -12,6 +12,7 @@ import {
   type Consistency,
   REQUEST_TIMEOUT_MS_DEFAULT,
   Tailbase,
+  type WriteOptions,
 } from './sdk/index.js';
 import { type ClientIo, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './io.js';
 import { TokenStore, tokenStorePath } from './token-store.js';
@@ -128,6 +129,24 @@ export function addReadOptions(command: Command): Command {
         .env('TAILBASE_WAIT_MS')
         .argParser(integerAtLeast(0)),
     );
+}
+
+/** --wait-applied [ms]: a write answers once every hosting serve-node has applied it. */
+export function addWriteOptions(command: Command): Command {
+  return command.addOption(
+    new Option(
+      '--wait-applied [ms]',
+      'answer once every serve-node hosting the write has applied it, waiting at most ms',
+    )
+      .env('TAILBASE_WAIT_APPLIED')
+      .argParser(integerAtLeast(0)),
+  );
+}
+
+export function writeOptionsOf(flags: Record<string, unknown>): WriteOptions {
+  const wait = flags.waitApplied as number | true | undefined;
+  if (wait === undefined) return {};
+  return { wait: 'applied', waitMs: wait === true ? undefined : wait };
 }
 
 function printError(io: ClientIo, json: boolean, error: unknown): number {

@@ -4,12 +4,14 @@
  */
 import type { Command } from 'commander';
 import { registerBulkCommand } from './commands/bulk.js';
+import { registerCollectionsCommands } from './commands/collections.js';
 import { registerDelCommand } from './commands/del.js';
 import { registerGetCommand } from './commands/get.js';
 import { registerPutCommand } from './commands/put.js';
 import { registerRebuildCommand } from './commands/rebuild.js';
 import { registerScanCommand } from './commands/scan.js';
 import { registerSearchCommand } from './commands/search.js';
+import { registerSettingsCommand } from './commands/settings.js';
 import { registerStatusCommand } from './commands/status.js';
 import { registerTailCommand } from './commands/tail.js';
 import { type ClientIo, processIo } from './io.js';
@@ -18,7 +20,10 @@ export * from './sdk/index.js';
 export { TokenStore, tokenStorePath } from './token-store.js';
 export type { ClientIo } from './io.js';
 
-/** Adds put, get, del, scan, search, bulk, tail, status and rebuild to the program. */
+/**
+ * Adds put, get, del, scan, search, bulk, tail, settings, collections, drop, status and rebuild
+ * to the program.
+ */
 export function registerClientCommands(program: Command, io: ClientIo = processIo()): void {
   registerPutCommand(program, io);
   registerGetCommand(program, io);
@@ -27,6 +32,8 @@ export function registerClientCommands(program: Command, io: ClientIo = processI
   registerSearchCommand(program, io);
   registerBulkCommand(program, io);
   registerTailCommand(program, io);
+  registerSettingsCommand(program, io);
+  registerCollectionsCommands(program, io);
   registerStatusCommand(program, io);
   registerRebuildCommand(program, io);
 }

@@ -8,6 +8,8 @@ import { asObject, bool, type Loose, num, objects, text } from './loose-json.js'
 export interface ReplicaRow {
   /** The collection (or internal topic); null from a gateway that does not say. */
   topic: string | null;
+  /** An internal topic (settings, consumer offsets); null from a gateway that does not say. */
+  internal: boolean | null;
   partition: number;
   logStartOffset: number | null;
   endOffset: number | null;
@@ -26,8 +28,20 @@ export interface ServeNodeRow {
   partitions: number[];
 }
 
+/** One collection, its partitions' replicas summed up by the gateway. */
+export interface CollectionRow {
+  collection: string;
+  partitions: number | null;
+  endOffset: number | null;
+  lagRecords: number | null;
+  state: string | null;
+}
+
 export interface StatusView {
   clusterId: string | null;
+  /** Records not applied over the collections (internal topics left out); null when not said. */
+  lagRecords: number | null;
+  collections: CollectionRow[];
   replicas: ReplicaRow[];
   serveNodes: ServeNodeRow[];
 }
@@ -40,6 +54,7 @@ export function readStatus(body: unknown): StatusView {
     if (partition === null) continue;
     const base = {
       topic: text(p.topic ?? p.collection),
+      internal: bool(p.internal),
       partition,
       logStartOffset: num(p.logStartOffset),
       endOffset: num(p.endOffset ?? p.logEndOffset),
@@ -74,19 +89,55 @@ export function readStatus(body: unknown): StatusView {
       .map((p: unknown) => (typeof p === 'object' && p !== null ? (p as Loose).partition : p))
       .filter((p: unknown): p is number => typeof p === 'number'),
   }));
-  return { clusterId: text(root.clusterId), replicas, serveNodes };
+  const collections = objects(root.collections).flatMap((c) => {
+    const collection = text(c.collection);
+    if (collection === null) return [];
+    return [
+      {
+        collection,
+        partitions: num(c.partitions),
+        endOffset: num(c.endOffset),
+        lagRecords: num(c.lagRecords),
+        state: text(c.state),
+      },
+    ];
+  });
+  return {
+    clusterId: text(root.clusterId),
+    lagRecords: num(root.lagRecords),
+    collections,
+    replicas,
+    serveNodes,
+  };
 }
 
 const yesNo = (value: boolean | null) => (value === null ? null : value ? 'yes' : 'no');
 
 export function formatStatus(view: StatusView): string {
   const lines: string[] = [];
-  if (view.clusterId !== null) lines.push(`cluster ${view.clusterId}\n`);
+  if (view.clusterId !== null) {
+    const lag = view.lagRecords === null ? '' : `, ${view.lagRecords} record(s) behind`;
+    lines.push(`cluster ${view.clusterId}${lag}\n`);
+  }
+  if (view.collections.length > 0) {
+    lines.push(
+      formatTable(
+        ['COLLECTION', 'PARTITIONS', 'LOG END', 'LAG', 'STATE'],
+        view.collections.map((c) => [
+          c.collection,
+          c.partitions,
+          c.endOffset,
+          c.lagRecords,
+          c.state,
+        ]),
+      ) + '\n',
+    );
+  }
   lines.push(
     formatTable(
       ['TOPIC', 'PARTITION', 'LOG START', 'LOG END', 'NODE', 'UP', 'APPLIED', 'LAG', 'STATE'],
       view.replicas.map((r) => [
-        r.topic,
+        r.internal === true ? `${r.topic} (internal)` : r.topic,
         r.partition,
         r.logStartOffset,
         r.endOffset,

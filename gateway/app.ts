@@ -9,6 +9,7 @@ import { createScopeGuard } from './auth.js';
 import { consoleRoutes } from './console.js';
 import { declaredRoutes } from './routes/declared.js';
 import { observe } from './observe.js';
+import { collectionRoutes } from './routes/collections.js';
 import { docRoutes } from './routes/docs.js';
 import { opsRoutes } from './routes/ops.js';
 import { queryRoutes } from './routes/query.js';
@@ -22,6 +23,7 @@ export function createGatewayApp(services: GatewayServices): Hono {
   docRoutes(app, services, guard);
   queryRoutes(app, services, guard);
   opsRoutes(app, services, guard);
+  collectionRoutes(app, services, guard);
   consoleRoutes(declaredRoutes(app, guard));
   // Every path the routes registered (not the middleware's wildcard), so none is left out.
   const known = new Set(app.routes.map((route) => route.path).filter((p) => !p.includes('*')));

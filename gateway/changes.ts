@@ -119,7 +119,11 @@ class FeedPositions {
   /** collection id → partition → the last offset sent (or skipped past). */
   readonly position: Map<number, Map<number, number>>;
 
-  constructor(private readonly request: FeedRequest) {
+  constructor(
+    private readonly request: FeedRequest,
+    /** A collection's incarnation, which names it in tokens. */
+    private readonly incarnationOf: (topic: string) => number,
+  ) {
     this.position = mergeTokenOffsets(request.token);
   }
 
@@ -134,7 +138,7 @@ class FeedPositions {
     for (const { topic, partition, logStartOffset, endOffset } of offsets) {
       if (!isCollectionTopic(topic) || this.next.get(topic)?.has(partition)) continue;
       if (this.request.collection !== undefined && topic !== this.request.collection) continue;
-      const sent = offsetsOf(this.request.token, topic).get(partition);
+      const sent = offsetsOf(this.request.token, topic, this.incarnationOf(topic)).get(partition);
       if (sent !== undefined && sent + 1 > endOffset) {
         throw badRequest(
           'invalid_token',
@@ -184,7 +188,7 @@ class FeedPositions {
   }
 
   sent(topic: string, partition: number, offset: number): void {
-    const id = collectionId(topic);
+    const id = collectionId(topic, this.incarnationOf(topic));
     let partitions = this.position.get(id);
     if (partitions === undefined) this.position.set(id, (partitions = new Map()));
     partitions.set(partition, offset);
@@ -199,7 +203,9 @@ async function openFeed(
 ): Promise<Response> {
   const { config, cluster, log, tokens, logger } = services;
   const { collection, limit, sse } = request;
-  const feed = new FeedPositions(request);
+  const { incarnations } = services;
+  await incarnations.refresh();
+  const feed = new FeedPositions(request, (topic) => incarnations.cached(topic));
   feed.join(await log.offsets());
 
   c.header('content-type', sse ? 'text/event-stream' : 'application/x-ndjson');
@@ -281,6 +287,7 @@ async function openFeed(
         if (stop.signal.aborted) return;
         const known = new Set(feed.next.keys());
         const topics = await log.topics();
+        incarnations.update(topics);
         if (!topics.some(({ name }) => isCollectionTopic(name) && !known.has(name))) continue;
         if (feed.join(await log.offsets(), 'start')) {
           round.abort();

@@ -47,6 +47,11 @@ export interface GatewayLimits extends FieldParamLimits {
   facetValuesMax: number;
   waitMsDefault: number;
   waitMsMax: number;
+  /**
+   * Incarnations of a collection the log does not hold that a read's token is checked against
+   * (a dropped collection's token is refused rather than waited for): each costs one CRC-32C.
+   */
+  incarnationsCheckedMax: number;
   /** Events a change-feed request may ask for with `limit=` before the stream ends. */
   feedLimitMax: number;
   /**
@@ -127,6 +132,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   ...FIELD_PARAM_LIMITS_DEFAULT,
   waitMsDefault: 5000,
   waitMsMax: 30_000,
+  incarnationsCheckedMax: 64,
   feedLimitMax: 100_000,
   feedsMax: 64,
 };
@@ -150,6 +156,8 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   ...FIELD_PARAM_LIMIT_HELP,
   waitMsDefault: 'wait_ms of a read that waits for a token without one, ms',
   waitMsMax: 'longest wait_ms a read may ask for, ms',
+  incarnationsCheckedMax:
+    'dropped incarnations of a missing collection a read token is checked against',
   feedLimitMax: 'most events one change-feed request may ask for',
   feedsMax: `change feeds open at once (at most ${FEEDS_MAX_CEILING})`,
 };

@@ -10,8 +10,10 @@
  */
 import type { Context } from 'hono';
 import type { AppliedOffsets, ServeReadOptions } from '../shared/serve-api.js';
+import { badRequest } from '../shared/errors.js';
 import {
   collectionOffsets,
+  droppedIncarnationIn,
   mergeTokenOffsets,
   offsetsOf,
   type TokenOffsets,
@@ -35,6 +37,8 @@ export function requestToken(
 
 export interface ReadPlan {
   token: TokenOffsets;
+  /** The incarnation of the collection read (0 when the log holds none of that name). */
+  incarnation: number;
   /** Partition of the collection's topic → the offset the read must include. */
   waitFor: Record<number, number>;
   /** The offset of the settings topic's partition the read must include, if any. */
@@ -58,10 +62,13 @@ export async function planRead(
   const consistency: Consistency =
     enumParam(query, 'consistency', CONSISTENCY_LEVELS) ?? (hasToken ? 'token' : 'eventual');
   const waitMs = intParam(query, 'wait_ms', 0, limits.waitMsMax, limits.waitMsDefault);
+  const current = await services.incarnations.of(collection);
+  refuseDroppedIncarnation(token, collection, current, limits.incarnationsCheckedMax);
+  const incarnation = current ?? 0;
   const waitFor: Record<number, number> = {};
   let settingsWaitFor: number | undefined;
   if (consistency === 'token' || consistency === 'strong') {
-    const asked = offsetsOf(token, collection);
+    const asked = offsetsOf(token, collection, incarnation);
     for (const p of partitions) {
       const offset = asked.get(p);
       if (offset !== undefined) waitFor[p] = offset;
@@ -79,7 +86,30 @@ export async function planRead(
       }
     }
   }
-  return { token, waitFor, settingsWaitFor, waitMs };
+  return { token, incarnation, waitFor, settingsWaitFor, waitMs };
+}
+
+/**
+ * A token of a collection as it was before it was dropped asks for offsets of records that are
+ * gone: waiting for them would only end in a 504, so it is refused at once.
+ */
+function refuseDroppedIncarnation(
+  token: TokenOffsets,
+  collection: string,
+  incarnation: number | undefined,
+  incarnationsCheckedMax: number,
+): void {
+  const dropped = droppedIncarnationIn(token, collection, incarnation, incarnationsCheckedMax);
+  if (dropped === undefined) return;
+  const now =
+    incarnation === undefined
+      ? 'it does not exist now'
+      : 'the collection of that name now is another one';
+  throw badRequest(
+    'invalid_token',
+    `the token names collection ${collection} as it was before it was dropped; ${now}: read without the token, or with one of a later write`,
+    { reason: 'dropped_collection', collection },
+  );
 }
 
 /** What a serve-node read waits for: the plan's offsets of `partitions`, its settings offset. */
@@ -94,7 +124,7 @@ export function readWait(plan: ReadPlan, partitions: readonly number[]): ServeRe
  * replicas applied of the collection's partitions.
  */
 export function servedToken(
-  sent: TokenOffsets,
+  plan: ReadPlan,
   collection: string,
   applied: AppliedOffsets,
   partitions: readonly number[],
@@ -104,7 +134,7 @@ export function servedToken(
     const next = applied[String(p)];
     if (next !== undefined && next > 0) servedAt.set(p, next - 1);
   }
-  return mergeTokenOffsets(sent, collectionOffsets(collection, servedAt));
+  return mergeTokenOffsets(plan.token, collectionOffsets(collection, servedAt, plan.incarnation));
 }
 
 /** Copies the applied offsets of `partitions` from one node's answer into a merged answer. */

@@ -10,11 +10,11 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import type { Context } from 'hono';
 import { API_ROUTES } from './api/routes.js';
 import type { DeclaredRoutes } from './routes/declared.js';
 import { TailbaseError } from '../shared/errors.js';
+import { packageRoot } from '../shared/package-root.js';
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
   '.html': 'text/html; charset=utf-8',
@@ -41,13 +41,7 @@ interface ConsoleFile {
 
 /** dist/console of the package this module belongs to, run from dist/ or from the sources. */
 export function consoleDir(): string {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  while (!fs.existsSync(path.join(dir, 'package.json'))) {
-    const parent = path.dirname(dir);
-    if (parent === dir) throw new Error('no package.json above the gateway');
-    dir = parent;
-  }
-  return path.join(dir, 'dist', 'console');
+  return path.join(packageRoot(), 'dist', 'console');
 }
 
 /** The page and the assets of a console build, or null when it has not been built. */

@@ -15,6 +15,7 @@ import {
 } from '../shared/token.js';
 import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
+import { CollectionIncarnations } from './incarnations.js';
 import { ServeTopology } from './topology.js';
 import { WriterPool } from './writer-pool.js';
 
@@ -27,6 +28,7 @@ export interface GatewayServices {
   topology: ServeTopology;
   metrics: GatewayMetrics;
   logger: Logger;
+  incarnations: CollectionIncarnations;
   /** Open change feeds, aborted when the gateway stops. */
   feeds: Set<AbortController>;
 }
@@ -67,6 +69,7 @@ export function createGatewayServices(
     topology,
     metrics,
     logger,
+    incarnations: new CollectionIncarnations(log, config.topologyRefreshMs),
     feeds: new Set(),
   };
 }
@@ -123,5 +126,10 @@ export async function writeRecords(
   for (const { partition, offset } of written) {
     touched.set(partition, Math.max(offset, touched.get(partition) ?? -1));
   }
-  return { written, token: mergeTokenOffsets(requestToken, collectionOffsets(topic, touched)) };
+  // The topic exists now (a first write created it): its incarnation names it in the token.
+  const incarnation = (await services.incarnations.of(topic)) ?? 0;
+  return {
+    written,
+    token: mergeTokenOffsets(requestToken, collectionOffsets(topic, touched, incarnation)),
+  };
 }

@@ -29,15 +29,56 @@ export async function readCollectionSettings(
   collection: string,
   readBytesMax: number,
 ): Promise<CollectionSettingsView> {
-  const [topics, offsets] = await Promise.all([log.topics(), log.offsets()]);
-  const topic = topics.find(({ name }) => name === collection);
+  const topic = (await log.topics()).find(({ name }) => name === collection);
   if (topic === undefined) {
     throw notFound('collection_not_found', `no collection ${collection}`, { collection });
   }
-  const settingsLog = offsets.find(
+  const settings = await readSearchSettings(log, collection, readBytesMax);
+  return { collection, settings, topicConfigs: topic.configs };
+}
+
+/** The collection's last settings record in the log, or the defaults when it has none. */
+export async function readSearchSettings(
+  log: LogClient,
+  collection: string,
+  readBytesMax: number,
+): Promise<CollectionSettings> {
+  let settings = DEFAULT_SETTINGS;
+  await forEachSettingsRecord(log, readBytesMax, (key, value) => {
+    if (key !== collection) return;
+    // A null record puts the defaults back; invalid records are ignored, as the serve-nodes
+    // that apply them ignore them.
+    if (value === null) {
+      settings = DEFAULT_SETTINGS;
+      return;
+    }
+    const parsed = validateSettings(parseOrNull(utf8.decode(value)));
+    if (typeof parsed !== 'string') settings = parsed;
+  });
+  return settings;
+}
+
+/** Collection → the offset of its last settings record (a null one included). */
+export async function readSettingsVersions(
+  log: LogClient,
+  readBytesMax: number,
+): Promise<Map<string, number>> {
+  const versions = new Map<string, number>();
+  await forEachSettingsRecord(log, readBytesMax, (key, _value, offset) => {
+    if (key !== null) versions.set(key, offset);
+  });
+  return versions;
+}
+
+/** Every record of the settings topic in order, up to the end offset seen first. */
+async function forEachSettingsRecord(
+  log: LogClient,
+  readBytesMax: number,
+  visit: (key: string | null, value: Uint8Array | null, offset: number) => void,
+): Promise<void> {
+  const settingsLog = (await log.offsets()).find(
     (o) => o.topic === SETTINGS_TOPIC && o.partition === SETTINGS_PARTITION,
   );
-  let settings = DEFAULT_SETTINGS;
   let offset = settingsLog?.logStartOffset ?? 0;
   const end = settingsLog?.endOffset ?? 0;
   while (offset < end) {
@@ -47,16 +88,12 @@ export async function readCollectionSettings(
     const from = offset;
     for (const batch of iterateBatches(read.batches)) {
       for (const record of decodeRecords(batch.bytes)) {
-        if (record.offset < from || record.key !== collection || record.value === null) continue;
-        // Invalid records are ignored, as the serve-nodes that apply them ignore them.
-        const parsed = validateSettings(parseOrNull(utf8.decode(record.value)));
-        if (typeof parsed !== 'string') settings = parsed;
+        if (record.offset >= from) visit(record.key, record.value, record.offset);
       }
       offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
     }
     if (offset === from) break;
   }
-  return { collection, settings, topicConfigs: topic.configs };
 }
 
 function parseOrNull(text: string): unknown {

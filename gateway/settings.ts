@@ -4,6 +4,8 @@
  * settings topic (key = the collection). The settings that are topic configs (cleanupPolicy,
  * retentionMs, retentionBytes, deleteRetentionMs, maxMessageBytes: Kafka's cleanup.policy,
  * retention.ms, ...) go to the collection's topic, where the log checks and applies them.
+ * A PUT replaces the search settings; a PATCH merges its fields into the stored ones, as
+ * Meilisearch's settings update does (a field given null goes back to its default).
  */
 import { type CollectionSettings, validateSettings } from '../shared/collection-settings.js';
 import { badRequest } from '../shared/errors.js';
@@ -16,6 +18,24 @@ export interface SettingsRequest {
 }
 
 export function parseSettings(body: unknown): SettingsRequest {
+  const { search, topicConfigs } = splitSettings(body);
+  return { settings: checked(search), topicConfigs };
+}
+
+/** A PATCH: the fields it names replace those of `current`, a null one resets its default. */
+export function parseSettingsPatch(body: unknown, current: CollectionSettings): SettingsRequest {
+  const { search, topicConfigs } = splitSettings(body);
+  // Unknown fields are refused before the merge, so their message names only them.
+  checked(Object.fromEntries(Object.keys(search).map((name) => [name, undefined])));
+  const merged: Record<string, unknown> = { ...current };
+  for (const [name, value] of Object.entries(search)) {
+    if (value === null) delete merged[name];
+    else merged[name] = value;
+  }
+  return { settings: checked(merged), topicConfigs };
+}
+
+function splitSettings(body: unknown) {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw badRequest('invalid_settings', 'settings are a JSON object');
   }
@@ -25,7 +45,11 @@ export function parseSettings(body: unknown): SettingsRequest {
     if (Object.hasOwn(TOPIC_CONFIG_NAMES, name)) topicConfigs[name] = value;
     else search[name] = value;
   }
+  return { search, topicConfigs: topicConfigs as Partial<TopicConfigs> };
+}
+
+function checked(search: Record<string, unknown>): CollectionSettings {
   const settings = validateSettings(search);
   if (typeof settings === 'string') throw badRequest('invalid_settings', settings);
-  return { settings, topicConfigs: topicConfigs as Partial<TopicConfigs> };
+  return settings;
 }

@@ -36,6 +36,10 @@ export class LocalLogClient implements LogClient {
     return this.node.ensureTopic(name, configs);
   }
 
+  deleteTopic(name: string): Promise<void> {
+    return this.node.deleteTopic(name);
+  }
+
   async initProducerId(): Promise<ProducerIdentity> {
     return this.node.initProducerId();
   }

@@ -33,13 +33,21 @@ import { ProducerIds } from './producer-ids.js';
 import { unknownProducer } from './producer-state.js';
 import { isErrno } from '../shared/file-io.js';
 import { checkTopicConfigs, defaultTopicConfigs } from './topic-configs.js';
-import { partitionDir, readTopics, writeTopic } from './topic-store.js';
+import {
+  dropTopicFiles,
+  partitionDir,
+  readDroppedTopics,
+  readTopics,
+  removeDroppedFiles,
+  writeTopic,
+} from './topic-store.js';
 
 type PartitionSlot = { log: PartitionLog; error?: undefined } | { log?: undefined; error: Error };
 
 /** A topic as the node holds it: its configs (which its partitions read) and its hosted slots. */
 interface LogTopic extends PartitionTopic {
   readonly partitions: number;
+  readonly incarnation: number;
   configs: TopicConfigs;
   readonly slots: Map<number, PartitionSlot>;
 }
@@ -60,6 +68,8 @@ export class LogNode {
   readonly config: LogNodeConfig;
   readonly meta: ClusterMeta;
   private readonly topicsByName = new Map<string, LogTopic>();
+  /** Dropped topic names → the incarnation a topic created under the name next gets. */
+  private readonly dropped: Map<string, number>;
   private readonly producerIds: ProducerIds;
   private readonly clock: Clock;
   private readonly logger: Logger;
@@ -72,6 +82,8 @@ export class LogNode {
     this.clock = clock;
     this.logger = logger;
     this.producerIds = new ProducerIds(config.dataDir, config.fileIO);
+    this.dropped = readDroppedTopics(config.fileIO, config.dataDir);
+    removeDroppedFiles(config.dataDir);
     for (const info of readTopics(config.fileIO, config.dataDir)) this.openTopic(info);
     for (const name of INTERNAL_TOPICS) {
       if (!this.topicsByName.has(name)) this.createTopic(name, {});
@@ -88,6 +100,7 @@ export class LogNode {
     const topic: LogTopic = {
       name: info.name,
       partitions: info.partitions,
+      incarnation: info.incarnation ?? 0,
       configs: { ...defaultTopicConfigs(this.config, info.name), ...info.configs },
       slots: new Map(),
     };
@@ -138,6 +151,7 @@ export class LogNode {
       name,
       partitions: isInternalTopic(name) ? INTERNAL_TOPIC_PARTITIONS : this.meta.partitions,
       configs: { ...defaultTopicConfigs(this.config, name), ...configs },
+      incarnation: this.dropped.get(name) ?? 0,
     };
     this.persistTopic(info, this.hostedPartitions(name));
     this.logger.info(
@@ -192,11 +206,42 @@ export class LogNode {
         ([key, value]) => existing.configs[key as keyof TopicConfigs] !== value,
       )
     ) {
-      this.persistTopic({ name, partitions: existing.partitions, configs: updated });
+      this.persistTopic({ ...infoOf(existing), configs: updated });
       existing.configs = updated;
       this.logger.info({ topic: name, configs: updated }, 'changed the configs of a topic');
     }
     return existing;
+  }
+
+  /**
+   * Drops a collection's topic: its files go (crash-safely, topic-store.ts) and its partitions
+   * close, waking their long-polls. A collection created again under the name is a new
+   * incarnation, empty. 404 `unknown_topic` when there is none; internal topics stay.
+   */
+  async deleteTopic(name: string): Promise<void> {
+    this.checkTopicName(name);
+    if (!isCollectionTopic(name)) {
+      throw badRequest('invalid_topic', `${name} is an internal topic: it cannot be dropped`, {
+        topic: name,
+      });
+    }
+    const topic = this.topicsByName.get(name);
+    if (topic === undefined) {
+      throw new TailbaseError(404, 'unknown_topic', `topic ${name} does not exist`, {
+        topic: name,
+      });
+    }
+    this.dropped.set(name, topic.incarnation + 1);
+    try {
+      dropTopicFiles(this.config.fileIO, this.config.dataDir, name, this.dropped);
+    } catch (error) {
+      this.dropped.set(name, topic.incarnation);
+      throw error;
+    }
+    this.topicsByName.delete(name);
+    await Promise.all([...topic.slots.values()].map((slot) => slot.log?.close()));
+    removeDroppedFiles(this.config.dataDir);
+    this.logger.info({ topic: name, incarnation: topic.incarnation }, 'dropped a topic');
   }
 
   topics(): TopicInfo[] {
@@ -430,5 +475,10 @@ export class LogNode {
 }
 
 function infoOf(topic: LogTopic): TopicInfo {
-  return { name: topic.name, partitions: topic.partitions, configs: { ...topic.configs } };
+  return {
+    name: topic.name,
+    partitions: topic.partitions,
+    configs: { ...topic.configs },
+    ...(topic.incarnation === 0 ? {} : { incarnation: topic.incarnation }),
+  };
 }

@@ -63,6 +63,11 @@ export function createLogNodeApp(node: LogNode, cleaner: LogCleaner, logger: Log
     return c.json(node.ensureTopic(c.req.param('topic'), configs as object));
   });
 
+  app.delete('/internal/topics/:topic', async (c) => {
+    await node.deleteTopic(c.req.param('topic'));
+    return c.json({ deleted: c.req.param('topic') });
+  });
+
   app.post('/internal/producer-ids', (c) => c.json(node.initProducerId()));
 
   app.get('/internal/offsets', (c) => c.json({ partitions: node.offsets() }));

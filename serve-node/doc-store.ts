@@ -157,6 +157,19 @@ export class DocStore {
     return bounds === null ? 0 : this.docs.getKeysCount(bounds);
   }
 
+  /**
+   * The documents of a collection, or of its `partitions` only: the key count when every one is
+   * wanted; otherwise each document's partition is read (values are read, so this costs more).
+   */
+  countDocuments(collection: string, partitions: ReadonlySet<number> | null): number {
+    if (partitions === null) return this.countAfter(collection, null);
+    let count = 0;
+    for (const doc of this.documentsAfter(collection, null)) {
+      if (partitions.has(doc.partition)) count++;
+    }
+    return count;
+  }
+
   /** Writes a consistent copy (one read transaction) to `path`. */
   async backup(path: string): Promise<void> {
     await this.env.backup(path, false);

@@ -77,6 +77,13 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
     });
   }
 
+  async countDocuments(collection: string, partitions?: readonly number[]): Promise<number> {
+    return this.reads.countDocuments(
+      checkCollection(collection),
+      checkHostedPartitions(partitions, this.hosted),
+    );
+  }
+
   async scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {
     const { prefix, start, end, after, afterSort, limit, partitions, filter, sort } = options;
     return this.reads.scan(checkCollection(collection), {

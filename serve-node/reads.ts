@@ -33,7 +33,7 @@ import type { SearchStore } from './search-store.js';
 
 /** The stores a read looks in: the current generation's. */
 export interface ReadStores {
-  docs: Pick<DocStore, 'get' | 'scan'>;
+  docs: Pick<DocStore, 'get' | 'scan' | 'countDocuments'>;
   search: Pick<SearchStore, 'search' | 'highlights' | 'facets' | 'scanKeys' | 'settingsOf'>;
 }
 
@@ -108,6 +108,13 @@ export class ServeReads {
     await this.waitFor(collection, wait);
     const doc = this.core.replica().docs.get(collection, key);
     return { doc, applied: this.core.applied(collection) };
+  }
+
+  /** The collection's documents in `partitions` (every hosted one when absent or empty). */
+  countDocuments(collection: string, partitions: readonly number[] | undefined): number {
+    const only = partitions === undefined || partitions.length === 0 ? null : new Set(partitions);
+    const all = only === null || this.core.hosted.every((p) => only.has(p));
+    return this.core.replica().docs.countDocuments(collection, all ? null : only);
   }
 
   /** Answers each item, and the applied offsets of each collection the items name. */

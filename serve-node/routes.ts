@@ -99,6 +99,15 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     return jsonText(c, `{"items":[${items.join(',')}],"applied":${JSON.stringify(applied)}}`);
   });
 
+  app.get('/internal/count/:collection', (c) =>
+    c.json({
+      documents: reads.countDocuments(
+        checkCollection(c.req.param('collection')),
+        parsePartitions(c.req.query('partitions'), hostedSet),
+      ),
+    }),
+  );
+
   app.get('/internal/scan/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
     const { items, more, applied } = await reads.scan(collection, {

@@ -57,6 +57,10 @@ export class ServeNode implements ServeNodeCore {
   /** A `log.topics()` call under way: reads naming an unknown collection join it. */
   private discovering: Promise<void> | null = null;
   private refreshTimer: NodeJS.Timeout | undefined;
+  /** The topics the log listed at the last look (null before the first). */
+  private liveTopics: Set<string> | null = null;
+  /** Set once start() has settled the stores; a drop seen before is start()'s to handle. */
+  private started = false;
   /** Set once the first look at the log's topics has been taken. */
   private discovered = false;
   private lastRebuild: { reason: string; atMs: number } | undefined;
@@ -123,6 +127,11 @@ export class ServeNode implements ServeNodeCore {
       // Their documents would count in the search statistics of the collections they share.
       const named = [...new Set(foreign.map((tp) => tp.partition))].join(', ');
       await this.replaceStores(`the stores hold partitions this node no longer hosts (${named})`);
+    } else if (this.vanished(storedParts.map((tp) => tp.topic)).length > 0) {
+      // Dropped while this node was away: their documents must not be served, nor a collection
+      // created again under the name be read from their checkpoints.
+      const named = this.vanished(storedParts.map((tp) => tp.topic)).join(', ');
+      await this.replaceStores(`the stores hold collections the log no longer has (${named})`);
     } else if (diverged !== undefined) {
       await this.replaceStores(
         `${diverged.topic}/${diverged.partition}: the two stores' checkpoints diverged`,
@@ -131,6 +140,7 @@ export class ServeNode implements ServeNodeCore {
       this.current.docs.setClusterId(this.parts.clusterId);
       this.startFetchers(false);
     }
+    this.started = true;
     this.refreshTimer = setInterval(() => void this.discover(), this.limits.topicRefreshMs);
     this.refreshTimer.unref();
   }
@@ -163,6 +173,15 @@ export class ServeNode implements ServeNodeCore {
     this.discovering ??= this.parts.log
       .topics()
       .then((topics) => {
+        this.liveTopics = new Set(topics.map(({ name }) => name));
+        const dropped = this.vanished(this.topics);
+        if (dropped.length > 0 && this.rebuilding === null && this.started) {
+          // A collection dropped in the log (by a gateway, or a Kafka client's DeleteTopics):
+          // the replay without it is what a replica of the log now holds.
+          void this.rebuild(`collections dropped from the log: ${dropped.join(', ')}`).catch(
+            (error: unknown) => this.parts.logger.error({ err: error }, 'rebuild failed'),
+          );
+        }
         for (const { name } of topics) {
           if (this.stopped || this.topics.has(name)) continue;
           if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
@@ -178,6 +197,13 @@ export class ServeNode implements ServeNodeCore {
         this.discovering = null;
       });
     return this.discovering;
+  }
+
+  /** The collection topics among `topics` the log's last listing no longer has. */
+  private vanished(topics: Iterable<string>): string[] {
+    const live = this.liveTopics;
+    if (live === null) return [];
+    return [...new Set(topics)].filter((topic) => isCollectionTopic(topic) && !live.has(topic));
   }
 
   /** The partitions of a topic this node tails: the hosted ones, and the internal topic's only. */
@@ -209,7 +235,9 @@ export class ServeNode implements ServeNodeCore {
           lag,
           applyRatePerSec,
           etaSeconds: lag === 0 ? 0 : applyRatePerSec > 0 ? Math.ceil(lag / applyRatePerSec) : null,
-          state: tailed.state,
+          // From the moment a rebuild is accepted, before its fetchers have stopped (it may wait
+          // for a snapshot or an apply under way): the old stores are no longer what is served.
+          state: this.rebuilding === null ? tailed.state : 'rebuilding',
           ...(tailed.error === undefined ? {} : { error: tailed.error }),
         };
       }),
@@ -344,9 +372,23 @@ export class ServeNode implements ServeNodeCore {
     const old = { replica: this.current, generation: this.generation };
     this.current = this.openNextGeneration(reason);
     this.current.docs.setClusterId(this.parts.clusterId);
+    await this.forgetDroppedTopics();
     this.startFetchers(true);
     await old.replica.close({ discard: true });
     removeGeneration(this.parts.dataDir, old.generation);
+  }
+
+  /**
+   * Stops following topics the log no longer holds (a dropped collection: a drop replaces the
+   * stores so), so the replay does not wait on them. When the log cannot say, all are kept.
+   */
+  private async forgetDroppedTopics(): Promise<void> {
+    try {
+      const live = new Set((await this.parts.log.topics()).map(({ name }) => name));
+      for (const topic of this.topics) if (!live.has(topic)) this.topics.delete(topic);
+    } catch (error) {
+      this.parts.logger.warn({ err: error }, 'listing the log topics failed; following all');
+    }
   }
 
   /** Empty stores in the next generation, recording why the node replays the log into them. */

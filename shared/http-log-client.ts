@@ -96,6 +96,14 @@ export class HttpLogClient implements LogClient {
     );
   }
 
+  async deleteTopic(name: string): Promise<void> {
+    const answer = await this.http.request(`/internal/topics/${encodeURIComponent(name)}`, {
+      method: 'DELETE',
+      timeoutMs: this.answerMsMax,
+    });
+    json<unknown>(answer);
+  }
+
   async initProducerId(): Promise<ProducerIdentity> {
     return json<ProducerIdentity>(
       await this.http.request('/internal/producer-ids', {

@@ -143,6 +143,16 @@ export class HttpServeClient implements ServeClient {
     return this.json<SearchResult>(await this.fetch(path + query(params), options));
   }
 
+  async countDocuments(collection: string, partitions?: readonly number[]): Promise<number> {
+    const params = new URLSearchParams();
+    if (partitions !== undefined && partitions.length > 0) {
+      params.set('partitions', partitions.join(','));
+    }
+    const path = `/internal/count/${encodeURIComponent(collection)}`;
+    return (await this.json<{ documents: number }>(await this.fetch(path + query(params))))
+      .documents;
+  }
+
   async status(): Promise<ServeStatus> {
     return this.json<ServeStatus>(await this.fetch('/internal/status'));
   }

@@ -88,6 +88,12 @@ export interface LogClient {
    * is also created by its first append.
    */
   ensureTopic(name: string, configs?: Partial<TopicConfigs>): Promise<TopicInfo>;
+  /**
+   * Drops a collection's topic and every record in it (Kafka's DeleteTopics). A topic created
+   * under the name later is a new incarnation (TopicInfo.incarnation) and starts empty. 404
+   * `unknown_topic` when there is none; internal topics are refused.
+   */
+  deleteTopic(name: string): Promise<void>;
   /** A new producer id (epoch 0), never handed out before by this log. */
   initProducerId(): Promise<ProducerIdentity>;
   append(

@@ -119,6 +119,12 @@ export class LogCluster implements LogClient {
     return answers[this.nodes.indexOf(this.owners[0])];
   }
 
+  /** On every node, each dropping its partitions. */
+  async deleteTopic(name: string): Promise<void> {
+    this.ensured.delete(name);
+    await Promise.all(this.nodes.map((node) => node.deleteTopic(name)));
+  }
+
   /** From the node that stores partition 0, the one that hands producer ids out. */
   initProducerId(): Promise<ProducerIdentity> {
     return this.client(0).initProducerId();

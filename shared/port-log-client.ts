@@ -60,6 +60,10 @@ export class PortLogClient implements LogClient {
     return this.caller.call('ensureTopic', [name, configs]);
   }
 
+  deleteTopic(name: string): Promise<void> {
+    return this.caller.call('deleteTopic', [name]);
+  }
+
   initProducerId(): Promise<ProducerIdentity> {
     return this.caller.call('initProducerId', []);
   }
@@ -131,6 +135,7 @@ export function answerLogPort(
       topics: () => answered(log.topics()),
       ensureTopic: ([name, configs]) =>
         answered(log.ensureTopic(name as string, configs as Partial<TopicConfigs> | undefined)),
+      deleteTopic: ([name]) => answered(log.deleteTopic(name as string)),
       initProducerId: () => answered(log.initProducerId()),
       append: ([topic, partition, batch], signal) =>
         answered(

@@ -55,6 +55,10 @@ export class PortServeClient implements ServeClient {
     return this.caller.call('search', [collection, rest], signal);
   }
 
+  countDocuments(collection: string, partitions?: readonly number[]): Promise<number> {
+    return this.caller.call('countDocuments', [collection, partitions]);
+  }
+
   status(): Promise<ServeStatus> {
     return this.caller.call('status', []);
   }
@@ -98,6 +102,10 @@ export function answerServePort(
         answered(serve.scan(collection as string, { ...(options as ScanOptions), signal })),
       search: ([collection, options], signal) =>
         answered(serve.search(collection as string, { ...(options as SearchOptions), signal })),
+      countDocuments: ([collection, partitions]) =>
+        answered(
+          serve.countDocuments(collection as string, partitions as readonly number[] | undefined),
+        ),
       status: () => answered(serve.status()),
       ready: () => answered(serve.ready()),
       rebuild: () => answered(serve.rebuild()),

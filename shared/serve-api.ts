@@ -215,6 +215,11 @@ export interface ServeClient {
   get(collection: string, key: string, options?: ServeReadOptions): Promise<GetResult>;
   scan(collection: string, options?: ScanOptions): Promise<ScanResult>;
   search(collection: string, options: SearchOptions): Promise<SearchResult>;
+  /**
+   * The documents the node holds of a collection in `partitions` (hosted ones; default, or
+   * empty: every one it hosts), as applied now.
+   */
+  countDocuments(collection: string, partitions?: readonly number[]): Promise<number>;
   status(): Promise<ServeStatus>;
   /** True when /readyz answers 200. */
   ready(): Promise<boolean>;

@@ -9,6 +9,9 @@
  *
  * A collection id is CRC-32C of the collection's name (`collectionId`); the log refuses to create a
  * collection whose id another one already has, so within a cluster an id names one collection.
+ * A collection created again after a drop is a new incarnation k (the log counts them per name):
+ * its id is CRC-32C of `name/k` (no name holds a `/`), so the dropped one's tokens name another
+ * id, which the gateway recognises and refuses, and tokens stay as compact and mergeable.
  * One collection and partition at an offset below 2^21 is 14 bytes, 19 characters; any offset a
  * partition can reach (2^53) fits in 40. A token with no entries is valid: it asks for nothing
  * (and starts a change feed at the log start).
@@ -32,22 +35,46 @@ export function clusterHash(clusterId: string): number {
   return crc32c(utf8.encode(clusterId));
 }
 
-/** The 32-bit id tokens name a collection by. */
-export function collectionId(collection: string): number {
-  return crc32c(utf8.encode(collection));
+/** The 32-bit id tokens name a collection (in its `incarnation`, 0 until first dropped) by. */
+export function collectionId(collection: string, incarnation = 0): number {
+  return crc32c(utf8.encode(incarnation === 0 ? collection : `${collection}/${incarnation}`));
 }
 
 /** A token of one collection's partitions and offsets. */
 export function collectionOffsets(
   collection: string,
   offsets: ReadonlyMap<number, number>,
+  incarnation = 0,
 ): Map<number, Map<number, number>> {
-  return new Map([[collectionId(collection), new Map(offsets)]]);
+  return new Map([[collectionId(collection, incarnation), new Map(offsets)]]);
 }
 
 /** What a token asks of one collection: partition → offset (empty when it names none). */
-export function offsetsOf(token: TokenOffsets, collection: string): ReadonlyMap<number, number> {
-  return token.get(collectionId(collection)) ?? new Map();
+export function offsetsOf(
+  token: TokenOffsets,
+  collection: string,
+  incarnation = 0,
+): ReadonlyMap<number, number> {
+  return token.get(collectionId(collection, incarnation)) ?? new Map();
+}
+
+/**
+ * The earlier incarnation of `collection` a token names, if any: below `incarnation`, or (for a
+ * collection the log does not hold, `incarnation` undefined) any of the first
+ * `incarnationsCheckedMax`.
+ */
+export function droppedIncarnationIn(
+  token: TokenOffsets,
+  collection: string,
+  incarnation: number | undefined,
+  incarnationsCheckedMax: number,
+): number | undefined {
+  if (token.size === 0) return undefined;
+  const below = incarnation ?? incarnationsCheckedMax;
+  for (let k = 0; k < below; k++) {
+    if (token.has(collectionId(collection, k))) return k;
+  }
+  return undefined;
 }
 
 /** Max per (collection, partition): a token that covers all of them. */

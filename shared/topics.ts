@@ -45,6 +45,12 @@ export interface TopicInfo {
   name: string;
   partitions: number;
   configs: TopicConfigs;
+  /**
+   * How many times a topic of this name was dropped before this one was created (absent: 0).
+   * Tokens name a collection by its name and incarnation, so a dropped collection's tokens are
+   * told apart from those of a new collection of the same name.
+   */
+  incarnation?: number;
 }
 
 export function isInternalTopic(topic: string): boolean {

@@ -7,7 +7,14 @@
 import fs from 'node:fs';
 import { type Command, Option } from 'commander';
 import { TailbaseError } from '../../shared/errors.js';
-import { clientAction, clientCommand, collectionName, integerAtLeast } from '../command-kit.js';
+import {
+  addWriteOptions,
+  clientAction,
+  clientCommand,
+  collectionName,
+  integerAtLeast,
+  writeOptionsOf,
+} from '../command-kit.js';
 import { formatDuration, formatRate } from '../format.js';
 import { type ClientIo, UsageError } from '../io.js';
 import { type Chunk, chunkLines, splitLines } from '../ndjson.js';
@@ -59,7 +66,7 @@ export function locateRejection(
 }
 
 export function registerBulkCommand(program: Command, io: ClientIo): void {
-  clientCommand(program, io, 'bulk')
+  addWriteOptions(clientCommand(program, io, 'bulk'))
     .description('load NDJSON lines of {"key": ..., "value": ...} (value null deletes)')
     .argument('<collection>', 'collection name', collectionName)
     .argument('[file]', 'NDJSON file, or - (the default) for stdin')
@@ -103,7 +110,9 @@ export function registerBulkCommand(program: Command, io: ClientIo): void {
             consumedBytes += chunk.sourceBytes;
             if (chunk.lineNumbers.length > 0) {
               try {
-                const result = await session.client.collection(collection).bulkNdjson(chunk.body);
+                const result = await session.client
+                  .collection(collection)
+                  .bulkNdjson(chunk.body, writeOptionsOf(flags));
                 totals.count += result.count;
                 totals.requests += 1;
                 totals.token = result.token;

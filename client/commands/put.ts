@@ -1,11 +1,13 @@
 /** `tailbase put <collection> <key> [json]`: writes one document, from the argument or stdin. */
 import type { Command } from 'commander';
 import {
+  addWriteOptions,
   clientAction,
   clientCommand,
   collectionName,
   documentKey,
   readStdin,
+  writeOptionsOf,
 } from '../command-kit.js';
 import type { WriteAnswer } from '../sdk/index.js';
 import { type ClientIo, UsageError } from '../io.js';
@@ -27,13 +29,13 @@ export function printWrite(
 }
 
 export function registerPutCommand(program: Command, io: ClientIo): void {
-  clientCommand(program, io, 'put')
+  addWriteOptions(clientCommand(program, io, 'put'))
     .description('write a JSON document (from the argument, or stdin when it is left out)')
     .argument('<collection>', 'collection name', collectionName)
     .argument('<key>', 'document key', documentKey)
     .argument('[json]', 'the document; read from stdin when absent')
     .action(
-      clientAction(io, async (session, [collection, key, argument]) => {
+      clientAction(io, async (session, [collection, key, argument], flags) => {
         let text = argument;
         if (text === undefined) {
           if (io.stdin.isTTY) throw new UsageError('give the document as an argument or on stdin');
@@ -48,7 +50,7 @@ export function registerPutCommand(program: Command, io: ClientIo): void {
           session,
           'put',
           collection,
-          await session.client.collection(collection).putJson(key, text),
+          await session.client.collection(collection).putJson(key, text, writeOptionsOf(flags)),
         );
       }),
     );

@@ -5,8 +5,10 @@
  */
 import type {
   BulkAnswer,
+  DropAnswer,
   SettingsAnswer,
   SettingsBody,
+  SettingsPatch,
   SettingsView,
   WriteAnswer,
 } from '../../gateway/api/index.js';
@@ -27,6 +29,7 @@ import type {
   SearchResult,
   SortOption,
   CallOptions,
+  WriteOptions,
 } from './types.js';
 
 /** Half the gateway's default bulkBytesMax (16 MiB) and a tenth of its bulkRecordsMax. */
@@ -42,6 +45,7 @@ const readQuery = (options: ReadOptions) => ({
   consistency: options.consistency,
   wait_ms: options.waitMs,
 });
+const writeQuery = (options: WriteOptions) => ({ wait: options.wait, wait_ms: options.waitMs });
 const list = (value: SortOption | undefined) =>
   typeof value === 'string' || value === undefined ? value : value.join(',');
 
@@ -61,15 +65,16 @@ export class Collection<Doc = JsonValue> {
     return `/v1/collections/${segment(this.name)}/docs/${segment(key)}`;
   }
 
-  put(key: string, doc: Doc, options: CallOptions = {}): Promise<WriteAnswer> {
+  put(key: string, doc: Doc, options: WriteOptions = {}): Promise<WriteAnswer> {
     return this.putJson(key, JSON.stringify(doc), options);
   }
 
   /** Writes a document given as JSON text, stored as written (big integers stay exact). */
-  putJson(key: string, json: string, options: CallOptions = {}): Promise<WriteAnswer> {
+  putJson(key: string, json: string, options: WriteOptions = {}): Promise<WriteAnswer> {
     return this.transport.json({
       method: 'PUT',
       path: this.docPath(key),
+      query: writeQuery(options),
       body: json,
       contentType: 'application/json',
       idempotent: true,
@@ -77,10 +82,11 @@ export class Collection<Doc = JsonValue> {
     });
   }
 
-  delete(key: string, options: CallOptions = {}): Promise<WriteAnswer> {
+  delete(key: string, options: WriteOptions = {}): Promise<WriteAnswer> {
     return this.transport.json({
       method: 'DELETE',
       path: this.docPath(key),
+      query: writeQuery(options),
       idempotent: true,
       signal: options.signal,
     });
@@ -171,10 +177,11 @@ export class Collection<Doc = JsonValue> {
   }
 
   /** One bulk request of NDJSON lines `{key, value}`, as given. */
-  bulkNdjson(ndjson: string, options: CallOptions = {}): Promise<BulkAnswer> {
+  bulkNdjson(ndjson: string, options: WriteOptions = {}): Promise<BulkAnswer> {
     return this.transport.json({
       method: 'POST',
       path: `/v1/collections/${segment(this.name)}/docs`,
+      query: writeQuery(options),
       body: ndjson,
       contentType: 'application/x-ndjson',
       // A bulk may span partitions: see retry.ts for why only refusals are retried.
@@ -229,13 +236,44 @@ export class Collection<Doc = JsonValue> {
   }
 
   /** Writes search settings and topic configs (admin scope); a record in the log. */
-  putSettings(settings: SettingsBody, options: CallOptions = {}): Promise<SettingsAnswer> {
+  putSettings(settings: SettingsBody, options: WriteOptions = {}): Promise<SettingsAnswer> {
+    return this.writeSettings('PUT', settings, options);
+  }
+
+  /**
+   * Merges the fields given into the collection's settings (admin scope): the others stay as
+   * they are; a field given null goes back to its default.
+   */
+  patchSettings(settings: SettingsPatch, options: WriteOptions = {}): Promise<SettingsAnswer> {
+    return this.writeSettings('PATCH', settings, options);
+  }
+
+  private writeSettings(
+    method: 'PUT' | 'PATCH',
+    settings: SettingsBody | SettingsPatch,
+    options: WriteOptions,
+  ): Promise<SettingsAnswer> {
     return this.transport.json({
-      method: 'PUT',
+      method,
       path: `/v1/collections/${segment(this.name)}/settings`,
+      query: writeQuery(options),
       body: JSON.stringify(settings),
       contentType: 'application/json',
       idempotent: true,
+      signal: options.signal,
+    });
+  }
+
+  /**
+   * Drops the collection (admin scope): its documents, settings and topic go, and tokens of its
+   * writes are refused after; a collection created again under the name starts empty.
+   */
+  drop(options: CallOptions = {}): Promise<DropAnswer> {
+    return this.transport.json({
+      method: 'DELETE',
+      path: `/v1/collections/${segment(this.name)}`,
+      // A retry of a drop that happened is a 404, never a second drop: no harm, but no retry.
+      idempotent: false,
       signal: options.signal,
     });
   }

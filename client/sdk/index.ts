@@ -19,16 +19,26 @@ export {
 export { RETRY_DEFAULT, type RetryPolicy } from './retry.js';
 export { REQUEST_TIMEOUT_MS_DEFAULT } from './transport.js';
 export { TailbaseError, type ErrorBody, type ErrorDetails } from '../../shared/errors.js';
-export { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from '../../gateway/api/constants.js';
+export {
+  CONSISTENCY_LEVELS,
+  TOKEN_HEADER,
+  WRITE_WAITS,
+  type Consistency,
+  type WriteWait,
+} from '../../gateway/api/constants.js';
 export type * from './types.js';
 export type {
   BulkAnswer,
   ChangeEvent,
+  CollectionList,
+  CollectionSummary,
+  DropAnswer,
   FacetCounts,
   RebuildAnswer,
   ServeNodeStatus,
   SettingsAnswer,
   SettingsBody,
+  SettingsPatch,
   SettingsView,
   SearchSettings,
   Status,

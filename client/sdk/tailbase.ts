@@ -4,7 +4,12 @@
  * scan) of any collection reads its own write with no extra code, even with calls in flight at
  * once. Two sessions share nothing: a browser tab or a request handler holds one each.
  */
-import type { RebuildAnswer, ServeNodeStatus, Status } from '../../gateway/api/index.js';
+import type {
+  CollectionList,
+  RebuildAnswer,
+  ServeNodeStatus,
+  Status,
+} from '../../gateway/api/index.js';
 import { followChanges, type ChangesOptions } from './change-feed.js';
 import { Collection } from './collection.js';
 import { checkRetryPolicy, RETRY_DEFAULT, type RetryPolicy } from './retry.js';
@@ -44,6 +49,17 @@ export class Tailbase {
 
   collection<Doc = JsonValue>(name: string): Collection<Doc> {
     return new Collection<Doc>(this.transport, name);
+  }
+
+  /** Every collection: partitions, records, the documents the serve-nodes hold, settings version. */
+  async collections(options: CallOptions = {}): Promise<CollectionList['collections']> {
+    const answer: CollectionList = await this.transport.json({
+      method: 'GET',
+      path: '/v1/collections',
+      idempotent: true,
+      signal: options.signal,
+    });
+    return answer.collections;
   }
 
   /** The change feed of every collection (or `collection`), resuming across dropped connections. */

@@ -33,7 +33,7 @@ export interface TransportOptions {
 export type QueryValue = string | number | boolean | undefined;
 
 export interface Call {
-  method: 'GET' | 'PUT' | 'POST' | 'DELETE';
+  method: 'GET' | 'PUT' | 'PATCH' | 'POST' | 'DELETE';
   path: string;
   query?: Record<string, QueryValue>;
   body?: string;

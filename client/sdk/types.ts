@@ -9,6 +9,7 @@ import type {
   SearchAnswer,
   SearchHit as ApiSearchHit,
   StoredDocument,
+  WriteWait,
 } from '../../gateway/api/index.js';
 
 export type JsonValue =
@@ -36,6 +37,13 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** A write's options: `wait: 'applied'` answers once every hosting serve-node has applied it. */
+export interface WriteOptions extends CallOptions {
+  wait?: WriteWait;
+  /** The longest the gateway waits for the apply (wait_ms); a 504 `not_caught_up` past it. */
+  waitMs?: number;
+}
+
 /** `field:asc,other:desc`, or its parts. */
 export type SortOption = string | readonly string[];
 
@@ -59,7 +67,7 @@ export interface PagesOptions {
   pagesMax?: number;
 }
 
-export interface BulkOptions extends CallOptions {
+export interface BulkOptions extends WriteOptions {
   /** Records a request. */
   chunkRecords?: number;
   /** The largest request body, in bytes of NDJSON. */

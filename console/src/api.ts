@@ -16,6 +16,8 @@ export interface ReplicaStatus {
 export interface PartitionStatus {
   topic: string;
   partition: number;
+  /** An internal topic (settings, consumer offsets): listed apart, left out of the sums. */
+  internal: boolean;
   logStartOffset: number;
   endOffset: number;
   replicas: ReplicaStatus[];
@@ -31,10 +33,33 @@ export interface ServeNodeStatus {
   reindexing: Array<{ collection: string; copied: number; documents: number }>;
 }
 
+/** One collection: its partitions' replicas summed up by the gateway. */
+export interface CollectionStatus {
+  collection: string;
+  partitions: number;
+  endOffset: number;
+  lagRecords: number;
+  state: 'down' | 'rebuilding' | 'replaying' | 'tailing';
+}
+
 export interface ClusterStatus {
   clusterId: string;
+  version: string;
+  lagRecords: number;
+  collections: CollectionStatus[];
   partitions: PartitionStatus[];
   serveNodes: ServeNodeStatus[];
+}
+
+/** A collection as GET /v1/collections lists it. */
+export interface CollectionSummary {
+  collection: string;
+  incarnation: number;
+  partitions: number;
+  records: number;
+  /** The documents the serve-nodes hold; null when one did not answer. */
+  documents: number | null;
+  settingsVersion: number | null;
 }
 
 export interface SearchHit {
@@ -163,6 +188,11 @@ const collectionPath = (collection: string) => `/v1/collections/${encodeURICompo
 
 export const api = {
   status: () => call<ClusterStatus>('GET', '/v1/status'),
+
+  collections: async () =>
+    (await call<{ collections: CollectionSummary[] }>('GET', '/v1/collections')).collections,
+
+  drop: (collection: string) => call<unknown>('DELETE', collectionPath(collection)),
 
   serveNodeStatus: (node: number) => call<unknown>('GET', `/v1/admin/serve-nodes/${node}/status`),
 

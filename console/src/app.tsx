@@ -2,7 +2,7 @@
  * The console: asks for an API key when the gateway requires one, then shows the status (polled
  * live), the query box, the change feed and the collection settings.
  */
-import { useCallback, useEffect, useState } from 'preact/hooks';
+import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiError, apiKey, type ClusterStatus } from './api.js';
 import { ChangesPanel } from './changes-panel.js';
 import { KeyPrompt } from './key-prompt.js';
@@ -12,6 +12,8 @@ import { StatusPanel } from './status-panel.js';
 
 /** How often the status is read again: the lag a person watches moves at this pace. */
 export const STATUS_POLL_MS = 1000;
+/** How often the collections' document counts are read again: each is a count on every node. */
+export const COLLECTIONS_POLL_MS = 5000;
 
 type Access =
   { state: 'checking' } | { state: 'needs-key'; refused: string | null } | { state: 'in' };
@@ -24,6 +26,18 @@ export function App() {
   const [status, setStatus] = useState<ClusterStatus | null>(null);
   const [statusError, setStatusError] = useState<string | null>(null);
   const [updatedAt, setUpdatedAt] = useState<Date | null>(null);
+  const [documents, setDocuments] = useState<ReadonlyMap<string, number | null>>(new Map());
+  const countedAtMs = useRef(-Infinity);
+
+  const count = useCallback(async () => {
+    countedAtMs.current = performance.now();
+    try {
+      const listed = await api.collections();
+      setDocuments(new Map(listed.map((c) => [c.collection, c.documents])));
+    } catch {
+      // The counts are extras: the status row shows without them.
+    }
+  }, []);
 
   /** Reads the status; answers false when the gateway refused the key (or its absence). */
   const refresh = useCallback(async (): Promise<boolean> => {
@@ -31,13 +45,14 @@ export function App() {
       setStatus(await api.status());
       setUpdatedAt(new Date());
       setStatusError(null);
+      if (performance.now() - countedAtMs.current >= COLLECTIONS_POLL_MS) void count();
       return true;
     } catch (error) {
       if (isAuthError(error)) return false;
       setStatusError((error as Error).message);
       return true;
     }
-  }, []);
+  }, [count]);
 
   const enter = useCallback(async () => {
     const had = apiKey.get();
@@ -68,15 +83,14 @@ export function App() {
     };
   }, [access.state, refresh, enter]);
 
-  const collections = [
-    ...new Set((status?.partitions ?? []).map((p) => p.topic).filter((t) => !t.startsWith('__'))),
-  ].sort();
+  const collections = (status?.collections ?? []).map((c) => c.collection).sort();
 
   return (
     <>
       <header>
         <h1>tailbase console</h1>
         <span class="where">{location.host}</span>
+        {status !== null && <span class="version">tailbase {status.version}</span>}
         {access.state === 'in' && apiKey.get() !== null && (
           <button
             type="button"
@@ -103,7 +117,16 @@ export function App() {
         )}
         {access.state === 'in' && (
           <>
-            <StatusPanel status={status} error={statusError} updatedAt={updatedAt} />
+            <StatusPanel
+              status={status}
+              documents={documents}
+              error={statusError}
+              updatedAt={updatedAt}
+              onDropped={() => {
+                void refresh();
+                void count();
+              }}
+            />
             <QueryPanel collections={collections} />
             <ChangesPanel collections={collections} />
             <SettingsPanel collections={collections} />

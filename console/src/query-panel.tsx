@@ -2,9 +2,19 @@
  * The query box: a ranked search (highlights on; filter, sort and facets passed through as the
  * gateway takes them) or one document by key.
  */
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { api, type DocAnswer, type FacetCounts, type SearchAnswer } from './api.js';
 import { Marked } from './marked.js';
+
+/** Where this tab remembers the collection last queried (sessionStorage, as the API key). */
+const LAST_COLLECTION_STORAGE = 'tailbase.lastCollection';
+
+/** The collection an empty box starts with: the last one queried, or the only one there is. */
+export function preselectedCollection(collections: readonly string[]): string {
+  const last = sessionStorage.getItem(LAST_COLLECTION_STORAGE);
+  if (last !== null && collections.includes(last)) return last;
+  return collections.length === 1 ? collections[0] : '';
+}
 
 /** Hits asked for when the limit box is left empty. */
 export const SEARCH_LIMIT_DEFAULT = 20;
@@ -29,17 +39,26 @@ export function QueryPanel({ collections }: { collections: string[] }) {
     key: '',
   });
   const [answer, setAnswer] = useState<Answer>({ kind: 'none' });
+  const [touched, setTouched] = useState(false);
+  const preselected = preselectedCollection(collections);
+  useEffect(() => {
+    // Until the box is typed in, it follows the list: a collection created later is picked up.
+    if (!touched && form.collection !== preselected) setForm({ ...form, collection: preselected });
+  }, [preselected, touched, form]);
   const [busy, setBusy] = useState(false);
   const field = (name: keyof typeof form) => ({
     id: `query-${name}`,
     value: form[name],
-    onInput: (event: { currentTarget: HTMLInputElement }) =>
-      setForm({ ...form, [name]: event.currentTarget.value }),
+    onInput: (event: { currentTarget: HTMLInputElement }) => {
+      if (name === 'collection') setTouched(true);
+      setForm({ ...form, [name]: event.currentTarget.value });
+    },
   });
 
   const submit = async (event: Event) => {
     event.preventDefault();
     setBusy(true);
+    sessionStorage.setItem(LAST_COLLECTION_STORAGE, form.collection);
     try {
       if (mode === 'search') {
         const { q, filter, sort, facets } = form;

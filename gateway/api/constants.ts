@@ -8,3 +8,7 @@ export const TOKEN_HEADER = 'Tailbase-Token';
 
 export const CONSISTENCY_LEVELS = ['token', 'strong', 'eventual'] as const;
 export type Consistency = (typeof CONSISTENCY_LEVELS)[number];
+
+/** What a write may wait for before it answers (`wait=`): `applied` by every hosting serve-node. */
+export const WRITE_WAITS = ['applied'] as const;
+export type WriteWait = (typeof WRITE_WAITS)[number];

@@ -6,7 +6,7 @@
 import type { TObject, TSchema } from '@sinclair/typebox';
 import type { Scope } from '../../shared/api-keys.js';
 
-export type HttpMethod = 'get' | 'put' | 'post' | 'delete';
+export type HttpMethod = 'get' | 'put' | 'patch' | 'post' | 'delete';
 
 export interface Body {
   schema: TSchema;

@@ -5,6 +5,7 @@
  */
 import { type Static, Type } from '@sinclair/typebox';
 import { ConsistencyLevel } from './shapes.js';
+import { WRITE_WAITS } from './constants.js';
 
 const Count = (description: string) => Type.Integer({ minimum: 0, description });
 
@@ -50,6 +51,16 @@ export type SearchQuery = Static<typeof SearchQuery>;
 
 export const WriteQuery = Type.Object({
   token: Type.Optional(Type.String({ description: 'the token, when no header can carry it' })),
+  wait: Type.Optional(
+    Type.Union(
+      WRITE_WAITS.map((wait) => Type.Literal(wait)),
+      {
+        description:
+          'applied: answer once every serve-node hosting the write has applied it (504 not_caught_up past wait_ms)',
+      },
+    ),
+  ),
+  wait_ms: Type.Optional(Count('longest a wait=applied write waits (waitMsDefault)')),
 });
 export type WriteQuery = Static<typeof WriteQuery>;
 

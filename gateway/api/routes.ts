@@ -9,6 +9,8 @@ import {
   BulkAnswer,
   BulkItem,
   ChangeEvent,
+  CollectionList,
+  DropAnswer,
   Health,
   OpenApiDocument,
   Readiness,
@@ -18,6 +20,7 @@ import {
   ServeNodeStatus,
   SettingsAnswer,
   SettingsBody,
+  SettingsPatch,
   SettingsView,
   Status,
   StoredDocument,
@@ -27,8 +30,10 @@ import {
 
 /** What a write may answer besides its own checks: the token, and a log that could not take it. */
 const WRITE_ERRORS: ErrorCodes = {
-  400: ['invalid_collection', 'invalid_utf8', 'invalid_token'],
+  400: ['invalid_collection', 'invalid_utf8', 'invalid_token', 'invalid_parameter'],
   503: ['overloaded', 'shutting_down', 'append_queue_full', 'log_unavailable'],
+  /** wait=applied past wait_ms: the write is stored; `behind` says which nodes lag, `token` is its. */
+  504: ['not_caught_up'],
   507: ['disk_full'],
 };
 /** 503 `write_outcome_unknown`: the log did not confirm in time; the write may be stored. */
@@ -57,6 +62,14 @@ const ndjson = (description: string) => ({
   schema: ChangeEvent,
   contentTypes: ['application/x-ndjson', 'text/event-stream'],
   description,
+});
+
+/** What a settings write may answer: PUT and PATCH alike. */
+const SETTINGS_ERRORS = errors(WRITE_ERRORS, {
+  400: ['invalid_json', 'invalid_settings', 'invalid_topic_config'],
+  409: ['collection_id_collision'],
+  413: ['settings_too_large'],
+  503: [OUTCOME_UNKNOWN],
 });
 
 export const API_ROUTES = {
@@ -131,12 +144,17 @@ export const API_ROUTES = {
     query: WriteQuery,
     body: json(SettingsBody),
     answers: { 200: json(SettingsAnswer) },
-    errors: errors(WRITE_ERRORS, {
-      400: ['invalid_json', 'invalid_settings', 'invalid_topic_config'],
-      409: ['collection_id_collision'],
-      413: ['settings_too_large'],
-      503: [OUTCOME_UNKNOWN],
-    }),
+    errors: SETTINGS_ERRORS,
+  }),
+  patchSettings: route('PATCH /v1/collections/{collection}/settings', {
+    summary:
+      "merges the fields given into the collection's settings (null resets one); a record in the log",
+    scope: 'admin',
+    token: true,
+    query: WriteQuery,
+    body: json(SettingsPatch),
+    answers: { 200: json(SettingsAnswer) },
+    errors: SETTINGS_ERRORS,
   }),
   getSettings: route('GET /v1/collections/{collection}/settings', {
     summary:
@@ -144,6 +162,24 @@ export const API_ROUTES = {
     scope: 'read',
     answers: { 200: json(SettingsView) },
     errors: { 400: ['invalid_collection', 'invalid_utf8'], 404: ['collection_not_found'] },
+  }),
+  listCollections: route('GET /v1/collections', {
+    summary:
+      'every collection: partitions, records in its log, documents the serve-nodes hold, settings version',
+    scope: 'read',
+    answers: { 200: json(CollectionList) },
+  }),
+  dropCollection: route('DELETE /v1/collections/{collection}', {
+    summary:
+      "drops a collection: its topic, its settings and every serve-node's tables; its tokens are refused after",
+    scope: 'admin',
+    answers: { 200: json(DropAnswer) },
+    errors: {
+      400: ['invalid_collection', 'invalid_utf8'],
+      404: ['collection_not_found'],
+      503: ['serve_node_unavailable', 'log_unavailable'],
+      507: ['disk_full'],
+    },
   }),
   changes: route('GET /v1/changes', {
     summary: 'the change feed: NDJSON lines (or SSE events), resumable by token',

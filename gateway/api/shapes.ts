@@ -115,6 +115,21 @@ export const SettingsBody = Type.Composite([
 ]);
 export type SettingsBody = Static<typeof SettingsBody>;
 
+/** PATCH settings: the fields named replace the stored ones; null puts a field's default back. */
+export const SettingsPatch = Type.Composite([
+  Type.Partial(
+    Type.Object({
+      searchable: Nullable(FieldPaths),
+      weights: Nullable(SearchSettings.properties.weights),
+      tokenizer: Nullable(Tokenizer),
+      filterable: Nullable(FieldPaths),
+      sortable: Nullable(FieldPaths),
+    }),
+  ),
+  Type.Partial(TopicConfigs),
+]);
+export type SettingsPatch = Static<typeof SettingsPatch>;
+
 /** A collection's settings as the log holds them (GET settings). */
 export const SettingsView = Type.Object({
   collection: Type.String(),
@@ -125,6 +140,47 @@ export type SettingsView = Static<typeof SettingsView>;
 
 export const SettingsAnswer = Type.Composite([SettingsView, Type.Object({ token: Token })]);
 export type SettingsAnswer = Static<typeof SettingsAnswer>;
+
+export const CollectionSummary = Type.Object({
+  collection: Type.String(),
+  incarnation: Type.Integer({
+    minimum: 0,
+    description: 'how many times a collection of this name was dropped before this one',
+  }),
+  partitions: Type.Integer({ minimum: 1 }),
+  records: Type.Integer({
+    minimum: 0,
+    description: "records its log holds (end minus start offsets); compaction's gaps included",
+  }),
+  documents: Nullable(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'documents the serve-nodes hold (one replica a partition); null when one did not answer',
+    }),
+  ),
+  settingsVersion: Nullable(
+    Type.Integer({
+      minimum: 0,
+      description: 'the offset of its last settings record in the settings topic; null: defaults',
+    }),
+  ),
+  topicConfigs: TopicConfigs,
+});
+export type CollectionSummary = Static<typeof CollectionSummary>;
+
+export const CollectionList = Type.Object({ collections: Type.Array(CollectionSummary) });
+export type CollectionList = Static<typeof CollectionList>;
+
+export const DropAnswer = Type.Object({
+  collection: Type.String(),
+  dropped: Type.Literal(true),
+  incarnation: Type.Integer({ minimum: 0, description: 'the incarnation dropped' }),
+  serveNodes: Type.Array(Type.Integer({ minimum: 0 }), {
+    description: 'the serve-nodes whose stores were replaced without it',
+  }),
+});
+export type DropAnswer = Static<typeof DropAnswer>;
 
 export const ChangeEvent = Type.Object({
   collection: Type.String(),
@@ -138,10 +194,39 @@ export type ChangeEvent = Static<typeof ChangeEvent>;
 
 export const Status = Type.Object({
   clusterId: Type.String(),
+  version: Type.String({ description: "the gateway's tailbase version" }),
+  lagRecords: Type.Integer({
+    minimum: 0,
+    description: "records the replicas have not applied, over every collection's partitions",
+  }),
+  ready: Type.Boolean({ description: 'every serve-node is up and ready' }),
+  collections: Type.Array(
+    Type.Object(
+      {
+        collection: Type.String(),
+        partitions: Type.Integer({ minimum: 0 }),
+        endOffset: Type.Integer({
+          minimum: 0,
+          description: "the sum of its partitions' end offsets",
+        }),
+        lagRecords: Type.Integer({ minimum: 0 }),
+        state: Type.Union(
+          (['down', 'rebuilding', 'replaying', 'tailing'] as const).map((state) =>
+            Type.Literal(state),
+          ),
+          { description: 'the worst state of its replicas' },
+        ),
+      },
+      { description: "one row a collection: its partitions' replicas summed up" },
+    ),
+  ),
   partitions: Type.Array(
     Type.Object({
       topic: Type.String(),
       partition: Partition,
+      internal: Type.Boolean({
+        description: 'an internal topic (settings, consumer offsets), left out of the sums',
+      }),
       logStartOffset: Offset,
       endOffset: Offset,
       replicas: Type.Array(

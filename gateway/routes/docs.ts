@@ -9,6 +9,7 @@ import type { ScopeGuard } from '../auth.js';
 import { planRead, readWait, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
 import { writeRecords, type GatewayServices } from '../services.js';
+import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { declaredRoutes } from './declared.js';
 import {
   checkDocument,
@@ -43,11 +44,16 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
   const writeOne = async (c: Context, readValue: () => Promise<Uint8Array | null>) => {
     const { collection, key, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
+    const waitMs = parseApplyWait(query, services);
     const value = await readValue();
     const record: LogRecord = { key, value, timestampMs: Date.now() };
     const { written, token } = await writeRecords(services, collection, [record], sent);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
+    if (waitMs !== undefined) {
+      const offsets = new Map([[written[0].partition, written[0].offset]]);
+      await waitApplied(services, { collection, offsets, token: encoded }, waitMs);
+    }
     const answer: WriteAnswer = {
       key,
       partition: written[0].partition,
@@ -83,7 +89,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const result = await services.topology.onReplica(partition, (node) =>
       node.client.get(collection, key, readWait(plan, [partition])),
     );
-    const served = servedToken(plan.token, collection, result.applied, [partition]);
+    const served = servedToken(plan, collection, result.applied, [partition]);
     c.header(TOKEN_HEADER, tokens.encode(served));
     if (result.doc === null) {
       const message = `no document ${key} in ${collection}`;
@@ -99,12 +105,20 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
   on(API_ROUTES.bulk, async (c) => {
     const { collection, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
+    const waitMs = parseApplyWait(query, services);
     const body = await readBody(c, limits.bulkBytesMax, 'bulkBytesMax', 'bulk_too_large');
     const text = decodeUtf8(body, 'bulk body');
     const records = parseBulk(text, c.req.header('content-type'), limits, Date.now());
-    const { token } = await writeRecords(services, collection, records, sent);
+    const { written, token } = await writeRecords(services, collection, records, sent);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
+    if (waitMs !== undefined) {
+      const offsets = new Map<number, number>();
+      for (const { partition, offset } of written) {
+        offsets.set(partition, Math.max(offset, offsets.get(partition) ?? -1));
+      }
+      await waitApplied(services, { collection, offsets, token: encoded }, waitMs);
+    }
     const answer: BulkAnswer = { count: records.length, token: encoded };
     return c.json(answer);
   });

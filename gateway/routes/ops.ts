@@ -1,5 +1,5 @@
 /** Collection settings, the change feed, status, health, readiness and metrics. */
-import type { Hono } from 'hono';
+import type { Context, Hono } from 'hono';
 import { notFound } from '../../shared/errors.js';
 import {
   API_ROUTES,
@@ -8,15 +8,16 @@ import {
   type RebuildAnswer,
   type SettingsAnswer,
   type SettingsView,
-  type Status,
 } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
-import { SETTINGS_TOPIC, isCollectionTopic } from '../../shared/topics.js';
-import { parseSettings } from '../settings.js';
-import { readCollectionSettings } from '../settings-reader.js';
+import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { clusterStatus } from '../status.js';
+import { parseApplyWait, waitApplied } from '../wait-applied.js';
+import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
+import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
@@ -26,17 +27,23 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
   const on = declaredRoutes(app, guard);
   const openApi = JSON.stringify(openApiDocument());
 
-  on(API_ROUTES.putSettings, async (c) => {
+  /** PUT and PATCH: the body parsed against the stored settings, then written as PUT writes. */
+  const writeSettings = async (
+    c: Context,
+    parse: (body: unknown, collection: string) => Promise<SettingsRequest>,
+  ) => {
     const { collection, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
+    const waitMs = parseApplyWait(query, services);
     const body = await readBody(
       c,
       config.limits.settingsBytesMax,
       'settingsBytesMax',
       'settings_too_large',
     );
-    const { settings, topicConfigs } = parseSettings(
+    const { settings, topicConfigs } = await parse(
       parseJson(decodeUtf8(body, 'settings'), 'settings'),
+      collection,
     );
     // The topic first: configs the log refuses leave the settings unwritten.
     const topic = await log.ensureTopic(collection, topicConfigs);
@@ -45,9 +52,19 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       value: Buffer.from(JSON.stringify(settings)),
       timestampMs: Date.now(),
     };
-    const { token } = await writeRecords(services, SETTINGS_TOPIC, [record], sent, () => 0);
+    const { written, token } = await writeRecords(
+      services,
+      SETTINGS_TOPIC,
+      [record],
+      sent,
+      () => 0,
+    );
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
+    if (waitMs !== undefined) {
+      const target = { collection, offsets: new Map(), token: encoded };
+      await waitApplied(services, { ...target, settingsOffset: written[0].offset }, waitMs);
+    }
     const answer: SettingsAnswer = {
       collection,
       settings,
@@ -55,7 +72,17 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       token: encoded,
     };
     return c.json(answer);
-  });
+  };
+
+  on(API_ROUTES.putSettings, (c) => writeSettings(c, async (body) => parseSettings(body)));
+
+  // Two PATCHes at once may each merge into the settings before the other's: the later record
+  // wins whole, as two PUTs would.
+  on(API_ROUTES.patchSettings, (c) =>
+    writeSettings(c, async (body, collection) =>
+      parseSettingsPatch(body, await readSearchSettings(log, collection, config.feedReadBytesMax)),
+    ),
+  );
 
   on(API_ROUTES.getSettings, async (c) => {
     const { collection } = docTarget(c, services);
@@ -71,48 +98,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
 
   on(API_ROUTES.status, async (c) => {
     const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
-    const ordered = [...offsets].sort(
-      (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
-    );
-    const status: Status = {
-      clusterId: cluster.clusterId,
-      partitions: ordered.map(({ topic, partition, logStartOffset, endOffset }) => ({
-        topic,
-        partition,
-        logStartOffset,
-        endOffset,
-        replicas: topology.nodes
-          .map((node) => ({
-            node,
-            status: node.status?.partitions.find(
-              (s) => s.topic === topic && s.partition === partition,
-            ),
-          }))
-          // A collection's partition is on the nodes hosting its number, tailing it yet or not;
-          // an internal topic's on the nodes that tail it.
-          .filter(({ node, status }) =>
-            isCollectionTopic(topic) ? node.hosted.has(partition) : status !== undefined,
-          )
-          .map(({ node, status }) => ({
-            node: node.index,
-            up: topology.isUp(node),
-            applied: status?.applied ?? null,
-            lag: status === undefined ? null : Math.max(0, endOffset - status.applied),
-            state: status?.state ?? null,
-          })),
-      })),
-      serveNodes: topology.nodes.map((node) => ({
-        node: node.index,
-        nodeId: node.status?.nodeId ?? null,
-        up: topology.isUp(node),
-        ready: node.status?.ready ?? false,
-        partitions: [...node.hosted].sort((a, b) => a - b),
-        limitConflicts: node.limitConflicts,
-        reindexing: node.status?.reindexing ?? [],
-        segmentMerges: node.status?.segmentMerges ?? [],
-      })),
-    };
-    return c.json(status);
+    return c.json(clusterStatus(cluster.clusterId, offsets, topology));
   });
 
   /** A serve-node by its index in /v1/status: operators rebuild one without knowing its address. */

@@ -58,7 +58,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       }),
     );
     const merged = mergeScanPages(pages, limit, sort);
-    const served = servedToken(plan.token, collection, merged.applied, all);
+    const served = servedToken(plan, collection, merged.applied, all);
     c.header(TOKEN_HEADER, tokens.encode(served));
     const items = merged.items.map(
       ({ key, json, offset, sort: values }) =>
@@ -124,7 +124,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       return top;
     });
     const merged = mergeSearchHits(pages, offset, limit, fields.sort);
-    const served = servedToken(plan.token, collection, merged.applied, all);
+    const served = servedToken(plan, collection, merged.applied, all);
     c.header(TOKEN_HEADER, tokens.encode(served));
     const hits = merged.hits.map(({ key, score, json, highlights, sort }) => {
       const marked = highlights ? `,"highlights":${JSON.stringify(highlights)}` : '';

@@ -13,6 +13,7 @@ import {
 } from './config.js';
 import { KafkaConnection } from './connection.js';
 import { createTopicsHandler } from './create-topics.js';
+import { deleteTopicsHandler } from './delete-topics.js';
 import { describeConfigsHandler } from './describe-configs.js';
 import { fetchHandler } from './fetch.js';
 import type { KafkaHandlers } from './handler.js';
@@ -46,6 +47,7 @@ export function dataPathHandlers(deps: HandlerDeps): KafkaHandlers {
     [ApiKey.Metadata]: metadataHandler(deps),
     [ApiKey.InitProducerId]: initProducerIdHandler(deps),
     [ApiKey.CreateTopics]: createTopicsHandler(deps),
+    [ApiKey.DeleteTopics]: deleteTopicsHandler(deps),
     [ApiKey.DescribeConfigs]: describeConfigsHandler(deps),
     [ApiKey.IncrementalAlterConfigs]: incrementalAlterConfigsHandler(deps),
   };

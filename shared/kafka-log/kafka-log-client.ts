@@ -315,6 +315,43 @@ export class KafkaLogClient implements LogClient {
   }
 
   /**
+   * DeleteTopics on every broker, as ensureTopic creates (each tailbase log-node drops its own
+   * copy; a Kafka broker forwards to its controller, so the others may answer that the topic is
+   * already gone). Missing everywhere is the log contract's 404.
+   */
+  async deleteTopic(name: string): Promise<void> {
+    const snapshot = await this.metadata.current();
+    const brokers =
+      snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
+    const answers = await Promise.all(
+      brokers.map((address) =>
+        this.pool
+          .connection(address)
+          .request(
+            ApiKey.DeleteTopics,
+            { topicNames: [name], timeoutMs: this.config.answerMsMax },
+            { timeoutMs: this.config.answerMsMax },
+          ),
+      ),
+    );
+    let deleted = false;
+    let missing: { errorCode: number; errorMessage: string | null } | undefined;
+    for (const answer of answers) {
+      const result = answer.responses.find((topic) => topic.name === name);
+      if (result === undefined) {
+        throw new TailbaseError(502, 'log_error', `DeleteTopics did not answer topic ${name}`);
+      }
+      if (result.errorCode === ErrorCode.NONE) deleted = true;
+      else if (result.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) missing = result;
+      else throw logErrorOf(result.errorCode, result.errorMessage ?? null, { topic: name });
+    }
+    if (!deleted && missing !== undefined) {
+      throw logErrorOf(missing.errorCode, missing.errorMessage ?? null, { topic: name });
+    }
+    await this.metadata.refresh();
+  }
+
+  /**
    * An existing topic's configs set (IncrementalAlterConfigs, on each broker that holds it: a
    * tailbase log-node keeps its own, a Kafka broker forwards to its controller).
    */

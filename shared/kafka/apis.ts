@@ -44,6 +44,7 @@ export const KAFKA_APIS = {
     responseHeaderAlwaysClassic: true,
   },
   CreateTopics: { request: cluster.createTopicsRequest, response: cluster.createTopicsResponse },
+  DeleteTopics: { request: cluster.deleteTopicsRequest, response: cluster.deleteTopicsResponse },
   InitProducerId: { request: data.initProducerIdRequest, response: data.initProducerIdResponse },
   DescribeConfigs: {
     request: cluster.describeConfigsRequest,

@@ -1,5 +1,5 @@
 /**
- * Discovery and administration: ApiVersions, Metadata, FindCoordinator, CreateTopics,
+ * Discovery and administration: ApiVersions, Metadata, FindCoordinator, CreateTopics, DeleteTopics,
  * DescribeConfigs, IncrementalAlterConfigs. Transcribed from Apache Kafka's message definitions, keeping the fields of the
  * versions tailbase supports (validVersions; the reasons are in PROTOCOL.md).
  */
@@ -270,6 +270,39 @@ export const createTopicsResponse = {
             { name: 'IsSensitive', type: 'bool', versions: '5+' },
           ],
         },
+      ],
+    },
+  ],
+} as const satisfies MessageSpec;
+
+export const deleteTopicsRequest = {
+  apiKey: 20,
+  type: 'request',
+  name: 'DeleteTopicsRequest',
+  validVersions: '1-5',
+  flexibleVersions: '4+',
+  fields: [
+    { name: 'TopicNames', type: '[]string', versions: '0-5' },
+    { name: 'TimeoutMs', type: 'int32', versions: '0+' },
+  ],
+} as const satisfies MessageSpec;
+
+export const deleteTopicsResponse = {
+  apiKey: 20,
+  type: 'response',
+  name: 'DeleteTopicsResponse',
+  validVersions: '1-5',
+  flexibleVersions: '4+',
+  fields: [
+    { name: 'ThrottleTimeMs', type: 'int32', versions: '1+' },
+    {
+      name: 'Responses',
+      type: '[]DeletableTopicResult',
+      versions: '0+',
+      fields: [
+        { name: 'Name', type: 'string', versions: '0+' },
+        { name: 'ErrorCode', type: 'int16', versions: '0+' },
+        { name: 'ErrorMessage', type: 'string', versions: '5+', nullableVersions: '5+' },
       ],
     },
   ],

@@ -3,9 +3,11 @@
 // log-node, two serve-nodes each hosting half the partitions, a gateway on a loopback port),
 // embedded-e2e.test.ts over `tailbase start` as a user runs it. It proves writes, token reads
 // under concurrent sessions, bulk, scans across partitions with a cursor, merged search,
-// settings, the change feed and its exact resume, strong reads, status, health and metrics; that a
-// collection comes into being with its first write and is read at once, and that one collection's
-// token asks nothing of reads of another.
+// settings (PUT replaces, PATCH merges), the change feed and its exact resume, strong reads, writes
+// with wait=applied, status (internal topics marked and out of the sums, "rebuilding" from a
+// rebuild's 202), health and metrics; listing and dropping collections (a dropped one's token
+// refused, its name starting anew); that a collection comes into being with its first write and
+// is read at once, and that one collection's token asks nothing of reads of another.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
 import { collectionOffsets, TokenCodec } from '../../shared/token.js';
@@ -301,6 +303,113 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       });
     });
 
+    it('PATCH settings merges the fields it names; a bad one changes nothing', async () => {
+      const collection = freshCollection('merge');
+      const settingsPath = `/v1/collections/${collection}/settings`;
+      const put = await call(url, 'PUT', settingsPath, {
+        searchable: ['title'],
+        weights: { title: 2 },
+        retentionMs: 86_400_000,
+        cleanupPolicy: 'delete',
+      });
+      expect(put.status).toBe(200);
+      const patch = await call(url, 'PATCH', settingsPath, { filterable: ['year'] });
+      expect(patch.status).toBe(200);
+      const merged = {
+        searchable: ['title'],
+        weights: { title: 2 },
+        tokenizer: 'unicode61 remove_diacritics 2',
+        filterable: ['year'],
+        sortable: [],
+      };
+      expect(patch.body.settings).toEqual(merged);
+      expect(patch.body.topicConfigs).toMatchObject({ retentionMs: 86_400_000 });
+      const read = await call(url, 'GET', settingsPath);
+      expect(read.status).toBe(200);
+      expect(read.body.settings).toEqual(merged);
+      // The merged settings are those the serve-nodes apply: a filter on `year` works at once.
+      const doc = await call(
+        url,
+        'PUT',
+        `/v1/collections/${collection}/docs/d1`,
+        { title: 'dune', year: 1965 },
+        { 'tailbase-token': patch.body.token },
+      );
+      const filtered = await call(
+        url,
+        'GET',
+        `/v1/collections/${collection}/search?q=dune&filter=${encodeURIComponent('year = 1965')}`,
+        undefined,
+        { 'tailbase-token': doc.body.token },
+      );
+      expect(filtered.status).toBe(200);
+      expect(filtered.body.hits.map((h: { key: string }) => h.key)).toEqual(['d1']);
+      const before = await logEnds(url);
+      for (const bad of [{ filterable: ['year'], colour: 'red' }, { weights: 'heavy' }, [1]]) {
+        const refused = await call(url, 'PATCH', settingsPath, bad);
+        expect(refused.status, JSON.stringify(bad)).toBe(400);
+        expect(refused.body.error.code).toBe('invalid_settings');
+      }
+      const unknown = await call(url, 'PATCH', settingsPath, { colour: 'red' });
+      expect(unknown.body.error.message).toContain('colour');
+      expect(await logEnds(url)).toEqual(before);
+      expect((await call(url, 'GET', settingsPath)).body.settings).toEqual(merged);
+      const reset = await call(url, 'PATCH', settingsPath, { weights: null, searchable: null });
+      expect(reset.body.settings).toEqual({ ...merged, searchable: null, weights: {} });
+      // With wait=applied, every serve-node sorts by the new field before the answer comes.
+      const sortable = await call(url, 'PATCH', `${settingsPath}?wait=applied`, {
+        sortable: ['year'],
+      });
+      expect(sortable.status).toBe(200);
+      const sorted = await call(url, 'GET', `/v1/collections/${collection}/docs?sort=year:asc`);
+      expect(sorted.status).toBe(200);
+      expect(sorted.body.items.map((item: { key: string }) => item.key)).toEqual(['d1']);
+    });
+
+    it('wait=applied answers once searchable; a bad wait or wait_ms writes nothing', async () => {
+      const collection = freshCollection('waited');
+      const items = Array.from({ length: 30 }, (_, i) => ({
+        key: `k${i}`,
+        value: { t: 'wombat' },
+      }));
+      const bulk = await call(
+        url,
+        'POST',
+        `/v1/collections/${collection}/docs?wait=applied`,
+        items,
+      );
+      expect(bulk.status).toBe(200);
+      // No token, no consistency: what the serve-nodes have applied now already holds them all.
+      const found = await call(url, 'GET', `/v1/collections/${collection}/search?q=wombat&limit=1`);
+      expect(found.body.total).toBe(items.length);
+      const put = await call(
+        url,
+        'PUT',
+        `/v1/collections/${collection}/docs/one?wait=applied&wait_ms=5000`,
+        { t: 'numbat' },
+      );
+      expect(put.status).toBe(200);
+      expect((await call(url, 'GET', `/v1/collections/${collection}/docs/one`)).status).toBe(200);
+      const del = await call(url, 'DELETE', `/v1/collections/${collection}/docs/one?wait=applied`);
+      expect(del.status).toBe(200);
+      expect((await call(url, 'GET', `/v1/collections/${collection}/docs/one`)).status).toBe(404);
+      const before = await logEnds(url);
+      for (const query of [
+        'wait=soon',
+        'wait=applied&wait_ms=-1',
+        'wait=applied&wait_ms=x',
+        'wait_ms=10',
+      ]) {
+        const bad = await call(url, 'PUT', `/v1/collections/${collection}/docs/bad?${query}`, {});
+        expect(bad.status, query).toBe(400);
+        expect(bad.body.error.code, query).toBe('invalid_parameter');
+        expect(bad.body.error.parameter, query).toMatch(/^wait/);
+      }
+      const badBulk = await call(url, 'POST', `/v1/collections/${collection}/docs?wait=now`, items);
+      expect(badBulk.status).toBe(400);
+      expect(await logEnds(url)).toEqual(before);
+    });
+
     it('answers every read with the document as written, numbers unrounded', async () => {
       // JSON.parse rounds 12345678901234567891 to ...7000 and -0 to 0: nothing between the body
       // written and the bodies read may parse and re-serialise the document.
@@ -535,12 +644,151 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
         expect(p.replicas, `${p.topic}/${p.partition}`).toHaveLength(1);
       }
       expect(JSON.stringify(status.body)).not.toContain('127.0.0.1');
+      // Internal topics are marked, and only collections count in the sums and rows.
+      type Marked = Row & { internal: boolean };
+      for (const p of rows as Marked[]) expect(p.internal, p.topic).toBe(p.topic.startsWith('__'));
+      expect(rows.some((p) => p.topic === '__consumer_offsets')).toBe(true);
+      type CollectionRow = { collection: string; partitions: number; lagRecords: number };
+      const collections = status.body.collections as CollectionRow[];
+      expect(collections.map((row) => row.collection)).toContain('notes');
+      expect(collections.some((row) => row.collection.startsWith('__'))).toBe(false);
+      expect(collections.find((row) => row.collection === 'notes')).toMatchObject({
+        partitions: target.partitions,
+        state: expect.stringMatching(/^(tailing|replaying)$/),
+      });
+      expect(status.body.lagRecords).toBe(
+        collections.reduce((sum, row) => sum + row.lagRecords, 0),
+      );
+      expect(typeof status.body.ready).toBe('boolean');
+      expect(status.body.version).toMatch(/^\d+\.\d+\.\d+/);
       expect((await call(url, 'GET', '/healthz')).status).toBe(200);
       expect((await call(url, 'GET', '/readyz')).status).toBe(200);
       const metrics = await fetch(`${url}/metrics`).then((r) => r.text());
       expect(metrics).toContain('tailbase_gateway_requests_total');
       expect(metrics).toContain('tailbase_gateway_batch_records_bucket');
       expect(metrics).toContain('tailbase_gateway_partition_lag_records');
+    });
+
+    it('lists collections; drops one: its documents, settings and tokens go, the name starts anew', async () => {
+      const collection = freshCollection('dropped');
+      const docs = `/v1/collections/${collection}/docs`;
+      const patched = await call(url, 'PATCH', `/v1/collections/${collection}/settings`, {
+        filterable: ['n'],
+      });
+      expect(patched.status).toBe(200);
+      const items = Array.from({ length: 20 }, (_, i) => ({
+        key: `k${i}`,
+        value: { n: i, t: 'old' },
+      }));
+      const bulk = await call(url, 'POST', `${docs}?wait=applied`, items, {
+        'tailbase-token': patched.token!,
+      });
+      expect(bulk.status).toBe(200);
+      const oldToken = bulk.token!;
+      const listed = await call(url, 'GET', '/v1/collections');
+      expect(listed.status).toBe(200);
+      type Summary = {
+        collection: string;
+        documents: number | null;
+        settingsVersion: number | null;
+      };
+      const row = (listed.body.collections as Summary[]).find((c) => c.collection === collection);
+      expect(row).toMatchObject({
+        incarnation: 0,
+        partitions: target.partitions,
+        records: 20,
+        documents: 20,
+        settingsVersion: expect.any(Number),
+      });
+      expect(
+        (listed.body.collections as Summary[]).some((c) => c.collection.startsWith('__')),
+      ).toBe(false);
+
+      // Bad drops change nothing.
+      const before = await logEnds(url);
+      const missing = await call(url, 'DELETE', '/v1/collections/never-written-here');
+      expect(missing.status).toBe(404);
+      expect(missing.body.error.code).toBe('collection_not_found');
+      const internal = await call(url, 'DELETE', '/v1/collections/__tailbase_settings');
+      expect(internal.status).toBe(400);
+      expect(internal.body.error.code).toBe('invalid_collection');
+      expect(await logEnds(url)).toEqual(before);
+
+      const dropped = await call(url, 'DELETE', `/v1/collections/${collection}`);
+      expect(dropped.status).toBe(200);
+      expect(dropped.body).toMatchObject({ collection, dropped: true, incarnation: 0 });
+      const after = await call(url, 'GET', '/v1/collections');
+      expect((after.body.collections as Summary[]).map((c) => c.collection)).not.toContain(
+        collection,
+      );
+      expect((await call(url, 'GET', `/v1/collections/${collection}/settings`)).status).toBe(404);
+      // Its old token is refused at once, naming the problem, rather than waited on.
+      const startedMs = Date.now();
+      const stale = await call(url, 'GET', `${docs}/k1?wait_ms=5000`, undefined, {
+        'tailbase-token': oldToken,
+      });
+      expect(Date.now() - startedMs).toBeLessThan(2000);
+      expect(stale.status).toBe(400);
+      expect(stale.body.error).toMatchObject({
+        code: 'invalid_token',
+        reason: 'dropped_collection',
+      });
+      expect(stale.body.error.message).toContain('dropped');
+      expect((await call(url, 'GET', `${docs}/k1`)).status).toBe(404);
+
+      // The same name again: a new collection, empty but for its own write, default settings.
+      const again = await call(url, 'PUT', `${docs}/fresh?wait=applied`, { n: 1, t: 'new' });
+      expect(again.status).toBe(200);
+      const scan = await call(url, 'GET', docs, undefined, { 'tailbase-token': again.token! });
+      expect(scan.body.items.map((item: { key: string }) => item.key)).toEqual(['fresh']);
+      const settings = await call(url, 'GET', `/v1/collections/${collection}/settings`);
+      expect(settings.body.settings.filterable).toEqual([]);
+      const reread = await call(url, 'GET', `${docs}/k1`, undefined, {
+        'tailbase-token': oldToken,
+      });
+      expect(reread.status).toBe(400);
+      const relisted = await call(url, 'GET', '/v1/collections');
+      expect(
+        (relisted.body.collections as Summary[]).find((c) => c.collection === collection),
+      ).toMatchObject({ incarnation: 1, documents: 1, records: 1 });
+    });
+
+    it('status says rebuilding from the moment a rebuild is accepted, then catches up', async () => {
+      const put = await call(url, 'PUT', '/v1/collections/rebuilt/docs/r1', { t: 'before' });
+      // Read at its token first, so every serve-node tails the collection when the rebuild starts.
+      const read = await call(url, 'GET', '/v1/collections/rebuilt/docs/r1', undefined, {
+        'tailbase-token': put.token!,
+      });
+      expect(read.status).toBe(200);
+      // A load the node is still applying when the rebuild comes, so its fetchers are busy.
+      const load = Array.from({ length: 1000 }, (_, i) => ({ key: `b${i}`, value: { i } }));
+      expect((await call(url, 'POST', '/v1/collections/rebuilt/docs', load)).status).toBe(200);
+      const rebuild = await call(url, 'POST', '/v1/admin/serve-nodes/0/rebuild');
+      expect(rebuild.status).toBe(202);
+      const status = await call(url, 'GET', '/v1/status');
+      type Replica = { node: number; state: string };
+      type Row = { topic: string; internal: boolean; replicas: Replica[] };
+      const onNode0 = (status.body.partitions as Row[])
+        .filter((row) => !row.internal)
+        .flatMap((row) => row.replicas.filter((r) => r.node === 0));
+      expect(onNode0.length).toBeGreaterThan(0);
+      for (const replica of onNode0) expect(replica.state).toBe('rebuilding');
+      const rebuilt = (status.body.collections as { collection: string; state: string }[]).find(
+        (row) => row.collection === 'rebuilt',
+      );
+      expect(rebuilt?.state).toBe('rebuilding');
+      expect(status.body.ready).toBe(false);
+      // The replayed node serves the write again; its token waits for the replay.
+      const get = await call(
+        url,
+        'GET',
+        '/v1/collections/rebuilt/docs/r1?wait_ms=20000',
+        undefined,
+        {
+          'tailbase-token': put.token!,
+        },
+      );
+      expect(get.body.value).toEqual({ t: 'before' });
     });
   });
 }

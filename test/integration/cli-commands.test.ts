@@ -70,6 +70,63 @@ describe('tailbase client commands', () => {
     expect(explicit.stderr).toContain('(invalid_token');
   });
 
+  it('settings shows a collection settings and merges the JSON given into them', async () => {
+    expect((await cli('settings', 'films', '{"searchable":["title"]}', '--replace')).code).toBe(0);
+    const merged = await cli('settings', 'films', '{"filterable":["year"]}');
+    expect(merged.stderr).toBe('');
+    expect(merged.code).toBe(0);
+    expect(JSON.parse(merged.stdout).settings).toMatchObject({
+      searchable: ['title'],
+      filterable: ['year'],
+    });
+    const shown = await cli('settings', 'films');
+    expect(JSON.parse(shown.stdout)).toMatchObject({
+      collection: 'films',
+      settings: { searchable: ['title'], filterable: ['year'] },
+    });
+    const unknown = await cli('settings', 'films', '{"colour":"red"}');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('unknown settings: colour');
+    expect((await cli('settings', 'films', '[1]')).code).toBe(2);
+  });
+
+  it('put, del and bulk with --wait-applied answer once a read without a token sees them', async () => {
+    const lines = Array.from({ length: 30 }, (_, i) =>
+      JSON.stringify({ key: `w${i}`, value: { text: 'tapir' } }),
+    ).join('\n');
+    const bulk = await cliWithStdin(lines, 'bulk', 'waited', '--wait-applied', '5000');
+    expect(bulk.stderr).not.toContain('tailbase:');
+    expect(bulk.code).toBe(0);
+    const search = await cli('search', 'waited', 'tapir', '--consistency', 'eventual', '--json');
+    expect(JSON.parse(search.stdout).total).toBe(30);
+    expect((await cli('put', 'waited', 'one', '{"text":"x"}', '--wait-applied')).code).toBe(0);
+    expect((await cli('get', 'waited', 'one', '--consistency', 'eventual')).code).toBe(0);
+    expect((await cli('del', 'waited', 'one', '--wait-applied')).code).toBe(0);
+    expect((await cli('get', 'waited', 'one', '--consistency', 'eventual')).code).toBe(1);
+    expect((await cli('put', 'waited', 'two', '{}', '--wait-applied', 'soon')).code).toBe(2);
+  });
+
+  it('collections lists the collections; drop --yes drops one, drop without --yes refuses', async () => {
+    expect((await cli('put', 'doomed', 'd1', '{"x":1}', '--wait-applied')).code).toBe(0);
+    const listed = await cli('collections');
+    expect(listed.code).toBe(0);
+    expect(listed.stdout).toMatch(/^COLLECTION\s+PARTITIONS\s+RECORDS\s+DOCUMENTS/m);
+    expect(listed.stdout).toMatch(/^doomed\s+4\s+1\s+1\s/m);
+    const unsure = await cli('drop', 'doomed');
+    expect(unsure.code).toBe(2);
+    expect(unsure.stderr).toContain('--yes');
+    const dropped = await cli('drop', 'doomed', '--yes');
+    expect(dropped.stderr).toBe('');
+    expect(dropped.stdout).toBe('dropped doomed\n');
+    const json = JSON.parse((await cli('collections', '--json')).stdout) as {
+      collection: string;
+    }[];
+    expect(json.map((c) => c.collection)).not.toContain('doomed');
+    const again = await cli('drop', 'doomed', '--yes');
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain('collection_not_found');
+  });
+
   it('server errors exit 1 with the server message; usage errors exit 2', async () => {
     // Valid JSON the gateway refuses: only the server can say so.
     const deep = `{"a":${'['.repeat(70)}${']'.repeat(70)}}`;

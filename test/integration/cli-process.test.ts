@@ -1,5 +1,6 @@
 // Proves the installed `tailbase` binary keeps the token between real processes: `put` in one
-// process, then `get` in another reads that write, and both exit promptly with code 0.
+// process, then `get` in another reads that write, and both exit promptly with code 0; and
+// `tailbase --version` prints the package's version.
 // Needs a build (`npx tsc -p tsconfig.json`) in which bin/cli.ts calls registerClientCommands.
 import { execFile } from 'node:child_process';
 import fs from 'node:fs';
@@ -36,5 +37,15 @@ describe.skipIf(!wired)('tailbase binary', () => {
     await expect(run('node', [TAILBASE_BIN, 'get', 'notes'], options)).rejects.toMatchObject({
       code: 2,
     });
+  });
+
+  it('--version prints the version package.json declares, and so does -V', async () => {
+    const { version } = JSON.parse(
+      fs.readFileSync(path.join(path.dirname(TAILBASE_BIN), '..', '..', 'package.json'), 'utf8'),
+    ) as { version: string };
+    for (const flag of ['--version', '-V']) {
+      const printed = await run('node', [TAILBASE_BIN, flag], { timeout: 20_000 });
+      expect(printed.stdout).toBe(`${version}\n`);
+    }
   });
 });

@@ -1,4 +1,5 @@
 // Proves settings through the typed client: putSettings writes search settings and topic configs,
+// patchSettings merges into them,
 // getSettings reads back the latest of them from the log (right after the write, no waiting), a
 // collection that does not exist is a 404 `collection_not_found`, and a search after the write
 // ranks with the new settings (the session's token carries the settings write).
@@ -27,6 +28,21 @@ describe('typed client settings', () => {
     await books.put('b', { title: 'zebra', body: 'plain' });
     const found = await books.searchPage('zebra');
     expect(found.hits.map((hit) => hit.key)).toEqual(['b']);
+  });
+
+  it('patchSettings changes the fields it names and keeps the others', async () => {
+    const db = new Tailbase({ url: node.url });
+    const films = db.collection('films');
+    await films.putSettings({ searchable: ['title'], weights: { title: 3 } });
+    const patched = await films.patchSettings({ filterable: ['year'] });
+    expect(patched.settings).toMatchObject({
+      searchable: ['title'],
+      weights: { title: 3 },
+      filterable: ['year'],
+    });
+    expect((await films.getSettings()).settings).toEqual(patched.settings);
+    const reset = await films.patchSettings({ weights: null });
+    expect(reset.settings).toMatchObject({ searchable: ['title'], weights: {} });
   });
 
   it('answers 404 collection_not_found for a collection that does not exist', async () => {

@@ -1,7 +1,9 @@
 // Proves the web console works in a real browser (Debian's Chromium) against a spawned
-// `tailbase start`: the status updates live after a write, a search shows its highlight and
+// `tailbase start`: the status updates live after a write (one row a collection, expandable to
+// its partitions), a search shows its highlight and
 // passes filter/sort/facets through, a key read, the live change feed, a rebuild runs to its
-// end, settings save; with API keys the console asks for one, refuses a wrong one, works with the
+// end, settings save; with one collection, a query typed with Enter needs no collection picked
+// by hand; with API keys the console asks for one, refuses a wrong one, works with the
 // right one and keeps it only in the tab's sessionStorage. Nothing is loaded from outside the
 // gateway, and the page and assets have their content types and cache headers.
 import path from 'node:path';
@@ -40,6 +42,15 @@ async function openConsole(browser: Browser, url: string) {
   });
   await page.goto(`${url}/`);
   return { context, page, outside, errors };
+}
+
+/** Expands a collection's row of the status (or the internal topics' row) to its partitions. */
+async function expand(page: Page, collection: string) {
+  const button = page.locator(`[data-collection="${collection}"] button.expand`);
+  await button.click();
+  await page
+    .locator(`[data-collection="${collection}"] button.expand[aria-expanded="true"]`)
+    .waitFor();
 }
 
 /** Waits until the status table's row shows these cells at once (the page polls; no reload). */
@@ -106,11 +117,19 @@ browserTests('the console in Chromium', () => {
     const { context, page, outside, errors } = await openConsole(browser, node.url);
     try {
       await page.getByRole('heading', { name: 'tailbase console' }).waitFor();
+      // Internal topics are one collapsed row; expanded, their partitions show.
+      await expand(page, 'internal topics');
       await page.locator('[data-row="__tailbase_settings/0/0"]').waitFor();
       expect(await page.locator('[data-row^="books/"]').count()).toBe(0);
 
-      // A write shows in the status without a reload: the log end and what the node applied.
+      // A write shows in the status without a reload: one row for the collection, and expanded,
+      // the log end and what the node applied.
       await put(node.url, 'books', 'b1', { title: 'The quick brown fox', year: 1999 });
+      await page
+        .locator('[data-collection="books"] [data-col="end"]', { hasText: /^1$/ })
+        .waitFor();
+      expect(await page.locator('[data-row^="books/"]').count()).toBe(0);
+      await expand(page, 'books');
       await waitForRow(page, 'books/0/0', { end: '1', applied: '1', lag: '0' });
       const bulk = Array.from({ length: 500 }, (_, i) => ({
         key: `n${i}`,
@@ -220,6 +239,42 @@ browserTests('the console in Chromium', () => {
       await context.close();
     }
   }, 180_000);
+
+  it('with one collection, a query typed with Enter finds a fresh write; a collection is dropped', async () => {
+    const { context, page, errors } = await openConsole(browser, node.url);
+    try {
+      await page.locator('.version', { hasText: /^tailbase \d+\.\d+\.\d+/ }).waitFor();
+      await page.locator('[data-collection="books"] [data-col="state"]').waitFor();
+      const word = `kinkajou${Date.now().toString(36)}`;
+      const written = await fetch(`${node.url}/v1/collections/books/docs/fresh?wait=applied`, {
+        method: 'PUT',
+        body: JSON.stringify({ title: `a ${word} at night` }),
+      });
+      expect(written.status).toBe(200);
+      // Nothing is picked by hand: the only collection is already in the box.
+      const box = page.getByLabel('Collection', { exact: true }).first();
+      await expect.poll(() => box.inputValue(), { timeout: BROWSER_WAIT_MS }).toBe('books');
+      await page.getByLabel('Search for').fill(word);
+      await page.getByLabel('Search for').press('Enter');
+      await page.locator('ol.hits li strong', { hasText: /^fresh$/ }).waitFor();
+
+      // Each collection's row counts its documents; one is dropped from its row.
+      await page
+        .locator('[data-collection="books"] [data-col="documents"]', { hasText: /^\d+$/ })
+        .waitFor();
+      expect((await put(node.url, 'scratch', 's1', { x: 1 })).offset).toBe(0);
+      await page.getByRole('button', { name: 'Drop scratch' }).click();
+      await page.getByRole('button', { name: 'Confirm drop' }).click();
+      await page.locator('[data-collection="scratch"]').waitFor({ state: 'detached' });
+      const listed = (await fetch(`${node.url}/v1/collections`).then((r) => r.json())) as {
+        collections: { collection: string }[];
+      };
+      expect(listed.collections.map((c) => c.collection)).toEqual(['books']);
+      expect(errors).toEqual([]);
+    } finally {
+      await context.close();
+    }
+  }, 120_000);
 });
 
 browserTests('the console with API keys', () => {
@@ -253,7 +308,7 @@ browserTests('the console with API keys', () => {
 
       await keyBox.fill(KEY);
       await page.getByRole('button', { name: 'Use key' }).click();
-      await page.locator('[data-row="__tailbase_settings/0/0"]').waitFor();
+      await page.locator('[data-collection="internal topics"]').waitFor();
       const stored = await page.evaluate(
         "({ session: sessionStorage.getItem('tailbase.apiKey'), local: localStorage.length, cookie: document.cookie })",
       );
@@ -262,7 +317,7 @@ browserTests('the console with API keys', () => {
 
       // The tab keeps it across a reload; another tab (a new session) asks again.
       await page.reload();
-      await page.locator('[data-row="__tailbase_settings/0/0"]').waitFor();
+      await page.locator('[data-collection="internal topics"]').waitFor();
       const other = await openConsole(browser, node.url);
       await other.page.getByLabel('API key', { exact: true }).waitFor();
       await other.context.close();

@@ -69,6 +69,9 @@ describe('gateway auth', () => {
     ['DELETE', '/v1/collections/a/docs/k', READER],
     ['POST', '/v1/collections/a/docs', READER],
     ['PUT', '/v1/collections/a/settings', WRITER],
+    ['PATCH', '/v1/collections/a/settings', WRITER],
+    ['GET', '/v1/collections', WRITE_ONLY],
+    ['DELETE', '/v1/collections/a', WRITER],
     ['GET', '/v1/admin/serve-nodes/0/status', WRITER],
     ['POST', '/v1/admin/serve-nodes/0/rebuild', WRITER],
   ];

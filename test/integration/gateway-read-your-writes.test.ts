@@ -1,7 +1,8 @@
 // Proves read-your-writes under concurrency: 32 sessions doing put-then-get and put-then-search
 // with their tokens see 0 stale reads, while one serve-node is slowed on purpose (a proxy delays
 // its log reads) so that reads without a token of the partitions it serves are sometimes stale:
-// the token matters. Strong reads of a write another client made never are.
+// the token matters. Strong reads of a write another client made never are, nor reads of a write
+// that asked for wait=applied, which past its wait_ms is a 504 naming the lagging node.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -136,5 +137,54 @@ describe('read-your-writes', () => {
     expect(slowedWrites).toBeGreaterThan(0);
     expect(staleStrong).toBe(0);
     expect(staleEventual).toBeGreaterThan(0);
+  });
+
+  it('a write with wait=applied is read at once without a token, even on the slowed node', async () => {
+    const url = cluster.url;
+    let stale = 0;
+    let slowedWrites = 0;
+    for (let i = 0; i < 24; i++) {
+      const key = `applied-${i}`;
+      const put = await call(url, 'PUT', `/v1/collections/applied/docs/${key}?wait=applied`, {
+        i,
+      });
+      expect(put.status).toBe(200);
+      if (slowed(put.body.partition)) slowedWrites++;
+      const get = await call(url, 'GET', `/v1/collections/applied/docs/${key}`);
+      if (get.status !== 200 || get.body.value.i !== i) stale++;
+    }
+    const words = Array.from({ length: 40 }, (_, i) => ({
+      key: `w${i}`,
+      value: { text: 'quokka' },
+    }));
+    const bulk = await call(url, 'POST', '/v1/collections/applied/docs?wait=applied', words);
+    expect(bulk.status).toBe(200);
+    const found = await call(url, 'GET', '/v1/collections/applied/search?q=quokka&limit=1');
+    expect(slowedWrites).toBeGreaterThan(0);
+    expect(stale).toBe(0);
+    expect(found.body.total).toBe(words.length);
+  });
+
+  it('wait=applied past wait_ms is a 504 naming the lagging node, partition and offsets', async () => {
+    const url = cluster.url;
+    // No node applies a write within 0 ms of its ack; a few tries in case one was that quick.
+    for (let i = 0; i < 10; i++) {
+      const put = await call(url, 'PUT', `/v1/collections/late/docs/k${i}?wait=applied&wait_ms=0`, {
+        i,
+      });
+      if (put.status === 200) continue;
+      expect(put.status).toBe(504);
+      const [behind] = put.body.error.behind;
+      expect(put.body.error).toMatchObject({ code: 'not_caught_up', token: expect.any(String) });
+      expect(behind).toMatchObject({ topic: 'late', required: expect.any(Number) });
+      expect(behind.node).toBe(slowed(behind.partition) ? 1 : 0);
+      // The write is stored: its token reads it.
+      const get = await call(url, 'GET', `/v1/collections/late/docs/k${i}`, undefined, {
+        'tailbase-token': put.body.error.token,
+      });
+      expect(get.body.value).toEqual({ i });
+      return;
+    }
+    expect.unreachable('no write with wait_ms=0 timed out');
   });
 });

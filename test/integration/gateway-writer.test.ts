@@ -74,6 +74,7 @@ function faulty(
     cluster: () => fixture.client.cluster(),
     topics: () => fixture.client.topics(),
     ensureTopic: (name, configs) => fixture.client.ensureTopic(name, configs),
+    deleteTopic: (name) => fixture.client.deleteTopic(name),
     initProducerId: () => fixture.client.initProducerId(),
     read: (t, p, o, options) => fixture.client.read(t, p, o, options),
     fetch: (positions, options) => fixture.client.fetch(positions, options),

@@ -1,8 +1,8 @@
 /**
  * kafkajs 2.2.4 (a client nobody here wrote) against the Kafka listener over a real log-node: an
  * idempotent producer with acks=-1 writes each record once, in Kafka's default (murmur2)
- * partition, and the admin client's topic creation, configs and offset lookups answer what the
- * log holds. Consuming without a group is not in kafkajs; group consumers are tested beside the
+ * partition, and the admin client's topic creation and deletion, configs and offset lookups
+ * answer what the log holds. Consuming without a group is not in kafkajs; group consumers are tested beside the
  * group coordinator (kafka-groups*.test.ts).
  */
 import { CompressionTypes, Kafka, logLevel, Partitioners } from 'kafkajs';
@@ -148,6 +148,32 @@ describe('kafkajs against the Kafka listener', () => {
       });
       const byTime = await admin.fetchTopicOffsetsByTimestamp('ledger', 2_000);
       expect(byTime.find((p) => p.partition === 1)?.offset).toBe('1');
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
+  it('the admin client deletes a topic: its records go, and the name starts empty', async () => {
+    const admin = client.admin();
+    await admin.connect();
+    try {
+      const { client: log } = kafka.node;
+      await log.append(
+        'scrap',
+        0,
+        encodeBatch([{ key: 'a', value: Buffer.from('{}'), timestampMs: 1_000 }]),
+      );
+      await admin.deleteTopics({ topics: ['scrap'] });
+      expect(await admin.listTopics()).not.toContain('scrap');
+      const missing = await admin.deleteTopics({ topics: ['scrap'] }).catch((e: unknown) => e);
+      expect(missing).toMatchObject({ cause: { type: 'UNKNOWN_TOPIC_OR_PARTITION' } });
+      const again = await log.append(
+        'scrap',
+        0,
+        encodeBatch([{ key: 'b', value: Buffer.from('{}'), timestampMs: 2_000 }]),
+      );
+      expect(again.baseOffset).toBe(0);
+      expect((await log.topics()).find((t) => t.name === 'scrap')?.incarnation).toBe(1);
     } finally {
       await admin.disconnect();
     }

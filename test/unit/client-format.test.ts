@@ -127,6 +127,28 @@ describe('status view', () => {
     );
   });
 
+  it('puts one row a collection first, the lag over collections, and marks internal topics', () => {
+    const text = formatStatus(
+      readStatus({
+        ...status,
+        lagRecords: 2,
+        collections: [
+          { collection: 'books', partitions: 2, endOffset: 17, lagRecords: 2, state: 'replaying' },
+        ],
+        partitions: status.partitions.map((p) => ({ ...p, internal: p.topic.startsWith('__') })),
+      }),
+    );
+    const lines = text.split('\n');
+    expect(lines.slice(0, 4)).toEqual([
+      'cluster C1, 2 record(s) behind',
+      'COLLECTION  PARTITIONS  LOG END  LAG  STATE',
+      'books       2           17       2    replaying',
+      '',
+    ]);
+    expect(lines[5]).toMatch(/^__tailbase_settings \(internal\)\s+0/);
+    expect(lines[6]).toMatch(/^books\s+0\s+0\s+12/);
+  });
+
   it('derives a missing lag from the offsets and survives junk', () => {
     const view = readStatus({
       partitions: [
@@ -139,7 +161,13 @@ describe('status view', () => {
       expect.objectContaining({ partition: 4, endOffset: 9, node: 'http://s', applied: 6, lag: 3 }),
     ]);
     for (const junk of [null, 42, 'text', { partitions: 'no' }, []]) {
-      expect(readStatus(junk)).toEqual({ clusterId: null, replicas: [], serveNodes: [] });
+      expect(readStatus(junk)).toEqual({
+        clusterId: null,
+        lagRecords: null,
+        collections: [],
+        replicas: [],
+        serveNodes: [],
+      });
     }
   });
 });

@@ -1,13 +1,15 @@
 // Proves the token codec (version 2: collection id → partition → offset) round-trips, stays
 // compact and URL-safe, merges by max per (collection, partition), answers a collection only its
-// own entries, and refuses (400 invalid_token) anything malformed, truncated, non-canonical or
-// from another cluster.
+// own entries (of its incarnation: a collection written again after a drop has another id, and a
+// token of the dropped one is found as such), and refuses (400 invalid_token) anything malformed,
+// truncated, non-canonical or from another cluster.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TailbaseError } from '../../shared/errors.js';
 import {
   collectionId,
   collectionOffsets,
+  droppedIncarnationIn,
   mergeTokenOffsets,
   offsetsOf,
   TokenCodec,
@@ -115,6 +117,26 @@ describe('token codec', () => {
     expect(offsetsOf(token, 'books')).toEqual(new Map([[2, 40]]));
     expect(offsetsOf(token, 'users')).toEqual(new Map([[2, 900]]));
     expect(offsetsOf(token, 'never-written')).toEqual(new Map());
+  });
+
+  it('names each incarnation of a collection by its own id; finds an earlier one a token names', () => {
+    // Incarnation 0 keeps the id tokens had before drops existed.
+    expect(collectionId('books', 0)).toBe(collectionId('books'));
+    const ids = new Set([0, 1, 2, 3].map((k) => collectionId('books', k)));
+    expect(ids.size).toBe(4);
+    const old = collectionOffsets('books', new Map([[2, 40]]), 0);
+    const now = collectionOffsets('books', new Map([[2, 1]]), 1);
+    const both = mergeTokenOffsets(old, now);
+    expect(offsetsOf(both, 'books', 1)).toEqual(new Map([[2, 1]]));
+    expect(offsetsOf(now, 'books', 0)).toEqual(new Map());
+    expect(droppedIncarnationIn(both, 'books', 1, 64)).toBe(0);
+    expect(droppedIncarnationIn(now, 'books', 1, 64)).toBeUndefined();
+    expect(droppedIncarnationIn(old, 'books', 0, 64)).toBeUndefined();
+    // A name the log does not hold: any of the first incarnationsCheckedMax is found.
+    expect(droppedIncarnationIn(now, 'books', undefined, 64)).toBe(1);
+    expect(droppedIncarnationIn(now, 'books', undefined, 1)).toBeUndefined();
+    expect(droppedIncarnationIn(now, 'papers', undefined, 64)).toBeUndefined();
+    expect(codec.decode(codec.encode(both))).toEqual(both);
   });
 
   it('refuses a token from another cluster', () => {

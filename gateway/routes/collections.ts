@@ -1,0 +1,111 @@
+/**
+ * The collections themselves: GET /v1/collections lists them (from the log's topics, with the
+ * documents the serve-nodes hold and the settings version), DELETE /v1/collections/:c drops one.
+ *
+ * A drop deletes the collection's topic, writes a null settings record for it (a collection
+ * created again under the name starts with the default settings) and has every serve-node replace
+ * its stores by replaying the log, which no longer holds the collection: the same path as a
+ * rebuild, so the replicas stay a function of the log. The answer comes once each serve-node has
+ * swapped its stores (the old tables are gone); the replay of the other collections goes on in
+ * the background, as after a rebuild.
+ */
+import type { Hono } from 'hono';
+import { checkCollection } from '../../shared/collection-name.js';
+import { notFound, TailbaseError, unavailable } from '../../shared/errors.js';
+import { isCollectionTopic, SETTINGS_TOPIC } from '../../shared/topics.js';
+import { API_ROUTES, type CollectionList, type DropAnswer } from '../api/index.js';
+import type { ScopeGuard } from '../auth.js';
+import { writeRecords, type GatewayServices } from '../services.js';
+import { readSettingsVersions } from '../settings-reader.js';
+import type { ServeNode } from '../topology.js';
+import { decodeSegment, rawPathSegments, strictQuery } from '../validation.js';
+import { declaredRoutes } from './declared.js';
+
+/** How often a drop looks whether a serve-node has swapped its stores. */
+const SWAP_POLL_MS = 20;
+
+export function collectionRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
+  const { config, log, topology, incarnations } = services;
+  const on = declaredRoutes(app, guard);
+  const all = Array.from({ length: services.cluster.partitions }, (_, p) => p);
+
+  on(API_ROUTES.listCollections, async (c) => {
+    strictQuery(c.req.url);
+    const [topics, offsets, versions] = await Promise.all([
+      log.topics(),
+      log.offsets(),
+      readSettingsVersions(log, config.feedReadBytesMax),
+    ]);
+    incarnations.update(topics);
+    const collections = topics.filter((topic) => isCollectionTopic(topic.name));
+    const counts = await Promise.all(
+      collections.map(({ name }) =>
+        topology
+          .fanOut(all, (node, assigned) => node.client.countDocuments(name, assigned))
+          .then(
+            (answers) => answers.reduce((sum, { result }) => sum + result, 0),
+            () => null,
+          ),
+      ),
+    );
+    const answer: CollectionList = {
+      collections: collections.map((topic, i) => ({
+        collection: topic.name,
+        incarnation: topic.incarnation ?? 0,
+        partitions: topic.partitions,
+        records: offsets
+          .filter((o) => o.topic === topic.name)
+          .reduce((sum, o) => sum + (o.endOffset - o.logStartOffset), 0),
+        documents: counts[i],
+        settingsVersion: versions.get(topic.name) ?? null,
+        topicConfigs: topic.configs,
+      })),
+    };
+    return c.json(answer);
+  });
+
+  on(API_ROUTES.dropCollection, async (c) => {
+    const collection = checkCollection(decodeSegment(rawPathSegments(c.req.url)[3], 'collection'));
+    strictQuery(c.req.url);
+    const incarnation = await incarnations.of(collection);
+    if (incarnation === undefined) {
+      throw notFound('collection_not_found', `no collection ${collection}`, { collection });
+    }
+    await log.deleteTopic(collection);
+    await incarnations.refresh();
+    const reset = { key: collection, value: null, timestampMs: Date.now() };
+    await writeRecords(services, SETTINGS_TOPIC, [reset], new Map(), () => 0);
+    await Promise.all(topology.nodes.map((node) => replaceStores(node)));
+    const answer: DropAnswer = {
+      collection,
+      dropped: true,
+      incarnation,
+      serveNodes: topology.nodes.map((node) => node.index),
+    };
+    return c.json(answer);
+  });
+
+  /** Has the node replay the log into new stores; resolves once it has swapped them in. */
+  async function replaceStores(node: ServeNode): Promise<void> {
+    const failed = (why: string) =>
+      unavailable(
+        'serve_node_unavailable',
+        `the collection's topic is dropped, but serve-node ${node.index} ${why}: rebuild it`,
+        { node: node.index },
+      );
+    try {
+      // Its own clock stamps the swap: compared with itself, never with the gateway's.
+      const before = (await node.client.status()).lastRebuild?.atMs;
+      await node.client.rebuild();
+      const polls = Math.ceil(config.limits.waitMsMax / SWAP_POLL_MS);
+      for (let i = 0; i < polls; i++) {
+        if ((await node.client.status()).lastRebuild?.atMs !== before) return;
+        await new Promise((resolve) => setTimeout(resolve, SWAP_POLL_MS));
+      }
+    } catch (error) {
+      if (!(error instanceof TailbaseError)) throw error;
+      throw failed(`did not replace its stores (${error.message})`);
+    }
+    throw failed(`did not replace its stores within ${config.limits.waitMsMax} ms`);
+  }
+}

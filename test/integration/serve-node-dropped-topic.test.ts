@@ -1,0 +1,97 @@
+// Proves a serve-node follows a collection dropped in the log without the gateway's drop (as a
+// Kafka client's DeleteTopics, or a drop made while the node was away would leave it): it replaces
+// its stores, so the dropped documents are no longer served, and the other collections are; one
+// that was stopped during the drop does the same when it starts again.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rm } from 'node:fs/promises';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { startServeNode } from '../../serve-node/index.js';
+import { sleep } from '../harness/index.js';
+import {
+  call,
+  silent,
+  startCluster,
+  startLog,
+  tempDir,
+  type ClusterFixture,
+} from './gateway-harness.js';
+
+const WAIT_MS_MAX = 20_000;
+const batchOf = (tag: string, count: number) =>
+  encodeBatch(
+    Array.from({ length: count }, (_, i) => ({
+      key: `${tag}${i}`,
+      value: Buffer.from(`{"n":${i}}`),
+      timestampMs: 1_800_000_000_000,
+    })),
+  );
+const POLL_MS = 50;
+let cluster: ClusterFixture;
+
+beforeAll(async () => {
+  cluster = await startCluster({ partitions: 2, serve: { topicRefreshMs: 100 } });
+});
+afterAll(() => cluster.stop());
+
+describe('a collection dropped in the log alone', () => {
+  it('leaves every serve-node: its documents go, the others stay', async () => {
+    const items = (tag: string) =>
+      Array.from({ length: 10 }, (_, i) => ({ key: `${tag}${i}`, value: { tag } }));
+    for (const collection of ['vanish', 'stay']) {
+      const bulk = await call(
+        cluster.url,
+        'POST',
+        `/v1/collections/${collection}/docs?wait=applied`,
+        items(collection),
+      );
+      expect(bulk.status).toBe(200);
+    }
+    const scan = (collection: string) =>
+      call(cluster.url, 'GET', `/v1/collections/${collection}/docs?consistency=eventual`);
+    expect((await scan('vanish')).body.items).toHaveLength(10);
+    await cluster.log.client.deleteTopic('vanish');
+    let left = -1;
+    for (let waited = 0; waited < WAIT_MS_MAX; waited += POLL_MS) {
+      left = (await scan('vanish')).body.items.length;
+      if (left === 0) break;
+      await sleep(POLL_MS);
+    }
+    expect(left).toBe(0);
+    const kept = await call(cluster.url, 'GET', '/v1/collections/stay/docs?consistency=strong');
+    expect(kept.body.items).toHaveLength(10);
+  });
+
+  it('a serve-node away during the drop replays without it when it starts again', async () => {
+    const log = await startLog(1);
+    const dir = await tempDir('away');
+    const open = () =>
+      startServeNode({
+        dataDir: dir,
+        port: 0,
+        logUrls: [log.log.url],
+        partitions: [0],
+        logger: silent,
+      });
+    try {
+      await log.client.append('away', 0, batchOf('away', 5));
+      await log.client.append('kept', 0, batchOf('kept', 5));
+      let serve = await open();
+      const waitFor = { waitFor: { 0: 4 }, waitMs: WAIT_MS_MAX };
+      expect((await serve.client.scan('away', waitFor)).items).toHaveLength(5);
+      await serve.stop();
+      await log.client.deleteTopic('away');
+      serve = await open();
+      try {
+        const status = await serve.client.status();
+        expect(status.lastRebuild?.reason).toContain('away');
+        expect((await serve.client.scan('away')).items).toHaveLength(0);
+        expect((await serve.client.scan('kept', waitFor)).items).toHaveLength(5);
+      } finally {
+        await serve.stop();
+      }
+    } finally {
+      await log.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
