@@ -2,13 +2,14 @@
  * DescribeConfigs: a topic's five configs with their values and whether each is the node's
  * default; the broker resource shows num.partitions, the partition count of every collection
  * topic (how a Kafka client of tailbase learns it before any collection exists), and
- * tailbase.hosted.partitions, the partitions this log-node stores (how its peers learn it).
+ * tailbase.hosted.partitions, the partitions this log-node stores (how its peers learn it). A
+ * topic also answers tailbase.incarnation, read-only: the drops of its name before it.
  */
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
 import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
-import { HOSTED_PARTITIONS_CONFIG } from '../../shared/kafka-log/errors.js';
+import { HOSTED_PARTITIONS_CONFIG, INCARNATION_CONFIG } from '../../shared/kafka-log/errors.js';
 import {
   CONFIG_TYPES,
   configSource,
@@ -22,6 +23,8 @@ const NUM_PARTITIONS = 'num.partitions';
 /** Kafka's config source and type of the broker resource's configs. */
 const STATIC_BROKER_CONFIG = 4;
 const CONFIG_TYPE_INT = 3;
+/** Kafka's config source of a topic's own config. */
+const DYNAMIC_TOPIC_CONFIG = 1;
 
 function brokerConfig(name: string, value: string) {
   return {
@@ -86,20 +89,23 @@ export function describeConfigsHandler({ log, topicConfigDefaults }: HandlerDeps
           configurationKeys === null
             ? (Object.keys(TOPIC_CONFIG_NAMES) as (keyof TopicConfigs)[])
             : configurationKeys.flatMap((name) => topicConfigField(name) ?? []);
-        return result(
-          ErrorCode.NONE,
-          null,
-          fields.map((field) => ({
-            name: TOPIC_CONFIG_NAMES[field],
-            value: configValue(topic.configs, field),
-            readOnly: false,
-            configSource: configSource(topic.configs, defaults, field),
-            isSensitive: false,
-            synonyms: [],
-            configType: CONFIG_TYPES[field],
-            documentation: null,
-          })),
-        );
+        const configs: object[] = fields.map((field) => ({
+          name: TOPIC_CONFIG_NAMES[field],
+          value: configValue(topic.configs, field),
+          readOnly: false,
+          configSource: configSource(topic.configs, defaults, field),
+          isSensitive: false,
+          synonyms: [],
+          configType: CONFIG_TYPES[field],
+          documentation: null,
+        }));
+        if (configurationKeys === null || configurationKeys.includes(INCARNATION_CONFIG)) {
+          configs.push({
+            ...brokerConfig(INCARNATION_CONFIG, String(topic.incarnation ?? 0)),
+            configSource: DYNAMIC_TOPIC_CONFIG,
+          });
+        }
+        return result(ErrorCode.NONE, null, configs);
       }),
     };
   };

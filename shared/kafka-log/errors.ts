@@ -82,3 +82,10 @@ export const DUPLICATE_BATCH_MESSAGE = 'duplicate batch: these are the offsets i
  * in DescribeConfigs of its broker resource: how its peers and this client learn the split.
  */
 export const HOSTED_PARTITIONS_CONFIG = 'tailbase.hosted.partitions';
+
+/**
+ * The read-only topic config in which a tailbase log-node says how many topics of the name were
+ * dropped before this one (shared/topics.ts, `incarnation`), so tokens of a dropped collection are
+ * refused over the Kafka transport too. A Kafka broker has no such config: its topics read as 0.
+ */
+export const INCARNATION_CONFIG = 'tailbase.incarnation';

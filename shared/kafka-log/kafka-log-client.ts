@@ -47,6 +47,7 @@ import {
 import {
   DUPLICATE_BATCH_MESSAGE,
   HOSTED_PARTITIONS_CONFIG,
+  INCARNATION_CONFIG,
   LEADER_ERRORS,
   logErrorOf,
 } from './errors.js';
@@ -216,7 +217,7 @@ export class KafkaLogClient implements LogClient {
     return this.describe(snapshot, names);
   }
 
-  /** Each topic's partition count and configs (DescribeConfigs of the five tailbase keeps). */
+  /** Each topic's partition count, configs (the five tailbase keeps) and incarnation: DescribeConfigs. */
   private async describe(snapshot: MetadataSnapshot, names: string[]): Promise<TopicInfo[]> {
     if (names.length === 0) return [];
     const keys = Object.values(TOPIC_CONFIG_NAMES);
@@ -227,7 +228,7 @@ export class KafkaLogClient implements LogClient {
           resources: names.map((name) => ({
             resourceType: RESOURCE_TOPIC,
             resourceName: name,
-            configurationKeys: keys,
+            configurationKeys: [...keys, INCARNATION_CONFIG],
           })),
         },
         { timeoutMs: this.config.answerMsMax },
@@ -254,7 +255,22 @@ export class KafkaLogClient implements LogClient {
         );
       }
       const partitions = snapshot.topics.get(name)?.leaders.length ?? 0;
-      return { name, partitions, configs: configs as TopicConfigs };
+      const incarnation = Number(
+        result.configs.find((c) => c.name === INCARNATION_CONFIG)?.value ?? '0',
+      );
+      if (!Number.isSafeInteger(incarnation) || incarnation < 0) {
+        throw new TailbaseError(
+          502,
+          'log_error',
+          `topic ${name}'s ${INCARNATION_CONFIG} is not a count: ${incarnation}`,
+        );
+      }
+      return {
+        name,
+        partitions,
+        configs: configs as TopicConfigs,
+        ...(incarnation === 0 ? {} : { incarnation }),
+      };
     });
   }
 

@@ -374,8 +374,11 @@ describe('APIs', () => {
       'max.message.bytes',
       'retention.bytes',
       'retention.ms',
+      'tailbase.incarnation',
     ]);
     expect(configs['cleanup.policy'][1]).toBe(5);
+    // Read-only: how many topics of the name were dropped before this one.
+    expect(configs['tailbase.incarnation']).toEqual(['0', 1]);
     // The broker resource says the collections' partition count (a Kafka client learns it there)
     // and the partitions this node stores (its peers learn it there).
     expect(described.results[1]).toMatchObject({
