@@ -185,6 +185,15 @@ export function registerServeNodeCommand(program: Command): void {
         0,
       ),
     )
+    .addOption(
+      integerOption(
+        '--store-flush-ms <ms>',
+        'how often the stores are fsynced: a power loss takes back at most this long of writes',
+        'TAILBASE_STORE_FLUSH_MS',
+        DEFAULT_LIMITS.storeFlushMs,
+        1,
+      ),
+    )
     .action(async (flags: Record<string, unknown>) => {
       const logger = createLogger('serve-node');
       if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -216,6 +225,7 @@ export function registerServeNodeCommand(program: Command): void {
           mergeQuietMs: flags.mergeQuietMs as number,
           mergeWrittenPercent: flags.mergeWrittenPercent as number,
           mergeStepMsMax: flags.mergeStepMsMax as number,
+          storeFlushMs: flags.storeFlushMs as number,
         },
         logger,
       });
