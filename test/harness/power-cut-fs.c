@@ -2,13 +2,14 @@
  * A FUSE passthrough over a backing directory that keeps every write in memory until the file is
  * fsynced (fsync, fdatasync, msync MS_SYNC all arrive as FUSE fsync), as a disk's volatile cache
  * and the page cache together do. SIGUSR1 is the power cut: every write not yet synced is dropped
- * and later writes are ignored, so after the cut (and a remount) the backing directory holds
+ * and every later change fails, so after the cut (and a remount) the backing directory holds
  * exactly what a machine that lost power would find. LazyFS is the design it follows.
  *
  * Limits, on purpose: file data and sizes are buffered; metadata (create, unlink, rename, mkdir)
  * reaches the backing directory at once, as on a journaling file system whose journal committed
- * before the cut. Locks are the kernel's (FUSE keeps POSIX locks local when the file system has
- * none). Built by test/harness/power-cut-fs.ts: cc power-cut-fs.c $(pkg-config --cflags --libs fuse3).
+ * before the cut. After the cut every change fails with EIO: nothing reaches a dead disk. Locks
+ * are the kernel's (FUSE keeps POSIX locks local when the file system has none). Built by
+ * test/harness/power-cut-fs.ts: cc power-cut-fs.c $(pkg-config --cflags --libs fuse3).
  *
  * Usage: power-cut-fs BACKING_DIR MOUNTPOINT (runs in the foreground; fusermount3 -u to stop).
  */
@@ -171,18 +172,21 @@ static int fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t o
 }
 
 static int fs_mkdir(const char *path, mode_t mode) {
+  if (cut) return -EIO;
   char full[PATH_MAX];
   full_path(full, path);
   return mkdir(full, mode) == 0 ? 0 : -errno;
 }
 
 static int fs_rmdir(const char *path) {
+  if (cut) return -EIO;
   char full[PATH_MAX];
   full_path(full, path);
   return rmdir(full) == 0 ? 0 : -errno;
 }
 
 static int fs_unlink(const char *path) {
+  if (cut) return -EIO;
   char full[PATH_MAX];
   full_path(full, path);
   struct stat st;
@@ -197,13 +201,23 @@ static int fs_unlink(const char *path) {
 
 static int fs_rename(const char *from, const char *to, unsigned int flags) {
   if (flags != 0) return -EINVAL;
+  if (cut) return -EIO;
   char a[PATH_MAX], b[PATH_MAX];
   full_path(a, from);
   full_path(b, to);
   return rename(a, b) == 0 ? 0 : -errno;
 }
 
+static int fs_link(const char *from, const char *to) {
+  if (cut) return -EIO;
+  char a[PATH_MAX], b[PATH_MAX];
+  full_path(a, from);
+  full_path(b, to);
+  return link(a, b) == 0 ? 0 : -errno;
+}
+
 static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi) {
+  if (cut) return -EIO;
   (void)fi;
   char full[PATH_MAX];
   full_path(full, path);
@@ -211,6 +225,7 @@ static int fs_chmod(const char *path, mode_t mode, struct fuse_file_info *fi) {
 }
 
 static int fs_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi) {
+  if (cut) return -EIO;
   (void)fi;
   char full[PATH_MAX];
   full_path(full, path);
@@ -237,10 +252,12 @@ static int open_backing(const char *path, int flags, mode_t mode, struct fuse_fi
 }
 
 static int fs_create(const char *path, mode_t mode, struct fuse_file_info *fi) {
+  if (cut) return -EIO;
   return open_backing(path, fi->flags | O_CREAT, mode, fi);
 }
 
 static int fs_open(const char *path, struct fuse_file_info *fi) {
+  if (cut && (fi->flags & O_TRUNC)) return -EIO;
   return open_backing(path, fi->flags, 0, fi);
 }
 
@@ -272,8 +289,9 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
                     struct fuse_file_info *fi) {
   (void)path;
   int fd = (int)fi->fh;
+  if (cut) return -EIO;
   pthread_mutex_lock(&lock);
-  if (!cut) {
+  {
     struct pending *p = find_or_add(fd);
     if (p == NULL) {
       pthread_mutex_unlock(&lock);
@@ -293,6 +311,7 @@ static int fs_write(const char *path, const char *buf, size_t size, off_t off,
 }
 
 static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi) {
+  if (cut) return -EIO;
   char full[PATH_MAX];
   full_path(full, path);
   int fd = fi != NULL ? (int)fi->fh : open(full, O_RDWR);
@@ -310,7 +329,7 @@ static int fs_truncate(const char *path, off_t size, struct fuse_file_info *fi) 
 static int fs_fsync(const char *path, int datasync, struct fuse_file_info *fi) {
   (void)path, (void)datasync;
   pthread_mutex_lock(&lock);
-  int rc = cut ? 0 : sync_pending((int)fi->fh);
+  int rc = cut ? -EIO : sync_pending((int)fi->fh);
   pthread_mutex_unlock(&lock);
   return rc;
 }
@@ -355,6 +374,7 @@ static const struct fuse_operations ops = {
     .rmdir = fs_rmdir,
     .unlink = fs_unlink,
     .rename = fs_rename,
+    .link = fs_link,
     .chmod = fs_chmod,
     .utimens = fs_utimens,
     .create = fs_create,
