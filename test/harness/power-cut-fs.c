@@ -3,7 +3,10 @@
  * fsynced (fsync, fdatasync, msync MS_SYNC all arrive as FUSE fsync), as a disk's volatile cache
  * and the page cache together do. SIGUSR1 is the power cut: every write not yet synced is dropped
  * and every later change fails, so after the cut (and a remount) the backing directory holds
- * exactly what a machine that lost power would find. LazyFS is the design it follows.
+ * what a machine that lost power would find. LazyFS is the design it follows. A disk may have
+ * written back part of what was not synced before the power went: with POWER_CUT_SEED set, the
+ * unmount after a cut writes each unsynced page to the backing file or not, by a coin seeded with
+ * it (unsynced size changes are dropped either way).
  *
  * Limits, on purpose: file data and sizes are buffered; metadata (create, unlink, rename, mkdir)
  * reaches the backing directory at once, as on a journaling file system whose journal committed
@@ -33,6 +36,7 @@
 /* The unsynced state of one backing file (by inode, so renames keep it). */
 struct pending {
   ino_t ino;
+  int fd;          /* the backing file, for the pages written back at a cut (POWER_CUT_SEED) */
   off_t size;      /* the size readers see */
   off_t truncated; /* backing bytes at or past this read as zeros: a truncate not synced yet */
   char **pages;    /* page number -> written bytes, or NULL */
@@ -62,6 +66,7 @@ static struct pending *find_or_add(int fd) {
   if (p != NULL) return p;
   p = calloc(1, sizeof *p);
   p->ino = st.st_ino;
+  p->fd = dup(fd);
   p->size = st.st_size;
   p->truncated = st.st_size;
   p->next = pendings;
@@ -70,6 +75,7 @@ static struct pending *find_or_add(int fd) {
 }
 
 static void drop(struct pending *p) {
+  close(p->fd);
   for (size_t i = 0; i < p->page_cap; i++) free(p->pages[i]);
   free(p->pages);
   struct pending **at = &pendings;
@@ -351,6 +357,19 @@ static int fs_statfs(const char *path, struct statvfs *st) {
   return statvfs(full, st) == 0 ? 0 : -errno;
 }
 
+/* After a cut: each unsynced page reaches the disk, or not, by a seeded coin. */
+static void write_back_some(unsigned int seed) {
+  srand(seed);
+  for (struct pending *p = pendings; p != NULL; p = p->next) {
+    for (size_t pgno = 0; pgno < p->page_cap; pgno++) {
+      off_t start = (off_t)pgno * PAGE_BYTES;
+      if (p->pages[pgno] == NULL || start >= p->size || rand() % 2 == 0) continue;
+      off_t len = p->size - start < PAGE_BYTES ? p->size - start : PAGE_BYTES;
+      if (pwrite(p->fd, p->pages[pgno], (size_t)len, start) != len) perror("write back");
+    }
+  }
+}
+
 static void on_cut(int sig) {
   (void)sig;
   cut = 1;
@@ -404,5 +423,7 @@ int main(int argc, char *argv[]) {
   sigaction(SIGUSR1, &sa, NULL);
   char *fuse_argv[] = {argv[0], "-f", "-o", "fsname=power-cut-fs", argv[2], NULL};
   int rc = fuse_main(5, fuse_argv, &ops, NULL);
+  const char *seed = getenv("POWER_CUT_SEED");
+  if (cut && seed != NULL) write_back_some((unsigned int)strtoul(seed, NULL, 10));
   return rc;
 }

@@ -2,8 +2,9 @@
  * A directory that loses every write not fsynced when the power is cut: power-cut-fs.c (a FUSE
  * passthrough that holds unsynced writes in memory), compiled here with the system's C compiler
  * and libfuse3 (Debian: fuse3, libfuse3-dev, pkg-config) and mounted over a backing directory.
- * `cut()` drops what was not synced and ignores later writes; `unmount()` then leaves the backing
- * directory as a machine that lost power would find its disk.
+ * `cut()` drops what was not synced (or, with a seed, keeps a random half of it) and fails later
+ * writes; `unmount()` then leaves the backing directory as a machine that lost power would find
+ * its disk.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -52,12 +53,21 @@ function mounted(mountpoint: string): boolean {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * With `writeBackSeed`, the unmount after a cut writes a random half of the unsynced pages (chosen
+ * by that seed) to the backing files, as a disk may have written back some before the power went.
+ */
 export async function mountPowerCutFs(
   binary: string,
   backing: string,
   mountpoint: string,
+  options: { writeBackSeed?: number } = {},
 ): Promise<PowerCutFs> {
-  const daemon: ChildProcess = spawn(binary, [backing, mountpoint], { stdio: 'ignore' });
+  const env =
+    options.writeBackSeed === undefined
+      ? process.env
+      : { ...process.env, POWER_CUT_SEED: String(options.writeBackSeed) };
+  const daemon: ChildProcess = spawn(binary, [backing, mountpoint], { stdio: 'ignore', env });
   const exited = new Promise<void>((resolve) => daemon.once('exit', () => resolve()));
   for (const deadline = Date.now() + MOUNT_WAIT_MS_MAX; !mounted(mountpoint);) {
     if (Date.now() > deadline || daemon.exitCode !== null) {
