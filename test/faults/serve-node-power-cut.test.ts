@@ -31,9 +31,10 @@ const FUSE_REQUIRED = process.env.TAILBASE_REQUIRE_FUSE === '1';
 const COLLECTION = 'notes';
 const LOADED_DOCS = 3_000;
 const TAIL_RECORDS = 600;
+const TAIL_STEP_RECORDS = 10;
 const BATCH_RECORDS = 250;
 /** Long enough that the tail is applied and the power cut well before the next flush. */
-const STORE_FLUSH_MS = 3_000;
+const STORE_FLUSH_MS = 10_000;
 const WORDS = (
   'river stone cloud maple ember quartz harbor lantern meadow falcon willow cedar amber ' +
   'canyon delta fjord glacier hollow island jungle'
@@ -161,16 +162,22 @@ describe('serve-node stores across a power cut', () => {
       await sleep(10);
     }
     const tailStartedMs = Date.now();
-    const tail = await append(
-      Array.from({ length: TAIL_RECORDS }, (_, i) => {
-        const k = random.int(0, LOADED_DOCS + TAIL_RECORDS);
-        if (i % 5 === 0) return { key: `d-${k}`, value: null };
-        return {
-          key: `d-${k}`,
-          value: JSON.stringify({ title: `tail ${text(2)}`, body: text(10), n: k }),
-        };
-      }),
-    );
+    // Many small commits, each applied before the next append (a strong read waits for it): LMDB
+    // then frees and reuses pages commit after commit, which must spare the sync point's.
+    let tail: Record<number, number> = loaded;
+    for (let step = 0; step < TAIL_RECORDS / TAIL_STEP_RECORDS; step++) {
+      tail = await append(
+        Array.from({ length: TAIL_STEP_RECORDS }, (_, i) => {
+          const k = random.int(0, LOADED_DOCS + TAIL_RECORDS);
+          if (i % 5 === 0) return { key: `d-${k}`, value: null };
+          return {
+            key: `d-${k}`,
+            value: JSON.stringify({ title: `tail ${text(2)}`, body: text(10), n: k }),
+          };
+        }),
+      );
+      await serve.get(COLLECTION, 'd-0', { waitFor: tail, waitMs: 10_000 });
+    }
     const beforeCut = await everyDocument(serve, tail);
     cutFs.cut();
     const cutAfterMs = Date.now() - tailStartedMs;
