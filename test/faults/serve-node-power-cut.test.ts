@@ -154,14 +154,15 @@ describe('serve-node stores across a power cut', () => {
     expect(await everyDocument(serve, loaded)).toHaveLength(LOADED_DOCS);
 
     // A flush after the load was applied: the sync point (written under a new name, then renamed)
-    // changes inode. The tail and the cut then come well before the next flush.
+    // changes inode. The tail and the cut then come long before the next flush, unless the
+    // machine is very slow: that is checked after the cut.
     const syncPoint = path.join(storesDir(path.join(backing, 'serve')), 'docs.mdb-sync-point');
     const flushedBefore = fs.statSync(syncPoint).ino;
     for (let polls = 0; fs.statSync(syncPoint).ino === flushedBefore; polls++) {
       expect(polls, 'a flush within two intervals').toBeLessThan((2 * STORE_FLUSH_MS) / 10);
       await sleep(10);
     }
-    const tailStartedMs = Date.now();
+    const flushedAfterLoad = fs.statSync(syncPoint).ino;
     // Many small commits, each applied before the next append (a strong read waits for it): LMDB
     // then frees and reuses pages commit after commit, which must spare the sync point's.
     let tail: Record<number, number> = loaded;
@@ -180,12 +181,10 @@ describe('serve-node stores across a power cut', () => {
     }
     const beforeCut = await everyDocument(serve, tail);
     cutFs.cut();
-    const cutAfterMs = Date.now() - tailStartedMs;
-    expect(cutAfterMs, 'the tail and the cut within one flush interval').toBeLessThan(
-      STORE_FLUSH_MS / 2,
-    );
     await serveProcess.kill('SIGKILL');
     await cutFs.unmount();
+    // Nothing reaches the disk after the cut, renames included: a flush during the tail shows here.
+    const flushedDuringTail = fs.statSync(syncPoint).ino !== flushedAfterLoad;
 
     // The reboot: the marker the node keeps beside open stores names another boot now.
     const stores = storesDir(path.join(backing, 'serve'));
@@ -195,21 +194,21 @@ describe('serve-node stores across a power cut', () => {
     serve = new HttpServeClient(serveProcess.url);
     const status = await serve.status();
     expect(status.lastRebuild).toBeUndefined();
-    // LMDB at its sync point, the flush before the tail; the search store at that flush or past
-    // it (unsynced WAL frames that reached the disk whole): the tail alone is replayed, LMDB first
-    // catching up with the search store.
+    // LMDB at its sync point, the flush before the tail (or one during it, on a slow machine);
+    // the search store at that flush or past it (unsynced WAL frames that reached the disk whole):
+    // the tail alone is replayed, LMDB first catching up with the search store.
     const resumed = status.lastResume?.checkpoints.filter((c) => c.topic === COLLECTION) ?? [];
-    expect(resumed.map((c) => [c.partition, c.docs])).toEqual([
-      [0, loaded[0] + 1],
-      [1, loaded[1] + 1],
-    ]);
+    console.info(
+      `resumed at ${JSON.stringify(resumed)}; the tail ended at ${JSON.stringify(tail)}` +
+        (flushedDuringTail ? '; a flush came during the tail' : ''),
+    );
+    expect(resumed.map((c) => c.partition)).toEqual([0, 1]);
     for (const c of resumed) {
-      expect(c.search).toBeGreaterThanOrEqual(loaded[c.partition] + 1);
+      if (!flushedDuringTail) expect(c.docs).toBe(loaded[c.partition] + 1);
+      expect(c.docs).toBeGreaterThanOrEqual(loaded[c.partition] + 1);
+      expect(c.search).toBeGreaterThanOrEqual(c.docs as number);
       expect(c.search).toBeLessThanOrEqual(tail[c.partition] + 1);
     }
-    console.info(
-      `resumed at ${JSON.stringify(resumed)}; the tail ended at ${JSON.stringify(tail)}`,
-    );
 
     const afterCut = await everyDocument(serve, tail);
     expect(afterCut).toEqual(beforeCut);
