@@ -87,6 +87,11 @@ export interface ServeNodeLimits extends FieldParamLimits {
   mergeWrittenPercent: number;
   /** A merge step (one transaction) ends past this long. */
   mergeStepMsMax: number;
+  /**
+   * How often the stores are made durable (fsynced) when they have changed: a power loss takes
+   * back at most the writes of this long, which the node replays from the log when it starts.
+   */
+  storeFlushMs: number;
 }
 
 export interface ServeNodeConfig {
@@ -130,6 +135,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   mergeQuietMs: 1_000,
   mergeWrittenPercent: 10,
   mergeStepMsMax: 10,
+  storeFlushMs: 1_000,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 

@@ -193,6 +193,15 @@ export function registerServeNodeCommand(program: Command): void {
         DEFAULT_LIMITS.mergeStepMsMax,
         0,
       ),
+    )
+    .addOption(
+      integerOption(
+        '--store-flush-ms <ms>',
+        'how often the stores are fsynced: a power loss takes back at most this long of writes',
+        'TAILBASE_STORE_FLUSH_MS',
+        DEFAULT_LIMITS.storeFlushMs,
+        1,
+      ),
     );
   for (const option of kafkaSaslOptions()) command.addOption(option);
   command.action(async (flags: Record<string, unknown>) => {
@@ -227,6 +236,7 @@ export function registerServeNodeCommand(program: Command): void {
         mergeQuietMs: flags.mergeQuietMs as number,
         mergeWrittenPercent: flags.mergeWrittenPercent as number,
         mergeStepMsMax: flags.mergeStepMsMax as number,
+        storeFlushMs: flags.storeFlushMs as number,
       },
       logger,
     });

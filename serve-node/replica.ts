@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import { assert } from '../shared/assert.js';
 import type { TopicPartition } from '../shared/log-api.js';
-import type { ReindexStatus } from '../shared/serve-api.js';
+import type { ReindexStatus, StoreCheckpoints } from '../shared/serve-api.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
@@ -50,6 +50,8 @@ export class Replica {
 
   /** Both stores commit without fsync, behind the unflushed marker in `dir` (unflushed-marker.ts). */
   private readonly unflushed: boolean;
+  /** Whether a store has committed since the last flush(). */
+  private dirty = true;
 
   constructor(readonly dir: string) {
     const bootId = currentBootId();
@@ -57,7 +59,10 @@ export class Replica {
     mkdirSync(dir, { recursive: true });
     if (bootId !== null) markUnflushed(dir, bootId);
     this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: this.unflushed });
-    this.search = new SearchStore(join(dir, SEARCH_FILE), { noSync: this.unflushed });
+    this.search = new SearchStore(join(dir, SEARCH_FILE));
+    // A sync point left by an earlier process no longer has a reader keeping its pages: a new one
+    // is taken before the first commit.
+    this.flush();
   }
 
   /** The offset a read may rely on: the next offset both stores have yet to apply. */
@@ -123,6 +128,7 @@ export class Replica {
       this.search.applyMany(changes, new StepView(this.docs));
       this.docs.applyMany(changes);
     }
+    this.dirty = true;
     this.forgetApplied(parts);
     return plans.map((plan) => ({ nextOffset: plan.nextOffset, records: plan.prepared.length }));
   }
@@ -161,6 +167,7 @@ export class Replica {
     const lagging = this.lmdbLagging();
     const build = builds.find((b) => !lagging.has(b.collection));
     if (build === undefined) return null;
+    this.dirty = true;
     const docs = this.docs.documentsAfter(build.collection, build.afterKey);
     try {
       const after = this.search.copyIntoBuild(build.collection, docs, docsMax, deadlineMs);
@@ -176,7 +183,9 @@ export class Replica {
    * (retired-tables.ts), deleted for at most `msMax`: the rows deleted, or null when none are left.
    */
   retiredRowsStep(msMax = Infinity): number | null {
-    return this.search.deleteRetiredRows(performance.now() + msMax);
+    const deleted = this.search.deleteRetiredRows(performance.now() + msMax);
+    if (deleted !== null) this.dirty = true;
+    return deleted;
   }
 
   /**
@@ -184,7 +193,23 @@ export class Replica {
    * segments once writes have paused (segment-merges.ts), for at most `msMax`.
    */
   mergeStep(msMax: number, policy: MergePolicy): CollectionMergeStep | null {
-    return this.search.mergeSegments(performance.now() + msMax, policy);
+    const step = this.search.mergeSegments(performance.now() + msMax, policy);
+    if (step !== null) this.dirty = true;
+    return step;
+  }
+
+  /**
+   * Makes both stores durable at their checkpoints of now, the search store first: each is then
+   * what a power loss leaves at the latest (LMDB rolls back to its sync point, lmdb-sync-point.ts;
+   * SQLite keeps at least its last checkpoint), and as both are flushed between two applied
+   * answers, LMDB's is never ahead of the search store's. Nothing is done when nothing was
+   * committed since the last flush.
+   */
+  flush(): void {
+    if (!this.dirty) return;
+    this.search.flush();
+    this.docs.flush();
+    this.dirty = false;
   }
 
   /** The collections with a segment merge due, under way or waiting for writes to pause. */
@@ -256,6 +281,16 @@ export class Replica {
     const search = this.search.applied(topic, partition);
     if (docs === null) return search !== null;
     return search === null || docs > search;
+  }
+
+  /** Each stored topic-partition's checkpoint in each store. */
+  checkpoints(): StoreCheckpoints[] {
+    return this.stored().map(({ topic, partition }) => ({
+      topic,
+      partition,
+      docs: this.docs.applied(topic, partition),
+      search: this.search.applied(topic, partition),
+    }));
   }
 
   /** Topic-partitions either store holds a checkpoint of, by topic then partition. */

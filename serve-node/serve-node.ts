@@ -11,7 +11,12 @@ import { unavailable, badRequest } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import { isCollectionTopic, SETTINGS_TOPIC } from '../shared/topics.js';
 import type { Logger } from '../shared/logger.js';
-import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-api.js';
+import type {
+  AppliedOffsets,
+  ServeStatus,
+  SnapshotResult,
+  StoreCheckpoints,
+} from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
 import { DOCS_FILE } from './doc-store.js';
 import { OffsetWaiters } from './offset-waiters.js';
@@ -27,7 +32,7 @@ import {
   removeGeneration,
   SNAPSHOT_MANIFEST,
 } from './store-dirs.js';
-import { unflushedSinceEarlierBoot } from './unflushed-marker.js';
+import { rollBackToLastFlush, unflushedSinceEarlierBoot } from './unflushed-marker.js';
 
 export interface ServeNodeParts {
   nodeId: string;
@@ -64,6 +69,8 @@ export class ServeNode implements ServeNodeCore {
   /** Set once the first look at the log's topics has been taken. */
   private discovered = false;
   private lastRebuild: { reason: string; atMs: number } | undefined;
+  private lastResume: { atMs: number; checkpoints: StoreCheckpoints[] } | undefined;
+  private flushTimer: NodeJS.Timeout | undefined;
   private rebuilding: Promise<void> | null = null;
   /** A snapshot being copied: a rebuild waits for it before it closes the stores. */
   private snapshotting: Promise<SnapshotResult> | null = null;
@@ -80,17 +87,27 @@ export class ServeNode implements ServeNodeCore {
     this.clusterSecret = parts.clusterSecret;
     this.generation = parts.generation;
     const dir = generationDir(parts.dataDir, parts.generation);
-    // Opening stores a power loss may have torn, or of an older layout, is not safe: they go
-    // unopened.
-    const reason = unflushedSinceEarlierBoot(dir)
-      ? 'the machine restarted while the stores held unflushed writes'
-      : outdatedSearchLayout(join(dir, SEARCH_FILE));
+    // Stores an earlier boot left unflushed open at their last flush; never flushed, a power loss
+    // may have torn them, and stores of an older layout cannot be read: those go unopened.
+    const afterReboot = unflushedSinceEarlierBoot(dir);
+    const reason =
+      afterReboot && !rollBackToLastFlush(dir)
+        ? 'the machine restarted while the stores held unflushed writes, before their first flush'
+        : outdatedSearchLayout(join(dir, SEARCH_FILE));
     if (reason !== null) {
       parts.logger.warn({ reason }, 'wiping the stores and replaying the log');
       removeGeneration(parts.dataDir, parts.generation);
       this.current = this.openNextGeneration(reason);
     } else {
       this.current = new Replica(dir);
+      if (afterReboot) {
+        const checkpoints = this.current.checkpoints();
+        this.lastResume = { atMs: Date.now(), checkpoints };
+        parts.logger.warn(
+          { checkpoints },
+          'resuming stores of an earlier boot at their last flush',
+        );
+      }
     }
     this.waiters = new OffsetWaiters(
       parts.limits.waitersMax,
@@ -143,6 +160,17 @@ export class ServeNode implements ServeNodeCore {
     this.started = true;
     this.refreshTimer = setInterval(() => void this.discover(), this.limits.topicRefreshMs);
     this.refreshTimer.unref();
+    this.flushTimer = setInterval(() => this.flushStores(), this.limits.storeFlushMs);
+    this.flushTimer.unref();
+  }
+
+  /** A failed flush is retried at the next interval; the stores stay open and correct meanwhile. */
+  private flushStores(): void {
+    try {
+      this.current.flush();
+    } catch (error) {
+      this.parts.logger.error({ err: error }, 'flushing the stores failed; retrying');
+    }
   }
 
   replica(): Replica {
@@ -250,6 +278,7 @@ export class ServeNode implements ServeNodeCore {
         getBatchKeysMax: this.limits.getBatchKeysMax,
       },
       ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
+      ...(this.lastResume === undefined ? {} : { lastResume: this.lastResume }),
       reindexing: this.current.reindexing(),
       segmentMerges: this.current.mergesDue(this.mergePolicy),
     };
@@ -354,6 +383,7 @@ export class ServeNode implements ServeNodeCore {
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.refreshTimer);
+    clearInterval(this.flushTimer);
     await this.discovering;
     await this.rebuilding?.catch(() => undefined);
     // A snapshot under way reads the stores this closes.

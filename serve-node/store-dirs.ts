@@ -4,17 +4,10 @@
  * and deletes the old one, so a crash mid-rebuild restarts from an empty generation, never from a
  * half-wiped one. Snapshots are copies of one generation plus snapshot.json.
  */
-import {
-  copyFileSync,
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { ulid } from 'ulid';
+import { mkdirDurable, writeFileAtomic } from '../shared/durable-files.js';
 import { DOCS_FILE } from './doc-store.js';
 import { SEARCH_FILE } from './search-store.js';
 
@@ -27,7 +20,8 @@ export function loadOrCreateNodeId(dataDir: string): string {
   if (existsSync(path))
     return (JSON.parse(readFileSync(path, 'utf8')) as { nodeId: string }).nodeId;
   const nodeId = `serve-${ulid()}`;
-  writeFileSync(path, JSON.stringify({ nodeId }) + '\n');
+  // Durable before any store is: a power cut must not leave an empty node.json behind.
+  writeFileAtomic(path, Buffer.from(JSON.stringify({ nodeId }) + '\n'));
   return nodeId;
 }
 
@@ -49,7 +43,7 @@ export function currentGeneration(dataDir: string): number {
 
 export function createGeneration(dataDir: string, generation: number): string {
   const dir = generationDir(dataDir, generation);
-  mkdirSync(dir, { recursive: true });
+  mkdirDurable(dir);
   return dir;
 }
 

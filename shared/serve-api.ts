@@ -170,6 +170,13 @@ export interface ServeReadLimits {
   getBatchKeysMax: number;
 }
 
+export interface StoreCheckpoints {
+  topic: string;
+  partition: number;
+  docs: number | null;
+  search: number | null;
+}
+
 export interface ServeStatus {
   nodeId: string;
   clusterId: string | null;
@@ -182,6 +189,12 @@ export interface ServeStatus {
   limits?: ServeReadLimits;
   /** Why the stores were last wiped and replayed, if they were (admin call, log start moved...). */
   lastRebuild?: { reason: string; atMs: number };
+  /**
+   * Set when the node found stores an earlier boot left unflushed (a power loss, a kernel crash)
+   * and rolled them back to their last flush instead of rebuilding them: each topic-partition's
+   * checkpoint in LMDB (`docs`) and in the search store (`search`) then, from which it replayed.
+   */
+  lastResume?: { atMs: number; checkpoints: StoreCheckpoints[] };
   /** Collections being re-indexed after a settings change (absent before stop 21). */
   reindexing?: ReindexStatus[];
   /**

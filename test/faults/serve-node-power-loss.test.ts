@@ -1,7 +1,9 @@
-// Proves the stores' no-fsync commits (LMDB and SQLite) are safe: while a serve-node runs, a marker names
-// this boot; a clean stop flushes and removes it, so a restart keeps the stores; a marker left by
-// an earlier boot (a power loss: the stores may be torn) makes the node start from empty stores and
-// replay the log, saying why in its status, and it ends with every document.
+// Proves the bookkeeping of the stores' no-fsync commits (LMDB and SQLite): while a serve-node runs, a
+// marker names this boot; a clean stop flushes and removes it, so a restart keeps the stores; a
+// marker left by an earlier boot (a power loss) makes the node roll its stores back to their last
+// flush and resume them, saying so in its status, or, with no flush recorded (the stores may be
+// torn), start from empty stores and replay the log; either way it ends with every document. The
+// power cut itself is test/faults/serve-node-power-cut.test.ts's.
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -40,7 +42,20 @@ describe.runIf(currentBootId() !== null)('serve-node stores across a power loss'
 
     fs.writeFileSync(path.join(first, MARKER), 'a-boot-before-a-power-loss\n');
     serve = await start();
-    const status = await serve.status();
+    let status = await serve.status();
+    expect(status.lastRebuild).toBeUndefined();
+    expect(
+      status.lastResume?.checkpoints.find((c) => c.topic === 'c' && c.partition === 1),
+    ).toEqual({ topic: 'c', partition: 1, docs: waitFor[1] + 1, search: waitFor[1] + 1 });
+    expect(storeDirs()).toEqual([first]);
+    expect(await everyDoc(serve)).toEqual(['a', 'b', 'c', 'd']);
+    await nodes.serveNode!.stop();
+
+    // Stores never flushed under an earlier boot: no sync point to roll LMDB back to.
+    fs.writeFileSync(path.join(first, MARKER), 'a-boot-before-a-power-loss\n');
+    fs.rmSync(path.join(first, 'docs.mdb-sync-point'));
+    serve = await start();
+    status = await serve.status();
     expect(status.lastRebuild?.reason).toMatch(/restarted while the stores held unflushed writes/);
     expect(storeDirs()).toHaveLength(1);
     expect(storeDirs()[0]).not.toBe(first);
