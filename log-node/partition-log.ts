@@ -12,6 +12,7 @@ import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
 import { type LoadedPartition, loadPartition } from './log-loader.js';
 import { lastSequenceOf, type ProducerAppend, ProducerState } from './producer-state.js';
+import { RecoveryPoint } from './recovery-point.js';
 import { Segment, type SegmentOptions } from './segment.js';
 import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
 import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
@@ -102,6 +103,7 @@ export class PartitionLog {
   /** How this partition's appendable segments are opened: the same at load and at each roll. */
   private readonly segmentOptions: SegmentOptions;
   readonly truncatedBytesOnLoad: number;
+  private readonly recoveryPoint: RecoveryPoint;
 
   private constructor(
     topic: PartitionTopic,
@@ -126,6 +128,17 @@ export class PartitionLog {
     this.segments = loaded.segments;
     this.producers = loaded.producers;
     this.truncatedBytesOnLoad = loaded.truncatedBytes;
+    const { io } = this.segmentOptions;
+    this.recoveryPoint = RecoveryPoint.open(
+      io,
+      dir,
+      loaded.recoveryPoint,
+      this.segmentOptions.writeThrough,
+      (error) => this.recoveryPointFailed(error),
+    );
+    if (loaded.recoveryPoint.kind === 'missing') fsyncDir(dir, io);
+    // What recovery kept is checked and durable: damage to it from now on is damage, not a tear.
+    this.recoveryPoint.writeNow(this.active.baseOffset, this.active.state.sizeBytes);
     this.visibleEndOffset = this.active.state.nextOffset;
     this.visibleActiveBytes = this.active.state.sizeBytes;
     this.tail = new TailCache(config.tailCacheBytesMax);
@@ -279,6 +292,9 @@ export class PartitionLog {
         this.visibleEndOffset = this.active.state.nextOffset;
         this.visibleActiveBytes = this.active.state.sizeBytes;
         this.tail.add(writes);
+        if (this.config.fsync === 'always') {
+          this.recoveryPoint.advance(this.active.baseOffset, this.visibleActiveBytes);
+        }
       }
       for (const { entry, ack } of acks) entry.resolve(ack);
       if (writes.length > 0) this.waiters.wakeAll();
@@ -405,11 +421,28 @@ export class PartitionLog {
 
   private async syncInterval(): Promise<void> {
     if (this.failure || this.closed) return;
+    const { baseOffset } = this.active;
+    const syncedBytes = this.active.state.sizeBytes;
     try {
       await this.active.sync();
+      if (this.active.baseOffset === baseOffset)
+        this.recoveryPoint.advance(baseOffset, syncedBytes);
     } catch (error) {
       this.fail(error as Error);
     }
+  }
+
+  /**
+   * A full disk leaves the previous point, which is lower and so still safe (recovery-point.ts):
+   * the partition goes on. Any other failure is a failing disk, and stops it as a data write's
+   * would.
+   */
+  private recoveryPointFailed(error: Error): void {
+    if (isErrno(error, 'ENOSPC')) {
+      this.logger.warn({ err: error }, 'disk full: the recovery point stays where it was');
+      return;
+    }
+    this.fail(error);
   }
 
   private fail(error: Error): void {
@@ -550,6 +583,10 @@ export class PartitionLog {
       this.active.syncNow();
       this.visibleEndOffset = this.active.state.nextOffset;
     }
+    await this.recoveryPoint.flush();
+    if (!this.failure)
+      this.recoveryPoint.writeNow(this.active.baseOffset, this.active.state.sizeBytes);
+    this.recoveryPoint.close();
     this.waiters.wakeAll();
     for (const segment of this.segments) segment.retire();
   }
