@@ -3,6 +3,7 @@
  * in groups (all batches that arrive during one fsync share the next), serves reads up to the
  * durable end, and wakes long-polls.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { assert } from '../shared/assert.js';
 import { enforceBatchLimits, stampBatch } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
@@ -262,7 +263,10 @@ export class PartitionLog {
   private async flushLoop(): Promise<void> {
     try {
       while (this.queue.length > 0 && this.failure === null) {
-        await this.commitRound();
+        // Every round takes at least one append off the queue, so the loop ends; after a failed
+        // round it also waits a turn of the event loop, so no failure, whatever its path, can
+        // keep timers and I/O from running.
+        if (!(await this.commitRound())) await yieldToLoop();
       }
     } catch (error) {
       // commitRound settles its own failures; should anything escape it, this partition stops
@@ -276,9 +280,11 @@ export class PartitionLog {
 
   /**
    * One group commit: roll if due, assign offsets, write, fsync, then acknowledge. Any error on
-   * the way (the roll's files included) stops the partition and fails every append of the round.
+   * the way (the roll's files included) stops the partition and fails every append of the round;
+   * an error before the round took any fails the append at the head of the queue, so each round
+   * ends at least one. Returns whether the round succeeded.
    */
-  private async commitRound(): Promise<void> {
+  private async commitRound(): Promise<boolean> {
     const taken: PendingAppend[] = [];
     try {
       const { writes, acks } = this.takeRound(taken);
@@ -298,18 +304,21 @@ export class PartitionLog {
       }
       for (const { entry, ack } of acks) entry.resolve(ack);
       if (writes.length > 0) this.waiters.wakeAll();
+      return true;
     } catch (error) {
+      if (taken.length === 0 && this.queue.length > 0) taken.push(this.dequeue());
       if (isErrno(error, 'ENOSPC') && this.reloadAfterFullDisk(error as Error)) {
         const refused = [...taken, ...this.queue.splice(0)];
         this.queuedBytes = 0;
         for (const entry of refused) entry.reject(diskFull(this.topic.name, this.partition));
-        return;
+        return false;
       }
       // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
       // fsyncgate), and after a failed roll the segment set may not match the directory: stop
       // the partition; a restart recovers from what is really on disk.
       this.fail(error as Error);
       for (const entry of taken) entry.reject(partitionFailed(this.topic.name, this.partition));
+      return false;
     }
   }
 
@@ -377,15 +386,15 @@ export class PartitionLog {
         acks.push({ entry, ack: { baseOffset, lastOffset, duplicate: true } });
         continue;
       }
-      if (writes.length === 0) {
-        if (this.rollDue(entry.bytes.length, nowMs)) this.roll();
-      } else if (
-        this.active.state.sizeBytes + writeBytes + entry.bytes.length >
-        this.config.segmentBytesMax
+      if (
+        writes.length > 0 &&
+        this.active.state.sizeBytes + writeBytes + entry.bytes.length > this.config.segmentBytesMax
       ) {
         break;
       }
+      // Taken before the roll, so a roll that fails fails this append with it.
       taken.push(this.dequeue());
+      if (writes.length === 0 && this.rollDue(entry.bytes.length, nowMs)) this.roll();
       const baseOffset = nextOffset;
       const lastOffset = baseOffset + entry.lastOffsetDelta;
       stampBatch(entry.bytes, baseOffset, 0);
