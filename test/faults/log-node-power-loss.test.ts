@@ -2,11 +2,12 @@
 // log-node in process on PowerLossIO takes appends from concurrent writers (idempotent and not,
 // new topics created, small segments rolling, the cleaner compacting) until a power cut at a
 // seeded moment; the directory is rewritten to what the cut could leave (unsynced writes dropped,
-// kept or torn; unsynced directory entries reverted or kept), and a fresh log-node on node:fs
-// recovers it. Then every acknowledged append is in the log once at its acknowledged offsets,
-// offsets are dense where nothing compacts, no partition is stopped, every retry of an
-// acknowledged idempotent batch is answered as a duplicate, no producer id is handed out twice,
-// and the node takes writes. TAILBASE_POWER_CUTS=50 runs the issue's target of 50 cuts.
+// kept or torn, in pieces too; unsynced directory entries reverted or kept), and a fresh log-node
+// on node:fs recovers it. Then every topic that had an acknowledged append is there, every
+// acknowledged append is in the log once at its acknowledged offsets, offsets are dense where
+// nothing compacts, no partition is stopped, every retry of an acknowledged idempotent batch is
+// answered as a duplicate, no producer id is handed out twice, and the node takes writes.
+// TAILBASE_POWER_CUTS=50 runs the issue's target of 50 cuts.
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openLogNode, type LogNodeOptions, type OpenLogNode } from '../../log-node/index.js';
@@ -239,18 +240,25 @@ async function runUntilCut(
   });
 }
 
-/** Every topic-partition of the log against the history; returns the acks checked. */
+/**
+ * Every topic-partition of the log against the history; returns the acks checked. Every topic
+ * that had an acknowledged append must be there: one that vanished lost them all.
+ */
 async function checkLog(
   client: LogClient,
   history: AppendHistory,
   context: string,
 ): Promise<number> {
+  const listed = new Set((await client.topics()).map((topic) => topic.name));
+  const acknowledged = new Set(history.acks.map((ack) => ack.topic));
+  const vanished = [...acknowledged].filter((topic) => !listed.has(topic)).sort();
+  expect(vanished, `${context}: topics with acknowledged appends that are gone`).toEqual([]);
   let checked = 0;
-  for (const topic of await client.topics()) {
-    if (topic.name.startsWith('__')) continue;
+  for (const topic of listed) {
+    if (topic.startsWith('__')) continue;
     for (let p = 0; p < PARTITIONS; p++) {
       try {
-        checked += await history.check(client, topic.name, p, DENSE_TOPICS.includes(topic.name));
+        checked += await history.check(client, topic, p, DENSE_TOPICS.includes(topic));
       } catch (error) {
         throw new Error(`${context}: ${(error as Error).message}`);
       }
