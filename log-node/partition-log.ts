@@ -130,13 +130,11 @@ export class PartitionLog {
     this.producers = loaded.producers;
     this.truncatedBytesOnLoad = loaded.truncatedBytes;
     const { io } = this.segmentOptions;
-    this.recoveryPoint = RecoveryPoint.open(
-      io,
-      dir,
-      loaded.recoveryPoint,
-      this.segmentOptions.writeThrough,
-      (error) => this.recoveryPointFailed(error),
-    );
+    this.recoveryPoint = RecoveryPoint.open(io, dir, loaded.recoveryPoint, {
+      writeThrough: this.segmentOptions.writeThrough,
+      intervalMs: config.recoveryPointIntervalMs,
+      onError: (error) => this.recoveryPointFailed(error),
+    });
     if (loaded.recoveryPoint.kind === 'missing') fsyncDir(dir, io);
     // What recovery kept is checked and durable: damage to it from now on is damage, not a tear.
     this.recoveryPoint.writeNow(this.active.baseOffset, this.active.state.sizeBytes);

@@ -30,7 +30,16 @@ describe('the recovery point', () => {
     expect(readRecoveryPoint(io, dir.path)).toEqual({ kind: 'missing' });
     expect(tornWriteFrom(readRecoveryPoint(io, dir.path), 0)).toBe(Infinity);
 
-    const point = RecoveryPoint.open(io, dir.path, { kind: 'missing' }, false, fail);
+    const point = RecoveryPoint.open(
+      io,
+      dir.path,
+      { kind: 'missing' },
+      {
+        writeThrough: false,
+        intervalMs: 60_000,
+        onError: fail,
+      },
+    );
     point.writeNow(0, 100);
     point.advance(0, 300);
     point.advance(0, 500);
