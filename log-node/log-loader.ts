@@ -139,10 +139,13 @@ function recoverActive(
     options,
   );
   let expectedOffset = base;
-  let offsetError: string | null = null;
+  let offsetError: { position: number; detail: string } | null = null;
   const end = scanBatches(io, fd, { until: stat.size, verify: true }, (batch) => {
     if (batch.header.baseOffset !== expectedOffset) {
-      offsetError = `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`;
+      offsetError = {
+        position: batch.position,
+        detail: `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`,
+      };
       return false;
     }
     segment.maybeIndex(batch.header.baseOffset, batch.position, batch.header.sizeBytes);
@@ -154,7 +157,26 @@ function recoverActive(
       batch.header.maxTimestampMs,
     );
   });
-  if (offsetError !== null) throw new CorruptLogError(`${file}: ${offsetError}`);
+  const truncate = (position: number, detail: string, message: string) => {
+    const truncatedBytes = stat.size - position;
+    segment.truncate(position);
+    options.logger.warn(
+      { file, position, truncatedBytes, reason: detail, recoveryPointBytes: tornFromBytes },
+      message,
+    );
+    return { segment, truncatedBytes };
+  };
+  const tornInPieces =
+    'truncated a write torn in pieces past the recovery point (never acknowledged)';
+  // A whole batch at the wrong base offset: its base offset (outside the CRC) was in a sector the
+  // power cut lost and the rest in sectors it kept, or it was damaged in place.
+  const wrongOffset = offsetError as { position: number; detail: string } | null;
+  if (wrongOffset !== null) {
+    if (wrongOffset.position < tornFromBytes) {
+      throw new CorruptLogError(`${file}: ${wrongOffset.detail}`);
+    }
+    return truncate(wrongOffset.position, wrongOffset.detail, tornInPieces);
+  }
   if (end.kind === 'invalid') {
     const validFollows = validBatchFollows(io, fd, end.position, stat.size);
     if (validFollows && end.position < tornFromBytes) {
@@ -165,21 +187,11 @@ function recoverActive(
         `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data ${point}; refusing to serve past it`,
       );
     }
-    const truncatedBytes = stat.size - end.position;
-    segment.truncate(end.position);
-    options.logger.warn(
-      {
-        file,
-        position: end.position,
-        truncatedBytes,
-        reason: end.detail,
-        recoveryPointBytes: tornFromBytes,
-      },
-      validFollows
-        ? 'truncated a write torn in pieces past the recovery point (never acknowledged)'
-        : 'truncated a torn tail',
+    return truncate(
+      end.position,
+      end.detail,
+      validFollows ? tornInPieces : 'truncated a torn tail',
     );
-    return { segment, truncatedBytes };
   }
   return { segment, truncatedBytes: 0 };
 }
