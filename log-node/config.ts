@@ -74,6 +74,11 @@ export interface LogNodeConfig {
   producerExpiryMs: number;
   /** Recent batches remembered per producer to answer retries with their original offsets. */
   producerRecentBatchesMax: number;
+  /**
+   * A partition stores its recovery point (recovery-point.ts) at most this often under load: the
+   * acknowledged bytes of the last interval are what recovery cannot tell from a torn write.
+   */
+  recoveryPointIntervalMs: number;
 }
 
 const MiB = 1024 * 1024;
@@ -108,6 +113,7 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   cleanerMinDirtyRatio: 0.5,
   producerExpiryMs: 7 * DAY_MS,
   producerRecentBatchesMax: 5,
+  recoveryPointIntervalMs: 100,
 };
 
 export function logNodeConfig(

@@ -1,8 +1,9 @@
 /**
  * Opens a partition directory after a clean stop or a crash. Finishes or discards interrupted
- * file operations, scans the active segment batch by batch and truncates a torn tail, and
- * rebuilds producer state. A corrupt batch that is not the tail stops the partition: serving
- * past it would hand out garbage or lose acknowledged writes silently.
+ * file operations, scans the active segment batch by batch and truncates a torn tail (or a write
+ * torn in pieces past the recovery point), and rebuilds producer state. Damage followed by valid
+ * data below the recovery point stops the partition: it is acknowledged data, and serving past it
+ * would hand out garbage or lose acknowledged writes silently.
  */
 import fs from 'node:fs';
 import path from 'node:path';
@@ -16,6 +17,7 @@ import type { Logger } from '../shared/logger.js';
 import { SCAN_CHUNK_BYTES, scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
 import { lastSequenceOf, ProducerState } from './producer-state.js';
+import { readRecoveryPoint, type StoredRecoveryPoint, tornWriteFrom } from './recovery-point.js';
 import { appendFlags, Segment, type SegmentOptions } from './segment.js';
 import {
   CLEANED_SUFFIX,
@@ -38,6 +40,8 @@ export interface LoadedPartition {
   segments: Segment[];
   producers: ProducerState;
   truncatedBytes: number;
+  /** The recovery point as recovery found it; the partition stores the recovered end next. */
+  recoveryPoint: StoredRecoveryPoint;
 }
 
 export interface LoadOptions extends SegmentOptions {
@@ -51,6 +55,7 @@ export function loadPartition(dir: string, options: LoadOptions): LoadedPartitio
   const { io } = options;
   mkdirDurable(dir, io);
   removeLeftovers(io, dir, options.logger);
+  const recoveryPoint = readRecoveryPoint(io, dir);
   const bases = listBaseOffsets(io, dir, LOG_SUFFIX);
   if (bases.length === 0) {
     const segment = Segment.create(dir, 0, options.nowMs, options);
@@ -59,15 +64,22 @@ export function loadPartition(dir: string, options: LoadOptions): LoadedPartitio
       segments: [segment],
       producers: new ProducerState(options.producerRecentBatchesMax, options.producerExpiryMs),
       truncatedBytes: 0,
+      recoveryPoint,
     };
   }
   const segments: Segment[] = bases
     .slice(0, -1)
     .map((base, i) => openClosed(dir, base, bases[i + 1], options));
-  const { segment: active, truncatedBytes } = recoverActive(dir, bases[bases.length - 1], options);
+  const activeBase = bases[bases.length - 1];
+  const { segment: active, truncatedBytes } = recoverActive(
+    dir,
+    activeBase,
+    tornWriteFrom(recoveryPoint, activeBase),
+    options,
+  );
   segments.push(active);
   const producers = loadProducers(dir, segments, options);
-  return { segments, producers, truncatedBytes };
+  return { segments, producers, truncatedBytes, recoveryPoint };
 }
 
 /** A crash during compaction or an atomic write leaves these; the originals are intact. */
@@ -99,9 +111,14 @@ function openClosed(dir: string, base: number, nextBase: number, options: Segmen
   );
 }
 
+/**
+ * Scans the active segment and cuts what a crash may have torn. `tornFromBytes`: damage at or
+ * past it that valid data follows may be the write in flight at the crash (recovery-point.ts).
+ */
 function recoverActive(
   dir: string,
   base: number,
+  tornFromBytes: number,
   options: LoadOptions,
 ): { segment: Segment; truncatedBytes: number } {
   const file = segmentPath(dir, base, LOG_SUFFIX);
@@ -122,10 +139,13 @@ function recoverActive(
     options,
   );
   let expectedOffset = base;
-  let offsetError: string | null = null;
+  let offsetError: { position: number; detail: string } | null = null;
   const end = scanBatches(io, fd, { until: stat.size, verify: true }, (batch) => {
     if (batch.header.baseOffset !== expectedOffset) {
-      offsetError = `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`;
+      offsetError = {
+        position: batch.position,
+        detail: `batch at byte ${batch.position} has base offset ${batch.header.baseOffset}, expected ${expectedOffset}`,
+      };
       return false;
     }
     segment.maybeIndex(batch.header.baseOffset, batch.position, batch.header.sizeBytes);
@@ -137,20 +157,41 @@ function recoverActive(
       batch.header.maxTimestampMs,
     );
   });
-  if (offsetError !== null) throw new CorruptLogError(`${file}: ${offsetError}`);
-  if (end.kind === 'invalid') {
-    if (validBatchFollows(io, fd, end.position, stat.size)) {
-      throw new CorruptLogError(
-        `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data; refusing to serve past it`,
-      );
-    }
-    const truncatedBytes = stat.size - end.position;
-    segment.truncate(end.position);
+  const truncate = (position: number, detail: string, message: string) => {
+    const truncatedBytes = stat.size - position;
+    segment.truncate(position);
     options.logger.warn(
-      { file, position: end.position, truncatedBytes, reason: end.detail },
-      'truncated a torn tail',
+      { file, position, truncatedBytes, reason: detail, recoveryPointBytes: tornFromBytes },
+      message,
     );
     return { segment, truncatedBytes };
+  };
+  const tornInPieces =
+    'truncated a write torn in pieces past the recovery point (never acknowledged)';
+  // A whole batch at the wrong base offset: its base offset (outside the CRC) was in a sector the
+  // power cut lost and the rest in sectors it kept, or it was damaged in place.
+  const wrongOffset = offsetError as { position: number; detail: string } | null;
+  if (wrongOffset !== null) {
+    if (wrongOffset.position < tornFromBytes) {
+      throw new CorruptLogError(`${file}: ${wrongOffset.detail}`);
+    }
+    return truncate(wrongOffset.position, wrongOffset.detail, tornInPieces);
+  }
+  if (end.kind === 'invalid') {
+    const validFollows = validBatchFollows(io, fd, end.position, stat.size);
+    if (validFollows && end.position < tornFromBytes) {
+      const point = Number.isFinite(tornFromBytes)
+        ? `below the recovery point (byte ${tornFromBytes}), so it was acknowledged`
+        : 'and no recovery point says it was not acknowledged';
+      throw new CorruptLogError(
+        `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data ${point}; refusing to serve past it`,
+      );
+    }
+    return truncate(
+      end.position,
+      end.detail,
+      validFollows ? tornInPieces : 'truncated a torn tail',
+    );
   }
   return { segment, truncatedBytes: 0 };
 }

@@ -151,6 +151,14 @@ export function registerLogNodeCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--recovery-point-interval-ms <ms>',
+        "store each partition's recovery point at most this often",
+        'TAILBASE_RECOVERY_POINT_INTERVAL_MS',
+        logNodeDefaults.recoveryPointIntervalMs,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--cleaner-interval-ms <ms>',
         'how often the cleaner runs',
         'TAILBASE_CLEANER_INTERVAL_MS',
@@ -211,6 +219,7 @@ export function registerLogNodeCommand(program: Command): void {
       retentionBytes: flags.retentionBytes as number,
       deleteRetentionMs: flags.deleteRetentionMs as number,
       cleanerIntervalMs: flags.cleanerIntervalMs as number,
+      recoveryPointIntervalMs: flags.recoveryPointIntervalMs as number,
       cleanerMinDirtyRatio: flags.cleanerMinDirtyRatio as number,
       ...limitValues(LIMIT_HELP, flags),
       kafka:

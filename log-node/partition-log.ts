@@ -3,6 +3,7 @@
  * in groups (all batches that arrive during one fsync share the next), serves reads up to the
  * durable end, and wakes long-polls.
  */
+import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import { assert } from '../shared/assert.js';
 import { enforceBatchLimits, stampBatch } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
@@ -12,6 +13,7 @@ import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
 import { type LoadedPartition, loadPartition } from './log-loader.js';
 import { lastSequenceOf, type ProducerAppend, ProducerState } from './producer-state.js';
+import { RecoveryPoint } from './recovery-point.js';
 import { Segment, type SegmentOptions } from './segment.js';
 import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
 import { fsyncDir, writeFileAtomic } from '../shared/durable-files.js';
@@ -102,6 +104,7 @@ export class PartitionLog {
   /** How this partition's appendable segments are opened: the same at load and at each roll. */
   private readonly segmentOptions: SegmentOptions;
   readonly truncatedBytesOnLoad: number;
+  private readonly recoveryPoint: RecoveryPoint;
 
   private constructor(
     topic: PartitionTopic,
@@ -126,6 +129,15 @@ export class PartitionLog {
     this.segments = loaded.segments;
     this.producers = loaded.producers;
     this.truncatedBytesOnLoad = loaded.truncatedBytes;
+    const { io } = this.segmentOptions;
+    this.recoveryPoint = RecoveryPoint.open(io, dir, loaded.recoveryPoint, {
+      writeThrough: this.segmentOptions.writeThrough,
+      intervalMs: config.recoveryPointIntervalMs,
+      onError: (error) => this.recoveryPointFailed(error),
+    });
+    if (loaded.recoveryPoint.kind === 'missing') fsyncDir(dir, io);
+    // What recovery kept is checked and durable: damage to it from now on is damage, not a tear.
+    this.recoveryPoint.writeNow(this.active.baseOffset, this.active.state.sizeBytes);
     this.visibleEndOffset = this.active.state.nextOffset;
     this.visibleActiveBytes = this.active.state.sizeBytes;
     this.tail = new TailCache(config.tailCacheBytesMax);
@@ -249,7 +261,10 @@ export class PartitionLog {
   private async flushLoop(): Promise<void> {
     try {
       while (this.queue.length > 0 && this.failure === null) {
-        await this.commitRound();
+        // Every round takes at least one append off the queue, so the loop ends; after a failed
+        // round it also waits a turn of the event loop, so no failure, whatever its path, can
+        // keep timers and I/O from running.
+        if (!(await this.commitRound())) await yieldToLoop();
       }
     } catch (error) {
       // commitRound settles its own failures; should anything escape it, this partition stops
@@ -263,9 +278,11 @@ export class PartitionLog {
 
   /**
    * One group commit: roll if due, assign offsets, write, fsync, then acknowledge. Any error on
-   * the way (the roll's files included) stops the partition and fails every append of the round.
+   * the way (the roll's files included) stops the partition and fails every append of the round;
+   * an error before the round took any fails the append at the head of the queue, so each round
+   * ends at least one. Returns whether the round succeeded.
    */
-  private async commitRound(): Promise<void> {
+  private async commitRound(): Promise<boolean> {
     const taken: PendingAppend[] = [];
     try {
       const { writes, acks } = this.takeRound(taken);
@@ -279,21 +296,27 @@ export class PartitionLog {
         this.visibleEndOffset = this.active.state.nextOffset;
         this.visibleActiveBytes = this.active.state.sizeBytes;
         this.tail.add(writes);
+        if (this.config.fsync === 'always') {
+          this.recoveryPoint.advance(this.active.baseOffset, this.visibleActiveBytes);
+        }
       }
       for (const { entry, ack } of acks) entry.resolve(ack);
       if (writes.length > 0) this.waiters.wakeAll();
+      return true;
     } catch (error) {
+      if (taken.length === 0 && this.queue.length > 0) taken.push(this.dequeue());
       if (isErrno(error, 'ENOSPC') && this.reloadAfterFullDisk(error as Error)) {
         const refused = [...taken, ...this.queue.splice(0)];
         this.queuedBytes = 0;
         for (const entry of refused) entry.reject(diskFull(this.topic.name, this.partition));
-        return;
+        return false;
       }
       // After a failed write or fsync the page cache may not match the disk (PostgreSQL's
       // fsyncgate), and after a failed roll the segment set may not match the directory: stop
       // the partition; a restart recovers from what is really on disk.
       this.fail(error as Error);
       for (const entry of taken) entry.reject(partitionFailed(this.topic.name, this.partition));
+      return false;
     }
   }
 
@@ -361,15 +384,15 @@ export class PartitionLog {
         acks.push({ entry, ack: { baseOffset, lastOffset, duplicate: true } });
         continue;
       }
-      if (writes.length === 0) {
-        if (this.rollDue(entry.bytes.length, nowMs)) this.roll();
-      } else if (
-        this.active.state.sizeBytes + writeBytes + entry.bytes.length >
-        this.config.segmentBytesMax
+      if (
+        writes.length > 0 &&
+        this.active.state.sizeBytes + writeBytes + entry.bytes.length > this.config.segmentBytesMax
       ) {
         break;
       }
+      // Taken before the roll, so a roll that fails fails this append with it.
       taken.push(this.dequeue());
+      if (writes.length === 0 && this.rollDue(entry.bytes.length, nowMs)) this.roll();
       const baseOffset = nextOffset;
       const lastOffset = baseOffset + entry.lastOffsetDelta;
       stampBatch(entry.bytes, baseOffset, 0);
@@ -405,11 +428,28 @@ export class PartitionLog {
 
   private async syncInterval(): Promise<void> {
     if (this.failure || this.closed) return;
+    const { baseOffset } = this.active;
+    const syncedBytes = this.active.state.sizeBytes;
     try {
       await this.active.sync();
+      if (this.active.baseOffset === baseOffset)
+        this.recoveryPoint.advance(baseOffset, syncedBytes);
     } catch (error) {
       this.fail(error as Error);
     }
+  }
+
+  /**
+   * A full disk leaves the previous point, which is lower and so still safe (recovery-point.ts):
+   * the partition goes on. Any other failure is a failing disk, and stops it as a data write's
+   * would.
+   */
+  private recoveryPointFailed(error: Error): void {
+    if (isErrno(error, 'ENOSPC')) {
+      this.logger.warn({ err: error }, 'disk full: the recovery point stays where it was');
+      return;
+    }
+    this.fail(error);
   }
 
   private fail(error: Error): void {
@@ -550,6 +590,10 @@ export class PartitionLog {
       this.active.syncNow();
       this.visibleEndOffset = this.active.state.nextOffset;
     }
+    await this.recoveryPoint.flush();
+    if (!this.failure)
+      this.recoveryPoint.writeNow(this.active.baseOffset, this.active.state.sizeBytes);
+    this.recoveryPoint.close();
     this.waiters.wakeAll();
     for (const segment of this.segments) segment.retire();
   }

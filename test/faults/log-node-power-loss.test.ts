@@ -2,11 +2,13 @@
 // log-node in process on PowerLossIO takes appends from concurrent writers (idempotent and not,
 // new topics created, small segments rolling, the cleaner compacting) until a power cut at a
 // seeded moment; the directory is rewritten to what the cut could leave (unsynced writes dropped,
-// kept or torn; unsynced directory entries reverted or kept), and a fresh log-node on node:fs
-// recovers it. Then every acknowledged append is in the log once at its acknowledged offsets,
-// offsets are dense where nothing compacts, no partition is stopped, every retry of an
-// acknowledged idempotent batch is answered as a duplicate, no producer id is handed out twice,
-// and the node takes writes. TAILBASE_POWER_CUTS=50 runs the issue's target of 50 cuts.
+// kept or torn, in pieces too; unsynced directory entries reverted or kept), and a fresh log-node
+// on node:fs recovers it, often after cuts during recovery too (in the open's truncations and
+// recovery points, the first reads' index rebuilds, the cleaner's swaps). Then every topic that had an acknowledged append is there, every
+// acknowledged append is in the log once at its acknowledged offsets, offsets are dense where
+// nothing compacts, no partition is stopped, every retry of an acknowledged idempotent batch is
+// answered as a duplicate, no producer id is handed out twice, and the node takes writes.
+// TAILBASE_POWER_CUTS=50 runs the issue's target of 50 cuts.
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openLogNode, type LogNodeOptions, type OpenLogNode } from '../../log-node/index.js';
@@ -14,6 +16,7 @@ import { createLogger } from '../../shared/logger.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { AppendHistory, type IdempotentProducer } from '../harness/append-history.js';
 import { PowerLossIO } from '../harness/power-loss-io.js';
+import type { PowerLossChoice } from '../harness/power-loss-model.js';
 import { type Random, seededRandom, sleep, tempDir, type TempDir } from '../harness/index.js';
 
 const CUTS = Number(process.env.TAILBASE_POWER_CUTS ?? 12);
@@ -29,6 +32,15 @@ const COMPACT_KEYS = 12;
 const CUT_CALLS_MAX = 500;
 /** A round whose writers have not reached the cut by then is cut where it is. */
 const ROUND_MS_MAX = 8_000;
+/** Recoveries a cut may interrupt in a row after each cut under load (each with odds 1/2). */
+const RECOVERY_CUTS_MAX = 3;
+/**
+ * A cut during recovery comes at one of this many mutating file calls after the open began (an
+ * open makes a few: a truncation and its fsync, a recovery point; the cleaner and reads more).
+ */
+const RECOVERY_CUT_CALLS_MAX = 12;
+/** How long an interrupted recovery's node runs (its cleaner, its index rebuilds) before the cut. */
+const RECOVERY_MS_MAX = 300;
 
 const silent = createLogger('power-loss', 'silent');
 const nodeOptions = (dataDir: string): LogNodeOptions => ({
@@ -54,6 +66,10 @@ afterEach(async () => {
 
 interface Figures {
   cuts: number;
+  /** Cuts armed while a node recovered, and those that came inside openLogNode itself. */
+  recoveryCuts: number;
+  recoveryCutsInOpen: number;
+  recoveries: number;
   acks: number;
   ackChecks: number;
   duplicateRetries: number;
@@ -75,6 +91,9 @@ describe('log-node across power cuts', () => {
       const topics = new Set(DENSE_TOPICS);
       const figures: Figures = {
         cuts: 0,
+        recoveryCuts: 0,
+        recoveryCutsInOpen: 0,
+        recoveries: 0,
         acks: 0,
         ackChecks: 0,
         duplicateRetries: 0,
@@ -106,18 +125,14 @@ describe('log-node across power cuts', () => {
         running = null;
         const choices = io.crash();
         figures.cuts++;
-        const count = (kind: string) =>
-          figures.choices.set(kind, (figures.choices.get(kind) ?? 0) + 1);
-        for (const choice of choices) {
-          count(`${choice.kind} ${fileKind(choice.path)}`);
-          for (const op of choice.reverted ?? []) {
-            const [verb, ...names] = op.split(' ');
-            count(`reverted ${verb} ${names.map(fileKind).join(' -> ')}`);
-          }
-        }
-        const context = `cut ${round + 1} at mutating call ${cutAt} (seed ${seed}): ${choices.length} choices`;
+        countChoices(figures, choices);
+        const recoveryCuts = await cutRecoveries(dir.path, random, figures);
+        const context =
+          `cut ${round + 1} at mutating call ${cutAt}, then ${recoveryCuts} cut during recovery ` +
+          `(seed ${seed}): ${choices.length} choices`;
 
         running = await openLogNode(nodeOptions(dir.path));
+        figures.recoveries++;
         const status = running.node.status();
         const stopped = status.partitions.filter((p) => p.error !== undefined);
         expect(stopped, `${context}: stopped partitions`).toEqual([]);
@@ -147,7 +162,9 @@ describe('log-node across power cuts', () => {
       figures.ackChecks += await checkLog(running.client, history, 'after the last cut');
       figures.acks = history.acks.length;
       console.info(
-        `power cuts: ${figures.cuts}, acknowledged appends: ${figures.acks} (${figures.ackChecks} ack checks over all rounds), ` +
+        `power cuts: ${figures.cuts} under load and ${figures.recoveryCuts} during recovery ` +
+          `(${figures.recoveryCutsInOpen} inside the open itself), recoveries: ${figures.recoveries}, ` +
+          `acknowledged appends: ${figures.acks} (${figures.ackChecks} ack checks over all rounds), ` +
           `retried idempotent batches answered as duplicates: ${figures.duplicateRetries}, ` +
           `partitions that truncated a torn tail: ${figures.tornTailsTruncated}\n` +
           [...figures.choices]
@@ -160,6 +177,55 @@ describe('log-node across power cuts', () => {
     60_000 + CUTS * 15_000,
   );
 });
+
+function countChoices(figures: Figures, choices: readonly PowerLossChoice[]): void {
+  const count = (kind: string) => figures.choices.set(kind, (figures.choices.get(kind) ?? 0) + 1);
+  for (const choice of choices) {
+    count(`${choice.kind} ${fileKind(choice.path)}`);
+    for (const op of choice.reverted ?? []) {
+      const [verb, ...names] = op.split(' ');
+      count(`reverted ${verb} ${names.map(fileKind).join(' -> ')}`);
+    }
+  }
+}
+
+/**
+ * Power cuts while a node recovers: up to RECOVERY_CUTS_MAX times in a row (odds 1/2 each), a
+ * node opens on PowerLossIO with a cut armed a few mutating calls in, so it lands in the open's
+ * recovery (leftovers removed, tails truncated, recovery points stored) or, once the node is
+ * open, in what it does first: reads that rebuild missing indexes and the cleaner's swaps.
+ * Returns the cuts made.
+ */
+async function cutRecoveries(dataDir: string, random: Random, figures: Figures): Promise<number> {
+  let cuts = 0;
+  while (cuts < RECOVERY_CUTS_MAX && random.next() < 0.5) {
+    const io = new PowerLossIO(random);
+    io.cutAfter(random.int(1, RECOVERY_CUT_CALLS_MAX));
+    try {
+      running = await openLogNode({ ...nodeOptions(dataDir), fileIO: io });
+      if (io.isCut) figures.recoveryCutsInOpen++;
+      for (const topic of await running.client.topics()) {
+        for (let p = 0; p < PARTITIONS && !io.isCut; p++) {
+          await running.client.read(topic.name, p, 0).catch(() => undefined);
+        }
+      }
+      for (const deadline = Date.now() + RECOVERY_MS_MAX; !io.isCut && Date.now() < deadline;) {
+        await sleep(5);
+      }
+    } catch {
+      // The cut came inside the open: the node never opened.
+      figures.recoveryCutsInOpen++;
+    }
+    io.cut();
+    await running?.stop().catch(() => undefined);
+    running = null;
+    countChoices(figures, io.crash());
+    figures.recoveryCuts++;
+    figures.recoveries++;
+    cuts++;
+  }
+  return cuts;
+}
 
 interface RoundOptions {
   random: Random;
@@ -239,18 +305,25 @@ async function runUntilCut(
   });
 }
 
-/** Every topic-partition of the log against the history; returns the acks checked. */
+/**
+ * Every topic-partition of the log against the history; returns the acks checked. Every topic
+ * that had an acknowledged append must be there: one that vanished lost them all.
+ */
 async function checkLog(
   client: LogClient,
   history: AppendHistory,
   context: string,
 ): Promise<number> {
+  const listed = new Set((await client.topics()).map((topic) => topic.name));
+  const acknowledged = new Set(history.acks.map((ack) => ack.topic));
+  const vanished = [...acknowledged].filter((topic) => !listed.has(topic)).sort();
+  expect(vanished, `${context}: topics with acknowledged appends that are gone`).toEqual([]);
   let checked = 0;
-  for (const topic of await client.topics()) {
-    if (topic.name.startsWith('__')) continue;
+  for (const topic of listed) {
+    if (topic.startsWith('__')) continue;
     for (let p = 0; p < PARTITIONS; p++) {
       try {
-        checked += await history.check(client, topic.name, p, DENSE_TOPICS.includes(topic.name));
+        checked += await history.check(client, topic, p, DENSE_TOPICS.includes(topic));
       } catch (error) {
         throw new Error(`${context}: ${(error as Error).message}`);
       }
@@ -300,6 +373,7 @@ function fileKind(file: string): string {
   const suffix = /\.(log|index|producers|cleaned)(\.tmp)?$/.exec(name);
   if (suffix) return suffix[0];
   if (/\.json(\.tmp)?$/.test(name)) return name;
+  if (name === 'recovery-point') return name;
   if (/^\d+$/.test(name)) return 'partition directory';
   if (path.basename(path.dirname(file)) === 'topics') return 'topic directory';
   return `${name} directory`;

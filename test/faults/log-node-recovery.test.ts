@@ -1,10 +1,12 @@
 // Proves recovery on start: a torn tail (cut anywhere, junk appended) keeps exactly the whole
-// batches before the cut and appends continue at the right offset; a corrupt batch before the
-// tail stops only its partition with a clear error; a missing or damaged index is rebuilt.
+// batches before the cut and appends continue at the right offset; a write torn in pieces (its
+// start lost, its end kept) past the recovery point is cut, and below it (or with no recovery
+// point) stops the partition; a corrupt batch before the tail stops only its partition with a
+// clear error; a missing or damaged index is rebuilt.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
+import { checkBatch, encodeBatch, iterateBatches, stampBatch } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { TailbaseError } from '../../shared/errors.js';
@@ -182,6 +184,91 @@ describe('torn tail', () => {
       }
     } finally {
       dir.cleanup();
+    }
+  });
+});
+
+describe('a write torn in pieces', () => {
+  /** Batches of the unfinished round: small, so it spans several sectors past the lost ones. */
+  const ROUND_BATCHES = 40;
+
+  /**
+   * Partition 0 as a power cut mid-round could leave it: after the acknowledged batches (all below
+   * the recovery point the clean stop stored), an unfinished round of small batches whose first
+   * sectors were lost (zeros) and whose later ones were kept. `lostAcked` zeroes a sector of the
+   * acknowledged batches too. Returns the bytes and offsets recovery must keep.
+   */
+  function tearAfterPristine(dataDir: string, lostAcked: boolean) {
+    const file = path.join(dataDir, ACTIVE);
+    const original = fs.readFileSync(file);
+    const [segment] = readSegmentFiles(partitionDirOf(dataDir, TOPIC, 0));
+    const endOffset = lastOffsetOf(segment.batches.at(-1)!.header) + 1;
+    const round: Buffer[] = [];
+    for (let n = 0, offset = endOffset; n < ROUND_BATCHES; n++) {
+      const batch = encodeBatch([
+        { key: `torn-${n}`, value: Buffer.from(`{"n":${n}}`), timestampMs: 1_700_000_000_000 },
+      ]);
+      stampBatch(batch, offset, 0);
+      offset += 1;
+      round.push(batch);
+    }
+    const bytes = Buffer.concat([original, ...round]);
+    const lostFrom = original.length;
+    const lostTo = (Math.floor(lostFrom / 512) + 2) * 512;
+    bytes.fill(0, lostFrom, lostTo);
+    if (lostAcked) bytes.fill(0, 512, 1024);
+    expect(
+      checkBatch(bytes, bytes.length - round[ROUND_BATCHES - 1].length).ok,
+      'the last batch was kept',
+    ).toBe(true);
+    fs.writeFileSync(file, bytes);
+    return { keptBytes: original.length, cutBytes: bytes.length - original.length, endOffset };
+  }
+
+  it('past the recovery point is cut back to the acknowledged batches, which are served', async () => {
+    const dir = copyOfPristine('torn-pieces');
+    try {
+      const { keptBytes, cutBytes, endOffset } = tearAfterPristine(dir.path, false);
+      const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+      try {
+        const status = statusOf(running, 0);
+        expect(status.error).toBeUndefined();
+        expect(status.truncatedBytesOnLoad).toBe(cutBytes);
+        const client = new HttpLogClient(running.url);
+        expect((await readPartition(client, TOPIC, 0)).endOffset).toBe(endOffset);
+        const ack = await client.append(TOPIC, 0, batchOf(random, 'after-tear'));
+        expect(ack.baseOffset).toBe(endOffset);
+        expect(fs.statSync(path.join(dir.path, ACTIVE)).size).toBeGreaterThan(keptBytes);
+      } finally {
+        await running.stop();
+      }
+    } finally {
+      dir.cleanup();
+    }
+  });
+
+  it('stops the partition when acknowledged bytes below the recovery point are damaged too, or no recovery point exists', async () => {
+    for (const damage of ['acknowledged', 'no recovery point'] as const) {
+      const dir = copyOfPristine('torn-pieces-acked');
+      try {
+        tearAfterPristine(dir.path, damage === 'acknowledged');
+        if (damage === 'no recovery point') {
+          fs.rmSync(path.join(partitionDirOf(dir.path, TOPIC, 0), 'recovery-point'));
+        }
+        const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+        try {
+          expect(statusOf(running, 0).error, damage).toMatch(
+            damage === 'acknowledged'
+              ? /followed by valid data below the recovery point/
+              : /followed by valid data and no recovery point/,
+          );
+          expect(statusOf(running, 1).error, damage).toBeUndefined();
+        } finally {
+          await running.stop();
+        }
+      } finally {
+        dir.cleanup();
+      }
     }
   });
 });

@@ -1,14 +1,16 @@
 // Proves the power-loss model the log-node's power-cut test relies on (test/harness/power-loss-io.ts):
-// what an fsync made durable survives every cut, what it did not is dropped, kept or torn (and
-// each of these happens), a crash-safe replace leaves the old file or the new one and never
-// neither, an entry no directory fsync covered may vanish, every call after the cut throws, and
-// the same seed makes the same choices.
+// what an fsync made durable survives every cut, what it did not is dropped, kept or torn (at a
+// byte, or in pieces: each sector kept or lost on its own; and each of these happens), a
+// crash-safe replace leaves the old file or the new one and never neither, an entry no directory
+// fsync covered may vanish, every call after the cut throws, and the same seed makes the same
+// choices.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fsyncDir, writeFileAtomic } from '../../shared/durable-files.js';
 import { writeAll } from '../../shared/file-io.js';
 import { PowerLossIO } from '../harness/power-loss-io.js';
+import { SECTOR_BYTES } from '../harness/power-loss-model.js';
 import { seededRandom, tempDir, type TempDir } from '../harness/index.js';
 
 const { O_CREAT, O_RDWR } = fs.constants;
@@ -62,18 +64,33 @@ describe('the power-loss model', () => {
       expect(synced.subarray(0, 5000).equals(Buffer.alloc(5000, 'a')), `seed ${seed}`).toBe(true);
       const tail = synced.subarray(5000);
       expect(tail.length).toBeLessThanOrEqual(5000);
-      expect([...tail].every((byte, i) => byte === 98 || (byte === 0 && tail[i + 1] !== 98))).toBe(
-        true,
-      );
+      expect(
+        [...tail].every((byte) => byte === 98 || byte === 0),
+        `seed ${seed}`,
+      ).toBe(true);
+      const zerosOnlyAtTheEnd = [...tail].every((byte, i) => byte === 98 || tail[i + 1] !== 98);
+      if (!zerosOnlyAtTheEnd) {
+        // Torn in pieces: each sector of the file persisted whole or not at all.
+        for (let at = 5120 - 5000; at < tail.length; at += SECTOR_BYTES) {
+          const sector = tail.subarray(Math.max(0, at - SECTOR_BYTES), at);
+          expect(new Set(sector).size, `seed ${seed}: sector before tail byte ${at}`).toBe(1);
+        }
+      }
       tails.add(
-        tail.length === 0 ? 'dropped' : tail.length === 5000 && tail[4999] === 98 ? 'kept' : 'torn',
+        tail.length === 0
+          ? 'dropped'
+          : !zerosOnlyAtTheEnd
+            ? 'torn in pieces'
+            : tail.length === 5000 && tail[4999] === 98
+              ? 'kept'
+              : 'torn',
       );
       // The replace was fsynced into its directory: the new content, whatever the seed.
       expect(old?.toString()).toBe('new');
       if (unnamed === null) unnamedLost++;
       else expect(unnamed.toString()).toBe('x');
     }
-    expect([...tails].sort()).toEqual(['dropped', 'kept', 'torn']);
+    expect([...tails].sort()).toEqual(['dropped', 'kept', 'torn', 'torn in pieces']);
     expect(unnamedLost).toBeGreaterThan(0);
     expect(unnamedLost).toBeLessThan(SEEDS);
   });

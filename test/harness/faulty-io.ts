@@ -44,7 +44,7 @@ export class FaultyIO implements FileIO {
   write(fd: number, bytes: Uint8Array, position: number): number {
     const room = this.room(bytes.length);
     const written = this.io.write(fd, bytes.subarray(0, room), position);
-    this.afterWrite(fd, written);
+    this.afterWrite(fd, room, written);
     return written;
   }
 
@@ -52,7 +52,7 @@ export class FaultyIO implements FileIO {
     const bytes = Buffer.concat(buffers);
     const room = this.room(bytes.length);
     const { bytesWritten } = await this.io.writevAsync(fd, [bytes.subarray(0, room)], position);
-    this.afterWrite(fd, bytesWritten);
+    this.afterWrite(fd, room, bytesWritten);
     return { bytesWritten };
   }
 
@@ -92,7 +92,7 @@ export class FaultyIO implements FileIO {
   }
 
   mkdir(path: string): void {
-    if (this.spaceBytes === 0) throw this.fault('ENOSPC');
+    if (this.spaceBytes !== null && this.spaceBytes <= 0) throw this.fault('ENOSPC');
     this.io.mkdir(path);
   }
 
@@ -113,15 +113,21 @@ export class FaultyIO implements FileIO {
     this.io.fsyncDir(path);
   }
 
-  /** How much of a write of `length` bytes fits; throws ENOSPC when nothing does. */
+  /**
+   * How much of a write of `length` bytes fits, taken from the room at once (so writes in flight
+   * together never share it); throws ENOSPC when nothing does.
+   */
   private room(length: number): number {
     if (this.spaceBytes === null || length === 0) return length;
-    if (this.spaceBytes === 0) throw this.fault('ENOSPC');
-    return Math.min(length, this.spaceBytes);
+    if (this.spaceBytes <= 0) throw this.fault('ENOSPC');
+    const room = Math.min(length, this.spaceBytes);
+    this.spaceBytes -= room;
+    return room;
   }
 
-  private afterWrite(fd: number, written: number): void {
-    if (this.spaceBytes !== null) this.spaceBytes -= written;
+  /** Gives back what a write took and did not write. */
+  private afterWrite(fd: number, room: number, written: number): void {
+    if (this.spaceBytes !== null) this.spaceBytes += room - written;
     if (this.failWriteThrough && this.writeThrough.has(fd)) throw this.fault('EIO');
   }
 

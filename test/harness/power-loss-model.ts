@@ -7,8 +7,9 @@
  *
  * The choices are those a POSIX file system may make and that LazyFS and TigerBeetle's simulated
  * storage inject: a file's unsynced writes persist as a prefix of their sequence, the last one
- * possibly torn at any byte (inside a 4 KiB page too) or with the file's new size persisted but
- * not its data (zeros); a directory's unsynced operations persist as a prefix of their sequence,
+ * possibly torn: cut at any byte (inside a 4 KiB page too), with the file's new size persisted but
+ * not its data (zeros), or in pieces, each 512-byte sector persisted or not on its own (its start
+ * lost and its end kept, as LazyFS's torn writes); a directory's unsynced operations persist as a prefix of their sequence,
  * each rename whole. Synced data and entries always survive.
  */
 import fs from 'node:fs';
@@ -138,6 +139,8 @@ function readPrefix(file: string, length: number): Buffer {
 
 /** Bytes of a page: a torn write is cut at a page boundary or inside a page, half the time each. */
 export const PAGE_BYTES = 4096;
+/** Bytes of a sector, the unit a write torn in pieces persists or loses whole. */
+export const SECTOR_BYTES = 512;
 
 /** What the power cut did to one file or one directory entry, for the test's report. */
 export interface PowerLossChoice {
@@ -148,6 +151,7 @@ export interface PowerLossChoice {
     | 'data-prefix-kept'
     | 'data-torn'
     | 'data-torn-zeroed'
+    | 'data-torn-sectors'
     | 'entries-reverted'
     | 'entries-partly-kept'
     | 'entries-kept';
@@ -181,15 +185,61 @@ function contentAfterCut(
   let kind: PowerLossChoice['kind'] =
     kept === 0 ? 'data-dropped' : kept === ops.length ? 'data-kept' : 'data-prefix-kept';
   if (torn?.kind === 'write' && torn.bytes.length > 1 && random.next() < 0.5) {
-    const cut = tearAt(torn.position, torn.bytes.length, random);
-    const zeroed = random.next() < 0.3;
-    const bytes = Buffer.alloc(zeroed ? torn.bytes.length : cut);
-    torn.bytes.copy(bytes, 0, 0, cut);
-    content = apply(content, { kind: 'write', position: torn.position, bytes });
-    kind = zeroed ? 'data-torn-zeroed' : 'data-torn';
+    const pieces = sectorsOf(torn.position, torn.bytes.length);
+    if (pieces.length > 1 && random.next() < 0.5) {
+      content = tearSectors(content, torn, pieces, random);
+      kind = 'data-torn-sectors';
+    } else {
+      const cut = tearAt(torn.position, torn.bytes.length, random);
+      const zeroed = random.next() < 0.3;
+      const bytes = Buffer.alloc(zeroed ? torn.bytes.length : cut);
+      torn.bytes.copy(bytes, 0, 0, cut);
+      content = apply(content, { kind: 'write', position: torn.position, bytes });
+      kind = zeroed ? 'data-torn-zeroed' : 'data-torn';
+    }
   }
   choices.push({ path: label, kind, pending: ops.length, kept });
   return content;
+}
+
+/** A write's pieces at the file's sector boundaries: `[start, end)` offsets into the write. */
+function sectorsOf(position: number, length: number): [number, number][] {
+  const pieces: [number, number][] = [];
+  for (let start = 0; start < length;) {
+    const end = Math.min(
+      length,
+      (Math.floor((position + start) / SECTOR_BYTES) + 1) * SECTOR_BYTES - position,
+    );
+    pieces.push([start, end]);
+    start = end;
+  }
+  return pieces;
+}
+
+/**
+ * A write torn as LazyFS tears one: each sector persisted or not on its own, at least one of each,
+ * so its start may be lost and its end kept. A lost sector keeps what the file held there before
+ * (zeros past its old end). The file's new size persisted, or only up to the last sector kept.
+ */
+function tearSectors(
+  content: Buffer,
+  torn: Extract<DataOp, { kind: 'write' }>,
+  pieces: [number, number][],
+  random: Random,
+): Buffer {
+  const keep = pieces.map(() => random.next() < 0.5);
+  const kept = random.int(0, pieces.length - 1);
+  keep[kept] = true;
+  keep[(kept + random.int(1, pieces.length - 1)) % pieces.length] = false;
+  const lastKept = keep.lastIndexOf(true);
+  const sizePersisted = random.next() < 0.5;
+  const end = torn.position + (sizePersisted ? torn.bytes.length : pieces[lastKept][1]);
+  const out = Buffer.alloc(Math.max(content.length, end));
+  content.copy(out);
+  pieces.forEach(([start, stop], i) => {
+    if (keep[i]) torn.bytes.copy(out, torn.position + start, start, stop);
+  });
+  return out;
 }
 
 /** Where a torn write stops, 1..length-1 bytes in: at a page boundary of the file, or anywhere. */
