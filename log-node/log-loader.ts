@@ -177,6 +177,10 @@ function recoverActive(
     }
     return truncate(wrongOffset.position, wrongOffset.detail, tornInPieces);
   }
+  // Below a stored recovery point every byte was acknowledged: damage there, or a file that ends
+  // before it, stops the partition whatever follows. Without a point (a directory from before
+  // recovery points) only damage with valid data after it does.
+  const acknowledgedToBytes = Number.isFinite(tornFromBytes) ? tornFromBytes : 0;
   if (end.kind === 'invalid') {
     const validFollows = validBatchFollows(io, fd, end.position, stat.size);
     if (validFollows && end.position < tornFromBytes) {
@@ -187,10 +191,20 @@ function recoverActive(
         `${file}: corrupt batch at byte ${end.position} (${end.detail}) is followed by valid data ${point}; refusing to serve past it`,
       );
     }
+    if (end.position < acknowledgedToBytes) {
+      throw new CorruptLogError(
+        `${file}: corrupt batch at byte ${end.position} (${end.detail}) ends the file below the recovery point (byte ${tornFromBytes}), so it was acknowledged; refusing to cut it`,
+      );
+    }
     return truncate(
       end.position,
       end.detail,
       validFollows ? tornInPieces : 'truncated a torn tail',
+    );
+  }
+  if (segment.state.sizeBytes < acknowledgedToBytes) {
+    throw new CorruptLogError(
+      `${file}: ends at byte ${segment.state.sizeBytes}, before the recovery point (byte ${tornFromBytes}): acknowledged batches are missing`,
     );
   }
   return { segment, truncatedBytes: 0 };

@@ -12,6 +12,7 @@ import { createLogger } from '../../shared/logger.js';
 import { TailbaseError } from '../../shared/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { type RunningLogNode, startLogNode } from '../../log-node/index.js';
+import { RECOVERY_POINT_FILE } from '../../log-node/recovery-point.js';
 import {
   lastOffsetOf,
   partitionDirOf,
@@ -107,6 +108,15 @@ function copyOfPristine(prefix: string): TempDir {
   return dir;
 }
 
+/**
+ * A clean stop stored the recovery point at the end of the file: every byte was acknowledged. A
+ * test cutting that file stands for a crash mid-write only once the point no longer claims the
+ * cut bytes, as in a directory from before recovery points (a tail that nothing follows is cut).
+ */
+function forgetRecoveryPoint(dataDir: string): void {
+  fs.rmSync(path.join(partitionDirOf(dataDir, TOPIC, 0), RECOVERY_POINT_FILE));
+}
+
 describe('torn tail', () => {
   it('keeps exactly the whole batches before a random cut plus junk, then appends after them', async () => {
     const original = fs.readFileSync(path.join(pristine.path, ACTIVE));
@@ -122,6 +132,7 @@ describe('torn tail', () => {
 
     for (let trial = 0; trial < 16; trial++) {
       const dir = copyOfPristine('torn');
+      forgetRecoveryPoint(dir.path);
       try {
         // Cuts land inside headers, inside records and on boundaries; a fifth of trials add no junk.
         const cut = trial === 0 ? original.length : random.int(0, original.length);
@@ -165,6 +176,7 @@ describe('torn tail', () => {
 
   it('a real process recovers a torn tail the same way', async () => {
     const dir = copyOfPristine('torn-real');
+    forgetRecoveryPoint(dir.path);
     try {
       const file = path.join(dir.path, ACTIVE);
       const original = fs.readFileSync(file);
@@ -184,6 +196,37 @@ describe('torn tail', () => {
       }
     } finally {
       dir.cleanup();
+    }
+  });
+});
+
+describe('acknowledged bytes missing below the recovery point', () => {
+  it('stops the partition, whether the file is cut short or ends in a damaged batch, and cuts nothing', async () => {
+    const original = fs.readFileSync(path.join(pristine.path, ACTIVE));
+    const [segment] = readSegmentFiles(partitionDirOf(pristine.path, TOPIC, 0));
+    const lastStart = original.length - segment.batches.at(-1)!.bytes.length;
+    for (const [name, bytes, message] of [
+      ['cut on a batch boundary', original.subarray(0, lastStart), /before the recovery point/],
+      [
+        'cut inside the last batch',
+        original.subarray(0, original.length - 7),
+        /ends the file below the recovery point/,
+      ],
+    ] as const) {
+      const dir = copyOfPristine('acked-missing');
+      try {
+        fs.writeFileSync(path.join(dir.path, ACTIVE), bytes);
+        const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+        try {
+          expect(statusOf(running, 0).error, name).toMatch(message);
+          expect(statusOf(running, 1).error, name).toBeUndefined();
+          expect(fs.statSync(path.join(dir.path, ACTIVE)).size, name).toBe(bytes.length);
+        } finally {
+          await running.stop();
+        }
+      } finally {
+        dir.cleanup();
+      }
     }
   });
 });
@@ -253,7 +296,7 @@ describe('a write torn in pieces', () => {
       try {
         tearAfterPristine(dir.path, damage === 'acknowledged');
         if (damage === 'no recovery point') {
-          fs.rmSync(path.join(partitionDirOf(dir.path, TOPIC, 0), 'recovery-point'));
+          forgetRecoveryPoint(dir.path);
         }
         const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
         try {
