@@ -49,7 +49,7 @@ export async function startGateway(
     ? { log: clients.log, close: () => undefined }
     : await connectLog(config.logUrls, {
         ...secret,
-        kafkaSasl: config.kafkaSasl,
+        kafka: config.kafka,
         connectWaitMs: config.startWaitMsMax,
         appendRequestBytesMax: config.appendRequestBytesMax,
       });

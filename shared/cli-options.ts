@@ -1,6 +1,8 @@
 /** Helpers the node commands share: integer flags with env variables, loopback checks, shutdown. */
 import { isIP } from 'node:net';
 import { InvalidArgumentError, Option } from 'commander';
+import type { KafkaSaslPlain } from './kafka-log/index.js';
+import type { KafkaConnectOptions } from './log-connect.js';
 import { flushLogs, type Logger } from './logger.js';
 
 export function parseInteger(raw: string): number {
@@ -64,9 +66,26 @@ export function kafkaAdvertisedOptions(): Option[] {
   ];
 }
 
-/** SASL/PLAIN credentials for `--log kafka://...` (a log-node's listener takes an API key). */
-export function kafkaSaslOptions(): Option[] {
+/** `--log`'s comma-separated URLs, as each command's flag parser hands them over. */
+export function parseLogUrls(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
+}
+
+/**
+ * How `--log kafka://...` is reached and its topics named: SASL/PLAIN credentials (a log-node's
+ * listener takes an API key) and the topic prefix.
+ */
+export function kafkaLogOptions(): Option[] {
   return [
+    new Option(
+      '--topic-prefix <prefix>',
+      'put before every topic name on --log kafka:// (collection C is topic PREFIX + C), for a shared cluster',
+    )
+      .env('TAILBASE_TOPIC_PREFIX')
+      .default(''),
     new Option('--kafka-sasl-username <name>', 'SASL/PLAIN username for --log kafka://').env(
       'TAILBASE_KAFKA_SASL_USERNAME',
     ),
@@ -77,10 +96,13 @@ export function kafkaSaslOptions(): Option[] {
   ];
 }
 
+/** What kafkaLogOptions' flags give. */
+export function kafkaLogOf(flags: Record<string, unknown>): KafkaConnectOptions {
+  return { sasl: kafkaSaslOf(flags), topicPrefix: flags.topicPrefix as string };
+}
+
 /** The credentials the flags give, or undefined; one without the other is an error. */
-export function kafkaSaslOf(
-  flags: Record<string, unknown>,
-): { username: string; password: string } | undefined {
+function kafkaSaslOf(flags: Record<string, unknown>): KafkaSaslPlain | undefined {
   const username = flags.kafkaSaslUsername as string | undefined;
   const password = flags.kafkaSaslPassword as string | undefined;
   if (username === undefined && password === undefined) return undefined;

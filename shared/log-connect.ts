@@ -12,9 +12,18 @@ export interface ConnectedLog {
   close(): void;
 }
 
+/** How a kafka:// log is reached and its topics named (`--kafka-*` and `--topic-prefix`). */
+export interface KafkaConnectOptions {
+  /** SASL/PLAIN for brokers that require it. */
+  sasl?: KafkaSaslPlain;
+  /** Before every topic name (a cluster shared with others); empty: none. */
+  topicPrefix?: string;
+  /** The partition count of new collection topics, when the cluster cannot say it. */
+  partitions?: number;
+}
+
 export interface ConnectLogOptions extends LogClusterOptions {
-  /** SASL/PLAIN for kafka:// brokers that require it. */
-  kafkaSasl?: KafkaSaslPlain;
+  kafka?: KafkaConnectOptions;
 }
 
 export async function connectLog(
@@ -28,6 +37,9 @@ export async function connectLog(
         `--log names kafka:// brokers or http:// log-nodes, not both: ${urls.join(',')}`,
       );
     }
+    if (options.kafka?.topicPrefix) {
+      throw new Error(`a topic prefix needs --log kafka://, not ${urls.join(',')}`);
+    }
     return { log: await LogCluster.connect(urls, options), close: () => undefined };
   }
   const log = await KafkaLogClient.connect({
@@ -35,7 +47,9 @@ export async function connectLog(
     bootstrapWaitMs: options.connectWaitMs,
     bootstrapRetryMs: options.connectRetryMs,
     answerMsMax: options.answerMsMax,
-    sasl: options.kafkaSasl,
+    sasl: options.kafka?.sasl,
+    topicPrefix: options.kafka?.topicPrefix,
+    partitions: options.kafka?.partitions,
   });
   return { log, close: () => log.close() };
 }

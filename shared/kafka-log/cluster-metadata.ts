@@ -18,6 +18,7 @@ export interface MetadataSnapshot {
   clusterId: string;
   controllerId: number;
   brokers: Map<number, BrokerAddress>;
+  /** tailbase's topics by their names without the topic prefix; others are left out. */
   topics: Map<string, TopicLeaders>;
 }
 
@@ -95,14 +96,18 @@ export class ClusterMetadata {
           answer.brokers.map((broker) => [broker.nodeId, { host: broker.host, port: broker.port }]),
         );
         const topics = new Map<string, TopicLeaders>();
+        const prefix = this.config.topicPrefix;
         for (const topic of answer.topics) {
           if (topic.errorCode !== ErrorCode.NONE || topic.name === null) continue;
+          if (!topic.name.startsWith(prefix)) continue;
           const leaders: number[] = [];
           for (const partition of topic.partitions) {
             leaders[partition.partitionIndex] =
               partition.errorCode === ErrorCode.NONE ? partition.leaderId : -1;
           }
-          topics.set(topic.name, { leaders: Array.from(leaders, (leader) => leader ?? -1) });
+          topics.set(topic.name.slice(prefix.length), {
+            leaders: Array.from(leaders, (leader) => leader ?? -1),
+          });
         }
         if (answer.clusterId === null) {
           throw logErrorOf(ErrorCode.UNKNOWN_SERVER_ERROR, 'the cluster has no id');

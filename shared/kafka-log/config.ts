@@ -4,6 +4,7 @@
  * one of these.
  */
 import { LOG_ANSWER_MS_MAX } from '../log-api.js';
+import { TOPIC_PREFIX_PATTERN } from '../topics.js';
 
 const MiB = 1024 * 1024;
 
@@ -76,6 +77,12 @@ export interface KafkaLogOptions extends Partial<KafkaLogLimits> {
    * count of the collection topics that exist, else the brokers' `num.partitions`.
    */
   partitions?: number;
+  /**
+   * Put before every topic name tailbase uses, collections and internal topics alike, so several
+   * tailbases (or other users) share one cluster: collection C is topic `topicPrefix + C`. Empty
+   * by default; topics without it are not tailbase's.
+   */
+  topicPrefix?: string;
 }
 
 export interface KafkaLogConfig extends KafkaLogLimits {
@@ -83,6 +90,20 @@ export interface KafkaLogConfig extends KafkaLogLimits {
   clientId: string;
   sasl: KafkaSaslPlain | null;
   partitions: number | null;
+  topicPrefix: string;
+}
+
+/** Kafka's longest topic name (249) less the longest collection name (64). */
+export const TOPIC_PREFIX_CHARS_MAX = 185;
+
+/** The prefix as given, checked: Kafka's topic characters, short enough for every collection. */
+export function checkTopicPrefix(prefix: string): string {
+  if (!TOPIC_PREFIX_PATTERN.test(prefix) || prefix.length > TOPIC_PREFIX_CHARS_MAX) {
+    throw new Error(
+      `a topic prefix is at most ${TOPIC_PREFIX_CHARS_MAX} of [a-zA-Z0-9._-], not ${JSON.stringify(prefix.slice(0, 200))}`,
+    );
+  }
+  return prefix;
 }
 
 export interface BrokerAddress {
@@ -109,6 +130,7 @@ export function kafkaLogConfig(options: KafkaLogOptions): KafkaLogConfig {
     clientId: options.clientId ?? 'tailbase',
     sasl: options.sasl ?? null,
     partitions: options.partitions ?? null,
+    topicPrefix: checkTopicPrefix(options.topicPrefix ?? ''),
   };
 }
 

@@ -151,6 +151,11 @@ export class KafkaLogClient implements LogClient {
     }
   }
 
+  /** A topic's name on the wire: the topic prefix, then tailbase's name of it. */
+  private wire(topic: string): string {
+    return this.config.topicPrefix + topic;
+  }
+
   async cluster(): Promise<ClusterInfo> {
     const snapshot = await this.metadata.current();
     const partitions = await this.collectionPartitions();
@@ -226,7 +231,7 @@ export class KafkaLogClient implements LogClient {
         {
           resources: names.map((name) => ({
             resourceType: RESOURCE_TOPIC,
-            resourceName: name,
+            resourceName: this.wire(name),
             configurationKeys: keys,
           })),
         },
@@ -234,7 +239,7 @@ export class KafkaLogClient implements LogClient {
       ),
     );
     return names.map((name) => {
-      const result = answer.results.find((r) => r.resourceName === name);
+      const result = answer.results.find((r) => r.resourceName === this.wire(name));
       if (result === undefined) {
         throw new TailbaseError(502, 'log_error', `DescribeConfigs did not answer topic ${name}`);
       }
@@ -264,12 +269,17 @@ export class KafkaLogClient implements LogClient {
    */
   async ensureTopic(name: string, configs: Partial<TopicConfigs> = {}): Promise<TopicInfo> {
     const snapshot = await this.metadata.current();
-    const numPartitions = isInternalTopic(name)
-      ? INTERNAL_TOPIC_PARTITIONS
-      : await this.collectionPartitions();
-    const configEntries = (Object.keys(configs) as (keyof TopicConfigs)[])
-      .filter((field) => configs[field] !== undefined)
-      .map((field) => ({ name: TOPIC_CONFIG_NAMES[field], value: String(configs[field]) }));
+    const internal = isInternalTopic(name);
+    const numPartitions = internal ? INTERNAL_TOPIC_PARTITIONS : await this.collectionPartitions();
+    const entriesOf = (given: Partial<TopicConfigs>) =>
+      (Object.keys(given) as (keyof TopicConfigs)[])
+        .filter((field) => given[field] !== undefined)
+        .map((field) => ({ name: TOPIC_CONFIG_NAMES[field], value: String(given[field]) }));
+    const configEntries = entriesOf(configs);
+    // Internal topics keep the latest entry of each key forever, as a log-node's own do.
+    const createEntries = internal
+      ? entriesOf({ cleanupPolicy: 'compact', ...configs })
+      : configEntries;
     const brokers =
       snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
     const answers = await Promise.all(
@@ -279,11 +289,11 @@ export class KafkaLogClient implements LogClient {
           {
             topics: [
               {
-                name,
+                name: this.wire(name),
                 numPartitions,
                 replicationFactor: -1,
                 assignments: [],
-                configs: configEntries,
+                configs: createEntries,
               },
             ],
             timeoutMs: this.config.answerMsMax,
@@ -295,7 +305,7 @@ export class KafkaLogClient implements LogClient {
     );
     const existedOn: BrokerAddress[] = [];
     answers.forEach((answer, i) => {
-      const result = answer.topics.find((topic) => topic.name === name);
+      const result = answer.topics.find((topic) => topic.name === this.wire(name));
       if (result === undefined) {
         throw new TailbaseError(502, 'log_error', `CreateTopics did not answer topic ${name}`);
       }
@@ -306,7 +316,7 @@ export class KafkaLogClient implements LogClient {
     });
     if (existedOn.length > 0 && configEntries.length > 0) {
       await Promise.all(
-        existedOn.map((address) => this.alterConfigs(address, name, configEntries)),
+        existedOn.map((address) => this.alterConfigs(address, this.wire(name), configEntries)),
       );
     }
     const refreshed = await this.metadata.refresh();
@@ -486,7 +496,7 @@ export class KafkaLogClient implements LogClient {
         acks: -1,
         timeoutMs: this.config.produceTimeoutMs,
         topicData: [...topics].map(([name, items]) => ({
-          name,
+          name: this.wire(name),
           partitionData: items.map((item) => ({ index: item.partition, records: item.bytes })),
         })),
       },
@@ -497,7 +507,7 @@ export class KafkaLogClient implements LogClient {
     );
     return round.map((item) => {
       const found = answer.responses
-        .find((topic) => topic.name === item.topic)
+        .find((topic) => topic.name === this.wire(item.topic))
         ?.partitionResponses.find((p) => p.index === item.partition);
       if (found === undefined) {
         return new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
@@ -611,7 +621,7 @@ export class KafkaLogClient implements LogClient {
           sessionId: 0,
           sessionEpoch: -1,
           topics: [...topics].map(([topic, items]) => ({
-            topic,
+            topic: this.wire(topic),
             partitions: items.map((item) => ({
               partition: item.partition,
               fetchOffset: item.offset,
@@ -629,7 +639,7 @@ export class KafkaLogClient implements LogClient {
     }
     return positions.map(({ topic, partition }) => {
       const found = answer.responses
-        .find((entry) => entry.topic === topic)
+        .find((entry) => entry.topic === this.wire(topic))
         ?.partitions.find((entry) => entry.partitionIndex === partition);
       if (found === undefined) {
         return {
@@ -731,7 +741,7 @@ export class KafkaLogClient implements LogClient {
           replicaId: -1,
           isolationLevel: 0,
           topics: [...groupByTopic(partitions)].map(([name, indexes]) => ({
-            name,
+            name: this.wire(name),
             partitions: indexes.map((partitionIndex) => ({ partitionIndex, timestamp })),
           })),
         },
@@ -740,7 +750,7 @@ export class KafkaLogClient implements LogClient {
     const [earliest, latest] = await Promise.all([ask(EARLIEST_TIMESTAMP), ask(LATEST_TIMESTAMP)]);
     const offsetOf = (answer: typeof earliest, topic: string, partition: number): number => {
       const found = answer.topics
-        .find((entry) => entry.name === topic)
+        .find((entry) => entry.name === this.wire(topic))
         ?.partitions.find((entry) => entry.partitionIndex === partition);
       if (found === undefined) {
         throw new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
