@@ -23,7 +23,7 @@ const data = workerData as ServeWorkerData;
 const logger = createLogger('tailbase').child({ role: 'serve-node' });
 
 async function connected(): Promise<ConnectedLog> {
-  if ('urls' in data.log) return connectLog(data.log.urls, data.log.options);
+  if ('urls' in data.log) return connectLog(data.log.urls, { ...data.log.options, logger });
   const log = new PortLogClient(data.log.port);
   return { log, close: () => log.close(new Error('the serve-node stopped')) };
 }

@@ -50,6 +50,7 @@ export async function startGateway(
     : await connectLog(config.logUrls, {
         ...secret,
         kafka: config.kafka,
+        logger,
         connectWaitMs: config.startWaitMsMax,
         appendRequestBytesMax: config.appendRequestBytesMax,
       });

@@ -51,6 +51,7 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
     const connected = await connectLog(options.logUrls, {
       clusterSecret: options.clusterSecret,
       kafka: options.kafka,
+      logger,
       connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
     });
     return startLocked(options, connected.log, logger, lock.release, async (node) => {

@@ -2,6 +2,7 @@
 import { isIP } from 'node:net';
 import { InvalidArgumentError, Option } from 'commander';
 import type { KafkaSaslPlain } from './kafka-log/index.js';
+import { topicSafetyDefaults } from './kafka-log/topic-safety.js';
 import type { KafkaConnectOptions } from './log-connect.js';
 import { flushLogs, type Logger } from './logger.js';
 
@@ -86,6 +87,24 @@ export function kafkaLogOptions(): Option[] {
     )
       .env('TAILBASE_TOPIC_PREFIX')
       .default(''),
+    integerOption(
+      '--kafka-replication-factor <n>',
+      "a new topic's replication factor on --log kafka://, and the least an existing one may have",
+      'TAILBASE_KAFKA_REPLICATION_FACTOR',
+      topicSafetyDefaults.replicationFactor,
+      1,
+    ),
+    integerOption(
+      '--kafka-min-insync-replicas <n>',
+      "a new topic's min.insync.replicas on --log kafka://, and the least an existing one may have",
+      'TAILBASE_KAFKA_MIN_INSYNC_REPLICAS',
+      topicSafetyDefaults.minInsyncReplicas,
+      1,
+    ),
+    new Option(
+      '--allow-unverified-topics',
+      "go on where the Kafka cluster cannot say its topics' settings (no DescribeConfigs or CreateTopics)",
+    ).env('TAILBASE_ALLOW_UNVERIFIED_TOPICS'),
     new Option('--kafka-sasl-username <name>', 'SASL/PLAIN username for --log kafka://').env(
       'TAILBASE_KAFKA_SASL_USERNAME',
     ),
@@ -98,7 +117,13 @@ export function kafkaLogOptions(): Option[] {
 
 /** What kafkaLogOptions' flags give. */
 export function kafkaLogOf(flags: Record<string, unknown>): KafkaConnectOptions {
-  return { sasl: kafkaSaslOf(flags), topicPrefix: flags.topicPrefix as string };
+  return {
+    sasl: kafkaSaslOf(flags),
+    topicPrefix: flags.topicPrefix as string,
+    replicationFactor: flags.kafkaReplicationFactor as number,
+    minInsyncReplicas: flags.kafkaMinInsyncReplicas as number,
+    allowUnverifiedTopics: flags.allowUnverifiedTopics === true,
+  };
 }
 
 /** The credentials the flags give, or undefined; one without the other is an error. */

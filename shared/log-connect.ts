@@ -6,6 +6,7 @@
 import { KafkaLogClient, kafkaBootstrapOf, type KafkaSaslPlain } from './kafka-log/index.js';
 import type { LogClient } from './log-api.js';
 import { LogCluster, type LogClusterOptions } from './log-cluster.js';
+import type { Logger } from './logger.js';
 
 export interface ConnectedLog {
   log: LogClient;
@@ -20,10 +21,17 @@ export interface KafkaConnectOptions {
   topicPrefix?: string;
   /** The partition count of new collection topics, when the cluster cannot say it. */
   partitions?: number;
+  /** Topics are created with these and refused with less (invariant 1): 3 and 2 by default. */
+  replicationFactor?: number;
+  minInsyncReplicas?: number;
+  /** Go on where the cluster cannot say its topics' settings (said in the log at connect). */
+  allowUnverifiedTopics?: boolean;
 }
 
 export interface ConnectLogOptions extends LogClusterOptions {
   kafka?: KafkaConnectOptions;
+  /** Where the Kafka client says what it could not check of the cluster. */
+  logger?: Logger;
 }
 
 export async function connectLog(
@@ -50,6 +58,10 @@ export async function connectLog(
     sasl: options.kafka?.sasl,
     topicPrefix: options.kafka?.topicPrefix,
     partitions: options.kafka?.partitions,
+    replicationFactor: options.kafka?.replicationFactor,
+    minInsyncReplicas: options.kafka?.minInsyncReplicas,
+    allowUnverifiedTopics: options.kafka?.allowUnverifiedTopics,
+    logger: options.logger,
   });
   return { log, close: () => log.close() };
 }

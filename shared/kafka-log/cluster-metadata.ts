@@ -12,6 +12,8 @@ import { logErrorOf } from './errors.js';
 export interface TopicLeaders {
   /** The leader's node id of each partition, by index; -1 while it has none. */
   leaders: number[];
+  /** The least replica count of its partitions. */
+  replicationFactor: number;
 }
 
 export interface MetadataSnapshot {
@@ -107,6 +109,7 @@ export class ClusterMetadata {
           }
           topics.set(topic.name.slice(prefix.length), {
             leaders: Array.from(leaders, (leader) => leader ?? -1),
+            replicationFactor: Math.min(...topic.partitions.map((p) => p.replicaNodes.length)),
           });
         }
         if (answer.clusterId === null) {

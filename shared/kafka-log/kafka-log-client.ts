@@ -50,6 +50,12 @@ import {
   LEADER_ERRORS,
   logErrorOf,
 } from './errors.js';
+import {
+  MIN_INSYNC_REPLICAS,
+  SAFETY_CONFIG_NAMES,
+  unlikePartitions,
+  unsafeTopic,
+} from './topic-safety.js';
 
 interface QueuedAppend {
   topic: string;
@@ -78,6 +84,9 @@ const PRODUCE_REQUESTS_IN_FLIGHT_MAX = 4;
 const BATCH_LENGTH_END = 12;
 /** A non-transactional producer's transaction timeout: sent, never used. */
 const TRANSACTION_TIMEOUT_MS = 60_000;
+/** Kafka's defaults of delete.retention.ms and max.message.bytes, for a cluster that cannot say. */
+const ASSUMED_DELETE_RETENTION_MS = 86_400_000;
+const ASSUMED_MAX_MESSAGE_BYTES = 1_048_588;
 
 export class KafkaLogClient implements LogClient {
   readonly config: KafkaLogConfig;
@@ -90,6 +99,14 @@ export class KafkaLogClient implements LogClient {
    * (`tailbase.hosted.partitions`); empty on a Kafka cluster, whose brokers do not say.
    */
   private hostedBy = new Map<number, number>();
+  /**
+   * How far the cluster's topics can be checked (decided at connect): `kafka` in full; a
+   * `tailbase` log-node has one replica and acknowledges after fsync, which is invariant 1 for it;
+   * an `unverifiable` cluster has no DescribeConfigs or CreateTopics (librdkafka's mock).
+   */
+  private verification: 'kafka' | 'tailbase' | 'unverifiable' = 'kafka';
+  /** Topics checked and found safe: a topic created by someone else is checked at first use. */
+  private readonly checkedTopics = new Set<string>();
 
   private constructor(config: KafkaLogConfig) {
     this.config = config;
@@ -105,6 +122,7 @@ export class KafkaLogClient implements LogClient {
       try {
         await client.metadata.refresh();
         await client.learnHosting();
+        await client.verify();
         return client;
       } catch (error) {
         if (
@@ -149,6 +167,122 @@ export class KafkaLogClient implements LogClient {
     for (const { nodeId, hosted } of answers) {
       for (const partition of hosted) this.hostedBy.set(Number(partition), nodeId);
     }
+  }
+
+  /**
+   * Decides how far topics can be checked, says so where not in full (refused unless
+   * allowUnverifiedTopics), and checks every topic tailbase keeps that exists.
+   */
+  private async verify(): Promise<void> {
+    const where = this.config.bootstrap.map((b) => `${b.host}:${b.port}`).join(',');
+    if (this.hostedBy.size > 0) {
+      this.verification = 'tailbase';
+      this.config.logger.info(
+        { log: where },
+        'the log is tailbase log-nodes: one replica each, a write acknowledged after its fsync (invariant 1); replication factor and min.insync.replicas are not asked of them',
+      );
+    } else if (!(await this.canDescribeTopics())) {
+      this.verification = 'unverifiable';
+      const message = `the Kafka cluster at ${where} has no DescribeConfigs or CreateTopics: tailbase cannot check its topics' ${SAFETY_CONFIG_NAMES.join(' and ')} (only their replication factor and partitions, from Metadata) nor create topics`;
+      if (!this.config.allowUnverifiedTopics) {
+        throw new TailbaseError(
+          502,
+          'topics_unverified',
+          `${message}; --allow-unverified-topics goes on without`,
+        );
+      }
+      this.config.logger.warn({ log: where }, `${message}; going on (--allow-unverified-topics)`);
+    }
+    const snapshot = await this.metadata.current();
+    await this.checkTopics(snapshot, [...snapshot.topics.keys()]);
+  }
+
+  private canDescribeTopics(): Promise<boolean> {
+    return this.admin(async (connection) => {
+      for (const api of [ApiKey.DescribeConfigs, ApiKey.CreateTopics]) {
+        const spoken = await connection.version(api).then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof TailbaseError && error.code === 'log_unsupported') return false;
+            throw error;
+          },
+        );
+        if (!spoken) return false;
+      }
+      return true;
+    });
+  }
+
+  /**
+   * The collection and settings topics among `names`, refused (topic_misconfigured) where one
+   * breaks invariant 1 or co-partitioning; the consumer offsets are Kafka's, not checked.
+   */
+  private async checkTopics(snapshot: MetadataSnapshot, names: string[]): Promise<void> {
+    const collections = names.filter((name) => isCollectionTopic(name));
+    if (collections.length > 0) {
+      const expected = await this.collectionPartitions();
+      for (const name of collections) {
+        const count = snapshot.topics.get(name)?.leaders.length ?? expected;
+        if (count !== expected) throw unlikePartitions(this.wire(name), count, expected);
+      }
+    }
+    if (this.verification === 'tailbase') return;
+    const checked = [...collections, ...names.filter((name) => name === SETTINGS_TOPIC)];
+    const configs = this.verification === 'unverifiable' ? null : await this.safetyConfigs(checked);
+    for (const name of checked) {
+      const topic = snapshot.topics.get(name);
+      if (topic === undefined) continue;
+      const error = unsafeTopic(
+        {
+          topic: this.wire(name),
+          replicationFactor: topic.replicationFactor,
+          configs: configs?.get(name) ?? null,
+        },
+        this.config.safety,
+      );
+      if (error !== null) throw error;
+    }
+    for (const name of names) this.checkedTopics.add(name);
+  }
+
+  /** DescribeConfigs of the topics (by tailbase's names), the configs named. */
+  private describeConfigs(
+    names: string[],
+    keys: string[],
+  ): Promise<ResponseBody<typeof ApiKey.DescribeConfigs>> {
+    return this.admin((connection) =>
+      connection.request(
+        ApiKey.DescribeConfigs,
+        {
+          resources: names.map((name) => ({
+            resourceType: RESOURCE_TOPIC,
+            resourceName: this.wire(name),
+            configurationKeys: keys,
+          })),
+        },
+        { timeoutMs: this.config.answerMsMax },
+      ),
+    );
+  }
+
+  /** min.insync.replicas and unclean.leader.election.enable of each topic, as the cluster says. */
+  private async safetyConfigs(names: string[]): Promise<Map<string, Map<string, string>>> {
+    const found = new Map<string, Map<string, string>>();
+    if (names.length === 0) return found;
+    const answer = await this.describeConfigs(names, SAFETY_CONFIG_NAMES);
+    for (const name of names) {
+      const result = answer.results.find((r) => r.resourceName === this.wire(name));
+      if (result !== undefined && result.errorCode !== ErrorCode.NONE) {
+        throw logErrorOf(result.errorCode, result.errorMessage, { topic: name });
+      }
+      found.set(
+        name,
+        new Map(
+          (result?.configs ?? []).flatMap((c) => (c.value === null ? [] : [[c.name, c.value]])),
+        ),
+      );
+    }
+    return found;
   }
 
   /** A topic's name on the wire: the topic prefix, then tailbase's name of it. */
@@ -224,20 +358,15 @@ export class KafkaLogClient implements LogClient {
   /** Each topic's partition count and configs (DescribeConfigs of the five tailbase keeps). */
   private async describe(snapshot: MetadataSnapshot, names: string[]): Promise<TopicInfo[]> {
     if (names.length === 0) return [];
+    if (this.verification === 'unverifiable') {
+      return names.map((name) => ({
+        name,
+        partitions: snapshot.topics.get(name)?.leaders.length ?? 0,
+        configs: assumedConfigs(name),
+      }));
+    }
     const keys = Object.values(TOPIC_CONFIG_NAMES);
-    const answer = await this.admin((connection) =>
-      connection.request(
-        ApiKey.DescribeConfigs,
-        {
-          resources: names.map((name) => ({
-            resourceType: RESOURCE_TOPIC,
-            resourceName: this.wire(name),
-            configurationKeys: keys,
-          })),
-        },
-        { timeoutMs: this.config.answerMsMax },
-      ),
-    );
+    const answer = await this.describeConfigs(names, keys);
     return names.map((name) => {
       const result = answer.results.find((r) => r.resourceName === this.wire(name));
       if (result === undefined) {
@@ -268,6 +397,7 @@ export class KafkaLogClient implements LogClient {
    * a Kafka broker forwards to its controller and the others answer TOPIC_ALREADY_EXISTS).
    */
   async ensureTopic(name: string, configs: Partial<TopicConfigs> = {}): Promise<TopicInfo> {
+    if (this.verification === 'unverifiable') return this.ensureUnverified(name, configs);
     const snapshot = await this.metadata.current();
     const internal = isInternalTopic(name);
     const numPartitions = internal ? INTERNAL_TOPIC_PARTITIONS : await this.collectionPartitions();
@@ -280,6 +410,14 @@ export class KafkaLogClient implements LogClient {
     const createEntries = internal
       ? entriesOf({ cleanupPolicy: 'compact', ...configs })
       : configEntries;
+    // A tailbase log-node has one replica and no min.insync.replicas: it fsyncs before the ack.
+    const replicated = this.verification === 'kafka';
+    if (replicated) {
+      createEntries.push({
+        name: MIN_INSYNC_REPLICAS,
+        value: String(this.config.safety.minInsyncReplicas),
+      });
+    }
     const brokers =
       snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
     const answers = await Promise.all(
@@ -291,7 +429,7 @@ export class KafkaLogClient implements LogClient {
               {
                 name: this.wire(name),
                 numPartitions,
-                replicationFactor: -1,
+                replicationFactor: replicated ? this.config.safety.replicationFactor : -1,
                 assignments: [],
                 configs: createEntries,
               },
@@ -320,7 +458,35 @@ export class KafkaLogClient implements LogClient {
       );
     }
     const refreshed = await this.metadata.refresh();
+    await this.checkTopics(refreshed, [name]);
     const [info] = await this.describe(refreshed, [name]);
+    return info;
+  }
+
+  /**
+   * On a cluster without CreateTopics: a topic that exists, checked as far as Metadata says; one
+   * that does not is an error naming what to create.
+   */
+  private async ensureUnverified(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
+    const snapshot = await this.metadata.refresh();
+    if (!snapshot.topics.has(name)) {
+      throw new TailbaseError(
+        502,
+        'topics_unverified',
+        `topic ${this.wire(name)} does not exist and the Kafka cluster has no CreateTopics: create it (replication factor ${this.config.safety.replicationFactor}, ${MIN_INSYNC_REPLICAS} ${this.config.safety.minInsyncReplicas})`,
+        { topic: this.wire(name) },
+      );
+    }
+    if (Object.values(configs).some((value) => value !== undefined)) {
+      throw new TailbaseError(
+        502,
+        'log_unsupported',
+        `the Kafka cluster has no IncrementalAlterConfigs: topic ${this.wire(name)}'s configs cannot be set`,
+        { topic: this.wire(name) },
+      );
+    }
+    await this.checkTopics(snapshot, [name]);
+    const [info] = await this.describe(snapshot, [name]);
     return info;
   }
 
@@ -421,6 +587,9 @@ export class KafkaLogClient implements LogClient {
   /** The partition's leader; a topic the cluster does not have is created first. */
   private async leaderOrCreate(topic: string, partition: number): Promise<BrokerAddress> {
     const leader = await this.metadata.leader(topic, partition);
+    if (leader !== null && !this.checkedTopics.has(topic)) {
+      await this.checkTopics(await this.metadata.current(), [topic]);
+    }
     if (leader !== null) return leader;
     await this.ensureTopic(topic);
     const created = await this.metadata.leader(topic, partition);
@@ -802,6 +971,20 @@ function appendOutcome(
     partition: item.partition,
   });
   return LEADER_ERRORS.has(answer.errorCode) ? new LeaderMoved(error) : error;
+}
+
+/**
+ * A topic's configs where the cluster cannot say them (no DescribeConfigs): what tailbase would
+ * have created, unbounded retention. Assumed, never asked: the log at connect says so.
+ */
+function assumedConfigs(name: string): TopicConfigs {
+  return {
+    cleanupPolicy: isInternalTopic(name) ? 'compact' : 'delete',
+    retentionMs: -1,
+    retentionBytes: -1,
+    deleteRetentionMs: ASSUMED_DELETE_RETENTION_MS,
+    maxMessageBytes: ASSUMED_MAX_MESSAGE_BYTES,
+  };
 }
 
 /** The whole batches of a Fetch answer's records: a broker may cut the last one short. */
