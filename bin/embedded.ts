@@ -162,7 +162,7 @@ async function startOnLog(
     flushLogs();
     process.exit(1);
   };
-  const kafka = { ...log.kafka, partitions: options.partitions };
+  const kafka = { ...log.kafka, partitions: log.kafka.partitions ?? options.partitions };
   const gatewayServe = new MessageChannel();
   const serveThread = await startNodeThread(
     'serve-node',

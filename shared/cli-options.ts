@@ -88,6 +88,13 @@ export function kafkaLogOptions(): Option[] {
       .env('TAILBASE_TOPIC_PREFIX')
       .default(''),
     integerOption(
+      '--kafka-partitions <n>',
+      "a new collection topic's partitions on --log kafka://, where no collection topic exists yet and the brokers do not say their num.partitions",
+      'TAILBASE_KAFKA_PARTITIONS',
+      undefined,
+      1,
+    ),
+    integerOption(
       '--kafka-replication-factor <n>',
       "a new topic's replication factor on --log kafka://, and the least an existing one may have",
       'TAILBASE_KAFKA_REPLICATION_FACTOR',
@@ -120,6 +127,7 @@ export function kafkaLogOf(flags: Record<string, unknown>): KafkaConnectOptions 
   return {
     sasl: kafkaSaslOf(flags),
     topicPrefix: flags.topicPrefix as string,
+    partitions: flags.kafkaPartitions as number | undefined,
     replicationFactor: flags.kafkaReplicationFactor as number,
     minInsyncReplicas: flags.kafkaMinInsyncReplicas as number,
     allowUnverifiedTopics: flags.allowUnverifiedTopics === true,
