@@ -27,6 +27,7 @@ interface ComposeService {
   volumes?: (string | { source?: string; target: string })[];
   depends_on?: string[] | Record<string, unknown>;
   healthcheck?: { test?: string[] | string; interval?: string; retries?: number };
+  profiles?: string[];
 }
 
 export function interpolate(value: string, env: NodeJS.ProcessEnv): string {
@@ -51,7 +52,10 @@ function durationMs(raw: string | undefined, fallbackMs: number): number {
   return Number(match[1]) * { ms: 1, s: 1000, m: 60_000 }[match[2] as 'ms' | 's' | 'm'];
 }
 
-/** Topologically ordered services of a compose file, translated to run on this machine. */
+/**
+ * Topologically ordered services of a compose file, translated to run on this machine: those of
+ * no profile (a profile's, such as `redpanda`'s brokers, are Docker's to run).
+ */
 export function readComposeServices(
   file: string,
   dataRoot: string,
@@ -66,7 +70,8 @@ export function readComposeServices(
     'g',
   );
   const local = (text: string) => interpolate(text, env).replace(hostPattern, '127.0.0.1:$1');
-  const services = names.map((name): LocalService => {
+  const unprofiled = names.filter((name) => (compose.services[name].profiles ?? []).length === 0);
+  const services = unprofiled.map((name): LocalService => {
     const service = compose.services[name];
     const command = service.command ?? [];
     const words = Array.isArray(command) ? command : command.split(/\s+/).filter(Boolean);

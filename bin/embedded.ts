@@ -12,20 +12,34 @@
  *   process saw none of its commits.
  * Data goes to <data>/log and <data>/serve; the gateway URL is printed once the serve-node has
  * caught up.
+ *
+ * With `--log` (an existing Kafka or Redpanda cluster, or tailbase log-nodes) there is no log-node
+ * thread: the gateway and the serve-node thread each connect to that log, as their own processes
+ * would, and only <data>/serve is written.
  */
 import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
 import { type Command, Option } from 'commander';
-import { parseApiKeys, startGateway, type GatewayConfigInput } from '../gateway/index.js';
+import {
+  parseApiKeys,
+  startGateway,
+  type GatewayConfigInput,
+  type GatewayHandle,
+} from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
 import {
   integerOption,
   isLoopback,
   kafkaAdvertisedOptions,
+  kafkaLogOf,
+  kafkaLogOptions,
   kafkaPortOf,
   kafkaPortOption,
   onShutdownSignal,
+  parseLogUrls,
 } from '../shared/cli-options.js';
+import type { LogClient } from '../shared/log-api.js';
+import type { KafkaConnectOptions } from '../shared/log-connect.js';
 import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
@@ -48,6 +62,8 @@ export interface EmbeddedOptions {
   /** How long start waits for the serve-node to catch up with the log before giving up. */
   readyWaitMsMax: number;
   gateway?: Pick<GatewayConfigInput, 'limits' | 'writer'>;
+  /** An external log instead of the log-node thread; null or absent: the log-node thread. */
+  log?: { urls: string[]; kafka: KafkaConnectOptions } | null;
 }
 
 export interface RunningEmbedded {
@@ -60,6 +76,7 @@ export interface RunningEmbedded {
 const READY_POLL_MS = 100;
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
+  if (options.log) return startOnLog(options, options.log);
   const logger = createLogger('tailbase');
   const onDeath = (error: Error) => {
     // As an uncaught error would end a single-threaded process: a node is gone.
@@ -98,7 +115,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     new URL('./serve-worker.js', import.meta.url),
     {
       dataDir: path.join(options.dataDir, 'serve'),
-      logPort: serveLog.port2,
+      log: { port: serveLog.port2 },
       servePort: gatewayServe.port2,
     } satisfies ServeWorkerData,
     [serveLog.port2, gatewayServe.port2],
@@ -119,24 +136,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     gatewayLog.port1.close();
     gatewayServe.port1.close();
   };
-  await waitReady(serve, options.readyWaitMsMax).catch(async (error: unknown) => {
-    await stopNodes();
-    throw error;
-  });
-  const gateway = await startGateway(
-    {
-      host: options.host,
-      port: options.port,
-      logUrls: [],
-      serveUrls: [],
-      ...options.gateway,
-      ...(options.apiKeys ? { apiKeys: parseApiKeys(options.apiKeys) } : {}),
-    },
-    { log, serve: [serve], logger: logger.child({ role: 'gateway' }) },
-  ).catch(async (error: unknown) => {
-    await stopNodes();
-    throw error;
-  });
+  const gateway = await startEdge(options, serve, { log }, stopNodes);
   return {
     url: gateway.url,
     kafkaPort: (logThread.info as LogWorkerInfo).kafkaPort,
@@ -146,6 +146,84 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       await stopNodes();
     },
   };
+}
+
+/**
+ * `tailbase start --log`: the serve-node thread and the gateway, each connected to the external
+ * log by itself (the partition count and topic prefix alike), bound to each other in-process.
+ */
+async function startOnLog(
+  options: EmbeddedOptions,
+  log: NonNullable<EmbeddedOptions['log']>,
+): Promise<RunningEmbedded> {
+  const logger = createLogger('tailbase');
+  const onDeath = (error: Error) => {
+    logger.fatal({ err: error }, 'the serve-node thread died; exiting');
+    flushLogs();
+    process.exit(1);
+  };
+  const kafka = { ...log.kafka, partitions: log.kafka.partitions ?? options.partitions };
+  const gatewayServe = new MessageChannel();
+  const serveThread = await startNodeThread(
+    'serve-node',
+    new URL('./serve-worker.js', import.meta.url),
+    {
+      dataDir: path.join(options.dataDir, 'serve'),
+      log: { urls: log.urls, options: { kafka } },
+      servePort: gatewayServe.port2,
+    } satisfies ServeWorkerData,
+    [gatewayServe.port2],
+    onDeath,
+  );
+  const serve = new PortServeClient(gatewayServe.port1);
+  const stopServe = async () => {
+    await serveThread.stop();
+    serve.close(new Error('tailbase stopped'));
+    gatewayServe.port1.close();
+  };
+  const gateway = await startEdge(options, serve, { logUrls: log.urls, kafka }, stopServe);
+  return {
+    url: gateway.url,
+    kafkaPort: null,
+    stop: async () => {
+      await gateway.stop();
+      await stopServe();
+    },
+  };
+}
+
+/**
+ * The gateway, once the serve-node has caught up, on the log-node thread's port (`log`) or the
+ * external log it connects to itself; a failure stops the nodes first.
+ */
+async function startEdge(
+  options: EmbeddedOptions,
+  serve: ServeClient,
+  log: { log: LogClient } | { logUrls: string[]; kafka: KafkaConnectOptions },
+  stopNodes: () => Promise<void>,
+): Promise<GatewayHandle> {
+  try {
+    await waitReady(serve, options.readyWaitMsMax);
+    return await startGateway(
+      {
+        host: options.host,
+        port: options.port,
+        logUrls: 'logUrls' in log ? log.logUrls : [],
+        ...('kafka' in log ? { kafka: log.kafka } : {}),
+        serveUrls: [],
+        ...options.gateway,
+        ...(options.apiKeys ? { apiKeys: parseApiKeys(options.apiKeys) } : {}),
+      },
+      {
+        ...('log' in log ? { log: log.log } : {}),
+        serve: [serve],
+        logger: createLogger('tailbase').child({ role: 'gateway' }),
+      },
+    );
+  } catch (error) {
+    await stopNodes();
+    throw error;
+  }
 }
 
 /** Polls the serve-node's own readiness (what its /readyz answers). */
@@ -161,19 +239,29 @@ async function waitReady(node: ServeClient, waitMsMax: number): Promise<void> {
 export function registerStartCommand(program: Command): void {
   const command = program
     .command('start')
-    .description('run a whole tailbase (log-node, serve-node, gateway) in one process')
+    .description(
+      'run a whole tailbase (log-node, serve-node, gateway) in one process, or a serve-node and gateway on an existing log (--log)',
+    )
     .addOption(new Option('--data <dir>', 'data directory').env('TAILBASE_DATA').default('./data'))
     .addOption(
       new Option('--host <host>', 'gateway address').env('TAILBASE_HOST').default('127.0.0.1'),
     )
     .addOption(integerOption('--port <port>', 'gateway port', 'TAILBASE_PORT', 8080))
+    .addOption(
+      new Option(
+        '--log <urls>',
+        "an existing log instead of a local log-node: kafka://host:port[,host:port...] (Kafka or Redpanda brokers, or log-nodes' Kafka listeners)",
+      )
+        .env('TAILBASE_LOG')
+        .argParser(parseLogUrls),
+    )
     .addOption(kafkaPortOption())
     .addOption(kafkaAdvertisedOptions()[0])
     .addOption(kafkaAdvertisedOptions()[1])
     .addOption(
       integerOption(
         '--partitions <n>',
-        'partitions, when creating the data',
+        'partitions, when creating the data (with --log: of new collection topics, when the cluster cannot say)',
         'TAILBASE_PARTITIONS',
       ),
     )
@@ -190,6 +278,7 @@ export function registerStartCommand(program: Command): void {
         600_000,
       ),
     );
+  for (const option of kafkaLogOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(
     async (
       flags: {
@@ -202,6 +291,7 @@ export function registerStartCommand(program: Command): void {
         kafkaAdvertisedHost?: string;
         kafkaAdvertisedPort?: number;
         readyWaitMsMax: number;
+        log?: string[];
       } & Record<string, unknown>,
     ) => {
       if (!isLoopback(flags.host) && !flags.apiKeys) {
@@ -217,12 +307,14 @@ export function registerStartCommand(program: Command): void {
         kafkaAdvertised: { host: flags.kafkaAdvertisedHost, port: flags.kafkaAdvertisedPort },
         readyWaitMsMax: flags.readyWaitMsMax,
         gateway: gatewayLimitValues(flags),
+        log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
       });
       process.stdout.write(
         readyBanner({
           url: running.url,
           host: flags.host,
           kafkaPort: running.kafkaPort,
+          log: flags.log?.join(','),
           dataDir: path.resolve(flags.data),
         }),
       );

@@ -6,19 +6,23 @@
 export interface ReadyFacts {
   url: string;
   host: string;
-  /** null: the Kafka listener is off. */
+  /** null: the Kafka listener is off (or there is no local log-node). */
   kafkaPort: number | null;
+  /** The external log `--log` named, when there is no local log-node. */
+  log?: string;
   dataDir: string;
 }
 
-export function readyBanner({ url, host, kafkaPort, dataDir }: ReadyFacts): string {
+export function readyBanner({ url, host, kafkaPort, log, dataDir }: ReadyFacts): string {
   const kafka = kafkaPort === null ? null : `${host}:${kafkaPort}`;
   const rows: Array<[string, string, string]> = [
     ['console', `${url}/`, 'status, search, live changes'],
     ['HTTP API', `${url}/v1/`, `try: curl ${url}/v1/status`],
-    kafka === null
-      ? ['Kafka', 'off', 'turn on with --kafka-port']
-      : ['Kafka', kafka, 'bootstrap server for any Kafka client; a collection is a topic'],
+    log !== undefined
+      ? ['log', log, 'an existing log; no local log-node']
+      : kafka === null
+        ? ['Kafka', 'off', 'turn on with --kafka-port']
+        : ['Kafka', kafka, 'bootstrap server for any Kafka client; a collection is a topic'],
     ['data', dataDir, ''],
   ];
   const nameWidth = Math.max(...rows.map(([name]) => name.length));

@@ -13,7 +13,7 @@ import {
 } from '../shared/filter-params.js';
 import { GET_BATCH_KEYS_MAX, type ServeReadLimits } from '../shared/serve-api.js';
 
-import type { KafkaSaslPlain } from '../shared/kafka-log/index.js';
+import type { KafkaConnectOptions } from '../shared/log-connect.js';
 import type { ApiKey } from '../shared/api-keys.js';
 
 export { parseApiKeys, type ApiKey, type Scope } from '../shared/api-keys.js';
@@ -83,8 +83,8 @@ export interface GatewayConfig {
   logUrls: string[];
   serveUrls: string[];
   clusterSecret?: string;
-  /** SASL/PLAIN for a log reached by kafka:// that requires it. */
-  kafkaSasl?: KafkaSaslPlain;
+  /** How a log reached by kafka:// is reached and its topics named. */
+  kafka?: KafkaConnectOptions;
   apiKeys: ApiKey[];
   limits: GatewayLimits;
   writer: WriterConfig;

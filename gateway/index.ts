@@ -5,7 +5,7 @@
  */
 import { isLoopback } from '../shared/cli-options.js';
 import { listen } from '../shared/http-server.js';
-import type { LogClient } from '../shared/log-api.js';
+import type { ClusterInfo, LogClient } from '../shared/log-api.js';
 import { connectLog, type ConnectedLog } from '../shared/log-connect.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { type ServeClient } from '../shared/serve-api.js';
@@ -49,29 +49,40 @@ export async function startGateway(
     ? { log: clients.log, close: () => undefined }
     : await connectLog(config.logUrls, {
         ...secret,
-        kafkaSasl: config.kafkaSasl,
+        kafka: config.kafka,
+        logger,
         connectWaitMs: config.startWaitMsMax,
         appendRequestBytesMax: config.appendRequestBytesMax,
       });
   const { log } = connected;
-  const cluster = await log.cluster();
-  if (cluster.limits) checkAgainstLog(config, cluster.limits);
-  const serve =
-    clients.serve ??
-    config.serveUrls.map(
-      (url) =>
-        new HttpServeClient(url, {
-          ...secret,
-          getBatchKeysMax: config.serveGetBatchKeysMax,
-          answerMsMax: config.serveAnswerMsMax,
-        }),
-    );
-  const services = createGatewayServices(config, cluster, log, serve, logger);
-  await services.topology.refresh();
-  services.topology.start();
-  const listener = await listen(createGatewayApp(services), config.host, config.port, {
-    answerWaitMsMax: config.closeAnswerWaitMsMax,
-  });
+  let services: GatewayServices | null = null;
+  let listener: Awaited<ReturnType<typeof listen>>;
+  let cluster: ClusterInfo;
+  try {
+    cluster = await log.cluster();
+    if (cluster.limits) checkAgainstLog(config, cluster.limits);
+    const serve =
+      clients.serve ??
+      config.serveUrls.map(
+        (url) =>
+          new HttpServeClient(url, {
+            ...secret,
+            getBatchKeysMax: config.serveGetBatchKeysMax,
+            answerMsMax: config.serveAnswerMsMax,
+          }),
+      );
+    services = createGatewayServices(config, cluster, log, serve, logger);
+    await services.topology.refresh();
+    services.topology.start();
+    listener = await listen(createGatewayApp(services), config.host, config.port, {
+      answerWaitMsMax: config.closeAnswerWaitMsMax,
+    });
+  } catch (error) {
+    // What it opened is closed: the log's connections, the topology's timer.
+    if (services !== null) await closeGatewayServices(services);
+    connected.close();
+    throw error;
+  }
   logger.info({ url: listener.url, partitions: cluster.partitions }, 'gateway listening');
   return {
     url: listener.url,

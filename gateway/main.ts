@@ -2,8 +2,8 @@
 import { type Command, Option } from 'commander';
 import {
   integerOption,
-  kafkaSaslOf,
-  kafkaSaslOptions,
+  kafkaLogOf,
+  kafkaLogOptions,
   limitOptions,
   limitValues,
   onShutdownSignal,
@@ -99,7 +99,7 @@ export function registerGatewayCommand(program: Command): void {
         APPEND_REQUEST_BYTES_MAX,
       ),
     );
-  for (const option of kafkaSaslOptions()) command.addOption(option);
+  for (const option of kafkaLogOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('gateway');
     const running = await startGateway(
@@ -109,7 +109,7 @@ export function registerGatewayCommand(program: Command): void {
         logUrls: flags.log as string[],
         serveUrls: flags.serve as string[],
         clusterSecret: flags.clusterSecret as string | undefined,
-        kafkaSasl: kafkaSaslOf(flags),
+        kafka: kafkaLogOf(flags),
         apiKeys: flags.apiKeys ? parseApiKeys(flags.apiKeys as string) : [],
         serveGetBatchKeysMax: flags.serveGetBatchKeysMax as number,
         serveAnswerMsMax: flags.serveAnswerMsMax as number,

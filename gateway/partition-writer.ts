@@ -68,12 +68,19 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 function refusal(error: unknown): 'final' | 'retryable' | null {
   if (!(error instanceof TailbaseError)) return null;
-  if ((error.status >= 400 && error.status < 500) || error.code === 'cluster_misconfigured') {
+  if ((error.status >= 400 && error.status < 500) || REFUSING_LOG_CODES.has(error.code)) {
     return 'final';
   }
   if (NOT_STORED_CODES.has(error.code) || connectionRefused(error)) return 'retryable';
   return null;
 }
+
+/** The log's refusals of a topic (its settings, checked before any append is sent). */
+const REFUSING_LOG_CODES = new Set([
+  'cluster_misconfigured',
+  'topic_misconfigured',
+  'topics_unverified',
+]);
 
 /** Refusals after which the log-node holds nothing of the batch. */
 const NOT_STORED_CODES = new Set(['append_queue_full', 'disk_full']);

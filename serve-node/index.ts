@@ -1,7 +1,6 @@
 /** The serve-node's public surface: start one, and the types its callers need. */
 import { withDataDirLock } from '../shared/data-dir-lock.js';
-import type { KafkaSaslPlain } from '../shared/kafka-log/index.js';
-import { connectLog } from '../shared/log-connect.js';
+import { connectLog, type KafkaConnectOptions } from '../shared/log-connect.js';
 import { PARTITIONS_MAX, type LogClient } from '../shared/log-api.js';
 import { LocalServeClient } from './local-serve-client.js';
 import { listen } from '../shared/http-server.js';
@@ -21,8 +20,8 @@ export { DEFAULT_LIMITS as serveNodeDefaults } from './config.js';
 
 export interface ServeNodeOptions extends ServeNodeConfig {
   clusterSecret?: string;
-  /** SASL/PLAIN for a log reached by kafka:// that requires it. */
-  kafkaSasl?: KafkaSaslPlain;
+  /** How a log reached by kafka:// is reached and its topics named. */
+  kafka?: KafkaConnectOptions;
   logger?: Logger;
   /** How long start waits for the log to answer before giving up. */
   logConnectMsMax?: number;
@@ -51,7 +50,8 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
     // Kafka brokers, or log-nodes over HTTP that may split the partitions between them.
     const connected = await connectLog(options.logUrls, {
       clusterSecret: options.clusterSecret,
-      kafkaSasl: options.kafkaSasl,
+      kafka: options.kafka,
+      logger,
       connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
     });
     return startLocked(options, connected.log, logger, lock.release, async (node) => {

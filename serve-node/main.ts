@@ -4,8 +4,8 @@ import { parsePartitionList } from '../shared/partition-list.js';
 import {
   integerOption,
   isLoopback,
-  kafkaSaslOf,
-  kafkaSaslOptions,
+  kafkaLogOf,
+  kafkaLogOptions,
   onShutdownSignal,
 } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
@@ -203,7 +203,7 @@ export function registerServeNodeCommand(program: Command): void {
         1,
       ),
     );
-  for (const option of kafkaSaslOptions()) command.addOption(option);
+  for (const option of kafkaLogOptions()) command.addOption(option);
   command.action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('serve-node');
     if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -217,7 +217,7 @@ export function registerServeNodeCommand(program: Command): void {
       partitions: flags.partitions as number[] | undefined,
       fromSnapshot: flags.fromSnapshot as string | undefined,
       clusterSecret: flags.clusterSecret as string | undefined,
-      kafkaSasl: kafkaSaslOf(flags),
+      kafka: kafkaLogOf(flags),
       limits: {
         waitMsMax: flags.waitMsMax as number,
         waitersMax: flags.waitersMax as number,

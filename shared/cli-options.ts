@@ -1,6 +1,9 @@
 /** Helpers the node commands share: integer flags with env variables, loopback checks, shutdown. */
 import { isIP } from 'node:net';
 import { InvalidArgumentError, Option } from 'commander';
+import type { KafkaSaslPlain } from './kafka-log/index.js';
+import { topicSafetyDefaults } from './kafka-log/topic-safety.js';
+import type { KafkaConnectOptions } from './log-connect.js';
 import { flushLogs, type Logger } from './logger.js';
 
 export function parseInteger(raw: string): number {
@@ -64,9 +67,51 @@ export function kafkaAdvertisedOptions(): Option[] {
   ];
 }
 
-/** SASL/PLAIN credentials for `--log kafka://...` (a log-node's listener takes an API key). */
-export function kafkaSaslOptions(): Option[] {
+/** `--log`'s comma-separated URLs, as each command's flag parser hands them over. */
+export function parseLogUrls(raw: string): string[] {
+  return raw
+    .split(',')
+    .map((url) => url.trim())
+    .filter(Boolean);
+}
+
+/**
+ * How `--log kafka://...` is reached and its topics named: SASL/PLAIN credentials (a log-node's
+ * listener takes an API key) and the topic prefix.
+ */
+export function kafkaLogOptions(): Option[] {
   return [
+    new Option(
+      '--topic-prefix <prefix>',
+      'put before every topic name on --log kafka:// (collection C is topic PREFIX + C), for a shared cluster',
+    )
+      .env('TAILBASE_TOPIC_PREFIX')
+      .default(''),
+    integerOption(
+      '--kafka-partitions <n>',
+      "a new collection topic's partitions on --log kafka://, where no collection topic exists yet and the brokers do not say their num.partitions",
+      'TAILBASE_KAFKA_PARTITIONS',
+      undefined,
+      1,
+    ),
+    integerOption(
+      '--kafka-replication-factor <n>',
+      "a new topic's replication factor on --log kafka://, and the least an existing one may have",
+      'TAILBASE_KAFKA_REPLICATION_FACTOR',
+      topicSafetyDefaults.replicationFactor,
+      1,
+    ),
+    integerOption(
+      '--kafka-min-insync-replicas <n>',
+      "a new topic's min.insync.replicas on --log kafka://, and the least an existing one may have",
+      'TAILBASE_KAFKA_MIN_INSYNC_REPLICAS',
+      topicSafetyDefaults.minInsyncReplicas,
+      1,
+    ),
+    new Option(
+      '--allow-unverified-topics',
+      "go on where the Kafka cluster cannot say its topics' settings (no DescribeConfigs or CreateTopics)",
+    ).env('TAILBASE_ALLOW_UNVERIFIED_TOPICS'),
     new Option('--kafka-sasl-username <name>', 'SASL/PLAIN username for --log kafka://').env(
       'TAILBASE_KAFKA_SASL_USERNAME',
     ),
@@ -77,10 +122,20 @@ export function kafkaSaslOptions(): Option[] {
   ];
 }
 
+/** What kafkaLogOptions' flags give. */
+export function kafkaLogOf(flags: Record<string, unknown>): KafkaConnectOptions {
+  return {
+    sasl: kafkaSaslOf(flags),
+    topicPrefix: flags.topicPrefix as string,
+    partitions: flags.kafkaPartitions as number | undefined,
+    replicationFactor: flags.kafkaReplicationFactor as number,
+    minInsyncReplicas: flags.kafkaMinInsyncReplicas as number,
+    allowUnverifiedTopics: flags.allowUnverifiedTopics === true,
+  };
+}
+
 /** The credentials the flags give, or undefined; one without the other is an error. */
-export function kafkaSaslOf(
-  flags: Record<string, unknown>,
-): { username: string; password: string } | undefined {
+function kafkaSaslOf(flags: Record<string, unknown>): KafkaSaslPlain | undefined {
   const username = flags.kafkaSaslUsername as string | undefined;
   const password = flags.kafkaSaslPassword as string | undefined;
   if (username === undefined && password === undefined) return undefined;

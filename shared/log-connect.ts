@@ -6,15 +6,32 @@
 import { KafkaLogClient, kafkaBootstrapOf, type KafkaSaslPlain } from './kafka-log/index.js';
 import type { LogClient } from './log-api.js';
 import { LogCluster, type LogClusterOptions } from './log-cluster.js';
+import type { Logger } from './logger.js';
 
 export interface ConnectedLog {
   log: LogClient;
   close(): void;
 }
 
+/** How a kafka:// log is reached and its topics named (`--kafka-*` and `--topic-prefix`). */
+export interface KafkaConnectOptions {
+  /** SASL/PLAIN for brokers that require it. */
+  sasl?: KafkaSaslPlain;
+  /** Before every topic name (a cluster shared with others); empty: none. */
+  topicPrefix?: string;
+  /** The partition count of new collection topics, when the cluster cannot say it. */
+  partitions?: number;
+  /** Topics are created with these and refused with less (invariant 1): 3 and 2 by default. */
+  replicationFactor?: number;
+  minInsyncReplicas?: number;
+  /** Go on where the cluster cannot say its topics' settings (said in the log at connect). */
+  allowUnverifiedTopics?: boolean;
+}
+
 export interface ConnectLogOptions extends LogClusterOptions {
-  /** SASL/PLAIN for kafka:// brokers that require it. */
-  kafkaSasl?: KafkaSaslPlain;
+  kafka?: KafkaConnectOptions;
+  /** Where the Kafka client says what it could not check of the cluster. */
+  logger?: Logger;
 }
 
 export async function connectLog(
@@ -28,6 +45,9 @@ export async function connectLog(
         `--log names kafka:// brokers or http:// log-nodes, not both: ${urls.join(',')}`,
       );
     }
+    if (options.kafka?.topicPrefix) {
+      throw new Error(`a topic prefix needs --log kafka://, not ${urls.join(',')}`);
+    }
     return { log: await LogCluster.connect(urls, options), close: () => undefined };
   }
   const log = await KafkaLogClient.connect({
@@ -35,7 +55,13 @@ export async function connectLog(
     bootstrapWaitMs: options.connectWaitMs,
     bootstrapRetryMs: options.connectRetryMs,
     answerMsMax: options.answerMsMax,
-    sasl: options.kafkaSasl,
+    sasl: options.kafka?.sasl,
+    topicPrefix: options.kafka?.topicPrefix,
+    partitions: options.kafka?.partitions,
+    replicationFactor: options.kafka?.replicationFactor,
+    minInsyncReplicas: options.kafka?.minInsyncReplicas,
+    allowUnverifiedTopics: options.kafka?.allowUnverifiedTopics,
+    logger: options.logger,
   });
   return { log, close: () => log.close() };
 }

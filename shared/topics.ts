@@ -1,10 +1,14 @@
 /**
- * Collections are topics. Every collection is one topic of the log (named as the collection: the
- * topic prefix for shared Kafka clusters is not built yet), with the cluster's partition count, so
- * serve-nodes co-partition: a node hosting partitions {0,3} hosts them for every collection.
- * Beside the collections live internal topics, named with a leading `__` no collection can have.
+ * Collections are topics. Every collection is one topic of the log, with the cluster's partition
+ * count, so serve-nodes co-partition: a node hosting partitions {0,3} hosts them for every
+ * collection. Beside the collections live internal topics, named with a leading `__` no
+ * collection can have. On the wire a gateway or serve-node may put a topic prefix before every
+ * name (`--topic-prefix`, a log shared by several tailbases): a log-node, which is not told the
+ * prefix, knows a prefixed internal topic by its name's end, which no collection may have.
  */
-import { COLLECTION_PATTERN } from './collection-name.js';
+
+/** Collection names: a lowercase letter, then up to 63 of [a-z0-9_-] (checked in collection-name.ts). */
+export const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
 
 /**
  * Collection settings, one compacted partition every serve-node tails whatever it hosts: key =
@@ -53,13 +57,31 @@ export interface TopicInfo {
   incarnation?: number;
 }
 
+/** The characters Kafka allows in a topic name, and so in a topic prefix. */
+export const TOPIC_PREFIX_PATTERN = /^[a-zA-Z0-9._-]*$/;
+
+/** The internal topic a name is, after any topic prefix; null for any other topic. */
+export function internalTopicOf(topic: string): string | null {
+  for (const internal of INTERNAL_TOPICS) {
+    if (topic.endsWith(internal) && TOPIC_PREFIX_PATTERN.test(topic.slice(0, -internal.length))) {
+      return internal;
+    }
+  }
+  return null;
+}
+
 export function isInternalTopic(topic: string): boolean {
-  return INTERNAL_TOPICS.includes(topic);
+  return internalTopicOf(topic) !== null;
+}
+
+/** The settings topic, prefixed or not: a tailbase gateway writes it. */
+export function isSettingsTopic(topic: string): boolean {
+  return internalTopicOf(topic) === SETTINGS_TOPIC;
 }
 
 /** A topic that holds a collection's documents: a collection name. */
 export function isCollectionTopic(topic: string): boolean {
-  return COLLECTION_PATTERN.test(topic);
+  return COLLECTION_PATTERN.test(topic) && !isInternalTopic(topic);
 }
 
 /** The topics a log-node stores: collections and its internal topics, nothing else. */

@@ -1,9 +1,16 @@
 /**
- * CreateTopics: collections only, with the cluster's partition count and one replica (the
+ * CreateTopics: collections, with the cluster's partition count, and prefixed internal topics (a
+ * tailbase with a topic prefix: shared/topics.ts), with one partition; one replica (the
  * log-node's), and the five topic configs tailbase has. validateOnly checks and creates nothing.
  */
 import { ApiKey, ErrorCode, ZERO_UUID, type RequestBody } from '../../shared/kafka/index.js';
-import { isCollectionTopic, TOPIC_CONFIG_NAMES, type TopicConfigs } from '../../shared/topics.js';
+import {
+  INTERNAL_TOPIC_PARTITIONS,
+  isCollectionTopic,
+  isInternalTopic,
+  TOPIC_CONFIG_NAMES,
+  type TopicConfigs,
+} from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
 import type { KafkaHandler, KafkaRequestContext } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
@@ -47,16 +54,20 @@ export function createTopicsHandler({ log, topicConfigDefaults }: HandlerDeps): 
       if (existingNames.has(name)) {
         return failed(ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
       }
-      if (!isCollectionTopic(name)) {
+      const internal = isInternalTopic(name);
+      if (!isCollectionTopic(name) && !internal) {
         return failed(
           ErrorCode.INVALID_TOPIC_EXCEPTION,
-          'a topic is a collection name (^[a-z][a-z0-9_-]{0,63}$)',
+          'a topic is a collection name (^[a-z][a-z0-9_-]{0,63}$), or an internal topic after a prefix',
         );
       }
-      if (topic.numPartitions !== -1 && topic.numPartitions !== cluster.partitions) {
+      const partitions = internal ? INTERNAL_TOPIC_PARTITIONS : cluster.partitions;
+      if (topic.numPartitions !== -1 && topic.numPartitions !== partitions) {
         return failed(
           ErrorCode.INVALID_PARTITIONS,
-          `every collection has the cluster's ${cluster.partitions} partitions (numPartitions -1 or ${cluster.partitions})`,
+          internal
+            ? `an internal topic has ${partitions} partition (numPartitions -1 or ${partitions})`
+            : `every collection has the cluster's ${partitions} partitions (numPartitions -1 or ${partitions})`,
         );
       }
       if (topic.replicationFactor !== -1 && topic.replicationFactor !== 1) {
@@ -82,7 +93,7 @@ export function createTopicsHandler({ log, topicConfigDefaults }: HandlerDeps): 
         topicId: ZERO_UUID,
         errorCode: ErrorCode.NONE,
         errorMessage: null,
-        numPartitions: cluster.partitions,
+        numPartitions: partitions,
         replicationFactor: 1,
         configs: (Object.keys(TOPIC_CONFIG_NAMES) as (keyof TopicConfigs)[]).map((field) => ({
           name: TOPIC_CONFIG_NAMES[field],

@@ -12,12 +12,15 @@ import { logErrorOf } from './errors.js';
 export interface TopicLeaders {
   /** The leader's node id of each partition, by index; -1 while it has none. */
   leaders: number[];
+  /** The least replica count of its partitions. */
+  replicationFactor: number;
 }
 
 export interface MetadataSnapshot {
   clusterId: string;
   controllerId: number;
   brokers: Map<number, BrokerAddress>;
+  /** tailbase's topics by their names without the topic prefix; others are left out. */
   topics: Map<string, TopicLeaders>;
 }
 
@@ -95,14 +98,19 @@ export class ClusterMetadata {
           answer.brokers.map((broker) => [broker.nodeId, { host: broker.host, port: broker.port }]),
         );
         const topics = new Map<string, TopicLeaders>();
+        const prefix = this.config.topicPrefix;
         for (const topic of answer.topics) {
           if (topic.errorCode !== ErrorCode.NONE || topic.name === null) continue;
+          if (!topic.name.startsWith(prefix)) continue;
           const leaders: number[] = [];
           for (const partition of topic.partitions) {
             leaders[partition.partitionIndex] =
               partition.errorCode === ErrorCode.NONE ? partition.leaderId : -1;
           }
-          topics.set(topic.name, { leaders: Array.from(leaders, (leader) => leader ?? -1) });
+          topics.set(topic.name.slice(prefix.length), {
+            leaders: Array.from(leaders, (leader) => leader ?? -1),
+            replicationFactor: Math.min(...topic.partitions.map((p) => p.replicaNodes.length)),
+          });
         }
         if (answer.clusterId === null) {
           throw logErrorOf(ErrorCode.UNKNOWN_SERVER_ERROR, 'the cluster has no id');

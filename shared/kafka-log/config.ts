@@ -4,6 +4,9 @@
  * one of these.
  */
 import { LOG_ANSWER_MS_MAX } from '../log-api.js';
+import { createLogger, type Logger } from '../logger.js';
+import { TOPIC_PREFIX_PATTERN } from '../topics.js';
+import { topicSafetyDefaults, type TopicSafetyRules } from './topic-safety.js';
 
 const MiB = 1024 * 1024;
 
@@ -76,6 +79,22 @@ export interface KafkaLogOptions extends Partial<KafkaLogLimits> {
    * count of the collection topics that exist, else the brokers' `num.partitions`.
    */
   partitions?: number;
+  /**
+   * Put before every topic name tailbase uses, collections and internal topics alike, so several
+   * tailbases (or other users) share one cluster: collection C is topic `topicPrefix + C`. Empty
+   * by default; topics without it are not tailbase's.
+   */
+  topicPrefix?: string;
+  /** Created with, and the least a topic may have (invariant 1); 3 by default. */
+  replicationFactor?: number;
+  /** Created with, and the least a topic may have (invariant 1); 2 by default. */
+  minInsyncReplicas?: number;
+  /**
+   * Go on where the cluster cannot say its topics' settings (no DescribeConfigs or CreateTopics,
+   * as librdkafka's mock cluster): said in the log at connect. Off by default: refused.
+   */
+  allowUnverifiedTopics?: boolean;
+  logger?: Logger;
 }
 
 export interface KafkaLogConfig extends KafkaLogLimits {
@@ -83,6 +102,23 @@ export interface KafkaLogConfig extends KafkaLogLimits {
   clientId: string;
   sasl: KafkaSaslPlain | null;
   partitions: number | null;
+  topicPrefix: string;
+  safety: TopicSafetyRules;
+  allowUnverifiedTopics: boolean;
+  logger: Logger;
+}
+
+/** Kafka's longest topic name (249) less the longest collection name (64). */
+export const TOPIC_PREFIX_CHARS_MAX = 185;
+
+/** The prefix as given, checked: Kafka's topic characters, short enough for every collection. */
+export function checkTopicPrefix(prefix: string): string {
+  if (!TOPIC_PREFIX_PATTERN.test(prefix) || prefix.length > TOPIC_PREFIX_CHARS_MAX) {
+    throw new Error(
+      `a topic prefix is at most ${TOPIC_PREFIX_CHARS_MAX} of [a-zA-Z0-9._-], not ${JSON.stringify(prefix.slice(0, 200))}`,
+    );
+  }
+  return prefix;
 }
 
 export interface BrokerAddress {
@@ -109,7 +145,29 @@ export function kafkaLogConfig(options: KafkaLogOptions): KafkaLogConfig {
     clientId: options.clientId ?? 'tailbase',
     sasl: options.sasl ?? null,
     partitions: options.partitions ?? null,
+    topicPrefix: checkTopicPrefix(options.topicPrefix ?? ''),
+    safety: safetyRules(options),
+    allowUnverifiedTopics: options.allowUnverifiedTopics ?? false,
+    logger: options.logger ?? createLogger('kafka-log'),
   };
+}
+
+function safetyRules(options: KafkaLogOptions): TopicSafetyRules {
+  const rules = {
+    replicationFactor: options.replicationFactor ?? topicSafetyDefaults.replicationFactor,
+    minInsyncReplicas: options.minInsyncReplicas ?? topicSafetyDefaults.minInsyncReplicas,
+  };
+  for (const [name, value] of Object.entries(rules)) {
+    if (!Number.isSafeInteger(value) || value < 1) {
+      throw new Error(`Kafka topic ${name} must be a positive integer, not ${String(value)}`);
+    }
+  }
+  if (rules.minInsyncReplicas > rules.replicationFactor) {
+    throw new Error(
+      `min.insync.replicas ${rules.minInsyncReplicas} is more than the replication factor ${rules.replicationFactor}: no write could be acknowledged`,
+    );
+  }
+  return rules;
 }
 
 /** `host:port` (or `[v6]:port`) as an address; the port is required. */

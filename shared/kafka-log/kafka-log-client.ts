@@ -51,6 +51,12 @@ import {
   LEADER_ERRORS,
   logErrorOf,
 } from './errors.js';
+import {
+  MIN_INSYNC_REPLICAS,
+  SAFETY_CONFIG_NAMES,
+  unlikePartitions,
+  unsafeTopic,
+} from './topic-safety.js';
 
 interface QueuedAppend {
   topic: string;
@@ -79,6 +85,9 @@ const PRODUCE_REQUESTS_IN_FLIGHT_MAX = 4;
 const BATCH_LENGTH_END = 12;
 /** A non-transactional producer's transaction timeout: sent, never used. */
 const TRANSACTION_TIMEOUT_MS = 60_000;
+/** Kafka's defaults of delete.retention.ms and max.message.bytes, for a cluster that cannot say. */
+const ASSUMED_DELETE_RETENTION_MS = 86_400_000;
+const ASSUMED_MAX_MESSAGE_BYTES = 1_048_588;
 
 export class KafkaLogClient implements LogClient {
   readonly config: KafkaLogConfig;
@@ -91,6 +100,14 @@ export class KafkaLogClient implements LogClient {
    * (`tailbase.hosted.partitions`); empty on a Kafka cluster, whose brokers do not say.
    */
   private hostedBy = new Map<number, number>();
+  /**
+   * How far the cluster's topics can be checked (decided at connect): `kafka` in full; a
+   * `tailbase` log-node has one replica and acknowledges after fsync, which is invariant 1 for it;
+   * an `unverifiable` cluster has no DescribeConfigs or CreateTopics (librdkafka's mock).
+   */
+  private verification: 'kafka' | 'tailbase' | 'unverifiable' = 'kafka';
+  /** Topics checked and found safe: a topic created by someone else is checked at first use. */
+  private readonly checkedTopics = new Set<string>();
 
   private constructor(config: KafkaLogConfig) {
     this.config = config;
@@ -106,6 +123,7 @@ export class KafkaLogClient implements LogClient {
       try {
         await client.metadata.refresh();
         await client.learnHosting();
+        await client.verify();
         return client;
       } catch (error) {
         if (
@@ -150,6 +168,127 @@ export class KafkaLogClient implements LogClient {
     for (const { nodeId, hosted } of answers) {
       for (const partition of hosted) this.hostedBy.set(Number(partition), nodeId);
     }
+  }
+
+  /**
+   * Decides how far topics can be checked, says so where not in full (refused unless
+   * allowUnverifiedTopics), and checks every topic tailbase keeps that exists.
+   */
+  private async verify(): Promise<void> {
+    const where = this.config.bootstrap.map((b) => `${b.host}:${b.port}`).join(',');
+    if (this.hostedBy.size > 0) {
+      this.verification = 'tailbase';
+      this.config.logger.info(
+        { log: where },
+        'the log is tailbase log-nodes: one replica each, a write acknowledged after its fsync (invariant 1); replication factor and min.insync.replicas are not asked of them',
+      );
+    } else if (!(await this.canDescribeTopics())) {
+      this.verification = 'unverifiable';
+      const message = `the Kafka cluster at ${where} has no DescribeConfigs or CreateTopics: tailbase cannot check its topics' ${SAFETY_CONFIG_NAMES.join(' and ')} (only their replication factor and partitions, from Metadata) nor create topics`;
+      if (!this.config.allowUnverifiedTopics) {
+        throw new TailbaseError(
+          502,
+          'topics_unverified',
+          `${message}; --allow-unverified-topics goes on without`,
+        );
+      }
+      this.config.logger.warn({ log: where }, `${message}; going on (--allow-unverified-topics)`);
+    }
+    const snapshot = await this.metadata.current();
+    await this.checkTopics(snapshot, [...snapshot.topics.keys()]);
+  }
+
+  private canDescribeTopics(): Promise<boolean> {
+    return this.admin(async (connection) => {
+      for (const api of [ApiKey.DescribeConfigs, ApiKey.CreateTopics]) {
+        const spoken = await connection.version(api).then(
+          () => true,
+          (error: unknown) => {
+            if (error instanceof TailbaseError && error.code === 'log_unsupported') return false;
+            throw error;
+          },
+        );
+        if (!spoken) return false;
+      }
+      return true;
+    });
+  }
+
+  /**
+   * The collection and settings topics among `names`, refused (topic_misconfigured) where one
+   * breaks invariant 1 or co-partitioning; the consumer offsets are Kafka's, not checked.
+   */
+  private async checkTopics(snapshot: MetadataSnapshot, names: string[]): Promise<void> {
+    const collections = names.filter((name) => isCollectionTopic(name));
+    if (collections.length > 0) {
+      const expected = await this.collectionPartitions();
+      for (const name of collections) {
+        const count = snapshot.topics.get(name)?.leaders.length ?? expected;
+        if (count !== expected) throw unlikePartitions(this.wire(name), count, expected);
+      }
+    }
+    if (this.verification === 'tailbase') return;
+    const checked = [...collections, ...names.filter((name) => name === SETTINGS_TOPIC)];
+    const configs = this.verification === 'unverifiable' ? null : await this.safetyConfigs(checked);
+    for (const name of checked) {
+      const topic = snapshot.topics.get(name);
+      if (topic === undefined) continue;
+      const error = unsafeTopic(
+        {
+          topic: this.wire(name),
+          replicationFactor: topic.replicationFactor,
+          configs: configs?.get(name) ?? null,
+        },
+        this.config.safety,
+      );
+      if (error !== null) throw error;
+    }
+    for (const name of names) this.checkedTopics.add(name);
+  }
+
+  /** DescribeConfigs of the topics (by tailbase's names), the configs named. */
+  private describeConfigs(
+    names: string[],
+    keys: string[],
+  ): Promise<ResponseBody<typeof ApiKey.DescribeConfigs>> {
+    return this.admin((connection) =>
+      connection.request(
+        ApiKey.DescribeConfigs,
+        {
+          resources: names.map((name) => ({
+            resourceType: RESOURCE_TOPIC,
+            resourceName: this.wire(name),
+            configurationKeys: keys,
+          })),
+        },
+        { timeoutMs: this.config.answerMsMax },
+      ),
+    );
+  }
+
+  /** min.insync.replicas and unclean.leader.election.enable of each topic, as the cluster says. */
+  private async safetyConfigs(names: string[]): Promise<Map<string, Map<string, string>>> {
+    const found = new Map<string, Map<string, string>>();
+    if (names.length === 0) return found;
+    const answer = await this.describeConfigs(names, SAFETY_CONFIG_NAMES);
+    for (const name of names) {
+      const result = answer.results.find((r) => r.resourceName === this.wire(name));
+      if (result !== undefined && result.errorCode !== ErrorCode.NONE) {
+        throw logErrorOf(result.errorCode, result.errorMessage, { topic: name });
+      }
+      found.set(
+        name,
+        new Map(
+          (result?.configs ?? []).flatMap((c) => (c.value === null ? [] : [[c.name, c.value]])),
+        ),
+      );
+    }
+    return found;
+  }
+
+  /** A topic's name on the wire: the topic prefix, then tailbase's name of it. */
+  private wire(topic: string): string {
+    return this.config.topicPrefix + topic;
   }
 
   async cluster(): Promise<ClusterInfo> {
@@ -220,22 +359,17 @@ export class KafkaLogClient implements LogClient {
   /** Each topic's partition count, configs (the five tailbase keeps) and incarnation: DescribeConfigs. */
   private async describe(snapshot: MetadataSnapshot, names: string[]): Promise<TopicInfo[]> {
     if (names.length === 0) return [];
+    if (this.verification === 'unverifiable') {
+      return names.map((name) => ({
+        name,
+        partitions: snapshot.topics.get(name)?.leaders.length ?? 0,
+        configs: assumedConfigs(name),
+      }));
+    }
     const keys = Object.values(TOPIC_CONFIG_NAMES);
-    const answer = await this.admin((connection) =>
-      connection.request(
-        ApiKey.DescribeConfigs,
-        {
-          resources: names.map((name) => ({
-            resourceType: RESOURCE_TOPIC,
-            resourceName: name,
-            configurationKeys: [...keys, INCARNATION_CONFIG],
-          })),
-        },
-        { timeoutMs: this.config.answerMsMax },
-      ),
-    );
+    const answer = await this.describeConfigs(names, [...keys, INCARNATION_CONFIG]);
     return names.map((name) => {
-      const result = answer.results.find((r) => r.resourceName === name);
+      const result = answer.results.find((r) => r.resourceName === this.wire(name));
       if (result === undefined) {
         throw new TailbaseError(502, 'log_error', `DescribeConfigs did not answer topic ${name}`);
       }
@@ -279,13 +413,27 @@ export class KafkaLogClient implements LogClient {
    * a Kafka broker forwards to its controller and the others answer TOPIC_ALREADY_EXISTS).
    */
   async ensureTopic(name: string, configs: Partial<TopicConfigs> = {}): Promise<TopicInfo> {
+    if (this.verification === 'unverifiable') return this.ensureUnverified(name, configs);
     const snapshot = await this.metadata.current();
-    const numPartitions = isInternalTopic(name)
-      ? INTERNAL_TOPIC_PARTITIONS
-      : await this.collectionPartitions();
-    const configEntries = (Object.keys(configs) as (keyof TopicConfigs)[])
-      .filter((field) => configs[field] !== undefined)
-      .map((field) => ({ name: TOPIC_CONFIG_NAMES[field], value: String(configs[field]) }));
+    const internal = isInternalTopic(name);
+    const numPartitions = internal ? INTERNAL_TOPIC_PARTITIONS : await this.collectionPartitions();
+    const entriesOf = (given: Partial<TopicConfigs>) =>
+      (Object.keys(given) as (keyof TopicConfigs)[])
+        .filter((field) => given[field] !== undefined)
+        .map((field) => ({ name: TOPIC_CONFIG_NAMES[field], value: String(given[field]) }));
+    const configEntries = entriesOf(configs);
+    // Internal topics keep the latest entry of each key forever, as a log-node's own do.
+    const createEntries = internal
+      ? entriesOf({ cleanupPolicy: 'compact', ...configs })
+      : configEntries;
+    // A tailbase log-node has one replica and no min.insync.replicas: it fsyncs before the ack.
+    const replicated = this.verification === 'kafka';
+    if (replicated) {
+      createEntries.push({
+        name: MIN_INSYNC_REPLICAS,
+        value: String(this.config.safety.minInsyncReplicas),
+      });
+    }
     const brokers =
       snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
     const answers = await Promise.all(
@@ -295,11 +443,11 @@ export class KafkaLogClient implements LogClient {
           {
             topics: [
               {
-                name,
+                name: this.wire(name),
                 numPartitions,
-                replicationFactor: -1,
+                replicationFactor: replicated ? this.config.safety.replicationFactor : -1,
                 assignments: [],
-                configs: configEntries,
+                configs: createEntries,
               },
             ],
             timeoutMs: this.config.answerMsMax,
@@ -311,7 +459,7 @@ export class KafkaLogClient implements LogClient {
     );
     const existedOn: BrokerAddress[] = [];
     answers.forEach((answer, i) => {
-      const result = answer.topics.find((topic) => topic.name === name);
+      const result = answer.topics.find((topic) => topic.name === this.wire(name));
       if (result === undefined) {
         throw new TailbaseError(502, 'log_error', `CreateTopics did not answer topic ${name}`);
       }
@@ -322,10 +470,11 @@ export class KafkaLogClient implements LogClient {
     });
     if (existedOn.length > 0 && configEntries.length > 0) {
       await Promise.all(
-        existedOn.map((address) => this.alterConfigs(address, name, configEntries)),
+        existedOn.map((address) => this.alterConfigs(address, this.wire(name), configEntries)),
       );
     }
     const refreshed = await this.metadata.refresh();
+    await this.checkTopics(refreshed, [name]);
     const [info] = await this.describe(refreshed, [name]);
     return info;
   }
@@ -345,7 +494,7 @@ export class KafkaLogClient implements LogClient {
           .connection(address)
           .request(
             ApiKey.DeleteTopics,
-            { topicNames: [name], timeoutMs: this.config.answerMsMax },
+            { topicNames: [this.wire(name)], timeoutMs: this.config.answerMsMax },
             { timeoutMs: this.config.answerMsMax },
           ),
       ),
@@ -353,18 +502,46 @@ export class KafkaLogClient implements LogClient {
     let deleted = false;
     let missing: { errorCode: number; errorMessage: string | null } | undefined;
     for (const answer of answers) {
-      const result = answer.responses.find((topic) => topic.name === name);
+      const result = answer.responses.find((topic) => topic.name === this.wire(name));
       if (result === undefined) {
         throw new TailbaseError(502, 'log_error', `DeleteTopics did not answer topic ${name}`);
       }
       if (result.errorCode === ErrorCode.NONE) deleted = true;
       else if (result.errorCode === ErrorCode.UNKNOWN_TOPIC_OR_PARTITION) missing = result;
-      else throw logErrorOf(result.errorCode, result.errorMessage ?? null, { topic: name });
+      else
+        throw logErrorOf(result.errorCode, result.errorMessage ?? null, { topic: this.wire(name) });
     }
     if (!deleted && missing !== undefined) {
-      throw logErrorOf(missing.errorCode, missing.errorMessage ?? null, { topic: name });
+      throw logErrorOf(missing.errorCode, missing.errorMessage ?? null, { topic: this.wire(name) });
     }
     await this.metadata.refresh();
+  }
+
+  /**
+   * On a cluster without CreateTopics: a topic that exists, checked as far as Metadata says; one
+   * that does not is an error naming what to create.
+   */
+  private async ensureUnverified(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
+    const snapshot = await this.metadata.refresh();
+    if (!snapshot.topics.has(name)) {
+      throw new TailbaseError(
+        502,
+        'topics_unverified',
+        `topic ${this.wire(name)} does not exist and the Kafka cluster has no CreateTopics: create it (replication factor ${this.config.safety.replicationFactor}, ${MIN_INSYNC_REPLICAS} ${this.config.safety.minInsyncReplicas})`,
+        { topic: this.wire(name) },
+      );
+    }
+    if (Object.values(configs).some((value) => value !== undefined)) {
+      throw new TailbaseError(
+        502,
+        'log_unsupported',
+        `the Kafka cluster has no IncrementalAlterConfigs: topic ${this.wire(name)}'s configs cannot be set`,
+        { topic: this.wire(name) },
+      );
+    }
+    await this.checkTopics(snapshot, [name]);
+    const [info] = await this.describe(snapshot, [name]);
+    return info;
   }
 
   /**
@@ -464,6 +641,9 @@ export class KafkaLogClient implements LogClient {
   /** The partition's leader; a topic the cluster does not have is created first. */
   private async leaderOrCreate(topic: string, partition: number): Promise<BrokerAddress> {
     const leader = await this.metadata.leader(topic, partition);
+    if (leader !== null && !this.checkedTopics.has(topic)) {
+      await this.checkTopics(await this.metadata.current(), [topic]);
+    }
     if (leader !== null) return leader;
     await this.ensureTopic(topic);
     const created = await this.metadata.leader(topic, partition);
@@ -539,7 +719,7 @@ export class KafkaLogClient implements LogClient {
         acks: -1,
         timeoutMs: this.config.produceTimeoutMs,
         topicData: [...topics].map(([name, items]) => ({
-          name,
+          name: this.wire(name),
           partitionData: items.map((item) => ({ index: item.partition, records: item.bytes })),
         })),
       },
@@ -550,7 +730,7 @@ export class KafkaLogClient implements LogClient {
     );
     return round.map((item) => {
       const found = answer.responses
-        .find((topic) => topic.name === item.topic)
+        .find((topic) => topic.name === this.wire(item.topic))
         ?.partitionResponses.find((p) => p.index === item.partition);
       if (found === undefined) {
         return new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
@@ -664,7 +844,7 @@ export class KafkaLogClient implements LogClient {
           sessionId: 0,
           sessionEpoch: -1,
           topics: [...topics].map(([topic, items]) => ({
-            topic,
+            topic: this.wire(topic),
             partitions: items.map((item) => ({
               partition: item.partition,
               fetchOffset: item.offset,
@@ -682,7 +862,7 @@ export class KafkaLogClient implements LogClient {
     }
     return positions.map(({ topic, partition }) => {
       const found = answer.responses
-        .find((entry) => entry.topic === topic)
+        .find((entry) => entry.topic === this.wire(topic))
         ?.partitions.find((entry) => entry.partitionIndex === partition);
       if (found === undefined) {
         return {
@@ -784,7 +964,7 @@ export class KafkaLogClient implements LogClient {
           replicaId: -1,
           isolationLevel: 0,
           topics: [...groupByTopic(partitions)].map(([name, indexes]) => ({
-            name,
+            name: this.wire(name),
             partitions: indexes.map((partitionIndex) => ({ partitionIndex, timestamp })),
           })),
         },
@@ -793,7 +973,7 @@ export class KafkaLogClient implements LogClient {
     const [earliest, latest] = await Promise.all([ask(EARLIEST_TIMESTAMP), ask(LATEST_TIMESTAMP)]);
     const offsetOf = (answer: typeof earliest, topic: string, partition: number): number => {
       const found = answer.topics
-        .find((entry) => entry.name === topic)
+        .find((entry) => entry.name === this.wire(topic))
         ?.partitions.find((entry) => entry.partitionIndex === partition);
       if (found === undefined) {
         throw new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
@@ -845,6 +1025,20 @@ function appendOutcome(
     partition: item.partition,
   });
   return LEADER_ERRORS.has(answer.errorCode) ? new LeaderMoved(error) : error;
+}
+
+/**
+ * A topic's configs where the cluster cannot say them (no DescribeConfigs): what tailbase would
+ * have created, unbounded retention. Assumed, never asked: the log at connect says so.
+ */
+function assumedConfigs(name: string): TopicConfigs {
+  return {
+    cleanupPolicy: isInternalTopic(name) ? 'compact' : 'delete',
+    retentionMs: -1,
+    retentionBytes: -1,
+    deleteRetentionMs: ASSUMED_DELETE_RETENTION_MS,
+    maxMessageBytes: ASSUMED_MAX_MESSAGE_BYTES,
+  };
 }
 
 /** The whole batches of a Fetch answer's records: a broker may cut the last one short. */

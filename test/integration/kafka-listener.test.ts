@@ -389,6 +389,29 @@ describe('APIs', () => {
       ],
     });
   });
+
+  it("CreateTopics: a prefixed internal topic (a tailbase's --topic-prefix) has one compacted partition", async () => {
+    kafka = await startKafkaNode({ partitions: 2 });
+    const connection = await connect();
+    const topic = (name: string, numPartitions: number) => ({
+      name,
+      numPartitions,
+      replicationFactor: -1,
+      assignments: [],
+      configs: [],
+    });
+    const made = await connection.request(ApiKey.CreateTopics, 7, {
+      topics: [topic('tb-__tailbase_settings', 1), topic('other.__tailbase_settings', 2)],
+    });
+    expect(made.topics.map((t) => [t.errorCode, t.numPartitions])).toEqual([
+      [0, 1],
+      [ErrorCode.INVALID_PARTITIONS, -1],
+    ]);
+    const settings = (await kafka.node.client.topics()).find(
+      (t) => t.name === 'tb-__tailbase_settings',
+    );
+    expect(settings).toMatchObject({ partitions: 1, configs: { cleanupPolicy: 'compact' } });
+  });
 });
 
 describe('SASL/PLAIN with the API keys', () => {

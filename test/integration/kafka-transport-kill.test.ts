@@ -7,10 +7,10 @@
  * refused or unknown (503), never as a success.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { freePort } from '../harness/free-port.js';
 import { sleep, spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
+import { storedKeys } from '../harness/stored-keys.js';
 import { tempDir } from '../harness/temp-dir.js';
 import { call } from './gateway-harness.js';
 
@@ -138,23 +138,7 @@ describe('the Kafka transport across a log-node killed with kill -9', () => {
     // acknowledged key once, at the offset it was answered with.
     const log = await KafkaLogClient.connect({ bootstrap: [`127.0.0.1:${kafkaPorts[0]}`] });
     cleanups.push(() => log.close());
-    const stored = new Map<string, { partition: number; offset: number }[]>();
-    for (let partition = 0; partition < PARTITIONS; partition++) {
-      for (let offset = 0; ;) {
-        const read = await log.read(COLLECTION, partition, offset);
-        for (const { bytes } of iterateBatches(read.batches)) {
-          for (const record of decodeRecords(bytes)) {
-            if (record.offset < offset) continue;
-            stored.set(record.key, [
-              ...(stored.get(record.key) ?? []),
-              { partition, offset: record.offset },
-            ]);
-            offset = record.offset + 1;
-          }
-        }
-        if (offset >= read.endOffset) break;
-      }
-    }
+    const stored = await storedKeys(log, COLLECTION, PARTITIONS);
     for (const [key, places] of stored) expect(places, key).toHaveLength(1);
     for (const { key, partition, offset } of acked) {
       expect(stored.get(key), key).toEqual([{ partition, offset }]);

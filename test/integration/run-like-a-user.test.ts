@@ -260,4 +260,13 @@ describe.skipIf(dockerCompose.status !== 0)('compose.yaml', () => {
     );
     expect(result.status, result.stderr).toBe(0);
   });
+
+  it('passes docker-compose config with the redpanda profile', () => {
+    const result = spawnSync(
+      'docker-compose',
+      ['-f', path.join(ROOT, 'compose.yaml'), '--profile', 'redpanda', 'config', '-q'],
+      { encoding: 'utf8' },
+    );
+    expect(result.status, result.stderr).toBe(0);
+  });
 });

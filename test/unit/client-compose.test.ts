@@ -35,4 +35,17 @@ describe('compose environment', () => {
       TAILBASE_FROM_ENV: 'x=y',
     });
   });
+
+  it("runs compose.yaml's default topology only: a profile's services (redpanda) are Docker's", () => {
+    const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '../..');
+    const services = readComposeServices(path.join(root, 'compose.yaml'), path.join(dir, 'c'), {});
+    expect(services.map((s) => s.name).sort()).toEqual([
+      'gateway',
+      'log-1',
+      'log-2',
+      'log-3',
+      'serve-1',
+      'serve-2',
+    ]);
+  });
 });

@@ -1,0 +1,36 @@
+/**
+ * Where each record key is in a topic, read back over a LogClient partition by partition from
+ * offset 0 to the end: a key in two places is a duplicate, an acknowledged key in none was lost.
+ */
+import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
+import type { LogClient } from '../../shared/log-api.js';
+
+export interface StoredAt {
+  partition: number;
+  offset: number;
+}
+
+export async function storedKeys(
+  log: LogClient,
+  topic: string,
+  partitions: number,
+): Promise<Map<string, StoredAt[]>> {
+  const stored = new Map<string, StoredAt[]>();
+  for (let partition = 0; partition < partitions; partition++) {
+    for (let offset = 0; ;) {
+      const read = await log.read(topic, partition, offset);
+      for (const { bytes } of iterateBatches(read.batches)) {
+        for (const record of decodeRecords(bytes)) {
+          if (record.offset < offset) continue;
+          stored.set(record.key, [
+            ...(stored.get(record.key) ?? []),
+            { partition, offset: record.offset },
+          ]);
+          offset = record.offset + 1;
+        }
+      }
+      if (offset >= read.endOffset) break;
+    }
+  }
+  return stored;
+}

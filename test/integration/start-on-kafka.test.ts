@@ -1,0 +1,117 @@
+// The public API suite (api-suite.ts) over `tailbase start --log kafka://... --topic-prefix tb-`:
+// the built CLI's gateway and serve-node thread on a log-node process reached only by its Kafka
+// listener, no local log-node; and kafkajs, a client nobody here wrote, sees the prefixed topics
+// (collections and the settings topic) and no unprefixed one.
+import { Kafka, logLevel } from 'kafkajs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
+import { freePort } from '../harness/free-port.js';
+import { spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
+import { tempDir } from '../harness/temp-dir.js';
+import { describeApi } from './api-suite.js';
+import { call } from './gateway-harness.js';
+
+const PARTITIONS = 4;
+const PREFIX = 'tb-';
+
+interface OnKafka {
+  logNode: SpawnedNode;
+  broker: string;
+  embedded: SpawnedEmbedded;
+  stop(): Promise<void>;
+}
+
+async function startOnKafka(name: string): Promise<OnKafka> {
+  const dir = tempDir(name);
+  const kafkaPort = await freePort();
+  const logNode = await spawnNode('log-node', [
+    '--data',
+    dir.path,
+    '--port',
+    '0',
+    '--partitions',
+    String(PARTITIONS),
+    '--kafka-port',
+    String(kafkaPort),
+  ]);
+  const broker = `127.0.0.1:${kafkaPort}`;
+  const embedded = await spawnEmbedded({
+    args: ['--log', `kafka://${broker}`, '--topic-prefix', PREFIX],
+  }).catch(async (error: unknown) => {
+    await logNode.stop();
+    dir.cleanup();
+    throw error;
+  });
+  return {
+    logNode,
+    broker,
+    embedded,
+    async stop() {
+      await embedded.stop();
+      await logNode.stop();
+      dir.cleanup();
+    },
+  };
+}
+
+describeApi('the API over tailbase start --log kafka:// with a topic prefix', async () => {
+  const running = await startOnKafka('start-on-kafka-api');
+  return {
+    url: running.embedded.url,
+    partitions: PARTITIONS,
+    serveNodes: 1,
+    stop: () => running.stop(),
+  };
+});
+
+describe('tailbase start --log kafka:// --topic-prefix, seen by kafkajs', () => {
+  let running: OnKafka;
+  beforeAll(async () => {
+    running = await startOnKafka('start-on-kafka-topics');
+  });
+  afterAll(async () => {
+    await running?.stop();
+  });
+
+  it('names every topic it writes with the prefix, and reads them back as collections', async () => {
+    const put = await call(running.embedded.url, 'PUT', '/v1/collections/orders/docs/o1', {
+      total: 3,
+    });
+    expect(put.status).toBe(200);
+    const settings = await call(running.embedded.url, 'PUT', '/v1/collections/orders/settings', {
+      cleanupPolicy: 'compact',
+    });
+    expect(settings.status).toBe(200);
+    const admin = new Kafka({
+      clientId: 'start-on-kafka-test',
+      brokers: [running.broker],
+      logLevel: logLevel.NOTHING,
+    }).admin();
+    await admin.connect();
+    try {
+      const topics = await admin.listTopics();
+      expect(topics).toContain(`${PREFIX}orders`);
+      expect(topics).toContain(`${PREFIX}__tailbase_settings`);
+      expect(topics).not.toContain('orders');
+      const [orders] = (await admin.fetchTopicMetadata({ topics: [`${PREFIX}orders`] })).topics;
+      expect(orders.partitions).toHaveLength(PARTITIONS);
+    } finally {
+      await admin.disconnect();
+    }
+    const status = await call(running.embedded.url, 'GET', '/v1/status');
+    const names = (status.body.partitions as { topic: string }[]).map((p) => p.topic);
+    expect(names).toContain('orders');
+    expect(names.some((topic) => topic.startsWith(PREFIX))).toBe(false);
+    const get = await call(
+      running.embedded.url,
+      'GET',
+      '/v1/collections/orders/docs/o1',
+      undefined,
+      {
+        'tailbase-token': put.token!,
+      },
+    );
+    expect(get.status).toBe(200);
+    expect(get.body).toMatchObject({ key: 'o1' });
+  });
+});
