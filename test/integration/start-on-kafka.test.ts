@@ -60,6 +60,7 @@ describeApi('the API over tailbase start --log kafka:// with a topic prefix', as
     url: running.embedded.url,
     partitions: PARTITIONS,
     serveNodes: 1,
+    topicPrefix: PREFIX,
     stop: () => running.stop(),
   };
 });
