@@ -21,7 +21,9 @@ import {
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from './api/constants.js';
 import type { GatewayServices } from './services.js';
+import type { ServeNode } from './topology.js';
 import { enumParam, intParam } from './validation.js';
+import { withinWait, type WaitBound } from './wait-deadline.js';
 
 export { TOKEN_HEADER, CONSISTENCY_LEVELS, type Consistency } from './api/constants.js';
 
@@ -44,6 +46,8 @@ export interface ReadPlan {
   /** The offset of the settings topic's partition the read must include, if any. */
   settingsWaitFor: number | undefined;
   waitMs: number;
+  /** The wait's bound at the edge, from the moment the read began (before the log's offsets). */
+  bound: WaitBound;
 }
 
 /** The settings topic has one partition: settings of every collection live in it. */
@@ -57,6 +61,7 @@ export async function planRead(
   partitions: readonly number[],
 ): Promise<ReadPlan> {
   const { limits } = services.config;
+  const startedMs = performance.now();
   const token = requestToken(c, query, services);
   const hasToken = c.req.header(TOKEN_HEADER) !== undefined || query.has('token');
   const consistency: Consistency =
@@ -86,7 +91,8 @@ export async function planRead(
       }
     }
   }
-  return { token, incarnation, waitFor, settingsWaitFor, waitMs };
+  const bound = { waitMs, startedMs, slackMs: limits.waitSlackMs };
+  return { token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
 }
 
 /**
@@ -112,11 +118,22 @@ function refuseDroppedIncarnation(
   );
 }
 
-/** What a serve-node read waits for: the plan's offsets of `partitions`, its settings offset. */
-export function readWait(plan: ReadPlan, partitions: readonly number[]): ServeReadOptions {
+/**
+ * A read of `partitions` on `node`, waiting for the plan's offsets of them and its settings
+ * offset, within what is left of the read's wait: the edge answers 504 at its bound
+ * (wait-deadline.ts) whatever the node is doing.
+ */
+export function readOn<T>(
+  plan: ReadPlan,
+  collection: string,
+  node: ServeNode,
+  partitions: readonly number[],
+  read: (wait: ServeReadOptions) => Promise<T>,
+): Promise<T> {
   const waitFor: Record<number, number> = {};
   for (const p of partitions) if (plan.waitFor[p] !== undefined) waitFor[p] = plan.waitFor[p];
-  return { waitFor, settingsWaitFor: plan.settingsWaitFor, waitMs: plan.waitMs };
+  const wait = { waitFor, settingsWaitFor: plan.settingsWaitFor, waitMs: plan.waitMs };
+  return withinWait(plan.bound, collection, node, wait, read);
 }
 
 /**
