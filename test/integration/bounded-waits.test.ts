@@ -19,12 +19,13 @@ const WAIT_MS = 300;
 /** The gateway's waitSlackMs default (gateway/config.ts). */
 const EDGE_SLACK_MS = 100;
 /**
- * What the measurement adds to it: the gateway's event loop may be parsing one of this test's bulk
- * bodies when the deadline fires (~1 MB: up to ~100 ms measured on the loaded 2-core machine, where
- * bodies of 4 MB held it up to 300 ms), and the loopback trip and this process's own loop take a
- * few ms more.
+ * What the measurement adds to it: the gateway's own event loop may be busy when the deadline
+ * fires (parsing one of this test's ~1 MB bulk bodies), and on two cores shared by the log-node,
+ * the serve-node, this process and other work, a thread waits its turn: /healthz, answered by the
+ * gateway alone, took up to 300 ms during such a load. Before the gateway held its bound, these
+ * reads were answered after 3.9 to 10.6 s, so the bound still catches that by far.
  */
-const MEASURE_SLACK_MS = 300;
+const MEASURE_SLACK_MS = 500;
 const BOUND_MS = WAIT_MS + EDGE_SLACK_MS + MEASURE_SLACK_MS;
 
 /**
