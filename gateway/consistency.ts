@@ -10,7 +10,7 @@
  */
 import type { Context } from 'hono';
 import type { AppliedOffsets, ServeReadOptions } from '../shared/serve-api.js';
-import { badRequest } from '../shared/errors.js';
+import { badRequest, TailbaseError } from '../shared/errors.js';
 import {
   collectionOffsets,
   droppedIncarnationIn,
@@ -23,7 +23,7 @@ import { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from './api/consta
 import type { GatewayServices } from './services.js';
 import type { ServeNode } from './topology.js';
 import { enumParam, intParam } from './validation.js';
-import { withinWait, type WaitBound } from './wait-deadline.js';
+import { beforeBound, withinWait, type WaitBound } from './wait-deadline.js';
 
 export { TOKEN_HEADER, CONSISTENCY_LEVELS, type Consistency } from './api/constants.js';
 
@@ -67,7 +67,25 @@ export async function planRead(
   const consistency: Consistency =
     enumParam(query, 'consistency', CONSISTENCY_LEVELS) ?? (hasToken ? 'token' : 'eventual');
   const waitMs = intParam(query, 'wait_ms', 0, limits.waitMsMax, limits.waitMsDefault);
-  const current = await services.incarnations.of(collection);
+  const bound = { waitMs, startedMs, slackMs: limits.waitSlackMs };
+  // What the read asks of the log (its topics, for the token's incarnation; a strong read's end
+  // offsets) is inside its wait: a log-node busy taking a bulk load answers late.
+  const fromLog = <T>(ask: () => Promise<T>, what: string) =>
+    consistency === 'eventual'
+      ? ask()
+      : beforeBound(
+          bound,
+          ask,
+          () =>
+            new TailbaseError(504, 'not_caught_up', `${what} not read within ${waitMs} ms`, {
+              topic: collection,
+              partitions: [...partitions],
+            }),
+        );
+  const current = await fromLog(
+    () => services.incarnations.of(collection),
+    `the log's topics (for ${collection}'s incarnation) were`,
+  );
   refuseDroppedIncarnation(token, collection, current, limits.incarnationsCheckedMax);
   const incarnation = current ?? 0;
   const waitFor: Record<number, number> = {};
@@ -82,7 +100,11 @@ export async function planRead(
   }
   if (consistency === 'strong') {
     const wanted = new Set(partitions);
-    for (const { topic, partition, endOffset } of await services.log.offsets()) {
+    const ends = await fromLog(
+      () => services.log.offsets(),
+      `the log's end offsets of ${collection} were`,
+    );
+    for (const { topic, partition, endOffset } of ends) {
       if (endOffset === 0) continue;
       if (topic === collection && wanted.has(partition)) {
         waitFor[partition] = Math.max(waitFor[partition] ?? -1, endOffset - 1);
@@ -91,7 +113,6 @@ export async function planRead(
       }
     }
   }
-  const bound = { waitMs, startedMs, slackMs: limits.waitSlackMs };
   return { token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
 }
 

@@ -26,7 +26,7 @@ export interface WaitBound {
  * Runs `read` on `node` with what is left of the wait; 504 `not_caught_up` once the wait and its
  * slack are over. A read that waits for nothing runs unbounded here (its own bounds apply).
  */
-export async function withinWait<T>(
+export function withinWait<T>(
   bound: WaitBound,
   collection: string,
   node: ServeNode,
@@ -37,27 +37,42 @@ export async function withinWait<T>(
   if (Object.keys(waitFor).length === 0 && options.settingsWaitFor === undefined) {
     return read(options);
   }
+  return beforeBound(
+    bound,
+    (deadline) =>
+      read({
+        ...options,
+        waitMs: Math.max(Math.floor(bound.startedMs + bound.waitMs - performance.now()), 0),
+        signal: options.signal ? AbortSignal.any([options.signal, deadline]) : deadline,
+      }),
+    () => notCaughtUpAtEdge(bound.waitMs, collection, node, options),
+  );
+}
+
+/**
+ * Runs `work` until the wait and its slack are over; then aborts the signal it was given and
+ * fails with `timedOut()`, whatever `work` answers later.
+ */
+export async function beforeBound<T>(
+  bound: WaitBound,
+  work: (deadline: AbortSignal) => Promise<T>,
+  timedOut: () => TailbaseError,
+): Promise<T> {
   const leftMs = bound.startedMs + bound.waitMs - performance.now();
   const controller = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
       () => {
-        const error = notCaughtUpAtEdge(bound.waitMs, collection, node, options);
+        const error = timedOut();
         controller.abort(error);
         reject(error);
       },
       Math.max(leftMs, 0) + bound.slackMs,
     );
   });
-  const signal = options.signal
-    ? AbortSignal.any([options.signal, controller.signal])
-    : controller.signal;
   try {
-    return await Promise.race([
-      read({ ...options, waitMs: Math.max(Math.floor(leftMs), 0), signal }),
-      deadline,
-    ]);
+    return await Promise.race([work(controller.signal), deadline]);
   } finally {
     clearTimeout(timer);
   }

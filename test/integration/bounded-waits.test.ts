@@ -3,12 +3,14 @@
 // answer 504 not_caught_up (naming the partition and offsets) within wait_ms + the edge's slack,
 // in `tailbase start` and in a cluster of processes (gateway -> serve-node over HTTP); and that
 // key reads keep answering meanwhile (their p50/p99 during the load and idle are printed, not
-// asserted: a figure, not a threshold that would flake on a shared machine).
+// asserted: a figure, not a threshold that would flake on a shared machine). A wait ends at its
+// bound too when the gateway's look at the log (its topics, a strong read's end offsets) hangs.
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   seededRandom,
   spawnEmbedded,
   spawnNode,
+  startStallProxy,
   tempDir,
   testSeed,
   type SpawnedNode,
@@ -43,10 +45,28 @@ const LOAD_MS_MAX = 60_000;
 const PARTITIONS = 2;
 const nodes: SpawnedNode[] = [];
 const dirs: TempDir[] = [];
+const closers: (() => Promise<void>)[] = [];
 afterAll(async () => {
+  for (const close of closers) await close();
   for (const node of nodes.reverse()) await node.stop();
   for (const dir of dirs) dir.cleanup();
 });
+
+/** A log-node and a serve-node tailing it, as processes of their own. */
+async function logAndServeNode(name: string): Promise<{ log: SpawnedNode; serve: SpawnedNode }> {
+  const logDir = tempDir(`${name}-log`);
+  const serveDir = tempDir(`${name}-serve`);
+  dirs.push(logDir, serveDir);
+  const log = await spawnNode('log-node', [
+    ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
+  ]);
+  nodes.push(log);
+  const serve = await spawnNode('serve-node', [
+    ...['--data', serveDir.path, '--port', '0', '--log', log.url],
+  ]);
+  nodes.push(serve);
+  return { log, serve };
+}
 
 interface Timed {
   status: number;
@@ -74,22 +94,44 @@ describe('bounded waits during a bulk load', () => {
   });
 
   it('a cluster: every unmet wait is a 504 within wait_ms + slack, key reads go on', async () => {
-    const logDir = tempDir('bounded-waits-log');
-    const serveDir = tempDir('bounded-waits-serve');
-    dirs.push(logDir, serveDir);
-    const log = await spawnNode('log-node', [
-      ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
-    ]);
-    nodes.push(log);
-    const serve = await spawnNode('serve-node', [
-      ...['--data', serveDir.path, '--port', '0', '--log', log.url],
-    ]);
-    nodes.push(serve);
+    const { log, serve } = await logAndServeNode('bounded-waits');
     const gateway = await spawnNode('gateway', [
       ...['--port', '0', '--log', log.url, '--serve', serve.url],
     ]);
     nodes.push(gateway);
     await waitsEndAtTheirBound(gateway.url, 'cluster');
+  });
+
+  it("a log that does not answer: a wait ends at its bound, the log's look inside it", async () => {
+    const { log, serve } = await logAndServeNode('bounded-waits-stalled');
+    const proxy = await startStallProxy(() => log.url);
+    closers.push(() => proxy.close());
+    const gateway = await spawnNode('gateway', [
+      ...['--port', '0', '--log', proxy.url, '--serve', serve.url],
+    ]);
+    nodes.push(gateway);
+    const base = `${gateway.url}/v1/collections/stalled`;
+    const put = await fetch(`${base}/docs/a?wait=applied`, { method: 'PUT', body: '{"a":1}' });
+    expect(put.status).toBe(200);
+    const token = put.headers.get('tailbase-token') as string;
+    proxy.stall(true);
+    // Past the gateway's topology refresh (1 s), a read looks at the log's topics again.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    const reads = [
+      await timed(`${base}/docs/a?consistency=strong&wait_ms=${WAIT_MS}`),
+      await timed(`${base}/search?q=a&wait_ms=${WAIT_MS}`, {
+        headers: { 'tailbase-token': token },
+      }),
+    ];
+    console.info(
+      `stalled log: ${reads.map((r) => `${r.status} in ${r.ms.toFixed(0)} ms`).join(', ')}`,
+    );
+    for (const read of reads) {
+      expect(read.status).toBe(504);
+      expect(read.body.error?.code).toBe('not_caught_up');
+      expect(read.ms).toBeLessThan(BOUND_MS);
+    }
+    proxy.stall(false);
   });
 });
 
