@@ -48,6 +48,11 @@ export interface GatewayLimits extends FieldParamLimits {
   waitMsDefault: number;
   waitMsMax: number;
   /**
+   * How long past a read's wait_ms the gateway gives a serve-node's own 504 before it answers
+   * one itself (wait-deadline.ts): the answer's trip, and the gateway's own event loop.
+   */
+  waitSlackMs: number;
+  /**
    * Incarnations of a collection the log does not hold that a read's token is checked against
    * (a dropped collection's token is refused rather than waited for): each costs one CRC-32C.
    */
@@ -132,6 +137,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   ...FIELD_PARAM_LIMITS_DEFAULT,
   waitMsDefault: 5000,
   waitMsMax: 30_000,
+  waitSlackMs: 100,
   incarnationsCheckedMax: 64,
   feedLimitMax: 100_000,
   feedsMax: 64,
@@ -156,6 +162,8 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   ...FIELD_PARAM_LIMIT_HELP,
   waitMsDefault: 'wait_ms of a read that waits for a token without one, ms',
   waitMsMax: 'longest wait_ms a read may ask for, ms',
+  waitSlackMs:
+    "how long past a read's wait_ms the gateway answers 504 itself if no serve-node has, ms",
   incarnationsCheckedMax:
     'dropped incarnations of a missing collection a read token is checked against',
   feedLimitMax: 'most events one change-feed request may ask for',

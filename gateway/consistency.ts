@@ -10,7 +10,7 @@
  */
 import type { Context } from 'hono';
 import type { AppliedOffsets, ServeReadOptions } from '../shared/serve-api.js';
-import { badRequest } from '../shared/errors.js';
+import { badRequest, TailbaseError } from '../shared/errors.js';
 import {
   collectionOffsets,
   droppedIncarnationIn,
@@ -21,7 +21,9 @@ import {
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from './api/constants.js';
 import type { GatewayServices } from './services.js';
+import type { ServeNode } from './topology.js';
 import { enumParam, intParam } from './validation.js';
+import { beforeBound, withinWait, type WaitBound } from './wait-deadline.js';
 
 export { TOKEN_HEADER, CONSISTENCY_LEVELS, type Consistency } from './api/constants.js';
 
@@ -44,6 +46,8 @@ export interface ReadPlan {
   /** The offset of the settings topic's partition the read must include, if any. */
   settingsWaitFor: number | undefined;
   waitMs: number;
+  /** The wait's bound at the edge, from the moment the read began (before the log's offsets). */
+  bound: WaitBound;
 }
 
 /** The settings topic has one partition: settings of every collection live in it. */
@@ -57,12 +61,31 @@ export async function planRead(
   partitions: readonly number[],
 ): Promise<ReadPlan> {
   const { limits } = services.config;
+  const startedMs = performance.now();
   const token = requestToken(c, query, services);
   const hasToken = c.req.header(TOKEN_HEADER) !== undefined || query.has('token');
   const consistency: Consistency =
     enumParam(query, 'consistency', CONSISTENCY_LEVELS) ?? (hasToken ? 'token' : 'eventual');
   const waitMs = intParam(query, 'wait_ms', 0, limits.waitMsMax, limits.waitMsDefault);
-  const current = await services.incarnations.of(collection);
+  const bound = { waitMs, startedMs, slackMs: limits.waitSlackMs };
+  // What the read asks of the log (its topics, for the token's incarnation; a strong read's end
+  // offsets) is inside its wait: a log-node busy taking a bulk load answers late.
+  const fromLog = <T>(ask: () => Promise<T>, what: string) =>
+    consistency === 'eventual'
+      ? ask()
+      : beforeBound(
+          bound,
+          ask,
+          () =>
+            new TailbaseError(504, 'not_caught_up', `${what} not read within ${waitMs} ms`, {
+              topic: collection,
+              partitions: [...partitions],
+            }),
+        );
+  const current = await fromLog(
+    () => services.incarnations.of(collection),
+    `the log's topics (for ${collection}'s incarnation) were`,
+  );
   refuseDroppedIncarnation(token, collection, current, limits.incarnationsCheckedMax);
   const incarnation = current ?? 0;
   const waitFor: Record<number, number> = {};
@@ -77,7 +100,11 @@ export async function planRead(
   }
   if (consistency === 'strong') {
     const wanted = new Set(partitions);
-    for (const { topic, partition, endOffset } of await services.log.offsets()) {
+    const ends = await fromLog(
+      () => services.log.offsets(),
+      `the log's end offsets of ${collection} were`,
+    );
+    for (const { topic, partition, endOffset } of ends) {
       if (endOffset === 0) continue;
       if (topic === collection && wanted.has(partition)) {
         waitFor[partition] = Math.max(waitFor[partition] ?? -1, endOffset - 1);
@@ -86,7 +113,7 @@ export async function planRead(
       }
     }
   }
-  return { token, incarnation, waitFor, settingsWaitFor, waitMs };
+  return { token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
 }
 
 /**
@@ -112,11 +139,22 @@ function refuseDroppedIncarnation(
   );
 }
 
-/** What a serve-node read waits for: the plan's offsets of `partitions`, its settings offset. */
-export function readWait(plan: ReadPlan, partitions: readonly number[]): ServeReadOptions {
+/**
+ * A read of `partitions` on `node`, waiting for the plan's offsets of them and its settings
+ * offset, within what is left of the read's wait: the edge answers 504 at its bound
+ * (wait-deadline.ts) whatever the node is doing.
+ */
+export function readOn<T>(
+  plan: ReadPlan,
+  collection: string,
+  node: ServeNode,
+  partitions: readonly number[],
+  read: (wait: ServeReadOptions) => Promise<T>,
+): Promise<T> {
   const waitFor: Record<number, number> = {};
   for (const p of partitions) if (plan.waitFor[p] !== undefined) waitFor[p] = plan.waitFor[p];
-  return { waitFor, settingsWaitFor: plan.settingsWaitFor, waitMs: plan.waitMs };
+  const wait = { waitFor, settingsWaitFor: plan.settingsWaitFor, waitMs: plan.waitMs };
+  return withinWait(plan.bound, collection, node, wait, read);
 }
 
 /**

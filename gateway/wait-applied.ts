@@ -12,6 +12,7 @@ import { WRITE_WAITS } from './api/constants.js';
 import type { GatewayServices } from './services.js';
 import type { ServeNode } from './topology.js';
 import { intParam } from './validation.js';
+import { withinWait, type WaitBound } from './wait-deadline.js';
 
 /** How long a write asked to wait for its apply may wait; undefined when it did not ask. */
 export function parseApplyWait(
@@ -66,7 +67,12 @@ export async function waitApplied(
   const chosen = hosts.filter(
     (node) => topology.isUp(node) || uncovered.some((p) => node.hosted.has(p)),
   );
-  const outcomes = await Promise.allSettled(chosen.map((node) => waitOnNode(node, target, waitMs)));
+  const bound = {
+    waitMs,
+    startedMs: performance.now(),
+    slackMs: services.config.limits.waitSlackMs,
+  };
+  const outcomes = await Promise.allSettled(chosen.map((node) => waitOnNode(node, target, bound)));
   const behind: Record<string, unknown>[] = [];
   for (const [i, outcome] of outcomes.entries()) {
     if (outcome.status === 'fulfilled') continue;
@@ -84,16 +90,22 @@ export async function waitApplied(
   }
 }
 
-function waitOnNode(node: ServeNode, target: AppliedTarget, waitMs: number) {
+/** The wait on one node, bounded at the edge as a read's is (wait-deadline.ts). */
+function waitOnNode(node: ServeNode, target: AppliedTarget, bound: WaitBound) {
   const waitFor: Record<number, number> = {};
   for (const [p, offset] of target.offsets) if (node.hosted.has(p)) waitFor[p] = offset;
   const partitions = Object.keys(waitFor).map(Number);
-  return node.client.scan(target.collection, {
-    limit: 1,
-    // A settings write names no partition: one of the node's own carries its wait.
-    partitions: partitions.length > 0 ? partitions : [Math.min(...node.hosted)],
+  const wait = {
     waitFor: waitFor satisfies WaitFor,
     settingsWaitFor: target.settingsOffset,
-    waitMs,
-  });
+    waitMs: bound.waitMs,
+  };
+  return withinWait(bound, target.collection, node, wait, (options) =>
+    node.client.scan(target.collection, {
+      limit: 1,
+      // A settings write names no partition: one of the node's own carries its wait.
+      partitions: partitions.length > 0 ? partitions : [Math.min(...node.hosted)],
+      ...options,
+    }),
+  );
 }

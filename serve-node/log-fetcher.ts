@@ -1,9 +1,10 @@
 /**
  * Tails the topic-partitions that one log-node stores, as a Kafka follower's fetcher does: one
- * multi-partition read for all of them (long-polling when every one is caught up), and everything
- * an answer holds applied as one group (one transaction per store). While a group is applied, the
- * next read is already on its way if the log holds more. Topics join while it runs (`tail`): a
- * read in flight is then abandoned, so the next carries the new positions at once. Each
+ * multi-partition read for all of them (long-polling when every one is caught up), an answer
+ * applied in bounded slices, each one group (one transaction per store), the event loop running
+ * between them (apply-slices.ts). While an answer is applied, the next read is already on its
+ * way if the log holds more. Topics join while it runs (`tail`): a read in flight is then
+ * abandoned, so the next carries the new positions at once. Each
  * topic-partition keeps its own state, lag and error: one the log-node fails backs off alone
  * (bounded exponential); the log-node unreachable backs off all of them. A checkpoint behind the
  * log start (retention removed what it needs) is reported to the node, which wipes and rebuilds.
@@ -15,6 +16,7 @@ import type { FetchPosition, LogClient, TopicPartition } from '../shared/log-api
 import type { Logger } from '../shared/logger.js';
 import type { PartitionState } from '../shared/serve-api.js';
 import { ApplyRate } from './apply-rate.js';
+import { applySlices } from './apply-slices.js';
 import type { ApplyPart, Replica } from './replica.js';
 
 export interface FetcherOptions {
@@ -27,6 +29,10 @@ export interface FetcherOptions {
   replica: () => Replica;
   logReadBytesMax: number;
   logWaitMs: number;
+  /** Offsets of one apply transaction (apply-slices.ts). */
+  applySliceRecordsMax: number;
+  /** About this many bytes of records in one apply transaction (apply-slices.ts). */
+  applySliceBytesMax: number;
   /** Caught up with no read waiting, the fetcher waits this long before reading again. */
   applyLingerMs: number;
   /** ...but only once no read has waited on its partitions for this long. */
@@ -165,27 +171,8 @@ export class LogFetcher {
             prefetch = { key: positionsKey(after), answer: this.fetch(after) };
             prefetch.answer.catch(() => undefined);
           }
-          // applyMany is synchronous: nothing can pause applying between this wait and the apply.
-          for (
-            let paused = this.options.applyPaused();
-            paused;
-            paused = this.options.applyPaused()
-          ) {
-            await paused;
-          }
+          await this.applySliced(parts, signal);
           if (signal.aborted) break;
-          const results = this.options.replica().applyMany(parts);
-          parts.forEach((part, i) => {
-            const tailed = this.tailed(part.topic, part.partition)!;
-            tailed.next = results[i].nextOffset;
-            tailed.rate.record(results[i].records);
-            // Held back (a settings record waits for LMDB to catch up elsewhere, replica.ts):
-            // read it again after a pause, not in a tight loop.
-            if (results[i].nextOffset <= part.fromOffset) {
-              tailed.retryAtMs = Date.now() + RETRY_MS_MIN;
-            }
-          });
-          this.options.onApplied(parts);
         }
         for (const tailed of due) this.settle(tailed);
         // No pause when a topic joined during the round: its first read goes at once.
@@ -205,6 +192,38 @@ export class LogFetcher {
           if (!tailed.halted) this.backOff(tailed, (error as Error).message);
         }
       }
+    }
+  }
+
+  /**
+   * Applies a read answer slice by slice (apply-slices.ts), the event loop running between slices
+   * (a timer turn, so waiting reads' timers fire and reads queued meanwhile are answered). A
+   * topic-partition held back in a slice skips its later ones: the next read starts there.
+   */
+  private async applySliced(parts: readonly ApplyPart[], signal: AbortSignal): Promise<void> {
+    const { applySliceRecordsMax: recordsMax, applySliceBytesMax: bytesMax } = this.options;
+    const held = new Set<TailedPartition>();
+    for (const [i, slice] of applySlices(parts, { recordsMax, bytesMax }).entries()) {
+      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+      // applyMany is synchronous: nothing can pause applying between this wait and the apply.
+      for (let paused = this.options.applyPaused(); paused; paused = this.options.applyPaused()) {
+        await paused;
+      }
+      if (signal.aborted) return;
+      const live = slice.filter((part) => !held.has(this.tailed(part.topic, part.partition)!));
+      if (live.length === 0) continue;
+      const results = this.options.replica().applyMany(live);
+      live.forEach((part, j) => {
+        const tailed = this.tailed(part.topic, part.partition)!;
+        const { nextOffset, records } = results[j];
+        tailed.next = nextOffset;
+        tailed.rate.record(records);
+        // Held back (a settings record waits for LMDB to catch up elsewhere, replica.ts):
+        // read it again after a pause, not in a tight loop.
+        if (nextOffset <= part.fromOffset) tailed.retryAtMs = Date.now() + RETRY_MS_MIN;
+        if (part.untilOffset !== undefined && nextOffset < part.untilOffset) held.add(tailed);
+      });
+      this.options.onApplied(live);
     }
   }
 

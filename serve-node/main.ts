@@ -71,9 +71,25 @@ export function registerServeNodeCommand(program: Command): void {
     .addOption(
       integerOption(
         '--log-read-bytes-max <bytes>',
-        'bytes per log read, applied as one transaction per store',
+        'bytes per log read',
         'TAILBASE_LOG_READ_BYTES_MAX',
         DEFAULT_LIMITS.logReadBytesMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--apply-slice-records-max <n>',
+        'offsets of one apply transaction; reads are answered between transactions',
+        'TAILBASE_APPLY_SLICE_RECORDS_MAX',
+        DEFAULT_LIMITS.applySliceRecordsMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--apply-slice-bytes-max <bytes>',
+        'about this many record bytes in one apply transaction',
+        'TAILBASE_APPLY_SLICE_BYTES_MAX',
+        DEFAULT_LIMITS.applySliceBytesMax,
       ),
     )
     .addOption(
@@ -222,6 +238,8 @@ export function registerServeNodeCommand(program: Command): void {
         waitMsMax: flags.waitMsMax as number,
         waitersMax: flags.waitersMax as number,
         logReadBytesMax: flags.logReadBytesMax as number,
+        applySliceRecordsMax: flags.applySliceRecordsMax as number,
+        applySliceBytesMax: flags.applySliceBytesMax as number,
         applyLingerMs: flags.applyLingerMs as number,
         applyLingerIdleMs: flags.applyLingerIdleMs as number,
         topicRefreshMs: flags.topicRefreshMs as number,

@@ -24,6 +24,8 @@ export interface ApplyPart {
   partition: number;
   /** The offset the read asked for: records before it are skipped. */
   fromOffset: number;
+  /** Records from this offset on are left to a later transaction (apply-slices.ts). */
+  untilOffset?: number;
   batches: Uint8Array;
 }
 
@@ -137,14 +139,17 @@ export class Replica {
     for (const { topic, partition } of parts) this.appliedCache.get(topic)?.delete(partition);
   }
 
-  private plan({ topic, partition, fromOffset, batches }: ApplyPart) {
+  private plan({ topic, partition, fromOffset, untilOffset = Infinity, batches }: ApplyPart) {
     const prepared: PreparedRecord[] = [];
     let nextOffset = fromOffset;
     for (const { header, bytes } of iterateBatches(batches)) {
       for (const record of decodeRecords(bytes)) {
-        if (record.offset >= fromOffset) prepared.push(prepareRecord(record, topic, partition));
+        if (record.offset >= fromOffset && record.offset < untilOffset) {
+          prepared.push(prepareRecord(record, topic, partition));
+        }
       }
-      nextOffset = Math.max(nextOffset, header.baseOffset + header.lastOffsetDelta + 1);
+      const end = Math.min(header.baseOffset + header.lastOffsetDelta + 1, untilOffset);
+      nextOffset = Math.max(nextOffset, end);
     }
     const docsFrom = this.docs.applied(topic, partition) ?? fromOffset;
     const searchFrom = this.search.applied(topic, partition) ?? fromOffset;

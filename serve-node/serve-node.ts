@@ -442,6 +442,8 @@ export class ServeNode implements ServeNodeCore {
           log,
           replica: () => this.current,
           logReadBytesMax: limits.logReadBytesMax,
+          applySliceRecordsMax: limits.applySliceRecordsMax,
+          applySliceBytesMax: limits.applySliceBytesMax,
           logWaitMs: limits.logWaitMs,
           applyLingerMs: limits.applyLingerMs,
           applyLingerIdleMs: limits.applyLingerIdleMs,

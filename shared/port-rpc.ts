@@ -134,7 +134,9 @@ export function answerPort(
       .then(
         ({ value, transfer }) => port.postMessage({ id, value } satisfies Answer, transfer),
         (error: unknown) => {
-          if (!(error instanceof TailbaseError)) onBug(error);
+          // A call its caller cancelled (it answered on its own, e.g. at a wait's bound) fails
+          // as it should.
+          if (!(error instanceof TailbaseError) && !controller?.signal.aborted) onBug(error);
           port.postMessage({ id, error: encodeError(error) } satisfies Answer);
         },
       )

@@ -6,7 +6,7 @@ import { partitionFor } from '../../shared/partitioner.js';
 import { jsonText } from '../../shared/http-server.js';
 import { API_ROUTES, type BulkAnswer, type WriteAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
-import { planRead, readWait, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
+import { planRead, readOn, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
@@ -87,7 +87,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const partition = partitionFor(key, services.cluster.partitions);
     const plan = await planRead(c, query, services, collection, [partition]);
     const result = await services.topology.onReplica(partition, (node) =>
-      node.client.get(collection, key, readWait(plan, [partition])),
+      readOn(plan, collection, node, [partition], (wait) => node.client.get(collection, key, wait)),
     );
     const served = servedToken(plan, collection, result.applied, [partition]);
     c.header(TOKEN_HEADER, tokens.encode(served));

@@ -5,7 +5,7 @@ import { jsonText } from '../../shared/http-server.js';
 import type { SearchResult } from '../../shared/serve-api.js';
 import { API_ROUTES } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
-import { planRead, readWait, servedToken, TOKEN_HEADER } from '../consistency.js';
+import { planRead, readOn, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseFieldParams } from '../../shared/filter-params.js';
 import { mergeFacets } from '../facets.js';
 import { decodePosition, encodePosition, mergeScanPages } from '../scan.js';
@@ -48,14 +48,16 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     };
     const plan = await planRead(c, query, services, collection, all);
     const pages = await topology.fanOut(all, (node, assigned) =>
-      node.client.scan(collection, {
-        ...range,
-        limit,
-        // Only the partitions this node was assigned: a replica that also hosts others would
-        // otherwise scan them too and bound the page by keys the merge throws away.
-        partitions: assigned,
-        ...readWait(plan, assigned),
-      }),
+      readOn(plan, collection, node, assigned, (wait) =>
+        node.client.scan(collection, {
+          ...range,
+          limit,
+          // Only the partitions this node was assigned: a replica that also hosts others would
+          // otherwise scan them too and bound the page by keys the merge throws away.
+          partitions: assigned,
+          ...wait,
+        }),
+      ),
     );
     const merged = mergeScanPages(pages, limit, sort);
     const served = servedToken(plan, collection, merged.applied, all);
@@ -96,18 +98,20 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       let facets = fieldParams.facets;
       const keys = new Set<string>();
       for (let from = 0; from < depth; from += pageMax) {
-        const page = await node.client.search(collection, {
-          q,
-          limit: Math.min(pageMax, depth - from),
-          offset: from,
-          highlight,
-          filter: fieldParams.filter,
-          sort: fieldParams.sort,
-          facets,
-          // Its assigned partitions only, so `total` counts no partition twice across replicas.
-          partitions: assigned,
-          ...readWait(plan, assigned),
-        });
+        const page = await readOn(plan, collection, node, assigned, (wait) =>
+          node.client.search(collection, {
+            q,
+            limit: Math.min(pageMax, depth - from),
+            offset: from,
+            highlight,
+            filter: fieldParams.filter,
+            sort: fieldParams.sort,
+            facets,
+            // Its assigned partitions only, so `total` counts no partition twice across replicas.
+            partitions: assigned,
+            ...wait,
+          }),
+        );
         if (page.facets) top.facets = page.facets;
         facets = undefined;
         for (const hit of page.hits) {

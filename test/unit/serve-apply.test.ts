@@ -1,7 +1,8 @@
 // Proves the apply path: log batches of each topic-partition become LMDB documents and FTS5 rows
 // with checkpoints in the same transactions, re-applying changes nothing, and settings records
 // (the settings topic) re-index a collection, so the index is a function of the latest settings
-// and the documents whatever order the two topics are applied in.
+// and the documents whatever order the two topics are applied in. An answer applied in slices
+// (apply-slices.ts) ends where it ends applied whole.
 import { DEFAULT_LIMITS as SERVE_LIMITS } from '../../serve-node/config.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,6 +13,7 @@ import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { prepareRecord } from '../../serve-node/prepared-record.js';
 import { Replica } from '../../serve-node/replica.js';
+import { applySlices } from '../../serve-node/apply-slices.js';
 import { StepView } from '../../serve-node/step-view.js';
 
 const TOTAL_EXACT_MAX = SERVE_LIMITS.searchTotalExactMax;
@@ -100,6 +102,46 @@ describe('Replica.apply', () => {
     expect(replica.docs.get('docs', 'a')?.json).toBe('{"t":"beta"}');
     expect(search('alpha')).toEqual([]);
     expect(replica.applied('docs', 0)).toBe(2);
+  });
+
+  it('an answer applied in slices, each twice, leaves what it leaves applied whole', async () => {
+    const words = ['alpha', 'beta', 'gamma', 'delta'];
+    const records = (from: number) =>
+      Array.from({ length: 12 }, (_, i) => ({
+        key: `k${(from + i) % 17}`,
+        // Every fifth a tombstone; the rest overwrite earlier versions now and then.
+        value:
+          (from + i) % 5 === 4
+            ? null
+            : Buffer.from(JSON.stringify({ t: `${words[(from + i) % 4]} ${words[i % 3]}` })),
+        timestampMs: 1,
+      }));
+    const batches = Buffer.concat(
+      [0, 12, 24].map((base) => encodeBatch(records(base), { baseOffset: base })),
+    );
+    replica.applyMany([{ topic: 'docs', partition: 0, fromOffset: 0, batches }]);
+    const slicedDir = mkdtempSync(join(tmpdir(), 'serve-apply-sliced-'));
+    const sliced = new Replica(slicedDir);
+    try {
+      const answer = [{ topic: 'docs', partition: 0, fromOffset: 0, batches }];
+      for (const slice of applySlices(answer, { recordsMax: 5, bytesMax: 1024 * 1024 })) {
+        sliced.applyMany(slice);
+        sliced.applyMany(slice);
+      }
+      expect(sliced.applied('docs', 0)).toBe(replica.applied('docs', 0));
+      for (let k = 0; k < 17; k++) {
+        expect(sliced.docs.get('docs', `k${k}`)).toEqual(replica.docs.get('docs', `k${k}`));
+      }
+      for (const word of words) {
+        const query = parseQuery(word, limits);
+        expect(sliced.search.search('docs', [0], query, 20, TOTAL_EXACT_MAX)).toEqual(
+          replica.search.search('docs', [0], query, 20, TOTAL_EXACT_MAX),
+        );
+      }
+    } finally {
+      await sliced.close();
+      rmSync(slicedDir, { recursive: true, force: true });
+    }
   });
 
   it('LMDB behind the search store (a crash between the commits) catches up to the same state', async () => {
