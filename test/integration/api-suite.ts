@@ -725,12 +725,11 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
         collection,
       );
       expect((await call(url, 'GET', `/v1/collections/${collection}/settings`)).status).toBe(404);
-      // Its old token is refused at once, naming the problem, rather than waited on.
-      const startedMs = Date.now();
+      // Its old token is refused, naming the problem, rather than waited on (a wait would end
+      // in a 504 after wait_ms; no clock is needed to tell the two apart).
       const stale = await call(url, 'GET', `${docs}/k1?wait_ms=5000`, undefined, {
         'tailbase-token': oldToken,
       });
-      expect(Date.now() - startedMs).toBeLessThan(2000);
       expect(stale.status).toBe(400);
       expect(stale.body.error).toMatchObject({
         code: 'invalid_token',
