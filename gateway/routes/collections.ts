@@ -10,7 +10,6 @@
  * the background, as after a rebuild.
  */
 import type { Hono } from 'hono';
-import { checkCollection } from '../../shared/collection-name.js';
 import { notFound, TailbaseError, unavailable } from '../../shared/errors.js';
 import { isCollectionTopic, SETTINGS_TOPIC } from '../../shared/topics.js';
 import { API_ROUTES, type CollectionList, type DropAnswer } from '../api/index.js';
@@ -18,8 +17,9 @@ import type { ScopeGuard } from '../auth.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { readSettingsVersions } from '../settings-reader.js';
 import type { ServeNode } from '../topology.js';
-import { decodeSegment, rawPathSegments, strictQuery } from '../validation.js';
+import { strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
+import { docTarget } from './docs.js';
 
 /** How often a drop looks whether a serve-node has swapped its stores. */
 const SWAP_POLL_MS = 20;
@@ -65,8 +65,7 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
   });
 
   on(API_ROUTES.dropCollection, async (c) => {
-    const collection = checkCollection(decodeSegment(rawPathSegments(c.req.url)[3], 'collection'));
-    strictQuery(c.req.url);
+    const { collection } = docTarget(c, services);
     const incarnation = await incarnations.of(collection);
     if (incarnation === undefined) {
       throw notFound('collection_not_found', `no collection ${collection}`, { collection });
