@@ -21,10 +21,12 @@ export class CollectionIncarnations {
   async of(collection: string): Promise<number | undefined> {
     if (!isCollectionTopic(collection)) return 0;
     if (!this.known.has(collection) || Date.now() - this.readAtMs > this.refreshMs) {
+      const joined = this.reading !== null;
       await this.refresh();
+      // A read already under way may have begun before the collection was created: one more.
+      // A read begun here is recent enough; a second would only double a missing one's cost.
+      if (joined && !this.known.has(collection)) this.update(await this.log.topics());
     }
-    // A read already under way may have begun before the collection was created: one more.
-    if (!this.known.has(collection)) this.update(await this.log.topics());
     return this.known.get(collection);
   }
 
