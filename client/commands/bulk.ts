@@ -106,13 +106,13 @@ export function registerBulkCommand(program: Command, io: ClientIo): void {
             linesMax: flags.chunkLines as number,
             bytesMax: flags.chunkBytes as number,
           });
+          const target = session.client.collection(collection);
+          const writeOptions = writeOptionsOf(flags);
           for await (const chunk of chunks) {
             consumedBytes += chunk.sourceBytes;
             if (chunk.lineNumbers.length > 0) {
               try {
-                const result = await session.client
-                  .collection(collection)
-                  .bulkNdjson(chunk.body, writeOptionsOf(flags));
+                const result = await target.bulkNdjson(chunk.body, writeOptions);
                 totals.count += result.count;
                 totals.requests += 1;
                 totals.token = result.token;
