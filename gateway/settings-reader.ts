@@ -29,11 +29,14 @@ export async function readCollectionSettings(
   collection: string,
   readBytesMax: number,
 ): Promise<CollectionSettingsView> {
-  const topic = (await log.topics()).find(({ name }) => name === collection);
+  const [topics, settings] = await Promise.all([
+    log.topics(),
+    readSearchSettings(log, collection, readBytesMax),
+  ]);
+  const topic = topics.find(({ name }) => name === collection);
   if (topic === undefined) {
     throw notFound('collection_not_found', `no collection ${collection}`, { collection });
   }
-  const settings = await readSearchSettings(log, collection, readBytesMax);
   return { collection, settings, topicConfigs: topic.configs };
 }
 
