@@ -11,6 +11,7 @@ import { startKafkaListener } from '../../log-node/kafka/index.js';
 import { createLogger } from '../../shared/logger.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { CONSUMER_OFFSETS_TOPIC, SETTINGS_TOPIC } from '../../shared/topics.js';
+import { keysIn } from '../harness/keys.js';
 import { readPartition, recordsOf } from '../harness/log-batches.js';
 import { RawKafkaConnection, startKafkaNode, type KafkaNode } from '../harness/kafka.js';
 
@@ -25,15 +26,6 @@ const produceBody = (topic: string, partition: number, records: Buffer, acks = -
   timeoutMs: 5_000,
   topicData: [{ name: topic, partitionData: [{ index: partition, records }] }],
 });
-
-/** `count` keys whose murmur2 partition of `partitions` is `partition`. */
-function keysIn(partition: number, partitions: number, count: number): string[] {
-  const keys: string[] = [];
-  for (let i = 0; keys.length < count; i++) {
-    if (partitionFor(`key-${i}`, partitions) === partition) keys.push(`key-${i}`);
-  }
-  return keys;
-}
 
 let kafka: KafkaNode | undefined;
 const open: RawKafkaConnection[] = [];

@@ -18,6 +18,7 @@ import { mockClusterAvailable, startMockCluster } from '../harness/kafka-mock.js
 import { seededRandom, testSeed } from '../harness/random.js';
 import { sleep } from '../harness/spawn-node.js';
 import { storedKeys } from '../harness/stored-keys.js';
+import { withinMs, writeOutcome, type WriteOutcome } from '../harness/write-outcome.js';
 import { call } from './gateway-harness.js';
 
 const BROKERS = [1, 2, 3];
@@ -44,15 +45,6 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-interface Outcome {
-  key: string;
-  status: number;
-  code?: string;
-  partition?: number;
-  offset?: number;
-  token?: string;
-}
-
 describe.skipIf(!mockClusterAvailable())("tailbase start on librdkafka's mock cluster", () => {
   it('loses, duplicates and reads stale no acknowledged write while leaders move and brokers go down', async () => {
     const random = seededRandom(testSeed('kafka-mock-failover'));
@@ -65,7 +57,7 @@ describe.skipIf(!mockClusterAvailable())("tailbase start on librdkafka's mock cl
     });
     cleanups.push(() => embedded.stop());
 
-    const outcomes: Outcome[] = [];
+    const outcomes: WriteOutcome[] = [];
     const stale: string[] = [];
     const tokenReads = new Map<number, number>();
     const toRead: { key: string; n: number; token: string }[] = [];
@@ -73,23 +65,16 @@ describe.skipIf(!mockClusterAvailable())("tailbase start on librdkafka's mock cl
     const writer = async (w: number) => {
       for (let n = 0; writing; n++) {
         const key = `w${w}-${n}`;
-        const answer = await call(
-          embedded.url,
-          'PUT',
-          `/v1/collections/${COLLECTION}/docs/${key}`,
-          {
-            w,
-            n,
-          },
-        ).catch((error: unknown) => ({ status: 0, body: { error: { code: String(error) } } }));
-        if (answer.status !== 200) {
-          outcomes.push({ key, status: answer.status, code: answer.body?.error?.code });
+        const outcome = await writeOutcome(
+          key,
+          call(embedded.url, 'PUT', `/v1/collections/${COLLECTION}/docs/${key}`, { w, n }),
+        );
+        outcomes.push(outcome);
+        if (outcome.status !== 200) {
           await sleep(20);
           continue;
         }
-        const written = answer.body as { partition: number; offset: number; token: string };
-        outcomes.push({ key, status: 200, ...written });
-        toRead.push({ key, n, token: written.token });
+        toRead.push({ key, n, token: outcome.token! });
       }
     };
     /** Reads the newest acknowledged write not read yet at its token, as another client would. */
@@ -150,12 +135,11 @@ describe.skipIf(!mockClusterAvailable())("tailbase start on librdkafka's mock cl
     writing = false;
     // Reads left to do are bounded by the writes: at most one token wait (5 s) each, 3 at once.
     toRead.splice(0, Math.max(0, toRead.length - READS_LEFT_MAX));
-    await Promise.race([
+    await withinMs(
       Promise.all([...writers, ...readers]),
-      sleep(WRITE_WAIT_MS_MAX).then(() => {
-        throw new Error('a write was not answered in time');
-      }),
-    ]);
+      WRITE_WAIT_MS_MAX,
+      'a write was not answered in time',
+    );
 
     const acked = outcomes.filter((o) => o.status === 200);
     const failed = outcomes.filter((o) => o.status !== 200);

@@ -12,6 +12,7 @@ import { freePort } from '../harness/free-port.js';
 import { sleep, spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
 import { storedKeys } from '../harness/stored-keys.js';
 import { tempDir } from '../harness/temp-dir.js';
+import { withinMs, writeOutcome, type WriteOutcome } from '../harness/write-outcome.js';
 import { call } from './gateway-harness.js';
 
 const PARTITIONS = 6;
@@ -29,15 +30,6 @@ const cleanups: (() => Promise<unknown> | unknown)[] = [];
 afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
-
-interface Outcome {
-  key: string;
-  status: number;
-  code?: string;
-  partition?: number;
-  offset?: number;
-  token?: string;
-}
 
 describe('the Kafka transport across a log-node killed with kill -9', () => {
   it('loses no acknowledged write and duplicates none', async () => {
@@ -86,24 +78,17 @@ describe('the Kafka transport across a log-node killed with kill -9', () => {
     ]);
     cleanups.push(() => gateway.stop());
 
-    const outcomes: Outcome[] = [];
+    const outcomes: WriteOutcome[] = [];
     let writing = true;
     const writer = async (w: number) => {
       for (let n = 0; writing; n++) {
         const key = `w${w}-${n}`;
-        const answer = await call(gateway.url, 'PUT', `/v1/collections/${COLLECTION}/docs/${key}`, {
-          n,
-        }).catch((error: unknown) => ({ status: 0, body: { error: { code: String(error) } } }));
-        outcomes.push(
-          answer.status === 200
-            ? {
-                key,
-                status: 200,
-                ...(answer.body as { partition: number; offset: number; token: string }),
-              }
-            : { key, status: answer.status, code: answer.body?.error?.code },
+        const outcome = await writeOutcome(
+          key,
+          call(gateway.url, 'PUT', `/v1/collections/${COLLECTION}/docs/${key}`, { n }),
         );
-        if (answer.status !== 200) await sleep(20);
+        outcomes.push(outcome);
+        if (outcome.status !== 200) await sleep(20);
       }
     };
     const writers = Array.from({ length: WRITERS }, (_, w) => writer(w));
@@ -114,18 +99,13 @@ describe('the Kafka transport across a log-node killed with kill -9', () => {
     const restartedAt = outcomes.length;
     await sleep(AFTER_RESTART_MS);
     writing = false;
-    await Promise.race([
-      Promise.all(writers),
-      sleep(WRITE_WAIT_MS_MAX).then(() => {
-        throw new Error('a write was not answered in time');
-      }),
-    ]);
+    await withinMs(Promise.all(writers), WRITE_WAIT_MS_MAX, 'a write was not answered in time');
 
     const acked = outcomes.filter((o) => o.status === 200);
     const failed = outcomes.filter((o) => o.status !== 200);
     // Writes went on across the kill, and the ones that failed were told so by a 503.
     expect(acked.length).toBeGreaterThan(WRITERS * 10);
-    const victims = (o: Outcome) => o.partition === 1 || o.partition === 4;
+    const victims = (o: WriteOutcome) => o.partition === 1 || o.partition === 4;
     // The kill was felt (writes to its partitions failed), and they were written again after it.
     expect(failed.length).toBeGreaterThan(0);
     expect(outcomes.slice(restartedAt).some((o) => o.status === 200 && victims(o))).toBe(true);
