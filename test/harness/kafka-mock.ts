@@ -40,7 +40,7 @@ export interface MockCluster {
 let built: string | null | undefined;
 
 /** The helper's binary, built once per source; null when cc or librdkafka-dev is missing. */
-export function mockClusterBinary(): string | null {
+function mockClusterBinary(): string | null {
   if (built !== undefined) return built;
   const flags = spawnSync('pkg-config', ['--cflags', '--libs', 'rdkafka'], { encoding: 'utf8' });
   if (flags.status !== 0 || !fs.existsSync('/usr/include/librdkafka/rdkafka_mock.h')) {

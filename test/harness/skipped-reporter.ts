@@ -7,7 +7,7 @@
 import type { Reporter, TestModule } from 'vitest/node';
 
 /** Skipped tests listed by name; past it, only counted. */
-export const SKIPPED_LISTED_MAX = 100;
+const SKIPPED_LISTED_MAX = 100;
 
 export default class SkippedReporter implements Reporter {
   onTestRunEnd(testModules: ReadonlyArray<TestModule>): void {
