@@ -16,6 +16,7 @@
 import fs from 'node:fs';
 import { assert } from '../shared/assert.js';
 import { fsyncPath, writeFileAtomic } from '../shared/durable-files.js';
+import { isErrno } from '../shared/file-io.js';
 
 /** LMDB keeps its two meta pages at the start of the data file. */
 const META_PAGES = 2;
@@ -44,7 +45,7 @@ export function restoreSyncPoint(path: string): boolean {
   try {
     metas = fs.readFileSync(path + SYNC_POINT_SUFFIX);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    if (isErrno(error, 'ENOENT')) return false;
     throw error;
   }
   const fd = fs.openSync(path, 'r+');

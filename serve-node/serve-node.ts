@@ -136,6 +136,7 @@ export class ServeNode implements ServeNodeCore {
       (tp) => tp.topic !== SETTINGS_TOPIC && !hosted.has(tp.partition),
     );
     await this.discover();
+    const vanished = this.vanished(storedParts.map((tp) => tp.topic));
     if (stored !== null && stored !== this.parts.clusterId) {
       await this.replaceStores(
         `the stores came from cluster ${stored}, the log is ${this.parts.clusterId}`,
@@ -144,11 +145,12 @@ export class ServeNode implements ServeNodeCore {
       // Their documents would count in the search statistics of the collections they share.
       const named = [...new Set(foreign.map((tp) => tp.partition))].join(', ');
       await this.replaceStores(`the stores hold partitions this node no longer hosts (${named})`);
-    } else if (this.vanished(storedParts.map((tp) => tp.topic)).length > 0) {
+    } else if (vanished.length > 0) {
       // Dropped while this node was away: their documents must not be served, nor a collection
       // created again under the name be read from their checkpoints.
-      const named = this.vanished(storedParts.map((tp) => tp.topic)).join(', ');
-      await this.replaceStores(`the stores hold collections the log no longer has (${named})`);
+      await this.replaceStores(
+        `the stores hold collections the log no longer has (${vanished.join(', ')})`,
+      );
     } else if (diverged !== undefined) {
       await this.replaceStores(
         `${diverged.topic}/${diverged.partition}: the two stores' checkpoints diverged`,
