@@ -186,10 +186,13 @@ export class LogNode {
     const changes = checkTopicConfigs(name, configs, this.config);
     const existing = this.topicsByName.get(name);
     if (existing === undefined) {
-      const id = collectionId(name);
-      const clash = [...this.topicsByName.keys()].find(
-        (other) => isCollectionTopic(other) && collectionId(other) === id,
-      );
+      // Ids at each topic's own incarnation: a collection made again after a drop is named by
+      // the id of `name/k`, and that one must not clash either.
+      const id = collectionId(name, this.dropped.get(name) ?? 0);
+      const clash = [...this.topicsByName.entries()].find(
+        ([other, topic]) =>
+          isCollectionTopic(other) && collectionId(other, topic.incarnation) === id,
+      )?.[0];
       if (clash !== undefined) {
         throw new TailbaseError(
           409,

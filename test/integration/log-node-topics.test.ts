@@ -213,6 +213,19 @@ describe('topics', () => {
     expect((await client.topics()).map((t) => t.name)).not.toContain(b);
     expect(fs.existsSync(path.join(dir.path, 'topics', b))).toBe(false);
   });
+
+  it('refuses a collection made again after a drop whose new id another collection has', async () => {
+    const [a, b] = collidingNames(1);
+    expect(collectionId(a, 1)).toBe(collectionId(b));
+    const dir = newDir();
+    const { client } = await start(dir);
+    await client.ensureTopic(a);
+    await client.deleteTopic(a);
+    await client.ensureTopic(b);
+    const again = await refusal(client.ensureTopic(a));
+    expect(again).toMatchObject({ status: 409, code: 'collection_id_collision' });
+    expect((await client.topics()).map((t) => t.name)).not.toContain(a);
+  });
 });
 
 /**
@@ -220,9 +233,14 @@ describe('topics', () => {
  * names are pseudo-random: names that differ in a few neighbouring bytes never collide (CRC-32C
  * detects every burst of up to 32 bits).
  */
-function collidingNames(): [string, string] {
+/**
+ * Two names [a, b] whose collection ids clash: a's at `incarnationA`, b's at its first. A
+ * birthday search over seeded names: about 2^16 of them.
+ */
+function collidingNames(incarnationA = 0): [string, string] {
   const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-  const seen = new Map<number, string>();
+  const asA = new Map<number, string>();
+  const asB = new Map<number, string>();
   let state = 1;
   for (;;) {
     let name = 'c';
@@ -230,9 +248,14 @@ function collidingNames(): [string, string] {
       state = (Math.imul(state, 1103515245) + 12345) >>> 0;
       name += alphabet[(state >>> 16) % alphabet.length];
     }
-    const other = seen.get(collectionId(name));
-    if (other !== undefined && other !== name) return [other, name];
-    seen.set(collectionId(name), name);
+    const idA = collectionId(name, incarnationA);
+    const idB = collectionId(name);
+    const b = asB.get(idA);
+    if (b !== undefined && b !== name) return [name, b];
+    const a = asA.get(idB);
+    if (a !== undefined && a !== name) return [a, name];
+    asA.set(idA, name);
+    asB.set(idB, name);
   }
 }
 
