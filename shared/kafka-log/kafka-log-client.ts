@@ -683,13 +683,14 @@ export class KafkaLogClient implements LogClient {
    * connection, which the broker handles after the first.
    */
   private async produce(address: BrokerAddress, queued: QueuedAppend[]): Promise<AppendOutcome[]> {
+    // The k-th append of a topic-partition goes in round k: one pass, not a search of the rounds.
     const rounds: QueuedAppend[][] = [];
+    const seen = new Map<string, number>();
     for (const item of queued) {
-      const round = rounds.find(
-        (r) => !r.some((other) => other.topic === item.topic && other.partition === item.partition),
-      );
-      if (round) round.push(item);
-      else rounds.push([item]);
+      const key = `${item.partition}:${item.topic}`;
+      const round = seen.get(key) ?? 0;
+      seen.set(key, round + 1);
+      (rounds[round] ??= []).push(item);
     }
     const connection = this.pool.connection(address);
     const answered = await Promise.all(
