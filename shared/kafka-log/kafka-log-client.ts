@@ -711,7 +711,7 @@ export class KafkaLogClient implements LogClient {
     round: QueuedAppend[],
   ): Promise<AppendOutcome[]> {
     const topics = new Map<string, QueuedAppend[]>();
-    for (const item of round) topics.set(item.topic, [...(topics.get(item.topic) ?? []), item]);
+    for (const item of round) pushTo(topics, item.topic, item);
     const signals = round.flatMap((item) => (item.signal === undefined ? [] : [item.signal]));
     const answer = await connection.request(
       ApiKey.Produce,
@@ -819,9 +819,7 @@ export class KafkaLogClient implements LogClient {
     options: ReadOptions,
   ): Promise<(FetchOutcome | { leaderMoved: true; outcome: FetchOutcome })[]> {
     const topics = new Map<string, FetchPosition[]>();
-    for (const position of positions) {
-      topics.set(position.topic, [...(topics.get(position.topic) ?? []), position]);
-    }
+    for (const position of positions) pushTo(topics, position.topic, position);
     const partitionMaxBytes = Math.min(
       options.maxBytes ?? this.config.partitionFetchBytesDefault,
       this.config.fetchBytesMax,
@@ -910,7 +908,7 @@ export class KafkaLogClient implements LogClient {
         this.hostedBy.get(partition) ??
         (snapshot === null ? -1 : referenceLeader(snapshot, partition));
       const key = leader < 0 ? `alone:${partition}` : `node:${leader}`;
-      groups.set(key, [...(groups.get(key) ?? []), partition]);
+      pushTo(groups, key, partition);
     }
     return [...groups.values()];
   }
@@ -923,7 +921,7 @@ export class KafkaLogClient implements LogClient {
       for (const [topic, { leaders }] of snapshot.topics) {
         if (!isKnownTopicName(topic)) continue;
         leaders.forEach((leader, partition) => {
-          byLeader.set(leader, [...(byLeader.get(leader) ?? []), { topic, partition }]);
+          pushTo(byLeader, leader, { topic, partition });
         });
       }
       try {
@@ -1068,10 +1066,15 @@ function referenceLeader(snapshot: MetadataSnapshot, partition: number): number 
 
 function groupByTopic(partitions: { topic: string; partition: number }[]): Map<string, number[]> {
   const grouped = new Map<string, number[]>();
-  for (const { topic, partition } of partitions) {
-    grouped.set(topic, [...(grouped.get(topic) ?? []), partition]);
-  }
+  for (const { topic, partition } of partitions) pushTo(grouped, topic, partition);
   return grouped;
+}
+
+/** Adds the value to the key's list in place (copying the list each time is quadratic). */
+function pushTo<K, V>(lists: Map<K, V[]>, key: K, value: V): void {
+  const list = lists.get(key);
+  if (list === undefined) lists.set(key, [value]);
+  else list.push(value);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
