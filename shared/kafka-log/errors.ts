@@ -51,7 +51,7 @@ export const LEADER_ERRORS: ReadonlySet<number> = new Set([
   ErrorCode.UNKNOWN_LEADER_EPOCH,
 ]);
 
-export function kafkaErrorName(errorCode: number): string {
+function kafkaErrorName(errorCode: number): string {
   return NAME_OF_CODE.get(errorCode) ?? `error ${errorCode}`;
 }
 
