@@ -83,6 +83,14 @@ export const DUPLICATE_BATCH_MESSAGE = 'duplicate batch: these are the offsets i
  */
 export const HOSTED_PARTITIONS_CONFIG = 'tailbase.hosted.partitions';
 
+/** The partition numbers of a HOSTED_PARTITIONS_CONFIG value (none where it is absent). */
+export function hostedPartitionsOf(value: string | null | undefined): number[] {
+  return (value ?? '')
+    .split(',')
+    .filter((part) => part !== '')
+    .map(Number);
+}
+
 /**
  * The read-only topic config in which a tailbase log-node says how many topics of the name were
  * dropped before this one (shared/topics.ts, `incarnation`), so tokens of a dropped collection are

@@ -47,6 +47,7 @@ import {
 import {
   DUPLICATE_BATCH_MESSAGE,
   HOSTED_PARTITIONS_CONFIG,
+  hostedPartitionsOf,
   INCARNATION_CONFIG,
   LEADER_ERRORS,
   logErrorOf,
@@ -162,11 +163,11 @@ export class KafkaLogClient implements LogClient {
           )
           .catch(() => null);
         const value = answer?.results[0]?.configs.find((c) => c.name === HOSTED_PARTITIONS_CONFIG);
-        return { nodeId, hosted: (value?.value ?? '').split(',').filter((p) => p !== '') };
+        return { nodeId, hosted: hostedPartitionsOf(value?.value) };
       }),
     );
     for (const { nodeId, hosted } of answers) {
-      for (const partition of hosted) this.hostedBy.set(Number(partition), nodeId);
+      for (const partition of hosted) this.hostedBy.set(partition, nodeId);
     }
   }
 
