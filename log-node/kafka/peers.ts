@@ -18,7 +18,11 @@ import {
   type KafkaLogConfig,
   type KafkaSaslPlain,
 } from '../../shared/kafka-log/config.js';
-import { HOSTED_PARTITIONS_CONFIG, logErrorOf } from '../../shared/kafka-log/errors.js';
+import {
+  HOSTED_PARTITIONS_CONFIG,
+  hostedPartitionsOf,
+  logErrorOf,
+} from '../../shared/kafka-log/errors.js';
 import type { ProducerIdentity } from '../../shared/log-api.js';
 import type { Logger } from '../../shared/logger.js';
 
@@ -123,10 +127,7 @@ export class KafkaPeers {
         { timeoutMs: this.options.peerAnswerMsMax },
       );
       const value = answer.results[0]?.configs.find((c) => c.name === HOSTED_PARTITIONS_CONFIG);
-      const hostedPartitions = (value?.value ?? '')
-        .split(',')
-        .filter((part) => part !== '')
-        .map(Number);
+      const hostedPartitions = hostedPartitionsOf(value?.value);
       if (hostedPartitions.length === 0 || hostedPartitions.some((p) => !Number.isInteger(p))) {
         throw new Error(`it does not say which partitions it hosts (${HOSTED_PARTITIONS_CONFIG})`);
       }

@@ -70,10 +70,6 @@ export class BrokerConnection {
     return this.failure === null;
   }
 
-  get inFlight(): number {
-    return this.pending.size;
-  }
-
   /** The version this connection speaks of an API (the highest both sides support). */
   async version(apiKey: ApiKey): Promise<number> {
     await this.open();

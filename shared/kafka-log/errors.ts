@@ -51,7 +51,7 @@ export const LEADER_ERRORS: ReadonlySet<number> = new Set([
   ErrorCode.UNKNOWN_LEADER_EPOCH,
 ]);
 
-export function kafkaErrorName(errorCode: number): string {
+function kafkaErrorName(errorCode: number): string {
   return NAME_OF_CODE.get(errorCode) ?? `error ${errorCode}`;
 }
 
@@ -82,6 +82,14 @@ export const DUPLICATE_BATCH_MESSAGE = 'duplicate batch: these are the offsets i
  * in DescribeConfigs of its broker resource: how its peers and this client learn the split.
  */
 export const HOSTED_PARTITIONS_CONFIG = 'tailbase.hosted.partitions';
+
+/** The partition numbers of a HOSTED_PARTITIONS_CONFIG value (none where it is absent). */
+export function hostedPartitionsOf(value: string | null | undefined): number[] {
+  return (value ?? '')
+    .split(',')
+    .filter((part) => part !== '')
+    .map(Number);
+}
 
 /**
  * The read-only topic config in which a tailbase log-node says how many topics of the name were

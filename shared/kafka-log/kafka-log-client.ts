@@ -47,6 +47,7 @@ import {
 import {
   DUPLICATE_BATCH_MESSAGE,
   HOSTED_PARTITIONS_CONFIG,
+  hostedPartitionsOf,
   INCARNATION_CONFIG,
   LEADER_ERRORS,
   logErrorOf,
@@ -162,11 +163,11 @@ export class KafkaLogClient implements LogClient {
           )
           .catch(() => null);
         const value = answer?.results[0]?.configs.find((c) => c.name === HOSTED_PARTITIONS_CONFIG);
-        return { nodeId, hosted: (value?.value ?? '').split(',').filter((p) => p !== '') };
+        return { nodeId, hosted: hostedPartitionsOf(value?.value) };
       }),
     );
     for (const { nodeId, hosted } of answers) {
-      for (const partition of hosted) this.hostedBy.set(Number(partition), nodeId);
+      for (const partition of hosted) this.hostedBy.set(partition, nodeId);
     }
   }
 
@@ -683,13 +684,14 @@ export class KafkaLogClient implements LogClient {
    * connection, which the broker handles after the first.
    */
   private async produce(address: BrokerAddress, queued: QueuedAppend[]): Promise<AppendOutcome[]> {
+    // The k-th append of a topic-partition goes in round k: one pass, not a search of the rounds.
     const rounds: QueuedAppend[][] = [];
+    const seen = new Map<string, number>();
     for (const item of queued) {
-      const round = rounds.find(
-        (r) => !r.some((other) => other.topic === item.topic && other.partition === item.partition),
-      );
-      if (round) round.push(item);
-      else rounds.push([item]);
+      const key = `${item.partition}:${item.topic}`;
+      const round = seen.get(key) ?? 0;
+      seen.set(key, round + 1);
+      (rounds[round] ??= []).push(item);
     }
     const connection = this.pool.connection(address);
     const answered = await Promise.all(
@@ -710,7 +712,7 @@ export class KafkaLogClient implements LogClient {
     round: QueuedAppend[],
   ): Promise<AppendOutcome[]> {
     const topics = new Map<string, QueuedAppend[]>();
-    for (const item of round) topics.set(item.topic, [...(topics.get(item.topic) ?? []), item]);
+    for (const item of round) pushTo(topics, item.topic, item);
     const signals = round.flatMap((item) => (item.signal === undefined ? [] : [item.signal]));
     const answer = await connection.request(
       ApiKey.Produce,
@@ -818,9 +820,7 @@ export class KafkaLogClient implements LogClient {
     options: ReadOptions,
   ): Promise<(FetchOutcome | { leaderMoved: true; outcome: FetchOutcome })[]> {
     const topics = new Map<string, FetchPosition[]>();
-    for (const position of positions) {
-      topics.set(position.topic, [...(topics.get(position.topic) ?? []), position]);
-    }
+    for (const position of positions) pushTo(topics, position.topic, position);
     const partitionMaxBytes = Math.min(
       options.maxBytes ?? this.config.partitionFetchBytesDefault,
       this.config.fetchBytesMax,
@@ -909,7 +909,7 @@ export class KafkaLogClient implements LogClient {
         this.hostedBy.get(partition) ??
         (snapshot === null ? -1 : referenceLeader(snapshot, partition));
       const key = leader < 0 ? `alone:${partition}` : `node:${leader}`;
-      groups.set(key, [...(groups.get(key) ?? []), partition]);
+      pushTo(groups, key, partition);
     }
     return [...groups.values()];
   }
@@ -922,7 +922,7 @@ export class KafkaLogClient implements LogClient {
       for (const [topic, { leaders }] of snapshot.topics) {
         if (!isKnownTopicName(topic)) continue;
         leaders.forEach((leader, partition) => {
-          byLeader.set(leader, [...(byLeader.get(leader) ?? []), { topic, partition }]);
+          pushTo(byLeader, leader, { topic, partition });
         });
       }
       try {
@@ -1067,10 +1067,15 @@ function referenceLeader(snapshot: MetadataSnapshot, partition: number): number 
 
 function groupByTopic(partitions: { topic: string; partition: number }[]): Map<string, number[]> {
   const grouped = new Map<string, number[]>();
-  for (const { topic, partition } of partitions) {
-    grouped.set(topic, [...(grouped.get(topic) ?? []), partition]);
-  }
+  for (const { topic, partition } of partitions) pushTo(grouped, topic, partition);
   return grouped;
+}
+
+/** Adds the value to the key's list in place (copying the list each time is quadratic). */
+function pushTo<K, V>(lists: Map<K, V[]>, key: K, value: V): void {
+  const list = lists.get(key);
+  if (list === undefined) lists.set(key, [value]);
+  else list.push(value);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
