@@ -34,11 +34,10 @@ export function metadataHandler({ log, config, peers }: HandlerDeps): KafkaHandl
     for (const peer of peerBrokers) {
       for (const partition of peer.hostedPartitions) leaders.set(partition, peer.nodeId);
     }
+    for (const partition of cluster.hostedPartitions) leaders.set(partition, self);
     // A lone log-node leads every partition; among peers, the ones it stores.
     const leaderOf = (partition: number) =>
-      peers === null || cluster.hostedPartitions.includes(partition)
-        ? self
-        : (leaders.get(partition) ?? -1);
+      peers === null ? self : (leaders.get(partition) ?? -1);
     const byName = new Map(existing.map((topic) => [topic.name, topic]));
     const names =
       body.topics === null
