@@ -16,7 +16,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { crc32c } from '../shared/crc32c.js';
-import { type FileIO, isErrno, writeAll } from '../shared/file-io.js';
+import { type FileIO, isErrno, writeAll, writevAll } from '../shared/file-io.js';
 
 export const RECOVERY_POINT_FILE = 'recovery-point';
 /** Where each slot starts: a sector apart, so a torn write of one leaves the other whole. */
@@ -197,10 +197,7 @@ export class RecoveryPoint {
         this.wanted = null;
         if (this.stored?.segmentBase === segmentBase && this.stored.endBytes === endBytes) continue;
         const { bytes, at } = this.nextSlot(segmentBase, endBytes);
-        for (let written = 0; written < bytes.length;) {
-          const remaining = [bytes.subarray(written)];
-          written += (await this.io.writevAsync(this.fd, remaining, at + written)).bytesWritten;
-        }
+        await writevAll(this.io, this.fd, [bytes], at);
         if (!this.writeThrough) await this.io.fdatasyncAsync(this.fd);
         this.stored = { segmentBase, endBytes };
         if (!this.flushing) await this.pause();

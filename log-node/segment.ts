@@ -9,7 +9,7 @@ import { scanBatches } from './batch-scanner.js';
 import { OffsetIndex } from './offset-index.js';
 import { INDEX_SUFFIX, LOG_SUFFIX, segmentPath } from './segment-files.js';
 import { writeFileAtomic } from '../shared/durable-files.js';
-import { type FileIO, isErrno } from '../shared/file-io.js';
+import { type FileIO, isErrno, writevAll } from '../shared/file-io.js';
 
 export interface SegmentState {
   /** Bytes of whole batches in the file. */
@@ -114,14 +114,12 @@ export class Segment {
       this.maybeIndex(batch.baseOffset, position, batch.bytes.length);
       position += batch.bytes.length;
     }
-    const buffers = batches.map((b) => b.bytes);
-    let written = 0;
-    while (written < position - startPosition) {
-      // writev may write fewer bytes than asked; resume where it stopped.
-      const remaining = sliceBuffers(buffers, written);
-      written += (await this.options.io.writevAsync(this.fd, remaining, startPosition + written))
-        .bytesWritten;
-    }
+    await writevAll(
+      this.options.io,
+      this.fd,
+      batches.map((b) => b.bytes),
+      startPosition,
+    );
     const last = batches[batches.length - 1];
     this.state.sizeBytes = position;
     this.state.nextOffset = last.lastOffset + 1;
@@ -266,18 +264,4 @@ export class Segment {
       this.fd = -1;
     }
   }
-}
-
-function sliceBuffers(buffers: readonly Buffer[], skipBytes: number): Buffer[] {
-  const out: Buffer[] = [];
-  let skip = skipBytes;
-  for (const buffer of buffers) {
-    if (skip >= buffer.length) {
-      skip -= buffer.length;
-      continue;
-    }
-    out.push(skip > 0 ? buffer.subarray(skip) : buffer);
-    skip = 0;
-  }
-  return out;
 }

@@ -97,6 +97,35 @@ export function writeAll(io: FileIO, fd: number, bytes: Uint8Array, position: nu
   }
 }
 
+/** Writes all of `buffers` at `position` with writev, resuming after a short write. */
+export async function writevAll(
+  io: FileIO,
+  fd: number,
+  buffers: readonly Buffer[],
+  position: number,
+): Promise<void> {
+  const total = buffers.reduce((sum, buffer) => sum + buffer.length, 0);
+  for (let written = 0; written < total;) {
+    written += (await io.writevAsync(fd, sliceBuffers(buffers, written), position + written))
+      .bytesWritten;
+  }
+}
+
+/** The buffers after the first `skipBytes` bytes of them. */
+function sliceBuffers(buffers: readonly Buffer[], skipBytes: number): Buffer[] {
+  const out: Buffer[] = [];
+  let skip = skipBytes;
+  for (const buffer of buffers) {
+    if (skip >= buffer.length) {
+      skip -= buffer.length;
+      continue;
+    }
+    out.push(skip > 0 ? buffer.subarray(skip) : buffer);
+    skip = 0;
+  }
+  return out;
+}
+
 /** Removes a file if it is there (an unlink of a missing name is no error). */
 export function unlinkIfExists(io: FileIO, path: string): void {
   try {
