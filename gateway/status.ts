@@ -29,6 +29,11 @@ export function clusterStatus(
   const ordered = [...offsets].sort(
     (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
   );
+  // Each node's partition statuses by topic and partition, so a row finds its own in one lookup.
+  const statusOf = topology.nodes.map(
+    (node) =>
+      new Map(node.status?.partitions.map((s) => [`${s.partition}:${s.topic}`, s] as const)),
+  );
   const partitions: PartitionRow[] = ordered.map(
     ({ topic, partition, logStartOffset, endOffset }) => ({
       topic,
@@ -37,11 +42,9 @@ export function clusterStatus(
       logStartOffset,
       endOffset,
       replicas: topology.nodes
-        .map((node) => ({
+        .map((node, i) => ({
           node,
-          status: node.status?.partitions.find(
-            (s) => s.topic === topic && s.partition === partition,
-          ),
+          status: statusOf[i].get(`${partition}:${topic}`),
         }))
         // A collection's partition is on the nodes hosting its number, tailing it yet or not;
         // an internal topic's on the nodes that tail it.
