@@ -1,11 +1,13 @@
 /**
  * The serve-node of `tailbase start` on a thread of its own (embedded.ts starts it): applying
- * (decoding, LMDB and FTS5 writes) and reads on their own core. It tails the log-node's thread
- * through `log.port`, or an external log it connects to itself (`--log`), and answers the serve
- * contract on `servePort`.
+ * (decoding, LMDB and FTS5 writes) on its own core. It tails the log-node's thread through
+ * `log.port`, or an external log it connects to itself (`--log`), and answers the serve contract
+ * on `servePort`; with `readChannel`, read threads (read-worker.ts) answer the reads and this
+ * thread tells them of each commit (serve-node/read-threads.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { openServeNode } from '../serve-node/index.js';
+import { ReadThreadsHub } from '../serve-node/read-threads.js';
 import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
 import { createLogger } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
@@ -17,6 +19,8 @@ export interface ServeWorkerData {
   /** The log-node thread's port, or the external log's URLs and how to reach it. */
   log: { port: MessagePort } | { urls: string[]; options: ConnectLogOptions };
   servePort: MessagePort;
+  /** The read threads' channel (serve-node/read-threads.ts), when reads run on threads of their own. */
+  readChannel?: string;
 }
 
 const data = workerData as ServeWorkerData;
@@ -40,8 +44,11 @@ await runNodeWorker(
     answerServePort(data.servePort, serve.client, (error) =>
       logger.error({ err: error }, 'a read failed'),
     );
+    const hub =
+      data.readChannel === undefined ? null : new ReadThreadsHub(data.readChannel, serve.node);
     return {
       stop: async () => {
+        hub?.close();
         await serve.stop();
         log.close();
       },

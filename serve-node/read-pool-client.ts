@@ -1,0 +1,71 @@
+/**
+ * The serve contract over a serve-node's threads: reads (key reads, scans, searches, counts) go
+ * to the read thread with the fewest calls out, everything else to the apply thread.
+ */
+import type {
+  GetResult,
+  ScanOptions,
+  ScanResult,
+  SearchOptions,
+  SearchResult,
+  ServeClient,
+  ServeReadOptions,
+  ServeStatus,
+  SnapshotResult,
+} from '../shared/serve-api.js';
+
+export class ReadPoolClient implements ServeClient {
+  /** Calls out to each reader, by its index. */
+  private readonly out: number[];
+
+  constructor(
+    private readonly readers: readonly ServeClient[],
+    private readonly applier: ServeClient,
+  ) {
+    if (readers.length === 0) throw new Error('a read pool needs at least one reader');
+    this.out = readers.map(() => 0);
+  }
+
+  get(collection: string, key: string, options?: ServeReadOptions): Promise<GetResult> {
+    return this.read((reader) => reader.get(collection, key, options));
+  }
+
+  scan(collection: string, options?: ScanOptions): Promise<ScanResult> {
+    return this.read((reader) => reader.scan(collection, options));
+  }
+
+  search(collection: string, options: SearchOptions): Promise<SearchResult> {
+    return this.read((reader) => reader.search(collection, options));
+  }
+
+  countDocuments(collection: string, partitions?: readonly number[]): Promise<number> {
+    return this.read((reader) => reader.countDocuments(collection, partitions));
+  }
+
+  status(): Promise<ServeStatus> {
+    return this.applier.status();
+  }
+
+  ready(): Promise<boolean> {
+    return this.applier.ready();
+  }
+
+  rebuild(): Promise<void> {
+    return this.applier.rebuild();
+  }
+
+  snapshot(dir: string): Promise<SnapshotResult> {
+    return this.applier.snapshot(dir);
+  }
+
+  private async read<T>(call: (reader: ServeClient) => Promise<T>): Promise<T> {
+    let chosen = 0;
+    for (let i = 1; i < this.out.length; i++) if (this.out[i] < this.out[chosen]) chosen = i;
+    this.out[chosen] += 1;
+    try {
+      return await call(this.readers[chosen]);
+    } finally {
+      this.out[chosen] -= 1;
+    }
+  }
+}
