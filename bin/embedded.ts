@@ -12,6 +12,8 @@
  *   handles, told of every commit by the apply thread (serve-node/read-threads.ts): searches at
  *   10^6 documents on the one serve thread used 1.1 cores of 2. With `--read-threads 0` the
  *   serve thread reads too.
+ * - Key reads are answered on the main thread itself (`--key-reads here`), from read handles of
+ *   its own kept as the read threads keep theirs: a GET then costs no hop between threads.
  * Data goes to <data>/log and <data>/serve; the gateway URL is printed once the serve-node has
  * caught up.
  *
@@ -68,6 +70,11 @@ export interface EmbeddedOptions {
   gateway?: Pick<GatewayConfigInput, 'limits' | 'writer'>;
   /** Threads that answer reads; 0: the serve-node's apply thread answers them too. */
   readThreads: number;
+  /**
+   * With read threads: key reads answered on the main thread from its own read handles, with no
+   * hop to another thread (default true).
+   */
+  keyReadsHere?: boolean;
   /** An external log instead of the log-node thread; null or absent: the log-node thread. */
   log?: { urls: string[]; kafka: KafkaConnectOptions } | null;
 }
@@ -259,7 +266,13 @@ async function withReadThreads(
   onDeath: (error: Error) => void,
 ): Promise<{ client: ServeClient; stop(): Promise<void> }> {
   if (options.readThreads === 0) return { client: applier, stop: async () => undefined };
-  return startReadPool(options.readThreads, channel, applier, onDeath);
+  return startReadPool(
+    options.readThreads,
+    channel,
+    applier,
+    onDeath,
+    options.keyReadsHere ?? true,
+  );
 }
 
 /** Polls the serve-node's own readiness (what its /readyz answers). */
@@ -316,6 +329,15 @@ export function registerStartCommand(program: Command): void {
       ),
     )
     .addOption(
+      new Option(
+        '--key-reads <here|threads>',
+        'with read threads: key reads on the HTTP thread from its own read handles (here), or on the read threads',
+      )
+        .env('TAILBASE_KEY_READS')
+        .choices(['here', 'threads'])
+        .default('here'),
+    )
+    .addOption(
       integerOption(
         '--ready-wait-ms-max <ms>',
         'how long to wait for catch-up at start',
@@ -337,6 +359,7 @@ export function registerStartCommand(program: Command): void {
         kafkaAdvertisedPort?: number;
         readyWaitMsMax: number;
         readThreads: number;
+        keyReads: 'here' | 'threads';
         log?: string[];
       } & Record<string, unknown>,
     ) => {
@@ -353,6 +376,7 @@ export function registerStartCommand(program: Command): void {
         kafkaAdvertised: { host: flags.kafkaAdvertisedHost, port: flags.kafkaAdvertisedPort },
         readyWaitMsMax: flags.readyWaitMsMax,
         readThreads: flags.readThreads,
+        keyReadsHere: flags.keyReads === 'here',
         gateway: gatewayLimitValues(flags),
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
       });

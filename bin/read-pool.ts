@@ -4,6 +4,8 @@
  */
 import { availableParallelism } from 'node:os';
 import { MessageChannel } from 'node:worker_threads';
+import { LocalServeClient } from '../serve-node/local-serve-client.js';
+import { ReadNode } from '../serve-node/read-node.js';
 import { ReadPoolClient } from '../serve-node/read-pool-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
@@ -20,27 +22,39 @@ export function defaultReadThreads(): number {
 
 export interface ReadPool {
   client: ServeClient;
+  /** The reader on this thread, when asked for. */
+  here: ReadNode | null;
   /** Stops the read threads (before the apply thread: they read its stores). */
   stop(): Promise<void>;
 }
 
+/**
+ * `count` read threads, and with `keyReadsHere` a reader on this thread too, which answers key
+ * reads with no hop to another thread (and every read when there are no read threads).
+ */
 export async function startReadPool(
   count: number,
   channel: string,
   applier: ServeClient,
   onDeath: (error: Error) => void,
+  keyReadsHere: boolean,
 ): Promise<ReadPool> {
   const threads: NodeThread[] = [];
   const clients: PortServeClient[] = [];
+  let here: ReadNode | null = null;
   const stop = async () => {
+    await here?.stop();
     await Promise.all(threads.map((thread) => thread.stop()));
     for (const client of clients) client.close(new Error('tailbase stopped'));
   };
   try {
-    for (let i = 0; i < count; i++) {
-      const serve = new MessageChannel();
-      threads.push(
-        await startNodeThread(
+    if (keyReadsHere) here = await ReadNode.open(channel, HELLO_WAIT_MS_MAX);
+    // Together: each thread loads the modules and opens the stores, which one after another
+    // would add to the node's start.
+    const started = await Promise.allSettled(
+      Array.from({ length: count }, async (_, i) => {
+        const serve = new MessageChannel();
+        const thread = await startNodeThread(
           `serve-node read thread ${i}`,
           new URL('./read-worker.js', import.meta.url),
           {
@@ -50,13 +64,18 @@ export async function startReadPool(
           } satisfies ReadWorkerData,
           [serve.port2],
           onDeath,
-        ),
-      );
-      clients.push(new PortServeClient(serve.port1));
-    }
+        );
+        threads.push(thread);
+        clients.push(new PortServeClient(serve.port1));
+      }),
+    );
+    const failed = started.find((result) => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
   } catch (error) {
     await stop();
     throw error;
   }
-  return { client: new ReadPoolClient(clients, applier), stop };
+  const keyReader = here === null ? null : new LocalServeClient(here, () => undefined);
+  const readers = clients.length > 0 || keyReader === null ? clients : [keyReader];
+  return { client: new ReadPoolClient(readers, applier, keyReader), here, stop };
 }

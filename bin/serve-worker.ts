@@ -6,7 +6,7 @@
  * thread tells them of each commit (serve-node/read-threads.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { openServeNode } from '../serve-node/index.js';
+import { openServeNode, type ServeNodeOptions } from '../serve-node/index.js';
 import { ReadThreadsHub } from '../serve-node/read-threads.js';
 import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
 import { createLogger } from '../shared/logger.js';
@@ -21,10 +21,14 @@ export interface ServeWorkerData {
   servePort: MessagePort;
   /** The read threads' channel (serve-node/read-threads.ts), when reads run on threads of their own. */
   readChannel?: string;
+  /** The serve-node's own options, for the standalone process (serve-node-threads.ts). */
+  node?: Pick<ServeNodeOptions, 'partitions' | 'limits' | 'fromSnapshot' | 'clusterSecret'>;
+  /** The name its log lines carry. */
+  loggerName?: string;
 }
 
 const data = workerData as ServeWorkerData;
-const logger = createLogger('tailbase').child({ role: 'serve-node' });
+const logger = createLogger(data.loggerName ?? 'tailbase').child({ role: 'serve-node' });
 
 async function connected(): Promise<ConnectedLog> {
   if ('urls' in data.log) return connectLog(data.log.urls, { ...data.log.options, logger });
@@ -35,12 +39,13 @@ async function connected(): Promise<ConnectedLog> {
 await runNodeWorker(
   async () => {
     const log = await connected();
-    const serve = await openServeNode({ dataDir: data.dataDir, logger }, log.log).catch(
-      (error: unknown) => {
-        log.close();
-        throw error;
-      },
-    );
+    const serve = await openServeNode(
+      { ...data.node, dataDir: data.dataDir, logger },
+      log.log,
+    ).catch((error: unknown) => {
+      log.close();
+      throw error;
+    });
     answerServePort(data.servePort, serve.client, (error) =>
       logger.error({ err: error }, 'a read failed'),
     );

@@ -1,6 +1,7 @@
 /**
- * The serve contract over a serve-node's threads: reads (key reads, scans, searches, counts) go
- * to the read thread with the fewest calls out, everything else to the apply thread.
+ * The serve contract over a serve-node's threads: key reads to `keyReader` when there is one (a
+ * reader on the caller's own thread: no hop), other reads (and key reads without it) to the read
+ * thread with the fewest calls out, everything else to the apply thread.
  */
 import type {
   GetResult,
@@ -21,12 +22,14 @@ export class ReadPoolClient implements ServeClient {
   constructor(
     private readonly readers: readonly ServeClient[],
     private readonly applier: ServeClient,
+    private readonly keyReader: ServeClient | null = null,
   ) {
     if (readers.length === 0) throw new Error('a read pool needs at least one reader');
     this.out = readers.map(() => 0);
   }
 
   get(collection: string, key: string, options?: ServeReadOptions): Promise<GetResult> {
+    if (this.keyReader !== null) return this.keyReader.get(collection, key, options);
     return this.read((reader) => reader.get(collection, key, options));
   }
 

@@ -1,9 +1,11 @@
-// Proves a read thread never answers a token from a snapshot older than it: on `tailbase start`
-// with two read threads, keys overwritten over and over are each read back at the write's token,
-// by key, by search and by scan, and every answer holds that version, never an earlier one,
-// while the read threads keep no snapshot of their own up to date unless told of each commit.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
+// Proves a read thread never answers a token from a snapshot older than it: keys overwritten
+// over and over are each read back at the write's token, by key, by search and by scan, and every
+// answer holds that version, never an earlier one; a settings change is read at its token on
+// every thread. Over `tailbase start` with two read threads (key reads on the HTTP thread, and on
+// the read threads), and over a cluster whose serve-node process applies on one thread, answers
+// key reads on its HTTP thread and scans and searches on two read threads.
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawnEmbedded, spawnNode, tempDir, type SpawnedNode } from '../harness/index.js';
 import { call } from './gateway-harness.js';
 
 const READ_THREADS = 2;
@@ -11,21 +13,59 @@ const SESSIONS = 4;
 const OVERWRITES = 60;
 /** A read thread that missed a commit would wait this long, then answer 504. */
 const WAIT_MS = 2_000;
+const PARTITIONS = 4;
 
-let tailbase: SpawnedEmbedded;
-beforeAll(async () => {
-  tailbase = await spawnEmbedded({
-    partitions: 4,
-    args: ['--read-threads', String(READ_THREADS)],
-  });
-});
+const stops: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
-  await tailbase?.stop();
+  for (const stop of stops.reverse()) await stop();
 });
 
-describe('reads on read threads', () => {
+async function embedded(keyReads: 'here' | 'threads'): Promise<string> {
+  const node = await spawnEmbedded({
+    partitions: PARTITIONS,
+    args: ['--read-threads', String(READ_THREADS), '--key-reads', keyReads],
+  });
+  stops.push(() => node.stop());
+  return node.url;
+}
+
+async function cluster(): Promise<string> {
+  const logDir = tempDir('read-threads-log');
+  const serveDir = tempDir('read-threads-serve');
+  stops.push(async () => {
+    logDir.cleanup();
+    serveDir.cleanup();
+  });
+  const started = (node: SpawnedNode) => {
+    stops.push(() => node.stop());
+    return node;
+  };
+  const log = started(
+    await spawnNode('log-node', [
+      ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
+    ]),
+  );
+  const serve = started(
+    await spawnNode('serve-node', [
+      ...['--data', serveDir.path, '--port', '0', '--log', log.url],
+      ...['--read-threads', String(READ_THREADS)],
+    ]),
+  );
+  const gateway = started(
+    await spawnNode('gateway', ['--port', '0', '--log', log.url, '--serve', serve.url]),
+  );
+  return gateway.url;
+}
+
+describe.each([
+  ['tailbase start, key reads on the HTTP thread', () => embedded('here')],
+  ['tailbase start, key reads on the read threads', () => embedded('threads')],
+  ['a cluster with a serve-node split over threads', cluster],
+])('reads on read threads: %s', (_, start) => {
+  let url: string;
+
   it('each overwrite of a key is read back at its token, by key, search and scan', async () => {
-    const { url } = tailbase;
+    url = await start();
     const wrong: string[] = [];
     const session = async (s: number) => {
       const key = `k${s}`;
@@ -54,7 +94,6 @@ describe('reads on read threads', () => {
   });
 
   it('a settings change is read at its token on every read thread', async () => {
-    const { url } = tailbase;
     const put = await call(url, 'PUT', '/v1/collections/shelf/docs/a', { title: 'alpha', n: 1 });
     expect(put.status).toBe(200);
     const settings = await call(
