@@ -16,6 +16,7 @@ import { detectPeers } from './peers.js';
 import { freePort, spawnServer, TAILBASE_BIN, tailbaseBuilt } from './processes.js';
 import { makeBenchDir } from './references.js';
 import { skipRow } from './gateway.js';
+import { random } from './serve.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 
 const PARTITIONS = 8;
@@ -37,18 +38,6 @@ const TARGET_RATIO = 1.6;
 
 const keyOf = (i: number) => `doc-${String(i).padStart(7, '0')}`;
 const wordOf = (rank: number) => `w${rank.toString(36)}z`;
-
-/** mulberry32: the same corpus on every run. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Document i's value: title and body of words drawn by Zipf's law (s = 1) over the vocabulary. */
 function* corpus(docs: number): Generator<{ key: string; value: { title: string; body: string } }> {
