@@ -284,7 +284,8 @@ export class SearchStore {
 
   /**
    * Makes every commit so far durable: a checkpoint fsyncs the WAL, copies it into the database
-   * file and fsyncs that. PASSIVE: it never waits (this connection is the only one).
+   * file and fsyncs that. PASSIVE: it never waits for the read threads' connections; frames one of
+   * them still reads are copied at a later flush, and the WAL restarts once none reads it.
    */
   flush(): void {
     this.db.pragma('wal_checkpoint(PASSIVE)');
