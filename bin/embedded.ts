@@ -266,13 +266,14 @@ async function withReadThreads(
   onDeath: (error: Error) => void,
 ): Promise<{ client: ServeClient; stop(): Promise<void> }> {
   if (options.readThreads === 0) return { client: applier, stop: async () => undefined };
-  return startReadPool(
-    options.readThreads,
+  return startReadPool({
+    count: options.readThreads,
     channel,
     applier,
     onDeath,
-    options.keyReadsHere ?? true,
-  );
+    keyReadsHere: options.keyReadsHere ?? true,
+    logger: createLogger('tailbase').child({ role: 'serve-node-reads' }),
+  });
 }
 
 /** Polls the serve-node's own readiness (what its /readyz answers). */

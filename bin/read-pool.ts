@@ -8,6 +8,7 @@ import { LocalServeClient } from '../serve-node/local-serve-client.js';
 import { ReadNode } from '../serve-node/read-node.js';
 import { ReadPoolClient } from '../serve-node/read-pool-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
+import type { Logger } from '../shared/logger.js';
 import type { ServeClient } from '../shared/serve-api.js';
 import { startNodeThread, type NodeThread } from './node-thread.js';
 import type { ReadWorkerData } from './read-worker.js';
@@ -32,13 +33,23 @@ export interface ReadPool {
  * `count` read threads, and with `keyReadsHere` a reader on this thread too, which answers key
  * reads with no hop to another thread (and every read when there are no read threads).
  */
-export async function startReadPool(
-  count: number,
-  channel: string,
-  applier: ServeClient,
-  onDeath: (error: Error) => void,
-  keyReadsHere: boolean,
-): Promise<ReadPool> {
+export async function startReadPool({
+  count,
+  channel,
+  applier,
+  onDeath,
+  keyReadsHere,
+  logger,
+}: {
+  count: number;
+  /** The serve-node's read channel (serve-node/read-threads.ts). */
+  channel: string;
+  applier: ServeClient;
+  /** A read thread died outside stop(). */
+  onDeath: (error: Error) => void;
+  keyReadsHere: boolean;
+  logger: Logger;
+}): Promise<ReadPool> {
   const threads: NodeThread[] = [];
   const clients: PortServeClient[] = [];
   let here: ReadNode | null = null;
@@ -48,7 +59,11 @@ export async function startReadPool(
     for (const client of clients) client.close(new Error('tailbase stopped'));
   };
   try {
-    if (keyReadsHere) here = await ReadNode.open(channel, HELLO_WAIT_MS_MAX);
+    if (keyReadsHere) {
+      here = await ReadNode.open(channel, HELLO_WAIT_MS_MAX, (error) =>
+        logger.error({ err: error }, 'the read handles of a rebuild'),
+      );
+    }
     // Together: each thread loads the modules and opens the stores, which one after another
     // would add to the node's start.
     const started = await Promise.allSettled(

@@ -22,7 +22,9 @@ const logger = createLogger('tailbase').child({ role: 'serve-node-reads' });
 
 await runNodeWorker(
   async () => {
-    const node = await ReadNode.open(data.channel, data.helloWaitMsMax);
+    const node = await ReadNode.open(data.channel, data.helloWaitMsMax, (error) =>
+      logger.error({ err: error }, 'the read handles of a rebuild'),
+    );
     answerServePort(
       data.servePort,
       new LocalServeClient(node, (error) => logger.error({ err: error }, 'rebuild failed')),

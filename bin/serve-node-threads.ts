@@ -66,12 +66,17 @@ export async function startThreadedServeNode(
     applier.close(new Error('the serve-node stopped'));
     serve.port1.close();
   };
-  const pool = await startReadPool(options.readThreads, channel, applier, onDeath, true).catch(
-    async (error: unknown) => {
-      await stopApply();
-      throw error;
-    },
-  );
+  const pool = await startReadPool({
+    count: options.readThreads,
+    channel,
+    applier,
+    onDeath,
+    keyReadsHere: true,
+    logger,
+  }).catch(async (error: unknown) => {
+    await stopApply();
+    throw error;
+  });
   const here = pool.here!;
   const stopNodes = async () => {
     await pool.stop();

@@ -25,6 +25,7 @@ export class ReadNode implements LocalServeCore {
   private constructor(
     private readonly channel: BroadcastChannel,
     state: State,
+    private readonly onError: (error: unknown) => void,
   ) {
     this.hosted = state.hosted;
     this.limits = state.limits;
@@ -40,11 +41,19 @@ export class ReadNode implements LocalServeCore {
       },
     );
     channel.onmessage = (event) =>
-      void this.received((event as { data: ToReadThreads | ToApplyThread }).data);
+      this.received((event as { data: ToReadThreads | ToApplyThread }).data);
   }
 
-  /** Joins the serve-node's read channel and opens the stores its apply thread names. */
-  static async open(channelName: string, waitMsMax: number): Promise<ReadNode> {
+  /**
+   * Joins the serve-node's read channel and opens the stores its apply thread names; `onError`
+   * hears of stores of a rebuild that could not be opened or closed (reads go on from the ones
+   * open).
+   */
+  static async open(
+    channelName: string,
+    waitMsMax: number,
+    onError: (error: unknown) => void,
+  ): Promise<ReadNode> {
     const channel = new BroadcastChannel(channelName);
     try {
       const state = await new Promise<State>((resolve, reject) => {
@@ -60,7 +69,7 @@ export class ReadNode implements LocalServeCore {
         };
         channel.postMessage({ type: 'hello' } satisfies ToApplyThread);
       });
-      return new ReadNode(channel, state);
+      return new ReadNode(channel, state, onError);
     } catch (error) {
       channel.close();
       throw error;
@@ -108,7 +117,7 @@ export class ReadNode implements LocalServeCore {
   }
 
   /** Other read threads' messages to the apply thread arrive here too, and are passed over. */
-  private async received(message: ToReadThreads | ToApplyThread): Promise<void> {
+  private received(message: ToReadThreads | ToApplyThread): void {
     if (message.type !== 'state' && message.type !== 'applied') return;
     if (message.type === 'applied') {
       this.current.refresh();
@@ -117,9 +126,17 @@ export class ReadNode implements LocalServeCore {
     }
     this.topics = new Set(message.topics);
     if (message.dir === this.current.dir) return;
+    let next: ReadReplica;
+    try {
+      next = new ReadReplica(message.dir);
+    } catch (error) {
+      // Replaced again and removed before this thread got to it: the next state names the newer.
+      this.onError(error);
+      return;
+    }
     const old = this.current;
-    this.current = new ReadReplica(message.dir);
-    await old.close();
+    this.current = next;
+    old.close().catch(this.onError);
   }
 
   private post(message: ToApplyThread): void {
