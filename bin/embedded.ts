@@ -31,6 +31,7 @@ import {
   type GatewayHandle,
 } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
+import { readChannelName } from '../serve-node/index.js';
 import {
   integerOption,
   isLoopback,
@@ -47,7 +48,6 @@ import type { KafkaConnectOptions } from '../shared/log-connect.js';
 import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
-import { readChannelName } from '../serve-node/read-threads.js';
 import type { ServeClient } from '../shared/serve-api.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';

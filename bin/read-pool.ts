@@ -4,9 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { MessageChannel } from 'node:worker_threads';
-import { LocalServeClient } from '../serve-node/local-serve-client.js';
-import { ReadNode } from '../serve-node/read-node.js';
-import { ReadPoolClient } from '../serve-node/read-pool-client.js';
+import { LocalServeClient, ReadNode, ReadPoolClient } from '../serve-node/index.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import type { Logger } from '../shared/logger.js';
 import type { ServeClient } from '../shared/serve-api.js';

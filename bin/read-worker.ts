@@ -3,8 +3,7 @@
  * (serve-worker.ts), it answers reads on `servePort` from its own handles on the same stores.
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { LocalServeClient } from '../serve-node/local-serve-client.js';
-import { ReadNode } from '../serve-node/read-node.js';
+import { LocalServeClient, ReadNode } from '../serve-node/index.js';
 import { createLogger } from '../shared/logger.js';
 import { answerServePort } from '../shared/port-serve-client.js';
 import { runNodeWorker } from './node-thread.js';

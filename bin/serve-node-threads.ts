@@ -7,11 +7,13 @@
  */
 import path from 'node:path';
 import { MessageChannel } from 'node:worker_threads';
-import type { ServeNodeOptions } from '../serve-node/index.js';
-import { DEFAULT_HOST } from '../serve-node/config.js';
-import { readChannelName } from '../serve-node/read-threads.js';
-import { createServeNodeApp } from '../serve-node/routes.js';
-import { rangeReadsOn } from '../serve-node/threaded-range-reads.js';
+import {
+  createServeNodeApp,
+  DEFAULT_HOST,
+  rangeReadsOn,
+  readChannelName,
+  type ServeNodeOptions,
+} from '../serve-node/index.js';
 import { listen } from '../shared/http-server.js';
 import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortServeClient } from '../shared/port-serve-client.js';

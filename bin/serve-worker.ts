@@ -6,8 +6,7 @@
  * thread tells them of each commit (serve-node/read-threads.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { openServeNode, type ServeNodeOptions } from '../serve-node/index.js';
-import { ReadThreadsHub } from '../serve-node/read-threads.js';
+import { openServeNode, ReadThreadsHub, type ServeNodeOptions } from '../serve-node/index.js';
 import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
 import { createLogger } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
