@@ -42,6 +42,8 @@ export interface PgRun {
   description: string;
   script: string;
   unit: string;
+  /** pgbench clients (default CONNECTIONS). */
+  clients?: number;
 }
 
 const RUNS: PgRun[] = [
@@ -319,9 +321,9 @@ export async function runPostgres(
             '-M',
             'prepared',
             '-c',
-            String(CONNECTIONS),
+            String(run.clients ?? CONNECTIONS),
             '-j',
-            String(THREADS),
+            String(Math.min(THREADS, run.clients ?? CONNECTIONS)),
             '-T',
             String(durationS),
             '-f',
@@ -339,7 +341,7 @@ export async function runPostgres(
           throughput: { value: summary.tps, unit: run.unit },
           latency: latencyFromLogs(logDir, 'tx'),
           figures: {
-            clients: CONNECTIONS,
+            clients: run.clients ?? CONNECTIONS,
             transactions: summary.transactions,
             errorCount: summary.failed,
             client: 'pgbench',

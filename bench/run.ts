@@ -19,6 +19,7 @@ import { loadClient } from './load.js';
 import { machineInfo } from './machine.js';
 import { normalizeGroup } from './normalize.js';
 import { RESULTS_DIR } from './paths.js';
+import { runCoresBench } from './cores.js';
 import { describePeers, detectPeers } from './peers.js';
 import { addPeerRatios, runPeersBench } from './peers-group.js';
 import { killRunningServers } from './processes.js';
@@ -27,6 +28,8 @@ import { cpuTable, referenceTable, workloadTable } from './table.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
 
 const GROUP_TIME_MS_MAX = 240_000;
+/** The cores group loads up to 10^6 documents (TAILBASE_BENCH_CORES_DOCS) before it measures. */
+const CORES_TIME_MS_MAX = 1_800_000;
 const GROUP_TIME_MS_MAX_QUICK = 40_000;
 /** filters loads the corpus four times, into tailbase and then into PostgreSQL. */
 const FILTERS_TIME_MS_MAX = 420_000;
@@ -61,6 +64,7 @@ const GROUPS: Group[] = [
   { name: 'filters', timeMsMax: FILTERS_TIME_MS_MAX, run: (context) => runFiltersBench(context) },
   { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },
+  { name: 'cores', timeMsMax: CORES_TIME_MS_MAX, run: (context) => runCoresBench(context) },
 ];
 
 async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {

@@ -36,7 +36,7 @@ interface BenchDoc {
 }
 
 /** mulberry32: the documents depend only on the seed and the corpus. */
-function random(seed: number): () => number {
+export function random(seed: number): () => number {
   let state = seed >>> 0;
   return () => {
     state = (state + 0x6d2b79f5) >>> 0;

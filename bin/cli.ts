@@ -8,6 +8,7 @@ import { registerLogNodeCommand } from '../log-node/main.js';
 import { registerServeNodeCommand } from '../serve-node/main.js';
 import { registerStartCommand } from './embedded.js';
 import { registerClusterCommand } from './local-cluster.js';
+import { startThreadedServeNode } from './serve-node-threads.js';
 
 export async function main(argv: string[]): Promise<void> {
   const program = new Command('tailbase')
@@ -18,7 +19,7 @@ export async function main(argv: string[]): Promise<void> {
     .showHelpAfterError();
   registerStartCommand(program);
   registerLogNodeCommand(program);
-  registerServeNodeCommand(program);
+  registerServeNodeCommand(program, startThreadedServeNode);
   registerGatewayCommand(program);
   registerClusterCommand(program);
   registerClientCommands(program);

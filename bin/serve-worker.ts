@@ -1,11 +1,12 @@
 /**
  * The serve-node of `tailbase start` on a thread of its own (embedded.ts starts it): applying
- * (decoding, LMDB and FTS5 writes) and reads on their own core. It tails the log-node's thread
- * through `log.port`, or an external log it connects to itself (`--log`), and answers the serve
- * contract on `servePort`.
+ * (decoding, LMDB and FTS5 writes) on its own core. It tails the log-node's thread through
+ * `log.port`, or an external log it connects to itself (`--log`), and answers the serve contract
+ * on `servePort`; with `readChannel`, read threads (read-worker.ts) answer the reads and this
+ * thread tells them of each commit (serve-node/read-threads.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { openServeNode } from '../serve-node/index.js';
+import { openServeNode, ReadThreadsHub, type ServeNodeOptions } from '../serve-node/index.js';
 import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
 import { createLogger } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
@@ -17,10 +18,16 @@ export interface ServeWorkerData {
   /** The log-node thread's port, or the external log's URLs and how to reach it. */
   log: { port: MessagePort } | { urls: string[]; options: ConnectLogOptions };
   servePort: MessagePort;
+  /** The read threads' channel (serve-node/read-threads.ts), when reads run on threads of their own. */
+  readChannel?: string;
+  /** The serve-node's own options, for the standalone process (serve-node-threads.ts). */
+  node?: Pick<ServeNodeOptions, 'partitions' | 'limits' | 'fromSnapshot' | 'clusterSecret'>;
+  /** The name its log lines carry. */
+  loggerName?: string;
 }
 
 const data = workerData as ServeWorkerData;
-const logger = createLogger('tailbase').child({ role: 'serve-node' });
+const logger = createLogger(data.loggerName ?? 'tailbase').child({ role: 'serve-node' });
 
 async function connected(): Promise<ConnectedLog> {
   if ('urls' in data.log) return connectLog(data.log.urls, { ...data.log.options, logger });
@@ -31,17 +38,21 @@ async function connected(): Promise<ConnectedLog> {
 await runNodeWorker(
   async () => {
     const log = await connected();
-    const serve = await openServeNode({ dataDir: data.dataDir, logger }, log.log).catch(
-      (error: unknown) => {
-        log.close();
-        throw error;
-      },
-    );
+    const serve = await openServeNode(
+      { ...data.node, dataDir: data.dataDir, logger },
+      log.log,
+    ).catch((error: unknown) => {
+      log.close();
+      throw error;
+    });
     answerServePort(data.servePort, serve.client, (error) =>
       logger.error({ err: error }, 'a read failed'),
     );
+    const hub =
+      data.readChannel === undefined ? null : new ReadThreadsHub(data.readChannel, serve.node);
     return {
       stop: async () => {
+        hub?.close();
         await serve.stop();
         log.close();
       },

@@ -112,6 +112,15 @@ export class DocStore {
     });
   }
 
+  /**
+   * Moves this thread's read snapshot to the latest commit: a thread that did not write keeps
+   * reading the snapshot of its first read until it calls this (lmdb-js 3.5), however many
+   * commits another thread made since.
+   */
+  resetReadTxn(): void {
+    this.env.resetReadTxn();
+  }
+
   get(collection: string, key: string): StoredDoc | undefined {
     const value = this.docs.get(docKey(collection, key));
     return value === undefined ? undefined : decodeValue(key, value);

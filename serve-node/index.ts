@@ -16,7 +16,13 @@ import {
 } from './store-dirs.js';
 
 export type { ServeNodeConfig, ServeNodeLimits } from './config.js';
-export { DEFAULT_LIMITS as serveNodeDefaults } from './config.js';
+export { DEFAULT_HOST, DEFAULT_LIMITS as serveNodeDefaults } from './config.js';
+export { LocalServeClient } from './local-serve-client.js';
+export { ReadNode } from './read-node.js';
+export { ReadPoolClient } from './read-pool-client.js';
+export { readChannelName, ReadThreadsHub } from './read-threads.js';
+export { createServeNodeApp } from './routes.js';
+export { rangeReadsOn } from './threaded-range-reads.js';
 
 export interface ServeNodeOptions extends ServeNodeConfig {
   clusterSecret?: string;

@@ -1,4 +1,5 @@
 /** `tailbase serve-node`: flags (each with a TAILBASE_* environment variable) and signal handling. */
+import { availableParallelism } from 'node:os';
 import { Option, type Command } from 'commander';
 import { parsePartitionList } from '../shared/partition-list.js';
 import {
@@ -10,9 +11,21 @@ import {
 } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS } from './config.js';
-import { startServeNode } from './index.js';
+import { startServeNode, type ServeNodeOptions } from './index.js';
 
-export function registerServeNodeCommand(program: Command): void {
+/** A serve-node split over threads (bin/serve-node-threads.ts): apply, HTTP, reads. */
+export type ThreadedServeNodeStart = (
+  options: ServeNodeOptions & { readThreads: number },
+) => Promise<{ url: string; stop(): Promise<void> }>;
+
+/**
+ * With `startThreaded` and `--read-threads` above 0 (one a core by default), the serve-node runs
+ * split over threads; with `--read-threads 0`, on the one thread.
+ */
+export function registerServeNodeCommand(
+  program: Command,
+  startThreaded?: ThreadedServeNodeStart,
+): void {
   const command = program
     .command('serve-node')
     .description('run a serve-node: tail partitions into LMDB and SQLite FTS5 and serve reads')
@@ -212,6 +225,15 @@ export function registerServeNodeCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--read-threads <n>',
+        'threads answering scans and searches beside the apply thread and the HTTP thread (which answers key reads); 0: one thread does everything',
+        'TAILBASE_READ_THREADS',
+        availableParallelism(),
+        0,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--store-flush-ms <ms>',
         'how often the stores are fsynced: a power loss takes back at most this long of writes',
         'TAILBASE_STORE_FLUSH_MS',
@@ -225,7 +247,8 @@ export function registerServeNodeCommand(program: Command): void {
     if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
       throw new Error('binding a non-loopback address needs --cluster-secret');
     }
-    const running = await startServeNode({
+    const readThreads = flags.readThreads as number;
+    const options: ServeNodeOptions = {
       dataDir: flags.data as string,
       host: flags.host as string,
       port: flags.port as number,
@@ -257,7 +280,11 @@ export function registerServeNodeCommand(program: Command): void {
         storeFlushMs: flags.storeFlushMs as number,
       },
       logger,
-    });
+    };
+    const running =
+      startThreaded !== undefined && readThreads > 0
+        ? await startThreaded({ ...options, readThreads })
+        : await startServeNode(options);
     process.stdout.write(`serve-node listening on ${running.url}\n`);
     onShutdownSignal(logger, running.stop);
   });

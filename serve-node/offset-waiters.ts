@@ -4,6 +4,7 @@
  */
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { TopicPartition } from '../shared/log-api.js';
+import { SETTINGS_TOPIC } from '../shared/topics.js';
 
 /** A read needs `offset` of `partition` applied, i.e. applied[partition] > offset. */
 export interface OffsetNeed {
@@ -21,6 +22,21 @@ export interface TopicNeed extends OffsetNeed {
   collection?: string;
 }
 
+/** Stores' applied offsets, as far as a read may rely on them. */
+export interface AppliedSource {
+  applied(topic: string, partition: number): number;
+  /** The settings topic's offset whose records are all in effect for `collection`. */
+  settingsApplied(collection: string): number;
+}
+
+/** How far a need is met in the stores `current()` answers: settings needs, in effect. */
+export function appliedOfNeed(current: () => AppliedSource): (need: TopicNeed) => number {
+  return (need) =>
+    need.topic === SETTINGS_TOPIC && need.collection !== undefined
+      ? current().settingsApplied(need.collection)
+      : current().applied(need.topic, need.partition);
+}
+
 interface Waiter {
   needs: readonly TopicNeed[];
   resolve(): void;
@@ -35,8 +51,11 @@ export class OffsetWaiters {
     private readonly waitersMax: number,
     /** How far the need's topic-partition is applied (and, for settings, in effect). */
     private readonly appliedOf: (need: TopicNeed) => number,
-    /** Called when a read starts waiting, with what it waits for. */
-    private readonly onWait: (needs: readonly TopicNeed[]) => void = () => undefined,
+    /**
+     * Called when a read starts waiting, with what it waits for; what it answers (if anything) is
+     * called once the wait ends, however it ends.
+     */
+    private readonly onWait: (needs: readonly TopicNeed[]) => (() => void) | void = () => undefined,
   ) {}
 
   get size(): number {
@@ -56,7 +75,7 @@ export class OffsetWaiters {
         max: this.waitersMax,
       });
     }
-    this.onWait(needs);
+    const waited = this.onWait(needs);
     const aborted = () => {
       this.waiting.delete(waiter);
       clearTimeout(waiter.timer);
@@ -81,6 +100,7 @@ export class OffsetWaiters {
       });
     } finally {
       signal?.removeEventListener('abort', aborted);
+      waited?.();
     }
   }
 

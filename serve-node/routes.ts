@@ -37,11 +37,17 @@ export interface ServeNodeCore {
   replica(): ReadStores;
   applied(collection: string): AppliedOffsets;
   tails(collection: string): boolean;
-  status(): ServeStatus;
-  ready(): boolean;
+  /** Sync on the node itself; a promise where the node applies on another thread. */
+  status(): ServeStatus | Promise<ServeStatus>;
+  ready(): boolean | Promise<boolean>;
   rebuild(reason: string): Promise<void>;
   snapshot(dir: string): Promise<SnapshotResult>;
+  /** Where scans and searches run when not here: the node's read threads. */
+  rangeReads?: RangeReads;
 }
+
+/** Scans and searches, as ServeReads answers them. */
+export type RangeReads = Pick<ServeReads, 'scan' | 'search'>;
 
 export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   const app = new Hono();
@@ -52,6 +58,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   app.use('/internal/*', requireClusterSecret(core.clusterSecret));
 
   const reads = new ServeReads(core);
+  const rangeReads = core.rangeReads ?? reads;
   /** The `wait_for` and `wait_ms` of a read route. */
   const readWait = (c: Context): ReadWait => ({
     needs: parseWaitFor(c.req.query('wait_for'), hostedSet),
@@ -60,12 +67,12 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
   });
 
   app.get('/healthz', (c) => c.json({ ok: true }));
-  app.get('/readyz', (c) =>
-    core.ready()
+  app.get('/readyz', async (c) =>
+    (await core.ready())
       ? c.json({ ready: true })
       : c.json({ error: { code: 'not_ready', message: 'partitions are still catching up' } }, 503),
   );
-  app.get('/internal/status', (c) => c.json(core.status()));
+  app.get('/internal/status', async (c) => c.json(await core.status()));
 
   app.get('/internal/docs/:collection/:key{.+}', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
@@ -110,7 +117,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
 
   app.get('/internal/scan/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
-    const { items, more, applied } = await reads.scan(collection, {
+    const { items, more, applied } = await rangeReads.scan(collection, {
       limit: optionalInteger(c.req.query('limit')),
       range: {
         prefix: optionalString('prefix', c.req.query('prefix')),
@@ -132,7 +139,7 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
 
   app.get('/internal/search/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
-    const { hits, total, totalExact, applied, facets } = await reads.search(collection, {
+    const { hits, total, totalExact, applied, facets } = await rangeReads.search(collection, {
       q: c.req.query('q'),
       filter: c.req.query('filter'),
       sort: c.req.query('sort'),

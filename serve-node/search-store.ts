@@ -97,6 +97,9 @@ export class SearchStore {
   private readonly tablesById = new Map<number, FtsTable>();
   /** collection → the table it is indexed in. */
   private readonly tableIdOf = new Map<string, number>();
+  /** `PRAGMA data_version`: moves when another connection commits (followWriter). */
+  private readonly dataVersion: Statement;
+  private seenDataVersion = -1;
   private readonly statements: Record<
     | 'applied'
     | 'partitions'
@@ -174,6 +177,7 @@ export class SearchStore {
       ),
       deleteRow: prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
     };
+    this.dataVersion = this.db.prepare('SELECT data_version FROM pragma_data_version').pluck();
     this.merges = new SegmentMerges(
       this.db,
       this.db.prepare('SELECT id FROM fts_tables').pluck().all() as number[],
@@ -202,6 +206,18 @@ export class SearchStore {
       this.forgetCaches();
       throw error;
     }
+  }
+
+  /**
+   * For a connection that only reads (a read thread's): once another connection has committed
+   * since the last call, memory forgets what it holds of tables and builds, which that commit may
+   * have made, swapped or retired (a table id is reused after a dropped build).
+   */
+  followWriter(): void {
+    const version = this.dataVersion.get() as number;
+    if (version === this.seenDataVersion) return;
+    this.seenDataVersion = version;
+    this.forgetCaches();
   }
 
   /** A rolled-back transaction may have made or moved tables, or builds: memory forgets them. */
@@ -268,7 +284,8 @@ export class SearchStore {
 
   /**
    * Makes every commit so far durable: a checkpoint fsyncs the WAL, copies it into the database
-   * file and fsyncs that. PASSIVE: it never waits (this connection is the only one).
+   * file and fsyncs that. PASSIVE: it never waits for the read threads' connections; frames one of
+   * them still reads are copied at a later flush, and the WAL restarts once none reads it.
    */
   flush(): void {
     this.db.pragma('wal_checkpoint(PASSIVE)');

@@ -8,7 +8,7 @@
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { unavailable, badRequest } from '../shared/errors.js';
-import type { LogClient } from '../shared/log-api.js';
+import type { LogClient, TopicPartition } from '../shared/log-api.js';
 import { isCollectionTopic, SETTINGS_TOPIC } from '../shared/topics.js';
 import type { Logger } from '../shared/logger.js';
 import type {
@@ -19,7 +19,7 @@ import type {
 } from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
 import { DOCS_FILE } from './doc-store.js';
-import { OffsetWaiters } from './offset-waiters.js';
+import { appliedOfNeed, OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { BackgroundSteps } from './background-steps.js';
 import type { MergePolicy } from './segment-merges.js';
@@ -44,6 +44,19 @@ export interface ServeNodeParts {
   clusterSecret?: string;
   log: LogClient;
   logger: Logger;
+}
+
+/**
+ * The read threads of this node (read-threads.ts), told of each commit and each change of stores
+ * or topics, and asked whether a read of theirs waits.
+ */
+export interface ReadThreadsLink {
+  /** After a commit moved these topic-partitions, or a re-index swap put settings in effect. */
+  applied(moved: readonly TopicPartition[]): void;
+  /** The stores were replaced, or a topic is tailed that was not. */
+  changed(): void;
+  /** Whether a read of a read thread waits for one of these partition numbers. */
+  waitingOn(partitions: readonly number[]): boolean;
 }
 
 export class ServeNode implements ServeNodeCore {
@@ -75,6 +88,7 @@ export class ServeNode implements ServeNodeCore {
   /** A snapshot being copied: a rebuild waits for it before it closes the stores. */
   private snapshotting: Promise<SnapshotResult> | null = null;
   private stopped = false;
+  private readThreads: ReadThreadsLink | null = null;
 
   constructor(private readonly parts: ServeNodeParts) {
     this.hosted = parts.hosted;
@@ -111,16 +125,31 @@ export class ServeNode implements ServeNodeCore {
     }
     this.waiters = new OffsetWaiters(
       parts.limits.waitersMax,
-      (need) =>
-        need.topic === SETTINGS_TOPIC && need.collection !== undefined
-          ? this.current.settingsApplied(need.collection)
-          : this.current.applied(need.topic, need.partition),
-      (needs) => {
-        for (const fetcher of this.fetchers) {
-          if (needs.some((need) => fetcher.hosts(need.partition))) fetcher.hurry();
-        }
-      },
+      appliedOfNeed(() => this.current),
+      (needs) => this.hurry(needs.map((need) => need.partition)),
     );
+  }
+
+  /** From now on, tells `link` of commits and changes (there is one link at most). */
+  attachReadThreads(link: ReadThreadsLink): void {
+    this.readThreads = link;
+  }
+
+  /** A read waits for these partitions: their fetchers apply what they have without lingering. */
+  hurry(partitions: readonly number[]): void {
+    for (const fetcher of this.fetchers) {
+      if (partitions.some((partition) => fetcher.hosts(partition))) fetcher.hurry();
+    }
+  }
+
+  /** The directory of the stores read now. */
+  storesDir(): string {
+    return this.current.dir;
+  }
+
+  /** The topics tailed. */
+  tailedTopics(): string[] {
+    return [...this.topics];
   }
 
   /**
@@ -212,12 +241,14 @@ export class ServeNode implements ServeNodeCore {
             (error: unknown) => this.parts.logger.error({ err: error }, 'rebuild failed'),
           );
         }
+        const tailedBefore = this.topics.size;
         for (const { name } of topics) {
           if (this.stopped || this.topics.has(name)) continue;
           if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
           this.topics.add(name);
           for (const fetcher of this.fetchers) fetcher.tail(name, this.partitionsOf(name));
         }
+        if (this.topics.size !== tailedBefore) this.readThreads?.changed();
         this.discovered = true;
       })
       .catch((error: unknown) => {
@@ -404,6 +435,8 @@ export class ServeNode implements ServeNodeCore {
     const old = { replica: this.current, generation: this.generation };
     this.current = this.openNextGeneration(reason);
     this.current.docs.setClusterId(this.parts.clusterId);
+    // Before the new stores' first commit, so read threads hear of it after they moved to them.
+    this.readThreads?.changed();
     await this.forgetDroppedTopics();
     this.startFetchers(true);
     await old.replica.close({ discard: true });
@@ -453,8 +486,11 @@ export class ServeNode implements ServeNodeCore {
           logger,
           rebuilding,
           applyPaused: () => this.snapshotting?.catch(() => undefined) ?? null,
-          readsWaiting: (partitions) => this.waiters.waitingOn(partitions),
+          readsWaiting: (partitions) =>
+            this.waiters.waitingOn(partitions) ||
+            (this.readThreads?.waitingOn(partitions) ?? false),
           onApplied: (moved) => {
+            this.readThreads?.applied(moved);
             this.waiters.notify(moved);
             this.background?.kick();
           },
@@ -475,7 +511,11 @@ export class ServeNode implements ServeNodeCore {
       retryMsMax: limits.retryMsMax,
       merges: this.mergePolicy,
       paused: () => this.snapshotting?.catch(() => undefined) ?? null,
-      onSwapped: () => this.waiters.notify([{ topic: SETTINGS_TOPIC, partition: 0 }]),
+      onSwapped: () => {
+        const moved = [{ topic: SETTINGS_TOPIC, partition: 0 }];
+        this.readThreads?.applied(moved);
+        this.waiters.notify(moved);
+      },
       logger,
     });
     // A re-index a restart interrupted goes on from its last step.

@@ -1,0 +1,57 @@
+/**
+ * The stores of one generation as a read thread sees them: its own LMDB and SQLite read handles
+ * on the files the apply thread writes (replica.ts). Applied offsets are read from the same
+ * LMDB snapshot the documents are, and the search store, committed before LMDB, is never behind
+ * it, so the lower of the two is an offset every document read here includes.
+ */
+import { join } from 'node:path';
+import { SETTINGS_TOPIC } from '../shared/topics.js';
+import { DocStore, DOCS_FILE } from './doc-store.js';
+import type { ReadStores } from './reads.js';
+import { SearchStore, SEARCH_FILE } from './search-store.js';
+
+export class ReadReplica implements ReadStores {
+  readonly docs: DocStore;
+  readonly search: SearchStore;
+  /** `topic/partition` → applied, as of the current snapshot; refresh() forgets it. */
+  private readonly appliedCache = new Map<string, number>();
+
+  constructor(readonly dir: string) {
+    // noSync as the writer opens it: this handle never commits.
+    this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: true });
+    this.search = new SearchStore(join(dir, SEARCH_FILE));
+  }
+
+  /** The offset a read may rely on: the next offset both stores have yet to apply. */
+  applied(topic: string, partition: number): number {
+    const key = `${topic}/${partition}`;
+    let applied = this.appliedCache.get(key);
+    if (applied === undefined) {
+      applied = Math.min(
+        this.docs.applied(topic, partition) ?? 0,
+        this.search.applied(topic, partition) ?? 0,
+      );
+      this.appliedCache.set(key, applied);
+    }
+    return applied;
+  }
+
+  /** As Replica.settingsApplied: a settings record is in effect once its re-index is done. */
+  settingsApplied(collection: string): number {
+    const applied = this.applied(SETTINGS_TOPIC, 0);
+    const build = this.search.buildOf(collection);
+    return build === undefined ? applied : Math.min(applied, build.sinceOffset);
+  }
+
+  /** Reads from the latest commits on: LMDB's snapshot moves, the search store's caches follow. */
+  refresh(): void {
+    this.docs.resetReadTxn();
+    this.search.followWriter();
+    this.appliedCache.clear();
+  }
+
+  async close(): Promise<void> {
+    this.search.close();
+    await this.docs.close();
+  }
+}

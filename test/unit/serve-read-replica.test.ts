@@ -1,0 +1,79 @@
+// Proves a read thread's handles, once refreshed after a commit, read a snapshot that includes
+// it: a reader on another thread reads a document and its applied offset, the writer commits a
+// new version, and the reader, told of it within the same synchronous turn (no event-loop turn
+// lets lmdb-js move its snapshot by itself), refreshes and reads the new version and offset.
+import { Worker } from 'node:worker_threads';
+import { pathToFileURL } from 'node:url';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Replica } from '../../serve-node/replica.js';
+import { ReplicaFeed } from '../harness/replica-feed.js';
+import { tempDir, type TempDir } from '../harness/temp-dir.js';
+
+const READ_REPLICA_JS = pathToFileURL(join(process.cwd(), 'dist/serve-node/read-replica.js')).href;
+/** The reader's steps, signalled through one shared word. */
+const READ_BEFORE = 1;
+const WRITTEN = 2;
+const WAIT_MS_MAX = 10_000;
+
+/** Reads, waits for the writer's commit without leaving its turn, refreshes, reads again. */
+const READER = `
+const { workerData, parentPort } = require('node:worker_threads');
+(async () => {
+  const { ReadReplica } = await import(workerData.module);
+  const reader = new ReadReplica(workerData.dir);
+  const step = new Int32Array(workerData.step);
+  const look = () => ({
+    applied: reader.applied('books', 0),
+    version: JSON.parse(reader.docs.get('books', 'a').json).version,
+  });
+  const before = look();
+  Atomics.store(step, 0, ${READ_BEFORE});
+  Atomics.notify(step, 0);
+  Atomics.wait(step, 0, ${READ_BEFORE}, ${WAIT_MS_MAX});
+  reader.refresh();
+  const after = look();
+  await reader.close();
+  parentPort.postMessage({ before, after });
+})().catch((error) => parentPort.postMessage({ error: String(error) }));
+`;
+
+let dir: TempDir | undefined;
+let replica: Replica | undefined;
+afterEach(async () => {
+  await replica?.close();
+  dir?.cleanup();
+});
+
+describe("a read thread's replica", () => {
+  it('reads, after refresh(), the commit it was told of', async () => {
+    dir = tempDir('read-replica');
+    const writer = new Replica(dir.path);
+    replica = writer;
+    const feed = new ReplicaFeed(() => writer);
+    feed.apply('books', 0, [['a', { version: 0 }]]);
+    const step = new SharedArrayBuffer(4);
+    const worker = new Worker(READER, {
+      eval: true,
+      workerData: { module: READ_REPLICA_JS, dir: dir.path, step },
+    });
+    const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    const word = new Int32Array(step);
+    const deadline = Date.now() + WAIT_MS_MAX;
+    while (Atomics.load(word, 0) !== READ_BEFORE && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(Atomics.load(word, 0)).toBe(READ_BEFORE);
+    feed.apply('books', 0, [['a', { version: 1 }]]);
+    Atomics.store(word, 0, WRITTEN);
+    Atomics.notify(word, 0);
+    const { before, after, error } = await answer;
+    await worker.terminate();
+    expect(error).toBeUndefined();
+    expect(before).toEqual({ applied: 1, version: 0 });
+    expect(after).toEqual({ applied: 2, version: 1 });
+  });
+});
