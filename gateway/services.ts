@@ -16,6 +16,7 @@ import {
 import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { CollectionIncarnations } from './incarnations.js';
+import { ViewCatalog } from './view-catalog.js';
 import { ServeTopology } from './topology.js';
 import { WriterPool } from './writer-pool.js';
 
@@ -29,6 +30,8 @@ export interface GatewayServices {
   metrics: GatewayMetrics;
   logger: Logger;
   incarnations: CollectionIncarnations;
+  /** The declared views, read from the log (view-catalog.ts). */
+  views: ViewCatalog;
   /** Open change feeds, aborted when the gateway stops. */
   feeds: Set<AbortController>;
 }
@@ -70,6 +73,7 @@ export function createGatewayServices(
     metrics,
     logger,
     incarnations: new CollectionIncarnations(log, config.topologyRefreshMs),
+    views: new ViewCatalog(log, config.feedReadBytesMax),
     feeds: new Set(),
   };
 }
