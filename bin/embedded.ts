@@ -10,8 +10,8 @@
  * - The serve-node (apply, reads) has another (serve-worker.ts). Reads cannot run on the main
  *   thread: a second lmdb-js open of the serve-node's LMDB environment in another thread of the
  *   process saw none of its commits.
- * Data goes to <data>/log and <data>/serve; the gateway URL is printed once the serve-node has
- * caught up.
+ * Data goes to <data>/log, <data>/serve and <data>/views (views/README.md); the gateway URL is
+ * printed once the serve-node has caught up.
  *
  * With `--log` (an existing Kafka or Redpanda cluster, or tailbase log-nodes) there is no log-node
  * thread: the gateway and the serve-node thread each connect to that log, as their own processes
@@ -44,6 +44,7 @@ import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
+import { ViewHost } from '../views/view-host.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';
 import { readyBanner } from './ready-banner.js';
@@ -126,8 +127,10 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   });
   const log = new PortLogClient(gatewayLog.port1);
   const serve = new PortServeClient(gatewayServe.port1);
+  const views = await startViewHost(options, log);
   // The serve-node stops tailing before the log-node closes its partitions, every append fsynced.
   const stopNodes = async () => {
+    await views.stop();
     await serveThread.stop();
     await logThread.stop();
     const stopped = new Error('tailbase stopped');
@@ -136,7 +139,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     gatewayLog.port1.close();
     gatewayServe.port1.close();
   };
-  const gateway = await startEdge(options, serve, { log }, stopNodes);
+  const gateway = await startEdge(options, serve, { log }, stopNodes, views);
   return {
     url: gateway.url,
     kafkaPort: (logThread.info as LogWorkerInfo).kafkaPort,
@@ -201,6 +204,7 @@ async function startEdge(
   serve: ServeClient,
   log: { log: LogClient } | { logUrls: string[]; kafka: KafkaConnectOptions },
   stopNodes: () => Promise<void>,
+  views?: ViewHost,
 ): Promise<GatewayHandle> {
   try {
     await waitReady(serve, options.readyWaitMsMax);
@@ -217,6 +221,7 @@ async function startEdge(
       {
         ...('log' in log ? { log: log.log } : {}),
         serve: [serve],
+        views,
         logger: createLogger('tailbase').child({ role: 'gateway' }),
       },
     );
@@ -224,6 +229,18 @@ async function startEdge(
     await stopNodes();
     throw error;
   }
+}
+
+/**
+ * The view processors, on the main thread with the gateway: their work is fetches, appends and
+ * small LMDB transactions, and the gateway answers view reads from their frontiers in-process.
+ */
+function startViewHost(options: EmbeddedOptions, log: LogClient): Promise<ViewHost> {
+  return ViewHost.start({
+    log,
+    dataDir: path.join(options.dataDir, 'views'),
+    logger: createLogger('tailbase').child({ role: 'views' }),
+  });
 }
 
 /** Polls the serve-node's own readiness (what its /readyz answers). */

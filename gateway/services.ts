@@ -7,6 +7,7 @@ import type { ClusterInfo, LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ServeClient } from '../shared/serve-api.js';
+import type { ViewProcessing } from '../shared/view-api.js';
 import {
   collectionOffsets,
   mergeTokenOffsets,
@@ -16,7 +17,7 @@ import {
 import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { CollectionIncarnations } from './incarnations.js';
-import { ViewCatalog } from './view-catalog.js';
+import { ViewCatalog } from '../shared/view-catalog.js';
 import { ServeTopology } from './topology.js';
 import { WriterPool } from './writer-pool.js';
 
@@ -32,6 +33,8 @@ export interface GatewayServices {
   incarnations: CollectionIncarnations;
   /** The declared views, read from the log (view-catalog.ts). */
   views: ViewCatalog;
+  /** The view processors when they run beside this gateway; null: elsewhere or nowhere. */
+  viewProcessing: ViewProcessing | null;
   /** Open change feeds, aborted when the gateway stops. */
   feeds: Set<AbortController>;
 }
@@ -42,6 +45,7 @@ export function createGatewayServices(
   log: LogClient,
   serveClients: ServeClient[],
   logger: Logger,
+  viewProcessing: ViewProcessing | null = null,
 ): GatewayServices {
   const topology = new ServeTopology(serveClients, {
     partitions: cluster.partitions,
@@ -74,6 +78,7 @@ export function createGatewayServices(
     logger,
     incarnations: new CollectionIncarnations(log, config.topologyRefreshMs),
     views: new ViewCatalog(log, config.feedReadBytesMax),
+    viewProcessing,
     feeds: new Set(),
   };
 }

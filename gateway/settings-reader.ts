@@ -13,7 +13,7 @@ import {
 import { notFound } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import { SETTINGS_TOPIC, type TopicConfigs } from '../shared/topics.js';
-import { type InternalRecordVisitor, readInternalTopic } from './internal-topic-reader.js';
+import { type InternalRecordVisitor, readInternalTopic } from '../shared/internal-topic-reader.js';
 
 const utf8 = new TextDecoder('utf-8');
 

@@ -22,7 +22,7 @@ import {
   readBody,
   strictQuery,
 } from '../validation.js';
-import { type DeclaredView, sourceChain } from '../view-catalog.js';
+import { type DeclaredView, sourceChain } from '../../shared/view-catalog.js';
 import { declaredRoutes } from './declared.js';
 
 const VIEWS_PARTITION = 0;
@@ -37,6 +37,12 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
   const { config, log, topology, views } = services;
   const on = declaredRoutes(app, guard);
 
+  /** The processor's progress of this version of the view; null where none runs it here. */
+  const progressOf = (name: string, version: number) => {
+    const progress = services.viewProcessing?.progress(name) ?? null;
+    return progress?.version === version ? progress.frontiers : null;
+  };
+
   const info = (
     all: ReadonlyMap<string, DeclaredView>,
     name: string,
@@ -48,7 +54,7 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
       definition: declared.definition,
       version: declared.version,
       source: chain[chain.length - 1],
-      frontiers: null,
+      frontiers: progressOf(name, declared.version),
     };
   };
 
@@ -100,6 +106,7 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
       () => VIEWS_PARTITION,
     );
     await log.ensureTopic(name);
+    await services.viewProcessing?.settle();
     const after = await views.current();
     const declared = after.get(name);
     // A PUT that raced this one appended first: its definition holds.
@@ -137,6 +144,8 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
     }
     const drop = { key: name, value: null, timestampMs: Date.now() };
     await writeRecords(services, VIEWS_TOPIC, [drop], new Map(), () => VIEWS_PARTITION);
+    // Its processor stops before the topic goes, or an append of its would create it again.
+    await services.viewProcessing?.settle();
     if ((await log.topics()).some((topic) => topic.name === name && isCollectionTopic(name))) {
       await log.deleteTopic(name);
       await services.incarnations.refresh();

@@ -3,8 +3,8 @@
  * to the end offset seen first: these topics are compacted and small, so gateways read them
  * from the log itself and every answer includes every write acknowledged before it began.
  */
-import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
-import type { LogClient } from '../shared/log-api.js';
+import { decodeRecords, iterateBatches } from './batch-codec.js';
+import type { LogClient } from './log-api.js';
 
 const INTERNAL_PARTITION = 0;
 

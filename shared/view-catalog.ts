@@ -4,14 +4,10 @@
  * acknowledged before it was called: callers that arrive while a read is under way wait for the
  * next one, which begins after them, so a write to a view declared a moment ago is refused.
  */
-import { TailbaseError } from '../shared/errors.js';
-import type { LogClient } from '../shared/log-api.js';
-import { VIEWS_TOPIC } from '../shared/topics.js';
-import {
-  parseViewDefinition,
-  type ParsedView,
-  type ViewDefinition,
-} from '../shared/view-definition.js';
+import { TailbaseError } from './errors.js';
+import type { LogClient } from './log-api.js';
+import { VIEWS_TOPIC } from './topics.js';
+import { parseViewDefinition, type ParsedView, type ViewDefinition } from './view-definition.js';
 import { readInternalTopic } from './internal-topic-reader.js';
 
 export interface DeclaredView {
