@@ -44,7 +44,9 @@ import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
+import { viewLimitOptions, viewLimitValues } from '../views/cli-options.js';
 import { ViewHost } from '../views/view-host.js';
+import type { ViewTaskLimits } from '../views/view-task.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';
 import { readyBanner } from './ready-banner.js';
@@ -65,6 +67,7 @@ export interface EmbeddedOptions {
   gateway?: Pick<GatewayConfigInput, 'limits' | 'writer'>;
   /** An external log instead of the log-node thread; null or absent: the log-node thread. */
   log?: { urls: string[]; kafka: KafkaConnectOptions } | null;
+  viewLimits?: Partial<ViewTaskLimits>;
 }
 
 export interface RunningEmbedded {
@@ -240,6 +243,7 @@ function startViewHost(options: EmbeddedOptions, log: LogClient): Promise<ViewHo
     log,
     dataDir: path.join(options.dataDir, 'views'),
     logger: createLogger('tailbase').child({ role: 'views' }),
+    limits: options.viewLimits,
   });
 }
 
@@ -296,6 +300,7 @@ export function registerStartCommand(program: Command): void {
       ),
     );
   for (const option of kafkaLogOptions()) command.addOption(option);
+  for (const option of viewLimitOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(
     async (
       flags: {
@@ -325,6 +330,7 @@ export function registerStartCommand(program: Command): void {
         readyWaitMsMax: flags.readyWaitMsMax,
         gateway: gatewayLimitValues(flags),
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
+        viewLimits: viewLimitValues(flags),
       });
       process.stdout.write(
         readyBanner({

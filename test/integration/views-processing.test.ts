@@ -17,6 +17,8 @@ import { expectedView, readSourceDocuments } from './view-check.js';
 const PARTITIONS = 4;
 const KEYS = 80;
 const CAUGHT_UP_WAIT_MS = 20_000;
+/** Kills amid the production of one large round of output. */
+const OUTBOX_KILLS = 6;
 
 const BY_COUNTRY: ViewDefinition = {
   from: 'orders',
@@ -46,8 +48,8 @@ afterEach(async () => {
   node = undefined;
 });
 
-async function start(data: string, kafkaPort: number): Promise<SpawnedNode> {
-  const args = ['--data', data, '--port', '0', '--kafka-port', String(kafkaPort)];
+async function start(data: string, kafkaPort: number, extra: string[] = []): Promise<SpawnedNode> {
+  const args = ['--data', data, '--port', '0', '--kafka-port', String(kafkaPort), ...extra];
   return spawnNode('start', [...args, '--partitions', String(PARTITIONS)], {
     urlPattern: /tailbase is ready: (https?:\/\/\S+)/,
     readyTimeoutMs: 30_000,
@@ -84,13 +86,17 @@ async function randomWrites(url: string, random: Random, count: number): Promise
 }
 
 /** Waits until the view has processed every source record, then reads it whole (strong). */
-async function caughtUpView(url: string, view: string): Promise<Map<string, unknown>> {
+async function caughtUpView(
+  url: string,
+  view: string,
+  source = 'orders',
+): Promise<Map<string, unknown>> {
   const deadline = Date.now() + CAUGHT_UP_WAIT_MS;
   for (;;) {
     const status = await call(url, 'GET', '/v1/status');
     const ends = new Map(
       (status.body.partitions as { topic: string; partition: number; endOffset: number }[])
-        .filter((p) => p.topic === 'orders')
+        .filter((p) => p.topic === source)
         .map((p) => [p.partition, p.endOffset]),
     );
     const info = await call(url, 'GET', `/v1/views/${view}`);
@@ -166,5 +172,47 @@ describe('views: processing', () => {
     }
     await randomWrites(node.url, random, 20);
     await expectViewsMatchLog(node.url, kafkaPort);
+  });
+
+  it('kill -9 while a round of output is being produced: the rest is produced after restart', async () => {
+    dir = tempDir('views-outbox');
+    const kafkaPort = await freePort();
+    // Small appends: the round's output takes hundreds of them, so the kill lands amid them.
+    const smallAppends = ['--view-append-records-max', '10'];
+    node = await start(dir.path, kafkaPort, smallAppends);
+    const copy: ViewDefinition = { from: 'bulk_src', select: ['n'] };
+    expect(
+      (await call(node.url, 'PUT', '/v1/collections/bulk_src/docs/seed', { n: -1 })).status,
+    ).toBe(200);
+    expect((await call(node.url, 'PUT', '/v1/views/copy', copy)).status).toBe(200);
+    const load = Array.from({ length: 10_000 }, (_, n) => ({ key: `k${n}`, value: { n } }));
+    expect((await call(node.url, 'POST', '/v1/collections/bulk_src/docs', load)).status).toBe(200);
+    // Each kill lands once the view's topic has taken more of the output, not all of it; the
+    // restarted processor resumes the outbox, and is killed again amid it.
+    let produced = 0;
+    for (let kill = 0; kill < OUTBOX_KILLS; kill++) {
+      const before = produced;
+      for (let polls = 0; polls < 2000 && produced === before; polls++) {
+        const status = await call(node.url, 'GET', '/v1/status');
+        produced = (status.body.partitions as { topic: string; endOffset: number }[])
+          .filter((p) => p.topic === 'copy')
+          .reduce((sum, p) => sum + p.endOffset, 0);
+      }
+      await node.kill('SIGKILL');
+      expect(produced).toBeGreaterThan(before);
+      node = await start(dir.path, kafkaPort, smallAppends);
+    }
+    const log = await KafkaLogClient.connect({
+      bootstrap: [`127.0.0.1:${kafkaPort}`],
+      bootstrapWaitMs: 5000,
+    });
+    try {
+      const expected = expectedView(copy, await readSourceDocuments(log, 'bulk_src', PARTITIONS));
+      const served = await caughtUpView(node.url, 'copy', 'bulk_src');
+      expect(served.size).toBe(expected.size);
+      expect(Object.fromEntries(served)).toEqual(Object.fromEntries(expected));
+    } finally {
+      log.close();
+    }
   });
 });
