@@ -189,7 +189,7 @@ export const API_ROUTES = {
     errors: {
       400: ['invalid_collection', 'invalid_utf8'],
       404: ['collection_not_found'],
-      409: [VIEW_READ_ONLY],
+      409: [VIEW_READ_ONLY, 'collection_has_views'],
       503: ['serve_node_unavailable', 'log_unavailable'],
       507: ['disk_full'],
     },

@@ -10,7 +10,7 @@
  * the background, as after a rebuild.
  */
 import type { Hono } from 'hono';
-import { notFound } from '../../shared/errors.js';
+import { notFound, TailbaseError } from '../../shared/errors.js';
 import { isCollectionTopic, SETTINGS_TOPIC } from '../../shared/topics.js';
 import { API_ROUTES, type CollectionList, type DropAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
@@ -66,6 +66,18 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
   on(API_ROUTES.dropCollection, async (c) => {
     const { collection } = docTarget(c, services);
     await services.views.refuseWrite(collection);
+    // Its views' frontiers are offsets of this incarnation: a new one would start below them.
+    const dependents = [...(await services.views.current())]
+      .filter(([, declared]) => declared.view.from === collection)
+      .map(([name]) => name);
+    if (dependents.length > 0) {
+      throw new TailbaseError(
+        409,
+        'collection_has_views',
+        `views ${dependents.join(', ')} derive from ${collection}: drop them first (DELETE /v1/views/:v)`,
+        { collection, views: dependents },
+      );
+    }
     const incarnation = await incarnations.of(collection);
     if (incarnation === undefined) {
       throw notFound('collection_not_found', `no collection ${collection}`, { collection });

@@ -1,7 +1,7 @@
 // The view contract over `tailbase start`: declaring a view (a record in the log, listed and
 // inspected, its topic a collection marked as a view), bad definitions refused with a code that
 // names the problem and nothing written, writes to a view refused with 409 and changing nothing,
-// and a drop that frees the name.
+// a drop that frees the name, and a source that cannot be dropped while views derive from it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnEmbedded } from '../harness/index.js';
 import { call } from './gateway-harness.js';
@@ -137,6 +137,9 @@ describe('views: the definition contract (tailbase start)', () => {
     const blocked = await call(url, 'DELETE', '/v1/views/by_country');
     expect(blocked.status).toBe(409);
     expect(blocked.body.error.code).toBe('view_has_dependents');
+    const source = await call(url, 'DELETE', '/v1/collections/orders');
+    expect([source.status, source.body.error.code]).toEqual([409, 'collection_has_views']);
+    expect((await call(url, 'GET', '/v1/collections/orders/docs/o1')).status).toBe(200);
     expect((await call(url, 'DELETE', '/v1/views/top')).status).toBe(200);
     const drop = await call(url, 'DELETE', '/v1/views/by_country');
     expect(drop.status).toBe(200);
