@@ -5,7 +5,9 @@
  * output key so the default partitioner places it, and deletes what the log acknowledged. A crash
  * between the commit and the produce re-sends full output values on restart: a duplicate changes
  * nothing. Only after the outbox of a round is acknowledged does the round's frontier become the
- * one read-your-writes waits on, with the view topic's offsets that cover it.
+ * one read-your-writes waits on, with the view topic's offsets that cover it. Transactions commit
+ * on lmdb-js's write thread (`transaction`, not `transactionSync`): the processors share the main
+ * thread with the gateway, which must not stop for their fsyncs.
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -152,7 +154,7 @@ export class ViewTask {
     });
     if (this.stopped) return false;
     let moved = false;
-    this.state.env.transactionSync(() => {
+    await this.state.env.transaction(() => {
       const touched = new Set<string>();
       let refused = 0;
       for (const outcome of outcomes) {
@@ -249,7 +251,7 @@ export class ViewTask {
         }),
       );
       // Only entries unchanged since they were read: this loop is their only writer, so all are.
-      this.state.env.transactionSync(() => {
+      await this.state.env.transaction(() => {
         for (const { key, value } of entries) {
           const current = this.state.outbox.get(key);
           if (current !== undefined && current.json === value.json) this.state.outbox.remove(key);
