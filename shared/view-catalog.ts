@@ -57,6 +57,12 @@ export class ViewCatalog {
 
   private async readNew(): Promise<void> {
     try {
+      // The usual case, nothing new, in one read of the partition's end; anything else (records,
+      // or a start moved past `next` by compaction) goes the whole way.
+      const tail = await this.log
+        .read(VIEWS_TOPIC, 0, this.next, { maxBytes: this.readBytesMax, waitMs: 0 })
+        .catch(() => null);
+      if (tail !== null && tail.batches.length === 0 && tail.endOffset <= this.next) return;
       this.next = await readInternalTopic(
         this.log,
         VIEWS_TOPIC,
