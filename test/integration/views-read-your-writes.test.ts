@@ -1,10 +1,11 @@
 // Proves read-your-writes through views on `tailbase start`: 16 concurrent sessions each write to
 // a source and read a grouped view, and a view of that view, with the write's token: no read is
-// stale. A strong read of a view reflects a write acknowledged before it began, with no token.
+// stale, through HTTP and through the typed client. A strong read of a view reflects a write acknowledged before it began, with no token.
 // kcat, a Kafka client nobody here wrote, reads the view's topic and finds the served documents.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kafkaBrokerOf, kcat, KCAT_INSTALLED } from '../harness/kafka.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
+import { Tailbase } from '../../client/sdk/index.js';
 import { call } from './gateway-harness.js';
 
 const SESSIONS = 16;
@@ -65,6 +66,26 @@ describe('views: read-your-writes (tailbase start)', () => {
     };
     await Promise.all(Array.from({ length: SESSIONS }, (_, s) => session(s)));
     expect(stale).toEqual([]);
+  });
+
+  it('the same through the typed client: each session reads its writes in the view, no token code', async () => {
+    const stale: string[] = [];
+    const session = async (s: number) => {
+      const db = new Tailbase({ url });
+      const events = db.collection('events');
+      const view = db.view<{ n: number; last: number }>('by_session');
+      for (let i = 0; i < WRITES; i++) {
+        await events.put(`client-${s}-${i}`, { session: 1000 + s, i });
+        const { value } = await view.group([1000 + s]);
+        if (value.n !== i + 1 || value.last !== i)
+          stale.push(`session ${s} write ${i}: ${JSON.stringify(value)}`);
+      }
+    };
+    await Promise.all(Array.from({ length: SESSIONS }, (_, s) => session(s)));
+    expect(stale).toEqual([]);
+    const db = new Tailbase({ url });
+    expect((await db.views()).map((v) => v.view).sort()).toEqual(['by_session', 'session_counts']);
+    expect((await db.view('by_session').info()).definition.from).toBe('events');
   });
 
   it('a strong read of a view reflects a write acknowledged before it, without a token', async () => {
