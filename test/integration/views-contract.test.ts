@@ -3,7 +3,8 @@
 // names the problem and nothing written, writes to a view refused with 409 and changing nothing,
 // a drop that frees the name, and a source that cannot be dropped while views derive from it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawnEmbedded } from '../harness/index.js';
+import { spawnEmbedded, tempDir } from '../harness/index.js';
+import { runCli } from '../unit/client-runner.js';
 import { call } from './gateway-harness.js';
 
 describe('views: the definition contract (tailbase start)', () => {
@@ -139,7 +140,8 @@ describe('views: the definition contract (tailbase start)', () => {
     expect(blocked.body.error.code).toBe('view_has_dependents');
     const source = await call(url, 'DELETE', '/v1/collections/orders');
     expect([source.status, source.body.error.code]).toEqual([409, 'collection_has_views']);
-    expect((await call(url, 'GET', '/v1/collections/orders/docs/o1')).status).toBe(200);
+    const kept = await call(url, 'GET', '/v1/collections/orders/docs/o1?consistency=strong');
+    expect([kept.status, kept.body]).toEqual([200, expect.objectContaining({ key: 'o1' })]);
     expect((await call(url, 'DELETE', '/v1/views/top')).status).toBe(200);
     const drop = await call(url, 'DELETE', '/v1/views/by_country');
     expect(drop.status).toBe(200);
@@ -151,5 +153,39 @@ describe('views: the definition contract (tailbase start)', () => {
     expect(names).not.toContain('by_country');
     const write = await call(url, 'PUT', '/v1/collections/by_country/docs/x', { a: 1 });
     expect(write.status).toBe(200);
+  });
+
+  it('tailbase view create|ls|show|rm through the CLI, and get reads a group', async () => {
+    const home = tempDir('views-cli');
+    const cli = (...args: string[]) => runCli([...args, '--url', url], { home: home.path });
+    try {
+      const definition = '{"from":"orders","groupBy":["country"],"aggregates":{"n":"count()"}}';
+      const create = await cli('view', 'create', 'per_country', definition);
+      expect([create.code, create.stdout]).toEqual([
+        0,
+        expect.stringMatching(/^view per_country version \d+\n$/),
+      ]);
+      const ls = await cli('view', 'ls');
+      expect(ls.stdout).toMatch(/^VIEW\s+FROM\s+SOURCE\s+VERSION\s+LAG\n/);
+      expect(ls.stdout).toMatch(/\nper_country\s+orders\s+orders\s+\d+\s+\d+\n/);
+      const show = await cli('view', 'show', 'per_country', '--json');
+      expect(JSON.parse(show.stdout)).toMatchObject({ view: 'per_country', source: 'orders' });
+      const get = await cli('get', 'per_country', '["FR"]', '--consistency', 'strong');
+      expect([get.code, JSON.parse(get.stdout)]).toEqual([0, { country: 'FR', n: 1 }]);
+      const bad = await cli(
+        'view',
+        'create',
+        'bad',
+        '{"from":"orders","groupBy":["c"],"aggregates":{"n":"median(x)"}}',
+      );
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toContain('unknown_aggregate');
+      expect((await cli('view', 'rm', 'per_country')).code).not.toBe(0);
+      expect((await cli('view', 'rm', 'per_country', '--yes')).stdout).toBe(
+        'dropped view per_country\n',
+      );
+    } finally {
+      home.cleanup();
+    }
   });
 });
