@@ -46,7 +46,7 @@ const VIEW_READ_ONLY = 'view_read_only';
 const OUTCOME_UNKNOWN = 'write_outcome_unknown';
 const READ_ERRORS: ErrorCodes = {
   400: ['invalid_collection', 'invalid_utf8', 'invalid_token', 'invalid_parameter'],
-  503: ['partition_unavailable', 'too_many_waiters', 'rebuilding'],
+  503: ['partition_unavailable', 'too_many_waiters', 'rebuilding', 'view_processor_unavailable'],
   504: ['not_caught_up'],
 };
 const DOCUMENT_ERRORS = ['invalid_json', 'invalid_document', 'invalid_number', 'document_too_deep'];
