@@ -19,6 +19,7 @@ COPY shared ./shared
 COPY log-node ./log-node
 COPY serve-node ./serve-node
 COPY gateway ./gateway
+COPY views ./views
 COPY client ./client
 COPY bench ./bench
 COPY console ./console

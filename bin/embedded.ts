@@ -14,8 +14,8 @@
  *   serve thread reads too.
  * - Key reads are answered on the main thread itself (`--key-reads here`), from read handles of
  *   its own kept as the read threads keep theirs: a GET then costs no hop between threads.
- * Data goes to <data>/log and <data>/serve; the gateway URL is printed once the serve-node has
- * caught up.
+ * Data goes to <data>/log, <data>/serve and <data>/views (views/README.md); the gateway URL is
+ * printed once the serve-node has caught up.
  *
  * With `--log` (an existing Kafka or Redpanda cluster, or tailbase log-nodes) there is no log-node
  * thread: the gateway and the serve-node thread each connect to that log, as their own processes
@@ -49,6 +49,9 @@ import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
+import { viewLimitOptions, viewLimitValues } from '../views/cli-options.js';
+import { ViewHost } from '../views/view-host.js';
+import type { ViewTaskLimits } from '../views/view-task.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';
 import { defaultReadThreads, startReadPool } from './read-pool.js';
@@ -77,6 +80,7 @@ export interface EmbeddedOptions {
   keyReadsHere?: boolean;
   /** An external log instead of the log-node thread; null or absent: the log-node thread. */
   log?: { urls: string[]; kafka: KafkaConnectOptions } | null;
+  viewLimits?: Partial<ViewTaskLimits>;
 }
 
 export interface RunningEmbedded {
@@ -148,8 +152,16 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       throw error;
     },
   );
+  const views = await startViewHost(options, log).catch(async (error: unknown) => {
+    await views.stop();
+    await reads.stop();
+    await serveThread.stop();
+    await logThread.stop();
+    throw error;
+  });
   // The serve-node stops tailing before the log-node closes its partitions, every append fsynced.
   const stopNodes = async () => {
+    await views.stop();
     await reads.stop();
     await serveThread.stop();
     await logThread.stop();
@@ -159,7 +171,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     gatewayLog.port1.close();
     gatewayServe.port1.close();
   };
-  const gateway = await startEdge(options, reads.client, { log }, stopNodes);
+  const gateway = await startEdge(options, reads.client, { log }, stopNodes, views);
   return {
     url: gateway.url,
     kafkaPort: (logThread.info as LogWorkerInfo).kafkaPort,
@@ -233,6 +245,7 @@ async function startEdge(
   serve: ServeClient,
   log: { log: LogClient } | { logUrls: string[]; kafka: KafkaConnectOptions },
   stopNodes: () => Promise<void>,
+  views?: ViewHost,
 ): Promise<GatewayHandle> {
   try {
     await waitReady(serve, options.readyWaitMsMax);
@@ -249,6 +262,7 @@ async function startEdge(
       {
         ...('log' in log ? { log: log.log } : {}),
         serve: [serve],
+        views,
         logger: createLogger('tailbase').child({ role: 'gateway' }),
       },
     );
@@ -273,6 +287,19 @@ async function withReadThreads(
     onDeath,
     keyReadsHere: options.keyReadsHere ?? true,
     logger: createLogger('tailbase').child({ role: 'serve-node-reads' }),
+  });
+}
+
+/**
+ * The view processors, on the main thread with the gateway: their work is fetches, appends and
+ * small LMDB transactions, and the gateway answers view reads from their frontiers in-process.
+ */
+function startViewHost(options: EmbeddedOptions, log: LogClient): Promise<ViewHost> {
+  return ViewHost.start({
+    log,
+    dataDir: path.join(options.dataDir, 'views'),
+    logger: createLogger('tailbase').child({ role: 'views' }),
+    limits: options.viewLimits,
   });
 }
 
@@ -347,6 +374,7 @@ export function registerStartCommand(program: Command): void {
       ),
     );
   for (const option of kafkaLogOptions()) command.addOption(option);
+  for (const option of viewLimitOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(
     async (
       flags: {
@@ -380,6 +408,7 @@ export function registerStartCommand(program: Command): void {
         keyReadsHere: flags.keyReads === 'here',
         gateway: gatewayLimitValues(flags),
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
+        viewLimits: viewLimitValues(flags),
       });
       process.stdout.write(
         readyBanner({

@@ -5,6 +5,7 @@
 import type { Command } from 'commander';
 import { registerBulkCommand } from './commands/bulk.js';
 import { registerCollectionsCommands } from './commands/collections.js';
+import { registerViewCommands } from './commands/view.js';
 import { registerDelCommand } from './commands/del.js';
 import { registerGetCommand } from './commands/get.js';
 import { registerPutCommand } from './commands/put.js';
@@ -34,6 +35,7 @@ export function registerClientCommands(program: Command, io: ClientIo = processI
   registerTailCommand(program, io);
   registerSettingsCommand(program, io);
   registerCollectionsCommands(program, io);
+  registerViewCommands(program, io);
   registerStatusCommand(program, io);
   registerRebuildCommand(program, io);
 }

@@ -13,6 +13,7 @@ import { collectionRoutes } from './routes/collections.js';
 import { docRoutes } from './routes/docs.js';
 import { opsRoutes } from './routes/ops.js';
 import { queryRoutes } from './routes/query.js';
+import { viewRoutes } from './routes/views.js';
 import type { GatewayServices } from './services.js';
 
 export function createGatewayApp(services: GatewayServices): Hono {
@@ -24,6 +25,7 @@ export function createGatewayApp(services: GatewayServices): Hono {
   queryRoutes(app, services, guard);
   opsRoutes(app, services, guard);
   collectionRoutes(app, services, guard);
+  viewRoutes(app, services, guard);
   consoleRoutes(declaredRoutes(app, guard));
   // Every path the routes registered (not the middleware's wildcard), so none is left out.
   const known = new Set(app.routes.map((route) => route.path).filter((p) => !p.includes('*')));

@@ -35,6 +35,8 @@ export interface GatewayLimits extends FieldParamLimits {
   bulkRecordsMax: number;
   bulkBytesMax: number;
   settingsBytesMax: number;
+  /** A view definition's JSON bytes (PUT /v1/views/:v). */
+  viewBytesMax: number;
   scanLimitDefault: number;
   scanLimitMax: number;
   searchLimitDefault: number;
@@ -127,6 +129,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   bulkRecordsMax: 10_000,
   bulkBytesMax: 16 * 1024 * 1024,
   settingsBytesMax: 64 * 1024,
+  viewBytesMax: 64 * 1024,
   scanLimitDefault: 100,
   scanLimitMax: 1000,
   searchLimitDefault: 10,
@@ -151,6 +154,7 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   bulkRecordsMax: 'most records in one bulk request',
   bulkBytesMax: 'largest bulk body, bytes',
   settingsBytesMax: 'largest collection settings body, bytes',
+  viewBytesMax: 'largest view definition body, bytes',
   scanLimitDefault: 'scan page size without limit=',
   scanLimitMax: 'largest scan limit=',
   searchLimitDefault: 'search hits without limit=',

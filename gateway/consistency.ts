@@ -23,6 +23,7 @@ import { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from './api/consta
 import type { GatewayServices } from './services.js';
 import type { ServeNode } from './topology.js';
 import { enumParam, intParam } from './validation.js';
+import { tokenNamesOthers, viewWaits } from './view-waits.js';
 import { beforeBound, withinWait, type WaitBound } from './wait-deadline.js';
 
 export { TOKEN_HEADER, CONSISTENCY_LEVELS, type Consistency } from './api/constants.js';
@@ -98,18 +99,41 @@ export async function planRead(
     }
     settingsWaitFor = offsetsOf(token, SETTINGS_TOPIC).get(SETTINGS_PARTITION);
   }
+  let strongEnds: Map<string, Map<number, number>> | null = null;
   if (consistency === 'strong') {
     const wanted = new Set(partitions);
     const ends = await fromLog(
       () => services.log.offsets(),
       `the log's end offsets of ${collection} were`,
     );
+    strongEnds = new Map();
     for (const { topic, partition, endOffset } of ends) {
       if (endOffset === 0) continue;
+      const topicEnds = strongEnds.get(topic) ?? new Map<number, number>();
+      strongEnds.set(topic, topicEnds.set(partition, endOffset - 1));
       if (topic === collection && wanted.has(partition)) {
         waitFor[partition] = Math.max(waitFor[partition] ?? -1, endOffset - 1);
       } else if (topic === SETTINGS_TOPIC && partition === SETTINGS_PARTITION) {
         settingsWaitFor = Math.max(settingsWaitFor ?? -1, endOffset - 1);
+      }
+    }
+  }
+  // A view read with a token of a source, or a strong one, waits for the view's processors too.
+  if (
+    strongEnds !== null ||
+    (consistency === 'token' && tokenNamesOthers(token, collection, incarnation))
+  ) {
+    const views = await fromLog(() => services.views.current(), 'the view definitions were');
+    if (views.has(collection)) {
+      const remainingMs = () => waitMs - (performance.now() - startedMs);
+      const needs = await viewWaits(services, views, collection, {
+        token,
+        strongEnds,
+        remainingMs,
+      });
+      for (const p of partitions) {
+        const offset = needs.get(p);
+        if (offset !== undefined) waitFor[p] = Math.max(waitFor[p] ?? -1, offset);
       }
     }
   }

@@ -9,6 +9,7 @@ import type { ClusterInfo, LogClient } from '../shared/log-api.js';
 import { connectLog, type ConnectedLog } from '../shared/log-connect.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { type ServeClient } from '../shared/serve-api.js';
+import type { ViewProcessing } from '../shared/view-api.js';
 import { HttpServeClient } from '../shared/http-serve-client.js';
 import { createGatewayApp } from './app.js';
 import { checkAgainstLog, resolveGatewayConfig, type GatewayConfigInput } from './config.js';
@@ -29,6 +30,8 @@ export interface GatewayClients {
   log?: LogClient;
   serve?: ServeClient[];
   logger?: Logger;
+  /** The view processors, where they run beside this gateway (`tailbase start`). */
+  views?: ViewProcessing;
 }
 
 export async function startGateway(
@@ -71,7 +74,7 @@ export async function startGateway(
             answerMsMax: config.serveAnswerMsMax,
           }),
       );
-    services = createGatewayServices(config, cluster, log, serve, logger);
+    services = createGatewayServices(config, cluster, log, serve, logger, clients.views);
     await services.topology.refresh();
     services.topology.start();
     listener = await listen(createGatewayApp(services), config.host, config.port, {

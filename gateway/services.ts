@@ -7,6 +7,7 @@ import type { ClusterInfo, LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ServeClient } from '../shared/serve-api.js';
+import type { ViewProcessing } from '../shared/view-api.js';
 import {
   collectionOffsets,
   mergeTokenOffsets,
@@ -16,6 +17,7 @@ import {
 import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { CollectionIncarnations } from './incarnations.js';
+import { ViewCatalog } from '../shared/view-catalog.js';
 import { ServeTopology } from './topology.js';
 import { WriterPool } from './writer-pool.js';
 
@@ -29,6 +31,10 @@ export interface GatewayServices {
   metrics: GatewayMetrics;
   logger: Logger;
   incarnations: CollectionIncarnations;
+  /** The declared views, read from the log (view-catalog.ts). */
+  views: ViewCatalog;
+  /** The view processors when they run beside this gateway; null: elsewhere or nowhere. */
+  viewProcessing: ViewProcessing | null;
   /** Open change feeds, aborted when the gateway stops. */
   feeds: Set<AbortController>;
 }
@@ -39,6 +45,7 @@ export function createGatewayServices(
   log: LogClient,
   serveClients: ServeClient[],
   logger: Logger,
+  viewProcessing: ViewProcessing | null = null,
 ): GatewayServices {
   const topology = new ServeTopology(serveClients, {
     partitions: cluster.partitions,
@@ -70,6 +77,8 @@ export function createGatewayServices(
     metrics,
     logger,
     incarnations: new CollectionIncarnations(log, config.topologyRefreshMs),
+    views: new ViewCatalog(log, config.feedReadBytesMax),
+    viewProcessing,
     feeds: new Set(),
   };
 }

@@ -5,7 +5,6 @@
  * The settings topic is compacted and holds one small record per collection, so reading it whole
  * stays small; each read moves strictly forward and stops at the end offset seen first.
  */
-import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
 import {
   type CollectionSettings,
   DEFAULT_SETTINGS,
@@ -14,8 +13,8 @@ import {
 import { notFound } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import { SETTINGS_TOPIC, type TopicConfigs } from '../shared/topics.js';
+import { type InternalRecordVisitor, readInternalTopic } from '../shared/internal-topic-reader.js';
 
-const SETTINGS_PARTITION = 0;
 const utf8 = new TextDecoder('utf-8');
 
 export interface CollectionSettingsView {
@@ -77,26 +76,9 @@ export async function readSettingsVersions(
 async function forEachSettingsRecord(
   log: LogClient,
   readBytesMax: number,
-  visit: (key: string | null, value: Uint8Array | null, offset: number) => void,
+  visit: InternalRecordVisitor,
 ): Promise<void> {
-  const settingsLog = (await log.offsets()).find(
-    (o) => o.topic === SETTINGS_TOPIC && o.partition === SETTINGS_PARTITION,
-  );
-  let offset = settingsLog?.logStartOffset ?? 0;
-  const end = settingsLog?.endOffset ?? 0;
-  while (offset < end) {
-    const read = await log.read(SETTINGS_TOPIC, SETTINGS_PARTITION, offset, {
-      maxBytes: readBytesMax,
-    });
-    const from = offset;
-    for (const batch of iterateBatches(read.batches)) {
-      for (const record of decodeRecords(batch.bytes)) {
-        if (record.offset >= from) visit(record.key, record.value, record.offset);
-      }
-      offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
-    }
-    if (offset === from) break;
-  }
+  await readInternalTopic(log, SETTINGS_TOPIC, 0, readBytesMax, visit);
 }
 
 function parseOrNull(text: string): unknown {

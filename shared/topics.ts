@@ -15,9 +15,18 @@ export const COLLECTION_PATTERN = /^[a-z][a-z0-9_-]{0,63}$/;
  * the collection, value = its settings JSON (shared/collection-settings.ts), null = defaults.
  */
 export const SETTINGS_TOPIC = '__tailbase_settings';
+/**
+ * View definitions, one compacted partition every view processor tails: key = the view, value =
+ * its definition JSON (shared/view-definition.ts), null = dropped.
+ */
+export const VIEWS_TOPIC = '__tailbase_views';
 /** Consumer groups' committed offsets, as Kafka keeps them: compacted, in the log itself. */
 export const CONSUMER_OFFSETS_TOPIC = '__consumer_offsets';
-export const INTERNAL_TOPICS: readonly string[] = [SETTINGS_TOPIC, CONSUMER_OFFSETS_TOPIC];
+export const INTERNAL_TOPICS: readonly string[] = [
+  SETTINGS_TOPIC,
+  VIEWS_TOPIC,
+  CONSUMER_OFFSETS_TOPIC,
+];
 /** Internal topics have one partition each: they are small, and every node reads all of them. */
 export const INTERNAL_TOPIC_PARTITIONS = 1;
 
@@ -77,6 +86,12 @@ export function isInternalTopic(topic: string): boolean {
 /** The settings topic, prefixed or not: a tailbase gateway writes it. */
 export function isSettingsTopic(topic: string): boolean {
   return internalTopicOf(topic) === SETTINGS_TOPIC;
+}
+
+/** The topics a tailbase gateway writes with the admin scope: settings and view definitions. */
+export function isGatewayTopic(topic: string): boolean {
+  const internal = internalTopicOf(topic);
+  return internal === SETTINGS_TOPIC || internal === VIEWS_TOPIC;
 }
 
 /** A topic that holds a collection's documents: a collection name. */

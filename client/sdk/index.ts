@@ -10,6 +10,7 @@ export {
   BULK_CHUNK_RECORDS_DEFAULT,
   PAGES_MAX_DEFAULT,
 } from './collection.js';
+export { View } from './view.js';
 export {
   type ChangesOptions,
   FEED_BACKOFF_MS_FIRST,
@@ -43,5 +44,9 @@ export type {
   SearchSettings,
   Status,
   TopicConfigs,
+  ViewDefinitionBody,
+  ViewDropAnswer,
+  ViewInfo,
+  ViewList,
   WriteAnswer,
 } from '../../gateway/api/index.js';

@@ -6,12 +6,14 @@
  */
 import type {
   CollectionList,
+  ViewList,
   RebuildAnswer,
   ServeNodeStatus,
   Status,
 } from '../../gateway/api/index.js';
 import { followChanges, type ChangesOptions } from './change-feed.js';
 import { Collection } from './collection.js';
+import { View } from './view.js';
 import { checkRetryPolicy, RETRY_DEFAULT, type RetryPolicy } from './retry.js';
 import { REQUEST_TIMEOUT_MS_DEFAULT, Transport, type TransportOptions } from './transport.js';
 import type { JsonValue, CallOptions } from './types.js';
@@ -49,6 +51,22 @@ export class Tailbase {
 
   collection<Doc = JsonValue>(name: string): Collection<Doc> {
     return new Collection<Doc>(this.transport, name);
+  }
+
+  /** A view, read as a collection of its name, with its definition's calls. */
+  view<Doc = JsonValue>(name: string): View<Doc> {
+    return new View<Doc>(this.transport, name);
+  }
+
+  /** Every view: definition, version, frontiers. */
+  async views(options: CallOptions = {}): Promise<ViewList['views']> {
+    const answer: ViewList = await this.transport.json({
+      method: 'GET',
+      path: '/v1/views',
+      idempotent: true,
+      signal: options.signal,
+    });
+    return answer.views;
   }
 
   /** Every collection: partitions, records, the documents the serve-nodes hold, settings version. */

@@ -23,6 +23,10 @@ const PATH_PARAMETERS: Record<string, Record<string, unknown>> = {
     description: 'the collection',
     schema: { type: 'string', pattern: COLLECTION_PATTERN.source },
   },
+  view: {
+    description: 'the view (a name no collection has)',
+    schema: { type: 'string', pattern: COLLECTION_PATTERN.source },
+  },
   key: { description: "the document's key (1..1024 bytes of UTF-8)", schema: { type: 'string' } },
   node: { description: 'a serve-node, by its index in /v1/status', schema: { type: 'string' } },
   file: { description: "a file name of the console's build", schema: { type: 'string' } },

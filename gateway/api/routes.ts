@@ -25,6 +25,10 @@ import {
   Status,
   StoredDocument,
   Text,
+  ViewDefinitionBody,
+  ViewDropAnswer,
+  ViewInfo,
+  ViewList,
   WriteAnswer,
 } from './shapes.js';
 
@@ -36,11 +40,13 @@ const WRITE_ERRORS: ErrorCodes = {
   504: ['not_caught_up'],
   507: ['disk_full'],
 };
+/** 409 `view_read_only`: a view is written only by processing its source (DELETE /v1/views drops one). */
+const VIEW_READ_ONLY = 'view_read_only';
 /** 503 `write_outcome_unknown`: the log did not confirm in time; the write may be stored. */
 const OUTCOME_UNKNOWN = 'write_outcome_unknown';
 const READ_ERRORS: ErrorCodes = {
   400: ['invalid_collection', 'invalid_utf8', 'invalid_token', 'invalid_parameter'],
-  503: ['partition_unavailable', 'too_many_waiters', 'rebuilding'],
+  503: ['partition_unavailable', 'too_many_waiters', 'rebuilding', 'view_processor_unavailable'],
   504: ['not_caught_up'],
 };
 const DOCUMENT_ERRORS = ['invalid_json', 'invalid_document', 'invalid_number', 'document_too_deep'];
@@ -82,6 +88,7 @@ export const API_ROUTES = {
     answers: { 200: json(WriteAnswer) },
     errors: errors(WRITE_ERRORS, {
       400: ['invalid_key', ...DOCUMENT_ERRORS],
+      409: [VIEW_READ_ONLY],
       413: ['document_too_large'],
       503: [OUTCOME_UNKNOWN],
     }),
@@ -92,7 +99,11 @@ export const API_ROUTES = {
     token: true,
     query: WriteQuery,
     answers: { 200: json(WriteAnswer) },
-    errors: errors(WRITE_ERRORS, { 400: ['invalid_key'], 503: [OUTCOME_UNKNOWN] }),
+    errors: errors(WRITE_ERRORS, {
+      400: ['invalid_key'],
+      409: [VIEW_READ_ONLY],
+      503: [OUTCOME_UNKNOWN],
+    }),
   }),
   getDocument: route('GET /v1/collections/{collection}/docs/{key}', {
     summary: 'read one document',
@@ -115,6 +126,7 @@ export const API_ROUTES = {
     answers: { 200: json(BulkAnswer) },
     errors: errors(WRITE_ERRORS, {
       400: ['invalid_bulk', 'empty_bulk', 'invalid_record', 'invalid_key', ...DOCUMENT_ERRORS],
+      409: [VIEW_READ_ONLY],
       413: ['bulk_too_large', 'too_many_records', 'document_too_large'],
       503: [OUTCOME_UNKNOWN],
     }),
@@ -177,8 +189,53 @@ export const API_ROUTES = {
     errors: {
       400: ['invalid_collection', 'invalid_utf8'],
       404: ['collection_not_found'],
+      409: [VIEW_READ_ONLY, 'collection_has_views'],
       503: ['serve_node_unavailable', 'log_unavailable'],
       507: ['disk_full'],
+    },
+  }),
+  putView: route('PUT /v1/views/{view}', {
+    summary: 'declares a view: a projection or a grouping of one source, a record in the log',
+    scope: 'admin',
+    body: json(ViewDefinitionBody),
+    answers: { 200: json(ViewInfo) },
+    errors: {
+      400: [
+        'invalid_view',
+        'invalid_collection',
+        'invalid_json',
+        'invalid_filter',
+        'unknown_aggregate',
+        'invalid_aggregate',
+        'view_cycle',
+        'view_name_taken',
+      ],
+      404: ['source_not_found'],
+      409: ['view_exists'],
+      413: ['view_too_large'],
+      503: ['log_unavailable', OUTCOME_UNKNOWN],
+    },
+  }),
+  listViews: route('GET /v1/views', {
+    summary: 'every view: its definition, version and frontiers',
+    scope: 'read',
+    answers: { 200: json(ViewList) },
+  }),
+  getView: route('GET /v1/views/{view}', {
+    summary: "a view's definition, version, and per source partition its frontier and lag",
+    scope: 'read',
+    answers: { 200: json(ViewInfo) },
+    errors: { 400: ['invalid_collection', 'invalid_utf8'], 404: ['view_not_found'] },
+  }),
+  dropView: route('DELETE /v1/views/{view}', {
+    summary: "drops a view: its definition, its topic and every serve-node's tables of it",
+    scope: 'admin',
+    answers: { 200: json(ViewDropAnswer) },
+    errors: {
+      400: ['invalid_collection', 'invalid_utf8'],
+      404: ['view_not_found'],
+      409: ['view_has_dependents'],
+      503: ['serve_node_unavailable', 'log_unavailable'],
     },
   }),
   changes: route('GET /v1/changes', {

@@ -166,6 +166,7 @@ export const CollectionSummary = Type.Object({
     }),
   ),
   topicConfigs: TopicConfigs,
+  view: Type.Boolean({ description: 'a view: read-only, derived by GET /v1/views/{view}' }),
 });
 export type CollectionSummary = Static<typeof CollectionSummary>;
 
@@ -181,6 +182,75 @@ export const DropAnswer = Type.Object({
   }),
 });
 export type DropAnswer = Static<typeof DropAnswer>;
+
+const FieldName = Type.String({
+  minLength: 1,
+  description: "a top-level property name of the source's documents",
+});
+
+/** PUT /v1/views/:v: a projection (`select`) or a grouping (`groupBy` + `aggregates`). */
+export const ViewDefinitionBody = Type.Object(
+  {
+    from: Type.String({ description: 'the source: a collection, or another view' }),
+    filter: Type.Optional(
+      Type.String({ description: 'only source documents that match (the filter language)' }),
+    ),
+    select: Type.Optional(
+      Type.Array(FieldName, { description: 'a projection: the fields kept, keyed by source key' }),
+    ),
+    groupBy: Type.Optional(
+      Type.Array(FieldName, {
+        description: 'a grouping: the output key is the JSON text of the array of their values',
+      }),
+    ),
+    aggregates: Type.Optional(
+      Type.Record(
+        Type.String(),
+        Type.String({
+          description: 'count(), sum(f), min(f), max(f), avg(f) or latest(f)',
+          examples: ['count()', 'sum(total)'],
+        }),
+        { description: 'output field → aggregate' },
+      ),
+    ),
+  },
+  { additionalProperties: false },
+);
+export type ViewDefinitionBody = Static<typeof ViewDefinitionBody>;
+
+export const ViewFrontier = Type.Object({
+  partition: Partition,
+  frontier: Type.Integer({
+    minimum: 0,
+    description: 'the next source offset the view has not processed',
+  }),
+  lag: Type.Integer({ minimum: 0, description: 'source records past the frontier' }),
+});
+
+export const ViewInfo = Type.Object({
+  view: Type.String(),
+  definition: ViewDefinitionBody,
+  version: Type.Integer({
+    minimum: 0,
+    description: 'the offset of its definition record in the views topic',
+  }),
+  source: Type.String({ description: 'the collection at the root of its chain of sources' }),
+  frontiers: Nullable(
+    Type.Array(ViewFrontier, {
+      description: 'per source partition, how far it has processed; null: no processor answered',
+    }),
+  ),
+});
+export type ViewInfo = Static<typeof ViewInfo>;
+
+export const ViewList = Type.Object({ views: Type.Array(ViewInfo) });
+export type ViewList = Static<typeof ViewList>;
+
+export const ViewDropAnswer = Type.Object({
+  view: Type.String(),
+  dropped: Type.Literal(true),
+});
+export type ViewDropAnswer = Static<typeof ViewDropAnswer>;
 
 export const ChangeEvent = Type.Object({
   collection: Type.String(),

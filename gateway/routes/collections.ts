@@ -10,19 +10,16 @@
  * the background, as after a rebuild.
  */
 import type { Hono } from 'hono';
-import { notFound, TailbaseError, unavailable } from '../../shared/errors.js';
+import { notFound, TailbaseError } from '../../shared/errors.js';
 import { isCollectionTopic, SETTINGS_TOPIC } from '../../shared/topics.js';
 import { API_ROUTES, type CollectionList, type DropAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { readSettingsVersions } from '../settings-reader.js';
-import type { ServeNode } from '../topology.js';
+import { replaceStores } from '../replace-stores.js';
 import { strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
-
-/** How often a drop looks whether a serve-node has swapped its stores. */
-const SWAP_POLL_MS = 20;
 
 export function collectionRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { config, log, topology, incarnations } = services;
@@ -31,10 +28,11 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
 
   on(API_ROUTES.listCollections, async (c) => {
     strictQuery(c.req.url);
-    const [topics, offsets, versions] = await Promise.all([
+    const [topics, offsets, versions, views] = await Promise.all([
       log.topics(),
       log.offsets(),
       readSettingsVersions(log, config.feedReadBytesMax),
+      services.views.current(),
     ]);
     incarnations.update(topics);
     const collections = topics.filter((topic) => isCollectionTopic(topic.name));
@@ -59,6 +57,7 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
         documents: counts[i],
         settingsVersion: versions.get(topic.name) ?? null,
         topicConfigs: topic.configs,
+        view: views.has(topic.name),
       })),
     };
     return c.json(answer);
@@ -66,6 +65,19 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
 
   on(API_ROUTES.dropCollection, async (c) => {
     const { collection } = docTarget(c, services);
+    await services.views.refuseWrite(collection);
+    // Its views' frontiers are offsets of this incarnation: a new one would start below them.
+    const dependents = [...(await services.views.current())]
+      .filter(([, declared]) => declared.view.from === collection)
+      .map(([name]) => name);
+    if (dependents.length > 0) {
+      throw new TailbaseError(
+        409,
+        'collection_has_views',
+        `views ${dependents.join(', ')} derive from ${collection}: drop them first (DELETE /v1/views/:v)`,
+        { collection, views: dependents },
+      );
+    }
     const incarnation = await incarnations.of(collection);
     if (incarnation === undefined) {
       throw notFound('collection_not_found', `no collection ${collection}`, { collection });
@@ -74,7 +86,7 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
     await incarnations.refresh();
     const reset = { key: collection, value: null, timestampMs: Date.now() };
     await writeRecords(services, SETTINGS_TOPIC, [reset], new Map(), () => 0);
-    await Promise.all(topology.nodes.map((node) => replaceStores(node)));
+    await Promise.all(topology.nodes.map((node) => replaceStores(config, node)));
     const answer: DropAnswer = {
       collection,
       dropped: true,
@@ -83,28 +95,4 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
     };
     return c.json(answer);
   });
-
-  /** Has the node replay the log into new stores; resolves once it has swapped them in. */
-  async function replaceStores(node: ServeNode): Promise<void> {
-    const failed = (why: string) =>
-      unavailable(
-        'serve_node_unavailable',
-        `the collection's topic is dropped, but serve-node ${node.index} ${why}: rebuild it`,
-        { node: node.index },
-      );
-    try {
-      // Its own clock stamps the swap: compared with itself, never with the gateway's.
-      const before = (await node.client.status()).lastRebuild?.atMs;
-      await node.client.rebuild();
-      const polls = Math.ceil(config.limits.waitMsMax / SWAP_POLL_MS);
-      for (let i = 0; i < polls; i++) {
-        if ((await node.client.status()).lastRebuild?.atMs !== before) return;
-        await new Promise((resolve) => setTimeout(resolve, SWAP_POLL_MS));
-      }
-    } catch (error) {
-      if (!(error instanceof TailbaseError)) throw error;
-      throw failed(`did not replace its stores (${error.message})`);
-    }
-    throw failed(`did not replace its stores within ${config.limits.waitMsMax} ms`);
-  }
 }

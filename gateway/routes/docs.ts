@@ -45,6 +45,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { collection, key, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const waitMs = parseApplyWait(query, services);
+    await services.views.refuseWrite(collection);
     const value = await readValue();
     const record: LogRecord = { key, value, timestampMs: Date.now() };
     const { written, token } = await writeRecords(services, collection, [record], sent);
@@ -106,6 +107,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { collection, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const waitMs = parseApplyWait(query, services);
+    await services.views.refuseWrite(collection);
     const body = await readBody(c, limits.bulkBytesMax, 'bulkBytesMax', 'bulk_too_large');
     const text = decodeUtf8(body, 'bulk body');
     const records = parseBulk(text, c.req.header('content-type'), limits, Date.now());

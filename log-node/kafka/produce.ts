@@ -22,7 +22,7 @@ import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyBytes } from '../../shared/partitioner.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
-import { isCollectionTopic, isInternalTopic, isSettingsTopic } from '../../shared/topics.js';
+import { isCollectionTopic, isGatewayTopic, isInternalTopic } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
 import {
   CloseConnection,
@@ -90,18 +90,18 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
     records: Buffer | null,
     context: KafkaRequestContext,
   ): Promise<PartitionAnswer> {
-    // The settings topic is a tailbase gateway's to write (the admin scope, as creating a
-    // collection's topic); the consumer offsets are the group coordinator's alone.
-    if (isInternalTopic(topic) && !(isSettingsTopic(topic) && context.may('admin'))) {
+    // The settings and views topics are a tailbase gateway's to write (the admin scope, as
+    // creating a collection's topic); the consumer offsets are the group coordinator's alone.
+    if (isInternalTopic(topic) && !(isGatewayTopic(topic) && context.may('admin'))) {
       return failed(
         index,
         ErrorCode.TOPIC_AUTHORIZATION_FAILED,
-        isSettingsTopic(topic)
-          ? `${topic} is tailbase's settings topic: writing it needs the admin scope`
+        isGatewayTopic(topic)
+          ? `${topic} is a tailbase gateway's topic: writing it needs the admin scope`
           : `${topic} is an internal topic: only tailbase writes it`,
       );
     }
-    if (!isCollectionTopic(topic) && !isSettingsTopic(topic)) {
+    if (!isCollectionTopic(topic) && !isGatewayTopic(topic)) {
       return failed(
         index,
         ErrorCode.INVALID_TOPIC_EXCEPTION,

@@ -10,7 +10,12 @@ import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { collectionId } from '../../shared/token.js';
-import { CONSUMER_OFFSETS_TOPIC, SETTINGS_TOPIC, type TopicInfo } from '../../shared/topics.js';
+import {
+  CONSUMER_OFFSETS_TOPIC,
+  SETTINGS_TOPIC,
+  type TopicInfo,
+  VIEWS_TOPIC,
+} from '../../shared/topics.js';
 import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
 import { partitionDirOf, readPartition, tempDir, type TempDir } from '../harness/index.js';
 
@@ -95,7 +100,11 @@ describe('a data directory of the pre-Kafka format', () => {
     const meta = JSON.parse(fs.readFileSync(path.join(dir.path, 'cluster.json'), 'utf8'));
     expect(meta.formatVersion).toBe(2);
     const topics = await client.topics();
-    expect(topics.map((t) => t.name)).toEqual([CONSUMER_OFFSETS_TOPIC, SETTINGS_TOPIC]);
+    expect(topics.map((t) => t.name)).toEqual([
+      CONSUMER_OFFSETS_TOPIC,
+      SETTINGS_TOPIC,
+      VIEWS_TOPIC,
+    ]);
     for (const topic of topics) {
       expect(topic.partitions).toBe(1);
       expect(topic.configs.cleanupPolicy).toBe('compact');

@@ -1,0 +1,38 @@
+/**
+ * What the gateway asks of the view processors (views/), wherever they run: their progress for
+ * GET /v1/views, a wait for read-your-writes through a view, and a settle after a definition
+ * change. `tailbase start` binds it in-process; a cluster without it answers views' frontiers as
+ * null and refuses source tokens on view reads (503 `view_processor_unavailable`).
+ */
+
+export interface ViewPartitionProgress {
+  partition: number;
+  /** The next source offset the view has not processed (and produced the output of). */
+  frontier: number;
+  /** Source records past the frontier, as of the last fetch. */
+  lag: number;
+}
+
+export interface ViewProgress {
+  version: number;
+  frontiers: ViewPartitionProgress[];
+  /** Source documents whose group key would pass the 1,024-byte key limit: counted, not applied. */
+  refusedRecords: number;
+}
+
+export interface ViewProcessing {
+  /** The processor's progress, or null when it does not run the view (yet). */
+  progress(view: string): ViewProgress | null;
+  /**
+   * Waits until the view has processed and produced every source offset given (partition →
+   * offset, inclusive), then answers the view topic's offsets (partition → last offset) that
+   * cover them; 504 `not_caught_up` after `waitMs`.
+   */
+  waitFor(
+    view: string,
+    sourceOffsets: ReadonlyMap<number, number>,
+    waitMs: number,
+  ): Promise<Map<number, number>>;
+  /** Takes every definition acknowledged before the call: a dropped view's processor is stopped. */
+  settle(): Promise<void>;
+}

@@ -1,0 +1,181 @@
+/**
+ * A grouping view's arithmetic over its state (view-state.ts): a source record takes back the
+ * document's previous contribution and adds its new one, and each group it touched gets its
+ * output document recomputed into the outbox. Without a window a view aggregates the source's
+ * current documents, so every aggregate is a function of that set alone (latest() of the log
+ * positions in it): the order partitions interleave in changes nothing.
+ */
+import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
+import type { ParsedView } from '../shared/view-definition.js';
+import { scaled, unscaled } from './exact-sum.js';
+import { numberOfSortable, sortableNumber } from './sortable.js';
+import type { Contribution, GroupTotals, ViewState } from './view-state.js';
+
+type Grouping = Extract<ParsedView, { kind: 'grouping' }>;
+
+/** Between a key's parts: no group key (JSON text escapes it) and no field name holds it. */
+const SEP = '\u0000';
+/** In place of the last SEP, the exclusive end of the range of keys that begin with the parts. */
+const RANGE_END = '\u0001';
+const utf8 = new TextEncoder();
+
+export interface SourceDocument {
+  key: string;
+  /** The parsed JSON object, or null: deleted, not an object, or filtered out. */
+  doc: Record<string, unknown> | null;
+  at: [number, number, number];
+}
+
+export class GroupingArithmetic {
+  private readonly numberFields: string[];
+  private readonly readFields: string[];
+
+  constructor(
+    private readonly view: Grouping,
+    private readonly state: ViewState,
+  ) {
+    const fieldsOf = (fns: string[]) => [
+      ...new Set(view.aggregates.filter((a) => fns.includes(a.fn)).map((a) => a.field as string)),
+    ];
+    this.numberFields = fieldsOf(['sum', 'avg', 'min', 'max']);
+    this.readFields = fieldsOf(['sum', 'avg', 'min', 'max', 'latest']);
+  }
+
+  /**
+   * Moves one document's contribution; answers the groups it touched, or 'refused' when its
+   * group key would pass the key limit (the document then contributes nothing).
+   */
+  apply(source: SourceDocument, touched: Set<string>): 'applied' | 'refused' {
+    const old = this.state.docs.get(source.key);
+    if (old !== undefined && old !== true) {
+      this.remove(source.key, old);
+      touched.add(old.group);
+    }
+    const next = source.doc === null ? null : this.contributionOf(source.doc, source.at);
+    if (next === null || utf8.encode(next.group).length > KEY_BYTES_MAX) {
+      if (old !== undefined) this.state.docs.remove(source.key);
+      return next === null ? 'applied' : 'refused';
+    }
+    this.add(source.key, next);
+    this.state.docs.put(source.key, next);
+    touched.add(next.group);
+    return 'applied';
+  }
+
+  /** The output document of a group, as JSON text; null when no document is in it. */
+  output(group: string): string | null {
+    const totals = this.state.groups.get(group);
+    if (totals === undefined) return null;
+    const out: Record<string, unknown> = {};
+    this.view.groupBy.forEach((field, i) => {
+      out[field] = totals.keys[i];
+    });
+    for (const { output, fn, field } of this.view.aggregates) {
+      out[output] = this.aggregate(group, totals, fn, field as string);
+    }
+    return JSON.stringify(out);
+  }
+
+  private aggregate(group: string, totals: GroupTotals, fn: string, field: string): unknown {
+    switch (fn) {
+      case 'count':
+        return totals.count;
+      case 'sum':
+        return finiteOrNull(unscaled(BigInt(totals.sums[field][0])));
+      case 'avg': {
+        const [sum, n] = totals.sums[field];
+        return n === 0 ? null : finiteOrNull(unscaled(BigInt(sum)) / n);
+      }
+      case 'min':
+      case 'max':
+        return this.extreme(group, field, fn === 'max');
+      default:
+        return this.latestValue(group, field);
+    }
+  }
+
+  private contributionOf(doc: Record<string, unknown>, at: Contribution['at']): Contribution {
+    const keys = this.view.groupBy.map((field) => doc[field] ?? null);
+    const fields: Record<string, unknown> = {};
+    for (const field of this.readFields) {
+      if (doc[field] !== undefined) fields[field] = doc[field];
+    }
+    return { group: JSON.stringify(keys), keys, fields, at };
+  }
+
+  private add(key: string, c: Contribution): void {
+    const totals = this.state.groups.get(c.group) ?? this.emptyTotals(c.keys);
+    totals.count += 1;
+    for (const field of this.numberFields) {
+      const value = c.fields[field];
+      if (typeof value !== 'number') continue;
+      const [sum, n] = totals.sums[field];
+      totals.sums[field] = [(BigInt(sum) + scaled(value)).toString(), n + 1];
+      this.state.extremes.put(extremeKey(c.group, field, value, key), 1);
+    }
+    this.state.groups.put(c.group, totals);
+    this.state.latest.put(latestKey(c.group, c.at), key);
+  }
+
+  private remove(key: string, c: Contribution): void {
+    const totals = this.state.groups.get(c.group);
+    if (totals === undefined) return;
+    totals.count -= 1;
+    for (const field of this.numberFields) {
+      const value = c.fields[field];
+      if (typeof value !== 'number') continue;
+      const [sum, n] = totals.sums[field];
+      totals.sums[field] = [(BigInt(sum) - scaled(value)).toString(), n - 1];
+      this.state.extremes.remove(extremeKey(c.group, field, value, key));
+    }
+    if (totals.count === 0) this.state.groups.remove(c.group);
+    else this.state.groups.put(c.group, totals);
+    this.state.latest.remove(latestKey(c.group, c.at));
+  }
+
+  private emptyTotals(keys: unknown[]): GroupTotals {
+    const sums: GroupTotals['sums'] = {};
+    for (const field of this.numberFields) sums[field] = ['0', 0];
+    return { keys, count: 0, sums };
+  }
+
+  private extreme(group: string, field: string, max: boolean): number | null {
+    const prefix = group + SEP + field + SEP;
+    const end = group + SEP + field + RANGE_END;
+    for (const key of this.state.extremes.getKeys({
+      start: max ? end : prefix,
+      end: max ? prefix : end,
+      reverse: max,
+      limit: 1,
+    })) {
+      const sortable = key.slice(prefix.length, prefix.length + 16);
+      return numberOfSortable(sortable);
+    }
+    return null;
+  }
+
+  private latestValue(group: string, field: string): unknown {
+    for (const { value } of this.state.latest.getRange({
+      start: group + RANGE_END,
+      end: group + SEP,
+      reverse: true,
+      limit: 1,
+    })) {
+      const doc = this.state.docs.get(value);
+      return doc === undefined || doc === true ? null : (doc.fields[field] ?? null);
+    }
+    return null;
+  }
+}
+
+function extremeKey(group: string, field: string, value: number, key: string): string {
+  return group + SEP + field + SEP + sortableNumber(value) + SEP + key;
+}
+
+function latestKey(group: string, [ts, partition, offset]: Contribution['at']): string {
+  return group + SEP + sortableNumber(ts) + sortableNumber(partition) + sortableNumber(offset);
+}
+
+function finiteOrNull(x: number): number | null {
+  return Number.isFinite(x) ? x : null;
+}

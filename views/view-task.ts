@@ -1,0 +1,262 @@
+/**
+ * One view's processor: fetches its source's partitions from the log from its frontiers, applies
+ * each fetched round in one LMDB transaction (contributions, groups, frontiers and the outbox of
+ * changed output documents together), then produces the outbox to the view's topic, keyed by the
+ * output key so the default partitioner places it, and deletes what the log acknowledged. A crash
+ * between the commit and the produce re-sends full output values on restart: a duplicate changes
+ * nothing. Only after the outbox of a round is acknowledged does the round's frontier become the
+ * one read-your-writes waits on, with the view topic's offsets that cover it. Transactions commit
+ * on lmdb-js's write thread (`transaction`, not `transactionSync`): the processors share the main
+ * thread with the gateway, which must not stop for their fsyncs.
+ */
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import {
+  decodeRecords,
+  encodeBatch,
+  iterateBatches,
+  type LogRecord,
+} from '../shared/batch-codec.js';
+import { matches } from '../shared/filter/index.js';
+import type { LogClient } from '../shared/log-api.js';
+import type { Logger } from '../shared/logger.js';
+import { partitionFor } from '../shared/partitioner.js';
+import type { ViewProgress } from '../shared/view-api.js';
+import type { ParsedView } from '../shared/view-definition.js';
+import { GroupingArithmetic, type SourceDocument } from './grouping.js';
+import { applyProjection } from './projection.js';
+import { ViewState } from './view-state.js';
+import { FrontierWaiters } from './frontier-waiters.js';
+
+export interface ViewTaskLimits {
+  /** Bytes one fetch asks of each source partition. */
+  fetchBytesMax: number;
+  /** How long a fetch waits for new source records before the loop goes round, ms. */
+  fetchWaitMs: number;
+  /** Output records in one append to the view's topic. */
+  appendRecordsMax: number;
+  /** How long the loop rests after the log failed it before it tries again, ms. */
+  retryMs: number;
+  /** Reads waiting on this view's frontiers at once. */
+  waitersMax: number;
+}
+
+export const VIEW_TASK_LIMITS_DEFAULT: Readonly<ViewTaskLimits> = Object.freeze({
+  fetchBytesMax: 1024 * 1024,
+  fetchWaitMs: 200,
+  appendRecordsMax: 1000,
+  retryMs: 200,
+  waitersMax: 10_000,
+});
+
+/** The LMDB file of a view's state, in its directory. */
+const STATE_FILE = 'state.mdb';
+const utf8 = new TextDecoder('utf-8');
+const encoder = new TextEncoder();
+
+export class ViewTask {
+  private readonly state: ViewState;
+  private readonly grouping: GroupingArithmetic | null;
+  private readonly partitions: number[];
+  /** Source end offsets as of the last fetch, for the lag. */
+  private readonly sourceEnds = new Map<number, number>();
+  readonly waiters: FrontierWaiters;
+  private readonly abort = new AbortController();
+  private loop: Promise<void> | null = null;
+
+  constructor(
+    private readonly view: ParsedView,
+    readonly version: number,
+    dir: string,
+    partitionCount: number,
+    private readonly log: LogClient,
+    private readonly logger: Logger,
+    private readonly limits: ViewTaskLimits,
+  ) {
+    mkdirSync(dir, { recursive: true });
+    this.state = new ViewState(path.join(dir, STATE_FILE));
+    this.grouping = view.kind === 'grouping' ? new GroupingArithmetic(view, this.state) : null;
+    this.partitions = Array.from({ length: partitionCount }, (_, p) => p);
+    this.waiters = new FrontierWaiters(view.name, limits.waitersMax);
+  }
+
+  start(): void {
+    this.loop = this.run().catch((error: unknown) => {
+      this.logger.error({ err: error, view: this.view.name }, 'view processor stopped');
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort();
+    await this.loop;
+    this.waiters.closeAll();
+    await this.state.close();
+  }
+
+  progress(): ViewProgress {
+    return {
+      version: this.version,
+      frontiers: this.partitions.map((partition) => {
+        const frontier = this.waiters.frontier(partition);
+        const end = this.sourceEnds.get(partition) ?? frontier;
+        return { partition, frontier, lag: Math.max(0, end - frontier) };
+      }),
+      refusedRecords: this.state.refused(),
+    };
+  }
+
+  private get stopped(): boolean {
+    return this.abort.signal.aborted;
+  }
+
+  private async run(): Promise<void> {
+    // What earlier runs produced is in the topic below its end offsets: those cover the frontiers.
+    await this.produceOutbox();
+    const ends = await this.viewEnds();
+    this.waiters.publish(this.frontiers(), ends);
+    while (!this.stopped) {
+      try {
+        const applied = await this.fetchAndApply();
+        const produced = await this.produceOutbox();
+        if (applied || produced.size > 0) this.waiters.publish(this.frontiers(), produced);
+      } catch (error) {
+        if (this.stopped) return;
+        this.logger.warn({ err: error, view: this.view.name }, 'view processing failed; retrying');
+        await new Promise((resolve) => setTimeout(resolve, this.limits.retryMs));
+      }
+    }
+  }
+
+  private frontiers(): Map<number, number> {
+    return new Map(this.partitions.map((p) => [p, this.state.frontier(p)]));
+  }
+
+  /** The view topic's last offset per partition (absent: empty). */
+  private async viewEnds(): Promise<Map<number, number>> {
+    const ends = new Map<number, number>();
+    for (const o of await this.log.offsets()) {
+      if (o.topic === this.view.name && o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
+    }
+    return ends;
+  }
+
+  /** One fetch of every source partition, applied in one transaction; true when it moved. */
+  private async fetchAndApply(): Promise<boolean> {
+    const positions = this.partitions.map((partition) => ({
+      topic: this.view.from,
+      partition,
+      offset: this.state.frontier(partition),
+    }));
+    const outcomes = await this.log.fetch(positions, {
+      maxBytes: this.limits.fetchBytesMax,
+      waitMs: this.limits.fetchWaitMs,
+      signal: this.abort.signal,
+    });
+    if (this.stopped) return false;
+    let moved = false;
+    await this.state.env.transaction(() => {
+      const touched = new Set<string>();
+      let refused = 0;
+      for (const outcome of outcomes) {
+        if ('error' in outcome) {
+          if (outcome.error.status !== 404) throw outcome.error;
+          continue;
+        }
+        const { partition } = outcome;
+        this.sourceEnds.set(partition, outcome.endOffset);
+        const from = this.state.frontier(partition);
+        // Retention removed records the view never saw: it goes on from what the log holds.
+        let next = Math.max(from, outcome.logStartOffset);
+        for (const batch of iterateBatches(outcome.batches)) {
+          for (const record of decodeRecords(batch.bytes)) {
+            if (record.offset < next) continue;
+            const source = this.sourceDocument(record.key, record.value, [
+              record.timestampMs,
+              partition,
+              record.offset,
+            ]);
+            if (this.grouping === null) {
+              applyProjection(
+                this.view as Extract<ParsedView, { kind: 'projection' }>,
+                this.state,
+                source,
+              );
+            } else if (this.grouping.apply(source, touched) === 'refused') {
+              refused++;
+            }
+          }
+          next = Math.max(next, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
+        }
+        if (next !== from) {
+          this.state.setFrontier(partition, next);
+          moved = true;
+        }
+      }
+      if (refused > 0) this.state.addRefused(refused);
+      for (const group of touched) {
+        this.state.outbox.put(group, { json: this.grouping!.output(group) });
+      }
+    });
+    return moved;
+  }
+
+  private sourceDocument(
+    key: string,
+    value: Uint8Array | null,
+    at: SourceDocument['at'],
+  ): SourceDocument {
+    if (value === null) return { key, doc: null, at };
+    let doc: unknown;
+    try {
+      doc = JSON.parse(utf8.decode(value));
+    } catch {
+      return { key, doc: null, at };
+    }
+    const isObject = typeof doc === 'object' && doc !== null && !Array.isArray(doc);
+    if (!isObject || (this.view.filter !== null && !matches(this.view.filter, doc))) {
+      return { key, doc: null, at };
+    }
+    return { key, doc: doc as Record<string, unknown>, at };
+  }
+
+  /**
+   * Appends every outbox entry to the view's topic and removes those acknowledged; answers the
+   * last offset appended per view partition.
+   */
+  private async produceOutbox(): Promise<Map<number, number>> {
+    const produced = new Map<number, number>();
+    const partitionCount = this.partitions.length;
+    for (;;) {
+      const entries = [...this.state.outbox.getRange({ limit: this.limits.appendRecordsMax })];
+      if (entries.length === 0 || this.stopped) return produced;
+      const byPartition = new Map<number, LogRecord[]>();
+      const now = Date.now();
+      for (const { key, value } of entries) {
+        const p = partitionFor(key, partitionCount);
+        const record = {
+          key,
+          value: value.json === null ? null : encoder.encode(value.json),
+          timestampMs: now,
+        };
+        byPartition.set(p, [...(byPartition.get(p) ?? []), record]);
+      }
+      await Promise.all(
+        [...byPartition].map(async ([partition, records]) => {
+          const { lastOffset } = await this.log.append(
+            this.view.name,
+            partition,
+            encodeBatch(records),
+          );
+          produced.set(partition, Math.max(lastOffset, produced.get(partition) ?? -1));
+        }),
+      );
+      // Only entries unchanged since they were read: this loop is their only writer, so all are.
+      await this.state.env.transaction(() => {
+        for (const { key, value } of entries) {
+          const current = this.state.outbox.get(key);
+          if (current !== undefined && current.json === value.json) this.state.outbox.remove(key);
+        }
+      });
+    }
+  }
+}
