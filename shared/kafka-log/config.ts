@@ -132,6 +132,11 @@ export function checkTopicPrefix(prefix: string): string {
   return prefix;
 }
 
+/** A topic's name on the wire: the topic prefix, then tailbase's name of it. */
+export function wireName(config: KafkaLogConfig, topic: string): string {
+  return config.topicPrefix + topic;
+}
+
 export interface BrokerAddress {
   host: string;
   port: number;
