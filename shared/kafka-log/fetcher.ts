@@ -13,6 +13,12 @@ import { wireName, type BrokerAddress } from './config.js';
 import { LEADER_ERRORS, logErrorOf } from './errors.js';
 import { pushTo } from './group-by.js';
 
+/** A position's outcome from one broker, or word that its leader moved elsewhere. */
+type BrokerAnswer = FetchOutcome | { leaderMoved: true; outcome: FetchOutcome };
+
+/** Whether an answer is worth ending a long poll for: records, an error, a moved leader. */
+const hasNews = (answer: BrokerAnswer) => !('batches' in answer) || answer.batches.length > 0;
+
 /** Kafka's batch header: baseOffset (8) and batchLength (4) precede the batchLength bytes. */
 const BATCH_LENGTH_END = 12;
 
@@ -66,14 +72,20 @@ export class Fetcher extends ClientPart {
       const lastAttempt = attempt >= this.config.leaderAttemptsMax;
       // A retry after a leader moved answers at once: the caller's wait was spent.
       const waitMs = attempt === 1 ? (options.waitMs ?? 0) : 0;
+      // Kafka answers a long poll once any partition in it has records; across brokers, so does
+      // this: the first broker that answers something cuts the others' polls short.
+      const answered = new AbortController();
+      const polls = groups.size > 1 && waitMs > 0;
       await Promise.all(
         [...groups.values()].map(async ({ address, items }) => {
-          const answers = await this.fetchFrom(address, items, { ...options, waitMs }).catch(
-            (error: unknown) => {
-              this.metadata.staleOnUnreachable(error);
-              throw error;
-            },
+          const answers = await this.pollFrom(
+            address,
+            items,
+            options,
+            waitMs,
+            polls ? answered : null,
           );
+          if (answers.some(hasNews)) answered.abort();
           items.forEach((item, i) => {
             const answer = answers[i];
             if ('leaderMoved' in answer && !lastAttempt) retry.push(item);
@@ -90,11 +102,36 @@ export class Fetcher extends ClientPart {
     return outcomes;
   }
 
+  /**
+   * One broker's positions, waiting up to `waitMs` for records unless `answered` aborts first
+   * (another broker answered): then asked again without waiting, so every position still gets
+   * its offsets and whatever records it has.
+   */
+  private async pollFrom(
+    address: BrokerAddress,
+    positions: readonly FetchPosition[],
+    options: ReadOptions,
+    waitMs: number,
+    answered: AbortController | null,
+  ): Promise<BrokerAnswer[]> {
+    const signals = [options.signal, answered?.signal].filter((s) => s !== undefined);
+    const signal = signals.length === 0 ? undefined : AbortSignal.any(signals);
+    try {
+      return await this.fetchFrom(address, positions, { ...options, waitMs, signal });
+    } catch (error) {
+      if (answered?.signal.aborted && !options.signal?.aborted) {
+        return this.pollFrom(address, positions, options, 0, null);
+      }
+      this.metadata.staleOnUnreachable(error);
+      throw error;
+    }
+  }
+
   private async fetchFrom(
     address: BrokerAddress,
     positions: readonly FetchPosition[],
     options: ReadOptions,
-  ): Promise<(FetchOutcome | { leaderMoved: true; outcome: FetchOutcome })[]> {
+  ): Promise<BrokerAnswer[]> {
     const topics = new Map<string, FetchPosition[]>();
     for (const position of positions) pushTo(topics, position.topic, position);
     const partitionMaxBytes = Math.min(
