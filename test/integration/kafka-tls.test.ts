@@ -1,6 +1,7 @@
 // `--kafka-tls` reaches a log through TLS and verifies whom it reached: `tailbase start --log
 // kafka://localhost:P --kafka-tls --kafka-tls-ca ca.pem` writes and reads through a TLS-terminating
-// proxy in front of a log-node's Kafka listener (certificates made by the openssl CLI now); a CA
+// proxy in front of a log-node's Kafka listener (certificates made by the openssl CLI now), and so
+// do serve-node and gateway processes given the same flags; a CA
 // that did not sign the broker's certificate, or a certificate that does not name the host the
 // client dialled, is refused at once with `log_tls_refused`, never retried as an outage.
 import { execFile } from 'node:child_process';
@@ -75,6 +76,34 @@ describe.skipIf(!opensslAvailable())('Kafka over TLS (--kafka-tls)', () => {
     expect(get.status).toBe(200);
     expect(get.body).toMatchObject({ key: 'n1', value: { text: 'sealed' } });
     expect(proxy.secureConnections()).toBeGreaterThan(0);
+  });
+
+  it('serve-node and gateway processes reach the log through TLS with the same flags', async () => {
+    const tlsFlags = ['--kafka-tls', '--kafka-tls-ca', certificates.caFile];
+    const kafkaFlags = ['--log', `kafka://${broker()}`, ...tlsFlags];
+    const before = proxy.secureConnections();
+    const serve = await spawnNode('serve-node', [
+      ...['--data', `${dir.path}/serve`, '--port', '0', ...kafkaFlags],
+    ]);
+    try {
+      const gateway = await spawnNode('gateway', [
+        ...['--port', '0', '--serve', serve.url, ...kafkaFlags],
+      ]);
+      try {
+        const put = await call(gateway.url, 'PUT', '/v1/collections/notes/docs/n2', { text: 'x' });
+        expect(put.status).toBe(200);
+        const get = await call(gateway.url, 'GET', '/v1/collections/notes/docs/n2', undefined, {
+          'tailbase-token': put.token!,
+        });
+        expect(get.body).toMatchObject({ key: 'n2', value: { text: 'x' } });
+      } finally {
+        await gateway.stop();
+      }
+    } finally {
+      await serve.stop();
+    }
+    // Both processes opened connections of their own, each through the proxy's TLS.
+    expect(proxy.secureConnections()).toBeGreaterThanOrEqual(before + 2);
   });
 
   async function refusal(bootstrap: string, caFile: string): Promise<TailbaseError> {
