@@ -1,9 +1,9 @@
 // `--kafka-tls` reaches a log through TLS and verifies whom it reached: `tailbase start --log
 // kafka://localhost:P --kafka-tls --kafka-tls-ca ca.pem` writes and reads through a TLS-terminating
 // proxy in front of a log-node's Kafka listener (certificates made by the openssl CLI now), and so
-// do serve-node and gateway processes given the same flags; a CA
-// that did not sign the broker's certificate, or a certificate that does not name the host the
-// client dialled, is refused at once with `log_tls_refused`, never retried as an outage.
+// do serve-node and gateway processes given the same flags; a CA that did not sign the broker's
+// certificate, or a certificate that does not name the host the client dialled, is refused at
+// once with `log_tls_refused`, never retried as an outage.
 import { execFile } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
