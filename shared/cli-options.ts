@@ -1,7 +1,8 @@
 /** Helpers the node commands share: integer flags with env variables, loopback checks, shutdown. */
+import fs from 'node:fs';
 import { isIP } from 'node:net';
 import { InvalidArgumentError, Option } from 'commander';
-import type { KafkaSaslPlain } from './kafka-log/index.js';
+import type { KafkaSaslPlain, KafkaTls } from './kafka-log/index.js';
 import { topicSafetyDefaults } from './kafka-log/topic-safety.js';
 import type { KafkaConnectOptions } from './log-connect.js';
 import { flushLogs, type Logger } from './logger.js';
@@ -77,7 +78,7 @@ export function parseLogUrls(raw: string): string[] {
 
 /**
  * How `--log kafka://...` is reached and its topics named: SASL/PLAIN credentials (a log-node's
- * listener takes an API key) and the topic prefix.
+ * listener takes an API key), TLS and the topic prefix.
  */
 export function kafkaLogOptions(): Option[] {
   return [
@@ -119,6 +120,14 @@ export function kafkaLogOptions(): Option[] {
       '--kafka-sasl-password <password>',
       "SASL/PLAIN password for --log kafka:// (a tailbase log-node's: an API key)",
     ).env('TAILBASE_KAFKA_SASL_PASSWORD'),
+    new Option(
+      '--kafka-tls',
+      "TLS to the brokers of --log kafka://, each certificate verified and naming its broker's host",
+    ).env('TAILBASE_KAFKA_TLS'),
+    new Option(
+      '--kafka-tls-ca <file>',
+      "the PEM file of the CA that signed the brokers' certificates (a private CA), with --kafka-tls",
+    ).env('TAILBASE_KAFKA_TLS_CA'),
   ];
 }
 
@@ -126,6 +135,7 @@ export function kafkaLogOptions(): Option[] {
 export function kafkaLogOf(flags: Record<string, unknown>): KafkaConnectOptions {
   return {
     sasl: kafkaSaslOf(flags),
+    tls: kafkaTlsOf(flags),
     topicPrefix: flags.topicPrefix as string,
     partitions: flags.kafkaPartitions as number | undefined,
     replicationFactor: flags.kafkaReplicationFactor as number,
@@ -143,6 +153,21 @@ function kafkaSaslOf(flags: Record<string, unknown>): KafkaSaslPlain | undefined
     throw new Error('--kafka-sasl-username and --kafka-sasl-password go together');
   }
   return { username, password };
+}
+
+/** TLS when `--kafka-tls` says so, with the CA file's PEM read now: a bad path fails at start. */
+function kafkaTlsOf(flags: Record<string, unknown>): KafkaTls | undefined {
+  const caFile = flags.kafkaTlsCa as string | undefined;
+  if (flags.kafkaTls !== true) {
+    if (caFile !== undefined) throw new Error('--kafka-tls-ca needs --kafka-tls');
+    return undefined;
+  }
+  if (caFile === undefined) return {};
+  try {
+    return { ca: fs.readFileSync(caFile, 'utf8') };
+  } catch (error) {
+    throw new Error(`--kafka-tls-ca ${caFile}: ${(error as Error).message}`);
+  }
 }
 
 export function kafkaPortOf(flag: unknown): number | null {

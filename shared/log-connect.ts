@@ -3,7 +3,12 @@
  * reaches it by the Kafka protocol (shared/kafka-log), one or more `http://` log-node URLs by
  * the internal HTTP API (shared/log-cluster.ts). `close` ends the connections it opened.
  */
-import { KafkaLogClient, kafkaBootstrapOf, type KafkaSaslPlain } from './kafka-log/index.js';
+import {
+  KafkaLogClient,
+  kafkaBootstrapOf,
+  type KafkaSaslPlain,
+  type KafkaTls,
+} from './kafka-log/index.js';
 import type { LogClient } from './log-api.js';
 import { LogCluster, type LogClusterOptions } from './log-cluster.js';
 import type { Logger } from './logger.js';
@@ -17,6 +22,8 @@ export interface ConnectedLog {
 export interface KafkaConnectOptions {
   /** SASL/PLAIN for brokers that require it. */
   sasl?: KafkaSaslPlain;
+  /** TLS to every broker, verified against `ca` or Node's public CAs. */
+  tls?: KafkaTls;
   /** Before every topic name (a cluster shared with others); empty: none. */
   topicPrefix?: string;
   /** The partition count of new collection topics, when the cluster cannot say it. */
@@ -48,6 +55,8 @@ export async function connectLog(
     if (options.kafka?.topicPrefix) {
       throw new Error(`a topic prefix needs --log kafka://, not ${urls.join(',')}`);
     }
+    if (options.kafka?.tls)
+      throw new Error(`--kafka-tls needs --log kafka://, not ${urls.join(',')}`);
     return { log: await LogCluster.connect(urls, options), close: () => undefined };
   }
   const log = await KafkaLogClient.connect({
@@ -56,6 +65,7 @@ export async function connectLog(
     bootstrapRetryMs: options.connectRetryMs,
     answerMsMax: options.answerMsMax,
     sasl: options.kafka?.sasl,
+    tls: options.kafka?.tls,
     topicPrefix: options.kafka?.topicPrefix,
     partitions: options.kafka?.partitions,
     replicationFactor: options.kafka?.replicationFactor,

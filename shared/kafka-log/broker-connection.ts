@@ -1,5 +1,6 @@
 /**
- * One TCP connection to one broker: opened on first use, the API versions agreed (ApiVersions),
+ * One TCP connection to one broker (TLS when configured): opened on first use, the API versions
+ * agreed (ApiVersions),
  * SASL/PLAIN spoken when configured, then requests pipelined up to inFlightRequestsMax and
  * matched to their answers by correlation id. A broker answers a connection's requests in order,
  * so a long-polling Fetch holds its connection: the pool (broker-pool.ts) gives fetches their own.
@@ -8,9 +9,12 @@
  * ECONNREFUSED cause (the request never reached the broker; shared/internal-http.ts's
  * `connectionRefused` reads it), any other loss of the connection or an answer later than its
  * deadline is `log_unreachable` without it (the broker may have acted on the request). A
- * connection that failed is spent; the pool opens another.
+ * connection that failed is spent; the pool opens another. A broker whose TLS handshake fails
+ * (its certificate not signed by a trusted CA or not naming its host, or no TLS at all) is
+ * `log_tls_refused`: a setting to fix, not an outage to wait out.
  */
 import net from 'node:net';
+import tls from 'node:tls';
 import { TailbaseError } from '../errors.js';
 import {
   ApiKey,
@@ -130,8 +134,20 @@ export class BrokerConnection {
 
   private connect(): Promise<void> {
     return new Promise((resolve, reject) => {
-      const socket = net.connect({ host: this.address.host, port: this.address.port });
+      const { host, port } = this.address;
+      const { tls: tlsOptions } = this.config;
+      const socket =
+        tlsOptions === null
+          ? net.connect({ host, port })
+          : tls.connect({
+              host,
+              port,
+              // SNI carries names only; an IP literal is checked against the certificate's IP SANs.
+              servername: net.isIP(host) === 0 ? host : undefined,
+              ca: tlsOptions.ca,
+            });
       socket.setNoDelay(true);
+      let tcpConnected = false;
       const timer = setTimeout(() => {
         socket.destroy();
         const error = this.unreachable(`no connection within ${this.config.connectTimeoutMs} ms`);
@@ -139,13 +155,19 @@ export class BrokerConnection {
         reject(error);
       }, this.config.connectTimeoutMs);
       socket.once('connect', () => {
+        tcpConnected = true;
+      });
+      socket.once(tlsOptions === null ? 'connect' : 'secureConnect', () => {
         clearTimeout(timer);
         this.socket = socket;
         resolve();
       });
-      socket.on('error', (cause: Error) => {
+      socket.on('error', (cause: NodeJS.ErrnoException) => {
         clearTimeout(timer);
-        const error = this.unreachable(cause.message, cause);
+        const error =
+          this.socket === null && tlsOptions !== null && tcpConnected && !isErrnoCode(cause.code)
+            ? this.tlsRefused(cause)
+            : this.unreachable(cause.message, cause);
         if (this.socket === null) {
           this.failure = error;
           reject(error);
@@ -255,9 +277,25 @@ export class BrokerConnection {
     );
   }
 
+  private tlsRefused(cause: NodeJS.ErrnoException): TailbaseError {
+    return new TailbaseError(
+      502,
+      'log_tls_refused',
+      `the TLS handshake with the Kafka broker at ${this.where()} failed: ${cause.message}` +
+        ` (${cause.code ?? 'no code'}); --kafka-tls-ca names the CA that signed its certificate`,
+      { broker: this.where(), tlsError: cause.code ?? null },
+      { cause },
+    );
+  }
+
   private where(): string {
     return `${this.address.host}:${this.address.port}`;
   }
+}
+
+/** ECONNRESET and its kind, a network failure; TLS's own codes (ERR_SSL_*, CERT_*, ...) are not. */
+function isErrnoCode(code: string | undefined): boolean {
+  return code !== undefined && /^E[A-Z]+$/.test(code);
 }
 
 /** The promise, or the signal's reason once it aborts first. */

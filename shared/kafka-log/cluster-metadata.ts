@@ -5,6 +5,7 @@
  */
 import { TailbaseError } from '../errors.js';
 import { ApiKey, ErrorCode } from '../kafka/index.js';
+import type { BrokerConnection } from './broker-connection.js';
 import type { BrokerPool } from './broker-pool.js';
 import type { BrokerAddress, KafkaLogConfig } from './config.js';
 import { logErrorOf } from './errors.js';
@@ -81,6 +82,43 @@ export class ClusterMetadata {
           .map(([, address]) => address)
       : [];
     return [...known, ...this.config.bootstrap];
+  }
+
+  /**
+   * One administrative request, to the brokers in turn (the controller first) until one answers;
+   * the last failure when none does.
+   */
+  async admin<T>(ask: (connection: BrokerConnection) => Promise<T>): Promise<T> {
+    await this.current();
+    let lastError: unknown = null;
+    for (const address of this.candidates()) {
+      try {
+        return await ask(this.pool.connection(address));
+      } catch (error) {
+        lastError = error;
+        // An error of the request itself is the answer; another broker would give it too.
+        if (
+          error instanceof TailbaseError &&
+          error.code !== 'log_unreachable' &&
+          error.code !== 'partition_not_hosted'
+        ) {
+          throw error;
+        }
+      }
+    }
+    throw lastError;
+  }
+
+  /**
+   * A broker that cannot be reached may have lost its partitions' leadership (Kafka moves it to a
+   * replica): the metadata is asked again, in the background, so the caller's retry finds the
+   * new leader. The caller gets the failure as it was: whether the request reached the broker is
+   * the caller's to judge.
+   */
+  staleOnUnreachable(error: unknown): void {
+    if (error instanceof TailbaseError && error.code === 'log_unreachable') {
+      this.refresh().catch(() => undefined);
+    }
   }
 
   private async ask(): Promise<MetadataSnapshot> {

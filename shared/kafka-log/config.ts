@@ -67,6 +67,14 @@ export interface KafkaSaslPlain {
   password: string;
 }
 
+/**
+ * TLS to every broker (managed clusters): the server's certificate is verified against `ca` (PEM,
+ * a private CA) or, without it, Node's bundled public CAs, and must name the broker's host.
+ */
+export interface KafkaTls {
+  ca?: string;
+}
+
 export interface KafkaLogOptions extends Partial<KafkaLogLimits> {
   /** host:port of one or more brokers; the rest of the cluster is learned from Metadata. */
   bootstrap: readonly string[];
@@ -74,6 +82,8 @@ export interface KafkaLogOptions extends Partial<KafkaLogLimits> {
   clientId?: string;
   /** SASL/PLAIN credentials, when the brokers require them. */
   sasl?: KafkaSaslPlain;
+  /** TLS on every broker connection; plain TCP without it. */
+  tls?: KafkaTls;
   /**
    * The partition count of a new collection topic, when the cluster cannot say it: by default the
    * count of the collection topics that exist, else the brokers' `num.partitions`.
@@ -101,6 +111,7 @@ export interface KafkaLogConfig extends KafkaLogLimits {
   bootstrap: readonly BrokerAddress[];
   clientId: string;
   sasl: KafkaSaslPlain | null;
+  tls: KafkaTls | null;
   partitions: number | null;
   topicPrefix: string;
   safety: TopicSafetyRules;
@@ -119,6 +130,11 @@ export function checkTopicPrefix(prefix: string): string {
     );
   }
   return prefix;
+}
+
+/** A topic's name on the wire: the topic prefix, then tailbase's name of it. */
+export function wireName(config: KafkaLogConfig, topic: string): string {
+  return config.topicPrefix + topic;
 }
 
 export interface BrokerAddress {
@@ -144,6 +160,7 @@ export function kafkaLogConfig(options: KafkaLogOptions): KafkaLogConfig {
     bootstrap: options.bootstrap.map(parseBrokerAddress),
     clientId: options.clientId ?? 'tailbase',
     sasl: options.sasl ?? null,
+    tls: options.tls ?? null,
     partitions: options.partitions ?? null,
     topicPrefix: checkTopicPrefix(options.topicPrefix ?? ''),
     safety: safetyRules(options),

@@ -97,3 +97,10 @@ export function hostedPartitionsOf(value: string | null | undefined): number[] {
  * refused over the Kafka transport too. A Kafka broker has no such config: its topics read as 0.
  */
 export const INCARNATION_CONFIG = 'tailbase.incarnation';
+
+/** A partition's answer that its leader moved: the request is sent again after a refresh. */
+export class LeaderMoved extends Error {
+  constructor(readonly error: TailbaseError) {
+    super(error.message);
+  }
+}

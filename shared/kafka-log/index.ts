@@ -10,5 +10,6 @@ export {
   type KafkaLogLimits,
   type KafkaLogOptions,
   type KafkaSaslPlain,
+  type KafkaTls,
 } from './config.js';
 export { DUPLICATE_BATCH_MESSAGE } from './errors.js';

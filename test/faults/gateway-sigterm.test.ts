@@ -1,10 +1,12 @@
 // Proves DESIGN.md's clean shutdown at the gateway: SIGTERM while keep-alive clients write nonstop
 // answers every write the log took. Once the clients hold 4 acks each on average the gateway gets
 // SIGTERM; after it exits, each record in the log was answered 200 to its client (none cut off by
-// a reset connection) and each 200 is in the log.
+// a reset connection) and each 200 is in the log. The serve-node and the gateway reach the log by
+// the Kafka protocol, and the log is read back the same way.
 import http from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
+import { freePort } from '../harness/free-port.js';
 import {
   readPartition,
   recordsOf,
@@ -58,19 +60,17 @@ describe('gateway under SIGTERM', () => {
     const logDir = tempDir('sigterm-log');
     const serveDir = tempDir('sigterm-serve');
     dirs.push(logDir, serveDir);
-    const log = await start('log-node', [
+    const kafkaPort = await freePort();
+    const broker = `127.0.0.1:${kafkaPort}`;
+    await start('log-node', [
       ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
+      ...['--kafka-port', String(kafkaPort)],
     ]);
     const serve = await start('serve-node', [
-      '--data',
-      serveDir.path,
-      '--port',
-      '0',
-      '--log',
-      log.url,
+      ...['--data', serveDir.path, '--port', '0', '--log', `kafka://${broker}`],
     ]);
     const gateway = await start('gateway', [
-      ...['--port', '0', '--log', log.url, '--serve', serve.url],
+      ...['--port', '0', '--log', `kafka://${broker}`, '--serve', serve.url],
     ]);
 
     const answered = new Map<string, number | string>();
@@ -95,11 +95,15 @@ describe('gateway under SIGTERM', () => {
     await Promise.all(clients);
     expect(exit.code).toBe(0);
 
-    const logClient = new HttpLogClient(log.url);
+    const logClient = await KafkaLogClient.connect({ bootstrap: [broker] });
     const stored = new Set<string>();
-    for (let partition = 0; partition < PARTITIONS; partition++) {
-      const { batches } = await readPartition(logClient, COLLECTION, partition);
-      for (const record of recordsOf(batches)) stored.add(record.key);
+    try {
+      for (let partition = 0; partition < PARTITIONS; partition++) {
+        const { batches } = await readPartition(logClient, COLLECTION, partition);
+        for (const record of recordsOf(batches)) stored.add(record.key);
+      }
+    } finally {
+      logClient.close();
     }
     const acknowledged = [...answered].filter(([, outcome]) => outcome === 200).map(([k]) => k);
     expect(acknowledged.length).toBeGreaterThanOrEqual(ACKS_BEFORE_STOP);

@@ -1,11 +1,15 @@
 // Proves the compaction swap is crash-safe: a real log-node holding two collection topics, killed
 // -9 at random moments of a cleaner pass (some right as a compacted copy appears) restarts with every key's latest record
 // intact, every record left at its original offset unchanged, and no `.cleaned` file left over.
+// Records are written and read back over its Kafka listener.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { freePort } from '../harness/free-port.js';
+import { keysIn } from '../harness/keys.js';
 import {
   partitionDirOf,
   type Random,
@@ -45,20 +49,30 @@ afterEach(async () => {
   dir = null;
 });
 
-async function write(url: string, random: Random, history: History, round: number): Promise<void> {
-  const client = new HttpLogClient(url);
-  const planned = Array.from({ length: BATCHES_PER_ROUND[round] }, (_, n) => ({
-    topic: random.pick(TOPICS),
-    partition: random.int(0, PARTITIONS - 1),
-    records: Array.from({ length: random.int(1, 5) }, (_, i) => ({
-      key: `k${random.int(0, 15)}`,
-      value:
-        random.next() < 0.2
-          ? null
-          : Buffer.from(JSON.stringify({ round, n, i, pad: '-'.repeat(random.int(0, 80)) })),
-      timestampMs: Date.now(),
-    })),
-  }));
+/** Each partition's 8 keys, as Kafka's partitioner places them (the listener refuses others). */
+const KEYS = Array.from({ length: PARTITIONS }, (_, p) => keysIn(p, PARTITIONS, 8, 'k'));
+
+async function write(
+  client: LogClient,
+  random: Random,
+  history: History,
+  round: number,
+): Promise<void> {
+  const planned = Array.from({ length: BATCHES_PER_ROUND[round] }, (_, n) => {
+    const partition = random.int(0, PARTITIONS - 1);
+    return {
+      topic: random.pick(TOPICS),
+      partition,
+      records: Array.from({ length: random.int(1, 5) }, (_, i) => ({
+        key: random.pick(KEYS[partition]),
+        value:
+          random.next() < 0.2
+            ? null
+            : Buffer.from(JSON.stringify({ round, n, i, pad: '-'.repeat(random.int(0, 80)) })),
+        timestampMs: Date.now(),
+      })),
+    };
+  });
   await Promise.all(
     TOPICS.map((topic) =>
       appendPlanned(
@@ -83,8 +97,7 @@ function leftovers(dataDir: string): string[] {
   );
 }
 
-async function verify(url: string, history: History, context: string): Promise<number> {
-  const client = new HttpLogClient(url);
+async function verify(client: LogClient, history: History, context: string): Promise<number> {
   let left = 0;
   for (const [topic, partitions] of history) {
     left += await verifyTopic(client, topic, partitions, context);
@@ -93,7 +106,7 @@ async function verify(url: string, history: History, context: string): Promise<n
 }
 
 async function verifyTopic(
-  client: HttpLogClient,
+  client: LogClient,
   topic: string,
   history: Map<number, LogRecord>[],
   context: string,
@@ -132,6 +145,7 @@ describe('log-node compaction under kill -9', () => {
     const seed = testSeed('log-node compaction crash');
     const random = seededRandom(seed);
     dir = tempDir('compaction-crash');
+    const kafkaPort = await freePort();
     const args = [
       ...['--data', dir.path, '--port', '0', '--partitions', String(PARTITIONS)],
       ...['--segment-bytes-max', '4096', '--batch-bytes-max', '4096'],
@@ -139,14 +153,17 @@ describe('log-node compaction under kill -9', () => {
       // A kill -9 keeps what was written in the page cache, so acknowledging before the fsync
       // loses nothing here and makes the setup fast; the compaction swap fsyncs regardless.
       ...['--fsync', 'interval'],
+      ...['--kafka-port', String(kafkaPort)],
     ];
+    const connect = () => KafkaLogClient.connect({ bootstrap: [`127.0.0.1:${kafkaPort}`] });
     const history: History = new Map(
       TOPICS.map((topic) => [topic, Array.from({ length: PARTITIONS }, () => new Map())]),
     );
     node = await spawnNode('log-node', args);
+    let client = await connect();
     for (let kill = 0; kill < BATCHES_PER_ROUND.length; kill++) {
       let started = Date.now();
-      await write(node.url, random, history, kill);
+      await write(client, random, history, kill);
       const writeMs = Date.now() - started;
       started = Date.now();
       const cleaning = fetch(`${node.url}/internal/admin/clean`, { method: 'POST' }).catch(
@@ -162,6 +179,7 @@ describe('log-node compaction under kill -9', () => {
       }
       const seen = leftovers(dir.path).length;
       await node.kill('SIGKILL');
+      client.close();
       const answered = (await cleaning) !== null;
       console.info(
         `kill ${kill + 1} (${atCopy ? 'at a .cleaned file' : 'at a random delay'}): ` +
@@ -170,17 +188,19 @@ describe('log-node compaction under kill -9', () => {
       const killMs = Date.now() - started;
       started = Date.now();
       node = await spawnNode('log-node', args);
+      client = await connect();
       console.info(
         `write ${writeMs} ms, clean until kill ${killMs} ms, restart ${Date.now() - started} ms`,
       );
       expect(leftovers(dir.path), 'recovery removes unfinished copies').toEqual([]);
-      await verify(node.url, history, `after kill ${kill + 1}`);
+      await verify(client, history, `after kill ${kill + 1}`);
     }
-    const before = await verify(node.url, history, 'before the last pass');
+    const before = await verify(client, history, 'before the last pass');
     const response = await fetch(`${node.url}/internal/admin/clean`, { method: 'POST' });
     expect(response.status).toBe(200);
-    const after = await verify(node.url, history, 'after the last pass');
+    const after = await verify(client, history, 'after the last pass');
     expect(after).toBeLessThanOrEqual(before);
+    client.close();
     await node.stop();
     node = null;
   });

@@ -1,11 +1,15 @@
 // Proves invariant 1 and 2 under kill -9: every acknowledged append reads back after a restart
 // with exactly the bytes sent, offsets stay dense from 0 in every topic-partition, every batch on
 // disk is whole and valid and was sent exactly once, and an idempotent producer's retry after the
-// crash is not doubled (one producer id per writer, its sequences per topic-partition).
+// crash is not doubled (one producer id per writer, its sequences per topic-partition). The
+// writers and the checks reach the log-node by its Kafka listener.
 import { createHash } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { freePort } from '../harness/free-port.js';
+import { keysIn } from '../harness/keys.js';
 import {
   lastOffsetOf,
   partitionDirOf,
@@ -61,11 +65,14 @@ describe('log-node under kill -9', () => {
     const seed = testSeed('log-node kill -9');
     const random = seededRandom(seed);
     dir = tempDir('kill');
+    const kafkaPort = await freePort();
     const args = [
       ...['--data', dir.path, '--port', '0', '--partitions', String(PARTITIONS)],
       ...['--segment-bytes-max', String(256 * 1024), '--batch-bytes-max', String(64 * 1024)],
       ...['--cleanup-policy', 'delete'],
+      ...['--kafka-port', String(kafkaPort)],
     ];
+    const connect = () => KafkaLogClient.connect({ bootstrap: [`127.0.0.1:${kafkaPort}`] });
     const acks: Ack[] = [];
     const sent = new Set<string>();
     const producers = new Map<string, Producer>();
@@ -75,7 +82,7 @@ describe('log-node under kill -9', () => {
     const producerIds: { producerId: number; producerEpoch: number }[] = [];
     for (let round = 0; round < KILLS; round++) {
       node = await spawnNode('log-node', args);
-      const client = new HttpLogClient(node.url);
+      const client = await connect();
       if (round === 0) {
         for (const topic of TOPICS) await client.ensureTopic(topic);
         for (let w = 0; w < WRITERS; w++) producerIds.push(await client.initProducerId());
@@ -101,7 +108,12 @@ describe('log-node under kill -9', () => {
           const batch =
             idempotent && producer!.pending !== null
               ? producer!.pending
-              : makeBatch(writerRandom, `r${round}w${w}n${n}`, idempotent ? producer! : null);
+              : makeBatch(
+                  writerRandom,
+                  `r${round}w${w}n${n}`,
+                  partition,
+                  idempotent ? producer! : null,
+                );
           sent.add(digest(batch));
           if (idempotent) producer!.pending = batch;
           try {
@@ -128,13 +140,16 @@ describe('log-node under kill -9', () => {
       await node.kill('SIGKILL');
       stop = true;
       await Promise.all(writers);
+      client.close();
       console.info(
         `kill ${round + 1} at ack ${killAfterAcks} + ${killDelayMs} ms: ${acks.length} acks so far`,
       );
     }
 
     node = await spawnNode('log-node', args);
-    await verify(new HttpLogClient(node.url), acks, sent, node);
+    const last = await connect();
+    await verify(last, acks, sent, node);
+    last.close();
     await node.stop();
     node = null;
     // Straight from the files: every byte of every segment is a whole, valid batch.
@@ -156,11 +171,14 @@ describe('log-node under kill -9', () => {
 function makeBatch(
   random: ReturnType<typeof seededRandom>,
   tag: string,
+  partition: number,
   producer: Producer | null,
 ): Buffer {
   const count = random.pick(RECORD_COUNTS);
-  const records: LogRecord[] = Array.from({ length: count }, (_, i) => ({
-    key: `${tag}-${i}`,
+  // Keys of the partition, as Kafka's partitioner places them (the listener refuses others).
+  const keys = keysIn(partition, PARTITIONS, count, `${tag}-`);
+  const records: LogRecord[] = keys.map((key, i) => ({
+    key,
     value:
       random.next() < 0.1
         ? null
@@ -178,7 +196,7 @@ function makeBatch(
 }
 
 async function verify(
-  client: HttpLogClient,
+  client: LogClient,
   acks: readonly Ack[],
   sent: ReadonlySet<string>,
   node: SpawnedNode,
@@ -191,7 +209,7 @@ async function verify(
 }
 
 async function verifyPartition(
-  client: HttpLogClient,
+  client: LogClient,
   topic: string,
   p: number,
   acks: readonly Ack[],

@@ -1,11 +1,12 @@
 // Proves crash recovery of the apply path: a serve-node process killed with SIGKILL in the middle
 // of replaying 200,000 records restarts from its checkpoints (its stores kept, though they commit
 // without fsync) and converges, and every document (and its search index rows) equals the last
-// write of its key in the log.
+// write of its key in the log. The log is reached by the Kafka protocol only.
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { createLogger } from '../../shared/logger.js';
+import { partitionFor } from '../../shared/partitioner.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { sleep, spawnNode, tempDir, type SpawnedNode, type TempDir } from '../harness/index.js';
@@ -44,15 +45,20 @@ describe('serve-node killed mid-replay', () => {
       port: 0,
       partitions: 2,
       logger: createLogger('log-node', 'silent'),
+      kafka: { host: '127.0.0.1', port: 0 },
     });
-    const log = new HttpLogClient(logNode.url);
+    const broker = `127.0.0.1:${logNode.kafkaPort}`;
+    const log = await KafkaLogClient.connect({ bootstrap: [broker] });
+    const partitionOf = (k: number) => partitionFor(`item-${k}`, 2);
+    const keysOf = [0, 1].map((partition) =>
+      Array.from({ length: KEYS }, (_, k) => k).filter((k) => partitionOf(k) === partition),
+    );
     const lastOffset = new Map<number, number>();
     const endOffsets: Record<number, number> = {};
     for (let version = 0; version < VERSIONS; version++) {
       for (const partition of [0, 1]) {
-        for (let first = partition; first < KEYS; first += BATCH_RECORDS * 2) {
-          const keys: number[] = [];
-          for (let k = first; k < Math.min(first + BATCH_RECORDS * 2, KEYS); k += 2) keys.push(k);
+        for (let first = 0; first < keysOf[partition].length; first += BATCH_RECORDS) {
+          const keys = keysOf[partition].slice(first, first + BATCH_RECORDS);
           const records: LogRecord[] = keys.map((k) => ({
             key: `item-${k}`,
             value: valueOf(k, version),
@@ -68,9 +74,10 @@ describe('serve-node killed mid-replay', () => {
         }
       }
     }
+    log.close();
     const total = KEYS * VERSIONS;
     // The index checks below count every match: the total must be exact past the default bound.
-    const args = ['--data', serveDir.path, '--port', '0', '--log', logNode.url];
+    const args = ['--data', serveDir.path, '--port', '0', '--log', `kafka://${broker}`];
     args.push('--search-total-exact-max', String(total));
     serveProcess = await spawnNode('serve-node', [...args, '--log-read-bytes-max', '65536'], {
       waitReady: false,
@@ -101,7 +108,7 @@ describe('serve-node killed mid-replay', () => {
         expect(isDeleted(k), item.key).toBe(false);
         expect(JSON.parse(item.json)).toEqual(JSON.parse(valueOf(k, VERSIONS - 1)!.toString()));
         expect(item.offset).toBe(lastOffset.get(k));
-        expect(item.partition).toBe(k % 2);
+        expect(item.partition).toBe(partitionOf(k));
         seen.add(k);
       }
       if (!result.more) break;

@@ -3,7 +3,8 @@
 // writes are lost at the cut), applies a load, is flushed, applies a tail of updates, deletes and
 // new documents, and loses power. Restarted after the "reboot", it opens its stores at exactly the
 // flush before the tail (no rebuild, no replay from 0), replays the tail, and answers every
-// document, search hit, score and total exactly as a serve-node rebuilt from the log does.
+// document, search hit, score and total exactly as a serve-node rebuilt from the log does. The
+// log is written and tailed over the Kafka protocol.
 // Where FUSE cannot be built or mounted it skips and says why, unless TAILBASE_REQUIRE_FUSE=1
 // (as .ci/run sets): then it fails, so CI never passes it by skipping.
 import fs from 'node:fs';
@@ -12,7 +13,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
+import { partitionFor } from '../../shared/partitioner.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { createLogger } from '../../shared/logger.js';
 import type { AppliedOffsets, ServeClient } from '../../shared/serve-api.js';
@@ -46,7 +48,9 @@ let logNode: RunningLogNode | undefined;
 let serveProcess: SpawnedNode | undefined;
 let reference: RunningServeNode | undefined;
 let mount: PowerCutFs | undefined;
+let logClient: KafkaLogClient | undefined;
 afterAll(async () => {
+  logClient?.close();
   await serveProcess?.kill();
   await reference?.stop();
   await mount?.unmount();
@@ -122,12 +126,15 @@ describe('serve-node stores across a power cut', () => {
       port: 0,
       partitions: 2,
       logger: silent,
+      kafka: { host: '127.0.0.1', port: 0 },
     });
-    const log = new HttpLogClient(logNode.url);
+    const kafkaUrl = `kafka://127.0.0.1:${logNode.kafkaPort}`;
+    const log = await KafkaLogClient.connect({ bootstrap: [`127.0.0.1:${logNode.kafkaPort}`] });
+    logClient = log;
     const end: Record<number, number> = {};
     const append = async (records: { key: string; value: string | null }[]) => {
       for (const partition of [0, 1]) {
-        const mine = records.filter((r) => Number(r.key.slice(2)) % 2 === partition);
+        const mine = records.filter((r) => partitionFor(r.key, 2) === partition);
         for (let at = 0; at < mine.length; at += BATCH_RECORDS) {
           const batch: LogRecord[] = mine.slice(at, at + BATCH_RECORDS).map((r) => ({
             key: r.key,
@@ -147,7 +154,7 @@ describe('serve-node stores across a power cut', () => {
       })),
     );
     const dataDir = path.join(mountpoint, 'serve');
-    const args = ['--data', dataDir, '--port', '0', '--log', logNode.url];
+    const args = ['--data', dataDir, '--port', '0', '--log', kafkaUrl];
     args.push('--store-flush-ms', String(STORE_FLUSH_MS));
     serveProcess = await spawnNode('serve-node', args, { waitReady: false });
     let serve = new HttpServeClient(serveProcess.url);
@@ -214,7 +221,7 @@ describe('serve-node stores across a power cut', () => {
     expect(afterCut).toEqual(beforeCut);
     reference = await startServeNode({
       dataDir: newDir('power-cut-reference'),
-      logUrls: [logNode.url],
+      logUrls: [kafkaUrl],
       logger: silent,
     });
     const rebuilt = new HttpServeClient(reference.url);

@@ -8,10 +8,12 @@ import {
   type ServeNodeOptions,
 } from '../../serve-node/index.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { createLogger } from '../../shared/logger.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import type { ServeClient } from '../../shared/serve-api.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { partitionFor } from '../../shared/partitioner.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { tempDir } from './temp-dir.js';
 
@@ -42,7 +44,7 @@ export async function settingsApplied(
 /**
  * A log-node and a serve-node over temp directories, each started (silent, any free port) by
  * `startLog` / `startServe` with the test's options on top, both stopped and removed after the
- * file.
+ * file. The serve-node and the test's log client reach the log-node by its Kafka listener.
  */
 export function logAndServeNodes(name: string) {
   const nodes = {
@@ -50,20 +52,30 @@ export function logAndServeNodes(name: string) {
     serveDir: tempDir(`${name}-serve`),
     logNode: undefined as RunningLogNode | undefined,
     serveNode: undefined as RunningServeNode | undefined,
-    async startLog(options: Omit<LogNodeOptions, 'dataDir'> = {}): Promise<HttpLogClient> {
+    logClient: undefined as KafkaLogClient | undefined,
+    /** The running log-node's Kafka listener as `--log` names it. */
+    logUrl(): string {
+      return `kafka://127.0.0.1:${nodes.logNode!.kafkaPort}`;
+    },
+    async startLog(options: Omit<LogNodeOptions, 'dataDir'> = {}): Promise<KafkaLogClient> {
       nodes.logNode = await startLogNode({
         dataDir: nodes.logDir.path,
         port: 0,
         logger: silent,
+        kafka: { host: '127.0.0.1', port: 0 },
         ...options,
       });
-      return new HttpLogClient(nodes.logNode.url);
+      nodes.logClient?.close();
+      nodes.logClient = await KafkaLogClient.connect({
+        bootstrap: [`127.0.0.1:${nodes.logNode.kafkaPort}`],
+      });
+      return nodes.logClient;
     },
     /** On the running log-node; stop the previous serve-node first. */
     async startServe(options: Partial<ServeNodeOptions> = {}): Promise<HttpServeClient> {
       nodes.serveNode = await startServeNode({
         dataDir: nodes.serveDir.path,
-        logUrls: [nodes.logNode!.url],
+        logUrls: [nodes.logUrl()],
         logger: silent,
         ...options,
       });
@@ -77,22 +89,28 @@ export function logAndServeNodes(name: string) {
         .map((name) => path.join(nodes.serveDir.path, name));
     },
     /**
-     * Documents a..d of collection `c` (`{text: "word<i>"}`), two in each of partitions 0 and 1;
-     * answers the wait_for that covers them.
+     * Documents a..d of collection `c` (`{text: "word<i>"}`), each in its partition by Kafka's
+     * partitioner (of 2 partitions: a, b and c in 0, d in 1); answers the wait_for that covers
+     * them.
      */
-    async appendFourWords(log: HttpLogClient): Promise<Record<number, number>> {
+    async appendFourWords(log: LogClient): Promise<Record<number, number>> {
+      const partitions = (await log.cluster()).partitions;
+      const waitFor: Record<number, number> = {};
       const docs = ['a', 'b', 'c', 'd'].map((key, i) => ({
         key,
         value: Buffer.from(JSON.stringify({ text: `word${i}` })),
         timestampMs: 1,
       }));
-      return {
-        0: (await log.append('c', 0, encodeBatch(docs.slice(0, 2)))).lastOffset,
-        1: (await log.append('c', 1, encodeBatch(docs.slice(2)))).lastOffset,
-      };
+      for (let partition = 0; partition < partitions; partition++) {
+        const mine = docs.filter((doc) => partitionFor(doc.key, partitions) === partition);
+        if (mine.length === 0) continue;
+        waitFor[partition] = (await log.append('c', partition, encodeBatch(mine))).lastOffset;
+      }
+      return waitFor;
     },
   };
   afterAll(async () => {
+    nodes.logClient?.close();
     await nodes.serveNode?.stop();
     await nodes.logNode?.stop();
     nodes.serveDir.cleanup();

@@ -10,27 +10,43 @@ export interface StoredAt {
   offset: number;
 }
 
-export async function storedKeys(
+export interface StoredRecord extends StoredAt {
+  key: string;
+  /** null for a tombstone. */
+  value: Uint8Array | null;
+}
+
+/** Every record of the topic, partition by partition, in offset order. */
+export async function storedRecords(
   log: LogClient,
   topic: string,
   partitions: number,
-): Promise<Map<string, StoredAt[]>> {
-  const stored = new Map<string, StoredAt[]>();
+): Promise<StoredRecord[]> {
+  const records: StoredRecord[] = [];
   for (let partition = 0; partition < partitions; partition++) {
     for (let offset = 0; ;) {
       const read = await log.read(topic, partition, offset);
       for (const { bytes } of iterateBatches(read.batches)) {
         for (const record of decodeRecords(bytes)) {
           if (record.offset < offset) continue;
-          stored.set(record.key, [
-            ...(stored.get(record.key) ?? []),
-            { partition, offset: record.offset },
-          ]);
+          records.push({ partition, offset: record.offset, key: record.key, value: record.value });
           offset = record.offset + 1;
         }
       }
       if (offset >= read.endOffset) break;
     }
+  }
+  return records;
+}
+
+export async function storedKeys(
+  log: LogClient,
+  topic: string,
+  partitions: number,
+): Promise<Map<string, StoredAt[]>> {
+  const stored = new Map<string, StoredAt[]>();
+  for (const { key, partition, offset } of await storedRecords(log, topic, partitions)) {
+    stored.set(key, [...(stored.get(key) ?? []), { partition, offset }]);
   }
   return stored;
 }

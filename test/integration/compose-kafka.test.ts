@@ -2,7 +2,8 @@
  * compose.yaml's three log-nodes, run as real processes from its own definition (their ports
  * moved to free ones, nothing else changed), are one Kafka cluster: a client bootstrapped on one
  * of them, with SASL/PLAIN and compose's API key, appends to and reads back every partition, and
- * a serve-node and a gateway given `--log kafka://` and the SASL flags serve through them.
+ * a serve-node and a gateway given `--log kafka://` and the SASL flags serve through them; and
+ * compose's own serve-nodes and gateway are given exactly that (run-like-a-user.test.ts runs them).
  */
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -83,6 +84,20 @@ describe("compose.yaml's log-nodes as one Kafka cluster", () => {
       log.close();
     }
   });
+  it("compose's serve-nodes and gateway reach the log by kafka:// only, signed in with an API key", () => {
+    const clients = readComposeServices(path.join(ROOT, 'compose.yaml'), dir.path, {}).filter(
+      (service) => service.args.includes('--log'),
+    );
+    expect(clients.map((s) => s.name).sort()).toEqual(['gateway', 'serve-1', 'serve-2']);
+    for (const { name, args, env } of clients) {
+      expect(args[args.indexOf('--log') + 1], name).toBe(
+        'kafka://127.0.0.1:9191,127.0.0.1:9192,127.0.0.1:9193',
+      );
+      expect(env.TAILBASE_KAFKA_SASL_PASSWORD, name).toBe(apiKey);
+      expect(env.TAILBASE_KAFKA_SASL_USERNAME, name).toBeTruthy();
+    }
+  });
+
   it('a serve-node and a gateway on --log kafka:// with SASL flags serve writes and reads', async () => {
     const kafkaUrl = `kafka://${kafkaPorts.map((port) => `127.0.0.1:${port}`).join(',')}`;
     const sasl = ['--kafka-sasl-username', 'test', '--kafka-sasl-password', apiKey];

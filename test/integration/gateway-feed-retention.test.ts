@@ -1,16 +1,18 @@
 // Proves the change feed never skips records silently: once retention has removed records after a
 // consumer's token, resuming with it is 410 records_removed (naming the partition and its log
-// start), and with removed=skip the feed continues from the log start.
+// start), and with removed=skip the feed continues from the log start. The gateway reaches the log
+// by the Kafka protocol.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { tempDir } from '../harness/index.js';
 import { gatewayApp, silent } from './gateway-harness.js';
 
 const dir = tempDir('feed-retention');
 let node: RunningLogNode;
 let gateway: Awaited<ReturnType<typeof gatewayApp>>;
+let log: KafkaLogClient;
 
 beforeAll(async () => {
   node = await startLogNode({
@@ -22,12 +24,16 @@ beforeAll(async () => {
     batchBytesMax: 2048,
     retentionBytes: 2048,
     logger: silent,
+    kafka: { host: '127.0.0.1', port: 0 },
   });
-  gateway = await gatewayApp(new HttpLogClient(node.url), []);
+  const broker = `127.0.0.1:${node.kafkaPort}`;
+  log = await KafkaLogClient.connect({ bootstrap: [broker] });
+  gateway = await gatewayApp(log, [], { logUrls: [`kafka://${broker}`] });
 });
 
 afterAll(async () => {
   await closeGatewayServices(gateway.services);
+  log?.close();
   await node.stop();
   dir.cleanup();
 });
@@ -47,7 +53,7 @@ describe('change feed after retention', () => {
     for (let i = 1; i < 40; i++) await put(`k${i}`);
     const cleaned = (await node.cleaner.runOnce()).find((summary) => summary.topic === 'events');
     expect(cleaned?.segmentsDeleted).toBeGreaterThan(0);
-    const offsets = await new HttpLogClient(node.url).offsets();
+    const offsets = await log.offsets();
     const { logStartOffset } = offsets.find((p) => p.topic === 'events')!;
     expect(logStartOffset).toBeGreaterThan(first.offset + 1);
 

@@ -13,6 +13,7 @@ import type { GatewayConfigInput } from '../../gateway/config.js';
 import type { GatewayServices } from '../../gateway/services.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
+import type { LogClient } from '../../shared/log-api.js';
 import { createLogger } from '../../shared/logger.js';
 import type { ServeClient } from '../../shared/serve-api.js';
 import type { ServeNodeLimits } from '../../serve-node/config.js';
@@ -47,13 +48,17 @@ export async function startLog(partitions: number): Promise<LogFixture> {
   };
 }
 
-/** The gateway app without a socket, for `app.request` tests, over real clients. */
+/**
+ * The gateway app without a socket, for `app.request` tests, over real clients; a client without
+ * a URL (the Kafka one) is named by `input.logUrls`.
+ */
 export async function gatewayApp(
-  log: HttpLogClient,
+  log: LogClient & { url?: string },
   serve: ServeClient[],
   input: Partial<GatewayConfigInput> = {},
 ): Promise<{ app: ReturnType<typeof createGatewayApp>; services: GatewayServices }> {
-  const config = resolveGatewayConfig({ logUrls: [log.url], serveUrls: [], ...input });
+  const logUrls = log.url === undefined ? [] : [log.url];
+  const config = resolveGatewayConfig({ logUrls, serveUrls: [], ...input });
   const services = createGatewayServices(config, await log.cluster(), log, serve, silent);
   await services.topology.refresh();
   return { app: createGatewayApp(services), services };

@@ -8,13 +8,13 @@
  * know it. kafkajs retries a send across the
  * restart with the same producer id and sequence, which the log-node must recognise from the
  * state it rebuilt from disk. Afterwards every acknowledged record is in the log exactly once
- * (every partition read back over the internal HTTP API), and every record whose send failed is
+ * (every partition read back over the log-node's Kafka listener), and every record whose send failed is
  * there at most once. A failed send leaves the producer's sequence unknown, so the loop then
  * starts a new producer (a new producer id), as an application must.
  */
 import { Kafka, logLevel, Partitioners, type Producer } from 'kafkajs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { freePort } from '../harness/free-port.js';
 import { startKafkaProxy } from '../harness/kafka-proxy.js';
@@ -215,7 +215,8 @@ describe('kill -9 the log-node under an idempotent kafkajs producer', () => {
         await sending;
       }
 
-      const client = new HttpLogClient(node.url);
+      const client = await KafkaLogClient.connect({ bootstrap: [`127.0.0.1:${kafkaPort}`] });
+      cleanups.push(() => client.close());
       const stored = new Map<string, { value: string; partition: number }[]>();
       for (let partition = 0; partition < PARTITIONS; partition++) {
         const { batches } = await readPartition(client, TOPIC, partition);

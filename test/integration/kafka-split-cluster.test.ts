@@ -27,6 +27,8 @@ const SPLIT = [
 const CLUSTER_ID = '01JFBK3ZQ8Y5V6N7W2X4C9D0E1';
 const TOPIC = 'split';
 const WAIT_MS_MAX = 20_000;
+/** A long poll's wait, far beyond how long an append takes to wake it. */
+const POLL_WAIT_MS = 8_000;
 
 let nodes: OpenLogNode[] = [];
 let ports: number[] = [];
@@ -213,6 +215,35 @@ describe('log-nodes that split the partitions, as one Kafka cluster', () => {
         [1, 4],
         [2, 5],
       ]);
+    } finally {
+      log.close();
+    }
+  });
+
+  it('a long-polling fetch of partitions on several log-nodes answers once one of them has records', async () => {
+    const log = await KafkaLogClient.connect({
+      bootstrap: [`127.0.0.1:${ports[0]}`],
+      bootstrapWaitMs: 5_000,
+    });
+    try {
+      await log.ensureTopic('polled');
+      const started = Date.now();
+      // Partitions 0, 1 and 2 live on three log-nodes; only partition 1 gets a record.
+      const polling = log.fetch(
+        [0, 1, 2].map((partition) => ({ topic: 'polled', partition, offset: 0 })),
+        { waitMs: POLL_WAIT_MS },
+      );
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const record = { key: keysIn(1, PARTITIONS)[0], value: Buffer.from('{}'), timestampMs: 1 };
+      await log.append('polled', 1, encodeBatch([record]));
+      const outcomes = await polling;
+      expect(Date.now() - started).toBeLessThan(POLL_WAIT_MS / 2);
+      expect(outcomes.map((o) => ('batches' in o ? o.batches.length > 0 : o.error.code))).toEqual([
+        false,
+        true,
+        false,
+      ]);
+      expect(outcomes.map((o) => 'endOffset' in o && o.endOffset)).toEqual([0, 1, 0]);
     } finally {
       log.close();
     }

@@ -4,7 +4,7 @@
 // waiting it out. While reads wait now and then, it does not pause at all.
 import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import type { HttpLogClient } from '../../shared/http-log-client.js';
+import type { LogClient } from '../../shared/log-api.js';
 import type { HttpServeClient } from '../../shared/http-serve-client.js';
 import { logAndServeNodes } from '../harness/index.js';
 
@@ -13,7 +13,7 @@ const IDLE_MS = 100;
 const paused = logAndServeNodes('apply-linger');
 const busy = logAndServeNodes('apply-linger-busy');
 
-const put = (log: HttpLogClient, key: string) =>
+const put = (log: LogClient, key: string) =>
   log.append(
     'c',
     0,
