@@ -23,7 +23,10 @@ const BULK_CHUNK = 500;
 const REPLAY_WAIT_MS_MAX = 120_000;
 const REPLAY_POLL_MS = 20;
 
-export async function startEmbedded(dir: string) {
+export async function startEmbedded(
+  dir: string,
+  options: { flags?: string[]; env?: Record<string, string>; readyWaitMsMax?: number } = {},
+) {
   const port = await freePort();
   return spawnServer({
     args: [
@@ -37,9 +40,12 @@ export async function startEmbedded(dir: string) {
       'off',
       '--partitions',
       String(PARTITIONS),
+      ...(options.flags ?? []),
     ],
     port,
     readyPath: '/readyz',
+    env: options.env,
+    readyWaitMsMax: options.readyWaitMsMax,
   });
 }
 
