@@ -17,7 +17,7 @@ import { COMMON_TERM, FILTER, keyOfScale, midFrequencyTerms } from './scale-corp
 import type { LatencySummary } from './types.js';
 
 export const COLLECTION = 'scale';
-const SETTINGS = { searchable: ['title', 'body'], filterable: ['category', 'year'] };
+export const SETTINGS = { searchable: ['title', 'body'], filterable: ['category', 'year'] };
 /** Lines a bulk request carries (~3.9 MB, under the gateway's 16 MiB and 10,000 records). */
 const BULK_LINES = 5_000;
 /** Bulk requests in flight at once, as a loader with a few connections would keep. */
@@ -84,7 +84,7 @@ async function sleep(ms: number): Promise<void> {
 }
 
 /** Until a strong search answers: every write acknowledged before it is applied. */
-async function strongSearch(url: string, documents: number): Promise<void> {
+export async function strongSearch(url: string, documents: number): Promise<void> {
   const startedMs = Date.now();
   const strong = `${url}${searchPath(COMMON_TERM, `&consistency=strong&wait_ms=${STRONG_WAIT_MS}`)}`;
   for (;;) {
@@ -98,7 +98,7 @@ async function strongSearch(url: string, documents: number): Promise<void> {
 }
 
 /** The NDJSON file posted in bulk requests of BULK_LINES, BULK_IN_FLIGHT at a time. */
-async function postCorpus(url: string, file: string, onFirstAck: () => void): Promise<void> {
+export async function postCorpus(url: string, file: string, onFirstAck: () => void): Promise<void> {
   const target = `${url}/v1/collections/${COLLECTION}/docs`;
   const inFlight = new Set<Promise<void>>();
   let acknowledged = 0;
