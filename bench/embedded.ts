@@ -25,11 +25,18 @@ const REPLAY_POLL_MS = 20;
 
 export async function startEmbedded(
   dir: string,
-  options: { flags?: string[]; env?: Record<string, string>; readyWaitMsMax?: number } = {},
+  options: {
+    flags?: string[];
+    /** Node's own flags, before the script (`--cpu-prof`, which NODE_OPTIONS refuses). */
+    nodeFlags?: string[];
+    env?: Record<string, string>;
+    readyWaitMsMax?: number;
+  } = {},
 ) {
   const port = await freePort();
   return spawnServer({
     args: [
+      ...(options.nodeFlags ?? []),
       TAILBASE_BIN,
       'start',
       '--data',

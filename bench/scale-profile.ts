@@ -28,6 +28,8 @@ interface ProfileNode {
 }
 
 interface CpuProfile {
+  /** CLOCK_MONOTONIC, µs: process.hrtime's clock. */
+  startTime: number;
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
@@ -84,23 +86,25 @@ function ftsSegments(dataDir: string): number {
   return segments;
 }
 
+/** Now on the profiles' clock (CLOCK_MONOTONIC), µs. */
+const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
+
 /**
- * Self time by function, in ms, heaviest first, of the samples of `profile` in the time share
- * [from, to) of it (0..1), so the start of a load can be set beside its end.
+ * Self time by function, in ms, heaviest first, of the samples of `profile` taken in [fromUs,
+ * toUs) (monotonic µs), so the start of a load can be set beside its end.
  */
 function selfTimes(
   profile: CpuProfile,
-  from = 0,
-  to = 1,
+  fromUs: number,
+  toUs: number,
 ): { totalMs: number; top: Array<[string, number]> } {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const span = profile.timeDeltas.reduce((sum, d) => sum + d, 0);
   const ms = new Map<string, number>();
   let totalMs = 0;
-  let at = 0;
+  let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     at += profile.timeDeltas[i] ?? 0;
-    if (at < from * span || at >= to * span) return;
+    if (at < fromUs || at >= toUs) return;
     const frame = byId.get(id)!.callFrame;
     const where = frame.url ? ` ${basename(frame.url)}:${frame.lineNumber + 1}` : '';
     const name = `${frame.functionName || '(anonymous)'}${where}`;
@@ -141,15 +145,18 @@ async function main(): Promise<void> {
     const corpusFile = join(corpusDir, 'corpus.ndjson');
     await writeScaleCorpus(corpusFile, documents);
     const server = await startEmbedded(dataDir, {
-      env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${profileDir}` },
+      nodeFlags: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`],
     });
     const samples: Sample[] = [];
+    /** The load, from the first bulk request until a strong search answers. */
+    const loadUs = [0, 0];
     try {
       await request(`${server.url}/v1/collections/${COLLECTION}/settings`, {
         method: 'PUT',
         body: JSON.stringify(SETTINGS),
       });
       const started = performance.now();
+      loadUs[0] = monotonicUs();
       let loaded = false;
       const sampling = (async () => {
         for (let i = 0; i < SAMPLES_MAX; i++) {
@@ -165,6 +172,7 @@ async function main(): Promise<void> {
       })();
       await postCorpus(server.url, corpusFile, () => {});
       await strongSearch(server.url, documents);
+      loadUs[1] = monotonicUs();
       loaded = true;
       await sampling;
     } finally {
@@ -185,9 +193,14 @@ async function main(): Promise<void> {
       console.log(`no profile of the serve thread in ${profileDir}`);
       return;
     }
-    printSelfTimes('serve thread, whole run', selfTimes(profile));
-    printSelfTimes('serve thread, first quarter of the run', selfTimes(profile, 0, 0.25));
-    printSelfTimes('serve thread, last quarter of the run', selfTimes(profile, 0.75, 1));
+    const [from, to] = loadUs;
+    const quarter = (to - from) / 4;
+    printSelfTimes('serve thread, the whole load', selfTimes(profile, from, to));
+    printSelfTimes(
+      'serve thread, first quarter of the load',
+      selfTimes(profile, from, from + quarter),
+    );
+    printSelfTimes('serve thread, last quarter of the load', selfTimes(profile, to - quarter, to));
   } finally {
     for (const dir of [corpusDir, dataDir, profileDir])
       rmSync(dir, { recursive: true, force: true });
