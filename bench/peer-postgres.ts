@@ -241,10 +241,13 @@ export interface PgServer {
   resetPeakRss(): void;
   /** psql with `-c` of each statement (each its own transaction), ON_ERROR_STOP; its output. */
   psql(statements: string[], timeoutMs: number, flags?: string[]): Promise<string>;
-  /** pgbench of `run` at `clients`, for `durationS` seconds, logging into `logDir`. */
+  /**
+   * pgbench of `run` at `clients`, for `durationS` seconds, logging into `logDir`; `slackMs`
+   * (default RUN_SLACK_MS) past the duration for connecting, the last transactions and the log.
+   */
   pgbench(
     run: PgRun,
-    options: { clients: number; durationS: number; logDir: string },
+    options: { clients: number; durationS: number; logDir: string; slackMs?: number },
   ): Promise<{ tps: number; transactions: number; failed: number; latency: LatencySummary }>;
   /** Files the server reads (a COPY's input) made readable by the user it runs as. */
   share(files: string[]): void;
@@ -324,7 +327,7 @@ export async function withPostgres<T>(
             ],
             timeoutMs,
           ),
-        pgbench: async (run, { clients, durationS, logDir }) => {
+        pgbench: async (run, { clients, durationS, logDir, slackMs = RUN_SLACK_MS }) => {
           const script = join(logDir, 'script.sql');
           mkdirSync(logDir, { recursive: true });
           writeFileSync(script, run.script);
@@ -346,7 +349,7 @@ export async function withPostgres<T>(
               '--log',
               `--log-prefix=${join(logDir, 'tx')}`,
             ],
-            durationS * 1000 + RUN_SLACK_MS,
+            durationS * 1000 + slackMs,
           );
           return { ...parseSummary(output), latency: latencyFromLogs(logDir, 'tx') };
         },

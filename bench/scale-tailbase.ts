@@ -28,8 +28,13 @@ const STRONG_WAIT_MS = 30_000;
 const WAIT_MS_PER_DOC_MAX = 1;
 const WAIT_MS_MIN = 120_000;
 const POLL_MS = 50;
-/** The reads sampled during the load and at rest, one client, one after another. */
-const PROBE_READS_MAX = 2_000;
+/**
+ * Reads sampled by one client during the load (spread over all of it by a pause between them,
+ * bounded by this count) and at rest after it.
+ */
+const PROBE_READS_LOAD_MAX = 100_000;
+const PROBE_READS_IDLE = 500;
+const PROBE_PAUSE_MS = 10;
 const GET_KEYS = 1_000;
 const EARLIER_BOOT = 'bench-simulated-earlier-boot';
 const UNFLUSHED_MARKER = 'unflushed-boot-id';
@@ -129,10 +134,15 @@ export async function postCorpus(url: string, file: string, onFirstAck: () => vo
   await Promise.all(inFlight);
 }
 
-/** One client reading documents of the first bulk request until `done()` or PROBE_READS_MAX. */
-async function probeReads(url: string, done: () => boolean): Promise<LatencyHistogram> {
+/** One client reading documents of the first bulk request until `done()` or `count` reads. */
+async function probeReads(
+  url: string,
+  done: () => boolean,
+  count: number,
+): Promise<LatencyHistogram> {
   const histogram = new LatencyHistogram();
-  for (let i = 0; i < PROBE_READS_MAX && !done(); i++) {
+  for (let i = 0; i < count && !done(); i++) {
+    if (i > 0) await sleep(PROBE_PAUSE_MS);
     const started = performance.now();
     const response = await fetch(
       `${url}/v1/collections/${COLLECTION}/docs/${keyOfScale(i % BULK_LINES)}`,
@@ -254,7 +264,7 @@ export async function runTailbaseAtSize(
     let duringLoad: Promise<LatencyHistogram> = Promise.resolve(new LatencyHistogram());
     const url = server.url;
     await postCorpus(url, corpusFile, () => {
-      duringLoad = probeReads(url, () => !loading);
+      duringLoad = probeReads(url, () => !loading, PROBE_READS_LOAD_MAX);
     });
     const ackS = (performance.now() - started) / 1000;
     await strongSearch(url, documents);
@@ -266,7 +276,7 @@ export async function runTailbaseAtSize(
     const disk = diskUsage(dir);
     const memory = readMemorySplit(server.pid);
     const peakRssBytes = server.peakRssBytes();
-    const readIdle = (await probeReads(url, () => false)).summary();
+    const readIdle = (await probeReads(url, () => false, PROBE_READS_IDLE)).summary();
     const queries = await measureQueries(url, documents, options.quick);
     const rebuildPerSec = await measureRebuild(url, documents);
     await settled(url, waitMsMax(documents));

@@ -53,8 +53,10 @@ export interface SizeResult {
   documents: number;
   rawBytes: number;
   tailbase: TailbaseScaleFigures;
-  postgres: PostgresScaleFigures | { skipped: string };
+  postgres: PostgresScaleFigures | { skipped: string } | { error: string };
 }
+
+const POSTGRES_MISSING = 'postgres: skipped: not installed (apt-get install -y postgresql)';
 
 export function scaleSizes(quick: boolean, scaleMax = SCALE_MAX_DEFAULT): number[] {
   const sizes: number[] = [];
@@ -77,11 +79,17 @@ async function runSize(
     const tailbase = await runTailbaseAtSize(dataDir, corpusFile, documents, options);
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(corpusDir, { recursive: true, force: true });
-    const peer =
-      postgres === null
-        ? { skipped: 'postgres: skipped: not installed (apt-get install -y postgresql)' }
-        : await runPostgresAtSize(postgres, documents, options.quick);
-    return { documents, rawBytes, tailbase, postgres: peer };
+    if (postgres === null) {
+      return { documents, rawBytes, tailbase, postgres: { skipped: POSTGRES_MISSING } };
+    }
+    try {
+      const peer = await runPostgresAtSize(postgres, documents, options.quick);
+      return { documents, rawBytes, tailbase, postgres: peer };
+    } catch (error) {
+      // tailbase's figures of this size stand: the failure is PostgreSQL's row.
+      const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+      return { documents, rawBytes, tailbase, postgres: { error: `postgres: ${message}` } };
+    }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(corpusDir, { recursive: true, force: true });
@@ -89,7 +97,7 @@ async function runSize(
 }
 
 const measured = (p: SizeResult['postgres']): PostgresScaleFigures | null =>
-  'skipped' in p ? null : p;
+  'skipped' in p || 'error' in p ? null : p;
 
 function rows(result: SizeResult): WorkloadResult[] {
   const { documents, rawBytes, tailbase: t } = result;
@@ -145,7 +153,10 @@ function rows(result: SizeResult): WorkloadResult[] {
     });
   }
   if (pg === null) {
-    out.push(skipRow('scale', (result.postgres as { skipped: string }).skipped));
+    const peer = result.postgres;
+    if ('error' in peer)
+      out.push({ ...skipRow('scale', ''), skipped: undefined, error: peer.error });
+    if ('skipped' in peer) out.push(skipRow('scale', peer.skipped));
     return out;
   }
   out.push({
@@ -391,26 +402,26 @@ export async function runScaleBench(options: ScaleOptions): Promise<WorkloadResu
   if (!tailbaseBuilt()) return [skipRow('scale', 'skipped: not built yet (dist/bin/tailbase.js)')];
   const postgres = detectPeers().find((p) => p.name === 'postgres')?.binary ?? null;
   const results: SizeResult[] = [];
+  const date = new Date().toISOString();
+  const stamp = date.slice(0, 19).replace(/:/g, '-') + (options.quick ? '-quick' : '');
+  const title = `tailbase scale ${date.slice(0, 10)}: synthetic corpus, tailbase start beside PostgreSQL 15 (dashed)`;
+  mkdirSync(options.out, { recursive: true });
+  const write = (name: string) => {
+    writeFileSync(join(options.out, `${name}.svg`), renderCurves(title, scalePanels(results)));
+    const json = JSON.stringify({ date, quick: options.quick, results }, null, 2) + '\n';
+    writeFileSync(join(options.out, `${name}.json`), json);
+  };
   for (const documents of scaleSizes(options.quick, options.scaleMax)) {
     process.stdout.write(`  scale: ${sizeLabel(documents)} documents...\n`);
     results.push(
       await runSize(documents, postgres, { quick: options.quick, flags: options.flags }),
     );
+    // After each size, so a run that fails or is stopped later keeps what it measured.
+    write(`scale-${stamp}`);
   }
   const workloads = results.flatMap(rows);
   addTargets(results, workloads);
   process.stdout.write(`\n${scaleTable(results)}\n\n`);
-  const date = new Date().toISOString();
-  const title = `tailbase scale ${date.slice(0, 10)}: synthetic corpus, tailbase start beside PostgreSQL 15 (dashed)`;
-  const stamp = date.slice(0, 19).replace(/:/g, '-') + (options.quick ? '-quick' : '');
-  mkdirSync(options.out, { recursive: true });
-  const svg = renderCurves(title, scalePanels(results));
-  const json = JSON.stringify({ date, quick: options.quick, results }, null, 2) + '\n';
-  writeFileSync(join(options.out, `scale-${stamp}.svg`), svg);
-  writeFileSync(join(options.out, `scale-${stamp}.json`), json);
-  if (!options.quick) {
-    writeFileSync(join(options.out, 'scale-latest.svg'), svg);
-    writeFileSync(join(options.out, 'scale-latest.json'), json);
-  }
+  if (!options.quick) write('scale-latest');
   return workloads;
 }
