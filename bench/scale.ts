@@ -266,7 +266,11 @@ export function scaleTable(results: SizeResult[]): string {
       'disk / raw NDJSON',
       (r) =>
         formatRatio(r.tailbase.disk.totalBytes / r.rawBytes) +
-        pg(r, (p) => formatRatio(p.dataDirBytes / r.rawBytes)),
+        pg(
+          r,
+          (p) =>
+            `${formatRatio(p.tableBytes / r.rawBytes)}, with WAL ${formatRatio(p.dataDirBytes / r.rawBytes)}`,
+        ),
     ),
     line('  log / LMDB / SQLite', (r) =>
       [r.tailbase.disk.logBytes, r.tailbase.disk.lmdbBytes, r.tailbase.disk.sqliteBytes]
@@ -369,7 +373,8 @@ export function scalePanels(results: SizeResult[]): Panel[] {
         curve('log', (r) => r.tailbase.disk.logBytes / r.rawBytes),
         curve('LMDB', (r) => r.tailbase.disk.lmdbBytes / r.rawBytes),
         curve('SQLite', (r) => r.tailbase.disk.sqliteBytes / r.rawBytes),
-        pgCurve('postgres data dir', (p, r) => p.dataDirBytes / r.rawBytes),
+        pgCurve('postgres tables + indexes', (p, r) => p.tableBytes / r.rawBytes),
+        pgCurve('postgres data dir (with WAL)', (p, r) => p.dataDirBytes / r.rawBytes),
       ],
     },
     {
