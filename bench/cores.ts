@@ -16,7 +16,7 @@ import { detectPeers } from './peers.js';
 import { freePort, spawnServer, TAILBASE_BIN, tailbaseBuilt } from './processes.js';
 import { makeBenchDir } from './references.js';
 import { skipRow } from './gateway.js';
-import { random } from './serve.js';
+import { seededRandom } from './seeded-random.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 
 const PARTITIONS = 8;
@@ -41,7 +41,7 @@ const wordOf = (rank: number) => `w${rank.toString(36)}z`;
 
 /** Document i's value: title and body of words drawn by Zipf's law (s = 1) over the vocabulary. */
 function* corpus(docs: number): Generator<{ key: string; value: { title: string; body: string } }> {
-  const next = random(SEED);
+  const next = seededRandom(SEED);
   const cumulative = new Float64Array(VOCABULARY);
   let sum = 0;
   for (let rank = 1; rank <= VOCABULARY; rank++) cumulative[rank - 1] = sum += 1 / rank;

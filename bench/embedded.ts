@@ -23,10 +23,20 @@ const BULK_CHUNK = 500;
 const REPLAY_WAIT_MS_MAX = 120_000;
 const REPLAY_POLL_MS = 20;
 
-export async function startEmbedded(dir: string) {
+export async function startEmbedded(
+  dir: string,
+  options: {
+    flags?: string[];
+    /** Node's own flags, before the script (`--cpu-prof`, which NODE_OPTIONS refuses). */
+    nodeFlags?: string[];
+    env?: Record<string, string>;
+    readyWaitMsMax?: number;
+  } = {},
+) {
   const port = await freePort();
   return spawnServer({
     args: [
+      ...(options.nodeFlags ?? []),
       TAILBASE_BIN,
       'start',
       '--data',
@@ -37,9 +47,12 @@ export async function startEmbedded(dir: string) {
       'off',
       '--partitions',
       String(PARTITIONS),
+      ...(options.flags ?? []),
     ],
     port,
     readyPath: '/readyz',
+    env: options.env,
+    readyWaitMsMax: options.readyWaitMsMax,
   });
 }
 

@@ -85,7 +85,7 @@ CREATE INDEX docs_genre ON docs (genre);
 CREATE TABLE terms (id int PRIMARY KEY, term text NOT NULL);
 `;
 
-const csvField = (text: string | number) =>
+export const csvField = (text: string | number) =>
   `"${String(text)
     .replace(/\u0000/g, '')
     .replace(/"/g, '""')}"`;
@@ -232,24 +232,42 @@ export function runPostgresBench(
   });
 }
 
+/** A running PostgreSQL server of withPostgres, and the tools against it. */
+export interface PgServer {
+  /** The directory its data, sockets and the files its setup reads are in. */
+  dir: string;
+  dataDir: string;
+  pid: number;
+  /** Peak RSS of the postmaster since start or the last reset. */
+  peakRssBytes(): number;
+  resetPeakRss(): void;
+  /** psql with `-c` of each statement (each its own transaction), ON_ERROR_STOP; its output. */
+  psql(statements: string[], timeoutMs: number, flags?: string[]): Promise<string>;
+  /**
+   * pgbench of `run` at `clients`, for `durationS` seconds, logging into `logDir`; `slackMs`
+   * (default RUN_SLACK_MS) past the duration for connecting, the last transactions and the log.
+   */
+  pgbench(
+    run: PgRun,
+    options: { clients: number; durationS: number; logDir: string; slackMs?: number },
+  ): Promise<{ tps: number; transactions: number; failed: number; latency: LatencySummary }>;
+  /** Files the server reads (a COPY's input) made readable by the user it runs as. */
+  share(files: string[]): void;
+}
+
 /**
- * A PostgreSQL server on loopback with a temp data dir: `prepare` writes what its setup reads
- * into `dir` and names the statements and the pgbench runs, each run's rows then in `group`.
+ * A PostgreSQL server on loopback with a temp data dir, fsync=on and synchronous_commit=on, for
+ * the time of `work`; stopped and its directory removed after.
  */
-export async function runPostgres(
+export async function withPostgres<T>(
   postgresBinary: string,
-  options: {
-    group: string;
-    quick: boolean;
-    setupMsMax: number;
-    prepare: (dir: string) => Promise<Prepared>;
-  },
-): Promise<WorkloadResult[]> {
+  work: (server: PgServer) => Promise<T>,
+  connectionsMax = CONNECTIONS + 16,
+): Promise<T> {
   const bin = dirname(postgresBinary);
   const user = serverUser();
   const dir = makeBenchDir('postgres');
   const data = join(dir, 'data');
-  const logs = join(dir, 'logs');
   if (user) chownSync(dir, user.uid, user.gid);
   try {
     await pgTool(
@@ -278,7 +296,7 @@ export async function runPostgres(
         '-c',
         'full_page_writes=on',
         '-c',
-        `max_connections=${CONNECTIONS + 16}`,
+        `max_connections=${connectionsMax}`,
       ],
       port,
       uid: user?.uid,
@@ -287,74 +305,108 @@ export async function runPostgres(
         spawnSync(join(bin, 'pg_isready'), ['-q', '-h', '127.0.0.1', '-p', String(port)]).status ===
         0,
     });
+    const connection = ['-h', '127.0.0.1', '-p', String(port)];
     try {
-      const connection = ['-h', '127.0.0.1', '-p', String(port)];
-      const prepared = await options.prepare(dir);
-      if (user) for (const file of prepared.files) chownSync(file, user.uid, user.gid);
-      await pgTool(
-        join(bin, 'psql'),
-        // VACUUM cannot run in the transaction one -c wraps its statements in.
-        [
-          ...connection,
-          '-v',
-          'ON_ERROR_STOP=1',
-          '-q',
-          ...prepared.setup.flatMap((statement) => ['-c', statement]),
-          '-c',
-          'VACUUM ANALYZE',
-        ],
-        options.setupMsMax,
-      );
-      const durationS = options.quick ? 1 : 5;
-      const results: WorkloadResult[] = [];
-      for (const [index, run] of prepared.runs.entries()) {
-        const script = join(dir, `script-${index}.sql`);
-        writeFileSync(script, run.script);
-        const logDir = `${logs}-${index}`;
-        mkdirSync(logDir);
-        server.resetPeakRss();
-        const output = await pgTool(
-          join(bin, 'pgbench'),
-          [
-            ...connection,
-            '-n',
-            '-M',
-            'prepared',
-            '-c',
-            String(run.clients ?? CONNECTIONS),
-            '-j',
-            String(Math.min(THREADS, run.clients ?? CONNECTIONS)),
-            '-T',
-            String(durationS),
-            '-f',
-            script,
-            '--log',
-            `--log-prefix=${join(logDir, 'tx')}`,
-          ],
-          durationS * 1000 + RUN_SLACK_MS,
-        );
-        const summary = parseSummary(output);
-        results.push({
-          group: options.group,
-          name: run.name,
-          description: run.description,
-          throughput: { value: summary.tps, unit: run.unit },
-          latency: latencyFromLogs(logDir, 'tx'),
-          figures: {
-            clients: run.clients ?? CONNECTIONS,
-            transactions: summary.transactions,
-            errorCount: summary.failed,
-            client: 'pgbench',
-          },
-          ratios: [],
-          peakRssBytes: { 'postgres (postmaster)': server.peakRssBytes() },
-        });
-      }
-      return results;
+      return await work({
+        dir,
+        dataDir: data,
+        pid: server.pid,
+        peakRssBytes: server.peakRssBytes,
+        resetPeakRss: server.resetPeakRss,
+        share: (files) => {
+          if (user) for (const file of files) chownSync(file, user.uid, user.gid);
+        },
+        psql: (statements, timeoutMs, flags = []) =>
+          pgTool(
+            join(bin, 'psql'),
+            [
+              ...connection,
+              '-v',
+              'ON_ERROR_STOP=1',
+              '-q',
+              ...flags,
+              ...statements.flatMap((statement) => ['-c', statement]),
+            ],
+            timeoutMs,
+          ),
+        pgbench: async (run, { clients, durationS, logDir, slackMs = RUN_SLACK_MS }) => {
+          const script = join(logDir, 'script.sql');
+          mkdirSync(logDir, { recursive: true });
+          writeFileSync(script, run.script);
+          const output = await pgTool(
+            join(bin, 'pgbench'),
+            [
+              ...connection,
+              '-n',
+              '-M',
+              'prepared',
+              '-c',
+              String(clients),
+              '-j',
+              String(Math.min(THREADS, clients)),
+              '-T',
+              String(durationS),
+              '-f',
+              script,
+              '--log',
+              `--log-prefix=${join(logDir, 'tx')}`,
+            ],
+            durationS * 1000 + slackMs,
+          );
+          return { ...parseSummary(output), latency: latencyFromLogs(logDir, 'tx') };
+        },
+      });
     } finally {
       await server.stop();
     }
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * PostgreSQL (withPostgres): `prepare` writes what its setup reads into `dir` and names the
+ * statements and the pgbench runs, each run's rows then in `group`.
+ */
+export function runPostgres(
+  postgresBinary: string,
+  options: {
+    group: string;
+    quick: boolean;
+    setupMsMax: number;
+    prepare: (dir: string) => Promise<Prepared>;
+  },
+): Promise<WorkloadResult[]> {
+  return withPostgres(postgresBinary, async (server) => {
+    const prepared = await options.prepare(server.dir);
+    server.share(prepared.files);
+    // VACUUM cannot run in the transaction one -c wraps its statements in.
+    await server.psql([...prepared.setup, 'VACUUM ANALYZE'], options.setupMsMax);
+    const durationS = options.quick ? 1 : 5;
+    const results: WorkloadResult[] = [];
+    for (const [index, run] of prepared.runs.entries()) {
+      server.resetPeakRss();
+      const summary = await server.pgbench(run, {
+        clients: run.clients ?? CONNECTIONS,
+        durationS,
+        logDir: join(server.dir, `logs-${index}`),
+      });
+      results.push({
+        group: options.group,
+        name: run.name,
+        description: run.description,
+        throughput: { value: summary.tps, unit: run.unit },
+        latency: summary.latency,
+        figures: {
+          clients: run.clients ?? CONNECTIONS,
+          transactions: summary.transactions,
+          errorCount: summary.failed,
+          client: 'pgbench',
+        },
+        ratios: [],
+        peakRssBytes: { 'postgres (postmaster)': server.peakRssBytes() },
+      });
+    }
+    return results;
+  });
 }

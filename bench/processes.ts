@@ -91,6 +91,8 @@ export interface SpawnOptions {
   /** Run as this user (root starting a server that refuses root, e.g. postgres). */
   uid?: number;
   gid?: number;
+  /** Past this without readiness the start fails (default READY_WAIT_MS_MAX). */
+  readyWaitMsMax?: number;
 }
 
 async function httpReady(url: string): Promise<boolean> {
@@ -107,8 +109,9 @@ async function waitReady(
   probe: () => Promise<boolean>,
   child: ChildProcess,
   output: () => string,
+  waitMsMax: number,
 ): Promise<void> {
-  const deadline = Date.now() + READY_WAIT_MS_MAX;
+  const deadline = Date.now() + waitMsMax;
   while (Date.now() < deadline) {
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`process exited before it was ready (${child.exitCode}): ${output()}`);
@@ -116,7 +119,7 @@ async function waitReady(
     if (await probe()) return;
     await new Promise((resolve) => setTimeout(resolve, READY_POLL_MS));
   }
-  throw new Error(`not ready after ${READY_WAIT_MS_MAX} ms: ${output()}`);
+  throw new Error(`not ready after ${waitMsMax} ms: ${output()}`);
 }
 
 /** Every server started and not stopped yet: killed when the bench exits, whatever the path. */
@@ -162,7 +165,7 @@ export async function spawnServer(options: SpawnOptions): Promise<RunningProcess
   try {
     const { ready, readyPath } = options;
     const probe = ready ? async () => ready() : () => httpReady(url + (readyPath ?? '/'));
-    await waitReady(probe, child, () => tail);
+    await waitReady(probe, child, () => tail, options.readyWaitMsMax ?? READY_WAIT_MS_MAX);
   } catch (error) {
     await stop();
     throw error;

@@ -15,6 +15,7 @@ import { runServeBench } from './serve.js';
 import { loadCorpus } from './corpus.js';
 import { runKafkaBench } from './kafka.js';
 import { runLogBench } from './log.js';
+import { runScaleBench, SCALE_MAX_DEFAULT, scaleSizes } from './scale.js';
 import { loadClient } from './load.js';
 import { machineInfo } from './machine.js';
 import { normalizeGroup } from './normalize.js';
@@ -33,15 +34,26 @@ const CORES_TIME_MS_MAX = 1_800_000;
 const GROUP_TIME_MS_MAX_QUICK = 40_000;
 /** filters loads the corpus four times, into tailbase and then into PostgreSQL. */
 const FILTERS_TIME_MS_MAX = 420_000;
+/** scale loads each size twice (tailbase, PostgreSQL) and replays it three times: per document. */
+const SCALE_TIME_MS_PER_DOC_MAX = 4;
+const SCALE_TIME_MS_MAX_QUICK = 120_000;
 
 interface GroupContext extends BenchOptions {
   references: References;
+  /** Where results go (a group that writes files of its own). */
+  out: string;
+  /** The scale group's largest size, documents. */
+  scaleMax: number;
 }
 
 interface Group {
   name: string;
   /** Past this a full run of the group fails (default GROUP_TIME_MS_MAX). */
-  timeMsMax?: number;
+  timeMsMax?: number | ((context: GroupContext) => number);
+  /** Past this a quick run of the group fails (default GROUP_TIME_MS_MAX_QUICK). */
+  quickTimeMsMax?: number;
+  /** Left out of a full run of every group (it takes far longer than the rest): named only. */
+  fullRunOnlyWhenNamed?: boolean;
   run(context: GroupContext): Promise<WorkloadResult[]>;
 }
 
@@ -65,6 +77,15 @@ const GROUPS: Group[] = [
   { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },
   { name: 'cores', timeMsMax: CORES_TIME_MS_MAX, run: (context) => runCoresBench(context) },
+  {
+    name: 'scale',
+    timeMsMax: (context) =>
+      scaleSizes(false, context.scaleMax).reduce((sum, n) => sum + n, 0) *
+      SCALE_TIME_MS_PER_DOC_MAX,
+    fullRunOnlyWhenNamed: true,
+    quickTimeMsMax: SCALE_TIME_MS_MAX_QUICK,
+    run: (context) => runScaleBench(context),
+  },
 ];
 
 async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
@@ -83,7 +104,10 @@ async function runGroup(group: Group, context: GroupContext): Promise<WorkloadRe
   const started = Date.now();
   process.stdout.write(`running ${group.name}...\n`);
   try {
-    const limit = context.quick ? GROUP_TIME_MS_MAX_QUICK : (group.timeMsMax ?? GROUP_TIME_MS_MAX);
+    const full = typeof group.timeMsMax === 'function' ? group.timeMsMax(context) : group.timeMsMax;
+    const limit = context.quick
+      ? (group.quickTimeMsMax ?? GROUP_TIME_MS_MAX_QUICK)
+      : (full ?? GROUP_TIME_MS_MAX);
     const results = await withTimeout(group.run(context), limit, `group ${group.name}`);
     process.stdout.write(
       `  ${group.name} done in ${((Date.now() - started) / 1000).toFixed(1)} s\n`,
@@ -122,15 +146,28 @@ async function main(): Promise<number> {
     .option('--quick', 'run every workload for a second or two (checks they run, not how fast)')
     .option('--peers', 'report which peer databases are installed and how to install the rest')
     .option('--out <dir>', 'where results go', RESULTS_DIR)
+    .option(
+      '--scale-max <documents>',
+      "the scale group's largest size (1e7 adds ten million documents)",
+      String(SCALE_MAX_DEFAULT),
+    )
     .parse(process.argv);
-  const opts = program.opts<{ quick?: boolean; peers?: boolean; out: string }>();
+  const opts = program.opts<{ quick?: boolean; peers?: boolean; out: string; scaleMax: string }>();
+  const scaleMax = Number(opts.scaleMax);
+  if (!Number.isFinite(scaleMax) || scaleMax < 1e4) {
+    console.error(
+      `--scale-max must be a number of documents of at least 1e4, not ${opts.scaleMax}`,
+    );
+    return 2;
+  }
   const quick = opts.quick === true;
 
   if (opts.peers) {
     console.log(`peers:\n${describePeers(detectPeers())}`);
     return 0;
   }
-  const names = program.args.length > 0 ? program.args : GROUPS.map((g) => g.name);
+  const everyGroup = GROUPS.filter((g) => quick || g.fullRunOnlyWhenNamed !== true);
+  const names = program.args.length > 0 ? program.args : everyGroup.map((g) => g.name);
   const unknown = names.filter((n) => !GROUPS.some((g) => g.name === n));
   if (unknown.length > 0) {
     console.error(
@@ -148,7 +185,7 @@ async function main(): Promise<number> {
   console.log('measuring references...');
   const references = await measureReferences({ quick });
   const corpus = await loadCorpus();
-  const context: GroupContext = { quick, references };
+  const context: GroupContext = { quick, references, out: opts.out, scaleMax };
   const workloads: WorkloadResult[] = [];
   for (const group of GROUPS.filter((g) => names.includes(g.name))) {
     workloads.push(...(await runGroup(group, context)));
@@ -181,7 +218,7 @@ async function main(): Promise<number> {
   writeFileSync(join(opts.out, `${name}.json`), json);
   writeFileSync(join(opts.out, `${name}.svg`), svg);
   // latest.* is the README's chart of a full run: a quick run or a run of some groups is not one.
-  if (!quick && names.length === GROUPS.length) {
+  if (!quick && names.length === everyGroup.length) {
     writeFileSync(join(opts.out, 'latest.json'), json);
     writeFileSync(join(opts.out, 'latest.svg'), svg);
   }

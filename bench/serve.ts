@@ -18,6 +18,7 @@ import { runLoad } from './load.js';
 import { spawnLogNode, spawnTailbase, tailbaseBuilt, type RunningProcess } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
+import { seededRandom } from './seeded-random.js';
 
 const PARTITIONS = 4;
 const RECORDS_PER_BATCH = 1_000;
@@ -35,18 +36,6 @@ interface BenchDoc {
   value: { title: string; body: string };
 }
 
-/** mulberry32: the documents depend only on the seed and the corpus. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 0x1_0000_0000;
-  };
-}
-
 /** Distinct words of the corpus, most frequent first. */
 function vocabulary(corpus: readonly CorpusDoc[]): string[] {
   const counts = new Map<string, number>();
@@ -60,7 +49,7 @@ function vocabulary(corpus: readonly CorpusDoc[]): string[] {
 
 /** Documents of ~30 words drawn with a skew towards frequent words, as real text is. */
 function makeDocs(count: number, words: readonly string[]): BenchDoc[] {
-  const next = random(42);
+  const next = seededRandom(42);
   const pick = () => words[Math.floor(next() ** 2 * words.length)];
   return Array.from({ length: count }, (_, i) => {
     const text = Array.from({ length: WORDS_PER_DOC }, pick);
@@ -271,7 +260,7 @@ export async function runServeBench(
     await appendDocs(log, 'corpus', corpus);
     await waitApplied(serve.url, docCount + corpus.length);
 
-    const next = random(7);
+    const next = seededRandom(7);
     const getKeys = Array.from({ length: 1_000 }, () => docs[Math.floor(next() * docs.length)].key);
     const get = await runLoad({
       baseUrl: serve.url,

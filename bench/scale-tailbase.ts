@@ -1,0 +1,313 @@
+/**
+ * The scale group's tailbase side at one size: `tailbase start` on fresh data, the corpus's NDJSON
+ * posted in bulk through the public API, then every figure of issue 26 item 1 (load rates, bytes
+ * on disk, memory, reads, rebuild, restarts) taken from that one process and its data directory.
+ */
+import { createReadStream, existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { request, settled } from './api-workloads.js';
+import { diskUsage, type DiskUsage } from './disk-usage.js';
+import { startEmbedded } from './embedded.js';
+import { LatencyHistogram } from './latency-histogram.js';
+import { runLoad } from './load.js';
+import { readMemorySplit, type MemorySplit } from './memory-split.js';
+import type { RunningProcess } from './processes.js';
+import { COMMON_TERM, FILTER, keyOfScale, midFrequencyTerms } from './scale-corpus.js';
+import type { LatencySummary } from './types.js';
+
+export const COLLECTION = 'scale';
+export const SETTINGS = { searchable: ['title', 'body'], filterable: ['category', 'year'] };
+/** Lines a bulk request carries (~3.9 MB, under the gateway's 16 MiB and 10,000 records). */
+const BULK_LINES = 5_000;
+/** Bulk requests in flight at once, as a loader with a few connections would keep. */
+const BULK_IN_FLIGHT = 4;
+/** A strong read waits at most this long; the loops around it are bounded by the next limit. */
+const STRONG_WAIT_MS = 30_000;
+/** Per document: past this many ms a load, a rebuild or a restart has failed (10^6: 1000 s). */
+const WAIT_MS_PER_DOC_MAX = 1;
+const WAIT_MS_MIN = 120_000;
+const POLL_MS = 50;
+/**
+ * Reads sampled by one client during the load (spread over all of it by a pause between them,
+ * bounded by this count) and at rest after it.
+ */
+const PROBE_READS_LOAD_MAX = 100_000;
+const PROBE_READS_IDLE = 500;
+const PROBE_PAUSE_MS = 10;
+const GET_KEYS = 1_000;
+const EARLIER_BOOT = 'bench-simulated-earlier-boot';
+const UNFLUSHED_MARKER = 'unflushed-boot-id';
+
+export type QueryName = 'get' | 'search mid' | 'search common' | 'search filtered';
+
+export interface QueryFigures {
+  /** One client, one request after another. */
+  single: LatencySummary & { perSec: number };
+  /** 16 clients. */
+  sixteenPerSec: number;
+  errors: number;
+  /** The total of one search of the workload (its first term), 0 for GET. */
+  matches: number;
+}
+
+export interface TailbaseScaleFigures {
+  documents: number;
+  loadAckPerSec: number;
+  loadSearchablePerSec: number;
+  loadSettledPerSec: number;
+  disk: DiskUsage;
+  memory: MemorySplit;
+  peakRssBytes: number;
+  queries: Record<QueryName, QueryFigures>;
+  /** GET p99 of one client during the load and at rest after it. */
+  readP99DuringLoadMs: number;
+  readP99IdleMs: number;
+  rebuildPerSec: number;
+  restartCleanS: number;
+  restartKilledS: number;
+  restartRebootS: number;
+}
+
+export interface ScaleRunOptions {
+  quick: boolean;
+  /** Extra flags for `tailbase start` (the named caches of issue 26 item 3). */
+  flags?: string[];
+  /** Environment for `tailbase start` (NODE_OPTIONS=--cpu-prof for the profile). */
+  env?: Record<string, string>;
+}
+
+const searchPath = (q: string, extra = '') =>
+  `/v1/collections/${COLLECTION}/search?q=${encodeURIComponent(q)}&limit=10${extra}`;
+
+function waitMsMax(documents: number): number {
+  return Math.max(WAIT_MS_MIN, documents * WAIT_MS_PER_DOC_MAX);
+}
+
+async function sleep(ms: number): Promise<void> {
+  await new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Until a strong search answers: every write acknowledged before it is applied. */
+export async function strongSearch(url: string, documents: number): Promise<void> {
+  const startedMs = Date.now();
+  const strong = `${url}${searchPath(COMMON_TERM, `&consistency=strong&wait_ms=${STRONG_WAIT_MS}`)}`;
+  for (;;) {
+    const response = await fetch(strong, { signal: AbortSignal.timeout(STRONG_WAIT_MS * 2) });
+    await response.arrayBuffer();
+    if (response.ok) return;
+    if (Date.now() - startedMs > waitMsMax(documents)) {
+      throw new Error(`a strong search still answers ${response.status} after the load`);
+    }
+  }
+}
+
+/** The NDJSON file posted in bulk requests of BULK_LINES, BULK_IN_FLIGHT at a time. */
+export async function postCorpus(url: string, file: string, onFirstAck: () => void): Promise<void> {
+  const target = `${url}/v1/collections/${COLLECTION}/docs`;
+  const inFlight = new Set<Promise<void>>();
+  let acknowledged = 0;
+  const post = (body: string) => {
+    const sent = request(target, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-ndjson' },
+      body,
+    }).then(() => {
+      acknowledged += 1;
+      if (acknowledged === 1) onFirstAck();
+      inFlight.delete(sent);
+    });
+    inFlight.add(sent);
+  };
+  let lines: string[] = [];
+  for await (const line of createInterface({
+    input: createReadStream(file),
+    crlfDelay: Infinity,
+  })) {
+    lines.push(line);
+    if (lines.length < BULK_LINES) continue;
+    post(lines.join('\n'));
+    lines = [];
+    if (inFlight.size >= BULK_IN_FLIGHT) await Promise.race(inFlight);
+  }
+  if (lines.length > 0) post(lines.join('\n'));
+  await Promise.all(inFlight);
+}
+
+/** One client reading documents of the first bulk request until `done()` or `count` reads. */
+async function probeReads(
+  url: string,
+  done: () => boolean,
+  count: number,
+): Promise<LatencyHistogram> {
+  const histogram = new LatencyHistogram();
+  for (let i = 0; i < count && !done(); i++) {
+    if (i > 0) await sleep(PROBE_PAUSE_MS);
+    const started = performance.now();
+    const response = await fetch(
+      `${url}/v1/collections/${COLLECTION}/docs/${keyOfScale(i % BULK_LINES)}`,
+    );
+    await response.arrayBuffer();
+    histogram.recordMs(performance.now() - started);
+  }
+  return histogram;
+}
+
+async function measureQueries(
+  url: string,
+  documents: number,
+  quick: boolean,
+): Promise<Record<QueryName, QueryFigures>> {
+  const terms = midFrequencyTerms();
+  const filter = `&filter=${encodeURIComponent(FILTER)}`;
+  const keyStep = Math.max(1, Math.floor(documents / GET_KEYS));
+  const plans: Record<QueryName, string[]> = {
+    get: Array.from(
+      { length: Math.min(GET_KEYS, documents) },
+      (_, i) => `/v1/collections/${COLLECTION}/docs/${keyOfScale(i * keyStep)}`,
+    ),
+    'search mid': terms.map((t) => searchPath(t)),
+    'search common': [searchPath(COMMON_TERM)],
+    'search filtered': terms.map((t) => searchPath(t, filter)),
+  };
+  const durationS = quick ? 1 : 5;
+  const out = {} as Record<QueryName, QueryFigures>;
+  for (const [name, paths] of Object.entries(plans) as Array<[QueryName, string[]]>) {
+    const targets = paths.map((path) => ({ path }));
+    const load = (connections: number) =>
+      runLoad({
+        baseUrl: url,
+        method: 'GET',
+        targets,
+        connections,
+        threads: Math.min(2, connections),
+        durationS,
+      });
+    const single = await load(1);
+    const sixteen = await load(16);
+    const matches = name === 'get' ? 0 : Number((await request(`${url}${paths[0]}`)).body.total);
+    out[name] = {
+      single: { ...single.latency, perSec: single.requestsPerSec },
+      sixteenPerSec: sixteen.requestsPerSec,
+      errors: single.errors + sixteen.errors,
+      matches,
+    };
+  }
+  return out;
+}
+
+/** From the admin call until a strong search sees the log end again. */
+async function measureRebuild(url: string, documents: number): Promise<number> {
+  const startedMs = Date.now();
+  await request(`${url}/v1/admin/serve-nodes/0/rebuild`, { method: 'POST' });
+  // The stores are swapped a moment after the call; only then does a strong read wait for them.
+  for (;;) {
+    const status = await request(`${url}/v1/admin/serve-nodes/0/status`);
+    if ((status.body.lastRebuild?.atMs ?? 0) >= startedMs) break;
+    if (Date.now() - startedMs > waitMsMax(documents)) throw new Error('the rebuild never started');
+    await sleep(POLL_MS);
+  }
+  await strongSearch(url, documents);
+  return documents / ((Date.now() - startedMs) / 1000);
+}
+
+/** The serve-node's stores as a reboot leaves them: marked unflushed under another boot. */
+function markEarlierBoot(dataDir: string): void {
+  const serve = join(dataDir, 'serve');
+  for (const stores of readdirSync(serve)) {
+    const marker = join(serve, stores, UNFLUSHED_MARKER);
+    if (existsSync(marker)) writeFileSync(marker, `${EARLIER_BOOT}\n`);
+  }
+}
+
+/**
+ * Stops `server` the way `how` says and starts `tailbase start` again on its data: seconds from
+ * the spawn until a strong search answers.
+ */
+async function restart(
+  server: RunningProcess,
+  dir: string,
+  how: 'clean' | 'killed' | 'reboot',
+  documents: number,
+  options: ScaleRunOptions,
+): Promise<{ server: RunningProcess; seconds: number }> {
+  if (how === 'clean') {
+    await server.stop();
+  } else {
+    process.kill(server.pid, 'SIGKILL');
+    await server.stop();
+    if (how === 'reboot') markEarlierBoot(dir);
+  }
+  const started = performance.now();
+  const next = await startEmbedded(dir, {
+    flags: options.flags,
+    readyWaitMsMax: waitMsMax(documents),
+  });
+  await strongSearch(next.url, documents);
+  return { server: next, seconds: (performance.now() - started) / 1000 };
+}
+
+export async function runTailbaseAtSize(
+  dir: string,
+  corpusFile: string,
+  documents: number,
+  options: ScaleRunOptions,
+): Promise<TailbaseScaleFigures> {
+  let server = await startEmbedded(dir, { flags: options.flags, env: options.env });
+  try {
+    await request(`${server.url}/v1/collections/${COLLECTION}/settings`, {
+      method: 'PUT',
+      body: JSON.stringify(SETTINGS),
+    });
+    const started = performance.now();
+    let loading = true;
+    let duringLoad: Promise<LatencyHistogram> = Promise.resolve(new LatencyHistogram());
+    const url = server.url;
+    await postCorpus(url, corpusFile, () => {
+      duringLoad = probeReads(url, () => !loading, PROBE_READS_LOAD_MAX);
+    });
+    const ackS = (performance.now() - started) / 1000;
+    await strongSearch(url, documents);
+    const searchableS = (performance.now() - started) / 1000;
+    loading = false;
+    await settled(url, waitMsMax(documents));
+    const settledS = (performance.now() - started) / 1000;
+    const readDuringLoad = (await duringLoad).summary();
+    const disk = diskUsage(dir);
+    const memory = readMemorySplit(server.pid);
+    const peakRssBytes = server.peakRssBytes();
+    const readIdle = (await probeReads(url, () => false, PROBE_READS_IDLE)).summary();
+    const queries = await measureQueries(url, documents, options.quick);
+    const rebuildPerSec = await measureRebuild(url, documents);
+    await settled(url, waitMsMax(documents));
+    const restarts: Record<'clean' | 'killed' | 'reboot', number> = {
+      clean: 0,
+      killed: 0,
+      reboot: 0,
+    };
+    for (const how of ['clean', 'killed', 'reboot'] as const) {
+      const next = await restart(server, dir, how, documents, options);
+      server = next.server;
+      restarts[how] = next.seconds;
+    }
+    await server.stop();
+    return {
+      documents,
+      loadAckPerSec: documents / ackS,
+      loadSearchablePerSec: documents / searchableS,
+      loadSettledPerSec: documents / settledS,
+      disk,
+      memory,
+      peakRssBytes,
+      queries,
+      readP99DuringLoadMs: readDuringLoad.p99Ms,
+      readP99IdleMs: readIdle.p99Ms,
+      rebuildPerSec,
+      restartCleanS: restarts.clean,
+      restartKilledS: restarts.killed,
+      restartRebootS: restarts.reboot,
+    };
+  } finally {
+    await server.stop();
+  }
+}
