@@ -1,0 +1,176 @@
+/**
+ * A search of one listed term (topk-index.ts) without filter or sort: its best rows by bm25,
+ * read from the term's list instead of ranking every match. The list holds one run per weighted
+ * frequency, each in descending contribution (row tokens ascending, then partition and row, the
+ * order of ties), so merging the runs' heads yields the rows in the search's own order and stops
+ * after `depth`: postings read are about depth plus a chunk per run, whatever the matches.
+ * Scores are bm25() as FTS5 computes it (fts5_aux.c), with the table's statistics as FTS5 keeps
+ * them (fts-stats.ts).
+ */
+import type Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
+import { FtsStats } from './fts-stats.js';
+import type { FtsTable } from './fts-table.js';
+import { FtsTokenizers } from './fts-tokens.js';
+import { hasTopkLists } from './topk-index.js';
+
+/** bm25()'s constants in fts5_aux.c. */
+const K1 = 1.2;
+const B = 0.75;
+/** Postings read from a run at first, and then at a time. */
+const RUN_HEAD_POSTINGS = 16;
+const RUN_CHUNK_POSTINGS = 256;
+
+/** bm25()'s IDF: at least 1e-6, for a term in more than half the rows. */
+export function bm25Idf(rows: number, df: number): number {
+  const idf = Math.log((rows - df + 0.5) / (df + 0.5));
+  return idf <= 0 ? 1e-6 : idf;
+}
+
+/** One phrase's part of bm25(), with the same operations in the same order as FTS5's. */
+export function bm25Part(idf: number, tf: number, len: number, avgdl: number): number {
+  return idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + (B * len) / avgdl)));
+}
+
+export interface TopkRow {
+  row: number;
+  score: number;
+  partition: number;
+}
+
+export interface TopkFound {
+  /** The best rows, best first. */
+  rows: TopkRow[];
+  /** Rows of the table holding the term, in every partition. */
+  df: number;
+  /** Postings read: what the search's cost follows. */
+  examined: number;
+}
+
+/** A run of the list: the postings of one weighted frequency, best first. */
+interface Run {
+  tf: number;
+  postings: Array<[number, number, number]>;
+  at: number;
+  done: boolean;
+  head: TopkRow | null;
+}
+
+/** True when `a` comes before `b` in a search's order (score, then partition, then row). */
+function before(a: TopkRow, b: TopkRow): boolean {
+  if (a.score !== b.score) return a.score > b.score;
+  if (a.partition !== b.partition) return a.partition < b.partition;
+  return a.row < b.row;
+}
+
+export class TopkReads {
+  private readonly tokenizers: FtsTokenizers;
+  private readonly stats = new Map<string, FtsStats>();
+  private readonly statements: Record<
+    'settings' | 'df' | 'nextRun' | 'runHead' | 'runAfter',
+    Statement
+  >;
+
+  constructor(private readonly db: Database.Database) {
+    this.tokenizers = new FtsTokenizers(db);
+    const prepare = (sql: string) => db.prepare(sql);
+    const postings =
+      'SELECT len, partition, row FROM topk_postings WHERE table_id = ? AND term = ? AND tf = ?';
+    this.statements = {
+      settings: prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
+      df: prepare('SELECT df FROM topk_terms WHERE table_id = ? AND term = ?').pluck(),
+      nextRun: prepare(
+        'SELECT tf FROM topk_postings WHERE table_id = ? AND term = ? AND tf > ? ORDER BY tf LIMIT 1',
+      ).pluck(),
+      runHead: prepare(`${postings} ORDER BY len, partition, row LIMIT ${RUN_HEAD_POSTINGS}`),
+      runAfter: prepare(
+        `${postings} AND (len, partition, row) > (?, ?, ?) ORDER BY len, partition, row ` +
+          `LIMIT ${RUN_CHUNK_POSTINGS}`,
+      ),
+    };
+  }
+
+  /**
+   * The best `depth` rows of `text` (one word of a query) in `partitions` (null: all), or null
+   * when no list answers it: the text is not one token of the table's tokenizer, or its term is
+   * not listed.
+   */
+  search(
+    table: FtsTable,
+    text: string,
+    depth: number,
+    partitions: ReadonlySet<number> | null,
+  ): TopkFound | null {
+    if (!hasTopkLists(table)) return null;
+    const [tokenized] = this.tokenizers.tokenize(table.settings.tokenizer, [text]);
+    if (tokenized.tokens !== 1) return null;
+    const [term] = tokenized.counts.keys();
+    const listedDfMin = this.statements.settings.get() as number | undefined;
+    const df = this.statements.df.get(table.id, term) as number | undefined;
+    if (listedDfMin === undefined || df === undefined || df < listedDfMin) return null;
+    const totals = this.statsOf(table).totals();
+    const idf = bm25Idf(totals.rows, df);
+    const avgdl = totals.tokens / totals.rows;
+    const runs = this.runs(table.id, term);
+    let examined = 0;
+    const advance = (run: Run) => {
+      for (;;) {
+        if (run.at === run.postings.length) {
+          const last = run.postings[run.postings.length - 1];
+          run.postings =
+            last === undefined
+              ? (this.statements.runHead.raw().all(table.id, term, run.tf) as Run['postings'])
+              : run.done
+                ? []
+                : (this.statements.runAfter
+                    .raw()
+                    .all(table.id, term, run.tf, ...last) as Run['postings']);
+          run.done =
+            run.postings.length < (last === undefined ? RUN_HEAD_POSTINGS : RUN_CHUNK_POSTINGS);
+          run.at = 0;
+          if (run.postings.length === 0) {
+            run.head = null;
+            return;
+          }
+        }
+        const [len, partition, row] = run.postings[run.at++];
+        examined += 1;
+        if (partitions !== null && !partitions.has(partition)) continue;
+        run.head = { row, partition, score: bm25Part(idf, run.tf, len, avgdl) };
+        return;
+      }
+    };
+    runs.forEach(advance);
+    const rows: TopkRow[] = [];
+    while (rows.length < depth) {
+      let best: Run | null = null;
+      for (const run of runs) {
+        if (run.head !== null && (best === null || before(run.head, best.head!))) best = run;
+      }
+      if (best === null) break;
+      rows.push(best.head!);
+      advance(best);
+    }
+    return { rows, df, examined };
+  }
+
+  /** The list's runs, by a seek for each next frequency; none read yet. */
+  private runs(tableId: number, term: string): Run[] {
+    const runs: Run[] = [];
+    let tf = this.statements.nextRun.get(tableId, term, -Infinity) as number | undefined;
+    while (tf !== undefined) {
+      runs.push({ tf, postings: [], at: 0, done: false, head: null });
+      tf = this.statements.nextRun.get(tableId, term, tf) as number | undefined;
+    }
+    return runs;
+  }
+
+  private statsOf(table: FtsTable): FtsStats {
+    let stats = this.stats.get(table.name);
+    if (stats === undefined) {
+      stats = new FtsStats(this.db, table.name);
+      this.stats.set(table.name, stats);
+    }
+    return stats;
+  }
+}
