@@ -31,7 +31,8 @@ import { RetiredTables } from './retired-tables.js';
 import { SegmentMerges, type CollectionMergeStep, type MergePolicy } from './segment-merges.js';
 import { SearchReads } from './search-reads.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
-import { TopkIndex, TOPK_LISTED_DF_MIN_DEFAULT } from './topk-index.js';
+import { DEFAULT_LIMITS } from './config.js';
+import { TopkIndex } from './topk-index.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
 export { MARK_CLOSE, MARK_OPEN } from './highlighter.js';
@@ -71,7 +72,7 @@ export interface DocView {
 }
 
 export interface SearchStoreOptions {
-  /** Rows a term must be in to have a top-k list (topk-index.ts). */
+  /** Rows a term must be in to have a top-k list (ServeNodeLimits.searchTopkListedDfMin). */
   topkListedDfMin: number;
 }
 
@@ -130,7 +131,7 @@ export class SearchStore {
    */
   constructor(
     path: string,
-    options: SearchStoreOptions = { topkListedDfMin: TOPK_LISTED_DF_MIN_DEFAULT },
+    options: SearchStoreOptions = { topkListedDfMin: DEFAULT_LIMITS.searchTopkListedDfMin },
   ) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');

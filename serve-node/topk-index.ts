@@ -30,12 +30,6 @@ export const TOPK_SCHEMA = `
     PRIMARY KEY (table_id, term, tf, len, partition, row)) WITHOUT ROWID;
 `;
 
-/**
- * Rows a term must be in to be listed. Below it FTS5 ranks every match quickly (about 1 us a
- * match); above it a list costs a posting a row written.
- */
-export const TOPK_LISTED_DF_MIN_DEFAULT = 1_000;
-
 /** A trigram table's words are phrases of several tokens: no list answers one. */
 export function hasTopkLists(table: FtsTable): boolean {
   return table.settings.tokenizer !== 'trigram';
@@ -90,7 +84,11 @@ export class TopkIndex {
 
   constructor(
     private readonly db: Database.Database,
-    private readonly listedDfMin: number = TOPK_LISTED_DF_MIN_DEFAULT,
+    /**
+     * Rows a term must be in to be listed: below it FTS5 ranks every match quickly (about 1 us
+     * a match); above it a list costs a posting for each row written.
+     */
+    private readonly listedDfMin: number,
   ) {
     assert(Number.isSafeInteger(listedDfMin) && listedDfMin >= 1, 'listedDfMin is at least 1');
     db.exec(TOPK_SCHEMA);
