@@ -11,6 +11,7 @@ import { renderChart } from './chart.js';
 import { runEmbeddedBench } from './embedded.js';
 import { runFiltersBench } from './filters.js';
 import { runGatewayBench } from './gateway.js';
+import { runSearchTopkBench } from './search-topk.js';
 import { runServeBench } from './serve.js';
 import { loadCorpus } from './corpus.js';
 import { runKafkaBench } from './kafka.js';
@@ -28,6 +29,8 @@ import type { BenchOptions, References, WorkloadResult } from './types.js';
 
 const GROUP_TIME_MS_MAX = 240_000;
 const GROUP_TIME_MS_MAX_QUICK = 40_000;
+/** search-topk loads 10^5 documents twice and 10^6 once, in this process. */
+const SEARCH_TOPK_TIME_MS_MAX = 1_200_000;
 /** filters loads the corpus four times, into tailbase and then into PostgreSQL. */
 const FILTERS_TIME_MS_MAX = 420_000;
 
@@ -59,6 +62,11 @@ const GROUPS: Group[] = [
       normalizeGroup('gateway-kafka', await runGatewayBench({ ...context, transport: 'kafka' })),
   },
   { name: 'filters', timeMsMax: FILTERS_TIME_MS_MAX, run: (context) => runFiltersBench(context) },
+  {
+    name: 'search-topk',
+    timeMsMax: SEARCH_TOPK_TIME_MS_MAX,
+    run: (context) => runSearchTopkBench(context),
+  },
   { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },
 ];

@@ -9,6 +9,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
+import type { Tokenizer } from '../shared/collection-settings.js';
 import { FtsStats } from './fts-stats.js';
 import type { FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
@@ -17,6 +18,8 @@ import { hasTopkLists } from './topk-index.js';
 /** bm25()'s constants in fts5_aux.c. */
 const K1 = 1.2;
 const B = 0.75;
+const UNICODE61: Tokenizer = 'unicode61 remove_diacritics 2';
+const ASCII_WORD = /^[A-Za-z0-9]+$/;
 /** Postings read from a run at first, and then at a time. */
 const RUN_HEAD_POSTINGS = 16;
 const RUN_CHUNK_POSTINGS = 256;
@@ -102,9 +105,8 @@ export class TopkReads {
     partitions: ReadonlySet<number> | null,
   ): TopkFound | null {
     if (!hasTopkLists(table)) return null;
-    const [tokenized] = this.tokenizers.tokenize(table.settings.tokenizer, [text]);
-    if (tokenized.tokens !== 1) return null;
-    const [term] = tokenized.counts.keys();
+    const term = this.termOf(table, text);
+    if (term === null) return null;
     const listedDfMin = this.statements.settings.get() as number | undefined;
     const df = this.statements.df.get(table.id, term) as number | undefined;
     if (listedDfMin === undefined || df === undefined || df < listedDfMin) return null;
@@ -152,6 +154,19 @@ export class TopkReads {
       advance(best);
     }
     return { rows, df, examined };
+  }
+
+  /**
+   * The one term FTS5 makes of `text`, else null. unicode61 makes an ASCII word of letters and
+   * digits its lower case, with no stemming: such a word skips the round trip through FTS5
+   * (about 0.15 ms, which a word without a list would pay on top of FTS5's search).
+   */
+  private termOf(table: FtsTable, text: string): string | null {
+    if (table.settings.tokenizer === UNICODE61 && ASCII_WORD.test(text)) return text.toLowerCase();
+    const [tokenized] = this.tokenizers.tokenize(table.settings.tokenizer, [text]);
+    if (tokenized.tokens !== 1) return null;
+    const [term] = tokenized.counts.keys();
+    return term;
   }
 
   /** The list's runs, by a seek for each next frequency; none read yet. */

@@ -14,6 +14,7 @@ import { parseSort } from '../../shared/filter/parse-lists.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { ROW_PARTITIONS } from '../../serve-node/fts-table.js';
+import { FtsTokenizers } from '../../serve-node/fts-tokens.js';
 import { Replica } from '../../serve-node/replica.js';
 import type { FieldQuery } from '../../serve-node/search-reads.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
@@ -241,6 +242,15 @@ describe('top-k lists', () => {
         );
         expectSameTop(found.matches, expected.slice(0, DEPTH));
         expect(found.total).toBe(Math.min(n, TOTAL_EXACT_MAX));
+        // Upper case: the same term, whether FTS5 or the ASCII shortcut lowers it.
+        const upper = replica.search.search(
+          'docs',
+          all,
+          parseQuery(word.toUpperCase(), limits),
+          DEPTH,
+          TOTAL_EXACT_MAX,
+        );
+        expect(upper.matches).toEqual(found.matches);
         expect(found.totalExact).toBe(n < TOTAL_EXACT_MAX);
         if (n >= LISTED_DF_MIN) {
           listedSearched += 1;
@@ -331,5 +341,27 @@ describe('top-k lists', () => {
     const batched = dumpLists(other.dir);
     expectSameLines(batched.terms, lived.terms, 'terms batched');
     expectSameLines(withoutRows(batched.postings), withoutRows(lived.postings), 'postings batched');
+  });
+
+  it('take the terms FTS5 makes: an ASCII word lowered, others as the tokenizer makes them', () => {
+    const db = new Database(':memory:');
+    try {
+      const tokenizers = new FtsTokenizers(db);
+      const words = ['Hello', 'ABC123', 'x9', 'Café', 'naïve', 'foo-bar', 'Running'];
+      const terms = (tokenizer: string) =>
+        tokenizers.tokenize(tokenizer, words).map((text) => [...text.counts.keys()].join(' '));
+      expect(terms('unicode61 remove_diacritics 2')).toEqual([
+        'hello',
+        'abc123',
+        'x9',
+        'cafe',
+        'naive',
+        'bar foo',
+        'running',
+      ]);
+      expect(terms('porter unicode61 remove_diacritics 2').at(-1)).toBe('run');
+    } finally {
+      db.close();
+    }
   });
 });
