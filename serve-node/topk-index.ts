@@ -1,5 +1,5 @@
 /**
- * The top-k lists kept beside each FTS5 table (FORMAT-topk.md): every term's document frequency,
+ * The top-k lists kept beside each FTS5 table (FORMAT.md): every term's document frequency,
  * and for each term in at least `listedDfMin` rows (a listed term) its postings ordered by
  * (weighted frequency, row tokens, partition, row). Within one frequency the rows come in
  * descending bm25 contribution for any average row length, so a search of a listed term merges
