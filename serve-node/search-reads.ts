@@ -57,7 +57,6 @@ export interface FacetCount {
   count: number;
 }
 
-/** A key a filtered or sorted scan found, and its sort values. */
 /** How a search is answered: 'auto' by a top-k list where one can, 'fts5' by FTS5's ranking. */
 export type SearchPlan = 'auto' | 'fts5';
 
@@ -69,6 +68,7 @@ export interface SearchFound {
   examined?: number;
 }
 
+/** A key a filtered or sorted scan found, and its sort values. */
 export interface ScanKey {
   key: string;
   partition: number;
