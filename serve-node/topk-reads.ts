@@ -20,9 +20,12 @@ const K1 = 1.2;
 const B = 0.75;
 const UNICODE61: Tokenizer = 'unicode61 remove_diacritics 2';
 const ASCII_WORD = /^[A-Za-z0-9]+$/;
-/** Postings read from a run at first, and then at a time. */
-const RUN_HEAD_POSTINGS = 16;
-const RUN_CHUNK_POSTINGS = 256;
+/**
+ * Postings read from a run at a time: its head first (every run's is needed to merge them), then
+ * more as the run turns out to hold the best rows. A run is rarely read past its head when there
+ * are many, and then fast when there are few.
+ */
+const RUN_CHUNKS_POSTINGS = [1, 16, 256] as const;
 
 /** bm25()'s IDF: at least 1e-6, for a term in more than half the rows. */
 export function bm25Idf(rows: number, df: number): number {
@@ -46,7 +49,7 @@ export interface TopkFound {
   rows: TopkRow[];
   /** Rows of the table holding the term, in every partition. */
   df: number;
-  /** Postings read: what the search's cost follows. */
+  /** Postings read from SQLite, in chunks: what the search's cost follows. */
   examined: number;
 }
 
@@ -55,6 +58,8 @@ interface Run {
   tf: number;
   postings: Array<[number, number, number]>;
   at: number;
+  /** Chunks read so far. */
+  chunks: number;
   done: boolean;
   head: TopkRow | null;
 }
@@ -69,10 +74,9 @@ function before(a: TopkRow, b: TopkRow): boolean {
 export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
-  private readonly statements: Record<
-    'settings' | 'df' | 'nextRun' | 'runHead' | 'runAfter',
-    Statement
-  >;
+  /** A run's postings after a position, one statement a chunk size of RUN_CHUNKS_POSTINGS. */
+  private readonly runAfter: Statement[];
+  private readonly statements: Record<'settings' | 'df' | 'nextRun' | 'runHead', Statement>;
 
   constructor(private readonly db: Database.Database) {
     this.tokenizers = new FtsTokenizers(db);
@@ -85,12 +89,13 @@ export class TopkReads {
       nextRun: prepare(
         'SELECT tf FROM topk_postings WHERE table_id = ? AND term = ? AND tf > ? ORDER BY tf LIMIT 1',
       ).pluck(),
-      runHead: prepare(`${postings} ORDER BY len, partition, row LIMIT ${RUN_HEAD_POSTINGS}`),
-      runAfter: prepare(
-        `${postings} AND (len, partition, row) > (?, ?, ?) ORDER BY len, partition, row ` +
-          `LIMIT ${RUN_CHUNK_POSTINGS}`,
-      ),
+      runHead: prepare(`${postings} ORDER BY len, partition, row LIMIT ${RUN_CHUNKS_POSTINGS[0]}`),
     };
+    this.runAfter = RUN_CHUNKS_POSTINGS.map((n) =>
+      prepare(
+        `${postings} AND (len, partition, row) > (?, ?, ?) ORDER BY len, partition, row LIMIT ${n}`,
+      ),
+    );
   }
 
   /**
@@ -119,24 +124,21 @@ export class TopkReads {
       for (;;) {
         if (run.at === run.postings.length) {
           const last = run.postings[run.postings.length - 1];
-          run.postings =
-            last === undefined
-              ? (this.statements.runHead.raw().all(table.id, term, run.tf) as Run['postings'])
-              : run.done
-                ? []
-                : (this.statements.runAfter
-                    .raw()
-                    .all(table.id, term, run.tf, ...last) as Run['postings']);
-          run.done =
-            run.postings.length < (last === undefined ? RUN_HEAD_POSTINGS : RUN_CHUNK_POSTINGS);
+          const chunk = Math.min(run.chunks, RUN_CHUNKS_POSTINGS.length - 1);
+          const statement = last === undefined ? this.statements.runHead : this.runAfter[chunk];
+          run.postings = run.done
+            ? []
+            : (statement.raw().all(table.id, term, run.tf, ...(last ?? [])) as Run['postings']);
+          run.done = run.postings.length < RUN_CHUNKS_POSTINGS[chunk];
+          run.chunks += 1;
           run.at = 0;
+          examined += run.postings.length;
           if (run.postings.length === 0) {
             run.head = null;
             return;
           }
         }
         const [len, partition, row] = run.postings[run.at++];
-        examined += 1;
         if (partitions !== null && !partitions.has(partition)) continue;
         run.head = { row, partition, score: bm25Part(idf, run.tf, len, avgdl) };
         return;
@@ -174,7 +176,7 @@ export class TopkReads {
     const runs: Run[] = [];
     let tf = this.statements.nextRun.get(tableId, term, -Infinity) as number | undefined;
     while (tf !== undefined) {
-      runs.push({ tf, postings: [], at: 0, done: false, head: null });
+      runs.push({ tf, postings: [], at: 0, chunks: 0, done: false, head: null });
       tf = this.statements.nextRun.get(tableId, term, tf) as number | undefined;
     }
     return runs;
