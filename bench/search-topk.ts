@@ -93,6 +93,8 @@ function load(count: number, listedDfMin: number): { replica: Replica; docsPerSe
       }),
     );
     pending = pending.map(() => []);
+    // As the serve-node does on its storeFlushMs interval: without it SQLite's WAL only grows.
+    replica.flush();
   };
   let i = 0;
   for (const doc of zipfDocs(count)) {
