@@ -11,6 +11,7 @@ import { renderChart } from './chart.js';
 import { runEmbeddedBench } from './embedded.js';
 import { runFiltersBench } from './filters.js';
 import { runGatewayBench } from './gateway.js';
+import { runSearchTopkBench } from './search-topk.js';
 import { runServeBench } from './serve.js';
 import { loadCorpus } from './corpus.js';
 import { runKafkaBench } from './kafka.js';
@@ -32,6 +33,8 @@ const GROUP_TIME_MS_MAX = 240_000;
 /** The cores group loads up to 10^6 documents (TAILBASE_BENCH_CORES_DOCS) before it measures. */
 const CORES_TIME_MS_MAX = 1_800_000;
 const GROUP_TIME_MS_MAX_QUICK = 40_000;
+/** search-topk loads 10^5 documents twice and 10^6 once, in this process. */
+const SEARCH_TOPK_TIME_MS_MAX = 1_200_000;
 /** filters loads the corpus four times, into tailbase and then into PostgreSQL. */
 const FILTERS_TIME_MS_MAX = 420_000;
 /** scale loads each size twice (tailbase, PostgreSQL) and replays it three times: per document. */
@@ -74,6 +77,11 @@ const GROUPS: Group[] = [
       normalizeGroup('gateway-kafka', await runGatewayBench({ ...context, transport: 'kafka' })),
   },
   { name: 'filters', timeMsMax: FILTERS_TIME_MS_MAX, run: (context) => runFiltersBench(context) },
+  {
+    name: 'search-topk',
+    timeMsMax: SEARCH_TOPK_TIME_MS_MAX,
+    run: (context) => runSearchTopkBench(context),
+  },
   { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },
   { name: 'cores', timeMsMax: CORES_TIME_MS_MAX, run: (context) => runCoresBench(context) },

@@ -57,6 +57,12 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * so a query of a common term does not pay for counting every document it matches.
    */
   searchTotalExactMax: number;
+  /**
+   * Rows a term must be in for the search store to keep its top-k list (topk-index.ts): a search
+   * of one such word reads about its first page of postings, not every match. A store made with
+   * another value builds its lists again on opening.
+   */
+  searchTopkListedDfMin: number;
   queryBytesMax: number;
   queryTermsMax: number;
   /** /readyz answers 200 when every hosted partition lags the log end by at most this many offsets. */
@@ -135,6 +141,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   searchLimitMax: 100,
   searchDepthMax: 1_000,
   searchTotalExactMax: 10_000,
+  searchTopkListedDfMin: 1_000,
   queryBytesMax: 1_024,
   queryTermsMax: 32,
   readyLagMax: 1_000,

@@ -16,6 +16,11 @@ export interface ParsedQuery {
   match: string;
   /** The positive items joined by OR: what highlights mark in each field. */
   highlightMatch: string;
+  /**
+   * The text of the query's one item when it is all the query (no OR, exclusion or prefix): what
+   * a top-k list may answer (topk-reads.ts) when the table tokenizes it to one term.
+   */
+  term: string | null;
 }
 
 interface Item {
@@ -59,7 +64,12 @@ export function parseQuery(q: string, limits: QueryLimits): ParsedQuery {
   if (expressions.length === 0) {
     throw badRequest('invalid_query', 'the query has no words to search for');
   }
-  return { match: expressions.join(' OR '), highlightMatch: positives.join(' OR ') };
+  const only = groups.length === 1 && groups[0].length === 1 ? groups[0][0] : null;
+  return {
+    match: expressions.join(' OR '),
+    highlightMatch: positives.join(' OR '),
+    term: only !== null && !only.prefix && !only.negated ? only.text : null,
+  };
 }
 
 type Token = Item | 'OR';

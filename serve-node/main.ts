@@ -198,6 +198,15 @@ export function registerServeNodeCommand(
     )
     .addOption(
       integerOption(
+        '--search-topk-listed-df-min <rows>',
+        'rows a term must be in for the search index to keep its top-k list',
+        'TAILBASE_SEARCH_TOPK_LISTED_DF_MIN',
+        DEFAULT_LIMITS.searchTopkListedDfMin,
+        1,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--merge-quiet-ms <ms>',
         'no document written for this long before a table of the search index merges its segments',
         'TAILBASE_MERGE_QUIET_MS',
@@ -274,6 +283,7 @@ export function registerServeNodeCommand(
         facetValuesHeldMax: flags.facetValuesHeldMax as number,
         reindexStepDocsMax: flags.reindexStepDocsMax as number,
         reindexStepMsMax: flags.reindexStepMsMax as number,
+        searchTopkListedDfMin: flags.searchTopkListedDfMin as number,
         mergeQuietMs: flags.mergeQuietMs as number,
         mergeWrittenPercent: flags.mergeWrittenPercent as number,
         mergeStepMsMax: flags.mergeStepMsMax as number,

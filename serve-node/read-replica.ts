@@ -6,6 +6,7 @@
  */
 import { join } from 'node:path';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
+import { DEFAULT_LIMITS } from './config.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import type { ReadStores } from './reads.js';
 import { SearchStore, SEARCH_FILE } from './search-store.js';
@@ -19,7 +20,10 @@ export class ReadReplica implements ReadStores {
   constructor(readonly dir: string) {
     // noSync as the writer opens it: this handle never commits.
     this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: true });
-    this.search = new SearchStore(join(dir, SEARCH_FILE));
+    this.search = new SearchStore(join(dir, SEARCH_FILE), {
+      topkListedDfMin: DEFAULT_LIMITS.searchTopkListedDfMin,
+      reader: true,
+    });
   }
 
   /** The offset a read may rely on: the next offset both stores have yet to apply. */

@@ -12,7 +12,7 @@ import type { ReindexStatus, StoreCheckpoints } from '../shared/serve-api.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
-import { SearchStore, SEARCH_FILE, WAL_SUFFIX } from './search-store.js';
+import { SearchStore, SEARCH_FILE, WAL_SUFFIX, type SearchStoreOptions } from './search-store.js';
 import { StepView } from './step-view.js';
 import type { CollectionMergeStep, MergePolicy } from './segment-merges.js';
 import { currentBootId } from '../shared/boot-id.js';
@@ -55,13 +55,16 @@ export class Replica {
   /** Whether a store has committed since the last flush(). */
   private dirty = true;
 
-  constructor(readonly dir: string) {
+  constructor(
+    readonly dir: string,
+    searchOptions?: SearchStoreOptions,
+  ) {
     const bootId = currentBootId();
     this.unflushed = bootId !== null;
     mkdirSync(dir, { recursive: true });
     if (bootId !== null) markUnflushed(dir, bootId);
     this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: this.unflushed });
-    this.search = new SearchStore(join(dir, SEARCH_FILE));
+    this.search = new SearchStore(join(dir, SEARCH_FILE), searchOptions);
     // A sync point left by an earlier process no longer has a reader keeping its pages: a new one
     // is taken before the first commit.
     this.flush();

@@ -1,6 +1,7 @@
 /**
  * Tables no collection answers from any more (replaced by a re-index, or a build given up), whose
- * rows in the shared B-trees (`doc_rows`, `field_values`, `field_flags`, `sort_values`) are
+ * rows in the shared B-trees (`doc_rows`, `field_values`, `field_flags`, `sort_values`,
+ * `topk_terms`, `topk_postings`) are
  * deleted a chunk at a time after their FTS5 table is dropped, so no one transaction deletes a
  * whole collection's rows: on the filters bench's store those deletes were 63 ms of a 105 ms swap
  * for 13,484 documents, and they grow with the collection. (An FTS5 table can only be dropped
@@ -24,6 +25,11 @@ const CHUNK_DELETES = [
     '(SELECT table_id, field, flag, row FROM field_flags WHERE table_id = @table LIMIT @rows)',
   'DELETE FROM sort_values WHERE (table_id, field, row) IN ' +
     '(SELECT table_id, field, row FROM sort_values WHERE table_id = @table LIMIT @rows)',
+  'DELETE FROM topk_terms WHERE table_id = @table AND term IN ' +
+    '(SELECT term FROM topk_terms WHERE table_id = @table LIMIT @rows)',
+  'DELETE FROM topk_postings WHERE (table_id, term, tf, len, partition, row) IN ' +
+    '(SELECT table_id, term, tf, len, partition, row FROM topk_postings WHERE table_id = @table ' +
+    'LIMIT @rows)',
 ];
 
 export class RetiredTables {

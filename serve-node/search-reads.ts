@@ -26,6 +26,7 @@ import {
   type ScanShape,
   type SortValues,
 } from './search-sql.js';
+import { TopkReads, type TopkFound } from './topk-reads.js';
 import { writeStamp } from './write-stamp.js';
 
 export interface SearchMatch {
@@ -56,6 +57,17 @@ export interface FacetCount {
   count: number;
 }
 
+/** How a search is answered: 'auto' by a top-k list where one can, 'fts5' by FTS5's ranking. */
+export type SearchPlan = 'auto' | 'fts5';
+
+export interface SearchFound {
+  matches: SearchMatch[];
+  total: number;
+  totalExact: boolean;
+  /** Postings read, when a top-k list answered (topk-reads.ts). */
+  examined?: number;
+}
+
 /** A key a filtered or sorted scan found, and its sort values. */
 export interface ScanKey {
   key: string;
@@ -82,12 +94,16 @@ const FACET_PLAN_MATCHES_COUNTED_MAX = 100_000;
 /** The partitions of a collection (its topic) this store holds a checkpoint of. */
 const CHECKPOINTED_PARTITIONS = 'SELECT partition FROM checkpoints WHERE topic = ?';
 
+/** A row's key, by the row: for the rows a top-k list found. */
+const KEY_OF_ROW = 'SELECT key FROM doc_rows WHERE table_id = ? AND row = ?';
+
 /** Statements of distinct query shapes kept prepared. */
 const QUERY_SHAPES_CACHED = 256;
 
 export class SearchReads {
   private readonly queries: QueryCache;
   private readonly facetValues: FacetValues;
+  private readonly topk: TopkReads;
   /** The write stamp of what reads keep in memory (write-stamp.ts). */
   private readonly stamp: () => number;
   /** collection → its partitions with a checkpoint here, read since the last write (`stamp`). */
@@ -100,6 +116,7 @@ export class SearchReads {
   ) {
     this.queries = new QueryCache(db, QUERY_SHAPES_CACHED);
     this.facetValues = new FacetValues(db);
+    this.topk = new TopkReads(db);
     this.stamp = writeStamp(db);
   }
 
@@ -115,10 +132,23 @@ export class SearchReads {
     depth: number,
     totalExactMax: number,
     fields: FieldQuery = { filter: null, sort: [] },
-  ): { matches: SearchMatch[]; total: number; totalExact: boolean } {
+    /** 'fts5' ranks every match as FTS5 does, even where a top-k list could answer (benches). */
+    plan: SearchPlan = 'auto',
+  ): SearchFound {
     const table = this.tableOf(collection);
     if (table === undefined) return { matches: [], total: 0, totalExact: true };
     const shape = this.matchShape(table, collection, partitions, query, fields.filter);
+    // A list answers one word with no filter or sort; anything else is FTS5's (search-sql.ts).
+    const found =
+      plan === 'auto' && query.term !== null && fields.filter === null && fields.sort.length === 0
+        ? this.topk.search(
+            table,
+            query.term,
+            depth,
+            shape.partitions === null ? null : new Set(partitions),
+          )
+        : null;
+    if (found !== null) return this.topkAnswer(shape, found, depth, totalExactMax);
     const { sql, params } = searchQuery(shape, fields.sort, depth);
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     const matches: SearchMatch[] = rows.map((row) => ({
@@ -128,16 +158,49 @@ export class SearchReads {
       offset: offsetOfRow(row.row),
       ...(fields.sort.length > 0 ? { sort: sortValuesOf(row, fields.sort.length) } : {}),
     }));
-    // Fewer rows than asked for are all the matches: no second pass to count them. Otherwise
-    // matches are counted up to totalExactMax, as Elasticsearch's track_total_hits does: counting
-    // every match of a common term costs more than the whole top-k search.
-    if (matches.length < depth) return { matches, total: matches.length, totalExact: true };
+    return { matches, ...this.total(shape, matches.length, depth, totalExactMax) };
+  }
+
+  /** The matches a top-k list found, with their keys, and their total. */
+  private topkAnswer(
+    shape: MatchShape,
+    found: TopkFound,
+    depth: number,
+    totalExactMax: number,
+  ): SearchFound {
+    const keyOf = this.queries.statement(KEY_OF_ROW).pluck();
+    const matches: SearchMatch[] = found.rows.map(({ row, score, partition }) => ({
+      key: keyOf.get(shape.table.id, row) as string,
+      score,
+      partition,
+      offset: offsetOfRow(row),
+    }));
+    // Over every partition the term's document frequency is the number of matches.
+    const total =
+      shape.partitions === null && matches.length === depth
+        ? { total: Math.min(found.df, totalExactMax), totalExact: found.df < totalExactMax }
+        : this.total(shape, matches.length, depth, totalExactMax);
+    return { matches, ...total, examined: found.examined };
+  }
+
+  /**
+   * Fewer matches found than asked for are all of them: no second pass to count them. Otherwise
+   * matches are counted up to totalExactMax, as Elasticsearch's track_total_hits does: counting
+   * every match of a common term costs more than the whole top-k search.
+   */
+  private total(
+    shape: MatchShape,
+    found: number,
+    depth: number,
+    totalExactMax: number,
+  ): { total: number; totalExact: boolean } {
+    if (found < depth) return { total: found, totalExact: true };
     const count = countQuery(shape, totalExactMax);
     const total = this.queries
       .statement(count.sql)
       .pluck()
       .get(...count.params) as number;
-    return { matches, total, totalExact: total < totalExactMax };
+    return { total, totalExact: total < totalExactMax };
   }
 
   /**

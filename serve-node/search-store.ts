@@ -31,6 +31,8 @@ import { RetiredTables } from './retired-tables.js';
 import { SegmentMerges, type CollectionMergeStep, type MergePolicy } from './segment-merges.js';
 import { SearchReads } from './search-reads.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
+import { DEFAULT_LIMITS } from './config.js';
+import { TopkIndex } from './topk-index.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
 export { MARK_CLOSE, MARK_OPEN } from './highlighter.js';
@@ -44,10 +46,12 @@ export const WAL_SUFFIX = '-wal';
  * read by no code: a serve-node finding one replays the log into new stores
  * (outdatedSearchLayout). Version 4 (no `table_builds`: settings re-indexed in the apply
  * transaction) is opened and upgraded in place, as it only lacks that table; a serve-node of
- * version 4 finding version 5 replays instead of ignoring a re-index under way.
+ * version 4 finding version 5 replays instead of ignoring a re-index under way. Versions 4 and 5
+ * lack the top-k lists (topk-index.ts), which opening builds from the FTS5 tables; a serve-node
+ * of version 5 finding version 6 replays rather than leave the lists behind its writes.
  */
-const SEARCH_LAYOUT_VERSION = 5;
-const SEARCH_LAYOUTS_UPGRADED = [4];
+const SEARCH_LAYOUT_VERSION = 6;
+const SEARCH_LAYOUTS_UPGRADED = [4, 5];
 
 /** A stored version of a document: what the search store indexed for it. */
 export interface DocVersion {
@@ -65,6 +69,17 @@ export interface DocView {
   get(collection: string, key: string): DocVersion | undefined;
   /** Called after each document record is applied, so later records of the answer see it. */
   advance(record: PreparedRecord): void;
+}
+
+export interface SearchStoreOptions {
+  /** Rows a term must be in to have a top-k list (ServeNodeLimits.searchTopkListedDfMin). */
+  topkListedDfMin: number;
+  /**
+   * A read thread's handle on the writer's store: it builds no top-k lists (a reader's limit may
+   * differ from the writer's, and only the writer may rebuild them); its searches follow the limit
+   * the writer stored.
+   */
+  reader?: boolean;
 }
 
 /** Rows of a shared table deleted at a time for a retired table (retired-tables.ts). */
@@ -92,6 +107,7 @@ export class SearchStore {
   private readonly builds: TableBuilds;
   private readonly retired: RetiredTables;
   private readonly merges: SegmentMerges;
+  private readonly topk: TopkIndex;
   /** Searches, facets and scans (search-reads.ts). */
   readonly reads: SearchReads;
   private readonly tablesById = new Map<number, FtsTable>();
@@ -122,7 +138,10 @@ export class SearchStore {
    * the one commit in ~80 that ran one with an fsync held the event loop 5.9-8.3 ms: flush()
    * checkpoints (and fsyncs) on the replica's interval instead.
    */
-  constructor(path: string) {
+  constructor(
+    path: string,
+    options: SearchStoreOptions = { topkListedDfMin: DEFAULT_LIMITS.searchTopkListedDfMin },
+  ) {
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
@@ -144,6 +163,8 @@ export class SearchStore {
     this.highlighters = new Highlighters(this.db);
     this.fields = new FieldIndex(this.db);
     this.builds = new TableBuilds(this.db);
+    // Before RetiredTables, which deletes from its tables.
+    this.topk = new TopkIndex(this.db, options.topkListedDfMin);
     this.retired = new RetiredTables(this.db);
     // Once every table of the layout is there (a version-4 store gains table_builds and
     // retired_tables here).
@@ -178,10 +199,9 @@ export class SearchStore {
       deleteRow: prepare('DELETE FROM doc_rows WHERE table_id = ? AND key = ?'),
     };
     this.dataVersion = this.db.prepare('SELECT data_version FROM pragma_data_version').pluck();
-    this.merges = new SegmentMerges(
-      this.db,
-      this.db.prepare('SELECT id FROM fts_tables').pluck().all() as number[],
-    );
+    const tableIds = this.db.prepare('SELECT id FROM fts_tables').pluck().all() as number[];
+    this.merges = new SegmentMerges(this.db, tableIds);
+    if (options.reader !== true) this.topk.open(tableIds.map((id) => this.tableById(id)));
   }
 
   applied(topic: string, partition: number): number | null {
@@ -225,6 +245,7 @@ export class SearchStore {
     this.tableIdOf.clear();
     this.tablesById.clear();
     this.builds.reload();
+    this.topk.forget();
   }
 
   private applyInTransaction(changes: readonly PartitionChange[], docs: DocView): void {
@@ -240,6 +261,7 @@ export class SearchStore {
         }
         this.statements.setApplied.run(topic, partition, nextOffset);
       }
+      this.topk.settle();
     })();
   }
 
@@ -331,7 +353,9 @@ export class SearchStore {
   ): void {
     this.merges.wrote(table.id);
     if (old !== undefined) {
-      table.remove.run(old.row, ...columnTexts(old.doc, table.layout));
+      const texts = columnTexts(old.doc, table.layout);
+      table.remove.run(old.row, ...texts);
+      this.topk.changed(table, old.row, texts, false);
       this.fields.remove(table.id, table.settings, old.row, old.doc);
     }
     if (record.json === null) {
@@ -343,7 +367,9 @@ export class SearchStore {
 
   private index(table: FtsTable, key: string, row: number, doc: unknown): void {
     this.statements.upsertRow.run(table.id, key, row);
-    table.insert.run(row, ...columnTexts(doc, table.layout));
+    const texts = columnTexts(doc, table.layout);
+    table.insert.run(row, ...texts);
+    this.topk.changed(table, row, texts, true);
     this.fields.add(table.id, table.settings, row, doc);
   }
 
@@ -415,11 +441,15 @@ export class SearchStore {
         }
         const advanced =
           lastKey === undefined ? build : this.builds.advance(build, lastKey, copied);
-        if (!ended) return advanced;
+        if (!ended) {
+          this.topk.settle();
+          return advanced;
+        }
         const current = this.table(collection)!;
         this.setTable(collection, table);
         this.retireTable(current);
         this.builds.finish(collection);
+        this.topk.settle();
         return undefined;
       })();
     } catch (error) {
@@ -447,6 +477,7 @@ export class SearchStore {
     this.tablesById.delete(table.id);
     this.retired.retire(table.id);
     this.merges.dropped(table.id);
+    this.topk.dropped(table.id);
   }
 
   /**

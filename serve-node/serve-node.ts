@@ -24,7 +24,7 @@ import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { BackgroundSteps } from './background-steps.js';
 import type { MergePolicy } from './segment-merges.js';
 import { Replica } from './replica.js';
-import { outdatedSearchLayout, SEARCH_FILE } from './search-store.js';
+import { outdatedSearchLayout, SEARCH_FILE, type SearchStoreOptions } from './search-store.js';
 import type { ServeNodeCore } from './routes.js';
 import {
   createGeneration,
@@ -113,7 +113,7 @@ export class ServeNode implements ServeNodeCore {
       removeGeneration(parts.dataDir, parts.generation);
       this.current = this.openNextGeneration(reason);
     } else {
-      this.current = new Replica(dir);
+      this.current = new Replica(dir, this.searchOptions());
       if (afterReboot) {
         const checkpoints = this.current.checkpoints();
         this.lastResume = { atMs: Date.now(), checkpoints };
@@ -384,7 +384,7 @@ export class ServeNode implements ServeNodeCore {
     // checkpoint: a restore whose LMDB copy lagged its search copy had to re-read records
     // compaction may have removed.
     await this.current.backup(dir);
-    const copy = new Replica(dir);
+    const copy = new Replica(dir, this.searchOptions());
     const applied: Record<string, number> = {};
     const stores: Record<string, { docs: number | null; search: number | null }> = {};
     for (const { topic, partition } of copy.stored()) {
@@ -460,7 +460,11 @@ export class ServeNode implements ServeNodeCore {
   private openNextGeneration(reason: string): Replica {
     this.generation += 1;
     this.lastRebuild = { reason, atMs: Date.now() };
-    return new Replica(createGeneration(this.parts.dataDir, this.generation));
+    return new Replica(createGeneration(this.parts.dataDir, this.generation), this.searchOptions());
+  }
+
+  private searchOptions(): SearchStoreOptions {
+    return { topkListedDfMin: this.parts.limits.searchTopkListedDfMin };
   }
 
   /**

@@ -97,6 +97,8 @@ describe('serve-node determinism', () => {
         dataDir: dir(name).path,
         logUrls: [logNode.url],
         logger: silent,
+        // Every word of more than one document gets a top-k list, so one-word searches read them.
+        limits: { searchTopkListedDfMin: 2 },
         ...extra,
       });
       nodes.push(node);

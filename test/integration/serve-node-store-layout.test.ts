@@ -29,7 +29,7 @@ function writeLayoutZero(file: string): void {
 }
 
 describe('serve-node search store layout', () => {
-  it('opens a layout-4 store (no table_builds) in place and upgrades it to layout 5', async () => {
+  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 6', async () => {
     const log = await layoutFour.startLog({ partitions: 2 });
     const waitFor = await layoutFour.appendFourWords(log);
     let serve = await layoutFour.startServe();
@@ -38,7 +38,10 @@ describe('serve-node search store layout', () => {
     const [first] = layoutFour.storeDirs();
     const file = path.join(first, SEARCH_FILE);
     const old = new Database(file);
-    old.exec('DROP TABLE table_builds; PRAGMA user_version = 4;');
+    old.exec(
+      'DROP TABLE table_builds; DROP TABLE topk_settings; DROP TABLE topk_terms; ' +
+        'DROP TABLE topk_postings; PRAGMA user_version = 4;',
+    );
     old.close();
 
     serve = await layoutFour.startServe();
@@ -46,8 +49,11 @@ describe('serve-node search store layout', () => {
     expect(layoutFour.storeDirs()).toEqual([first]);
     expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
     const upgraded = new Database(file, { readonly: true });
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(5);
+    expect(upgraded.pragma('user_version', { simple: true })).toBe(6);
     expect(upgraded.prepare('SELECT count(*) FROM table_builds').pluck().get()).toBe(0);
+    // The lists' document frequencies, built from the FTS5 table on opening.
+    const df = upgraded.prepare("SELECT df FROM topk_terms WHERE term = 'word2'").pluck();
+    expect(df.all()).toEqual([1]);
     upgraded.close();
   });
 

@@ -1,0 +1,246 @@
+/**
+ * The search-topk group (issue 27): a serve-node's search store holding a synthetic Zipf corpus
+ * (about 770 bytes a document), searched for a mid-frequency word (in about 0.5% of the
+ * documents) and a common one, each by FTS5's ranking of every match (`plan: 'fts5'`, what
+ * searches did before the top-k lists) and by the top-k lists, alternating in the same run. The
+ * store is driven in this process, through the serve-node's own Replica and search code, not over
+ * HTTP: the figures are the search's, without the server around it. The serve-node answers
+ * searches on one thread, so the rate of searches back to back is what 16 clients get of it.
+ * Also the postings a top-k search read against the word's matches (what its cost follows), and
+ * the load's documents/s with and without lists (what they cost to write).
+ */
+import { encodeBatch, type LogRecord } from '../shared/batch-codec.js';
+import { parseQuery } from '../serve-node/fts-query.js';
+import { Replica } from '../serve-node/replica.js';
+import type { SearchPlan } from '../serve-node/search-reads.js';
+import { makeBenchDir } from './references.js';
+import type { BenchOptions, WorkloadResult } from './types.js';
+
+const PARTITIONS = 8;
+const RECORDS_A_BATCH = 1_000;
+const VOCABULARY_WORDS = 50_000;
+const TITLE_WORDS = 5;
+const BODY_WORDS = 100;
+/** The Zipf ranks whose words are the workloads': about 0.5% and 37% of the documents. */
+const MID_RANK = 1_830;
+const COMMON_RANK = 20;
+const DEPTH = 10;
+const TOTAL_EXACT_MAX = 10_000;
+/** Searches a plan and word get, and the most time they may take. */
+const SEARCHES_MAX = 2_000;
+const SEARCH_MS_MAX = 3_000;
+const SEARCH_MS_MAX_QUICK = 300;
+/** A threshold no word reaches: a store without lists, for the load's cost of them. */
+const LISTS_NONE = Number.MAX_SAFE_INTEGER;
+const LISTS_DEFAULT = 1_000;
+
+/** A deterministic 32-bit generator (mulberry32), so every run loads the same corpus. */
+function generator(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(state ^ (state >>> 15), state | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 0x1_0000_0000;
+  };
+}
+
+/** The word of a Zipf rank: letters from its number, so ranks read apart in the results. */
+function wordOf(rank: number): string {
+  let word = '';
+  for (let n = rank + 1; n > 0; n = Math.floor(n / 26)) word += String.fromCharCode(97 + (n % 26));
+  return `${word}q`;
+}
+
+/** Documents whose words follow Zipf's law (s = 1) over VOCABULARY_WORDS words. */
+function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
+  const random = generator(27);
+  const cumulative = new Float64Array(VOCABULARY_WORDS);
+  let sum = 0;
+  for (let i = 0; i < VOCABULARY_WORDS; i++) cumulative[i] = sum += 1 / (i + 1);
+  const words = Array.from({ length: VOCABULARY_WORDS }, (_, i) => wordOf(i));
+  const word = () => {
+    const at = random() * sum;
+    let [low, high] = [0, VOCABULARY_WORDS - 1];
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (cumulative[mid] < at) low = mid + 1;
+      else high = mid;
+    }
+    return words[low];
+  };
+  const text = (n: number) => Array.from({ length: n }, word).join(' ');
+  for (let i = 0; i < count; i++) {
+    const value = { title: text(TITLE_WORDS), body: text(BODY_WORDS) };
+    yield { key: `doc-${i.toString().padStart(8, '0')}`, value: JSON.stringify(value) };
+  }
+}
+
+/** A store holding `count` documents, and the load's documents/s. */
+function load(count: number, listedDfMin: number): { replica: Replica; docsPerSec: number } {
+  const replica = new Replica(makeBenchDir('search-topk'), { topkListedDfMin: listedDfMin });
+  const next = new Array<number>(PARTITIONS).fill(0);
+  const started = performance.now();
+  let pending: LogRecord[][] = Array.from({ length: PARTITIONS }, () => []);
+  const flush = () => {
+    replica.applyMany(
+      pending.flatMap((records, partition) => {
+        if (records.length === 0) return [];
+        const fromOffset = next[partition];
+        next[partition] += records.length;
+        const batches = encodeBatch(records, { baseOffset: fromOffset });
+        return [{ topic: 'docs', partition, fromOffset, batches }];
+      }),
+    );
+    pending = pending.map(() => []);
+    // As the serve-node does on its storeFlushMs interval: without it SQLite's WAL only grows.
+    replica.flush();
+  };
+  let i = 0;
+  for (const doc of zipfDocs(count)) {
+    const record = { key: doc.key, value: Buffer.from(doc.value), timestampMs: 0 };
+    pending[i % PARTITIONS].push(record);
+    i += 1;
+    if (i % RECORDS_A_BATCH === 0) flush();
+  }
+  flush();
+  // What a serve-node does once a bulk load pauses: the FTS5 segments merged into one.
+  for (let step = 0; step < 100_000; step++) {
+    if (replica.mergeStep(1_000, { quietMs: 0, writtenPercent: 0 }) === null) break;
+  }
+  return { replica, docsPerSec: count / ((performance.now() - started) / 1000) };
+}
+
+interface Measured {
+  latencies: number[];
+  total: number;
+  examined?: number;
+}
+
+function search(replica: Replica, word: string, plan: SearchPlan, totalMax = TOTAL_EXACT_MAX) {
+  const query = parseQuery(word, { queryBytesMax: 1_024, queryTermsMax: 32 });
+  const all = Array.from({ length: PARTITIONS }, (_, p) => p);
+  return replica.search.reads.search('docs', all, query, DEPTH, totalMax, undefined, plan);
+}
+
+/** The plans searched in turn, so both meet the same machine load. */
+function measure(replica: Replica, word: string, msMax: number): Record<SearchPlan, Measured> {
+  const measured: Record<SearchPlan, Measured> = {
+    auto: { latencies: [], total: 0 },
+    fts5: { latencies: [], total: 0 },
+  };
+  const reference = search(replica, word, 'fts5');
+  const deadline = performance.now() + msMax;
+  for (let i = 0; i < SEARCHES_MAX && performance.now() < deadline; i++) {
+    for (const plan of ['fts5', 'auto'] as const) {
+      const started = performance.now();
+      const found = search(replica, word, plan);
+      measured[plan].latencies.push(performance.now() - started);
+      measured[plan].total = found.total;
+      measured[plan].examined = found.examined;
+      if (plan === 'auto' && i === 0) {
+        const same = found.matches.every(
+          (hit, at) =>
+            hit.key === reference.matches[at]?.key &&
+            Math.abs(hit.score - reference.matches[at].score) < 1e-9,
+        );
+        if (!same || found.matches.length !== reference.matches.length) {
+          throw new Error(`top-${DEPTH} of ${word} differs from FTS5's`);
+        }
+      }
+    }
+  }
+  return measured;
+}
+
+function quantile(sorted: number[], q: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
+}
+
+function result(
+  docs: number,
+  label: string,
+  word: string,
+  df: number,
+  m: Measured,
+  plan: SearchPlan,
+) {
+  const sorted = [...m.latencies].sort((a, b) => a - b);
+  const meanMs = sorted.reduce((a, b) => a + b, 0) / sorted.length;
+  const planName = plan === 'auto' ? 'top-k' : 'fts5';
+  const workload: WorkloadResult = {
+    group: 'search-topk',
+    name: `search ${label} ${planName} ${docs.toExponential(0)}`,
+    description: `${word} in ${df} of ${docs} documents, top ${DEPTH}, plan ${planName}`,
+    throughput: { value: Math.round(1000 / meanMs), unit: 'q/s' },
+    latency: {
+      p50Ms: quantile(sorted, 0.5),
+      p99Ms: quantile(sorted, 0.99),
+      maxMs: sorted[sorted.length - 1],
+      count: sorted.length,
+    },
+    figures: {
+      matches: df,
+      total: m.total,
+      ...(m.examined !== undefined ? { postingsExamined: m.examined } : {}),
+    },
+    ratios: [],
+    peakRssBytes: {},
+  };
+  return workload;
+}
+
+/** The document frequency of a word, counted by FTS5. */
+function matchesOf(replica: Replica, word: string): number {
+  return search(replica, word, 'fts5', Number.MAX_SAFE_INTEGER).total;
+}
+
+export async function runSearchTopkBench(options: BenchOptions): Promise<WorkloadResult[]> {
+  const sizes = options.quick ? [10_000] : [100_000, 1_000_000];
+  const msMax = options.quick ? SEARCH_MS_MAX_QUICK : SEARCH_MS_MAX;
+  const results: WorkloadResult[] = [];
+  // Each figure as it comes: a full run takes minutes, most of them loading.
+  const report = (workload: WorkloadResult) => {
+    results.push(workload);
+    const { p50Ms, p99Ms } = workload.latency ?? {};
+    process.stdout.write(
+      `  ${workload.name}: ${workload.throughput?.value} ${workload.throughput?.unit}` +
+        (p50Ms !== undefined ? ` p50 ${p50Ms.toFixed(2)} ms p99 ${p99Ms!.toFixed(2)} ms` : '') +
+        ` ${JSON.stringify(workload.figures)}\n`,
+    );
+  };
+  for (const docs of sizes) {
+    // The load's cost of the lists, at the first size only: loading twice at 10^6 takes minutes.
+    if (docs === sizes[0]) {
+      const bare = load(docs, LISTS_NONE);
+      await bare.replica.close();
+      report(loadResult(docs, 'without lists', bare.docsPerSec));
+    }
+    const { replica, docsPerSec } = load(docs, LISTS_DEFAULT);
+    report(loadResult(docs, 'with lists', docsPerSec));
+    for (const [label, rank] of [
+      ['mid', MID_RANK],
+      ['common', COMMON_RANK],
+    ] as const) {
+      const word = wordOf(rank);
+      const df = matchesOf(replica, word);
+      const measured = measure(replica, word, msMax);
+      report(result(docs, label, word, df, measured.fts5, 'fts5'));
+      report(result(docs, label, word, df, measured.auto, 'auto'));
+    }
+    await replica.close();
+  }
+  return results;
+}
+
+function loadResult(docs: number, label: string, docsPerSec: number): WorkloadResult {
+  return {
+    group: 'search-topk',
+    name: `load ${label} ${docs.toExponential(0)}`,
+    description: `${docs} Zipf documents applied to a serve-node's stores, ${label}`,
+    throughput: { value: Math.round(docsPerSec), unit: 'docs/s' },
+    figures: {},
+    ratios: [],
+    peakRssBytes: {},
+  };
+}
