@@ -198,16 +198,31 @@ export class Fetcher extends ClientPart {
       const outcome = {
         topic,
         partition,
-        error: logErrorOf(found.errorCode, null, {
-          topic,
-          partition,
-          ...(logStartOffset >= 0 ? { logStartOffset } : {}),
-          ...(endOffset >= 0 ? { endOffset } : {}),
-        }),
+        error: logErrorOf(
+          found.errorCode,
+          partitionErrorMessage(found.errorCode, topic, partition),
+          {
+            topic,
+            partition,
+            ...(logStartOffset >= 0 ? { logStartOffset } : {}),
+            ...(endOffset >= 0 ? { endOffset } : {}),
+          },
+        ),
       };
       return LEADER_ERRORS.has(found.errorCode) ? { leaderMoved: true as const, outcome } : outcome;
     });
   }
+}
+
+/**
+ * A Fetch answer carries no message per partition, so the client words one: it lands in a
+ * serve-node's status, where a failed partition must be told from a moved or missing one.
+ */
+function partitionErrorMessage(errorCode: number, topic: string, partition: number): string {
+  const named = `partition ${partition} of topic ${topic}`;
+  return errorCode === ErrorCode.KAFKA_STORAGE_ERROR
+    ? `${named} stopped after a storage error on its broker; the broker's log has the cause`
+    : named;
 }
 
 /** The whole batches of a Fetch answer's records: a broker may cut the last one short. */

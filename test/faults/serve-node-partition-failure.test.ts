@@ -34,12 +34,8 @@ describe('a failed partition on the log-node', () => {
     fs.writeFileSync(segment, bytes);
     log = await nodes.startLog({ partitions: 2 });
 
-    // Over the internal HTTP API still: through the Kafka listener the healthy partition stops
-    // applying too (partition 1 not applied within the wait), which is open.
-    const serve = await nodes.startServe({
-      limits: { retryMsMax: 200 },
-      logUrls: [nodes.logNode!.url],
-    });
+    // Over the log-node's Kafka listener (`--log kafka://`), as a cluster's serve-nodes reach it.
+    const serve = await nodes.startServe({ limits: { retryMsMax: 200 } });
     expect((await serve.get('c', P1A, { waitFor: { 1: 0 }, waitMs: 10_000 })).doc?.key).toBe(P1A);
     const later = await log.append('c', 1, doc(P1B));
     const got = await serve.get('c', P1B, { waitFor: { 1: later.lastOffset }, waitMs: 10_000 });
@@ -53,6 +49,8 @@ describe('a failed partition on the log-node', () => {
     }
     expect(partitions[0]).toMatchObject({ partition: 0, applied: 0 });
     expect(partitions[0].error).toMatch(/partition 0 of topic c stopped/);
+    // Kafka's word for a partition on a failed log, not a leadership error to refresh metadata on.
+    expect(partitions[0].error).toMatch(/^KAFKA_STORAGE_ERROR/);
     expect(partitions[1]).toMatchObject({ partition: 1, applied: 2, state: 'tailing' });
     expect(partitions[1].error).toBeUndefined();
     const status = await serve.status();
