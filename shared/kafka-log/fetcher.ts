@@ -51,7 +51,16 @@ export class Fetcher extends ClientPart {
     for (let attempt = 1; todo.length > 0; attempt++) {
       const groups = new Map<string, { address: BrokerAddress; items: typeof todo }>();
       for (const item of todo) {
-        const address = await this.metadata.leader(item.topic, item.partition);
+        let address: BrokerAddress | null;
+        try {
+          address = await this.metadata.leader(item.topic, item.partition);
+        } catch (error) {
+          // A partition without a leader now fails alone; its caller backs it off and asks again.
+          if (!(error instanceof TailbaseError) || error.code !== 'partition_not_hosted')
+            throw error;
+          outcomes[item.index] = { topic: item.topic, partition: item.partition, error };
+          continue;
+        }
         if (address === null) {
           outcomes[item.index] = {
             topic: item.topic,
