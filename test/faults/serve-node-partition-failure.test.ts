@@ -1,15 +1,23 @@
 // Proves one partition failing on the log-node (corruption before its tail) does not stop a
-// serve-node's other partitions, though one fetcher reads them all: the failed one reports its
-// error and backs off, the healthy one keeps applying new writes.
+// serve-node's other partitions over the Kafka transport, though one fetcher reads them all: the
+// failed one reports KAFKA_STORAGE_ERROR and backs off, the gateway's metrics mark it failed, the
+// healthy one keeps applying new writes, and kcat consumes it.
 import fs from 'node:fs';
 import path from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startGateway, type GatewayHandle } from '../../gateway/index.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { logAndServeNodes, partitionDirOf, sleep } from '../harness/index.js';
 import { kcat, KCAT_INSTALLED } from '../harness/kafka.js';
 import { keysIn } from '../harness/keys.js';
+import { createLogger } from '../../shared/logger.js';
 
 const nodes = logAndServeNodes('partition-failure');
+let gateway: GatewayHandle | undefined;
+
+afterAll(async () => {
+  await gateway?.stop();
+});
 
 /** Keys of each partition, as Kafka's partitioner places them (the listener refuses others). */
 const P0 = keysIn(0, 2, 3, 'p0-');
@@ -56,6 +64,24 @@ describe('a failed partition on the log-node', () => {
     expect(partitions[1].error).toBeUndefined();
     const status = await serve.status();
     expect(status.ready).toBe(false);
+
+    // A gateway on the same log and serve-node shows the failed partition in its metrics.
+    gateway = await startGateway(
+      { port: 0, logUrls: [nodes.logUrl()], serveUrls: [nodes.serveNode!.url] },
+      { logger: createLogger('gateway', 'silent') },
+    );
+    const failedOf = async (partition: number) => {
+      const metrics = await (await fetch(`${gateway!.url}/metrics`)).text();
+      const line = `tailbase_gateway_partition_failed{topic="c",partition="${partition}",node="0"}`;
+      return metrics.split('\n').find((entry) => entry.startsWith(line));
+    };
+    let failed = await failedOf(0);
+    for (let i = 0; i < 100 && failed === undefined; i++) {
+      await sleep(50);
+      failed = await failedOf(0);
+    }
+    expect(failed).toMatch(/ 1$/);
+    expect(await failedOf(1)).toMatch(/ 0$/);
   });
 
   // On the log-node the first test left with partition 0 failed and P1A first in partition 1.
