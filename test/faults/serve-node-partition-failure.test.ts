@@ -8,7 +8,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { startGateway, type GatewayHandle } from '../../gateway/index.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { logAndServeNodes, partitionDirOf, sleep } from '../harness/index.js';
-import { kcat, KCAT_INSTALLED } from '../harness/kafka.js';
+import { kcat, KCAT_INSTALLED, RawKafkaConnection } from '../harness/kafka.js';
+import { ApiKey, ErrorCode } from '../../shared/kafka/index.js';
 import { keysIn } from '../harness/keys.js';
 import { createLogger } from '../../shared/logger.js';
 
@@ -103,5 +104,56 @@ describe('a failed partition on the log-node', () => {
       'socket.timeout.ms=10000',
     ]);
     expect(out.trim()).toBe(`1 ${P1A}`);
+  });
+
+  // Kafka's protocol, asked directly of the same log-node (P1A and P1B in partition 1 by now):
+  // the failed partition's error is its own.
+  it('answers ListOffsets and Fetch per partition, the failed one KAFKA_STORAGE_ERROR', async () => {
+    const connection = await RawKafkaConnection.open(nodes.logNode!.kafkaPort!);
+    try {
+      const listed = await connection.request(ApiKey.ListOffsets, 6, {
+        replicaId: -1,
+        isolationLevel: 0,
+        topics: [
+          {
+            name: 'c',
+            partitions: [0, 1].map((partitionIndex) => ({ partitionIndex, timestamp: -1 })),
+          },
+        ],
+      });
+      expect(listed.topics[0].partitions.map((p) => [p.errorCode, Number(p.offset)])).toEqual([
+        [ErrorCode.KAFKA_STORAGE_ERROR, -1],
+        [ErrorCode.NONE, 2],
+      ]);
+      const startedMs = performance.now();
+      const fetched = await connection.request(
+        ApiKey.Fetch,
+        12,
+        {
+          // A long poll: the failed partition's error answers it at once, as Kafka's does.
+          maxWaitMs: 20_000,
+          minBytes: 1,
+          maxBytes: 1_000_000,
+          topics: [
+            {
+              topic: 'c',
+              partitions: [0, 1].map((partition) => ({
+                partition,
+                fetchOffset: 2n,
+                partitionMaxBytes: 1_000_000,
+              })),
+            },
+          ],
+        },
+        // Past the long poll, so an answer that waited it out is seen as late, not as a timeout.
+        30_000,
+      );
+      expect(performance.now() - startedMs).toBeLessThan(10_000);
+      const [failed, healthy] = fetched.responses[0].partitions;
+      expect(failed.errorCode).toBe(ErrorCode.KAFKA_STORAGE_ERROR);
+      expect(healthy).toMatchObject({ errorCode: ErrorCode.NONE, highWatermark: 2n });
+    } finally {
+      connection.socket.destroy();
+    }
   });
 });
