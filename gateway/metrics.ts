@@ -3,6 +3,7 @@
  * one process (tests, the embedded mode) do not collide.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ServePartitionStatus } from '../shared/serve-api.js';
 import type { ServeTopology } from './topology.js';
 
 export interface GatewayMetrics {
@@ -16,21 +17,20 @@ export interface GatewayMetrics {
 
 export function createMetrics(topology: ServeTopology): GatewayMetrics {
   const registry = new Registry();
-  new Gauge({
-    name: 'tailbase_gateway_partition_lag_records',
-    help: 'Records a serve-node has not applied yet, per topic-partition and serve-node',
-    labelNames: ['topic', 'partition', 'node'] as const,
-    registers: [registry],
-    collect() {
-      this.reset();
-      for (const node of topology.nodes) {
-        for (const p of node.status?.partitions ?? []) {
-          const labels = { topic: p.topic, partition: String(p.partition) };
-          this.set({ ...labels, node: String(node.index) }, p.lag);
-        }
-      }
-    },
-  });
+  partitionGauge(
+    registry,
+    topology,
+    'tailbase_gateway_partition_lag_records',
+    'Records a serve-node has not applied yet, per topic-partition and serve-node',
+    (p) => p.lag,
+  );
+  partitionGauge(
+    registry,
+    topology,
+    'tailbase_gateway_partition_failed',
+    'Whether a serve-node reports an error reading a topic-partition (1) or not (0), per serve-node',
+    (p) => (p.error === undefined ? 0 : 1),
+  );
   return {
     registry,
     requests: new Counter({
@@ -68,4 +68,31 @@ export function createMetrics(topology: ServeTopology): GatewayMetrics {
       registers: [registry],
     }),
   };
+}
+
+/** A gauge of each serve-node's topic-partitions, read from their last statuses when scraped. */
+function partitionGauge(
+  registry: Registry,
+  topology: ServeTopology,
+  name: string,
+  help: string,
+  valueOf: (partition: ServePartitionStatus) => number,
+): void {
+  new Gauge({
+    name,
+    help,
+    labelNames: ['topic', 'partition', 'node'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const node of topology.nodes) {
+        for (const p of node.status?.partitions ?? []) {
+          this.set(
+            { topic: p.topic, partition: String(p.partition), node: String(node.index) },
+            valueOf(p),
+          );
+        }
+      }
+    },
+  });
 }

@@ -27,7 +27,11 @@ class ScanBoundReached extends Error {}
 
 export function listOffsetsHandler({ log, config, logger }: HandlerDeps): KafkaHandler {
   return async (body: ListOffsetsRequest, context: KafkaRequestContext) => {
-    const [stored, topicList] = await Promise.all([log.offsets(), log.topics()]);
+    const [stored, topicList, { hostedPartitions }] = await Promise.all([
+      log.offsets(),
+      log.topics(),
+      log.cluster(),
+    ]);
     const offsets = new Map(stored.map((entry) => [`${entry.topic}\0${entry.partition}`, entry]));
     const partitionCounts = new Map(topicList.map((topic) => [topic.name, topic.partitions]));
     const budget = { bytesLeft: config.listOffsetsScanBytesMax };
@@ -57,11 +61,15 @@ export function listOffsetsHandler({ log, config, logger }: HandlerDeps): KafkaH
       if (!context.may('read')) return error(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
       if (partition === undefined) {
         if (!isKnownTopicName(topic)) return error(ErrorCode.INVALID_TOPIC_EXCEPTION);
+        if (partitionIndex >= (partitionCounts.get(topic) ?? 0)) {
+          return error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION);
+        }
+        // Stored here but left out of the log's offsets: it failed (a damaged segment, a failed
+        // write). Kafka answers a partition on a failed log dir so, and clients keep using the
+        // others; NOT_LEADER_OR_FOLLOWER would send them refreshing metadata that names this node.
+        if (hostedPartitions.includes(partitionIndex)) return error(ErrorCode.KAFKA_STORAGE_ERROR);
         // A partition of the topic that another log-node stores: the client asks its leader.
-        const hostedElsewhere = partitionIndex < (partitionCounts.get(topic) ?? 0);
-        return error(
-          hostedElsewhere ? ErrorCode.NOT_LEADER_OR_FOLLOWER : ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-        );
+        return error(ErrorCode.NOT_LEADER_OR_FOLLOWER);
       }
       if (timestamp === LATEST_TIMESTAMP) return { ...error(0), offset: partition.endOffset };
       if (timestamp === EARLIEST_TIMESTAMP) {

@@ -51,7 +51,16 @@ export class Fetcher extends ClientPart {
     for (let attempt = 1; todo.length > 0; attempt++) {
       const groups = new Map<string, { address: BrokerAddress; items: typeof todo }>();
       for (const item of todo) {
-        const address = await this.metadata.leader(item.topic, item.partition);
+        let address: BrokerAddress | null;
+        try {
+          address = await this.metadata.leader(item.topic, item.partition);
+        } catch (error) {
+          // A partition without a leader now fails alone; its caller backs it off and asks again.
+          if (!(error instanceof TailbaseError) || error.code !== 'partition_not_hosted')
+            throw error;
+          outcomes[item.index] = { topic: item.topic, partition: item.partition, error };
+          continue;
+        }
         if (address === null) {
           outcomes[item.index] = {
             topic: item.topic,
@@ -198,16 +207,31 @@ export class Fetcher extends ClientPart {
       const outcome = {
         topic,
         partition,
-        error: logErrorOf(found.errorCode, null, {
-          topic,
-          partition,
-          ...(logStartOffset >= 0 ? { logStartOffset } : {}),
-          ...(endOffset >= 0 ? { endOffset } : {}),
-        }),
+        error: logErrorOf(
+          found.errorCode,
+          partitionErrorMessage(found.errorCode, topic, partition),
+          {
+            topic,
+            partition,
+            ...(logStartOffset >= 0 ? { logStartOffset } : {}),
+            ...(endOffset >= 0 ? { endOffset } : {}),
+          },
+        ),
       };
       return LEADER_ERRORS.has(found.errorCode) ? { leaderMoved: true as const, outcome } : outcome;
     });
   }
+}
+
+/**
+ * A Fetch answer carries no message per partition, so the client words one: it lands in a
+ * serve-node's status, where a failed partition must be told from a moved or missing one.
+ */
+function partitionErrorMessage(errorCode: number, topic: string, partition: number): string {
+  const named = `partition ${partition} of topic ${topic}`;
+  return errorCode === ErrorCode.KAFKA_STORAGE_ERROR
+    ? `${named} stopped after a storage error on its broker; the broker's log has the cause`
+    : named;
 }
 
 /** The whole batches of a Fetch answer's records: a broker may cut the last one short. */

@@ -71,10 +71,14 @@ export class OffsetReader extends ClientPart {
         { timeoutMs: this.config.answerMsMax },
       );
     const [earliest, latest] = await Promise.all([ask(EARLIEST_TIMESTAMP), ask(LATEST_TIMESTAMP)]);
-    const offsetOf = (answer: typeof earliest, topic: string, partition: number): number => {
-      const found = answer.topics
+    const answerOf = (answer: typeof earliest, topic: string, partition: number) =>
+      answer.topics
         .find((entry) => entry.name === wireName(this.config, topic))
         ?.partitions.find((entry) => entry.partitionIndex === partition);
+    const storageFailed = (answer: typeof earliest, topic: string, partition: number) =>
+      answerOf(answer, topic, partition)?.errorCode === ErrorCode.KAFKA_STORAGE_ERROR;
+    const offsetOf = (answer: typeof earliest, topic: string, partition: number): number => {
+      const found = answerOf(answer, topic, partition);
       if (found === undefined) {
         throw new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
       }
@@ -82,11 +86,15 @@ export class OffsetReader extends ClientPart {
       const error = logErrorOf(found.errorCode, null, { topic, partition });
       throw LEADER_ERRORS.has(found.errorCode) ? new LeaderMoved(error) : error;
     };
-    return partitions.map(({ topic, partition }) => ({
-      topic,
-      partition,
-      logStartOffset: offsetOf(earliest, topic, partition),
-      endOffset: offsetOf(latest, topic, partition),
-    }));
+    // A partition on a failed log (KAFKA_STORAGE_ERROR) is left out, as the log contract's
+    // offsets() leaves out the partitions a log-node stopped: it must not fail the others.
+    return partitions
+      .filter(({ topic, partition }) => !storageFailed(earliest, topic, partition))
+      .map(({ topic, partition }) => ({
+        topic,
+        partition,
+        logStartOffset: offsetOf(earliest, topic, partition),
+        endOffset: offsetOf(latest, topic, partition),
+      }));
   }
 }
