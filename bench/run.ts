@@ -12,6 +12,7 @@ import { runEmbeddedBench } from './embedded.js';
 import { runFiltersBench } from './filters.js';
 import { runGatewayBench } from './gateway.js';
 import { runServeBench } from './serve.js';
+import { runViewsBench } from './views.js';
 import { loadCorpus } from './corpus.js';
 import { runKafkaBench } from './kafka.js';
 import { runLogBench } from './log.js';
@@ -33,6 +34,9 @@ const CORES_TIME_MS_MAX = 1_800_000;
 const GROUP_TIME_MS_MAX_QUICK = 40_000;
 /** filters loads the corpus four times, into tailbase and then into PostgreSQL. */
 const FILTERS_TIME_MS_MAX = 420_000;
+
+/** views loads 10^5 source documents three times, then PostgreSQL once. */
+const VIEWS_TIME_MS_MAX = 900_000;
 
 interface GroupContext extends BenchOptions {
   references: References;
@@ -65,6 +69,7 @@ const GROUPS: Group[] = [
   { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },
   { name: 'cores', timeMsMax: CORES_TIME_MS_MAX, run: (context) => runCoresBench(context) },
+  { name: 'views', timeMsMax: VIEWS_TIME_MS_MAX, run: (context) => runViewsBench(context) },
 ];
 
 async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {
