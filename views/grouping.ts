@@ -193,7 +193,8 @@ export class GroupingArithmetic {
   private extreme(group: string, field: string, max: boolean): number | null {
     const prefix = group + SEP + field + SEP;
     const end = group + SEP + field + RANGE_END;
-    // The value, not the key's text: lmdb-js reads a long key holding NULs back as an array.
+    // The value, not the key's text: the key ends in a source key, which may hold bytes lmdb-js
+    // reads back as type bytes (a key then comes back as an array).
     for (const { value } of this.state.extremes.getRange({
       start: max ? end : prefix,
       end: max ? prefix : end,
