@@ -13,6 +13,7 @@ import { runFiltersBench } from './filters.js';
 import { runGatewayBench } from './gateway.js';
 import { runSearchTopkBench } from './search-topk.js';
 import { runServeBench } from './serve.js';
+import { runViewsBench } from './views.js';
 import { loadCorpus } from './corpus.js';
 import { runKafkaBench } from './kafka.js';
 import { runLogBench } from './log.js';
@@ -40,6 +41,9 @@ const FILTERS_TIME_MS_MAX = 420_000;
 /** scale loads each size twice (tailbase, PostgreSQL) and replays it three times: per document. */
 const SCALE_TIME_MS_PER_DOC_MAX = 4;
 const SCALE_TIME_MS_MAX_QUICK = 120_000;
+
+/** views loads 10^5 source documents three times, then PostgreSQL once. */
+const VIEWS_TIME_MS_MAX = 900_000;
 
 interface GroupContext extends BenchOptions {
   references: References;
@@ -94,6 +98,7 @@ const GROUPS: Group[] = [
     quickTimeMsMax: SCALE_TIME_MS_MAX_QUICK,
     run: (context) => runScaleBench(context),
   },
+  { name: 'views', timeMsMax: VIEWS_TIME_MS_MAX, run: (context) => runViewsBench(context) },
 ];
 
 async function withTimeout<T>(work: Promise<T>, ms: number, what: string): Promise<T> {

@@ -18,6 +18,8 @@ export interface ViewProgress {
   frontiers: ViewPartitionProgress[];
   /** Source documents whose group key would pass the 1,024-byte key limit: counted, not applied. */
   refusedRecords: number;
+  /** Windowed views: source records that missed a window already closed (past its grace). */
+  lateRecords: number;
 }
 
 export interface ViewProcessing {

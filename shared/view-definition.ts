@@ -9,6 +9,14 @@
 import { badRequest } from './errors.js';
 import { type FilterNode, parseFilter } from './filter/index.js';
 import { utf8Bytes } from './filter/filter-error.js';
+import {
+  type ParsedWindow,
+  parseWindow,
+  WINDOW_FIELDS,
+  WINDOW_LIMITS_DEFAULT,
+  type WindowDefinition,
+  type WindowLimits,
+} from './view-window.js';
 
 export type AggregateFunction = 'count' | 'sum' | 'min' | 'max' | 'avg' | 'latest';
 
@@ -29,6 +37,8 @@ export interface ViewDefinition {
   groupBy?: string[];
   /** Output field → `fn(field)`, or `count()`. */
   aggregates?: Record<string, string>;
+  /** A grouping's event-time window (shared/view-window.ts). */
+  window?: WindowDefinition;
 }
 
 export interface ViewAggregate {
@@ -41,10 +51,15 @@ export interface ViewAggregate {
 /** A definition checked and parsed: what a processor runs. */
 export type ParsedView = { name: string; from: string; filter: FilterNode | null } & (
   | { kind: 'projection'; select: string[] }
-  | { kind: 'grouping'; groupBy: string[]; aggregates: ViewAggregate[] }
+  | {
+      kind: 'grouping';
+      groupBy: string[];
+      aggregates: ViewAggregate[];
+      window: ParsedWindow | null;
+    }
 );
 
-export interface ViewLimits {
+export interface ViewLimits extends WindowLimits {
   groupByFieldsMax: number;
   aggregatesMax: number;
   selectFieldsMax: number;
@@ -56,18 +71,20 @@ export const VIEW_LIMITS_DEFAULT: Readonly<ViewLimits> = Object.freeze({
   aggregatesMax: 32,
   selectFieldsMax: 256,
   fieldBytesMax: 256,
+  ...WINDOW_LIMITS_DEFAULT,
 });
 
+const CONTROL = /[\u0000-\u001f]/;
 const AGGREGATE_PATTERN = /^\s*([a-zA-Z_]+)\s*\(\s*(.*?)\s*\)\s*$/s;
-const DEFINITION_FIELDS = new Set(['from', 'filter', 'select', 'groupBy', 'aggregates']);
+const DEFINITION_FIELDS = new Set(['from', 'filter', 'select', 'groupBy', 'aggregates', 'window']);
 
 const invalid = (message: string, details?: Record<string, unknown>) =>
   badRequest('invalid_view', message, details);
 
 /**
  * The definition, checked and parsed; throws a 400 whose code names the problem: `invalid_view`
- * (its shape), `unknown_aggregate`, `invalid_aggregate`, `invalid_filter`, `view_cycle` (a view
- * of itself; cycles through other views are the catalog's to find).
+ * (its shape), `unknown_aggregate`, `invalid_aggregate`, `invalid_filter`, `invalid_window`,
+ * `view_cycle` (a view of itself; cycles through other views are the catalog's to find).
  */
 export function parseViewDefinition(
   name: string,
@@ -76,7 +93,7 @@ export function parseViewDefinition(
 ): ParsedView {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw invalid(
-      'a view definition is a JSON object: {from, filter?, select | groupBy + aggregates}',
+      'a view definition is a JSON object: {from, filter?, select | groupBy + aggregates + window?}',
     );
   }
   const fields = body as Record<string, unknown>;
@@ -87,7 +104,7 @@ export function parseViewDefinition(
       });
     }
   }
-  const { from, filter, select, groupBy, aggregates } = fields;
+  const { from, filter, select, groupBy, aggregates, window } = fields;
   if (typeof from !== 'string') throw invalid('`from` names the source collection or view');
   if (from === name) {
     throw badRequest('view_cycle', `view ${name} cannot derive from itself`, { view: name });
@@ -98,6 +115,9 @@ export function parseViewDefinition(
   const parsedFilter = filter === undefined || filter === '' ? null : parseFilter(filter);
   const base = { name, from, filter: parsedFilter };
   if (select !== undefined) {
+    if (window !== undefined) {
+      throw badRequest('invalid_window', 'a window needs a grouping: `groupBy` and `aggregates`');
+    }
     if (groupBy !== undefined || aggregates !== undefined) {
       throw invalid('a view has either `select` (a projection) or `groupBy` and `aggregates`');
     }
@@ -111,11 +131,26 @@ export function parseViewDefinition(
     throw invalid('a view needs `select` (a projection) or `groupBy` and `aggregates`');
   }
   const keys = fieldList(groupBy, 'groupBy', limits, limits.groupByFieldsMax);
+  const parsedAggregates = parseAggregates(aggregates, keys, limits);
+  const parsedWindow = window === undefined ? null : parseWindow(window, limits);
+  if (parsedWindow !== null) {
+    const taken = [...keys, ...parsedAggregates.map((a) => a.output)].find((f) =>
+      WINDOW_FIELDS.includes(f),
+    );
+    if (taken !== undefined) {
+      throw badRequest(
+        'invalid_window',
+        `a windowed view writes ${WINDOW_FIELDS.join(' and ')}: no groupBy field or aggregate may be named ${JSON.stringify(taken)}`,
+      );
+    }
+    checkField(parsedWindow.field, 'window', limits);
+  }
   return {
     ...base,
     kind: 'grouping',
     groupBy: keys,
-    aggregates: parseAggregates(aggregates, keys, limits),
+    aggregates: parsedAggregates,
+    window: parsedWindow,
   };
 }
 
@@ -130,6 +165,7 @@ export function definitionOf(view: ParsedView, filterText: string | undefined): 
     stored.aggregates = Object.fromEntries(
       view.aggregates.map(({ output, fn, field }) => [output, `${fn}(${field ?? ''})`]),
     );
+    if (view.window !== null) stored.window = view.window.definition;
   }
   return stored;
 }
@@ -151,8 +187,9 @@ function fieldList(value: unknown, what: string, limits: ViewLimits, countMax: n
 }
 
 function checkField(field: unknown, what: string, limits: ViewLimits): asserts field is string {
-  if (typeof field !== 'string' || field.length === 0 || field.includes('\0')) {
-    throw invalid(`\`${what}\` holds field names: non-empty strings without NUL`);
+  // The state's keys join field names with a control character (views/grouping.ts).
+  if (typeof field !== 'string' || field.length === 0 || CONTROL.test(field)) {
+    throw invalid(`\`${what}\` holds field names: non-empty strings without control characters`);
   }
   if (utf8Bytes(field) > limits.fieldBytesMax) {
     throw invalid(`a field name in \`${what}\` is over ${limits.fieldBytesMax} bytes`, {

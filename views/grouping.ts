@@ -3,20 +3,28 @@
  * document's previous contribution and adds its new one, and each group it touched gets its
  * output document recomputed into the outbox. Without a window a view aggregates the source's
  * current documents, so every aggregate is a function of that set alone (latest() of the log
- * positions in it): the order partitions interleave in changes nothing.
+ * positions in it): the order partitions interleave in changes nothing. With a window every
+ * record is an event added to the windows its event time falls in, never taken back; whether a
+ * window is still open depends only on its source partition's stream time, kept beside that
+ * partition's frontier, so again the interleaving of partitions changes nothing.
  */
 import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import type { ParsedView } from '../shared/view-definition.js';
+import { eventTimeMs, windowBound, windowStarts } from '../shared/view-window.js';
 import { scaled, unscaled } from './exact-sum.js';
-import { numberOfSortable, sortableNumber } from './sortable.js';
+import { sortableNumber } from './sortable.js';
 import type { Contribution, GroupTotals, ViewState } from './view-state.js';
 
 type Grouping = Extract<ParsedView, { kind: 'grouping' }>;
 
-/** Between a key's parts: no group key (JSON text escapes it) and no field name holds it. */
-const SEP = '\u0000';
+/**
+ * Between a key's parts: no group key (JSON text escapes it) and no field name holds it. Not a
+ * byte below 27: lmdb-js's key encoding treats those as type bytes, and range reads over long
+ * keys holding one find nothing.
+ */
+const SEP = '\u001f';
 /** In place of the last SEP, the exclusive end of the range of keys that begin with the parts. */
-const RANGE_END = '\u0001';
+const RANGE_END = '\u0020';
 const utf8 = new TextEncoder();
 
 export interface SourceDocument {
@@ -62,6 +70,44 @@ export class GroupingArithmetic {
     return 'applied';
   }
 
+  /**
+   * Adds one event to each of its windows still open in its partition's stream time (which the
+   * event itself moves forward); answers the groups it touched, and 'late' when it missed a
+   * window that had closed, 'refused' when it has no event time or a window's key would pass the
+   * key limit, 'skipped' when it is no event (a tombstone, not an object, filtered out).
+   */
+  applyEvent(
+    source: SourceDocument,
+    touched: Set<string>,
+  ): 'applied' | 'late' | 'refused' | 'skipped' {
+    const window = this.view.window!;
+    if (source.doc === null) return 'skipped';
+    const timeMs = eventTimeMs(source.doc, window.field);
+    if (timeMs === null) return 'refused';
+    const [, partition, offset] = source.at;
+    const seen = this.state.streamTime(partition);
+    const streamTime = seen === null ? timeMs : Math.max(seen, timeMs);
+    if (streamTime !== seen) this.state.setStreamTime(partition, streamTime);
+    const event = this.contributionOf(source.doc, source.at);
+    // Keyed by its log position, the event's fields serve latest() in every window it joins.
+    const eventKey = sortableNumber(partition) + sortableNumber(offset);
+    let outcome: 'applied' | 'late' | 'refused' = 'applied';
+    for (const start of windowStarts(window, timeMs)) {
+      const end = start + window.sizeMs;
+      if (streamTime - end > window.graceMs) {
+        outcome = 'late';
+        continue;
+      }
+      const keys = [...event.keys, windowBound(start), windowBound(end)];
+      const group = JSON.stringify(keys);
+      if (utf8.encode(group).length > KEY_BYTES_MAX) return 'refused';
+      this.add(eventKey, { ...event, group, keys });
+      this.state.docs.put(eventKey, event);
+      touched.add(group);
+    }
+    return outcome;
+  }
+
   /** The output document of a group, as JSON text; null when no document is in it. */
   output(group: string): string | null {
     const totals = this.state.groups.get(group);
@@ -70,6 +116,11 @@ export class GroupingArithmetic {
     this.view.groupBy.forEach((field, i) => {
       out[field] = totals.keys[i];
     });
+    if (this.view.window !== null) {
+      const n = this.view.groupBy.length;
+      out.windowStart = totals.keys[n];
+      out.windowEnd = totals.keys[n + 1];
+    }
     for (const { output, fn, field } of this.view.aggregates) {
       out[output] = this.aggregate(group, totals, fn, field as string);
     }
@@ -111,7 +162,7 @@ export class GroupingArithmetic {
       if (typeof value !== 'number') continue;
       const [sum, n] = totals.sums[field];
       totals.sums[field] = [(BigInt(sum) + scaled(value)).toString(), n + 1];
-      this.state.extremes.put(extremeKey(c.group, field, value, key), 1);
+      this.state.extremes.put(extremeKey(c.group, field, value, key), value);
     }
     this.state.groups.put(c.group, totals);
     this.state.latest.put(latestKey(c.group, c.at), key);
@@ -142,14 +193,15 @@ export class GroupingArithmetic {
   private extreme(group: string, field: string, max: boolean): number | null {
     const prefix = group + SEP + field + SEP;
     const end = group + SEP + field + RANGE_END;
-    for (const key of this.state.extremes.getKeys({
+    // The value, not the key's text: the key ends in a source key, which may hold bytes lmdb-js
+    // reads back as type bytes (a key then comes back as an array).
+    for (const { value } of this.state.extremes.getRange({
       start: max ? end : prefix,
       end: max ? prefix : end,
       reverse: max,
       limit: 1,
     })) {
-      const sortable = key.slice(prefix.length, prefix.length + 16);
-      return numberOfSortable(sortable);
+      return value;
     }
     return null;
   }

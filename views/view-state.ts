@@ -37,12 +37,15 @@ export class ViewState {
   /** Source key → Contribution (groupings) or true (a projection's members). */
   readonly docs: Database<Contribution | true, string>;
   readonly groups: Database<GroupTotals, string>;
-  /** `group NUL field NUL sortable(value) NUL source key` → 1: min and max per field. */
+  /** `group US field US sortable(value) US source key` → the value: min and max per field. */
   readonly extremes: Database<number, string>;
-  /** `group NUL sortable(ts) sortable(partition) sortable(offset)` → source key. */
+  /** `group US sortable(ts) sortable(partition) sortable(offset)` → source key. */
   readonly latest: Database<string, string>;
   readonly outbox: Database<OutboxEntry, string>;
-  /** `frontier:<p>` → next unprocessed source offset; `refused` → records refused. */
+  /**
+   * `frontier:<p>` → next unprocessed source offset; `streamTime:<p>` → greatest event time seen
+   * (windowed views); `refused`, `late` → records refused, records late.
+   */
   readonly meta: Database<number, string>;
 
   constructor(path: string) {
@@ -62,6 +65,23 @@ export class ViewState {
 
   setFrontier(partition: number, offset: number): void {
     this.meta.put(`frontier:${partition}`, offset);
+  }
+
+  /** The greatest event time seen in a source partition (windowed views); null: none yet. */
+  streamTime(partition: number): number | null {
+    return this.meta.get(`streamTime:${partition}`) ?? null;
+  }
+
+  setStreamTime(partition: number, ms: number): void {
+    this.meta.put(`streamTime:${partition}`, ms);
+  }
+
+  late(): number {
+    return this.meta.get('late') ?? 0;
+  }
+
+  addLate(count: number): void {
+    this.meta.put('late', this.late() + count);
   }
 
   refused(): number {

@@ -102,7 +102,12 @@ export class ViewTask {
         return { partition, frontier, lag: Math.max(0, end - frontier) };
       }),
       refusedRecords: this.state.refused(),
+      lateRecords: this.state.late(),
     };
+  }
+
+  private get windowed(): boolean {
+    return this.view.kind === 'grouping' && this.view.window !== null;
   }
 
   private get stopped(): boolean {
@@ -157,6 +162,7 @@ export class ViewTask {
     await this.state.env.transaction(() => {
       const touched = new Set<string>();
       let refused = 0;
+      let late = 0;
       for (const outcome of outcomes) {
         if ('error' in outcome) {
           if (outcome.error.status !== 404) throw outcome.error;
@@ -181,8 +187,12 @@ export class ViewTask {
                 this.state,
                 source,
               );
-            } else if (this.grouping.apply(source, touched) === 'refused') {
-              refused++;
+            } else {
+              const outcome = this.windowed
+                ? this.grouping.applyEvent(source, touched)
+                : this.grouping.apply(source, touched);
+              if (outcome === 'refused') refused++;
+              if (outcome === 'late') late++;
             }
           }
           next = Math.max(next, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
@@ -193,6 +203,7 @@ export class ViewTask {
         }
       }
       if (refused > 0) this.state.addRefused(refused);
+      if (late > 0) this.state.addLate(late);
       for (const group of touched) {
         this.state.outbox.put(group, { json: this.grouping!.output(group) });
       }

@@ -188,6 +188,13 @@ const FieldName = Type.String({
   description: "a top-level property name of the source's documents",
 });
 
+const Duration = (description: string) =>
+  Type.String({
+    pattern: '^[0-9]{1,15}(ms|s|m|h|d)$',
+    description: `${description}: an integer and a unit, ms, s, m, h or d`,
+    examples: ['15m', '1h'],
+  });
+
 /** PUT /v1/views/:v: a projection (`select`) or a grouping (`groupBy` + `aggregates`). */
 export const ViewDefinitionBody = Type.Object(
   {
@@ -211,6 +218,24 @@ export const ViewDefinitionBody = Type.Object(
           examples: ['count()', 'sum(total)'],
         }),
         { description: 'output field → aggregate' },
+      ),
+    ),
+    window: Type.Optional(
+      Type.Object(
+        {
+          field: Type.String({
+            minLength: 1,
+            description: 'the event-time field: epoch ms or RFC 3339',
+          }),
+          size: Duration('the window length'),
+          advance: Type.Optional(Duration('hopping: a new window every advance (divides size)')),
+          grace: Type.Optional(Duration('how long past its end a window still takes records')),
+        },
+        {
+          additionalProperties: false,
+          description:
+            'a grouping by event-time window: each window is its own document, with windowStart and windowEnd',
+        },
       ),
     ),
   },
@@ -238,6 +263,19 @@ export const ViewInfo = Type.Object({
   frontiers: Nullable(
     Type.Array(ViewFrontier, {
       description: 'per source partition, how far it has processed; null: no processor answered',
+    }),
+  ),
+  refusedRecords: Nullable(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'source records not applied: a group key past 1,024 bytes, or (windowed) no event time',
+    }),
+  ),
+  lateRecords: Nullable(
+    Type.Integer({
+      minimum: 0,
+      description: 'windowed views: source records that missed a window closed past its grace',
     }),
   ),
 });

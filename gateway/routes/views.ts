@@ -40,7 +40,7 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
   /** The processor's progress of this version of the view; null where none runs it here. */
   const progressOf = (name: string, version: number) => {
     const progress = services.viewProcessing?.progress(name) ?? null;
-    return progress?.version === version ? progress.frontiers : null;
+    return progress?.version === version ? progress : null;
   };
 
   const info = (
@@ -49,12 +49,15 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
     declared: DeclaredView,
   ): ViewInfo => {
     const chain = sourceChain(all, declared.view.from);
+    const progress = progressOf(name, declared.version);
     return {
       view: name,
       definition: declared.definition,
       version: declared.version,
       source: chain[chain.length - 1],
-      frontiers: progressOf(name, declared.version),
+      frontiers: progress?.frontiers ?? null,
+      refusedRecords: progress?.refusedRecords ?? null,
+      lateRecords: progress?.lateRecords ?? null,
     };
   };
 

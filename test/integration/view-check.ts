@@ -3,6 +3,8 @@
  * the log API (the last record of each key, in offset order per partition), then the view
  * computed from that set alone, to compare with what the view serves. Sums use the exact-sum
  * rounding (tested on its own in test/unit/view-exact-sum.test.ts) over the set, in key order.
+ * A windowed view is computed from every record instead (each an event), replaying each
+ * partition's stream time in offset order to find which events missed a closed window.
  */
 import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
 import { matches, parseFilter } from '../../shared/filter/index.js';
@@ -24,6 +26,20 @@ export async function readSourceDocuments(
   partitions: number,
 ): Promise<Map<string, SourceDoc>> {
   const docs = new Map<string, SourceDoc>();
+  for (const event of await readSourceEvents(log, topic, partitions)) {
+    if (event.doc === null) docs.delete(event.key);
+    else docs.set(event.key, event as SourceDoc);
+  }
+  return docs;
+}
+
+/** Every record of a topic, partition by partition, in offset order (null: a tombstone). */
+export async function readSourceEvents(
+  log: LogClient,
+  topic: string,
+  partitions: number,
+): Promise<(Omit<SourceDoc, 'doc'> & { doc: Record<string, unknown> | null })[]> {
+  const events: (Omit<SourceDoc, 'doc'> & { doc: Record<string, unknown> | null })[] = [];
   const ends = await log.offsets();
   for (let partition = 0; partition < partitions; partition++) {
     const end = ends.find((o) => o.topic === topic && o.partition === partition)?.endOffset ?? 0;
@@ -34,23 +50,97 @@ export async function readSourceDocuments(
       for (const batch of iterateBatches(read.batches)) {
         for (const record of decodeRecords(batch.bytes)) {
           if (record.offset < from) continue;
-          if (record.value === null) docs.delete(record.key);
-          else {
-            const doc = JSON.parse(Buffer.from(record.value).toString('utf8'));
-            docs.set(record.key, {
-              key: record.key,
-              doc,
-              at: [record.timestampMs, partition, record.offset],
-            });
-          }
+          events.push({
+            key: record.key,
+            doc:
+              record.value === null ? null : JSON.parse(Buffer.from(record.value).toString('utf8')),
+            at: [record.timestampMs, partition, record.offset],
+          });
         }
         offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
       }
       if (offset === from) break;
     }
   }
-  return docs;
+  return events;
 }
+
+const DURATION_MS: Record<string, number> = { ms: 1, s: 1e3, m: 6e4, h: 36e5, d: 864e5 };
+const ms = (text: string) => {
+  const [, n, unit] = /^(\d+)([a-z]+)$/.exec(text)!;
+  return Number(n) * DURATION_MS[unit];
+};
+
+/**
+ * A windowed grouping's expected documents from every source record: per partition in offset
+ * order, an event (an object passing the filter with an epoch-ms or RFC 3339 event time) moves
+ * its partition's stream time, then joins each window [s, s + size), s a multiple of advance,
+ * that holds it and did not end more than grace before the stream time. Also the late count.
+ */
+export function expectedWindowedView(
+  definition: ViewDefinition,
+  events: Awaited<ReturnType<typeof readSourceEvents>>,
+): { docs: Map<string, Record<string, unknown>>; late: number } {
+  const window = definition.window!;
+  const size = ms(window.size);
+  const advance = window.advance === undefined ? size : ms(window.advance);
+  const grace = window.grace === undefined ? 0 : ms(window.grace);
+  const filter = definition.filter ? parseFilter(definition.filter) : null;
+  const streamTimes = new Map<number, number>();
+  const members = new Map<string, SourceDoc>();
+  let late = 0;
+  for (const event of events) {
+    const { doc } = event;
+    if (doc === null || typeof doc !== 'object' || Array.isArray(doc)) continue;
+    if (filter !== null && !matches(filter, doc)) continue;
+    const raw = doc[window.field];
+    const t =
+      typeof raw === 'number'
+        ? Math.floor(raw)
+        : typeof raw === 'string' && /[Tt ]\d{2}:\d{2}:\d{2}/.test(raw)
+          ? Date.parse(raw)
+          : NaN;
+    if (Number.isNaN(t)) continue;
+    const partition = event.at[1];
+    const streamTime = Math.max(streamTimes.get(partition) ?? -Infinity, t);
+    streamTimes.set(partition, streamTime);
+    let missed = false;
+    for (let start = Math.floor(t / advance) * advance; start > t - size; start -= advance) {
+      if (streamTime > start + size + grace) {
+        missed = true;
+        continue;
+      }
+      const bounds = [new Date(start).toISOString(), new Date(start + size).toISOString()];
+      const keys = [...definition.groupBy!.map((f) => doc[f] ?? null), ...bounds];
+      members.set(`${JSON.stringify(keys)} ${partition} ${event.at[2]}`, {
+        key: JSON.stringify(keys),
+        doc: { ...doc, windowStart: bounds[0], windowEnd: bounds[1], [GROUP]: keys },
+        at: event.at,
+      });
+    }
+    if (missed) late++;
+  }
+  const docs = expectedView(
+    { ...definition, filter: undefined, groupBy: [GROUP, ...definition.groupBy!] },
+    members,
+  );
+  const out = new Map<string, Record<string, unknown>>();
+  for (const [, doc] of docs) {
+    const keys = doc[GROUP] as unknown[];
+    const shaped: Record<string, unknown> = {};
+    definition.groupBy!.forEach((f, i) => {
+      shaped[f] = keys[i];
+    });
+    shaped.windowStart = keys.at(-2);
+    shaped.windowEnd = keys.at(-1);
+    for (const name of Object.keys(definition.aggregates!)) shaped[name] = doc[name];
+    out.set(JSON.stringify(keys), shaped);
+  }
+  return { docs: out, late };
+}
+
+/** A field no source document holds: the whole window key, to group the members by. */
+const GROUP = '\u0000window-key';
 
 /** The view's expected documents, by output key. */
 export function expectedView(

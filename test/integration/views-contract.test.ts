@@ -97,6 +97,40 @@ describe('views: the definition contract (tailbase start)', () => {
         400,
         'invalid_view',
       ],
+      ...(
+        [
+          { size: '1h' },
+          { field: 'ts', size: 'an hour' },
+          { field: 'ts', size: '0m' },
+          { field: 'ts', size: '1h', advance: '2h' },
+          { field: 'ts', size: '1h', advance: '25m' },
+          { field: 'ts', size: '1h', grace: 5 },
+          { field: 'ts', size: '1h', every: '1m' },
+          { field: 'ts', size: '1h', advance: '1s' },
+        ] as unknown[]
+      ).map((window, i): [string, unknown, number, string] => [
+        `w${i}`,
+        { from: 'orders', groupBy: ['c'], aggregates: { n: 'count()' }, window },
+        400,
+        'invalid_window',
+      ]),
+      [
+        'w_select',
+        { from: 'orders', select: ['c'], window: { field: 'ts', size: '1h' } },
+        400,
+        'invalid_window',
+      ],
+      [
+        'w_named',
+        {
+          from: 'orders',
+          groupBy: ['c'],
+          aggregates: { windowEnd: 'max(ts)' },
+          window: { field: 'ts', size: '1h' },
+        },
+        400,
+        'invalid_window',
+      ],
     ];
     for (const [name, body, status, code] of bad) {
       const answer = await call(url, 'PUT', `/v1/views/${name}`, body);

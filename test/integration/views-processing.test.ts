@@ -8,15 +8,14 @@ import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import type { ViewDefinition } from '../../shared/view-definition.js';
 import { freePort } from '../harness/free-port.js';
 import { seededRandom, testSeed, type Random } from '../harness/random.js';
-import { sleep, spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
+import type { SpawnedNode } from '../harness/spawn-node.js';
 import { tempDir, type TempDir } from '../harness/temp-dir.js';
-import type { ScanPage } from '../../gateway/api/index.js';
-import { type Answer, call } from './gateway-harness.js';
+import { call } from './gateway-harness.js';
 import { expectedView, readSourceDocuments } from './view-check.js';
+import { caughtUpView, killAmidWrites, startWithViews } from './view-harness.js';
 
 const PARTITIONS = 4;
 const KEYS = 80;
-const CAUGHT_UP_WAIT_MS = 20_000;
 /** Kills amid the production of one large round of output. */
 const OUTBOX_KILLS = 6;
 
@@ -48,14 +47,6 @@ afterEach(async () => {
   node = undefined;
 });
 
-async function start(data: string, kafkaPort: number, extra: string[] = []): Promise<SpawnedNode> {
-  const args = ['--data', data, '--port', '0', '--kafka-port', String(kafkaPort), ...extra];
-  return spawnNode('start', [...args, '--partitions', String(PARTITIONS)], {
-    urlPattern: /tailbase is ready: (https?:\/\/\S+)/,
-    readyTimeoutMs: 30_000,
-  });
-}
-
 /** A random write, update or delete of one of KEYS orders, as one PUT, DELETE or bulk. */
 async function randomWrites(url: string, random: Random, count: number): Promise<void> {
   const order = () => ({
@@ -85,42 +76,6 @@ async function randomWrites(url: string, random: Random, count: number): Promise
   }
 }
 
-/** Waits until the view has processed every source record, then reads it whole (strong). */
-async function caughtUpView(
-  url: string,
-  view: string,
-  source = 'orders',
-): Promise<Map<string, unknown>> {
-  const deadline = Date.now() + CAUGHT_UP_WAIT_MS;
-  for (;;) {
-    const status = await call(url, 'GET', '/v1/status');
-    const ends = new Map(
-      (status.body.partitions as { topic: string; partition: number; endOffset: number }[])
-        .filter((p) => p.topic === source)
-        .map((p) => [p.partition, p.endOffset]),
-    );
-    const info = await call(url, 'GET', `/v1/views/${view}`);
-    const frontiers = info.body.frontiers as { partition: number; frontier: number }[] | null;
-    if (frontiers?.every((f) => f.frontier === (ends.get(f.partition) ?? 0))) break;
-    if (Date.now() > deadline)
-      throw new Error(`view ${view} did not catch up: ${JSON.stringify(info.body)}`);
-    await sleep(50);
-  }
-  const docs = new Map<string, unknown>();
-  let cursor: string | null = null;
-  do {
-    const page: Answer<ScanPage> = await call<ScanPage>(
-      url,
-      'GET',
-      `/v1/collections/${view}/docs?consistency=strong&limit=1000${cursor ? `&cursor=${cursor}` : ''}`,
-    );
-    expect(page.status).toBe(200);
-    for (const item of page.body.items) docs.set(item.key, item.value);
-    cursor = page.body.cursor;
-  } while (cursor !== null);
-  return docs;
-}
-
 async function expectViewsMatchLog(url: string, kafkaPort: number): Promise<void> {
   const log = await KafkaLogClient.connect({
     bootstrap: [`127.0.0.1:${kafkaPort}`],
@@ -146,7 +101,7 @@ describe('views: processing', () => {
     const random = seededRandom(testSeed('views-processing'));
     dir = tempDir('views');
     const kafkaPort = await freePort();
-    node = await start(dir.path, kafkaPort);
+    node = await startWithViews(dir.path, kafkaPort, PARTITIONS);
     await randomWrites(node.url, random, 60);
     expect((await call(node.url, 'PUT', '/v1/views/by_country', BY_COUNTRY)).status).toBe(200);
     expect((await call(node.url, 'PUT', '/v1/views/paid', PAID)).status).toBe(200);
@@ -158,18 +113,18 @@ describe('views: processing', () => {
     const random = seededRandom(testSeed('views-kill'));
     dir = tempDir('views-kill');
     const kafkaPort = await freePort();
-    node = await start(dir.path, kafkaPort);
+    node = await startWithViews(dir.path, kafkaPort, PARTITIONS);
     await randomWrites(node.url, random, 40);
     expect((await call(node.url, 'PUT', '/v1/views/by_country', BY_COUNTRY)).status).toBe(200);
     expect((await call(node.url, 'PUT', '/v1/views/paid', PAID)).status).toBe(200);
-    for (let round = 0; round < 3; round++) {
-      // Writes in flight while the kill lands: the processor is mid-round somewhere.
-      const writing = randomWrites(node.url, random, 200).catch(() => undefined);
-      await sleep(random.int(20, 400));
-      await node.kill('SIGKILL');
-      await writing;
-      node = await start(dir.path, kafkaPort);
-    }
+    const data = dir.path;
+    node = await killAmidWrites(
+      node,
+      () => startWithViews(data, kafkaPort, PARTITIONS),
+      random,
+      (url) => randomWrites(url, random, 200),
+      3,
+    );
     await randomWrites(node.url, random, 20);
     await expectViewsMatchLog(node.url, kafkaPort);
   });
@@ -179,7 +134,7 @@ describe('views: processing', () => {
     const kafkaPort = await freePort();
     // Small appends: the round's output takes hundreds of them, so the kill lands amid them.
     const smallAppends = ['--view-append-records-max', '10'];
-    node = await start(dir.path, kafkaPort, smallAppends);
+    node = await startWithViews(dir.path, kafkaPort, PARTITIONS, smallAppends);
     const copy: ViewDefinition = { from: 'bulk_src', select: ['n'] };
     expect(
       (await call(node.url, 'PUT', '/v1/collections/bulk_src/docs/seed', { n: -1 })).status,
@@ -200,7 +155,7 @@ describe('views: processing', () => {
       }
       await node.kill('SIGKILL');
       expect(produced).toBeGreaterThan(before);
-      node = await start(dir.path, kafkaPort, smallAppends);
+      node = await startWithViews(dir.path, kafkaPort, PARTITIONS, smallAppends);
     }
     const log = await KafkaLogClient.connect({
       bootstrap: [`127.0.0.1:${kafkaPort}`],
