@@ -55,13 +55,25 @@ function kafkaErrorName(errorCode: number): string {
   return NAME_OF_CODE.get(errorCode) ?? `error ${errorCode}`;
 }
 
+/**
+ * How a tailbase log-node begins the errorMessage of a KAFKA_STORAGE_ERROR that is a full disk.
+ * Kafka has no code for it, and a storage error may have stored the batch; the log-node knows
+ * nothing of the request was kept, and says so, so its 507 `disk_full` (retry once there is room)
+ * reaches the gateway as it is. Another broker's storage error stays `partition_failed`.
+ */
+export const DISK_FULL_MESSAGE = 'disk full, nothing stored';
+
 /** A broker's error answer as the log contract's error; `message` is the broker's, if any. */
 export function logErrorOf(
   errorCode: number,
   message: string | null,
   details: ErrorDetails = {},
 ): TailbaseError {
-  const [status, code] = BY_KAFKA_CODE[errorCode] ?? [502, 'log_error'];
+  const diskFull =
+    errorCode === ErrorCode.KAFKA_STORAGE_ERROR && message?.startsWith(DISK_FULL_MESSAGE) === true;
+  const [status, code] = diskFull
+    ? [507, 'disk_full']
+    : (BY_KAFKA_CODE[errorCode] ?? [502, 'log_error']);
   const name = kafkaErrorName(errorCode);
   return new TailbaseError(status, code, message ? `${name}: ${message}` : name, {
     ...details,
