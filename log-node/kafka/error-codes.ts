@@ -5,7 +5,7 @@
  */
 import { TailbaseError } from '../../shared/errors.js';
 import { ErrorCode, type ErrorCodeValue } from '../../shared/kafka/index.js';
-import { DISK_FULL_MESSAGE } from '../../shared/kafka-log/errors.js';
+import { refinedErrorMessage } from '../../shared/kafka-log/errors.js';
 
 const BY_LOG_CODE: Readonly<Record<string, ErrorCodeValue>> = {
   invalid_batch: ErrorCode.CORRUPT_MESSAGE,
@@ -29,7 +29,7 @@ const BY_LOG_CODE: Readonly<Record<string, ErrorCodeValue>> = {
   partition_not_hosted: ErrorCode.NOT_LEADER_OR_FOLLOWER,
   shutting_down: ErrorCode.NOT_LEADER_OR_FOLLOWER,
   partition_failed: ErrorCode.KAFKA_STORAGE_ERROR,
-  // Its message says nothing was stored (kafkaErrorMessage), which a storage error does not.
+  // Its message names it (refinedErrorMessage): nothing was stored, unlike a storage error.
   disk_full: ErrorCode.KAFKA_STORAGE_ERROR,
   // Retriable: the node is busy, not wrong.
   append_queue_full: ErrorCode.REQUEST_TIMED_OUT,
@@ -48,6 +48,5 @@ export function kafkaErrorCode(error: unknown): ErrorCodeValue {
 
 /** The message a client may see for a failure: the log's own for its errors, nothing else. */
 export function kafkaErrorMessage(error: unknown): string | null {
-  if (!(error instanceof TailbaseError)) return null;
-  return error.code === 'disk_full' ? `${DISK_FULL_MESSAGE}: ${error.message}` : error.message;
+  return error instanceof TailbaseError ? refinedErrorMessage(error) : null;
 }

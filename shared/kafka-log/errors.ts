@@ -56,12 +56,30 @@ function kafkaErrorName(errorCode: number): string {
 }
 
 /**
- * How a tailbase log-node begins the errorMessage of a KAFKA_STORAGE_ERROR that is a full disk.
- * Kafka has no code for it, and a storage error may have stored the batch; the log-node knows
- * nothing of the request was kept, and says so, so its 507 `disk_full` (retry once there is room)
- * reaches the gateway as it is. Another broker's storage error stays `partition_failed`.
+ * Log errors that share their Kafka code with another whose meaning differs for the caller: a
+ * full disk (nothing stored, retry once there is room) where any other storage error may have
+ * stored the batch, and a collection id collision where a policy violation says nothing more.
+ * A tailbase log-node begins their errorMessage with the log's code (`disk_full: ...`), so they
+ * reach the gateway as the log said them; another broker's answer keeps the code's own meaning.
  */
-export const DISK_FULL_MESSAGE = 'disk full, nothing stored';
+const REFINED_CODES: Readonly<Record<string, { kafka: number; status: number }>> = {
+  disk_full: { kafka: ErrorCode.KAFKA_STORAGE_ERROR, status: 507 },
+  collection_id_collision: { kafka: ErrorCode.POLICY_VIOLATION, status: 409 },
+};
+
+/** The errorMessage a tailbase log-node answers for a log error (REFINED_CODES). */
+export function refinedErrorMessage(error: TailbaseError): string {
+  return Object.hasOwn(REFINED_CODES, error.code)
+    ? `${error.code}: ${error.message}`
+    : error.message;
+}
+
+function refinedCode(errorCode: number, message: string | null): [number, string] | null {
+  const code = /^([a-z_]+): /.exec(message ?? '')?.[1];
+  const refined =
+    code !== undefined && Object.hasOwn(REFINED_CODES, code) ? REFINED_CODES[code] : undefined;
+  return refined?.kafka === errorCode ? [refined.status, code!] : null;
+}
 
 /** A broker's error answer as the log contract's error; `message` is the broker's, if any. */
 export function logErrorOf(
@@ -69,11 +87,8 @@ export function logErrorOf(
   message: string | null,
   details: ErrorDetails = {},
 ): TailbaseError {
-  const diskFull =
-    errorCode === ErrorCode.KAFKA_STORAGE_ERROR && message?.startsWith(DISK_FULL_MESSAGE) === true;
-  const [status, code] = diskFull
-    ? [507, 'disk_full']
-    : (BY_KAFKA_CODE[errorCode] ?? [502, 'log_error']);
+  const [status, code] = refinedCode(errorCode, message) ??
+    BY_KAFKA_CODE[errorCode] ?? [502, 'log_error'];
   const name = kafkaErrorName(errorCode);
   return new TailbaseError(status, code, message ? `${name}: ${message}` : name, {
     ...details,
