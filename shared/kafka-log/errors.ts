@@ -59,8 +59,9 @@ function kafkaErrorName(errorCode: number): string {
  * Log errors that share their Kafka code with another whose meaning differs for the caller: a
  * full disk (nothing stored, retry once there is room) where any other storage error may have
  * stored the batch, and a collection id collision where a policy violation says nothing more.
- * A tailbase log-node begins their errorMessage with the log's code (`disk_full: ...`), so they
- * reach the gateway as the log said them; another broker's answer keeps the code's own meaning.
+ * A tailbase log-node begins their errorMessage with the log's code (`[tailbase disk_full] ...`),
+ * so they reach the gateway as the log said them; another broker's answer keeps the code's own
+ * meaning.
  */
 const REFINED_CODES: Readonly<Record<string, { kafka: number; status: number }>> = {
   disk_full: { kafka: ErrorCode.KAFKA_STORAGE_ERROR, status: 507 },
@@ -70,12 +71,12 @@ const REFINED_CODES: Readonly<Record<string, { kafka: number; status: number }>>
 /** The errorMessage a tailbase log-node answers for a log error (REFINED_CODES). */
 export function refinedErrorMessage(error: TailbaseError): string {
   return Object.hasOwn(REFINED_CODES, error.code)
-    ? `${error.code}: ${error.message}`
+    ? `[tailbase ${error.code}] ${error.message}`
     : error.message;
 }
 
 function refinedCode(errorCode: number, message: string | null): [number, string] | null {
-  const code = /^([a-z_]+): /.exec(message ?? '')?.[1];
+  const code = /^\[tailbase ([a-z_]+)\] /.exec(message ?? '')?.[1];
   const refined =
     code !== undefined && Object.hasOwn(REFINED_CODES, code) ? REFINED_CODES[code] : undefined;
   return refined?.kafka === errorCode ? [refined.status, code!] : null;
