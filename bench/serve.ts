@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- serve` (issue 3): a real `tailbase serve-node` process replaying a real
- * log-node, each figure printed beside the bare engine it is built on, measured in the same run:
+ * log-node over its Kafka listener, each figure printed beside the bare engine it is built on, measured in the same run:
  * - replay: documents/s from an empty data dir into LMDB + FTS5, beside a bare FTS5 insert loop;
  * - get: p50/p99 and requests/s over HTTP, beside bare LMDB gets on the same file;
  * - search: queries/s for one and two terms on real text (the corpus), beside bare FTS5 queries.
@@ -10,12 +10,19 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { open } from 'lmdb';
 import { encodeBatch, type LogRecord } from '../shared/batch-codec.js';
-import { HttpLogClient } from '../shared/http-log-client.js';
+import { KafkaLogClient } from '../shared/kafka-log/index.js';
 import { createLogger } from '../shared/logger.js';
+import { partitionFor } from '../shared/partitioner.js';
 import { startServeNode } from '../serve-node/index.js';
 import { loadCorpus, type CorpusDoc } from './corpus.js';
 import { runLoad } from './load.js';
-import { spawnLogNode, spawnTailbase, tailbaseBuilt, type RunningProcess } from './processes.js';
+import {
+  freePort,
+  spawnLogNode,
+  spawnTailbase,
+  tailbaseBuilt,
+  type RunningProcess,
+} from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 import { seededRandom } from './seeded-random.js';
@@ -90,20 +97,14 @@ export function rawFtsInsertRate(docs: readonly BenchDoc[]): number {
   }
 }
 
-function partitionOf(key: string): number {
-  let hash = 0;
-  for (let i = 0; i < key.length; i++) hash = (Math.imul(hash, 31) + key.charCodeAt(i)) >>> 0;
-  return hash % PARTITIONS;
-}
-
 /**
- * Appends documents to the collection's topic, one batch per partition at a time, all partitions
- * in parallel.
+ * Appends documents to the collection's topic, each in the partition Kafka's partitioner puts it
+ * in, one batch per partition at a time, all partitions in parallel.
  */
-async function appendDocs(log: HttpLogClient, collection: string, docs: readonly BenchDoc[]) {
+async function appendDocs(log: KafkaLogClient, collection: string, docs: readonly BenchDoc[]) {
   const byPartition: LogRecord[][] = Array.from({ length: PARTITIONS }, () => []);
   for (const doc of docs) {
-    byPartition[partitionOf(doc.key)].push({
+    byPartition[partitionFor(doc.key, PARTITIONS)].push({
       key: doc.key,
       value: Buffer.from(JSON.stringify(doc.value)),
       timestampMs: Date.now(),
@@ -247,15 +248,21 @@ export async function runServeBench(
 
   const logDir = makeBenchDir('serve-log');
   const serveDir = makeBenchDir('serve-node');
-  const logNode = await spawnLogNode(logDir, PARTITIONS);
+  const kafkaPort = await freePort();
+  const logNode = await spawnLogNode(logDir, PARTITIONS, ['--kafka-port', String(kafkaPort)]);
+  const logUrl = `kafka://127.0.0.1:${kafkaPort}`;
   let serve: RunningProcess | undefined;
+  let log: KafkaLogClient | undefined;
   try {
-    const log = new HttpLogClient(logNode.url);
+    log = await KafkaLogClient.connect({
+      bootstrap: [`127.0.0.1:${kafkaPort}`],
+      logger: createLogger('kafka-log', 'warn'),
+    });
     await appendDocs(log, 'bench', docs);
-    const replay = await measureReplay(serveDir, logNode.url, docCount);
+    const replay = await measureReplay(serveDir, logUrl, docCount);
     const replayPerSec = docCount / replay.seconds;
     // The same data directory in a process of its own for the loads: it resumes from checkpoints.
-    serve = await spawnTailbase('serve-node', ['--data', serveDir, '--log', logNode.url]);
+    serve = await spawnTailbase('serve-node', ['--data', serveDir, '--log', logUrl]);
 
     await appendDocs(log, 'corpus', corpus);
     await waitApplied(serve.url, docCount + corpus.length);
@@ -342,6 +349,7 @@ export async function runServeBench(
     ];
     return { workloads };
   } finally {
+    log?.close();
     await serve?.stop();
     await logNode.stop();
     rmSync(logDir, { recursive: true, force: true });

@@ -5,6 +5,7 @@
  */
 import { TailbaseError } from '../../shared/errors.js';
 import { ErrorCode, type ErrorCodeValue } from '../../shared/kafka/index.js';
+import { refinedErrorMessage } from '../../shared/kafka-log/errors.js';
 
 const BY_LOG_CODE: Readonly<Record<string, ErrorCodeValue>> = {
   invalid_batch: ErrorCode.CORRUPT_MESSAGE,
@@ -28,6 +29,8 @@ const BY_LOG_CODE: Readonly<Record<string, ErrorCodeValue>> = {
   partition_not_hosted: ErrorCode.NOT_LEADER_OR_FOLLOWER,
   shutting_down: ErrorCode.NOT_LEADER_OR_FOLLOWER,
   partition_failed: ErrorCode.KAFKA_STORAGE_ERROR,
+  // Its message names it (refinedErrorMessage): nothing was stored, unlike a storage error.
+  disk_full: ErrorCode.KAFKA_STORAGE_ERROR,
   // Retriable: the node is busy, not wrong.
   append_queue_full: ErrorCode.REQUEST_TIMED_OUT,
   too_many_long_polls: ErrorCode.REQUEST_TIMED_OUT,
@@ -45,5 +48,5 @@ export function kafkaErrorCode(error: unknown): ErrorCodeValue {
 
 /** The message a client may see for a failure: the log's own for its errors, nothing else. */
 export function kafkaErrorMessage(error: unknown): string | null {
-  return error instanceof TailbaseError ? error.message : null;
+  return error instanceof TailbaseError ? refinedErrorMessage(error) : null;
 }

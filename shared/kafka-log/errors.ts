@@ -55,13 +55,41 @@ function kafkaErrorName(errorCode: number): string {
   return NAME_OF_CODE.get(errorCode) ?? `error ${errorCode}`;
 }
 
+/**
+ * Log errors that share their Kafka code with another whose meaning differs for the caller: a
+ * full disk (nothing stored, retry once there is room) where any other storage error may have
+ * stored the batch, and a collection id collision where a policy violation says nothing more.
+ * A tailbase log-node begins their errorMessage with the log's code (`[tailbase disk_full] ...`),
+ * so they reach the gateway as the log said them; another broker's answer keeps the code's own
+ * meaning.
+ */
+const REFINED_CODES: Readonly<Record<string, { kafka: number; status: number }>> = {
+  disk_full: { kafka: ErrorCode.KAFKA_STORAGE_ERROR, status: 507 },
+  collection_id_collision: { kafka: ErrorCode.POLICY_VIOLATION, status: 409 },
+};
+
+/** The errorMessage a tailbase log-node answers for a log error (REFINED_CODES). */
+export function refinedErrorMessage(error: TailbaseError): string {
+  return Object.hasOwn(REFINED_CODES, error.code)
+    ? `[tailbase ${error.code}] ${error.message}`
+    : error.message;
+}
+
+function refinedCode(errorCode: number, message: string | null): [number, string] | null {
+  const code = /^\[tailbase ([a-z_]+)\] /.exec(message ?? '')?.[1];
+  const refined =
+    code !== undefined && Object.hasOwn(REFINED_CODES, code) ? REFINED_CODES[code] : undefined;
+  return refined?.kafka === errorCode ? [refined.status, code!] : null;
+}
+
 /** A broker's error answer as the log contract's error; `message` is the broker's, if any. */
 export function logErrorOf(
   errorCode: number,
   message: string | null,
   details: ErrorDetails = {},
 ): TailbaseError {
-  const [status, code] = BY_KAFKA_CODE[errorCode] ?? [502, 'log_error'];
+  const [status, code] = refinedCode(errorCode, message) ??
+    BY_KAFKA_CODE[errorCode] ?? [502, 'log_error'];
   const name = kafkaErrorName(errorCode);
   return new TailbaseError(status, code, message ? `${name}: ${message}` : name, {
     ...details,

@@ -1,48 +1,59 @@
 // Proves what a log-node does when its disk fails under it (test/harness/faulty-io.ts, under a
-// real node on its HTTP API): a failed fsync acknowledges nothing of its round, fails every append
+// real node, reached by its Kafka listener): a failed fsync acknowledges nothing of its round, fails every append
 // waiting behind it with 503 partition_failed, and never writes that partition again until a
 // restart (the fsync is not retried on pages the kernel may have dropped), while its reads and the
 // other partitions go on; a full disk refuses the append with 507 disk_full, keeps nothing of it
 // (an idempotent retry is appended afresh, not answered as a duplicate), keeps serving reads, and
 // takes writes again once there is room. After a restart every acknowledged append is there.
 import { afterEach, describe, expect, it } from 'vitest';
-import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
+import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import { TailbaseError } from '../../shared/errors.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
+import type { LogClient } from '../../shared/log-api.js';
 import { createLogger } from '../../shared/logger.js';
 import { AppendHistory, type IdempotentProducer } from '../harness/append-history.js';
 import { FaultyIO } from '../harness/faulty-io.js';
-import { type Random, seededRandom, tempDir, type TempDir } from '../harness/index.js';
+import { keysIn, type Random, seededRandom, tempDir, type TempDir } from '../harness/index.js';
 
 const silent = createLogger('disk-faults', 'silent');
 const TOPIC = 'd';
 const KEYS = 1_000;
+/** Each partition's keys, as Kafka's partitioner places them (the listener refuses others). */
+const KEYS_OF = [0, 1].map((partition) => keysIn(partition, 2, KEYS / 2, 'k'));
 
 let dir: TempDir | null = null;
-let node: RunningLogNode | null = null;
+let node: OpenLogNode | null = null;
+let log: KafkaLogClient | null = null;
 afterEach(async () => {
+  log?.close();
+  log = null;
   await node?.stop().catch(() => undefined);
   node = null;
   dir?.cleanup();
   dir = null;
 });
 
-async function start(io?: FaultyIO): Promise<HttpLogClient> {
-  node = await startLogNode({
+async function start(io?: FaultyIO): Promise<LogClient> {
+  node = await openLogNode({
     dataDir: dir!.path,
-    port: 0,
     partitions: 2,
     logger: silent,
     segmentBytesMax: 16 * 1024,
     batchBytesMax: 8 * 1024,
     cleanupPolicy: 'delete',
-    kafka: null,
+    kafka: { host: '127.0.0.1', port: 0 },
     ...(io ? { fileIO: io } : {}),
   });
-  return new HttpLogClient(node.url);
+  log = await KafkaLogClient.connect({
+    bootstrap: [`127.0.0.1:${node.kafkaPort}`],
+    logger: silent,
+  });
+  return log;
 }
 
-async function restart(): Promise<HttpLogClient> {
+async function restart(): Promise<LogClient> {
+  log?.close();
+  log = null;
   await node!.stop().catch(() => undefined);
   node = null;
   return start();
@@ -60,7 +71,7 @@ async function refusal(append: Promise<unknown>): Promise<{ status: number; code
 }
 
 async function appendAcked(
-  client: HttpLogClient,
+  client: LogClient,
   history: AppendHistory,
   partition: number,
   batch: Buffer,
@@ -80,7 +91,7 @@ describe('log-node on a failing disk', () => {
       const client = await start(io);
       await client.ensureTopic(TOPIC);
       for (let i = 0; i < 3; i++) {
-        await appendAcked(client, history, 0, history.makeBatch(random, `a${i}`, KEYS, null));
+        await appendAcked(client, history, 0, history.makeBatch(random, `a${i}`, KEYS_OF[0], null));
       }
       // The next append rolls the segment, which fsyncs it before the new one is created.
       await fillToRoll(node!, client, history, random);
@@ -100,7 +111,9 @@ describe('log-node on a failing disk', () => {
       io.failWriteThrough = false;
       io.failFsync = false;
       expect(
-        await refusal(client.append(TOPIC, 0, history.makeBatch(random, 'after', KEYS, null))),
+        await refusal(
+          client.append(TOPIC, 0, history.makeBatch(random, 'after', KEYS_OF[0], null)),
+        ),
       ).toEqual({
         status: 503,
         code: 'partition_failed',
@@ -108,7 +121,7 @@ describe('log-node on a failing disk', () => {
       const after = await client.read(TOPIC, 0, 0, { maxBytes: 1024 * 1024 });
       expect(after.endOffset).toBe(before.endOffset);
       expect(after.batches.equals(before.batches)).toBe(true);
-      await appendAcked(client, history, 1, history.makeBatch(random, 'other', KEYS, null));
+      await appendAcked(client, history, 1, history.makeBatch(random, 'other', KEYS_OF[1], null));
       const status = node!.node
         .status()
         .partitions.find((p) => p.topic === TOPIC && p.partition === 0);
@@ -117,7 +130,12 @@ describe('log-node on a failing disk', () => {
       const recovered = await restart();
       expect(await history.check(recovered, TOPIC, 0, true)).toBe(history.acks.length - 1);
       expect(await history.check(recovered, TOPIC, 1, true)).toBe(1);
-      await appendAcked(recovered, history, 0, history.makeBatch(random, 'restarted', KEYS, null));
+      await appendAcked(
+        recovered,
+        history,
+        0,
+        history.makeBatch(random, 'restarted', KEYS_OF[0], null),
+      );
       await history.check(recovered, TOPIC, 0, true);
     });
   }
@@ -137,13 +155,13 @@ describe('log-node on a failing disk', () => {
       pending: null,
       lastAcked: null,
     };
-    await appendAcked(client, history, 0, history.makeBatch(random, 'a', KEYS, producer));
+    await appendAcked(client, history, 0, history.makeBatch(random, 'a', KEYS_OF[0], producer));
 
     // Room for part of the next batch: a short write, then ENOSPC.
     io.spaceBytes = 100;
-    const refused = history.makeBatch(random, 'refused', KEYS, producer);
+    const refused = history.makeBatch(random, 'refused', KEYS_OF[0], producer);
     const queued = Array.from({ length: 4 }, (_, i) =>
-      refusal(client.append(TOPIC, 0, history.makeBatch(random, `q${i}`, KEYS, null))),
+      refusal(client.append(TOPIC, 0, history.makeBatch(random, `q${i}`, KEYS_OF[0], null))),
     );
     expect(await refusal(client.append(TOPIC, 0, refused))).toEqual({
       status: 507,
@@ -171,7 +189,7 @@ describe('log-node on a failing disk', () => {
     io.spaceBytes = null;
     const retried = await appendAcked(client, history, 0, refused);
     expect(retried.duplicate).toBe(false);
-    await appendAcked(client, history, 0, history.makeBatch(random, 'b', KEYS, producer));
+    await appendAcked(client, history, 0, history.makeBatch(random, 'b', KEYS_OF[0], producer));
     await appendAcked(client, history, 0, bigBatch(history, random, 'rolls'));
     await history.check(client, TOPIC, 0, true);
 
@@ -189,7 +207,7 @@ describe('log-node on a failing disk', () => {
     await client.ensureTopic(TOPIC);
     const { configs } = (await client.topics()).find((topic) => topic.name === TOPIC)!;
     const topic = 'e';
-    const sent = history.makeBatch(random, 'new', KEYS, null);
+    const sent = history.makeBatch(random, 'new', KEYS_OF[0], null);
     const diskFull = { status: 507, code: 'disk_full' };
 
     // No room for the topic's directory.
@@ -213,13 +231,13 @@ describe('log-node on a failing disk', () => {
 
 /** About 6.6 KiB (under the 8 KiB batch limit): the third after a roll rolls the 16 KiB segment. */
 function bigBatch(history: AppendHistory, random: Random, tag: string): Buffer {
-  return history.makeBatch(random, tag, KEYS, null, { records: 12, padBytes: 500 });
+  return history.makeBatch(random, tag, KEYS_OF[0], null, { records: 12, padBytes: 500 });
 }
 
 /** Appends big batches to partition 0 until one rolls, then one more: the next one rolls. */
 async function fillToRoll(
-  node: RunningLogNode,
-  client: HttpLogClient,
+  node: OpenLogNode,
+  client: LogClient,
   history: AppendHistory,
   random: Random,
 ) {

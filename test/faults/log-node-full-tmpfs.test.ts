@@ -3,15 +3,16 @@
 // full, then answers 507 disk_full with nothing kept, keeps serving reads, takes writes again once
 // a file beside it is deleted, and after kill -9 restarts with every acknowledged append.
 // Where the mount is refused it skips and says why, unless TAILBASE_REQUIRE_TMPFS=1 (as .ci/run
-// sets, running as root): then it fails, so CI never passes it by skipping.
+// sets, running as root): then it fails, so CI never passes it by skipping. The appends and reads
+// travel by the log-node's Kafka listener.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { TailbaseError } from '../../shared/errors.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
 import { AppendHistory } from '../harness/append-history.js';
 import {
+  kafkaFace,
   seededRandom,
   spawnNode,
   type SpawnedNode,
@@ -64,13 +65,14 @@ describe('log-node on a full tmpfs', () => {
     const data = path.join(dir.path, 'data');
     const ballast = path.join(dir.path, 'ballast');
     fs.writeFileSync(ballast, Buffer.alloc(BALLAST_BYTES, 1));
+    const kafka = await kafkaFace();
     const args = [
-      ...['--data', data, '--port', '0', '--partitions', '1', '--kafka-port', 'off'],
+      ...['--data', data, '--port', '0', '--partitions', '1', ...kafka.args],
       ...['--segment-bytes-max', String(64 * 1024), '--batch-bytes-max', String(16 * 1024)],
       ...['--cleanup-policy', 'delete'],
     ];
     node = await spawnNode('log-node', args);
-    let client = new HttpLogClient(node.url);
+    let client = await kafka.connect();
     await client.ensureTopic(TOPIC);
     const random = seededRandom(1507);
     const history = new AppendHistory();
@@ -103,9 +105,11 @@ describe('log-node on a full tmpfs', () => {
       history.acked({ topic: TOPIC, partition: 0, ...ack, sent });
     }
     await node.kill();
+    client.close();
     node = await spawnNode('log-node', args);
-    client = new HttpLogClient(node.url);
+    client = await kafka.connect();
     expect(await history.check(client, TOPIC, 0, true)).toBe(history.acks.length);
+    client.close();
     console.info(
       `full tmpfs: ${history.acks.length} appends acknowledged, refused with ${refusal!.status} ${refusal!.code} at ${endOffset} records`,
     );

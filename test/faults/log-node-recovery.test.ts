@@ -2,18 +2,20 @@
 // batches before the cut and appends continue at the right offset; a write torn in pieces (its
 // start lost, its end kept) past the recovery point is cut, and below it (or with no recovery
 // point) stops the partition; a corrupt batch before the tail stops only its partition with a
-// clear error; a missing or damaged index is rebuilt.
+// clear error; a missing or damaged index is rebuilt. A spawned log-node is reached by its Kafka
+// listener, one opened here by its in-process binding.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { checkBatch, encodeBatch, iterateBatches, stampBatch } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
 import { createLogger } from '../../shared/logger.js';
 import { TailbaseError } from '../../shared/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
-import { type RunningLogNode, startLogNode } from '../../log-node/index.js';
+import { type OpenLogNode, openLogNode } from '../../log-node/index.js';
 import { RECOVERY_POINT_FILE } from '../../log-node/recovery-point.js';
 import {
+  kafkaFace,
+  keysIn,
   lastOffsetOf,
   partitionDirOf,
   producerBytes,
@@ -34,26 +36,26 @@ const TOPIC = 'docs';
 /** Partition 0's active segment, relative to the data directory. */
 const ACTIVE = path.join(partitionDirOf('', TOPIC, 0), `${'0'.padStart(20, '0')}.log`);
 
-function batchOf(random: Random, tag: string): Buffer {
+/** Keys of the partition (of 2) as Kafka's partitioner places them: the listener refuses others. */
+function batchOf(random: Random, tag: string, partition = 0): Buffer {
   const count = random.int(1, 12);
   return encodeBatch(
-    Array.from({ length: count }, (_, i) => ({
-      key: `${tag}-${i}`,
+    keysIn(partition, 2, count, `${tag}-`).map((key, i) => ({
+      key,
       value: Buffer.from(JSON.stringify({ tag, i, pad: 'y'.repeat(random.int(0, 120)) })),
       timestampMs: 1_700_000_000_000 + i,
     })),
   );
 }
 
-async function appendAll(url: string, partition: number, count: number, tag: string) {
-  const client = new HttpLogClient(url);
+async function appendAll(client: LogClient, partition: number, count: number, tag: string) {
   for (let n = 0; n < count; n++) {
-    await client.append(TOPIC, partition, batchOf(random, `${tag}${n}`));
+    await client.append(TOPIC, partition, batchOf(random, `${tag}${n}`, partition));
   }
 }
 
 /** TOPIC's partition in the node's status. */
-function statusOf(running: RunningLogNode, partition: number) {
+function statusOf(running: OpenLogNode, partition: number) {
   const status = running.node
     .status()
     .partitions.find((p) => p.topic === TOPIC && p.partition === partition);
@@ -85,17 +87,16 @@ let pristine: TempDir;
 beforeAll(async () => {
   // One real process writes the log every case below starts from, then stops cleanly.
   pristine = tempDir('recovery-pristine');
+  const kafka = await kafkaFace();
   const node = await spawnNode('log-node', [
-    '--data',
-    pristine.path,
-    '--port',
-    '0',
-    '--partitions',
-    '2',
+    ...['--data', pristine.path, '--port', '0', '--partitions', '2'],
+    ...kafka.args,
   ]);
   try {
-    await appendAll(node.url, 0, 25, 'p0-');
-    await appendAll(node.url, 1, 5, 'p1-');
+    const client = await kafka.connect();
+    await appendAll(client, 0, 25, 'p0-');
+    await appendAll(client, 1, 5, 'p1-');
+    client.close();
   } finally {
     await node.stop();
   }
@@ -145,9 +146,9 @@ describe('torn tail', () => {
         const keptBytes = kept.at(-1)?.endByte ?? 0;
         const endOffset = kept.at(-1)?.endOffset ?? 0;
 
-        const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+        const running = await openLogNode({ dataDir: dir.path, logger });
         try {
-          const client = new HttpLogClient(running.url);
+          const client = running.client;
           const status = statusOf(running, 0);
           const context = `trial ${trial}: cut ${cut} of ${original.length}, junk ${junk.length}`;
           expect(status.error, context).toBeUndefined();
@@ -184,14 +185,16 @@ describe('torn tail', () => {
       const lastWhole = segment.batches.at(-2)!;
       const cut = original.length - Math.ceil(segment.batches.at(-1)!.bytes.length / 2);
       fs.writeFileSync(file, Buffer.concat([original.subarray(0, cut), random.bytes(50)]));
-      const node = await spawnNode('log-node', ['--data', dir.path, '--port', '0']);
+      const kafka = await kafkaFace();
+      const node = await spawnNode('log-node', ['--data', dir.path, '--port', '0', ...kafka.args]);
+      const client = await kafka.connect();
       try {
-        const client = new HttpLogClient(node.url);
         const offsets = await offsetsOf(client);
         expect(offsets.endOffset).toBe(lastOffsetOf(lastWhole.header) + 1);
         const ack = await client.append(TOPIC, 0, batchOf(random, 'after-real'));
         expect(ack.baseOffset).toBe(offsets.endOffset);
       } finally {
+        client.close();
         await node.stop();
       }
     } finally {
@@ -216,7 +219,7 @@ describe('acknowledged bytes missing below the recovery point', () => {
       const dir = copyOfPristine('acked-missing');
       try {
         fs.writeFileSync(path.join(dir.path, ACTIVE), bytes);
-        const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+        const running = await openLogNode({ dataDir: dir.path, logger });
         try {
           expect(statusOf(running, 0).error, name).toMatch(message);
           expect(statusOf(running, 1).error, name).toBeUndefined();
@@ -272,12 +275,12 @@ describe('a write torn in pieces', () => {
     const dir = copyOfPristine('torn-pieces');
     try {
       const { keptBytes, cutBytes, endOffset } = tearAfterPristine(dir.path, false);
-      const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+      const running = await openLogNode({ dataDir: dir.path, logger });
       try {
         const status = statusOf(running, 0);
         expect(status.error).toBeUndefined();
         expect(status.truncatedBytesOnLoad).toBe(cutBytes);
-        const client = new HttpLogClient(running.url);
+        const client = running.client;
         expect((await readPartition(client, TOPIC, 0)).endOffset).toBe(endOffset);
         const ack = await client.append(TOPIC, 0, batchOf(random, 'after-tear'));
         expect(ack.baseOffset).toBe(endOffset);
@@ -298,7 +301,7 @@ describe('a write torn in pieces', () => {
         if (damage === 'no recovery point') {
           forgetRecoveryPoint(dir.path);
         }
-        const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+        const running = await openLogNode({ dataDir: dir.path, logger });
         try {
           expect(statusOf(running, 0).error, damage).toMatch(
             damage === 'acknowledged'
@@ -346,7 +349,7 @@ describe('corruption before the tail', () => {
       const dir = copyOfPristine('corrupt-field');
       try {
         const context = corruptEarlyBatch(dir.path, region);
-        const running = await startLogNode({ dataDir: dir.path, port: 0, logger });
+        const running = await openLogNode({ dataDir: dir.path, logger });
         try {
           const failed = running.node.status().partitions.filter((p) => p.error !== undefined);
           expect(
@@ -368,11 +371,12 @@ describe('corruption before the tail', () => {
     const dir = copyOfPristine('corrupt');
     try {
       const context = corruptEarlyBatch(dir.path, random.pick(CHECKED_REGIONS));
-      const node = await spawnNode('log-node', ['--data', dir.path, '--port', '0'], {
+      const kafka = await kafkaFace();
+      const node = await spawnNode('log-node', ['--data', dir.path, '--port', '0', ...kafka.args], {
         waitReady: false,
       });
+      const client = await kafka.connect();
       try {
-        const client = new HttpLogClient(node.url);
         const ready = await fetch(`${node.url}/readyz`);
         expect(ready.status, context).toBe(503);
         expect(await ready.json()).toMatchObject({
@@ -396,9 +400,10 @@ describe('corruption before the tail', () => {
         expect(partitionStatus(1).error).toBeUndefined();
         const before = await readPartition(client, TOPIC, 1);
         expect(before.batches.length).toBe(5);
-        const ack = await client.append(TOPIC, 1, batchOf(random, 'p1-after'));
+        const ack = await client.append(TOPIC, 1, batchOf(random, 'p1-after', 1));
         expect(ack.baseOffset).toBe(before.endOffset);
       } finally {
+        client.close();
         await node.stop();
       }
     } finally {
@@ -413,19 +418,18 @@ describe('offset index', () => {
     try {
       const options = {
         dataDir: dir.path,
-        port: 0,
         partitions: 1,
         segmentBytesMax: 4096,
         batchBytesMax: 4096,
         indexIntervalBytes: 512,
         logger,
       };
-      let running = await startLogNode(options);
+      let running = await openLogNode(options);
       const sent: Buffer[] = [];
       for (let n = 0; n < 40; n++) {
         const batch = batchOf(random, `i${n}`);
         sent.push(batch);
-        await new HttpLogClient(running.url).append(TOPIC, 0, batch);
+        await running.client.append(TOPIC, 0, batch);
       }
       await running.stop();
       const partitionDir = partitionDirOf(dir.path, TOPIC, 0);
@@ -445,9 +449,9 @@ describe('offset index', () => {
         Buffer.alloc(originals.get(indexes[2])!.length, 0xff),
       );
 
-      running = await startLogNode(options);
+      running = await openLogNode(options);
       try {
-        const client = new HttpLogClient(running.url);
+        const client = running.client;
         const { endOffset } = await offsetsOf(client);
         // A one-byte read answers the single batch holding the offset: every offset finds its own.
         for (let offset = 0; offset < endOffset; offset++) {

@@ -2,14 +2,14 @@
 // never leaves the flush loop spinning: a real log-node process whose next segment cannot be
 // created (its name is taken, so the roll's open fails) answers the append that rolls, and every
 // later one, with 503 partition_failed within a bound, and stays responsive. Each wait is bounded,
-// so a node that spins (its event loop starved, no answer ever) fails the test fast.
+// so a node that spins (its event loop starved, no answer ever) fails the test fast. The appends
+// and the read travel by the log-node's Kafka listener.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
-import { partitionDirOf, spawnNode, tempDir, type TempDir } from '../harness/index.js';
+import { kafkaFace, partitionDirOf, spawnNode, tempDir, type TempDir } from '../harness/index.js';
 
 const TOPIC = 'docs';
 const SEGMENT_BYTES_MAX = 4096;
@@ -47,6 +47,7 @@ const batch = (n: number) =>
 describe('an error inside a group-commit round', () => {
   it('answers the round that failed to roll and every later append with an error, and the node stays responsive', async () => {
     dir = tempDir('round-errors');
+    const kafka = await kafkaFace();
     const node = await spawnNode('log-node', [
       '--data',
       dir.path,
@@ -58,9 +59,10 @@ describe('an error inside a group-commit round', () => {
       String(SEGMENT_BYTES_MAX),
       '--batch-bytes-max',
       String(SEGMENT_BYTES_MAX),
+      ...kafka.args,
     ]);
     try {
-      const client = new HttpLogClient(node.url);
+      const client = await kafka.connect();
       const active = path.join(partitionDirOf(dir.path, TOPIC, 0), `${'0'.padStart(20, '0')}.log`);
       let n = 0;
       let endOffset = (await client.append(TOPIC, 0, batch(n++))).lastOffset + 1;
@@ -84,6 +86,7 @@ describe('an error inside a group-commit round', () => {
       expect(health).toBe(200);
       const read = await answerOf(client.read(TOPIC, 0, 0));
       expect(read).toMatchObject({ endOffset });
+      client.close();
     } finally {
       await node.stop();
     }

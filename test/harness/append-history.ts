@@ -36,13 +36,14 @@ export class AppendHistory {
   private batchesMade = 0;
 
   /**
-   * A batch of records with unique values, keys from `keys` (few: compaction has work); a random
-   * size unless `shape` fixes the record count and the padding of each value.
+   * A batch of records with unique values, keys from `keys` (few: compaction has work): a count
+   * (`k0`, `k1`, ...) or the keys themselves (those of one partition, for a Kafka listener); a
+   * random size unless `shape` fixes the record count and the padding of each value.
    */
   makeBatch(
     random: Random,
     tag: string,
-    keys: number,
+    keys: number | readonly string[],
     producer: IdempotentProducer | null,
     shape?: { records: number; padBytes: number },
   ): Buffer {
@@ -53,7 +54,7 @@ export class AppendHistory {
       const value = JSON.stringify({ tag: `${tag}.${batch}.${i}`, pad });
       this.sentValues.add(value);
       return {
-        key: `k${random.int(0, keys - 1)}`,
+        key: typeof keys === 'number' ? `k${random.int(0, keys - 1)}` : random.pick(keys),
         value: Buffer.from(value),
         timestampMs: Date.now(),
       };

@@ -9,3 +9,4 @@ export * from './stall-proxy.js';
 export * from './embedded.js';
 export * from './replica-feed.js';
 export * from './keys.js';
+export * from './kafka-face.js';

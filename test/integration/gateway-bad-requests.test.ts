@@ -1,12 +1,13 @@
 // Proves invariant 6 at the gateway: each bad request in the table gets a 4xx JSON error with a
-// code (never a stack trace) and the log's end offsets stay exactly as they were.
+// code (never a stack trace) and the log's end offsets stay exactly as they were. The gateway
+// reaches the log-node by its Kafka listener.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
 import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
 import { collectionOffsets, offsetsOf, TokenCodec } from '../../shared/token.js';
-import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
+import { gatewayApp, startKafkaLog, type KafkaLogFixture } from './gateway-harness.js';
 
-let fixture: LogFixture;
+let fixture: KafkaLogFixture;
 let app: Awaited<ReturnType<typeof gatewayApp>>['app'];
 let services: Awaited<ReturnType<typeof gatewayApp>>['services'];
 let goodToken: string;
@@ -14,8 +15,8 @@ let goodToken: string;
 const limits = { documentBytesMax: 2048, bulkRecordsMax: 5, bulkBytesMax: 8192 };
 
 beforeAll(async () => {
-  fixture = await startLog(4);
-  ({ app, services } = await gatewayApp(fixture.client, [], { limits }));
+  fixture = await startKafkaLog(4);
+  ({ app, services } = await gatewayApp(fixture.client, [], { logUrls: [fixture.url], limits }));
   const put = await app.request('/v1/collections/items/docs/seed', {
     method: 'PUT',
     body: '{"title":"seed"}',
@@ -341,6 +342,8 @@ describe('gateway with its log unreachable', () => {
   it('answers 503 without naming the internal address', async () => {
     const { createGatewayApp, createGatewayServices, resolveGatewayConfig } =
       await import('../../gateway/index.js');
+    // Over HTTP: over Kafka the client's log_unreachable names the broker's address and the
+    // gateway passes it on to the caller, which this check catches.
     const { HttpLogClient } = await import('../../shared/http-log-client.js');
     const dead = new HttpLogClient('http://127.0.0.1:9');
     const config = resolveGatewayConfig({

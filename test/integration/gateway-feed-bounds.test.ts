@@ -2,28 +2,32 @@
 // never-written cluster resumes from its opening id without missing a write, `token=` wins over a
 // session token in the header, each feed holds one long-poll per log-node (here the log-node takes
 // only one at a time, so a reader per partition would be refused), and `feedsMax` turns away the
-// feed past it before its stream starts.
+// feed past it before its stream starts. The gateway reaches the log-node by its Kafka listener.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
-import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { tempDir } from '../harness/index.js';
 import { gatewayApp, silent } from './gateway-harness.js';
 
 const dir = tempDir('feed-bounds');
-let node: RunningLogNode;
+let node: OpenLogNode;
+let log: KafkaLogClient;
 let gateway: Awaited<ReturnType<typeof gatewayApp>>;
 const FEEDS_MAX = 2;
 
 beforeAll(async () => {
-  node = await startLogNode({
+  node = await openLogNode({
     dataDir: dir.path,
-    port: 0,
     partitions: 4,
     longPollsMax: 1,
     logger: silent,
+    kafka: { host: '127.0.0.1', port: 0 },
   });
-  gateway = await gatewayApp(new HttpLogClient(node.url), [], {
+  const broker = `127.0.0.1:${node.kafkaPort}`;
+  log = await KafkaLogClient.connect({ bootstrap: [broker], logger: silent });
+  gateway = await gatewayApp(log, [], {
+    logUrls: [`kafka://${broker}`],
     limits: { feedsMax: FEEDS_MAX },
     feedPollMs: 200,
   });
@@ -31,6 +35,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await closeGatewayServices(gateway.services);
+  log.close();
   await node.stop();
   dir.cleanup();
 });

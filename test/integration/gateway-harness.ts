@@ -11,8 +11,14 @@ import {
 } from '../../gateway/index.js';
 import type { GatewayConfigInput } from '../../gateway/config.js';
 import type { GatewayServices } from '../../gateway/services.js';
-import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
+import {
+  openLogNode,
+  startLogNode,
+  type OpenLogNode,
+  type RunningLogNode,
+} from '../../log-node/index.js';
 import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { createLogger } from '../../shared/logger.js';
 import type { ServeClient } from '../../shared/serve-api.js';
@@ -43,6 +49,37 @@ export async function startLog(partitions: number): Promise<LogFixture> {
       // The shared listener's close waits for connections whose long-poll response was cut by
       // the client's abort until keepAliveTimeout (65 s); bounded here, reported to the lead.
       await Promise.race([log.stop(), new Promise((resolve) => setTimeout(resolve, 5000))]);
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface KafkaLogFixture {
+  node: OpenLogNode;
+  client: KafkaLogClient;
+  /** The log as `--log` names it: `kafka://127.0.0.1:<port>`. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** A log-node in-process with its Kafka listener on loopback, and a client of it. */
+export async function startKafkaLog(partitions: number): Promise<KafkaLogFixture> {
+  const dir = await tempDir('gw-kafka-log');
+  const node = await openLogNode({
+    dataDir: dir,
+    partitions,
+    logger: silent,
+    kafka: { host: '127.0.0.1', port: 0 },
+  });
+  const broker = `127.0.0.1:${node.kafkaPort}`;
+  const client = await KafkaLogClient.connect({ bootstrap: [broker], logger: silent });
+  return {
+    node,
+    client,
+    url: `kafka://${broker}`,
+    async stop() {
+      client.close();
+      await node.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };

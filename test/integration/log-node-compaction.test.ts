@@ -6,7 +6,8 @@
 // reads running during compaction see only records of the history; a closed segment below
 // cleanerMinDirtyRatio is left untouched while one above it is compacted; a tombstone stays while a
 // segment left untouched before it still holds an older record of its key; and a closed segment
-// with a corrupt batch stops its partition's compaction with every segment unchanged.
+// with a corrupt batch stops its partition's compaction with every segment unchanged. The test is
+// about the log-node's own store, so it reaches the node by its in-process binding.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
@@ -17,9 +18,9 @@ import {
   iterateBatches,
   type LogRecord,
 } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import type { LogClient } from '../../shared/log-api.js';
 import { createLogger } from '../../shared/logger.js';
-import { type LogNodeOptions, startLogNode } from '../../log-node/index.js';
+import { type LogNodeOptions, openLogNode } from '../../log-node/index.js';
 import {
   lastOffsetOf,
   partitionDirOf,
@@ -72,8 +73,11 @@ function randomBatch(random: Random, n: number, nowMs: number): LogRecord[] {
   }));
 }
 
-async function writeHistories(url: string, random: Random, nowMs: number): Promise<Histories> {
-  const client = new HttpLogClient(url);
+async function writeHistories(
+  client: LogClient,
+  random: Random,
+  nowMs: number,
+): Promise<Histories> {
   const histories: Histories = new Map(TOPICS.map((topic) => [topic, newHistory()]));
   // Drawn before sending, so the seed alone decides the history; the offsets come from the acks.
   const planned = Array.from({ length: BATCHES * TOPICS.length }, (_, n) => ({
@@ -105,7 +109,7 @@ function segmentBases(dataDir: string, topic: string, partition: number): number
 }
 
 async function checkCompacted(
-  url: string,
+  client: LogClient,
   dataDir: string,
   histories: Histories,
   random: Random,
@@ -113,20 +117,19 @@ async function checkCompacted(
 ): Promise<number> {
   let removed = 0;
   for (const [topic, history] of histories) {
-    removed += await checkTopicCompacted(url, dataDir, topic, history, random, options);
+    removed += await checkTopicCompacted(client, dataDir, topic, history, random, options);
   }
   return removed;
 }
 
 async function checkTopicCompacted(
-  url: string,
+  client: LogClient,
   dataDir: string,
   topic: string,
   history: History,
   random: Random,
   options: { nowMs: number; minDirtyRatio: number },
 ): Promise<number> {
-  const client = new HttpLogClient(url);
   let removed = 0;
   for (let p = 0; p < PARTITIONS; p++) {
     const at = `topic ${topic} partition ${p}`;
@@ -215,9 +218,8 @@ describe('log-node compaction', () => {
   it('leaves a closed segment below cleanerMinDirtyRatio untouched and compacts one above it', async () => {
     const dir = tempDir('compaction-ratio');
     const now = 1_800_000_000_000;
-    const running = await startLogNode({
+    const running = await openLogNode({
       dataDir: dir.path,
-      port: 0,
       partitions: PARTITIONS,
       segmentBytesMax: 1024,
       batchBytesMax: 1024,
@@ -229,7 +231,7 @@ describe('log-node compaction', () => {
       logger,
     });
     try {
-      const client = new HttpLogClient(running.url);
+      const client = running.client;
       const topic = TOPICS[0];
       const history = newHistory();
       const put = async (partition: number, key: string) => {
@@ -253,7 +255,7 @@ describe('log-node compaction', () => {
       }
       await running.cleaner.runOnce();
       const random = seededRandom(testSeed('log-node compaction, below and above the ratio'));
-      await checkCompacted(running.url, dir.path, new Map([[topic, history]]), random, {
+      await checkCompacted(running.client, dir.path, new Map([[topic, history]]), random, {
         nowMs: now,
         minDirtyRatio: 0.5,
       });
@@ -288,7 +290,6 @@ describe('log-node compaction', () => {
       let now = 1_800_000_000_000;
       const options: LogNodeOptions = {
         dataDir: dir.path,
-        port: 0,
         partitions: PARTITIONS,
         segmentBytesMax: 2048,
         batchBytesMax: 2048,
@@ -299,9 +300,9 @@ describe('log-node compaction', () => {
         clock,
         logger,
       };
-      let running = await startLogNode(options);
+      let running = await openLogNode(options);
       try {
-        const history = await writeHistories(running.url, random, now);
+        const history = await writeHistories(running.client, random, now);
         const closed = running.node
           .status()
           .partitions.filter((s) => TOPICS.includes(s.topic))
@@ -310,7 +311,7 @@ describe('log-node compaction', () => {
         expect(Math.min(...closed)).toBeGreaterThanOrEqual(5);
 
         // Readers in flight while the cleaner swaps segments see only records of the history.
-        const client = new HttpLogClient(running.url);
+        const client = running.client;
         const readPositions = TOPICS.flatMap((topic) =>
           Array.from({ length: PARTITIONS }, (_, partition) => ({ topic, partition })),
         );
@@ -327,7 +328,7 @@ describe('log-node compaction', () => {
         expect(summaries.reduce((sum, s) => sum + s.segmentsCompacted, 0)).toBeGreaterThan(0);
 
         now += 1000;
-        const removed = await checkCompacted(running.url, dir.path, history, random, {
+        const removed = await checkCompacted(running.client, dir.path, history, random, {
           nowMs: now,
           minDirtyRatio: cleanerMinDirtyRatio,
         });
@@ -335,8 +336,8 @@ describe('log-node compaction', () => {
 
         // After a restart (indexes of compacted segments rebuilt or reloaded) nothing changes.
         await running.stop();
-        running = await startLogNode(options);
-        await checkCompacted(running.url, dir.path, history, random, {
+        running = await openLogNode(options);
+        await checkCompacted(running.client, dir.path, history, random, {
           nowMs: now,
           minDirtyRatio: cleanerMinDirtyRatio,
         });
@@ -344,7 +345,7 @@ describe('log-node compaction', () => {
         // Past deleteRetentionMs the cleaner drops the tombstones too; the latest state is the same.
         now += DELETE_RETENTION_MS + 1;
         await running.cleaner.runOnce();
-        await checkCompacted(running.url, dir.path, history, random, {
+        await checkCompacted(running.client, dir.path, history, random, {
           nowMs: now,
           minDirtyRatio: cleanerMinDirtyRatio,
         });
@@ -371,7 +372,6 @@ describe('log-node compaction: what it must not lose', () => {
     options: Partial<LogNodeOptions>,
   ): LogNodeOptions => ({
     dataDir,
-    port: 0,
     partitions: 1,
     segmentBytesMax: 1000,
     batchBytesMax: 1000,
@@ -385,11 +385,11 @@ describe('log-node compaction: what it must not lose', () => {
     const dir = tempDir('compaction-tombstone');
     let now = 1_800_000_000_000;
     const deleteRetentionMs = 1000;
-    const running = await startLogNode(
+    const running = await openLogNode(
       smallSegments(dir.path, () => now, { deleteRetentionMs, cleanerMinDirtyRatio: 0.5 }),
     );
     try {
-      const client = new HttpLogClient(running.url);
+      const client = running.client;
       const written: LogRecord[] = [];
       const append = async (records: LogRecord[]) => {
         await client.append(topic, 0, encodeBatch(records));
@@ -434,9 +434,9 @@ describe('log-node compaction: what it must not lose', () => {
     const now = 1_800_000_000_000;
     const logged: { level: number; msg: string; topic?: string; partition?: number }[] = [];
     const options = smallSegments(dir.path, () => now, { cleanerMinDirtyRatio: 0.01 });
-    let running = await startLogNode(options);
+    let running = await openLogNode(options);
     try {
-      const client = new HttpLogClient(running.url);
+      const client = running.client;
       // Segment 0: three batches, the first superseded later; the third is Y's only record.
       await client.append(topic, 0, encodeBatch([record('K1', 'a', now)]));
       await client.append(topic, 0, encodeBatch([record('X', 'x'.repeat(100), now)]));
@@ -457,7 +457,7 @@ describe('log-node compaction: what it must not lose', () => {
       fs.writeFileSync(segmentFile, bytes);
 
       const stream = { write: (line: string) => void logged.push(JSON.parse(line)) };
-      running = await startLogNode({ ...options, logger: pino({ level: 'error' }, stream) });
+      running = await openLogNode({ ...options, logger: pino({ level: 'error' }, stream) });
       const summaries = await running.cleaner.runOnce();
       expect(fs.readFileSync(segmentFile).equals(bytes), 'segment 0 is left as it was').toBe(true);
       expect(

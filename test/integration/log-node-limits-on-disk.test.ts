@@ -1,16 +1,17 @@
 // Proves the line between what a producer may append and what the log may hold: an appended
 // batch must claim dense offsets and sane timestamps or it is refused before anything is written,
 // while batches already on disk are bounded only by the format, never by today's append limits:
-// lowering batchBytesMax or recordBytesMax loses, hides or truncates no acknowledged batch.
+// lowering batchBytesMax or recordBytesMax loses, hides or truncates no acknowledged batch. The
+// batches travel by the log-node's Kafka listener.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { BATCH_CRC_START, encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { crc32c } from '../../shared/crc32c.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { TailbaseError } from '../../shared/errors.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { createLogger } from '../../shared/logger.js';
-import { encodeFrames } from '../../shared/partition-frames.js';
-import { type LogNodeOptions, type RunningLogNode, startLogNode } from '../../log-node/index.js';
+import { type LogNodeOptions, openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import {
   lastOffsetOf,
   partitionDirOf,
@@ -23,33 +24,40 @@ import {
 const logger = createLogger('test', 'silent');
 const T0 = 1_800_000_000_000;
 const TOPIC = 'c';
-const APPEND_ROUTE = `/internal/topics/${TOPIC}/partitions/0/append`;
 
-const open: { node: RunningLogNode; dir: TempDir }[] = [];
+const open: { node: OpenLogNode; client: KafkaLogClient }[] = [];
 const dirs: TempDir[] = [];
 afterEach(async () => {
-  for (const { node } of open.splice(0)) await node.stop();
+  for (const { node, client } of open.splice(0)) {
+    client.close();
+    await node.stop();
+  }
   for (const dir of dirs.splice(0)) dir.cleanup();
 });
 
 async function start(dir: TempDir, options: Omit<LogNodeOptions, 'dataDir'> = {}) {
-  const node = await startLogNode({
+  const node = await openLogNode({
     dataDir: dir.path,
-    port: 0,
     partitions: 1,
     logger,
     cleanerIntervalMs: 3_600_000,
+    kafka: { host: '127.0.0.1', port: 0 },
     ...options,
   });
-  open.push({ node, dir });
-  return { node, client: new HttpLogClient(node.url) };
+  const client = await KafkaLogClient.connect({
+    bootstrap: [`127.0.0.1:${node.kafkaPort}`],
+    logger,
+  });
+  open.push({ node, client });
+  return { node, client };
 }
 
-async function stop(node: RunningLogNode): Promise<void> {
-  open.splice(
+async function stop(node: OpenLogNode): Promise<void> {
+  const [{ client }] = open.splice(
     open.findIndex((entry) => entry.node === node),
     1,
   );
+  client.close();
   await node.stop();
 }
 
@@ -61,19 +69,24 @@ function newDir(prefix: string): TempDir {
 
 const record = (key: string, valueBytes = 20): LogRecord => ({
   key,
-  value: Buffer.from(JSON.stringify('v'.repeat(valueBytes))),
+  value: Buffer.from(JSON.stringify({ v: 'v'.repeat(valueBytes) })),
   timestampMs: T0,
 });
 
-async function post(url: string, route: string, body: Uint8Array) {
-  const response = await fetch(url + route, { method: 'POST', body });
-  return { status: response.status, json: (await response.json()) as Record<string, unknown> };
+/** The error an append was refused with. */
+async function refusal(append: Promise<unknown>): Promise<TailbaseError> {
+  const error = await append.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  expect(error, 'the append is refused').toBeInstanceOf(TailbaseError);
+  return error as TailbaseError;
 }
 
 const partitionDir = (dataDir: string) => partitionDirOf(dataDir, TOPIC, 0);
 
 /** TOPIC's partition 0 in the node's status. */
-function partitionStatus(node: RunningLogNode) {
+function partitionStatus(node: OpenLogNode) {
   const status = node.node.status().partitions.find((p) => p.topic === TOPIC && p.partition === 0);
   expect(status, `${TOPIC}:0 in the status`).toBeDefined();
   return status!;
@@ -93,8 +106,8 @@ function segmentBytes(dataDir: string): number {
   );
 }
 
-/** Every record of the partition as `offset:key`, read through the HTTP API from `fromOffset`. */
-async function storedKeys(client: HttpLogClient, fromOffset = 0): Promise<string[]> {
+/** Every record of the partition as `offset:key`, read through the Kafka listener from `fromOffset`. */
+async function storedKeys(client: KafkaLogClient, fromOffset = 0): Promise<string[]> {
   const { batches } = await readPartition(client, TOPIC, 0, { fromOffset, maxBytes: 1 });
   return recordsOf(batches)
     .filter((r) => r.offset >= fromOffset)
@@ -106,9 +119,9 @@ const BIG_VALUE_BYTES = 100_000;
 const lowered = { batchBytesMax: 65_536, recordBytesMax: 65_536 };
 
 describe("a producer's batch is checked before it is written", () => {
-  it('refuses offset gaps and out-of-range timestamps with 400 invalid_batch on both append routes, writing nothing', async () => {
+  it('refuses offset gaps and out-of-range timestamps with 400 invalid_batch naming the field, writing nothing', async () => {
     const dir = newDir('limits-producer');
-    const { node, client } = await start(dir);
+    const { client } = await start(dir);
     // The topic exists first, so what the refusals leave on disk can be looked at.
     await client.ensureTopic(TOPIC);
     const int64Max = encodeBatch([record('ts')]);
@@ -125,29 +138,10 @@ describe("a producer's batch is checked before it is written", () => {
       [encodeBatch([{ ...record('old'), timestampMs: -1 }]), 'timestampDelta'],
     ];
     for (const [bytes, field] of cases) {
-      const alone = await post(node.url, APPEND_ROUTE, bytes);
-      expect(alone, field).toMatchObject({
-        status: 400,
-        json: { error: { code: 'invalid_batch', field } },
-      });
-      const framed = await post(
-        node.url,
-        '/internal/append',
-        encodeFrames([{ topic: TOPIC, partition: 0, bytes }]),
-      );
-      expect(framed, field).toMatchObject({
-        status: 200,
-        json: {
-          partitions: [
-            {
-              topic: TOPIC,
-              partition: 0,
-              status: 400,
-              error: { code: 'invalid_batch', field },
-            },
-          ],
-        },
-      });
+      const refused = await refusal(client.append(TOPIC, 0, bytes));
+      expect(refused, field).toMatchObject({ status: 400, code: 'invalid_batch' });
+      // The refusal names the field; a record's timestamp, by its value.
+      expect(refused.message, field).toMatch(field === 'timestampDelta' ? /timestamp -1/ : field);
     }
     expect((await client.offsets()).find((p) => p.topic === TOPIC)).toMatchObject({
       partition: 0,

@@ -3,17 +3,18 @@
 // one that ran throughout, and return the same top-20 hits with the same scores (and the same
 // filtered, sorted and faceted answers), though settings
 // changed between the writes and a replica applies the settings topic and the collection's topic
-// in whatever interleaving its fetchers meet them.
+// in whatever interleaving its fetchers meet them. The log is written and tailed over the log-node's
+// Kafka listener.
 import { afterAll, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { createLogger } from '../../shared/logger.js';
 import { type ServedDocument, type WaitFor } from '../../shared/serve-api.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
-import { startLogNode } from '../../log-node/index.js';
+import { openLogNode } from '../../log-node/index.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
-import { seededRandom, testSeed, tempDir, type TempDir } from '../harness/index.js';
+import { keysIn, seededRandom, testSeed, tempDir, type TempDir } from '../harness/index.js';
 import { settingsApplied } from '../harness/serve-fixture.js';
 
 const silent = createLogger('test', 'silent');
@@ -84,18 +85,20 @@ async function topHits(client: HttpServeClient, waitFor: WaitFor, settingsEnd: n
 describe('serve-node determinism', () => {
   it('rebuilt, snapshot-started and running replicas agree on documents and rankings', async () => {
     const random = seededRandom(testSeed('serve-node determinism'));
-    const logNode = await startLogNode({
+    const logNode = await openLogNode({
       dataDir: dir('det-log').path,
-      port: 0,
       partitions: 2,
       logger: silent,
+      kafka: { host: '127.0.0.1', port: 0 },
     });
     nodes.push(logNode);
-    const log = new HttpLogClient(logNode.url);
+    const broker = `127.0.0.1:${logNode.kafkaPort}`;
+    const log = await KafkaLogClient.connect({ bootstrap: [broker], logger: silent });
+    nodes.push({ stop: async () => log.close() });
     const start = async (name: string, extra: { fromSnapshot?: string } = {}) => {
       const node: RunningServeNode = await startServeNode({
         dataDir: dir(name).path,
-        logUrls: [logNode.url],
+        logUrls: [`kafka://${broker}`],
         logger: silent,
         // Every word of more than one document gets a top-k list, so one-word searches read them.
         limits: { searchTopkListedDfMin: 2 },
@@ -106,12 +109,14 @@ describe('serve-node determinism', () => {
     };
     const running = await start('det-running');
     const end: Record<number, number> = { 0: -1, 1: -1 };
+    // A key lives in one partition, the one Kafka's partitioner puts it in (the listener refuses
+    // any other): 201 keys of each.
+    const keysOf = [0, 1].map((partition) => keysIn(partition, 2, 201, 'k'));
     const appendRound = async (round: number) => {
       for (let b = 0; b < 10; b++) {
         const partition = random.int(0, 1);
         const records: LogRecord[] = Array.from({ length: random.int(1, 60) }, () => {
-          // A key lives in one partition, as the partitioner guarantees: here by its parity.
-          const key = `k${random.int(0, 200) * 2 + partition}`;
+          const key = keysOf[partition][random.int(0, 200)];
           const text = Array.from({ length: random.int(3, 30) }, () => random.pick(WORDS)).join(
             ' ',
           );
