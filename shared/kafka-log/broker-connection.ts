@@ -167,7 +167,7 @@ export class BrokerConnection {
         const error =
           this.socket === null && tlsOptions !== null && tcpConnected && !isErrnoCode(cause.code)
             ? this.tlsRefused(cause)
-            : this.unreachable(cause.message, cause);
+            : this.unreachable(`the connection failed (${cause.code ?? 'no code'})`, cause);
         if (this.socket === null) {
           this.failure = error;
           reject(error);
@@ -267,13 +267,17 @@ export class BrokerConnection {
     this.fail(this.unreachable('the connection was closed by this client'));
   }
 
+  /**
+   * The broker's address goes only into the cause, which the nodes log: the error itself reaches
+   * API callers, who are not told the cluster's internal addresses.
+   */
   private unreachable(message: string, cause?: Error): TailbaseError {
     return new TailbaseError(
       503,
       'log_unreachable',
-      `the Kafka broker at ${this.where()} is unreachable: ${message}`,
-      { broker: this.where() },
-      cause === undefined ? undefined : { cause },
+      `a Kafka broker of the log is unreachable: ${message}; retry later`,
+      {},
+      { cause: new Error(`the Kafka broker at ${this.where()}: ${message}`, { cause }) },
     );
   }
 

@@ -342,16 +342,21 @@ describe('gateway with its log unreachable', () => {
   it('answers 503 without naming the internal address', async () => {
     const { createGatewayApp, createGatewayServices, resolveGatewayConfig } =
       await import('../../gateway/index.js');
-    // Over HTTP: over Kafka the client's log_unreachable names the broker's address and the
-    // gateway passes it on to the caller, which this check catches.
-    const { HttpLogClient } = await import('../../shared/http-log-client.js');
-    const dead = new HttpLogClient('http://127.0.0.1:9');
+    // A Kafka log whose only broker has gone: the client's connections are refused.
+    const dead = await startKafkaLog(2);
+    await dead.node.stop();
     const config = resolveGatewayConfig({
       logUrls: [dead.url],
       serveUrls: [],
       writer: { appendAttemptsMax: 1 },
     });
-    const deadServices = createGatewayServices(config, services.cluster, dead, [], services.logger);
+    const deadServices = createGatewayServices(
+      config,
+      services.cluster,
+      dead.client,
+      [],
+      services.logger,
+    );
     const deadApp = createGatewayApp(deadServices);
     for (const [path, init] of [
       ['/v1/collections/items/docs/a?consistency=strong', { method: 'GET' }],
@@ -364,5 +369,6 @@ describe('gateway with its log unreachable', () => {
       expect(JSON.parse(text).error.code).toMatch(/unreachable|log_unavailable|outcome_unknown/);
     }
     await closeGatewayServices(deadServices);
+    dead.client.close();
   });
 });
