@@ -31,6 +31,7 @@ import {
   type GatewayHandle,
 } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
+import { DEFAULT_LIMITS } from '../serve-node/config.js';
 import { readChannelName } from '../serve-node/index.js';
 import {
   integerOption,
@@ -81,6 +82,8 @@ export interface EmbeddedOptions {
   /** An external log instead of the log-node thread; null or absent: the log-node thread. */
   log?: { urls: string[]; kafka: KafkaConnectOptions } | null;
   viewLimits?: Partial<ViewTaskLimits>;
+  /** Rows a term must be in for the search store to keep its top-k list (serve-node/topk-index.ts). */
+  searchTopkListedDfMin?: number;
 }
 
 export interface RunningEmbedded {
@@ -136,6 +139,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       log: { port: serveLog.port2 },
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
+      node: serveNodeOf(options),
     } satisfies ServeWorkerData,
     [serveLog.port2, gatewayServe.port2],
     onDeath,
@@ -208,6 +212,7 @@ async function startOnLog(
       log: { urls: log.urls, options: { kafka } },
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
+      node: serveNodeOf(options),
     } satisfies ServeWorkerData,
     [gatewayServe.port2],
     onDeath,
@@ -290,6 +295,12 @@ async function withReadThreads(
   });
 }
 
+/** What the serve-node thread is told beyond its data and channels. */
+function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
+  const listedDfMin = options.searchTopkListedDfMin ?? DEFAULT_LIMITS.searchTopkListedDfMin;
+  return { limits: { searchTopkListedDfMin: listedDfMin } };
+}
+
 /**
  * The view processors, on the main thread with the gateway: their work is fetches, appends and
  * small LMDB transactions, and the gateway answers view reads from their frontiers in-process.
@@ -367,6 +378,15 @@ export function registerStartCommand(program: Command): void {
     )
     .addOption(
       integerOption(
+        '--search-topk-listed-df-min <rows>',
+        'rows a term must be in for the search index to keep its top-k list',
+        'TAILBASE_SEARCH_TOPK_LISTED_DF_MIN',
+        DEFAULT_LIMITS.searchTopkListedDfMin,
+        1,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--ready-wait-ms-max <ms>',
         'how long to wait for catch-up at start',
         'TAILBASE_READY_WAIT_MS_MAX',
@@ -389,6 +409,7 @@ export function registerStartCommand(program: Command): void {
         readyWaitMsMax: number;
         readThreads: number;
         keyReads: 'here' | 'threads';
+        searchTopkListedDfMin: number;
         log?: string[];
       } & Record<string, unknown>,
     ) => {
@@ -409,6 +430,7 @@ export function registerStartCommand(program: Command): void {
         gateway: gatewayLimitValues(flags),
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
         viewLimits: viewLimitValues(flags),
+        searchTopkListedDfMin: flags.searchTopkListedDfMin,
       });
       process.stdout.write(
         readyBanner({
