@@ -33,6 +33,7 @@ import {
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
 import { DEFAULT_LIMITS } from '../serve-node/config.js';
 import { readChannelName } from '../serve-node/index.js';
+import { searchTopkListedDfMinOption } from '../serve-node/main.js';
 import {
   integerOption,
   isLoopback,
@@ -376,15 +377,7 @@ export function registerStartCommand(program: Command): void {
         .choices(['here', 'threads'])
         .default('here'),
     )
-    .addOption(
-      integerOption(
-        '--search-topk-listed-df-min <rows>',
-        'rows a term must be in for the search index to keep its top-k list',
-        'TAILBASE_SEARCH_TOPK_LISTED_DF_MIN',
-        DEFAULT_LIMITS.searchTopkListedDfMin,
-        1,
-      ),
-    )
+    .addOption(searchTopkListedDfMinOption())
     .addOption(
       integerOption(
         '--ready-wait-ms-max <ms>',
