@@ -49,7 +49,7 @@ interface GroupContext extends BenchOptions {
   references: References;
   /** Where results go (a group that writes files of its own). */
   out: string;
-  /** The scale group's largest size, documents. */
+  /** The scale and search-topk groups' largest size, documents. */
   scaleMax: number;
 }
 
@@ -84,7 +84,7 @@ const GROUPS: Group[] = [
   {
     name: 'search-topk',
     timeMsMax: SEARCH_TOPK_TIME_MS_MAX,
-    run: (context) => runSearchTopkBench(context),
+    run: (context) => runSearchTopkBench({ ...context, docsMax: context.scaleMax }),
   },
   { name: 'kafka', run: (context) => runKafkaBench(context, context.references) },
   { name: 'peers', run: (context) => runPeersBench(context) },
@@ -161,7 +161,7 @@ async function main(): Promise<number> {
     .option('--out <dir>', 'where results go', RESULTS_DIR)
     .option(
       '--scale-max <documents>',
-      "the scale group's largest size (1e7 adds ten million documents)",
+      "the scale and search-topk groups' largest size (1e7 adds ten million documents)",
       String(SCALE_MAX_DEFAULT),
     )
     .parse(process.argv);

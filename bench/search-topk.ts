@@ -9,9 +9,12 @@
  * Also the postings a top-k search read against the word's matches (what its cost follows), and
  * the load's documents/s with and without lists (what they cost to write).
  */
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { encodeBatch, type LogRecord } from '../shared/batch-codec.js';
 import { parseQuery } from '../serve-node/fts-query.js';
 import { Replica } from '../serve-node/replica.js';
+import { SEARCH_FILE } from '../serve-node/search-store.js';
 import type { SearchPlan } from '../serve-node/search-reads.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
@@ -77,8 +80,12 @@ function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
 }
 
 /** A store holding `count` documents, and the load's documents/s. */
-function load(count: number, listedDfMin: number): { replica: Replica; docsPerSec: number } {
-  const replica = new Replica(makeBenchDir('search-topk'), { topkListedDfMin: listedDfMin });
+function load(
+  count: number,
+  listedDfMin: number,
+): { replica: Replica; dir: string; docsPerSec: number } {
+  const dir = makeBenchDir('search-topk');
+  const replica = new Replica(dir, { topkListedDfMin: listedDfMin });
   const next = new Array<number>(PARTITIONS).fill(0);
   const started = performance.now();
   let pending: LogRecord[][] = Array.from({ length: PARTITIONS }, () => []);
@@ -108,7 +115,7 @@ function load(count: number, listedDfMin: number): { replica: Replica; docsPerSe
   for (let step = 0; step < 100_000; step++) {
     if (replica.mergeStep(1_000, { quietMs: 0, writtenPercent: 0 }) === null) break;
   }
-  return { replica, docsPerSec: count / ((performance.now() - started) / 1000) };
+  return { replica, dir, docsPerSec: count / ((performance.now() - started) / 1000) };
 }
 
 interface Measured {
@@ -195,8 +202,40 @@ function matchesOf(replica: Replica, word: string): number {
   return search(replica, word, 'fts5', Number.MAX_SAFE_INTEGER).total;
 }
 
-export async function runSearchTopkBench(options: BenchOptions): Promise<WorkloadResult[]> {
-  const sizes = options.quick ? [10_000] : [100_000, 1_000_000];
+/**
+ * Pages of the search store (SQLite's dbstat) holding the lists (every `topk_` table and index)
+ * and the FTS5 tables, and the lists' postings: what a posting costs on disk, against FTS5's own.
+ */
+function listsBytes(dir: string): Record<string, number> {
+  const db = new Database(join(dir, SEARCH_FILE), { readonly: true });
+  try {
+    const bytes = (pattern: string) =>
+      db
+        .prepare('SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name GLOB ?')
+        .pluck()
+        .get(pattern) as number;
+    const postings = db.prepare('SELECT count(*) FROM topk_postings').pluck().get() as number;
+    const lists = bytes('topk_*');
+    return {
+      postings,
+      listsBytes: lists,
+      ftsBytes: bytes('fts_[0-9]*'),
+      listsBytesPerPosting: Math.round((lists / Math.max(postings, 1)) * 10) / 10,
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/** The sizes loaded: 10^4 in a quick run, else 10^5 and 10^6 up to `docsMax`. */
+export function searchTopkSizes(quick: boolean, docsMax: number): number[] {
+  return quick ? [10_000] : [100_000, 1_000_000].filter((docs) => docs <= docsMax);
+}
+
+export async function runSearchTopkBench(
+  options: BenchOptions & { docsMax: number },
+): Promise<WorkloadResult[]> {
+  const sizes = searchTopkSizes(options.quick, options.docsMax);
   const msMax = options.quick ? SEARCH_MS_MAX_QUICK : SEARCH_MS_MAX;
   const results: WorkloadResult[] = [];
   // Each figure as it comes: a full run takes minutes, most of them loading.
@@ -216,8 +255,8 @@ export async function runSearchTopkBench(options: BenchOptions): Promise<Workloa
       await bare.replica.close();
       report(loadResult(docs, 'without lists', bare.docsPerSec));
     }
-    const { replica, docsPerSec } = load(docs, LISTS_DEFAULT);
-    report(loadResult(docs, 'with lists', docsPerSec));
+    const { replica, dir, docsPerSec } = load(docs, LISTS_DEFAULT);
+    report({ ...loadResult(docs, 'with lists', docsPerSec), figures: listsBytes(dir) });
     for (const [label, rank] of [
       ['mid', MID_RANK],
       ['common', COMMON_RANK],

@@ -31,7 +31,9 @@ import {
   type GatewayHandle,
 } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
+import { DEFAULT_LIMITS } from '../serve-node/config.js';
 import { readChannelName } from '../serve-node/index.js';
+import { searchTopkListedDfMinOption } from '../serve-node/main.js';
 import {
   integerOption,
   isLoopback,
@@ -81,6 +83,8 @@ export interface EmbeddedOptions {
   /** An external log instead of the log-node thread; null or absent: the log-node thread. */
   log?: { urls: string[]; kafka: KafkaConnectOptions } | null;
   viewLimits?: Partial<ViewTaskLimits>;
+  /** Rows a term must be in for the search store to keep its top-k list (serve-node/topk-index.ts). */
+  searchTopkListedDfMin?: number;
 }
 
 export interface RunningEmbedded {
@@ -136,6 +140,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       log: { port: serveLog.port2 },
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
+      node: serveNodeOf(options),
     } satisfies ServeWorkerData,
     [serveLog.port2, gatewayServe.port2],
     onDeath,
@@ -208,6 +213,7 @@ async function startOnLog(
       log: { urls: log.urls, options: { kafka } },
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
+      node: serveNodeOf(options),
     } satisfies ServeWorkerData,
     [gatewayServe.port2],
     onDeath,
@@ -290,6 +296,12 @@ async function withReadThreads(
   });
 }
 
+/** What the serve-node thread is told beyond its data and channels. */
+function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
+  const listedDfMin = options.searchTopkListedDfMin ?? DEFAULT_LIMITS.searchTopkListedDfMin;
+  return { limits: { searchTopkListedDfMin: listedDfMin } };
+}
+
 /**
  * The view processors, on the main thread with the gateway: their work is fetches, appends and
  * small LMDB transactions, and the gateway answers view reads from their frontiers in-process.
@@ -365,6 +377,7 @@ export function registerStartCommand(program: Command): void {
         .choices(['here', 'threads'])
         .default('here'),
     )
+    .addOption(searchTopkListedDfMinOption())
     .addOption(
       integerOption(
         '--ready-wait-ms-max <ms>',
@@ -389,6 +402,7 @@ export function registerStartCommand(program: Command): void {
         readyWaitMsMax: number;
         readThreads: number;
         keyReads: 'here' | 'threads';
+        searchTopkListedDfMin: number;
         log?: string[];
       } & Record<string, unknown>,
     ) => {
@@ -409,6 +423,7 @@ export function registerStartCommand(program: Command): void {
         gateway: gatewayLimitValues(flags),
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
         viewLimits: viewLimitValues(flags),
+        searchTopkListedDfMin: flags.searchTopkListedDfMin,
       });
       process.stdout.write(
         readyBanner({

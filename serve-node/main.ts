@@ -22,6 +22,17 @@ export type ThreadedServeNodeStart = (
  * With `startThreaded` and `--read-threads` above 0 (one a core by default), the serve-node runs
  * split over threads; with `--read-threads 0`, on the one thread.
  */
+/** The top-k lists' threshold, a flag of `serve-node` and of `tailbase start`. */
+export function searchTopkListedDfMinOption(): Option {
+  return integerOption(
+    '--search-topk-listed-df-min <rows>',
+    'rows a term must be in for the search index to keep its top-k list',
+    'TAILBASE_SEARCH_TOPK_LISTED_DF_MIN',
+    DEFAULT_LIMITS.searchTopkListedDfMin,
+    1,
+  );
+}
+
 export function registerServeNodeCommand(
   program: Command,
   startThreaded?: ThreadedServeNodeStart,
@@ -196,15 +207,7 @@ export function registerServeNodeCommand(
         0,
       ),
     )
-    .addOption(
-      integerOption(
-        '--search-topk-listed-df-min <rows>',
-        'rows a term must be in for the search index to keep its top-k list',
-        'TAILBASE_SEARCH_TOPK_LISTED_DF_MIN',
-        DEFAULT_LIMITS.searchTopkListedDfMin,
-        1,
-      ),
-    )
+    .addOption(searchTopkListedDfMinOption())
     .addOption(
       integerOption(
         '--merge-quiet-ms <ms>',

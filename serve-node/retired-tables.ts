@@ -25,11 +25,12 @@ const CHUNK_DELETES = [
     '(SELECT table_id, field, flag, row FROM field_flags WHERE table_id = @table LIMIT @rows)',
   'DELETE FROM sort_values WHERE (table_id, field, row) IN ' +
     '(SELECT table_id, field, row FROM sort_values WHERE table_id = @table LIMIT @rows)',
-  'DELETE FROM topk_terms WHERE table_id = @table AND term IN ' +
-    '(SELECT term FROM topk_terms WHERE table_id = @table LIMIT @rows)',
-  'DELETE FROM topk_postings WHERE (table_id, term, tf, len, partition, row) IN ' +
-    '(SELECT table_id, term, tf, len, partition, row FROM topk_postings WHERE table_id = @table ' +
-    'LIMIT @rows)',
+  // Postings before terms: a posting names its table only through its term.
+  'DELETE FROM topk_postings WHERE (term_id, tf, len, partition, row) IN ' +
+    '(SELECT p.term_id, p.tf, p.len, p.partition, p.row FROM topk_terms t ' +
+    'JOIN topk_postings p ON p.term_id = t.id WHERE t.table_id = @table LIMIT @rows)',
+  'DELETE FROM topk_terms WHERE id IN ' +
+    '(SELECT id FROM topk_terms WHERE table_id = @table LIMIT @rows)',
 ];
 
 export class RetiredTables {

@@ -22,13 +22,30 @@ export const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
     id INTEGER PRIMARY KEY CHECK (id = 0), listed_df_min INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS topk_terms (
-    table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
-    PRIMARY KEY (table_id, term)) WITHOUT ROWID;
+    id INTEGER PRIMARY KEY, table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL);
+  CREATE UNIQUE INDEX IF NOT EXISTS topk_terms_by_term ON topk_terms (table_id, term);
   CREATE TABLE IF NOT EXISTS topk_postings (
-    table_id INTEGER NOT NULL, term TEXT NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL,
+    term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL,
     partition INTEGER NOT NULL, row INTEGER NOT NULL,
-    PRIMARY KEY (table_id, term, tf, len, partition, row)) WITHOUT ROWID;
+    PRIMARY KEY (term_id, tf, len, partition, row)) WITHOUT ROWID;
 `;
+
+/**
+ * Layout 6 kept the term's text in every posting (21 bytes a posting at 3·10^5 documents): its
+ * lists are dropped, and open() builds them again in this layout.
+ */
+function dropTermTextLists(db: Database.Database): void {
+  const hasTermIds = db
+    .prepare("SELECT count(*) FROM pragma_table_info('topk_terms') WHERE name = 'id'")
+    .pluck();
+  const hasTerms = db
+    .prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'topk_terms'")
+    .pluck();
+  if (hasTerms.get() === 0 || hasTermIds.get() === 1) return;
+  db.exec(
+    'DROP TABLE IF EXISTS topk_postings; DROP TABLE topk_terms; DROP TABLE IF EXISTS topk_settings',
+  );
+}
 
 /** A trigram table's words are phrases of several tokens: no list answers one. */
 export function hasTopkLists(table: FtsTable): boolean {
@@ -70,9 +87,10 @@ export class TopkIndex {
   private readonly statements: Record<
     | 'settings'
     | 'setSettings'
-    | 'df'
+    | 'term'
+    | 'insertTerm'
     | 'setDf'
-    | 'deleteDf'
+    | 'deleteTerm'
     | 'insertPosting'
     | 'deletePosting'
     | 'deleteList'
@@ -91,6 +109,7 @@ export class TopkIndex {
     private readonly listedDfMin: number,
   ) {
     assert(Number.isSafeInteger(listedDfMin) && listedDfMin >= 1, 'listedDfMin is at least 1');
+    dropTermTextLists(db);
     db.exec(TOPK_SCHEMA);
     this.tokenizers = new FtsTokenizers(db);
     const prepare = (sql: string) => db.prepare(sql);
@@ -100,23 +119,27 @@ export class TopkIndex {
         'INSERT INTO topk_settings (id, listed_df_min) VALUES (0, ?) ' +
           'ON CONFLICT (id) DO UPDATE SET listed_df_min = excluded.listed_df_min',
       ),
-      df: prepare('SELECT df FROM topk_terms WHERE table_id = ? AND term = ?').pluck(),
-      setDf: prepare(
-        'INSERT INTO topk_terms (table_id, term, df) VALUES (?, ?, ?) ' +
-          'ON CONFLICT (table_id, term) DO UPDATE SET df = excluded.df',
-      ),
-      deleteDf: prepare('DELETE FROM topk_terms WHERE table_id = ? AND term = ?'),
+      term: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
+      insertTerm: prepare(
+        'INSERT INTO topk_terms (table_id, term, df) VALUES (?, ?, ?) RETURNING id',
+      ).pluck(),
+      setDf: prepare('UPDATE topk_terms SET df = ? WHERE id = ?'),
+      deleteTerm: prepare('DELETE FROM topk_terms WHERE id = ?'),
       insertPosting: prepare(
-        'INSERT INTO topk_postings (table_id, term, tf, len, partition, row) VALUES (?, ?, ?, ?, ?, ?)',
+        'INSERT INTO topk_postings (term_id, tf, len, partition, row) VALUES (?, ?, ?, ?, ?)',
       ),
       deletePosting: prepare(
-        'DELETE FROM topk_postings WHERE table_id = ? AND term = ? AND tf = ? AND len = ? ' +
+        'DELETE FROM topk_postings WHERE term_id = ? AND tf = ? AND len = ? ' +
           'AND partition = ? AND row = ?',
       ),
-      deleteList: prepare('DELETE FROM topk_postings WHERE table_id = ? AND term = ?'),
-      listedTerms: prepare('SELECT term FROM topk_terms WHERE table_id = ? AND df >= ?').pluck(),
+      deleteList: prepare('DELETE FROM topk_postings WHERE term_id = ?'),
+      listedTerms: prepare(
+        'SELECT id, term FROM topk_terms WHERE table_id = ? AND df >= ? ORDER BY id',
+      ).raw(),
       deleteTerms: prepare('DELETE FROM topk_terms WHERE table_id = ?'),
-      deletePostings: prepare('DELETE FROM topk_postings WHERE table_id = ?'),
+      deletePostings: prepare(
+        'DELETE FROM topk_postings WHERE term_id IN (SELECT id FROM topk_terms WHERE table_id = ?)',
+      ),
     };
   }
 
@@ -169,27 +192,34 @@ export class TopkIndex {
     }
     // Terms listed before and after take the changes posting by posting; terms crossing the
     // threshold get their list built or dropped whole, once, from the table as it now stands.
-    const kept = new Set<string>();
-    const built: string[] = [];
+    const kept = new Map<string, number>();
+    const built: Array<[number, string]> = [];
     for (const [term, delta] of deltas) {
-      const before = (this.statements.df.get(table.id, term) as number | undefined) ?? 0;
+      const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
+      const before = stored?.[1] ?? 0;
       const after = before + delta;
       assert(after >= 0, `term ${term} of table ${table.id} would be in ${after} rows`);
-      if (delta !== 0) {
-        if (after === 0) this.statements.deleteDf.run(table.id, term);
-        else this.statements.setDf.run(table.id, term, after);
-      }
       const wasListed = before >= this.listedDfMin;
       const isListed = after >= this.listedDfMin;
-      if (wasListed && isListed) kept.add(term);
-      else if (isListed) built.push(term);
-      else if (wasListed) this.statements.deleteList.run(table.id, term);
+      // A term's list goes before its id can: a new term may be given the id again.
+      if (wasListed && !isListed) this.statements.deleteList.run(stored![0]);
+      let id = stored?.[0];
+      if (id === undefined) {
+        if (after > 0) id = this.statements.insertTerm.get(table.id, term, after) as number;
+      } else if (after === 0) {
+        this.statements.deleteTerm.run(id);
+      } else if (delta !== 0) {
+        this.statements.setDf.run(after, id);
+      }
+      if (wasListed && isListed) kept.set(term, id!);
+      else if (isListed) built.push([id!, term]);
     }
     for (const { change, tf, len } of rows) {
       const partition = partitionOfRow(change.row);
       for (const [term, frequency] of tf) {
-        if (!kept.has(term)) continue;
-        const args = [table.id, term, frequency, len, partition, change.row];
+        const id = kept.get(term);
+        if (id === undefined) continue;
+        const args = [id, frequency, len, partition, change.row];
         if (change.added) {
           this.statements.insertPosting.run(...args);
         } else {
@@ -200,7 +230,7 @@ export class TopkIndex {
     }
     if (built.length > 0) {
       const source = new ListSource(this.db, table);
-      for (const term of built) this.buildList(table, source, term);
+      for (const [id, term] of built) this.buildList(table, source, id, term);
     }
   }
 
@@ -236,24 +266,26 @@ export class TopkIndex {
   }
 
   /** The term's list, from FTS5's postings of it and its rows' sizes. */
-  private buildList(table: FtsTable, source: ListSource, term: string): void {
-    this.statements.deleteList.run(table.id, term);
+  private buildList(table: FtsTable, source: ListSource, id: number, term: string): void {
+    this.statements.deleteList.run(id);
     for (const { row, counts } of source.rowsOf(term)) {
       const tf = weightedFrequency(counts, table.layout.weights);
       const len = source.stats.rowTokens(row);
-      this.statements.insertPosting.run(table.id, term, tf, len, partitionOfRow(row), row);
+      this.statements.insertPosting.run(id, tf, len, partitionOfRow(row), row);
     }
   }
 
   /** The table's document frequencies and lists made again from its FTS5 index. */
   private rebuild(table: FtsTable): void {
-    this.statements.deleteTerms.run(table.id);
     this.statements.deletePostings.run(table.id);
+    this.statements.deleteTerms.run(table.id);
     if (!hasTopkLists(table)) return;
     const source = new ListSource(this.db, table);
     source.copyFrequencies(table.id);
-    const listed = this.statements.listedTerms.all(table.id, this.listedDfMin) as string[];
-    for (const term of listed) this.buildList(table, source, term);
+    const listed = this.statements.listedTerms.all(table.id, this.listedDfMin) as Array<
+      [number, string]
+    >;
+    for (const [id, term] of listed) this.buildList(table, source, id, term);
   }
 }
 
@@ -275,7 +307,8 @@ class ListSource {
       `SELECT doc, col, count(*) FROM temp.${table.name}_instances WHERE term = ? GROUP BY doc, col`,
     );
     this.copy = db.prepare(
-      `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms`,
+      `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms ` +
+        'ORDER BY term',
     );
   }
 

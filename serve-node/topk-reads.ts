@@ -76,18 +76,17 @@ export class TopkReads {
   private readonly stats = new Map<string, FtsStats>();
   /** A run's postings after a position, one statement a chunk size of RUN_CHUNKS_POSTINGS. */
   private readonly runAfter: Statement[];
-  private readonly statements: Record<'settings' | 'df' | 'nextRun' | 'runHead', Statement>;
+  private readonly statements: Record<'settings' | 'term' | 'nextRun' | 'runHead', Statement>;
 
   constructor(private readonly db: Database.Database) {
     this.tokenizers = new FtsTokenizers(db);
     const prepare = (sql: string) => db.prepare(sql);
-    const postings =
-      'SELECT len, partition, row FROM topk_postings WHERE table_id = ? AND term = ? AND tf = ?';
+    const postings = 'SELECT len, partition, row FROM topk_postings WHERE term_id = ? AND tf = ?';
     this.statements = {
       settings: prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
-      df: prepare('SELECT df FROM topk_terms WHERE table_id = ? AND term = ?').pluck(),
+      term: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
       nextRun: prepare(
-        'SELECT tf FROM topk_postings WHERE table_id = ? AND term = ? AND tf > ? ORDER BY tf LIMIT 1',
+        'SELECT tf FROM topk_postings WHERE term_id = ? AND tf > ? ORDER BY tf LIMIT 1',
       ).pluck(),
       runHead: prepare(`${postings} ORDER BY len, partition, row LIMIT ${RUN_CHUNKS_POSTINGS[0]}`),
     };
@@ -113,12 +112,13 @@ export class TopkReads {
     const term = this.termOf(table, text);
     if (term === null) return null;
     const listedDfMin = this.statements.settings.get() as number | undefined;
-    const df = this.statements.df.get(table.id, term) as number | undefined;
-    if (listedDfMin === undefined || df === undefined || df < listedDfMin) return null;
+    const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
+    if (listedDfMin === undefined || stored === undefined || stored[1] < listedDfMin) return null;
+    const [termId, df] = stored;
     const totals = this.statsOf(table).totals();
     const idf = bm25Idf(totals.rows, df);
     const avgdl = totals.tokens / totals.rows;
-    const runs = this.runs(table.id, term);
+    const runs = this.runs(termId);
     let examined = 0;
     const advance = (run: Run) => {
       for (;;) {
@@ -128,7 +128,7 @@ export class TopkReads {
           const statement = last === undefined ? this.statements.runHead : this.runAfter[chunk];
           run.postings = run.done
             ? []
-            : (statement.raw().all(table.id, term, run.tf, ...(last ?? [])) as Run['postings']);
+            : (statement.raw().all(termId, run.tf, ...(last ?? [])) as Run['postings']);
           run.done = run.postings.length < RUN_CHUNKS_POSTINGS[chunk];
           run.chunks += 1;
           run.at = 0;
@@ -172,12 +172,12 @@ export class TopkReads {
   }
 
   /** The list's runs, by a seek for each next frequency; none read yet. */
-  private runs(tableId: number, term: string): Run[] {
+  private runs(termId: number): Run[] {
     const runs: Run[] = [];
-    let tf = this.statements.nextRun.get(tableId, term, -Infinity) as number | undefined;
+    let tf = this.statements.nextRun.get(termId, -Infinity) as number | undefined;
     while (tf !== undefined) {
       runs.push({ tf, postings: [], at: 0, chunks: 0, done: false, head: null });
-      tf = this.statements.nextRun.get(tableId, term, tf) as number | undefined;
+      tf = this.statements.nextRun.get(termId, tf) as number | undefined;
     }
     return runs;
   }

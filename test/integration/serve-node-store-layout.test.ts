@@ -1,7 +1,7 @@
 // Proves a serve-node never opens a search store of an older layout (FTS5 tables per partition,
 // before one table per collection): it starts new stores, says why in its status, replays the log
 // and serves every document and search hit again; and that layout 4 (before table_builds) is
-// upgraded in place, without a replay (test/integration/serve-node-partitions.test.ts
+// upgraded in place, without a replay, as is layout 6 (top-k postings naming their term by text) (test/integration/serve-node-partitions.test.ts
 // covers stores holding partitions the node no longer hosts).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -12,6 +12,7 @@ import { logAndServeNodes } from '../harness/index.js';
 
 const nodes = logAndServeNodes('store-layout');
 const layoutFour = logAndServeNodes('store-layout-4');
+const layoutSix = logAndServeNodes('store-layout-6');
 
 const storeDirs = () => nodes.storeDirs();
 
@@ -28,15 +29,35 @@ function writeLayoutZero(file: string): void {
   db.close();
 }
 
+/** A store of four documents written by this layout, its serve-node stopped. */
+async function stoppedStore(fixture: typeof layoutFour): Promise<{ first: string; file: string }> {
+  const log = await fixture.startLog({ partitions: 2 });
+  const waitFor = await fixture.appendFourWords(log);
+  const serve = await fixture.startServe();
+  await serve.scan('c', { waitFor, waitMs: 10_000 });
+  await fixture.serveNode!.stop();
+  const [first] = fixture.storeDirs();
+  return { first, file: path.join(first, SEARCH_FILE) };
+}
+
+/** The store opened again by a serve-node, which upgraded it in place to layout 7. */
+async function reopenedInPlace(
+  fixture: typeof layoutFour,
+  first: string,
+  file: string,
+): Promise<Database.Database> {
+  const serve = await fixture.startServe();
+  expect((await serve.status()).lastRebuild).toBeUndefined();
+  expect(fixture.storeDirs()).toEqual([first]);
+  expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
+  const upgraded = new Database(file, { readonly: true });
+  expect(upgraded.pragma('user_version', { simple: true })).toBe(7);
+  return upgraded;
+}
+
 describe('serve-node search store layout', () => {
-  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 6', async () => {
-    const log = await layoutFour.startLog({ partitions: 2 });
-    const waitFor = await layoutFour.appendFourWords(log);
-    let serve = await layoutFour.startServe();
-    await serve.scan('c', { waitFor, waitMs: 10_000 });
-    await layoutFour.serveNode!.stop();
-    const [first] = layoutFour.storeDirs();
-    const file = path.join(first, SEARCH_FILE);
+  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 7', async () => {
+    const { first, file } = await stoppedStore(layoutFour);
     const old = new Database(file);
     old.exec(
       'DROP TABLE table_builds; DROP TABLE topk_settings; DROP TABLE topk_terms; ' +
@@ -44,16 +65,37 @@ describe('serve-node search store layout', () => {
     );
     old.close();
 
-    serve = await layoutFour.startServe();
-    expect((await serve.status()).lastRebuild).toBeUndefined();
-    expect(layoutFour.storeDirs()).toEqual([first]);
-    expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
-    const upgraded = new Database(file, { readonly: true });
-    expect(upgraded.pragma('user_version', { simple: true })).toBe(6);
+    const upgraded = await reopenedInPlace(layoutFour, first, file);
     expect(upgraded.prepare('SELECT count(*) FROM table_builds').pluck().get()).toBe(0);
     // The lists' document frequencies, built from the FTS5 table on opening.
     const df = upgraded.prepare("SELECT df FROM topk_terms WHERE term = 'word2'").pluck();
     expect(df.all()).toEqual([1]);
+    upgraded.close();
+  });
+
+  it('opens a layout-6 store (the term text in every posting) in place and lists its terms by id', async () => {
+    const { first, file } = await stoppedStore(layoutSix);
+    const old = new Database(file);
+    // Layout 6's lists, holding a term FTS5 does not: kept, the upgrade would show it.
+    old.exec(`
+      DROP TABLE topk_postings; DROP TABLE topk_terms;
+      CREATE TABLE topk_terms (table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
+        PRIMARY KEY (table_id, term)) WITHOUT ROWID;
+      CREATE TABLE topk_postings (table_id INTEGER NOT NULL, term TEXT NOT NULL, tf REAL NOT NULL,
+        len INTEGER NOT NULL, partition INTEGER NOT NULL, row INTEGER NOT NULL,
+        PRIMARY KEY (table_id, term, tf, len, partition, row)) WITHOUT ROWID;
+      INSERT INTO topk_terms VALUES (1, 'stale', 9);
+      INSERT INTO topk_postings VALUES (1, 'stale', 1, 1, 0, 0);
+      PRAGMA user_version = 6;
+    `);
+    old.close();
+
+    const upgraded = await reopenedInPlace(layoutSix, first, file);
+    const terms = upgraded.prepare('SELECT term, df FROM topk_terms ORDER BY term').raw().all();
+    expect(terms).toContainEqual(['word2', 1]);
+    expect(terms).not.toContainEqual(['stale', 9]);
+    const columns = upgraded.prepare("SELECT name FROM pragma_table_info('topk_postings')").pluck();
+    expect(columns.all()).toEqual(['term_id', 'tf', 'len', 'partition', 'row']);
     upgraded.close();
   });
 

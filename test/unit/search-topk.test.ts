@@ -199,8 +199,9 @@ function dumpLists(dir: string): { terms: string[]; postings: string[] } {
     return {
       terms: lines(`SELECT term, df FROM topk_terms WHERE table_id = ${id} ORDER BY term`),
       postings: lines(
-        `SELECT term, tf, len, partition, row FROM topk_postings WHERE table_id = ${id} ` +
-          'ORDER BY term, tf, len, partition, row',
+        'SELECT t.term, p.tf, p.len, p.partition, p.row FROM topk_postings p ' +
+          `JOIN topk_terms t ON t.id = p.term_id WHERE t.table_id = ${id} ` +
+          'ORDER BY t.term, p.tf, p.len, p.partition, p.row',
       ),
     };
   } finally {
