@@ -269,7 +269,8 @@ export class BrokerConnection {
 
   /**
    * The broker's address goes only into the cause, which the nodes log: the error itself reaches
-   * API callers, who are not told the cluster's internal addresses.
+   * API callers, who are not told the cluster's internal addresses. A socket's own error stays the
+   * cause (its errno tells a refused connection, which never reached the broker: connectionRefused).
    */
   private unreachable(message: string, cause?: Error): TailbaseError {
     return new TailbaseError(
@@ -277,7 +278,7 @@ export class BrokerConnection {
       'log_unreachable',
       `a Kafka broker of the log is unreachable: ${message}; retry later`,
       {},
-      { cause: new Error(`the Kafka broker at ${this.where()}: ${message}`, { cause }) },
+      { cause: cause ?? new Error(`the Kafka broker at ${this.where()}: ${message}`) },
     );
   }
 
