@@ -1,4 +1,5 @@
 import { isatty } from 'node:tty';
+import { isMainThread } from 'node:worker_threads';
 import { pino, type Logger } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 
@@ -34,7 +35,10 @@ function sharedOutput(): pino.DestinationStream {
   if (output !== null) return output;
   const terminal = isatty(LOG_FD);
   const format = chooseLogFormat(process.env.TAILBASE_LOG_FORMAT, terminal);
-  const dest = pino.destination({ dest: LOG_FD, sync: false });
+  // A worker thread writes synchronously: an asynchronous write still queued in libuv's pool
+  // (full of fsyncs on a loaded node) is cancelled when the main thread terminates the worker,
+  // and flushSync leaves a write in flight to that pool. A process exit waits for the pool.
+  const dest = pino.destination({ dest: LOG_FD, sync: !isMainThread });
   destination = dest;
   if (format === 'json') return (output = dest);
   // pino-pretty's formatter run in this thread into the same destination (not its transport's

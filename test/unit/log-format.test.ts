@@ -60,6 +60,33 @@ describe('the logger in a process', () => {
     expect(stderr).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: gateway: hello there \{"port":8080\}\n$/);
   });
 
+  it("writes out a worker thread's last line though the thread pool is busy when it ends", () => {
+    // A loaded node's fsyncs fill libuv's pool; an asynchronous write queued behind them is
+    // cancelled when the main thread terminates the worker on its answer (bin/node-thread.ts).
+    const worker =
+      `const { createLogger, flushLogs } = await import(${JSON.stringify(LOGGER)});` +
+      `const { parentPort } = await import('node:worker_threads');` +
+      `parentPort.once('message', () => {` +
+      `  createLogger('probe').info('closed'); flushLogs(); parentPort.postMessage('stopped');` +
+      `});` +
+      `parentPort.postMessage('ready');`;
+    const script =
+      `const { Worker } = await import('node:worker_threads');` +
+      `const { pbkdf2 } = await import('node:crypto');` +
+      `const worker = new Worker(${JSON.stringify(worker)}, { eval: true });` +
+      `await new Promise((resolve) => worker.once('message', resolve));` +
+      `pbkdf2('busy', 'pool', 1_000_000, 64, 'sha512', () => undefined);` +
+      `worker.postMessage('stop');` +
+      `await new Promise((resolve) => worker.once('message', resolve));` +
+      'await worker.terminate();';
+    const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], {
+      env: { ...process.env, TAILBASE_LOG_LEVEL: 'info', UV_THREADPOOL_SIZE: '1' },
+      encoding: 'utf8',
+    });
+    expect(child.status).toBe(0);
+    expect(child.stderr).toMatch(/"msg":"closed"/);
+  });
+
   it('exits with the message naming the variable for an unknown format', () => {
     const { status, stderr } = logOneLine({ TAILBASE_LOG_FORMAT: 'text' });
     expect(status).not.toBe(0);
