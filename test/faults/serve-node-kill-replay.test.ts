@@ -9,7 +9,14 @@ import { createLogger } from '../../shared/logger.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { startLogNode, type RunningLogNode } from '../../log-node/index.js';
-import { sleep, spawnNode, tempDir, type SpawnedNode, type TempDir } from '../harness/index.js';
+import {
+  appliedThrough,
+  sleep,
+  spawnNode,
+  tempDir,
+  type SpawnedNode,
+  type TempDir,
+} from '../harness/index.js';
 
 const KEYS = 20_000;
 const VERSIONS = 10;
@@ -99,10 +106,13 @@ describe('serve-node killed mid-replay', () => {
     serveProcess = await spawnNode('serve-node', args, { waitReady: false });
     client = new HttpServeClient(serveProcess.url);
     const waitFor = { 0: endOffsets[0], 1: endOffsets[1] };
+    // The replay takes what the machine's load makes it take (a read's wait is bounded by the
+    // node's waitMsMax): it must keep going to the end, whatever its rate.
+    await appliedThrough(client, 'items', waitFor);
     let after: string | undefined;
     const seen = new Set<number>();
     for (let page = 0; page < 100; page++) {
-      const result = await client.scan('items', { after, limit: 1_000, waitFor, waitMs: 60_000 });
+      const result = await client.scan('items', { after, limit: 1_000, waitFor });
       for (const item of result.items) {
         const k = Number(item.key.slice('item-'.length));
         expect(isDeleted(k), item.key).toBe(false);

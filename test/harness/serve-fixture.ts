@@ -42,6 +42,35 @@ export async function settingsApplied(
 }
 
 /**
+ * Until the serve-node has applied `topic` through `lastOffsets` (partition to offset), however
+ * long that takes while it keeps going: a replay's time follows the machine's load, so what fails
+ * is no partition advancing within `stallMsMax`, not a total bound.
+ */
+export async function appliedThrough(
+  serve: ServeClient,
+  topic: string,
+  lastOffsets: Record<number, number>,
+  stallMsMax = 20_000,
+): Promise<void> {
+  let progressAt = Date.now();
+  let last = -1;
+  for (;;) {
+    const partitions = (await serve.status()).partitions.filter((p) => p.topic === topic);
+    const applied = partitions.reduce((sum, p) => sum + p.applied, 0);
+    if (applied > last) [last, progressAt] = [applied, Date.now()];
+    const done = Object.entries(lastOffsets).every(
+      ([partition, offset]) =>
+        (partitions.find((p) => p.partition === Number(partition))?.applied ?? 0) > offset,
+    );
+    if (done) return;
+    if (Date.now() - progressAt > stallMsMax) {
+      throw new Error(`${topic} stalled at ${applied} records applied for ${stallMsMax} ms`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/**
  * A log-node and a serve-node over temp directories, each started (silent, any free port) by
  * `startLog` / `startServe` with the test's options on top, both stopped and removed after the
  * file. The serve-node and the test's log client reach the log-node by its Kafka listener.
