@@ -11,10 +11,3 @@ export function sortableNumber(x: number): string {
   const bits = view.getBigUint64(0);
   return ((bits & SIGN) === 0n ? bits | SIGN : ~bits & ALL).toString(16).padStart(16, '0');
 }
-
-/** The number sortableNumber encoded. */
-export function numberOfSortable(hex: string): number {
-  const bits = BigInt(`0x${hex}`);
-  view.setBigUint64(0, (bits & SIGN) !== 0n ? bits & ~SIGN & ALL : ~bits & ALL);
-  return view.getFloat64(0);
-}
