@@ -128,6 +128,7 @@ const VARIANTS: Variant[] = [
     targeted: true,
   },
   { name: 'key reads on the read threads', args: ['--key-reads', 'threads'] },
+  { name: 'one read thread (cores - 1)', args: ['--read-threads', '1'] },
 ];
 
 async function measure(dir: string, variant: Variant, docs: number, quick: boolean) {
