@@ -10,7 +10,7 @@
  */
 import type { Context } from 'hono';
 import type { AppliedOffsets, ServeReadOptions } from '../shared/serve-api.js';
-import { badRequest, TailbaseError } from '../shared/errors.js';
+import { badRequest, TailbaseError, unavailable } from '../shared/errors.js';
 import {
   collectionOffsets,
   droppedIncarnationIn,
@@ -107,7 +107,9 @@ export async function planRead(
       `the log's end offsets of ${collection} were`,
     );
     strongEnds = new Map();
+    const answered = new Set<number>();
     for (const { topic, partition, endOffset } of ends) {
+      if (topic === collection) answered.add(partition);
       if (endOffset === 0) continue;
       const topicEnds = strongEnds.get(topic) ?? new Map<number, number>();
       strongEnds.set(topic, topicEnds.set(partition, endOffset - 1));
@@ -116,6 +118,16 @@ export async function planRead(
       } else if (topic === SETTINGS_TOPIC && partition === SETTINGS_PARTITION) {
         settingsWaitFor = Math.max(settingsWaitFor ?? -1, endOffset - 1);
       }
+    }
+    // The log leaves out a partition that has no leader or whose log failed: without its high
+    // watermark a read cannot see every acknowledged write, so it is refused, not served short.
+    const unknown = current === undefined ? [] : partitions.filter((p) => !answered.has(p));
+    if (unknown.length > 0) {
+      throw unavailable(
+        'partition_unavailable',
+        `${collection} partition ${unknown.join(', ')} has no leader or its log failed: a strong read cannot know its end offset`,
+        { topic: collection, partitions: unknown },
+      );
     }
   }
   // A view read with a token of a source, or a strong one, waits for the view's processors too.

@@ -116,7 +116,11 @@ export interface LogClient {
   fetch(positions: readonly FetchPosition[], options?: ReadOptions): Promise<FetchOutcome[]>;
   /** Partition numbers grouped by the log-node that stores them (the same for every topic). */
   fetchGroups(partitions: readonly number[]): number[][];
-  /** Every topic-partition the log stores. */
+  /**
+   * Every topic-partition the log stores that can answer now: one whose log failed or that has
+   * no leader is left out, so one partition does not fail the others. A caller that needs a
+   * given partition takes its absence as unavailable, never as an empty partition.
+   */
   offsets(): Promise<PartitionOffsets[]>;
 }
 

@@ -2,60 +2,62 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TailbaseError } from '../errors.js';
 import { ApiKey, ErrorCode } from '../kafka/index.js';
-import type { PartitionOffsets } from '../log-api.js';
+import type { PartitionOffsets, TopicPartition } from '../log-api.js';
 import { isKnownTopicName } from '../topics.js';
-import type { MetadataSnapshot } from './cluster-metadata.js';
 import { ClientPart } from './client-parts.js';
-import { wireName } from './config.js';
-import { LEADER_ERRORS, LeaderMoved, logErrorOf } from './errors.js';
+import { wireName, type BrokerAddress } from './config.js';
+import { LEADER_ERRORS, logErrorOf } from './errors.js';
 import { groupByTopic, pushTo } from './group-by.js';
 
 const EARLIEST_TIMESTAMP = -2;
 const LATEST_TIMESTAMP = -1;
 
+/** The partitions one leader answered, and those it said it no longer leads. */
+interface LeaderAnswer {
+  answered: PartitionOffsets[];
+  moved: TopicPartition[];
+}
+
 export class OffsetReader extends ClientPart {
-  /** Earliest and latest offsets of every topic-partition tailbase keeps, from their leaders. */
+  /**
+   * Earliest and latest offsets of every topic-partition tailbase keeps, from their leaders. A
+   * partition without a leader (none elected, or its leader said it moved) is asked again after a
+   * metadata refresh, up to `leaderAttemptsMax` times, then left out, as one whose log failed
+   * (KAFKA_STORAGE_ERROR) is at once: one partition without a leader must not fail every
+   * caller's other partitions (a strong read of a key elsewhere, the status page).
+   */
   async offsets(): Promise<PartitionOffsets[]> {
     for (let attempt = 1; ; attempt++) {
       const snapshot = await this.metadata.refresh();
-      const byLeader = new Map<number, { topic: string; partition: number }[]>();
+      const byLeader = new Map<BrokerAddress, TopicPartition[]>();
+      let leaderless = 0;
       for (const [topic, { leaders }] of snapshot.topics) {
         if (!isKnownTopicName(topic)) continue;
         leaders.forEach((leader, partition) => {
-          pushTo(byLeader, leader, { topic, partition });
+          const address = snapshot.brokers.get(leader);
+          if (address === undefined) leaderless++;
+          else pushTo(byLeader, address, { topic, partition });
         });
       }
-      try {
-        const answers = await Promise.all(
-          [...byLeader].map(([leader, partitions]) =>
-            this.listOffsets(snapshot, leader, partitions),
-          ),
-        );
+      const answers = await Promise.all(
+        [...byLeader].map(([address, partitions]) => this.listOffsets(address, partitions)),
+      );
+      const moved = answers.reduce((sum, answer) => sum + answer.moved.length, 0);
+      if ((leaderless === 0 && moved === 0) || attempt >= this.config.leaderAttemptsMax) {
         return answers
-          .flat()
+          .flatMap((answer) => answer.answered)
           .sort((a, b) =>
             a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1,
           );
-      } catch (error) {
-        if (!(error instanceof LeaderMoved)) throw error;
-        if (attempt >= this.config.leaderAttemptsMax) throw error.error;
-        await sleep(this.config.leaderRetryBackoffMs * attempt);
       }
+      await sleep(this.config.leaderRetryBackoffMs * attempt);
     }
   }
 
   private async listOffsets(
-    snapshot: MetadataSnapshot,
-    leader: number,
-    partitions: { topic: string; partition: number }[],
-  ): Promise<PartitionOffsets[]> {
-    const address = snapshot.brokers.get(leader);
-    if (address === undefined) {
-      const { topic, partition } = partitions[0];
-      throw new LeaderMoved(
-        logErrorOf(ErrorCode.LEADER_NOT_AVAILABLE, `partition ${partition} of ${topic}`),
-      );
-    }
+    address: BrokerAddress,
+    partitions: TopicPartition[],
+  ): Promise<LeaderAnswer> {
     const connection = this.pool.connection(address);
     const ask = (timestamp: number) =>
       connection.request(
@@ -75,26 +77,32 @@ export class OffsetReader extends ClientPart {
       answer.topics
         .find((entry) => entry.name === wireName(this.config, topic))
         ?.partitions.find((entry) => entry.partitionIndex === partition);
-    const storageFailed = (answer: typeof earliest, topic: string, partition: number) =>
-      answerOf(answer, topic, partition)?.errorCode === ErrorCode.KAFKA_STORAGE_ERROR;
-    const offsetOf = (answer: typeof earliest, topic: string, partition: number): number => {
-      const found = answerOf(answer, topic, partition);
-      if (found === undefined) {
+    const result: LeaderAnswer = { answered: [], moved: [] };
+    for (const { topic, partition } of partitions) {
+      const [first, last] = [
+        answerOf(earliest, topic, partition),
+        answerOf(latest, topic, partition),
+      ];
+      if (first === undefined || last === undefined) {
         throw new TailbaseError(502, 'log_error', 'the broker did not answer every partition');
       }
-      if (found.errorCode === ErrorCode.NONE) return Number(found.offset);
-      const error = logErrorOf(found.errorCode, null, { topic, partition });
-      throw LEADER_ERRORS.has(found.errorCode) ? new LeaderMoved(error) : error;
-    };
-    // A partition on a failed log (KAFKA_STORAGE_ERROR) is left out, as the log contract's
-    // offsets() leaves out the partitions a log-node stopped: it must not fail the others.
-    return partitions
-      .filter(({ topic, partition }) => !storageFailed(earliest, topic, partition))
-      .map(({ topic, partition }) => ({
-        topic,
-        partition,
-        logStartOffset: offsetOf(earliest, topic, partition),
-        endOffset: offsetOf(latest, topic, partition),
-      }));
+      const code = first.errorCode || last.errorCode;
+      // A partition on a failed log (KAFKA_STORAGE_ERROR) is left out, as the log contract's
+      // offsets() leaves out the partitions a log-node stopped.
+      if (code === ErrorCode.KAFKA_STORAGE_ERROR) continue;
+      if (LEADER_ERRORS.has(code)) {
+        result.moved.push({ topic, partition });
+      } else if (code !== ErrorCode.NONE) {
+        throw logErrorOf(code, null, { topic, partition });
+      } else {
+        result.answered.push({
+          topic,
+          partition,
+          logStartOffset: Number(first.offset),
+          endOffset: Number(last.offset),
+        });
+      }
+    }
+    return result;
   }
 }

@@ -83,6 +83,20 @@ describe('a failed partition on the log-node', () => {
     }
     expect(failed).toMatch(/ 1$/);
     expect(await failedOf(1)).toMatch(/ 0$/);
+
+    // A strong read needs each partition's end offset: one touching the failed partition is
+    // refused (an answer without it could miss an acknowledged write), one that does not is served.
+    const strong = 'consistency=strong&wait_ms=5000';
+    const scan = await fetch(`${gateway.url}/v1/collections/c/docs?${strong}`);
+    expect(scan.status).toBe(503);
+    expect(((await scan.json()) as { error: unknown }).error).toMatchObject({
+      code: 'partition_unavailable',
+      topic: 'c',
+      partitions: [0],
+    });
+    const key = await fetch(`${gateway.url}/v1/collections/c/docs/${P1B}?${strong}`);
+    expect(key.status).toBe(200);
+    expect(((await key.json()) as { key: string }).key).toBe(P1B);
   });
 
   // On the log-node the first test left with partition 0 failed and P1A first in partition 1.
