@@ -9,6 +9,8 @@ import { TOPIC_PREFIX_PATTERN } from '../topics.js';
 import { topicSafetyDefaults, type TopicSafetyRules } from './topic-safety.js';
 
 const MiB = 1024 * 1024;
+/** Kafka keeps an idempotent producer's batches in order only with at most 5 requests in flight. */
+const IDEMPOTENT_IN_FLIGHT_MAX = 5;
 
 export interface KafkaLogLimits {
   /** How long opening a TCP connection to a broker may take before it counts as unreachable. */
@@ -31,6 +33,11 @@ export interface KafkaLogLimits {
   partitionFetchBytesDefault: number;
   /** The bytes of one Produce request (the batches of every partition in it together). */
   produceRequestBytesMax: number;
+  /**
+   * Produce requests out to one broker at once from one client (Kafka's
+   * max.in.flight.requests.per.connection), at most IDEMPOTENT_IN_FLIGHT_MAX.
+   */
+  produceRequestsInFlightMax: number;
   /** The broker's own bound on a Produce's replication wait (acks=all), sent as its timeoutMs. */
   produceTimeoutMs: number;
   /**
@@ -55,6 +62,7 @@ export const kafkaLogDefaults: KafkaLogLimits = {
   fetchBytesMax: 16 * MiB,
   partitionFetchBytesDefault: 4 * MiB,
   produceRequestBytesMax: 16 * MiB,
+  produceRequestsInFlightMax: 4,
   produceTimeoutMs: 30_000,
   leaderAttemptsMax: 5,
   leaderRetryBackoffMs: 100,
@@ -152,6 +160,11 @@ export function kafkaLogConfig(options: KafkaLogOptions): KafkaLogConfig {
       throw new Error(`Kafka log client ${name} must be a positive integer, not ${String(value)}`);
     }
     limits[name] = value;
+  }
+  if (limits.produceRequestsInFlightMax > IDEMPOTENT_IN_FLIGHT_MAX) {
+    throw new Error(
+      `Kafka log client produceRequestsInFlightMax must be at most ${IDEMPOTENT_IN_FLIGHT_MAX} (an idempotent producer's bound), not ${limits.produceRequestsInFlightMax}`,
+    );
   }
   if (options.bootstrap.length === 0)
     throw new Error('at least one Kafka bootstrap broker is needed');

@@ -27,8 +27,6 @@ interface QueuedAppend {
 
 type AppendOutcome = AppendResult | LeaderMoved | Error;
 
-/** Produce requests out to one broker at once, from one client. */
-const PRODUCE_REQUESTS_IN_FLIGHT_MAX = 4;
 /** A non-transactional producer's transaction timeout: sent, never used. */
 const TRANSACTION_TIMEOUT_MS = 60_000;
 
@@ -84,7 +82,7 @@ export class Producer extends ClientPart {
     if (producer === undefined) {
       producer = new CallBatcher({
         batchMax: Number.MAX_SAFE_INTEGER,
-        inFlightMax: PRODUCE_REQUESTS_IN_FLIGHT_MAX,
+        inFlightMax: this.config.produceRequestsInFlightMax,
         batchWeightMax: this.config.produceRequestBytesMax,
         weigh: (queued) => queued.bytes.length + queued.topic.length,
         send: (queued) => this.produce(address, queued),
