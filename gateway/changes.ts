@@ -37,6 +37,8 @@ import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
 
 const utf8 = new TextDecoder('utf-8');
+/** A feed's first wait after a partition's outage; each next one doubles, to feedRetryMsMax. */
+const FEED_RETRY_MS_MIN = 100;
 
 /**
  * A record's value as one line of JSON: its text as written, so no number is rounded, with the
@@ -252,11 +254,13 @@ async function openFeed(
     };
     /** One long-poll at a time for what one log-node stores, each topic-partition in order. */
     const follow = async (group: ReadonlySet<number>) => {
+      const paused = new FeedPauses(config.feedRetryMsMax);
       while (!stop.signal.aborted) {
         const signal = AbortSignal.any([stop.signal, round.signal]);
-        const positions = feed.positions(group);
+        const all = feed.positions(group);
+        const positions = all.filter((p) => !paused.has(p.topic, p.partition));
         if (positions.length === 0) {
-          await aborted(signal);
+          await (all.length === 0 ? aborted(signal) : sleep(paused.msUntilNext(), signal));
           continue;
         }
         let outcomes: FetchOutcome[];
@@ -268,11 +272,24 @@ async function openFeed(
           });
         } catch (error) {
           if (signal.aborted && !stop.signal.aborted) continue;
-          throw error;
+          if (!passing(error)) throw error;
+          logger.warn({ err: error, collection }, 'change feed read failed; retrying');
+          for (const { topic, partition } of positions) paused.pause(topic, partition);
+          continue;
         }
         for (const outcome of outcomes) {
-          if ('error' in outcome) throw outcome.error;
+          if ('error' in outcome) {
+            if (!passing(outcome.error)) throw outcome.error;
+            const { topic, partition, error } = outcome;
+            logger.warn(
+              { err: error, topic, partition },
+              'change feed partition unreadable; retrying',
+            );
+            paused.pause(topic, partition);
+            continue;
+          }
           const { topic, partition } = outcome;
+          paused.resume(topic, partition);
           const offsets = feed.next.get(topic) as Map<number, number>;
           const offset = offsets.get(partition) as number;
           offsets.set(partition, await send(topic, partition, offset, outcome.batches));
@@ -315,6 +332,46 @@ async function openFeed(
       services.feeds.delete(stop);
     }
   });
+}
+
+/**
+ * An outage the log may recover from (no leader now, a failed or unreachable broker, a timeout):
+ * the feed waits it out for that partition and goes on with the others, as a Kafka consumer does.
+ * Anything else (records removed, a bad position) ends the stream with the error.
+ */
+function passing(error: unknown): boolean {
+  return error instanceof TailbaseError && error.status === 503;
+}
+
+/** Topic-partitions a feed leaves alone for a while after an outage, backing off each. */
+class FeedPauses {
+  private readonly until = new Map<string, { atMs: number; backoffMs: number }>();
+
+  constructor(private readonly backoffMsMax: number) {}
+
+  has(topic: string, partition: number): boolean {
+    const entry = this.until.get(`${topic}/${partition}`);
+    return entry !== undefined && entry.atMs > Date.now();
+  }
+
+  pause(topic: string, partition: number): void {
+    const key = `${topic}/${partition}`;
+    const backoffMs = Math.min(
+      (this.until.get(key)?.backoffMs ?? FEED_RETRY_MS_MIN / 2) * 2,
+      this.backoffMsMax,
+    );
+    this.until.set(key, { atMs: Date.now() + backoffMs, backoffMs });
+  }
+
+  resume(topic: string, partition: number): void {
+    this.until.delete(`${topic}/${partition}`);
+  }
+
+  msUntilNext(): number {
+    const now = Date.now();
+    const next = Math.min(...[...this.until.values()].map((entry) => entry.atMs));
+    return Math.max(next - now, 1);
+  }
 }
 
 /** Resolves once `signal` is aborted. */

@@ -112,6 +112,11 @@ export interface GatewayConfig {
   appendRequestBytesMax: number;
   feedReadBytesMax: number;
   feedPollMs: number;
+  /**
+   * The longest a change feed waits before reading again a partition the log could not serve (no
+   * leader, a broker down): its waits double from 100 ms to this; meanwhile the others go on.
+   */
+  feedRetryMsMax: number;
   /** How often a change feed re-reads the log's topics, so a new collection joins it. */
   feedTopicsRefreshMs: number;
   /** How long start waits for the log-node to answer /internal/cluster. */
@@ -230,6 +235,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
     feedReadBytesMax: 1024 * 1024,
     feedPollMs: 5000,
+    feedRetryMsMax: 5000,
     feedTopicsRefreshMs: 1000,
     startWaitMsMax: 30_000,
     closeAnswerWaitMsMax: CLOSE_ANSWER_WAIT_MS_MAX,
