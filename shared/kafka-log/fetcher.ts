@@ -1,7 +1,8 @@
 /**
  * Reads as Fetch requests (no sessions): each position from its partition's leader, the stored
  * batches as raw bytes (the serve-node decodes them itself), a cut-short last batch dropped; a
- * leadership error refreshes the metadata and asks again, at most leaderAttemptsMax times.
+ * leadership error refreshes the metadata and asks again, at most leaderAttemptsMax times, unless
+ * other positions got records: then the moved ones answer their error with those records.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TailbaseError } from '../errors.js';
@@ -77,7 +78,8 @@ export class Fetcher extends ClientPart {
         group.items.push(item);
         groups.set(key, group);
       }
-      const retry: typeof todo = [];
+      const retry: { item: (typeof todo)[number]; outcome: FetchOutcome }[] = [];
+      let news = false;
       const lastAttempt = attempt >= this.config.leaderAttemptsMax;
       // A retry after a leader moved answers at once: the caller's wait was spent.
       const waitMs = attempt === 1 ? (options.waitMs ?? 0) : 0;
@@ -97,16 +99,28 @@ export class Fetcher extends ClientPart {
           if (answers.some(hasNews)) answered.abort();
           items.forEach((item, i) => {
             const answer = answers[i];
-            if ('leaderMoved' in answer && !lastAttempt) retry.push(item);
-            else outcomes[item.index] = 'leaderMoved' in answer ? answer.outcome : answer;
+            if ('leaderMoved' in answer && !lastAttempt) {
+              retry.push({ item, outcome: answer.outcome });
+            } else {
+              outcomes[item.index] = 'leaderMoved' in answer ? answer.outcome : answer;
+              if (!('leaderMoved' in answer) && hasNews(answer)) news = true;
+            }
           });
         }),
       );
+      // Records for some positions are not held back for the others' new leaders (a back-off
+      // and a metadata refresh each try): the moved ones answer their error now, the caller
+      // backs them off alone, and the refresh goes on for its next fetch.
+      if (retry.length > 0 && news) {
+        for (const { item, outcome } of retry) outcomes[item.index] = outcome;
+        this.metadata.refresh().catch(() => undefined);
+        break;
+      }
       if (retry.length > 0) {
         await sleep(this.config.leaderRetryBackoffMs * attempt);
         await this.metadata.refresh();
       }
-      todo = retry;
+      todo = retry.map(({ item }) => item);
     }
     return outcomes;
   }
