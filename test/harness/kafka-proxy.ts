@@ -16,6 +16,10 @@
  *     dropped and the client's connection closed: a network failure after the write, before the
  *     acknowledgement;
  *   - `forward`.
+ * - holds each Fetch answer `fetchAnswerDelayMs` before passing it on (a slow log, as one client
+ *   sees it; the answers behind it on the connection wait too, so their order is kept);
+ * - `stall(true)` keeps every connection open but forwards nothing either way: the listener
+ *   looks alive and never answers (a hung process, not a crashed one).
  *
  * Answers come back in request order on a connection (Kafka's rule, and the listener's), so
  * answers are matched to requests by order, and checked by correlation id.
@@ -46,6 +50,7 @@ export interface KafkaProxy {
   /** host:port for a client's bootstrap servers. */
   broker: string;
   stats: KafkaProxyStats;
+  stall(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -70,6 +75,7 @@ export async function startKafkaProxy(options: {
    * the listener has written the request's batches, and the client does not know it.
    */
   onAnswerDropped?: (n: number) => void;
+  fetchAnswerDelayMs?: number;
 }): Promise<KafkaProxy> {
   const stats: KafkaProxyStats = {
     produceRequests: 0,
@@ -79,6 +85,7 @@ export async function startKafkaProxy(options: {
   };
   const sockets = new Set<net.Socket>();
   let proxyPort = 0;
+  let stalled = false;
 
   const server = net.createServer((client) => {
     stats.connections++;
@@ -89,6 +96,14 @@ export async function startKafkaProxy(options: {
     const pending: Pending[] = [];
     const fromClient = new KafkaFrameSplitter();
     const fromUpstream = new KafkaFrameSplitter();
+    /** Answers reach the client in order, each after the delay of those before it. */
+    let answered = Promise.resolve();
+    const answer = (bytes: Buffer, delayMs: number) => {
+      answered = answered.then(async () => {
+        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+        if (!client.destroyed) client.write(bytes);
+      });
+    };
     const closeBoth = () => {
       client.destroy();
       upstream.destroy();
@@ -102,6 +117,7 @@ export async function startKafkaProxy(options: {
     }
 
     client.on('data', (chunk: Buffer) => {
+      if (stalled) return;
       let frames: Buffer[];
       try {
         frames = fromClient.push(chunk);
@@ -142,6 +158,7 @@ export async function startKafkaProxy(options: {
       }
       for (const frame of frames) {
         const request = pending.shift();
+        if (stalled) continue;
         const correlationId = frame.readInt32BE(0);
         if (!request || request.correlationId !== correlationId) {
           // Not the answer expected next: the proxy cannot follow this connection any more.
@@ -164,7 +181,8 @@ export async function startKafkaProxy(options: {
             return;
           }
         }
-        client.write(rewritten(request, frame, proxyPort));
+        const delayMs = request.apiKey === ApiKey.Fetch ? (options.fetchAnswerDelayMs ?? 0) : 0;
+        answer(rewritten(request, frame, proxyPort), delayMs);
       }
     });
   });
@@ -177,6 +195,9 @@ export async function startKafkaProxy(options: {
     port: proxyPort,
     broker: `127.0.0.1:${proxyPort}`,
     stats,
+    stall(on) {
+      stalled = on;
+    },
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
