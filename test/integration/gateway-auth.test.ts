@@ -100,10 +100,7 @@ describe('gateway auth', () => {
 
   it('refuses to bind beyond loopback without keys', async () => {
     await expect(
-      startGateway(
-        { host: '0.0.0.0', logUrls: [fixture.url], serveUrls: [] },
-        { logger: silent },
-      ),
+      startGateway({ host: '0.0.0.0', logUrls: [fixture.url], serveUrls: [] }, { logger: silent }),
     ).rejects.toThrow(/API keys/);
   });
 

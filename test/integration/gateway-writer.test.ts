@@ -294,7 +294,10 @@ describe('partition writer', () => {
     });
     try {
       const start = (writer: Partial<WriterConfig>) =>
-        startGateway({ logUrls: [], serveUrls: [], writer }, { log: strict.client, logger: silent });
+        startGateway(
+          { logUrls: [], serveUrls: [], writer },
+          { log: strict.client, logger: silent },
+        );
       await expect(start({})).rejects.toThrow(
         /batchRecordsMax 1000 exceeds the log's recordsPerBatchMax 100/,
       );
