@@ -25,6 +25,7 @@
  * answers are matched to requests by order, and checked by correlation id.
  */
 import net, { type AddressInfo } from 'node:net';
+import { Transform } from 'node:stream';
 import {
   ApiKey,
   decodeResponse,
@@ -211,8 +212,61 @@ function framed(frame: Buffer): Buffer {
   return Buffer.concat([size, frame]);
 }
 
+/**
+ * For a plain TCP proxy on port `proxyPort` (link-proxy.ts) in front of a Kafka listener: the
+ * client's bytes pass `requests` unchanged (it notes each request's API), the listener's pass
+ * `answers`, which names the proxy in Metadata and FindCoordinator answers, so the client's later
+ * connections come back through the proxy too. Streams, so the proxy's backpressure holds.
+ */
+export function kafkaAdvertising(proxyPort: number): { requests: Transform; answers: Transform } {
+  const asked: Pick<Pending, 'apiKey' | 'apiVersion' | 'correlationId'>[] = [];
+  const fromClient = new KafkaFrameSplitter(ADVERTISED_FRAME_BYTES_MAX);
+  const fromListener = new KafkaFrameSplitter(ADVERTISED_FRAME_BYTES_MAX);
+  const requests = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      try {
+        for (const frame of fromClient.push(chunk)) {
+          asked.push({
+            apiKey: frame.readInt16BE(0),
+            apiVersion: frame.readInt16BE(2),
+            correlationId: frame.readInt32BE(4),
+          });
+        }
+        done(null, chunk);
+      } catch (error) {
+        done(error as Error);
+      }
+    },
+  });
+  const answers = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      try {
+        const out: Buffer[] = [];
+        for (const frame of fromListener.push(chunk)) {
+          const request = asked.shift();
+          if (!request || request.correlationId !== frame.readInt32BE(0)) {
+            throw new Error('an answer the proxy cannot match to its request');
+          }
+          out.push(rewritten(request, frame, proxyPort));
+        }
+        done(null, Buffer.concat(out));
+      } catch (error) {
+        done(error as Error);
+      }
+    },
+  });
+  return { requests, answers };
+}
+
+/** A Fetch answer's frame may carry a partition's whole read: far above a listener's own cap. */
+const ADVERTISED_FRAME_BYTES_MAX = 1024 * 1024 * 1024;
+
 /** The answer frame with the proxy named as the broker (and coordinator), size prefix included. */
-function rewritten(request: Pending, frame: Buffer, proxyPort: number): Buffer {
+function rewritten(
+  request: Pick<Pending, 'apiKey' | 'apiVersion' | 'correlationId'>,
+  frame: Buffer,
+  proxyPort: number,
+): Buffer {
   if (request.apiKey === ApiKey.Metadata) {
     const { body } = decodeResponse(ApiKey.Metadata, request.apiVersion, frame);
     return encodeResponse(ApiKey.Metadata, request.apiVersion, request.correlationId, {
