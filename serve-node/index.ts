@@ -53,9 +53,7 @@ export async function startServeNode(options: ServeNodeOptions): Promise<Running
   if (options.logUrls.length === 0) throw new Error('a serve-node needs at least one log URL');
   // Two processes applying into one set of stores corrupt them; the lock covers DATA and all in it.
   return withDataDirLock(options.dataDir, async (lock) => {
-    // Kafka brokers, or log-nodes over HTTP that may split the partitions between them.
     const connected = await connectLog(options.logUrls, {
-      clusterSecret: options.clusterSecret,
       kafka: options.kafka,
       logger,
       connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
