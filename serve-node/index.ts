@@ -47,7 +47,7 @@ export interface RunningServeNode extends OpenServeNode {
 
 const LOG_CONNECT_MS_MAX = 30_000;
 
-/** A serve-node tailing the log-nodes at `logUrls`, serving its internal HTTP API. */
+/** A serve-node tailing the log at `logUrls` (kafka://), serving its internal HTTP API. */
 export async function startServeNode(options: ServeNodeOptions): Promise<RunningServeNode> {
   const logger = options.logger ?? createLogger('serve-node');
   if (options.logUrls.length === 0) throw new Error('a serve-node needs at least one log URL');

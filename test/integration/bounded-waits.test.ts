@@ -1,8 +1,8 @@
 // Proves that a read's wait ends at its bound while a bulk load keeps the serve-node's apply loop
 // busy: strong searches and token reads with a small wait_ms that the load cannot let them meet
 // answer 504 not_caught_up (naming the partition and offsets) within wait_ms + the edge's slack,
-// in `tailbase start` and in a cluster of processes (gateway -> serve-node over HTTP, both -> log-node by Kafka); and that
-// key reads keep answering meanwhile (their p50/p99 during the load and idle are printed, not
+// in `tailbase start` and in a cluster of processes (gateway -> serve-node over HTTP, both ->
+// log-node by Kafka); and that key reads keep answering meanwhile (their p50/p99 during the load and idle are printed, not
 // asserted: a figure, not a threshold that would flake on a shared machine). A wait ends at its
 // bound too when the gateway's look at the log (its topics, a strong read's end offsets) hangs.
 import { afterAll, describe, expect, it } from 'vitest';
