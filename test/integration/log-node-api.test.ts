@@ -336,12 +336,16 @@ describe('limits and bad input', () => {
       const [read] = await client.fetch([{ topic: TOPIC, partition, offset: 0 }]);
       expect('error' in read, `read of ${partition}`).toBe(true);
     }
-    // Reads within readBytesMax (a Fetch's partition max bytes): past the end, and past it.
+    // Reads past the end, and a read asking more than readBytesMax (a Fetch's partition max
+    // bytes).
     const reads: [string, number, number, string][] = [
       ['offset 3', 3, 65_536, 'offset_out_of_range'],
       ['offset 2^53 - 1000', 9_007_199_254_740_000, 65_536, 'offset_out_of_range'],
       ['max bytes 65537', 0, 65_537, 'invalid_parameter'],
     ];
+    // A wait past longPollWaitMsMax is refused, not cut short.
+    const longWait = await failure(client.read(TOPIC, 0, 2, { maxBytes: 65_536, waitMs: 5001 }));
+    expect(longWait).toMatchObject({ status: 400, code: 'invalid_parameter' });
     for (const [name, offset, maxBytes, code] of reads) {
       const error = await failure(client.read(TOPIC, 0, offset, { maxBytes }));
       expect(error, name).toMatchObject({ status: 400, code });
