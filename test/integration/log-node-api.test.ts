@@ -2,8 +2,8 @@
 // retention deletes only whole closed segments and moves the log start; long-polls answer as soon
 // as data arrives and are bounded; every limit and every bad input is an error that names it and
 // changes nothing; appends sent together are answered each alone; idempotent retries and sequence
-// gaps; fsync=interval serves and keeps data too. What the log-node still serves over HTTP (its
-// health and operators' routes) answers an unknown route 404.
+// gaps; fsync=interval serves and keeps data too. Over HTTP, where the log-node serves only its
+// operators' routes, the internal log API's routes answer 404 as any unknown route.
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -351,11 +351,22 @@ describe('limits and bad input', () => {
       expect(error, name).toMatchObject({ status: 400, code });
       expect(String(error.message), name).not.toMatch(/\n\s+at /);
     }
-    const unknown = await fetch(`${node.url}/internal/nothing`);
-    expect([
-      unknown.status,
-      ((await unknown.json()) as { error: { code: string } }).error.code,
-    ]).toEqual([404, 'not_found']);
+    // The internal HTTP log API is gone: its routes are unknown, like any other.
+    for (const [method, route] of [
+      ['GET', '/internal/nothing'],
+      ['POST', '/internal/append'],
+      ['GET', `/internal/fetch?from=${TOPIC}:0:0`],
+      ['GET', `/internal/topics/${TOPIC}/partitions/0/records?offset=0`],
+      ['GET', `/internal/topics/${TOPIC}/partitions/0/offsets`],
+      ['PUT', `/internal/topics/${TOPIC}`],
+      ['DELETE', `/internal/topics/${TOPIC}`],
+      ['POST', '/internal/producer-ids'],
+    ]) {
+      const body = method === 'GET' || method === 'DELETE' ? undefined : good;
+      const unknown = await fetch(`${node.url}${route}`, { method, body });
+      const answer = (await unknown.json()) as { error: { code: string } };
+      expect([unknown.status, answer.error.code], `${method} ${route}`).toEqual([404, 'not_found']);
+    }
     expect(await topicOffsets(client)).toEqual([
       { partition: 0, logStartOffset: 0, endOffset: 2 },
       { partition: 1, logStartOffset: 0, endOffset: 0 },
