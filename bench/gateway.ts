@@ -1,15 +1,13 @@
 /**
  * `npm run bench -- gateway` (issue 4): a log-node, serve-nodes and a gateway as real processes
- * (`tailbase ...`), driven by wrk at 64 connections, each rate beside the bare hono handler
+ * (`tailbase ...`), the serve-nodes and the gateway reaching the log-node by its Kafka listener
+ * (`--log kafka://`), driven by wrk at 64 connections, each rate beside the bare hono handler
  * measured in the same run:
  * - put: single-document PUT (durable: the log fsyncs before the ack), writes/s;
  * - write→visible: from a PUT's ack to a GET carrying its token returning the document, p50/p99;
  * - get, scan, search: requests/s through the gateway (two serve-nodes, four partitions each);
  * - search skew: overlap@10 of the merged ranking over two serve-nodes against one serve-node
  *   holding every partition (per-node term statistics make scores not quite comparable).
- * `npm run bench -- gateway-kafka` runs the same loads (not the skew) with the serve-nodes and the
- * gateway reaching the log-node by the Kafka protocol (`--log kafka://`), to run beside
- * `gateway` (the internal HTTP API) in one run: `npm run bench -- gateway gateway-kafka`.
  */
 import { rmSync } from 'node:fs';
 import { HttpServeClient } from '../shared/http-serve-client.js';
@@ -36,26 +34,18 @@ export const TARGETS: ApiTargets = {
   visibleP99Ms: 5,
 };
 
-/** How the serve-nodes and the gateway reach the log-node. */
-export type LogTransport = 'http' | 'kafka';
-
 export async function runGatewayBench(
-  options: BenchOptions & { references?: References; transport?: LogTransport },
+  options: BenchOptions & { references?: References },
 ): Promise<{ workloads: WorkloadResult[] }> {
-  const transport = options.transport ?? 'http';
-  const group = transport === 'kafka' ? 'gateway-kafka' : 'gateway';
+  const group = 'gateway';
   if (!tailbaseBuilt()) {
     return { workloads: [skipRow(group, 'skipped: not built yet (dist/bin/tailbase.js)')] };
   }
   const hono = options.references?.honoReqPerSec?.value ?? 0;
   const dirs = [makeBenchDir('gw-log')];
-  const kafkaPort = transport === 'kafka' ? await freePort() : null;
-  const log = await spawnLogNode(
-    dirs[0],
-    PARTITIONS,
-    kafkaPort === null ? [] : ['--kafka-port', String(kafkaPort)],
-  );
-  const logUrl = kafkaPort === null ? log.url : `kafka://127.0.0.1:${kafkaPort}`;
+  const kafkaPort = await freePort();
+  const log = await spawnLogNode(dirs[0], PARTITIONS, ['--kafka-port', String(kafkaPort)]);
+  const logUrl = `kafka://127.0.0.1:${kafkaPort}`;
   const processes: RunningProcess[] = [];
   try {
     const serve = async (partitions: string) => {
@@ -81,15 +71,7 @@ export async function runGatewayBench(
       () => new CpuWindow({ gateway: [gateway], 'log-node': [log], 'serve-nodes': [low, high] }),
       options.quick === true,
     );
-    const where = `log-node, 2 serve-nodes, gateway${transport === 'kafka' ? ' (log by Kafka)' : ''}`;
-    if (transport === 'kafka') {
-      const rss = {
-        gateway: gateway.peakRssBytes(),
-        'log-node': log.peakRssBytes(),
-        'serve-nodes': Math.max(low.peakRssBytes(), high.peakRssBytes()),
-      };
-      return { workloads: apiWorkloads(group, run, hono, rss, TARGETS, where) };
-    }
+    const where = 'log-node, 2 serve-nodes, gateway (log by Kafka)';
 
     // Started only now, so the loads above ran against the two-node topology alone; it replays the
     // log and the wait below lets it catch up.

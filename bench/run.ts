@@ -75,11 +75,6 @@ const GROUPS: Group[] = [
     name: 'gateway',
     run: async (context) => normalizeGroup('gateway', await runGatewayBench(context)),
   },
-  {
-    name: 'gateway-kafka',
-    run: async (context) =>
-      normalizeGroup('gateway-kafka', await runGatewayBench({ ...context, transport: 'kafka' })),
-  },
   { name: 'filters', timeMsMax: FILTERS_TIME_MS_MAX, run: (context) => runFiltersBench(context) },
   {
     name: 'search-topk',

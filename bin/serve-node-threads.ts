@@ -44,7 +44,6 @@ export async function startThreadedServeNode(
       log: {
         urls: options.logUrls,
         options: {
-          clusterSecret: options.clusterSecret,
           kafka: options.kafka,
           connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
         },

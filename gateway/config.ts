@@ -5,7 +5,8 @@
 import { BATCH_HEADER_BYTES, KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import { CLOSE_ANSWER_WAIT_MS_MAX } from '../shared/http-server.js';
 import { INTERNAL_SOCKETS_MAX } from '../shared/internal-http.js';
-import { APPEND_REQUEST_BYTES_MAX, type LogLimits } from '../shared/log-api.js';
+import { kafkaLogDefaults } from '../shared/kafka-log/index.js';
+import type { LogLimits } from '../shared/log-api.js';
 import {
   FIELD_PARAM_LIMIT_HELP,
   FIELD_PARAM_LIMITS_DEFAULT,
@@ -108,7 +109,7 @@ export interface GatewayConfig {
    * counts as down (for nodeDownMs) and the read moves to another replica.
    */
   serveAnswerMsMax: number;
-  /** Body bytes of one multi-partition append (at most the log-nodes' appendRequestBytesMax). */
+  /** Bytes of one Produce request to the log: the appends of several partitions sent together. */
   appendRequestBytesMax: number;
   feedReadBytesMax: number;
   feedPollMs: number;
@@ -232,7 +233,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     serveSearchPageMax: 100,
     serveGetBatchKeysMax: GET_BATCH_KEYS_MAX,
     serveAnswerMsMax: SERVE_ANSWER_MS_MAX,
-    appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
+    appendRequestBytesMax: kafkaLogDefaults.produceRequestBytesMax,
     feedReadBytesMax: 1024 * 1024,
     feedPollMs: 5000,
     feedRetryMsMax: 5000,

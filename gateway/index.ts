@@ -47,11 +47,9 @@ export async function startGateway(
   }
   const logger = clients.logger ?? createLogger('gateway');
   const secret = { clusterSecret: config.clusterSecret };
-  // Kafka brokers, or log-nodes over HTTP that may split the partitions between them.
   const connected: ConnectedLog = clients.log
     ? { log: clients.log, close: () => undefined }
     : await connectLog(config.logUrls, {
-        ...secret,
         kafka: config.kafka,
         logger,
         connectWaitMs: config.startWaitMsMax,

@@ -7,8 +7,9 @@ import {
   limitOptions,
   limitValues,
   onShutdownSignal,
+  parseLogUrls,
 } from '../shared/cli-options.js';
-import { APPEND_REQUEST_BYTES_MAX } from '../shared/log-api.js';
+import { kafkaLogDefaults } from '../shared/kafka-log/index.js';
 import { createLogger } from '../shared/logger.js';
 import { GET_BATCH_KEYS_MAX } from '../shared/serve-api.js';
 import {
@@ -49,10 +50,10 @@ export function registerGatewayCommand(program: Command): void {
     .addOption(
       new Option(
         '--log <urls>',
-        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners), or http:// log-node URLs, comma-separated",
+        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners)",
       )
         .env('TAILBASE_LOG')
-        .argParser(urlList)
+        .argParser(parseLogUrls)
         .makeOptionMandatory(),
     )
     .addOption(
@@ -94,9 +95,9 @@ export function registerGatewayCommand(program: Command): void {
     .addOption(
       integerOption(
         '--append-request-bytes-max <bytes>',
-        "body of one multi-partition append (at most the log-nodes' --append-request-bytes-max)",
+        'bytes of one Produce request to the log (the appends of several partitions sent together)',
         'TAILBASE_APPEND_REQUEST_BYTES_MAX',
-        APPEND_REQUEST_BYTES_MAX,
+        kafkaLogDefaults.produceRequestBytesMax,
       ),
     );
   for (const option of kafkaLogOptions()) command.addOption(option);

@@ -2,7 +2,7 @@
  * The log-node's configuration: every size, count and wait is named here with its unit, has a
  * default, and is enforced where it is used.
  */
-import { APPEND_REQUEST_BYTES_MAX, PARTITIONS_MAX } from '../shared/log-api.js';
+import { PARTITIONS_MAX } from '../shared/log-api.js';
 import { type FileIO, nodeFileIO } from '../shared/file-io.js';
 import type { CleanupPolicy } from '../shared/topics.js';
 
@@ -52,8 +52,6 @@ export interface LogNodeConfig {
    */
   tailCacheBytesMax: number;
   appendQueueBytesMax: number;
-  /** Body bytes of one multi-partition append (`POST /internal/append`). */
-  appendRequestBytesMax: number;
   /**
    * The defaults of a collection topic's configs (shared/topics.ts; internal topics are always
    * compacted): each topic keeps its own in its topic.json.
@@ -103,7 +101,6 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   longPollWaitMsMax: 30_000,
   appendQueueBytesMax: 256 * MiB,
   tailCacheBytesMax: 1 * MiB,
-  appendRequestBytesMax: APPEND_REQUEST_BYTES_MAX,
   cleanupPolicy: 'compact',
   retentionMs: -1,
   retentionBytes: -1,

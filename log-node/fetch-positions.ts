@@ -1,27 +1,11 @@
 /**
- * The positions of a multi-partition read: `topic:partition:offset[,...]` in the `from` parameter
- * of `GET /internal/fetch` (topic names never hold ':' or ','), or the same as numbers from an
- * in-process caller. 1..max distinct topic-partitions, each at a safe integer offset, else 400.
+ * The positions of a multi-partition read from an in-process caller (`tailbase start`'s binding):
+ * 1..max distinct topic-partitions, each at a safe integer offset, else 400.
  */
 import { badRequest } from '../shared/errors.js';
 import type { FetchPosition } from '../shared/log-api.js';
 
 const FORMAT = 'topic:partition:offset[,topic:partition:offset...]';
-
-export function parseFetchPositions(raw: string, max: number): FetchPosition[] {
-  const parts = raw === '' ? [] : raw.split(',');
-  const positions = parts.slice(0, max + 1).map((part) => {
-    const match = /^([^:,/]{1,249}):(\d{1,9}):(\d{1,16})$/.exec(part);
-    if (match === null) {
-      throw badRequest('invalid_parameter', `from is ${FORMAT}`, {
-        parameter: 'from',
-        value: part.slice(0, 80),
-      });
-    }
-    return { topic: match[1], partition: Number(match[2]), offset: Number(match[3]) };
-  });
-  return checkFetchPositions(positions, max);
-}
 
 export function checkFetchPositions(
   positions: readonly FetchPosition[],

@@ -45,7 +45,7 @@ export interface RunningLogNode extends OpenLogNode {
   url: string;
 }
 
-/** A log-node serving its internal HTTP API on `host:port`. */
+/** A log-node serving its HTTP routes (health, status: routes.ts) on `host:port`. */
 export function startLogNode(options: LogNodeOptions): Promise<RunningLogNode> {
   return withLock(options, async (node, cleaner, logger) => {
     const listener = await listen(

@@ -47,15 +47,13 @@ export interface RunningServeNode extends OpenServeNode {
 
 const LOG_CONNECT_MS_MAX = 30_000;
 
-/** A serve-node tailing the log-nodes at `logUrls`, serving its internal HTTP API. */
+/** A serve-node tailing the log at `logUrls` (kafka://), serving its internal HTTP API. */
 export async function startServeNode(options: ServeNodeOptions): Promise<RunningServeNode> {
   const logger = options.logger ?? createLogger('serve-node');
   if (options.logUrls.length === 0) throw new Error('a serve-node needs at least one log URL');
   // Two processes applying into one set of stores corrupt them; the lock covers DATA and all in it.
   return withDataDirLock(options.dataDir, async (lock) => {
-    // Kafka brokers, or log-nodes over HTTP that may split the partitions between them.
     const connected = await connectLog(options.logUrls, {
-      clusterSecret: options.clusterSecret,
       kafka: options.kafka,
       logger,
       connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,

@@ -8,6 +8,7 @@ import {
   kafkaLogOf,
   kafkaLogOptions,
   onShutdownSignal,
+  parseLogUrls,
 } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS } from './config.js';
@@ -50,16 +51,11 @@ export function registerServeNodeCommand(
     .addOption(
       new Option(
         '--log <urls>',
-        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners), or http:// log-node URLs, comma-separated",
+        "the log: kafka://host:port[,host:port...] (Kafka brokers or log-nodes' Kafka listeners)",
       )
         .env('TAILBASE_LOG')
         .makeOptionMandatory()
-        .argParser((raw: string) =>
-          raw
-            .split(',')
-            .map((url) => url.trim())
-            .filter(Boolean),
-        ),
+        .argParser(parseLogUrls),
     )
     .addOption(
       new Option('--partitions <list>', "hosted partitions, e.g. 0-3,6 (default: all the log's)")

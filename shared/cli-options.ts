@@ -4,7 +4,7 @@ import { isIP } from 'node:net';
 import { InvalidArgumentError, Option } from 'commander';
 import type { KafkaSaslPlain, KafkaTls } from './kafka-log/index.js';
 import { topicSafetyDefaults } from './kafka-log/topic-safety.js';
-import type { KafkaConnectOptions } from './log-connect.js';
+import { checkLogUrls, type KafkaConnectOptions } from './log-connect.js';
 import { flushLogs, type Logger } from './logger.js';
 
 export function parseInteger(raw: string): number {
@@ -68,12 +68,18 @@ export function kafkaAdvertisedOptions(): Option[] {
   ];
 }
 
-/** `--log`'s comma-separated URLs, as each command's flag parser hands them over. */
+/** `--log`'s comma-separated Kafka bootstrap URLs (checkLogUrls), as each command's parser. */
 export function parseLogUrls(raw: string): string[] {
-  return raw
+  const urls = raw
     .split(',')
     .map((url) => url.trim())
     .filter(Boolean);
+  try {
+    checkLogUrls(urls);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message);
+  }
+  return urls;
 }
 
 /**

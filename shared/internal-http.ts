@@ -48,7 +48,7 @@ export class InternalHttp {
   private readonly headers: Record<string, string>;
   private readonly peer: string;
 
-  /** `peer` names the kind of node in errors: `log-node`, `serve-node`. */
+  /** `peer` names the kind of node in errors: `serve-node`, `gateway`. */
   constructor(url: string, peer: string, headers: Record<string, string> = {}) {
     this.url = url.replace(/\/+$/, '');
     this.peer = peer;

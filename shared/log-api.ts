@@ -1,17 +1,13 @@
 /**
  * The log's contract: what a gateway or serve-node asks of the log layer, whichever way it is
- * reached (over HTTP from another process, or bound in-process by `tailbase start`), and the
- * constants of its HTTP wire form. Implementations: shared/kafka-log/ (the Kafka protocol),
- * shared/http-log-client.ts (HTTP), shared/log-cluster.ts (several log-nodes over HTTP),
- * log-node/local-log-client.ts (in-process).
+ * reached (by the Kafka protocol from another process, or bound in-process by `tailbase start`).
+ * Implementations: shared/kafka-log/ (the Kafka protocol), log-node/local-log-client.ts
+ * (in-process), shared/port-log-client.ts (the in-process binding across a worker thread).
  */
 import type { FetchOutcome } from './fetch-answer.js';
-import type { TailbaseError } from './errors.js';
 import type { TopicConfigs, TopicInfo } from './topics.js';
 
 export const CLUSTER_SECRET_HEADER = 'tailbase-cluster-secret';
-export const LOG_START_OFFSET_HEADER = 'tailbase-log-start-offset';
-export const END_OFFSET_HEADER = 'tailbase-end-offset';
 
 export interface AppendResult {
   baseOffset: number;
@@ -25,10 +21,6 @@ export interface TopicPartition {
   topic: string;
   partition: number;
 }
-
-/** One topic-partition's outcome in a multi-partition append: its offsets, or its error. */
-export type PartitionAppendOutcome = TopicPartition &
-  (AppendResult | ({ status: number } & ReturnType<TailbaseError['toBody']>));
 
 export interface PartitionOffsets extends TopicPartition {
   logStartOffset: number;
@@ -131,8 +123,5 @@ export function oneNodeFetchGroups(partitions: readonly number[]): number[][] {
 
 export const LOG_ANSWER_MS_MAX = 10_000;
 
-/** The default bound of a multi-partition append, the log-node's and its clients'. */
-export const APPEND_REQUEST_BYTES_MAX = 64 * 1024 * 1024;
-
-/** The default bound of partitions a log-node holds, and so of frames in one append. */
+/** The default bound of partitions a log-node holds, and so of partitions in one read. */
 export const PARTITIONS_MAX = 1024;

@@ -1,8 +1,9 @@
 /**
- * The log a gateway or serve-node is pointed at by `--log`: `kafka://host:port[,host:port...]`
- * reaches it by the Kafka protocol (shared/kafka-log), one or more `http://` log-node URLs by
- * the internal HTTP API (shared/log-cluster.ts). `close` ends the connections it opened.
+ * The log a gateway or serve-node is pointed at by `--log`: `kafka://host:port[,host:port...]`,
+ * reached by the Kafka protocol (shared/kafka-log), whether the brokers are tailbase log-nodes or
+ * Kafka. `close` ends the connections it opened.
  */
+import { TailbaseError } from './errors.js';
 import {
   KafkaLogClient,
   kafkaBootstrapOf,
@@ -10,7 +11,6 @@ import {
   type KafkaTls,
 } from './kafka-log/index.js';
 import type { LogClient } from './log-api.js';
-import { LogCluster, type LogClusterOptions } from './log-cluster.js';
 import type { Logger } from './logger.js';
 
 export interface ConnectedLog {
@@ -35,35 +35,52 @@ export interface KafkaConnectOptions {
   allowUnverifiedTopics?: boolean;
 }
 
-export interface ConnectLogOptions extends LogClusterOptions {
+export interface ConnectLogOptions {
+  /** How long connecting keeps retrying brokers that are not up yet, and how often. */
+  connectWaitMs?: number;
+  connectRetryMs?: number;
+  /** How long a broker may take to answer beyond the wait a call asked for. */
+  answerMsMax?: number;
+  /** Bytes of one Produce request (the appends of several partitions sent together). */
+  appendRequestBytesMax?: number;
   kafka?: KafkaConnectOptions;
   /** Where the Kafka client says what it could not check of the cluster. */
   logger?: Logger;
+}
+
+/**
+ * `--log`'s URLs, refused unless they name Kafka brokers: `kafka://host:port`, then more
+ * `host:port` or `kafka://host:port`. The internal HTTP log API is gone, so an `http://` log-node
+ * URL is an error that says where its Kafka listener is instead.
+ */
+export function checkLogUrls(urls: readonly string[]): readonly string[] {
+  const foreign = urls.find(
+    (url, i) => (i === 0 || url.includes('://')) && !url.startsWith('kafka://'),
+  );
+  if (urls.length === 0 || foreign !== undefined) {
+    throw new TailbaseError(
+      400,
+      'invalid_log_url',
+      `--log names the log's Kafka brokers, kafka://host:port[,host:port...], not ` +
+        `${foreign ?? 'nothing'}: a tailbase log-node's Kafka listener is its --kafka-port ` +
+        `(9092 by default); the internal HTTP log API is gone`,
+    );
+  }
+  return urls;
 }
 
 export async function connectLog(
   urls: readonly string[],
   options: ConnectLogOptions,
 ): Promise<ConnectedLog> {
-  const bootstrap = kafkaBootstrapOf(urls);
-  if (bootstrap === null) {
-    if (urls.some((url) => url.startsWith('kafka://'))) {
-      throw new Error(
-        `--log names kafka:// brokers or http:// log-nodes, not both: ${urls.join(',')}`,
-      );
-    }
-    if (options.kafka?.topicPrefix) {
-      throw new Error(`a topic prefix needs --log kafka://, not ${urls.join(',')}`);
-    }
-    if (options.kafka?.tls)
-      throw new Error(`--kafka-tls needs --log kafka://, not ${urls.join(',')}`);
-    return { log: await LogCluster.connect(urls, options), close: () => undefined };
-  }
+  const bootstrap = kafkaBootstrapOf(checkLogUrls(urls));
+  if (bootstrap === null) throw new Error('checkLogUrls let a URL without kafka:// through');
   const log = await KafkaLogClient.connect({
     bootstrap,
     bootstrapWaitMs: options.connectWaitMs,
     bootstrapRetryMs: options.connectRetryMs,
     answerMsMax: options.answerMsMax,
+    produceRequestBytesMax: options.appendRequestBytesMax,
     sasl: options.kafka?.sasl,
     tls: options.kafka?.tls,
     topicPrefix: options.kafka?.topicPrefix,

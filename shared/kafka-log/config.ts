@@ -215,7 +215,8 @@ const KAFKA_SCHEME = 'kafka://';
 /**
  * The brokers of `--log` when it names Kafka: `kafka://host:port[,host:port...]`, which a
  * comma-splitting flag parser hands over as `kafka://host:port` and bare `host:port`s (a scheme on
- * each is accepted too); null when it names HTTP log-nodes.
+ * each is accepted too); null when it does not start with kafka:// (shared/log-connect.ts refuses
+ * such a --log).
  */
 export function kafkaBootstrapOf(urls: readonly string[]): string[] | null {
   if (urls.length === 0 || !urls[0].startsWith(KAFKA_SCHEME)) return null;

@@ -58,13 +58,15 @@ function kafkaErrorName(errorCode: number): string {
 /**
  * Log errors that share their Kafka code with another whose meaning differs for the caller: a
  * full disk (nothing stored, retry once there is room) where any other storage error may have
- * stored the batch, and a collection id collision where a policy violation says nothing more.
+ * stored the batch, a full append queue (refused before it was queued) where any other timeout
+ * may have stored it, and a collection id collision where a policy violation says nothing more.
  * A tailbase log-node begins their errorMessage with the log's code (`[tailbase disk_full] ...`),
  * so they reach the gateway as the log said them; another broker's answer keeps the code's own
  * meaning.
  */
 const REFINED_CODES: Readonly<Record<string, { kafka: number; status: number }>> = {
   disk_full: { kafka: ErrorCode.KAFKA_STORAGE_ERROR, status: 507 },
+  append_queue_full: { kafka: ErrorCode.REQUEST_TIMED_OUT, status: 503 },
   collection_id_collision: { kafka: ErrorCode.POLICY_VIOLATION, status: 409 },
 };
 

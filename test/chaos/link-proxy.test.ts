@@ -1,8 +1,14 @@
 // The link proxy the chaos runner puts between nodes: a cut resets every connection and refuses
-// new ones, a stall holds bytes both ways (and new connections) and delivers them on heal.
+// new ones, a stall holds bytes both ways (and new connections) and delivers them on heal; in
+// front of a Kafka listener, a client bootstrapped on it reaches the listener only through it.
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
+import { openLogNode } from '../../log-node/index.js';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
+import { createLogger } from '../../shared/logger.js';
 import { startLinkProxy, type LinkProxy } from '../harness/link-proxy.js';
+import { tempDir } from '../harness/temp-dir.js';
 
 /** An echo server: answers every byte with itself. */
 async function echoServer(): Promise<{ server: Server; url: string }> {
@@ -85,5 +91,40 @@ describe('link proxy', () => {
     await until(() => open.received() === 'xyz' && late.received() === 'late');
     open.socket.destroy();
     late.socket.destroy();
+  });
+
+  it('in front of a Kafka listener, names itself: a cut link fails every call of its client', async () => {
+    const silent = createLogger('test', 'silent');
+    const dir = tempDir('link-kafka');
+    const node = await openLogNode({
+      dataDir: dir.path,
+      partitions: 1,
+      logger: silent,
+      kafka: { host: '127.0.0.1', port: 0 },
+    });
+    const proxy = await startLinkProxy({
+      target: () => `kafka://127.0.0.1:${node.kafkaPort}`,
+      kafka: true,
+    });
+    const client = await KafkaLogClient.connect({
+      bootstrap: [`127.0.0.1:${proxy.port}`],
+      logger: silent,
+      answerMsMax: 500,
+    });
+    cleanups.push(async () => {
+      client.close();
+      await proxy.close();
+      await node.stop();
+      dir.cleanup();
+    });
+    const batch = encodeBatch([{ key: 'k', value: Buffer.from('{}'), timestampMs: 1 }]);
+    expect((await client.append('t', 0, batch)).baseOffset).toBe(0);
+    expect((await client.read('t', 0, 0)).endOffset).toBe(1);
+    proxy.cut();
+    // Had Metadata named the listener, these would go around the proxy and succeed.
+    await expect(client.append('t', 0, batch)).rejects.toMatchObject({ status: 503 });
+    await expect(client.read('t', 0, 0)).rejects.toMatchObject({ status: 503 });
+    proxy.heal();
+    expect((await client.read('t', 0, 0)).endOffset).toBe(1);
   });
 });

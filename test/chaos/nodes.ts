@@ -4,7 +4,8 @@
  * - `embedded`: one `tailbase start` (log-node, serve-node and gateway in one process);
  * - `cluster`: a log-node, two serve-nodes (half the partitions each) and a gateway, every link
  *   between them through a proxy the link nemesis cuts and stalls (test/harness/link-proxy.ts):
- *   gateway → log-node, gateway → each serve-node, each serve-node → log-node.
+ *   gateway → log-node, gateway → each serve-node, each serve-node → log-node (the log-node's
+ *   Kafka listener, each proxy naming itself in its answers so no connection goes around it).
  *
  * A node can be killed (-9) and restarted, or paused (SIGSTOP) and resumed (SIGCONT). Children
  * still running when this process exits are killed.
@@ -165,7 +166,7 @@ export interface Target {
   links: ChaosLink[];
   /** The folder every node's data directory is in. */
   dataRoot: string;
-  /** cluster: the log-node's own URL, and the serve-nodes. */
+  /** cluster: the log-node's Kafka listener as `--log` names it, and the serve-nodes. */
   logUrl: string | null;
   replicas: Replica[];
   stop(): Promise<void>;
@@ -241,9 +242,12 @@ export function serveNode(name: string, dataDir: string, port: number, logUrl: s
 }
 
 async function link(name: string, to: string, replicaPartitions: number[] | null) {
-  const proxy = await startLinkProxy({ target: () => to });
+  const proxy = await startLinkProxy({ target: () => to, kafka: to.startsWith('kafka://') });
   return { name, proxy, replicaPartitions };
 }
+
+/** `--log` for a node on this link. */
+const logThrough = (link: ChaosLink) => `kafka://127.0.0.1:${link.proxy.port}`;
 
 export async function startCluster(): Promise<Target> {
   const root = dataRoot();
@@ -255,8 +259,8 @@ export async function startCluster(): Promise<Target> {
     await freePort(),
   ];
   const at = (port: number) => `http://127.0.0.1:${port}`;
-  const logUrl = at(logPort);
-  const log = new ChaosNode('log-node', 'log-node', logUrl, [
+  const logUrl = `kafka://127.0.0.1:${kafka}`;
+  const log = new ChaosNode('log-node', 'log-node', at(logPort), [
     ...['--data', path.join(root.path, 'log'), '--port', String(logPort)],
     ...['--kafka-port', String(kafka), '--partitions', String(PARTITIONS)],
   ]);
@@ -266,7 +270,7 @@ export async function startCluster(): Promise<Target> {
     const feed = await link(`serve-node-${i}→log-node`, logUrl, clusterPartitions(i));
     links.push(feed);
     serves.push(
-      serveNode(`serve-node-${i}`, path.join(root.path, `serve${i}`), port, feed.proxy.url, i),
+      serveNode(`serve-node-${i}`, path.join(root.path, `serve${i}`), port, logThrough(feed), i),
     );
   }
   const toLog = await link('gateway→log-node', logUrl, null);
@@ -275,7 +279,7 @@ export async function startCluster(): Promise<Target> {
   );
   links.push(toLog, ...toServes);
   const gateway = new ChaosNode('gateway', 'gateway', at(gatewayPort), [
-    ...['--port', String(gatewayPort), '--log', toLog.proxy.url],
+    ...['--port', String(gatewayPort), '--log', logThrough(toLog)],
     ...['--serve', toServes.map((s) => s.proxy.url).join(',')],
   ]);
   return startAll(

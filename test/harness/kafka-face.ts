@@ -10,6 +10,8 @@ export interface KafkaFace {
   /** `--kafka-port <port>`, for the log-node's arguments. */
   args: string[];
   broker: string;
+  /** The log as `--log` names it: `kafka://<broker>`. */
+  url: string;
   connect(options?: Partial<KafkaLogOptions>): Promise<KafkaLogClient>;
 }
 
@@ -19,6 +21,7 @@ export async function kafkaFace(): Promise<KafkaFace> {
   return {
     args: ['--kafka-port', String(port)],
     broker,
+    url: `kafka://${broker}`,
     connect: (options = {}) =>
       KafkaLogClient.connect({
         bootstrap: [broker],

@@ -16,11 +16,16 @@
  *     dropped and the client's connection closed: a network failure after the write, before the
  *     acknowledgement;
  *   - `forward`.
+ * - holds each Fetch answer `fetchAnswerDelayMs` before passing it on (a slow log, as one client
+ *   sees it; the answers behind it on the connection wait too, so their order is kept);
+ * - `stall(true)` keeps every connection open but forwards nothing either way: the listener
+ *   looks alive and never answers (a hung process, not a crashed one).
  *
  * Answers come back in request order on a connection (Kafka's rule, and the listener's), so
  * answers are matched to requests by order, and checked by correlation id.
  */
 import net, { type AddressInfo } from 'node:net';
+import { Transform } from 'node:stream';
 import {
   ApiKey,
   decodeResponse,
@@ -46,6 +51,7 @@ export interface KafkaProxy {
   /** host:port for a client's bootstrap servers. */
   broker: string;
   stats: KafkaProxyStats;
+  stall(on: boolean): void;
   close(): Promise<void>;
 }
 
@@ -70,6 +76,7 @@ export async function startKafkaProxy(options: {
    * the listener has written the request's batches, and the client does not know it.
    */
   onAnswerDropped?: (n: number) => void;
+  fetchAnswerDelayMs?: number;
 }): Promise<KafkaProxy> {
   const stats: KafkaProxyStats = {
     produceRequests: 0,
@@ -79,6 +86,7 @@ export async function startKafkaProxy(options: {
   };
   const sockets = new Set<net.Socket>();
   let proxyPort = 0;
+  let stalled = false;
 
   const server = net.createServer((client) => {
     stats.connections++;
@@ -89,6 +97,14 @@ export async function startKafkaProxy(options: {
     const pending: Pending[] = [];
     const fromClient = new KafkaFrameSplitter();
     const fromUpstream = new KafkaFrameSplitter();
+    /** Answers reach the client in order, each after the delay of those before it. */
+    let answered = Promise.resolve();
+    const answer = (bytes: Buffer, delayMs: number) => {
+      answered = answered.then(async () => {
+        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+        if (!client.destroyed) client.write(bytes);
+      });
+    };
     const closeBoth = () => {
       client.destroy();
       upstream.destroy();
@@ -102,6 +118,7 @@ export async function startKafkaProxy(options: {
     }
 
     client.on('data', (chunk: Buffer) => {
+      if (stalled) return;
       let frames: Buffer[];
       try {
         frames = fromClient.push(chunk);
@@ -142,6 +159,7 @@ export async function startKafkaProxy(options: {
       }
       for (const frame of frames) {
         const request = pending.shift();
+        if (stalled) continue;
         const correlationId = frame.readInt32BE(0);
         if (!request || request.correlationId !== correlationId) {
           // Not the answer expected next: the proxy cannot follow this connection any more.
@@ -164,7 +182,8 @@ export async function startKafkaProxy(options: {
             return;
           }
         }
-        client.write(rewritten(request, frame, proxyPort));
+        const delayMs = request.apiKey === ApiKey.Fetch ? (options.fetchAnswerDelayMs ?? 0) : 0;
+        answer(rewritten(request, frame, proxyPort), delayMs);
       }
     });
   });
@@ -177,6 +196,9 @@ export async function startKafkaProxy(options: {
     port: proxyPort,
     broker: `127.0.0.1:${proxyPort}`,
     stats,
+    stall(on) {
+      stalled = on;
+    },
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -190,8 +212,61 @@ function framed(frame: Buffer): Buffer {
   return Buffer.concat([size, frame]);
 }
 
+/**
+ * For a plain TCP proxy on port `proxyPort` (link-proxy.ts) in front of a Kafka listener: the
+ * client's bytes pass `requests` unchanged (it notes each request's API), the listener's pass
+ * `answers`, which names the proxy in Metadata and FindCoordinator answers, so the client's later
+ * connections come back through the proxy too. Streams, so the proxy's backpressure holds.
+ */
+export function kafkaAdvertising(proxyPort: number): { requests: Transform; answers: Transform } {
+  const asked: Pick<Pending, 'apiKey' | 'apiVersion' | 'correlationId'>[] = [];
+  const fromClient = new KafkaFrameSplitter(ADVERTISED_FRAME_BYTES_MAX);
+  const fromListener = new KafkaFrameSplitter(ADVERTISED_FRAME_BYTES_MAX);
+  const requests = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      try {
+        for (const frame of fromClient.push(chunk)) {
+          asked.push({
+            apiKey: frame.readInt16BE(0),
+            apiVersion: frame.readInt16BE(2),
+            correlationId: frame.readInt32BE(4),
+          });
+        }
+        done(null, chunk);
+      } catch (error) {
+        done(error as Error);
+      }
+    },
+  });
+  const answers = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      try {
+        const out: Buffer[] = [];
+        for (const frame of fromListener.push(chunk)) {
+          const request = asked.shift();
+          if (!request || request.correlationId !== frame.readInt32BE(0)) {
+            throw new Error('an answer the proxy cannot match to its request');
+          }
+          out.push(rewritten(request, frame, proxyPort));
+        }
+        done(null, Buffer.concat(out));
+      } catch (error) {
+        done(error as Error);
+      }
+    },
+  });
+  return { requests, answers };
+}
+
+/** A Fetch answer's frame may carry a partition's whole read: far above a listener's own cap. */
+const ADVERTISED_FRAME_BYTES_MAX = 1024 * 1024 * 1024;
+
 /** The answer frame with the proxy named as the broker (and coordinator), size prefix included. */
-function rewritten(request: Pending, frame: Buffer, proxyPort: number): Buffer {
+function rewritten(
+  request: Pick<Pending, 'apiKey' | 'apiVersion' | 'correlationId'>,
+  frame: Buffer,
+  proxyPort: number,
+): Buffer {
   if (request.apiKey === ApiKey.Metadata) {
     const { body } = decodeResponse(ApiKey.Metadata, request.apiVersion, frame);
     return encodeResponse(ApiKey.Metadata, request.apiVersion, request.correlationId, {

@@ -1,4 +1,6 @@
 import { createServer, connect, type AddressInfo, type Server, type Socket } from 'node:net';
+import type { Writable } from 'node:stream';
+import { kafkaAdvertising } from './kafka-proxy.js';
 
 /**
  * A TCP proxy on one link between two nodes, in one of three states:
@@ -10,7 +12,9 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
  *   new connection reaches the target only once the link heals. A congested or partitioned
  *   network that comes back, not a crashed node: nothing is lost, it arrives late.
  *
- * It carries anything over TCP: HTTP between the nodes, their internal routes, the Kafka protocol.
+ * It carries anything over TCP: HTTP between the nodes, the Kafka protocol. In front of a Kafka
+ * listener (`kafka`), it names itself in the listener's Metadata and FindCoordinator answers, so a
+ * client bootstrapped on it reaches the listener only through it.
  */
 export type LinkState = 'open' | 'cut' | 'stalled';
 
@@ -30,11 +34,16 @@ export interface LinkProxyOptions {
   target: () => string;
   /** Listen here (a port another node must know before this proxy starts), or any free port. */
   port?: number;
+  /** The far side is a Kafka listener. */
+  kafka?: boolean;
 }
 
 interface Pair {
   client: Socket;
   upstream: Socket | null;
+  /** What the client's bytes are piped into, and the upstream's: the sockets, or Kafka's rewriting. */
+  toUpstream: Writable | null;
+  toClient: Writable | null;
 }
 
 export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkProxy> {
@@ -57,9 +66,20 @@ export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkPro
     pair.upstream = upstream;
     upstream.setNoDelay(true);
     pair.client.setNoDelay(true);
+    if (options.kafka) {
+      const { requests, answers } = kafkaAdvertising(proxyPort);
+      requests.pipe(upstream);
+      answers.pipe(pair.client);
+      for (const stream of [requests, answers]) {
+        stream.on('error', () => reset(pair));
+      }
+      [pair.toUpstream, pair.toClient] = [requests, answers];
+    } else {
+      [pair.toUpstream, pair.toClient] = [upstream, pair.client];
+    }
     // pipe() keeps backpressure both ways, so pausing a socket holds its bytes in the kernel.
-    pair.client.pipe(upstream);
-    upstream.pipe(pair.client);
+    pair.client.pipe(pair.toUpstream);
+    upstream.pipe(pair.toClient);
     const end = () => {
       if (state === 'stalled') {
         closing.push(pair);
@@ -80,7 +100,7 @@ export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkPro
 
   const server: Server = createServer((client) => {
     client.on('error', () => {});
-    const pair: Pair = { client, upstream: null };
+    const pair: Pair = { client, upstream: null, toUpstream: null, toClient: null };
     if (state === 'cut') {
       client.resetAndDestroy();
       return;
@@ -95,11 +115,11 @@ export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkPro
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => resolve());
   });
-  const port = (server.address() as AddressInfo).port;
+  const proxyPort = (server.address() as AddressInfo).port;
 
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: `http://127.0.0.1:${proxyPort}`,
+    port: proxyPort,
     get state() {
       return state;
     },
@@ -131,8 +151,8 @@ export async function startLinkProxy(options: LinkProxyOptions): Promise<LinkPro
       }
       for (const pair of pairs) {
         if (pair.upstream === null) continue;
-        pair.client.pipe(pair.upstream);
-        pair.upstream.pipe(pair.client);
+        pair.client.pipe(pair.toUpstream!);
+        pair.upstream.pipe(pair.toClient!);
       }
       for (const pair of waiting.splice(0)) {
         if (!pair.client.destroyed) join(pair);

@@ -97,6 +97,7 @@ export function logAndServeNodes(name: string) {
       nodes.logClient?.close();
       nodes.logClient = await KafkaLogClient.connect({
         bootstrap: [`127.0.0.1:${nodes.logNode.kafkaPort}`],
+        logger: silent,
       });
       return nodes.logClient;
     },

@@ -1,21 +1,23 @@
 // Proves that a read's wait ends at its bound while a bulk load keeps the serve-node's apply loop
 // busy: strong searches and token reads with a small wait_ms that the load cannot let them meet
 // answer 504 not_caught_up (naming the partition and offsets) within wait_ms + the edge's slack,
-// in `tailbase start` and in a cluster of processes (gateway -> serve-node over HTTP); and that
-// key reads keep answering meanwhile (their p50/p99 during the load and idle are printed, not
+// in `tailbase start` and in a cluster of processes (gateway -> serve-node over HTTP, both ->
+// log-node by Kafka); and that key reads keep answering meanwhile (their p50/p99 during the load and idle are printed, not
 // asserted: a figure, not a threshold that would flake on a shared machine). A wait ends at its
 // bound too when the gateway's look at the log (its topics, a strong read's end offsets) hangs.
 import { afterAll, describe, expect, it } from 'vitest';
 import {
+  kafkaFace,
   seededRandom,
   spawnEmbedded,
   spawnNode,
-  startStallProxy,
   tempDir,
   testSeed,
+  type KafkaFace,
   type SpawnedNode,
   type TempDir,
 } from '../harness/index.js';
+import { startKafkaProxy } from '../harness/kafka-proxy.js';
 
 const WAIT_MS = 300;
 /** The gateway's waitSlackMs default (gateway/config.ts). */
@@ -57,14 +59,17 @@ afterAll(async () => {
 });
 
 /** A log-node and a serve-node tailing it, as processes of their own. */
-async function logAndServeNode(name: string): Promise<{ log: SpawnedNode; serve: SpawnedNode }> {
+async function logAndServeNode(name: string): Promise<{ log: KafkaFace; serve: SpawnedNode }> {
   const logDir = tempDir(`${name}-log`);
   const serveDir = tempDir(`${name}-serve`);
   dirs.push(logDir, serveDir);
-  const log = await spawnNode('log-node', [
-    ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
-  ]);
-  nodes.push(log);
+  const log = await kafkaFace();
+  nodes.push(
+    await spawnNode('log-node', [
+      ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
+      ...log.args,
+    ]),
+  );
   const serve = await spawnNode('serve-node', [
     ...['--data', serveDir.path, '--port', '0', '--log', log.url],
   ]);
@@ -108,10 +113,11 @@ describe('bounded waits during a bulk load', () => {
 
   it("a log that does not answer: a wait ends at its bound, the log's look inside it", async () => {
     const { log, serve } = await logAndServeNode('bounded-waits-stalled');
-    const proxy = await startStallProxy(() => log.url);
+    const [host, port] = log.broker.split(':');
+    const proxy = await startKafkaProxy({ target: () => ({ host, port: Number(port) }) });
     closers.push(() => proxy.close());
     const gateway = await spawnNode('gateway', [
-      ...['--port', '0', '--log', proxy.url, '--serve', serve.url],
+      ...['--port', '0', '--log', `kafka://${proxy.broker}`, '--serve', serve.url],
     ]);
     nodes.push(gateway);
     const base = `${gateway.url}/v1/collections/stalled`;

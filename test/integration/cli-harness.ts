@@ -1,12 +1,13 @@
 /**
- * A whole tailbase in the test process for the CLI's tests: a log-node, a serve-node and a
- * gateway on loopback ports, each in a temp dir; stop() stops them and removes the dirs.
+ * A whole tailbase in the test process for the CLI's tests: a log-node (reached by its Kafka
+ * listener), a serve-node and a gateway on loopback ports, each in a temp dir; stop() stops them
+ * and removes the dirs.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startGateway } from '../../gateway/index.js';
-import { startLogNode } from '../../log-node/index.js';
+import { openLogNode } from '../../log-node/index.js';
 import { startServeNode } from '../../serve-node/index.js';
 import { createLogger } from '../../shared/logger.js';
 
@@ -26,14 +27,15 @@ export async function startSystem(partitions: number): Promise<System> {
     ['log', 'serve', 'home'].map((name) => mkdtemp(join(tmpdir(), `tailbase-cli-${name}-`))),
   );
   const [logDir, serveDir, home] = dirs;
-  const log = await startLogNode({ dataDir: logDir, port: 0, partitions, logger: silent });
-  const serve = await startServeNode({
-    dataDir: serveDir,
-    port: 0,
-    logUrls: [log.url],
+  const log = await openLogNode({
+    dataDir: logDir,
+    partitions,
     logger: silent,
+    kafka: { host: '127.0.0.1', port: 0 },
   });
-  const gatewayInput = { port: 0, logUrls: [log.url], serveUrls: [serve.url] };
+  const logUrls = [`kafka://127.0.0.1:${log.kafkaPort}`];
+  const serve = await startServeNode({ dataDir: serveDir, port: 0, logUrls, logger: silent });
+  const gatewayInput = { port: 0, logUrls, serveUrls: [serve.url] };
   let gateway = await startGateway(gatewayInput, { logger: silent });
   const port = Number(new URL(gateway.url).port);
   return {

@@ -8,6 +8,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Tailbase } from '../../client/sdk/index.js';
 import { offsetsOf, TokenCodec } from '../../shared/token.js';
 import {
+  kafkaFace,
   spawnEmbedded,
   spawnNode,
   type SpawnedNode,
@@ -100,20 +101,22 @@ describe('typed client read-your-writes', () => {
     const logDir = tempDir('client-ryw-log');
     const serveDirs = [tempDir('client-ryw-serve0'), tempDir('client-ryw-serve1')];
     dirs.push(logDir, ...serveDirs);
+    const kafka = await kafkaFace();
     const log = await spawnNode('log-node', [
       ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
+      ...kafka.args,
     ]);
     nodes.push(log);
     const serves: SpawnedNode[] = [];
     for (const [i, hosted] of ['0-1', '2-3'].entries()) {
       const serve = await spawnNode('serve-node', [
-        ...['--data', serveDirs[i].path, '--port', '0', '--log', log.url, '--partitions', hosted],
+        ...['--data', serveDirs[i].path, '--port', '0', '--log', kafka.url, '--partitions', hosted],
       ]);
       nodes.push(serve);
       serves.push(serve);
     }
     const gateway = await spawnNode('gateway', [
-      ...['--port', '0', '--log', log.url, '--serve', serves.map((s) => s.url).join(',')],
+      ...['--port', '0', '--log', kafka.url, '--serve', serves.map((s) => s.url).join(',')],
     ]);
     nodes.push(gateway);
     const stale = await sessionsReadTheirWrites(gateway.url, 'cluster');

@@ -38,13 +38,21 @@ function dir(name: string): string {
 }
 
 async function logNode(dataDir: string): Promise<RunningLogNode> {
-  const running = await startLogNode({ dataDir, port: 0, partitions: 1, logger: silent });
+  const running = await startLogNode({
+    dataDir,
+    port: 0,
+    partitions: 1,
+    logger: silent,
+    kafka: { host: '127.0.0.1', port: 0 },
+  });
   stops.push(() => running.stop());
   return running;
 }
 
-async function serveNode(dataDir: string, logUrl: string): Promise<RunningServeNode> {
-  const running = await startServeNode({ dataDir, logUrls: [logUrl], port: 0, logger: silent });
+/** A serve-node on `log`'s Kafka listener. */
+async function serveNode(dataDir: string, log: RunningLogNode): Promise<RunningServeNode> {
+  const logUrls = [`kafka://127.0.0.1:${log.kafkaPort}`];
+  const running = await startServeNode({ dataDir, logUrls, port: 0, logger: silent });
   stops.push(() => running.stop());
   return running;
 }
@@ -81,8 +89,8 @@ describe('data directory lock', () => {
   it('refuses a second in-process serve-node on the same directory, naming the owner pid', async () => {
     const log = await logNode(dir('lock-serve-log'));
     const data = dir('lock-serve');
-    await serveNode(data, log.url);
-    await expect(serveNode(data, log.url)).rejects.toThrow(
+    await serveNode(data, log);
+    await expect(serveNode(data, log)).rejects.toThrow(
       `data directory ${data} is in use by pid ${process.pid}`,
     );
   });
@@ -91,7 +99,7 @@ describe('data directory lock', () => {
     const logData = dir('lock-stop-log');
     const serveData = dir('lock-stop-serve');
     const log = await logNode(logData);
-    const serve = await serveNode(serveData, log.url);
+    const serve = await serveNode(serveData, log);
     expect(fs.existsSync(path.join(logData, LOCK_FILE))).toBe(true);
     expect(fs.existsSync(path.join(serveData, LOCK_FILE))).toBe(true);
     await serve.stop();
@@ -99,7 +107,7 @@ describe('data directory lock', () => {
     expect(fs.existsSync(path.join(logData, LOCK_FILE))).toBe(false);
     expect(fs.existsSync(path.join(serveData, LOCK_FILE))).toBe(false);
     const again = await logNode(logData);
-    await serveNode(serveData, again.url);
+    await serveNode(serveData, again);
   });
 
   it('takes over a lock naming a pid that no longer runs', async () => {

@@ -18,6 +18,7 @@ const WRITE_ONLY = 'write-only-key-012345';
 beforeAll(async () => {
   fixture = await startLog(2);
   gateway = await gatewayApp(fixture.client, [], {
+    logUrls: [fixture.url],
     apiKeys: parseApiKeys(`${READER}:read;${WRITER}:write,read;${ADMIN}:admin;${WRITE_ONLY}:write`),
   });
 });
@@ -99,10 +100,7 @@ describe('gateway auth', () => {
 
   it('refuses to bind beyond loopback without keys', async () => {
     await expect(
-      startGateway(
-        { host: '0.0.0.0', logUrls: [fixture.log.url], serveUrls: [] },
-        { logger: silent },
-      ),
+      startGateway({ host: '0.0.0.0', logUrls: [fixture.url], serveUrls: [] }, { logger: silent }),
     ).rejects.toThrow(/API keys/);
   });
 

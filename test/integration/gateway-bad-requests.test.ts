@@ -5,9 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
 import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
 import { collectionOffsets, offsetsOf, TokenCodec } from '../../shared/token.js';
-import { gatewayApp, startKafkaLog, type KafkaLogFixture } from './gateway-harness.js';
+import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
 
-let fixture: KafkaLogFixture;
+let fixture: LogFixture;
 let app: Awaited<ReturnType<typeof gatewayApp>>['app'];
 let services: Awaited<ReturnType<typeof gatewayApp>>['services'];
 let goodToken: string;
@@ -15,7 +15,7 @@ let goodToken: string;
 const limits = { documentBytesMax: 2048, bulkRecordsMax: 5, bulkBytesMax: 8192 };
 
 beforeAll(async () => {
-  fixture = await startKafkaLog(4);
+  fixture = await startLog(4);
   ({ app, services } = await gatewayApp(fixture.client, [], { logUrls: [fixture.url], limits }));
   const put = await app.request('/v1/collections/items/docs/seed', {
     method: 'PUT',
@@ -343,7 +343,7 @@ describe('gateway with its log unreachable', () => {
     const { createGatewayApp, createGatewayServices, resolveGatewayConfig } =
       await import('../../gateway/index.js');
     // A Kafka log whose only broker has gone: the client's connections are refused.
-    const dead = await startKafkaLog(2);
+    const dead = await startLog(2);
     await dead.node.stop();
     const config = resolveGatewayConfig({
       logUrls: [dead.url],

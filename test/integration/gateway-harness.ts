@@ -11,13 +11,7 @@ import {
 } from '../../gateway/index.js';
 import type { GatewayConfigInput } from '../../gateway/config.js';
 import type { GatewayServices } from '../../gateway/services.js';
-import {
-  openLogNode,
-  startLogNode,
-  type OpenLogNode,
-  type RunningLogNode,
-} from '../../log-node/index.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
+import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { createLogger } from '../../shared/logger.js';
@@ -32,39 +26,19 @@ export async function tempDir(prefix: string): Promise<string> {
 }
 
 export interface LogFixture {
-  log: RunningLogNode;
-  client: HttpLogClient;
-  dir: string;
-  stop(): Promise<void>;
-}
-
-export async function startLog(partitions: number): Promise<LogFixture> {
-  const dir = await tempDir('gw-log');
-  const log = await startLogNode({ dataDir: dir, port: 0, partitions, logger: silent });
-  return {
-    log,
-    dir,
-    client: new HttpLogClient(log.url),
-    async stop() {
-      // The shared listener's close waits for connections whose long-poll response was cut by
-      // the client's abort until keepAliveTimeout (65 s); bounded here, reported to the lead.
-      await Promise.race([log.stop(), new Promise((resolve) => setTimeout(resolve, 5000))]);
-      await rm(dir, { recursive: true, force: true });
-    },
-  };
-}
-
-export interface KafkaLogFixture {
   node: OpenLogNode;
   client: KafkaLogClient;
   /** The log as `--log` names it: `kafka://127.0.0.1:<port>`. */
   url: string;
+  /** Its Kafka listener, `127.0.0.1:<port>`. */
+  broker: string;
+  dir: string;
   stop(): Promise<void>;
 }
 
 /** A log-node in-process with its Kafka listener on loopback, and a client of it. */
-export async function startKafkaLog(partitions: number): Promise<KafkaLogFixture> {
-  const dir = await tempDir('gw-kafka-log');
+export async function startLog(partitions: number): Promise<LogFixture> {
+  const dir = await tempDir('gw-log');
   const node = await openLogNode({
     dataDir: dir,
     partitions,
@@ -77,6 +51,8 @@ export async function startKafkaLog(partitions: number): Promise<KafkaLogFixture
     node,
     client,
     url: `kafka://${broker}`,
+    broker,
+    dir,
     async stop() {
       client.close();
       await node.stop();
@@ -86,16 +62,15 @@ export async function startKafkaLog(partitions: number): Promise<KafkaLogFixture
 }
 
 /**
- * The gateway app without a socket, for `app.request` tests, over real clients; a client without
- * a URL (the Kafka one) is named by `input.logUrls`.
+ * The gateway app without a socket, for `app.request` tests, over real clients; the log it names
+ * (`/v1/status`, its config) is `input.logUrls`.
  */
 export async function gatewayApp(
-  log: LogClient & { url?: string },
+  log: LogClient,
   serve: ServeClient[],
   input: Partial<GatewayConfigInput> = {},
 ): Promise<{ app: ReturnType<typeof createGatewayApp>; services: GatewayServices }> {
-  const logUrls = log.url === undefined ? [] : [log.url];
-  const config = resolveGatewayConfig({ logUrls, serveUrls: [], ...input });
+  const config = resolveGatewayConfig({ logUrls: [], serveUrls: [], ...input });
   const services = createGatewayServices(config, await log.cluster(), log, serve, silent);
   await services.topology.refresh();
   return { app: createGatewayApp(services), services };
@@ -110,14 +85,16 @@ export interface ClusterFixture {
 }
 
 /**
- * One log-node, two serve-nodes each hosting half the partitions, and a gateway over HTTP.
- * `serveLogUrl` lets a test put something (a slow proxy) between the serve-nodes and the log.
+ * One log-node, two serve-nodes each hosting half the partitions, and a gateway, the serve-nodes
+ * and the gateway reaching the log by its Kafka listener. `serveLogUrl` lets a test put something
+ * (a slow proxy) between the serve-nodes and the log: it is given the listener's `host:port` and
+ * answers the `kafka://` URL serve-node `index` is given.
  */
 export async function startCluster(
   options: {
     partitions?: number;
     gateway?: Partial<GatewayConfigInput>;
-    serveLogUrl?: (logUrl: string, index: number) => string;
+    serveLogUrl?: (broker: string, index: number) => string;
     /** The URL the gateway is given for serve-node `index` (something in front of it). */
     serveUrl?: (url: string, index: number) => string;
     /** Both serve-nodes host every partition (replicas) instead of half each. */
@@ -145,7 +122,7 @@ export async function startCluster(
       await startServeNode({
         dataDir: dir,
         port: 0,
-        logUrls: [options.serveLogUrl?.(log.log.url, i) ?? log.log.url],
+        logUrls: [options.serveLogUrl?.(log.broker, i) ?? log.url],
         partitions: hosted,
         limits: options.serve,
         logger: silent,
@@ -154,7 +131,7 @@ export async function startCluster(
   }
   const gateway = await startGateway(
     {
-      logUrls: [log.log.url],
+      logUrls: [log.url],
       serveUrls: serves.map((s, i) => options.serveUrl?.(s.url, i) ?? s.url),
       topologyRefreshMs: 200,
       ...options.gateway,

@@ -3,59 +3,39 @@
 // its log reads) so that reads without a token of the partitions it serves are sometimes stale:
 // the token matters. Strong reads of a write another client made never are, nor reads of a write
 // that asked for wait=applied, which past its wait_ms is a 504 naming the lagging node.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKafkaProxy, type KafkaProxy } from '../harness/kafka-proxy.js';
 import { call, startCluster, type ClusterFixture } from './gateway-harness.js';
 
 const SESSIONS = 32;
 const DELAY_MS = 60;
 let cluster: ClusterFixture;
-let proxy: Server;
+let proxy: KafkaProxy;
 /** Serve-node 1, the slowed one, hosts partitions 2 and 3 of 4. */
 const slowed = (partition: number) => partition >= 2;
 
-/** Forwards to the log-node, holding every answer to a log read DELAY_MS before passing it on. */
-async function startSlowProxy(target: () => string): Promise<string> {
-  proxy = createServer(async (req, res) => {
-    try {
-      const upstream = await fetch(target() + req.url, {
-        headers: Object.fromEntries(
-          Object.entries(req.headers).filter(([k]) => k.startsWith('tailbase')),
-        ) as Record<string, string>,
-      });
-      const body = Buffer.from(await upstream.arrayBuffer());
-      const logRead = req.url?.includes('/records') || req.url?.startsWith('/internal/fetch');
-      if (logRead) await new Promise((r) => setTimeout(r, DELAY_MS));
-      const headers: Record<string, string> = {};
-      upstream.headers.forEach((value, name) => {
-        if (name.startsWith('tailbase') || name === 'content-type') headers[name] = value;
-      });
-      res.writeHead(upstream.status, headers).end(body);
-    } catch {
-      res.writeHead(502).end();
-    }
-  });
-  await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
-  return `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-}
-
 beforeAll(async () => {
-  let logUrl = '';
-  const slowUrl = await startSlowProxy(() => logUrl);
+  let broker = '';
+  // Between serve-node 1 and the log: every Fetch answer held DELAY_MS before it is passed on.
+  proxy = await startKafkaProxy({
+    target: () => {
+      const [host, port] = broker.split(':');
+      return { host, port: Number(port) };
+    },
+    fetchAnswerDelayMs: DELAY_MS,
+  });
   cluster = await startCluster({
     partitions: 4,
-    serveLogUrl: (url, index) => {
-      logUrl = url;
-      return index === 1 ? slowUrl : url;
+    serveLogUrl: (logBroker, index) => {
+      broker = logBroker;
+      return `kafka://${index === 1 ? proxy.broker : logBroker}`;
     },
   });
 });
 
 afterAll(async () => {
   await cluster.stop();
-  proxy.closeAllConnections();
-  await new Promise((resolve) => proxy.close(resolve));
+  await proxy.close();
 });
 
 describe('read-your-writes', () => {

@@ -17,7 +17,7 @@ afterAll(async () => {
 
 describe("the gateway's limits against a serve-node's", () => {
   it('agree by default', () => {
-    const config = resolveGatewayConfig({ logUrls: ['http://127.0.0.1:1'], serveUrls: [] });
+    const config = resolveGatewayConfig({ logUrls: ['kafka://127.0.0.1:1'], serveUrls: [] });
     expect(serveLimitConflicts(config, SERVE_DEFAULTS)).toEqual([]);
   });
 
@@ -25,7 +25,7 @@ describe("the gateway's limits against a serve-node's", () => {
     await nodes.startLog({ partitions: 2 });
     await nodes.startServe({ limits: { scanLimitMax: 50, waitMsMax: 10_000 } });
     gateway = await startGateway(
-      { port: 0, logUrls: [nodes.logNode!.url], serveUrls: [nodes.serveNode!.url] },
+      { port: 0, logUrls: [nodes.logUrl()], serveUrls: [nodes.serveNode!.url] },
       { logger: createLogger('gateway', 'silent') },
     );
     const status = (await (await fetch(`${gateway.url}/v1/status`)).json()) as {

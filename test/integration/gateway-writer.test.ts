@@ -5,42 +5,50 @@
 // later batch is ever refused or duplicated; each (collection, partition) has a writer and a
 // producer of its own;
 // a batch the log certainly never took (its node refused the connection, its queue was full) is
-// answered as not stored and keeps its sequence.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+// answered as not stored and keeps its sequence. The log is reached by its Kafka listener; the
+// faults on the wire come from a proxy in front of it.
+import { rm } from 'node:fs/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_WRITER, type WriterConfig } from '../../gateway/config.js';
 import { startGateway } from '../../gateway/index.js';
-import { startLogNode } from '../../log-node/index.js';
-import { freePort, tempDir } from '../harness/index.js';
+import { openLogNode } from '../../log-node/index.js';
+import { keysIn, tempDir } from '../harness/index.js';
+import { startKafkaProxy } from '../harness/kafka-proxy.js';
 import { FaultyIO } from '../harness/faulty-io.js';
 import { PartitionWriter } from '../../gateway/partition-writer.js';
 import { closeGatewayServices, writeRecords } from '../../gateway/services.js';
 import {
   decodeRecords,
   iterateBatches,
+  encodeBatch,
   SEQUENCE_MAX,
   type LogRecord,
 } from '../../shared/batch-codec.js';
-import { partitionFor } from '../../shared/partitioner.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { type AppendResult, type LogClient } from '../../shared/log-api.js';
-import { HttpLogClient } from '../../shared/http-log-client.js';
 import { gatewayApp, silent, startLog, type LogFixture } from './gateway-harness.js';
 
+const PARTITIONS = 4;
 let fixture: LogFixture;
-/** A log client whose node is down: nothing listens on its port, so it refuses every connection. */
-let down: HttpLogClient;
+/** A log client whose broker is down: nothing listens on its port, so it refuses every connection. */
+let down: LogFixture;
 
 beforeAll(async () => {
-  fixture = await startLog(4);
-  down = new HttpLogClient(`http://127.0.0.1:${await freePort()}`);
+  fixture = await startLog(PARTITIONS);
+  down = await startLog(PARTITIONS);
+  await down.node.stop();
 });
 
 afterAll(async () => {
-  down.close();
+  down.client.close();
+  await rm(down.dir, { recursive: true, force: true });
   await fixture.stop();
 });
+
+/** `name` made a key of the partition (Kafka's partitioner): the listener refuses it elsewhere. */
+const keyIn = (partition: number, name: string, partitions = PARTITIONS) =>
+  keysIn(partition, partitions, 1, `${name}-`)[0];
 
 /** The collection (topic) these writers write to. */
 const TOPIC = 'w';
@@ -87,7 +95,7 @@ function faulty(
       if (mode === 'misconfigured') {
         throw new TailbaseError(502, 'cluster_misconfigured', 'a node refused the call');
       }
-      if (mode === 'down') return down.append(topic, partition, batch, signal);
+      if (mode === 'down') return down.client.append(topic, partition, batch, signal);
       const result = await fixture.client.append(topic, partition, batch, signal);
       if (mode === 'lose-answer') throw new DOMException('timed out', 'TimeoutError');
       return result;
@@ -99,17 +107,19 @@ const config = { ...DEFAULT_WRITER, appendRetryBackoffMs: 1 };
 const writerOn = (partition: number, log: LogClient = fixture.client, topic = TOPIC) =>
   new PartitionWriter(topic, partition, log, config, silent);
 
-/** A stand-in log-node on a loopback port: `handle` answers (or cuts) each request. */
-async function fakeLogNode(handle: http.RequestListener) {
-  const server = http.createServer(handle);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const client = new HttpLogClient(`http://127.0.0.1:${(server.address() as AddressInfo).port}`);
+/** The fixture's log behind a Kafka proxy that decides each Produce's fate, and a client of it. */
+async function proxiedLog(onProduce: Parameters<typeof startKafkaProxy>[0]['onProduce']) {
+  const proxy = await startKafkaProxy({
+    target: () => ({ host: '127.0.0.1', port: fixture.node.kafkaPort! }),
+    onProduce,
+  });
+  const client = await KafkaLogClient.connect({ bootstrap: [proxy.broker], logger: silent });
   return {
+    proxy,
     client,
     async close() {
       client.close();
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
+      await proxy.close();
     },
   };
 }
@@ -117,9 +127,8 @@ async function fakeLogNode(handle: http.RequestListener) {
 describe('partition writer', () => {
   it('coalesces 300 concurrent writes into few batches with dense, distinct offsets', async () => {
     const writer = writerOn(0);
-    const offsets = (
-      await Promise.all(Array.from({ length: 300 }, (_, i) => writer.write([record(`c${i}`)])))
-    ).flat();
+    const keys = keysIn(0, PARTITIONS, 300, 'c');
+    const offsets = (await Promise.all(keys.map((key) => writer.write([record(key)])))).flat();
     expect(new Set(offsets).size).toBe(300);
     expect(Math.max(...offsets) - Math.min(...offsets)).toBe(299);
     const batches = await batchesOf(0);
@@ -140,23 +149,20 @@ describe('partition writer', () => {
       1,
       faulty((n) => (n === 0 ? 'lose-answer' : null)),
     );
-    const [offset] = await writer.write([record('once')]);
-    const [next] = await writer.write([record('after')]);
+    const [offset] = await writer.write([record(keyIn(1, 'once'))]);
+    const [next] = await writer.write([record(keyIn(1, 'after'))]);
     expect(next).toBe(offset + 1);
     const batches = await batchesOf(1);
-    expect(batches.flatMap((b) => b.keys)).toEqual(['once', 'after']);
+    expect(batches.flatMap((b) => b.keys)).toEqual([keyIn(1, 'once'), keyIn(1, 'after')]);
     expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
     await writer.close();
   });
 
   it('gives each collection partition a producer of its own, each numbered from 0', async () => {
-    const gateway = await gatewayApp(fixture.client, []);
+    const gateway = await gatewayApp(fixture.client, [], { logUrls: [fixture.url] });
     try {
-      const keyIn = (partition: number) => {
-        for (let i = 0; ; i++) if (partitionFor(`own${i}`, 4) === partition) return `own${i}`;
-      };
       for (const topic of ['own-a', 'own-b']) {
-        for (const key of [keyIn(0), keyIn(1)]) {
+        for (const key of [keyIn(0, 'own'), keyIn(1, 'own')]) {
           await writeRecords(gateway.services, topic, [record(key)], new Map());
         }
       }
@@ -174,10 +180,10 @@ describe('partition writer', () => {
 
   it('keeps the sequence after a rejected batch', async () => {
     const writer = writerOn(2);
-    await writer.write([record('a')]);
-    const tooBig = record('huge', 3 * 1024 * 1024);
+    await writer.write([record(keyIn(2, 'a'))]);
+    const tooBig = record(keyIn(2, 'huge'), 3 * 1024 * 1024);
     await expect(writer.write([tooBig])).rejects.toMatchObject({ status: 413 });
-    await writer.write([record('b')]);
+    await writer.write([record(keyIn(2, 'b'))]);
     const batches = await batchesOf(2);
     expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
     expect(new Set(batches.map((b) => b.producer)).size).toBe(1);
@@ -193,15 +199,15 @@ describe('partition writer', () => {
       faulty((n) => (n === 0 ? 'lose-answer' : n === 1 ? 'refuse' : null)),
     );
     const before = (await batchesOf(0)).length;
-    await expect(writer.write([record('maybe')])).rejects.toMatchObject({
+    await expect(writer.write([record(keyIn(0, 'maybe'))])).rejects.toMatchObject({
       code: 'write_outcome_unknown',
     });
-    const [offset] = await writer.write([record('next')]);
+    const [offset] = await writer.write([record(keyIn(0, 'next'))]);
     const batches = (await batchesOf(0)).slice(before);
-    expect(batches.flatMap((b) => b.keys)).toEqual(['maybe', 'next']);
+    expect(batches.flatMap((b) => b.keys)).toEqual([keyIn(0, 'maybe'), keyIn(0, 'next')]);
     const read = await fixture.client.read(TOPIC, 0, offset);
     const [stored] = [...iterateBatches(read.batches)].flatMap((b) => decodeRecords(b.bytes));
-    expect(stored).toMatchObject({ key: 'next', offset });
+    expect(stored).toMatchObject({ key: keyIn(0, 'next'), offset });
     await writer.close();
   });
 
@@ -211,12 +217,12 @@ describe('partition writer', () => {
       faulty((n) => (n === 0 ? 'misconfigured' : null)),
     );
     const before = await batchesOf(2);
-    await expect(writer.write([record('refused')])).rejects.toMatchObject({
+    await expect(writer.write([record(keyIn(2, 'refused'))])).rejects.toMatchObject({
       code: 'cluster_misconfigured',
     });
-    await writer.write([record('taken')]);
+    await writer.write([record(keyIn(2, 'taken'))]);
     const after = (await batchesOf(2)).slice(before.length);
-    expect(after.map((b) => b.keys)).toEqual([['taken']]);
+    expect(after.map((b) => b.keys)).toEqual([[keyIn(2, 'taken')]]);
     expect(after[0].sequence).toBe(0);
     await writer.close();
   });
@@ -224,13 +230,13 @@ describe('partition writer', () => {
   it('after an unknown outcome starts a fresh producer at sequence 0', async () => {
     const log = faulty((n) => (n >= 1 && n <= 3 ? 'unreachable' : null));
     const writer = writerOn(3, log);
-    await writer.write([record('first')]);
-    await expect(writer.write([record('lost')])).rejects.toMatchObject({
+    await writer.write([record(keyIn(3, 'first'))]);
+    await expect(writer.write([record(keyIn(3, 'lost'))])).rejects.toMatchObject({
       code: 'write_outcome_unknown',
     });
-    await writer.write([record('third')]);
+    await writer.write([record(keyIn(3, 'third'))]);
     const batches = await batchesOf(3);
-    expect(batches.flatMap((b) => b.keys)).toEqual(['first', 'third']);
+    expect(batches.flatMap((b) => b.keys)).toEqual([keyIn(3, 'first'), keyIn(3, 'third')]);
     expect(batches.map((b) => b.sequence)).toEqual([0, 0]);
     expect(batches[0].producer).not.toBe(batches[1].producer);
     await writer.close();
@@ -238,13 +244,13 @@ describe('partition writer', () => {
 
   it('numbers past the int32 sequence under a fresh producer identity from 0', async () => {
     const writer = writerOn(1);
-    await writer.write([record('under-first-id')]);
+    await writer.write([record(keyIn(1, 'under-first-id'))]);
     const [firstId] = (await batchesOf(1)).slice(-1);
     // As if SEQUENCE_MAX had just been acknowledged: the next number does not fit the format.
     (writer as unknown as { nextSequence: number }).nextSequence = SEQUENCE_MAX + 1;
-    await writer.write([record('under-next-id')]);
+    await writer.write([record(keyIn(1, 'under-next-id'))]);
     const [next] = (await batchesOf(1)).slice(-1);
-    expect(next).toMatchObject({ sequence: 0, keys: ['under-next-id'] });
+    expect(next).toMatchObject({ sequence: 0, keys: [keyIn(1, 'under-next-id')] });
     expect(next.producer).not.toBe(firstId.producer);
     await writer.close();
   });
@@ -252,14 +258,11 @@ describe('partition writer', () => {
   it('a bulk turned away as overloaded leaves nothing queued on any partition', async () => {
     const own = await startLog(2);
     const gateway = await gatewayApp(own.client, [], {
+      logUrls: [own.url],
       writer: { lingerMs: 300, pendingBytesMax: 400 },
     });
     try {
-      const keyIn = (partition: number, prefix: string) => {
-        for (let i = 0; ; i++)
-          if (partitionFor(`${prefix}${i}`, 2) === partition) return `${prefix}${i}`;
-      };
-      const [crowded, other] = [keyIn(0, 'a'), keyIn(1, 'b')];
+      const [crowded, other] = [keyIn(0, 'a', 2), keyIn(1, 'b', 2)];
       // Lingers in partition 0's queue while the bulk arrives.
       const waiting = writeRecords(gateway.services, TOPIC, [record(crowded)], new Map());
       const bulk = [record(other), record(crowded, 500)];
@@ -280,17 +283,21 @@ describe('partition writer', () => {
   });
 
   it('refuses to start with batches the log would refuse', async () => {
+    // The log's limits reach the gateway through the log contract's cluster(): in process, as
+    // `tailbase start` binds them (a Kafka broker publishes no records-per-batch bound).
     const dir = tempDir('strict-log');
-    const strict = await startLogNode({
+    const strict = await openLogNode({
       dataDir: dir.path,
-      port: 0,
       partitions: 1,
       recordsPerBatchMax: 100,
       logger: silent,
     });
     try {
       const start = (writer: Partial<WriterConfig>) =>
-        startGateway({ logUrls: [strict.url], serveUrls: [], writer }, { logger: silent });
+        startGateway(
+          { logUrls: [], serveUrls: [], writer },
+          { log: strict.client, logger: silent },
+        );
       await expect(start({})).rejects.toThrow(
         /batchRecordsMax 1000 exceeds the log's recordsPerBatchMax 100/,
       );
@@ -310,15 +317,15 @@ describe('partition writer', () => {
       faulty((n) => (n >= 1 && n <= 3 ? 'down' : null)),
     );
     const before = (await batchesOf(3)).length;
-    await writer.write([record('first')]);
-    await expect(writer.write([record('refused')])).rejects.toMatchObject({
+    await writer.write([record(keyIn(3, 'first'))]);
+    await expect(writer.write([record(keyIn(3, 'refused'))])).rejects.toMatchObject({
       status: 503,
       code: 'log_unavailable',
       details: { topic: TOPIC, partition: 3 },
     });
-    await writer.write([record('after')]);
+    await writer.write([record(keyIn(3, 'after'))]);
     const batches = (await batchesOf(3)).slice(before);
-    expect(batches.flatMap((b) => b.keys)).toEqual(['first', 'after']);
+    expect(batches.flatMap((b) => b.keys)).toEqual([keyIn(3, 'first'), keyIn(3, 'after')]);
     expect(batches.map((b) => b.sequence)).toEqual([0, 1]);
     expect(batches[1].producer).toBe(batches[0].producer);
     await writer.close();
@@ -330,20 +337,22 @@ describe('partition writer', () => {
    * writer goes on under the same producer at the next sequence.
    */
   async function notStoredThenResumed(
-    options: Partial<Parameters<typeof startLogNode>[0]>,
+    options: Partial<Parameters<typeof openLogNode>[0]>,
     refusal: { status: number; code: string },
     refuse: () => { bytes?: number; heal(): void },
   ) {
     const dir = tempDir('refusing-log');
-    const node = await startLogNode({
+    const node = await openLogNode({
       dataDir: dir.path,
-      port: 0,
       partitions: 1,
       logger: silent,
-      kafka: null,
+      kafka: { host: '127.0.0.1', port: 0 },
       ...options,
     });
-    const client = new HttpLogClient(node.url);
+    const client = await KafkaLogClient.connect({
+      bootstrap: [`127.0.0.1:${node.kafkaPort}`],
+      logger: silent,
+    });
     try {
       const writer = writerOn(0, client);
       await writer.write([record('first')]);
@@ -394,78 +403,62 @@ describe('partition writer', () => {
       faulty((n) => (n === 0 ? 'lose-answer' : n <= 2 ? 'down' : null)),
     );
     const before = (await batchesOf(1)).length;
-    await expect(writer.write([record('maybe')])).rejects.toMatchObject({
+    await expect(writer.write([record(keyIn(1, 'maybe'))])).rejects.toMatchObject({
       code: 'write_outcome_unknown',
     });
-    await writer.write([record('next')]);
+    await writer.write([record(keyIn(1, 'next'))]);
     const batches = (await batchesOf(1)).slice(before);
-    expect(batches.flatMap((b) => b.keys)).toEqual(['maybe', 'next']);
+    expect(batches.flatMap((b) => b.keys)).toEqual([keyIn(1, 'maybe'), keyIn(1, 'next')]);
     expect(batches.map((b) => b.sequence)).toEqual([0, 0]);
     expect(batches[1].producer).not.toBe(batches[0].producer);
     await writer.close();
   });
 
   it('a connection reset after the request was sent is an unknown outcome', async () => {
-    // The node read the whole append and then cut the connection: it may have appended it. It
-    // hands out the writer's producer id as a log-node does, so what is cut is the append.
+    // The listener read the whole Produce and then the connection was cut before its answer: it
+    // may have appended it. The producer id comes through the same proxy, so what is cut is the
+    // append, on every attempt.
     let calls = 0;
-    const node = await fakeLogNode((request, response) => {
-      request.resume();
-      request.on('end', () => {
-        if (request.url === '/internal/producer-ids') {
-          response.writeHead(200, { 'content-type': 'application/json' });
-          response.end(JSON.stringify({ producerId: 1, producerEpoch: 0 }));
-          return;
-        }
-        calls++;
-        request.socket.resetAndDestroy();
-      });
+    const log = await proxiedLog(() => {
+      calls++;
+      return 'cut';
     });
     try {
-      const writer = writerOn(0, node.client);
-      await expect(writer.write([record('cut')])).rejects.toMatchObject({
+      const writer = writerOn(0, log.client);
+      await expect(writer.write([record(keyIn(0, 'cut'))])).rejects.toMatchObject({
         code: 'write_outcome_unknown',
       });
       expect(calls).toBe(config.appendAttemptsMax);
       await writer.close();
     } finally {
-      await node.close();
+      await log.close();
     }
   });
 
-  it('batches sent one by one are answered one by one', async () => {
-    // A log-node without the multi-partition route takes each batch alone; one call failing
-    // says nothing of its neighbours, one of which the log may have appended.
-    const node = await fakeLogNode((request, response) => {
-      request.resume();
-      request.on('end', () => {
-        if (request.url === `/internal/topics/${TOPIC}/partitions/1/append`) {
-          request.socket.resetAndDestroy();
-          return;
-        }
-        const found = request.url === `/internal/topics/${TOPIC}/partitions/0/append`;
-        response.writeHead(found ? 200 : 404, { 'content-type': 'application/json' });
-        response.end(
-          JSON.stringify(
-            found
-              ? { baseOffset: 7, lastOffset: 7, duplicate: false }
-              : { error: { code: 'not_found', message: 'no such route' } },
-          ),
-        );
-      });
-    });
+  it('appends sent in one request are answered one by one', async () => {
+    // Appends to two partitions made together travel as one Produce; the listener refuses one
+    // batch (a key outside its partition) and stores the other: one failing says nothing of its
+    // neighbour, which the log appended.
+    const log = await proxiedLog(() => 'forward');
     try {
-      const [taken, cut] = await Promise.allSettled([
-        node.client.append(TOPIC, 0, Buffer.from('batch 0')),
-        node.client.append(TOPIC, 1, Buffer.from('batch 1')),
+      const topic = 'together';
+      await log.client.ensureTopic(topic);
+      const [taken, refused] = await Promise.allSettled([
+        log.client.append(topic, 0, encodeBatch([record(keyIn(0, 'taken'))])),
+        log.client.append(topic, 1, encodeBatch([record(keyIn(0, 'misplaced'))])),
       ]);
+      expect(log.proxy.stats.produceRequests).toBe(1);
       expect(taken).toEqual({
         status: 'fulfilled',
-        value: { baseOffset: 7, lastOffset: 7, duplicate: false },
+        value: { baseOffset: 0, lastOffset: 0, duplicate: false },
       });
-      expect(cut).toMatchObject({ status: 'rejected', reason: { code: 'log_unreachable' } });
+      expect(refused).toMatchObject({ status: 'rejected', reason: { status: 400 } });
+      expect((await batchesOf(0, fixture.client, topic)).map((b) => b.keys)).toEqual([
+        [keyIn(0, 'taken')],
+      ]);
+      expect(await batchesOf(1, fixture.client, topic)).toEqual([]);
     } finally {
-      await node.close();
+      await log.close();
     }
   });
 });

@@ -15,6 +15,7 @@ let document: {
 beforeAll(async () => {
   log = await startLog(2);
   ({ app } = await gatewayApp(log.client, [], {
+    logUrls: [log.url],
     apiKeys: [{ key: 'reader-key-0123456789', scopes: ['read'] }],
   }));
   const answer = await app.request('/openapi.json');

@@ -5,7 +5,13 @@
 // the read threads), and over a cluster whose serve-node process applies on one thread, answers
 // key reads on its HTTP thread and scans and searches on two read threads.
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnEmbedded, spawnNode, tempDir, type SpawnedNode } from '../harness/index.js';
+import {
+  kafkaFace,
+  spawnEmbedded,
+  spawnNode,
+  tempDir,
+  type SpawnedNode,
+} from '../harness/index.js';
 import { call } from './gateway-harness.js';
 
 const READ_THREADS = 2;
@@ -40,19 +46,21 @@ async function cluster(): Promise<string> {
     stops.push(() => node.stop());
     return node;
   };
-  const log = started(
+  const kafka = await kafkaFace();
+  started(
     await spawnNode('log-node', [
       ...['--data', logDir.path, '--port', '0', '--partitions', String(PARTITIONS)],
+      ...kafka.args,
     ]),
   );
   const serve = started(
     await spawnNode('serve-node', [
-      ...['--data', serveDir.path, '--port', '0', '--log', log.url],
+      ...['--data', serveDir.path, '--port', '0', '--log', kafka.url],
       ...['--read-threads', String(READ_THREADS)],
     ]),
   );
   const gateway = started(
-    await spawnNode('gateway', ['--port', '0', '--log', log.url, '--serve', serve.url]),
+    await spawnNode('gateway', ['--port', '0', '--log', kafka.url, '--serve', serve.url]),
   );
   return gateway.url;
 }

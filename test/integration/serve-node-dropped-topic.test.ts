@@ -68,7 +68,7 @@ describe('a collection dropped in the log alone', () => {
       startServeNode({
         dataDir: dir,
         port: 0,
-        logUrls: [log.log.url],
+        logUrls: [log.url],
         partitions: [0],
         logger: silent,
       });
