@@ -33,6 +33,14 @@ export interface KeyRange {
   after?: string;
 }
 
+/** The page counts lmdb-js's getStats() gives of one database (LMDB's MDB_stat). */
+interface LmdbDbStats {
+  treeBranchPageCount: number;
+  treeLeafPageCount: number;
+  overflowPages: number;
+  entryCount: number;
+}
+
 export class DocStore {
   private readonly env: RootDatabase;
   private readonly docs: Database<Buffer, Buffer>;
@@ -190,6 +198,27 @@ export class DocStore {
       if (partitions.has(partitionOf(value))) count++;
     }
     return count;
+  }
+
+  /**
+   * Each collection's share of the docs database's pages (branch, leaf and overflow), in
+   * proportion to its documents: the collections share one B-tree, so no page count is one
+   * collection's own. A seek and a key count a collection, as countDocuments does.
+   */
+  collectionBytes(): Map<string, number> {
+    const stats = this.docs.getStats() as LmdbDbStats;
+    const pages = stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
+    const bytes = new Map<string, number>();
+    if (stats.entryCount === 0) return bytes;
+    let start = Buffer.alloc(0);
+    for (;;) {
+      const [first] = this.docs.getKeys({ start, limit: 1 });
+      if (first === undefined) return bytes;
+      const collection = first.subarray(0, first.indexOf(0)).toString('utf8');
+      const count = this.countAfter(collection, null);
+      bytes.set(collection, Math.round((pages * this.pageBytes * count) / stats.entryCount));
+      start = Buffer.from(`${collection}\u0001`, 'utf8');
+    }
   }
 
   /** Writes a consistent copy (one read transaction) to `path`. */

@@ -11,6 +11,7 @@ import { compareFacetValues } from '../shared/facet-order.js';
 import { matches } from '../shared/filter/evaluate.js';
 import type {
   AppliedOffsets,
+  CollectionStoreBytes,
   NodeFacet,
   ScannedDocument,
   SearchHit,
@@ -33,8 +34,11 @@ import type { SearchStore } from './search-store.js';
 
 /** The stores a read looks in: the current generation's. */
 export interface ReadStores {
-  docs: Pick<DocStore, 'get' | 'scan' | 'countDocuments'>;
-  search: Pick<SearchStore, 'search' | 'highlights' | 'facets' | 'scanKeys' | 'settingsOf'>;
+  docs: Pick<DocStore, 'get' | 'scan' | 'countDocuments' | 'collectionBytes'>;
+  search: Pick<
+    SearchStore,
+    'search' | 'highlights' | 'facets' | 'scanKeys' | 'settingsOf' | 'collectionBytes'
+  >;
 }
 
 /** What reads need of the node. */
@@ -115,6 +119,18 @@ export class ServeReads {
     const only = partitions === undefined || partitions.length === 0 ? null : new Set(partitions);
     const all = only === null || this.core.hosted.every((p) => only.has(p));
     return this.core.replica().docs.countDocuments(collection, all ? null : only);
+  }
+
+  /** Each collection's bytes in the current stores: LMDB's and SQLite's. */
+  storeBytes(): CollectionStoreBytes[] {
+    const { docs, search } = this.core.replica();
+    const lmdb = docs.collectionBytes();
+    const sqlite = search.collectionBytes();
+    return [...new Set([...lmdb.keys(), ...sqlite.keys()])].sort().map((collection) => ({
+      collection,
+      lmdb: lmdb.get(collection) ?? 0,
+      sqlite: sqlite.get(collection) ?? 0,
+    }));
   }
 
   /** Answers each item, and the applied offsets of each collection the items name. */

@@ -30,6 +30,7 @@ import { Highlighters } from './highlighter.js';
 import { RetiredTables } from './retired-tables.js';
 import { SegmentMerges, type CollectionMergeStep, type MergePolicy } from './segment-merges.js';
 import { SearchReads } from './search-reads.js';
+import { searchCollectionBytes } from './search-bytes.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
 import { DEFAULT_LIMITS } from './config.js';
 import { TopkIndex } from './topk-index.js';
@@ -302,6 +303,11 @@ export class SearchStore {
   }
 
   /** A consistent copy of the database (SQLite's online backup) at `path`. */
+  /** Each collection's bytes in this store (search-bytes.ts). */
+  collectionBytes(): Map<string, number> {
+    return searchCollectionBytes(this.db);
+  }
+
   async backup(path: string): Promise<void> {
     await this.db.backup(path);
   }

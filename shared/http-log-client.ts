@@ -19,11 +19,13 @@ import {
   type FetchPosition,
   type LogClient,
   type PartitionAppendOutcome,
+  type PartitionBytes,
   type PartitionOffsets,
   type ProducerIdentity,
   type ReadOptions,
   type ReadResult,
   oneNodeFetchGroups,
+  unknownDiskBytes,
 } from './log-api.js';
 import { encodeFrames, FRAME_HEADER_BYTES, type PartitionFrame } from './partition-frames.js';
 import type { TopicConfigs, TopicInfo } from './topics.js';
@@ -240,6 +242,11 @@ export class HttpLogClient implements LogClient {
       await this.http.request('/internal/offsets', { timeoutMs: this.answerMsMax }),
     );
     return body.partitions;
+  }
+
+  /** The internal HTTP API does not say the log's sizes: the Kafka listener does. */
+  diskBytes(): Promise<PartitionBytes[]> {
+    return unknownDiskBytes(this);
   }
 
   close(): void {

@@ -15,10 +15,12 @@ import {
   type FetchPosition,
   type LogClient,
   type LogLimits,
+  type PartitionBytes,
   type PartitionOffsets,
   type ProducerIdentity,
   type ReadOptions,
   type ReadResult,
+  unknownDiskBytes,
 } from './log-api.js';
 import { HttpLogClient, type HttpLogClientOptions } from './http-log-client.js';
 import type { TopicConfigs, TopicInfo } from './topics.js';
@@ -189,6 +191,11 @@ export class LogCluster implements LogClient {
       .sort((a, b) =>
         a.topic === b.topic ? a.partition - b.partition : a.topic < b.topic ? -1 : 1,
       );
+  }
+
+  /** Over HTTP the log-nodes do not say their sizes: over Kafka they do. */
+  diskBytes(): Promise<PartitionBytes[]> {
+    return unknownDiskBytes(this);
   }
 }
 

@@ -218,6 +218,17 @@ export interface ReindexStatus {
   documents: number;
 }
 
+/**
+ * One collection's bytes in a serve-node's stores. LMDB: its share of the documents database's
+ * pages, by its documents (the collections share one B-tree). SQLite: its FTS5 tables' pages,
+ * and the tables the collections share in proportion to its documents.
+ */
+export interface CollectionStoreBytes {
+  collection: string;
+  lmdb: number;
+  sqlite: number;
+}
+
 export interface SnapshotResult {
   dir: string;
   /** `<topic>/<partition>` → the next unapplied offset the copy holds. */
@@ -233,6 +244,8 @@ export interface ServeClient {
    * empty: every one it hosts), as applied now.
    */
   countDocuments(collection: string, partitions?: readonly number[]): Promise<number>;
+  /** Every collection the node's stores hold, with its bytes in each (as applied now). */
+  storeBytes(): Promise<CollectionStoreBytes[]>;
   status(): Promise<ServeStatus>;
   /** True when /readyz answers 200. */
   ready(): Promise<boolean>;

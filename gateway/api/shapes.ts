@@ -141,6 +141,25 @@ export type SettingsView = Static<typeof SettingsView>;
 export const SettingsAnswer = Type.Composite([SettingsView, Type.Object({ token: Token })]);
 export type SettingsAnswer = Static<typeof SettingsAnswer>;
 
+const ByteCount = (description: string) => Nullable(Type.Integer({ minimum: 0, description }));
+
+export const CollectionBytes = Type.Object(
+  {
+    log: ByteCount(
+      "its partitions' segment files in the log (DescribeLogDirs); on a replicated Kafka cluster the leaders' replicas only; null: the log cannot say (a broker without DescribeLogDirs, or one that did not answer)",
+    ),
+    lmdb: ByteCount(
+      "its documents in LMDB, summed over the serve-nodes: each node's documents database's pages in proportion to the collection's documents on it; null: a serve-node did not answer",
+    ),
+    sqlite: ByteCount(
+      "its search store in SQLite, summed over the serve-nodes: its FTS5 tables' pages, and the tables collections share in proportion to its documents; null: a serve-node did not answer",
+    ),
+    total: ByteCount('log + lmdb + sqlite; null when any of them is unknown'),
+  },
+  { description: 'bytes on disk; null is unknown, never 0' },
+);
+export type CollectionBytes = Static<typeof CollectionBytes>;
+
 export const CollectionSummary = Type.Object({
   collection: Type.String(),
   incarnation: Type.Integer({
@@ -165,6 +184,7 @@ export const CollectionSummary = Type.Object({
       description: 'the offset of its last settings record in the settings topic; null: defaults',
     }),
   ),
+  bytes: CollectionBytes,
   topicConfigs: TopicConfigs,
   view: Type.Boolean({ description: 'a view: read-only, derived by GET /v1/views/{view}' }),
 });
