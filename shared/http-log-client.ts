@@ -25,7 +25,6 @@ import {
   type ReadOptions,
   type ReadResult,
   oneNodeFetchGroups,
-  unknownDiskBytes,
 } from './log-api.js';
 import { encodeFrames, FRAME_HEADER_BYTES, type PartitionFrame } from './partition-frames.js';
 import type { TopicConfigs, TopicInfo } from './topics.js';
@@ -244,9 +243,16 @@ export class HttpLogClient implements LogClient {
     return body.partitions;
   }
 
-  /** The internal HTTP API does not say the log's sizes: the Kafka listener does. */
-  diskBytes(): Promise<PartitionBytes[]> {
-    return unknownDiskBytes(this);
+  /** From the node's status: each partition's segment bytes, null where the partition failed. */
+  async diskBytes(): Promise<PartitionBytes[]> {
+    const body = json<{
+      partitions: Array<{ topic: string; partition: number; sizeBytes: number; error?: string }>;
+    }>(await this.http.request('/internal/status', { timeoutMs: this.answerMsMax }));
+    return body.partitions.map(({ topic, partition, sizeBytes, error }) => ({
+      topic,
+      partition,
+      bytes: error === undefined ? sizeBytes : null,
+    }));
   }
 
   close(): void {

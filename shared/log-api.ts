@@ -133,11 +133,6 @@ export interface LogClient {
   diskBytes(): Promise<PartitionBytes[]>;
 }
 
-/** What a log that cannot say its sizes answers: each partition it stores, of unknown bytes. */
-export async function unknownDiskBytes(log: Pick<LogClient, 'offsets'>): Promise<PartitionBytes[]> {
-  return (await log.offsets()).map(({ topic, partition }) => ({ topic, partition, bytes: null }));
-}
-
 /** fetchGroups of a client whose other end is one log-node: every partition in one read. */
 export function oneNodeFetchGroups(partitions: readonly number[]): number[][] {
   return partitions.length === 0 ? [] : [[...partitions]];

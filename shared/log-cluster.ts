@@ -20,7 +20,6 @@ import {
   type ProducerIdentity,
   type ReadOptions,
   type ReadResult,
-  unknownDiskBytes,
 } from './log-api.js';
 import { HttpLogClient, type HttpLogClientOptions } from './http-log-client.js';
 import type { TopicConfigs, TopicInfo } from './topics.js';
@@ -193,9 +192,8 @@ export class LogCluster implements LogClient {
       );
   }
 
-  /** Over HTTP the log-nodes do not say their sizes: over Kafka they do. */
-  diskBytes(): Promise<PartitionBytes[]> {
-    return unknownDiskBytes(this);
+  async diskBytes(): Promise<PartitionBytes[]> {
+    return (await Promise.all(this.nodes.map((node) => node.diskBytes()))).flat();
   }
 }
 
