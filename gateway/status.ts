@@ -69,6 +69,7 @@ export function clusterStatus(
     limitConflicts: node.limitConflicts,
     reindexing: node.status?.reindexing ?? [],
     segmentMerges: node.status?.segmentMerges ?? [],
+    memory: node.status?.memory ?? [],
   }));
   const collections = collectionRows(partitions.filter((row) => !row.internal));
   return {

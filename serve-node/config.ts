@@ -108,6 +108,16 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * back at most the writes of this long, which the node replays from the log when it starts.
    */
   storeFlushMs: number;
+  /**
+   * SQLite's page cache of each connection to the search store (the apply thread's and each read
+   * thread's), anonymous memory: PRAGMA cache_size. SQLite's own default, 2000 KiB.
+   */
+  sqliteCacheBytesMax: number;
+  /**
+   * The search store mapped into memory by each connection (PRAGMA mmap_size): page cache of the
+   * OS, not the process's own. 0, SQLite's default: reads go through the page cache above.
+   */
+  sqliteMmapBytesMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -155,7 +165,22 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   mergeWrittenPercent: 10,
   mergeStepMsMax: 10,
   storeFlushMs: 1_000,
+  sqliteCacheBytesMax: 2_000 * 1024,
+  sqliteMmapBytesMax: 0,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 
 export const DEFAULT_HOST = '127.0.0.1';
+
+/** What a connection to the search store is opened with, of the node's limits. */
+export function searchStoreOptions(limits: ServeNodeLimits): {
+  topkListedDfMin: number;
+  cacheBytesMax: number;
+  mmapBytesMax: number;
+} {
+  return {
+    topkListedDfMin: limits.searchTopkListedDfMin,
+    cacheBytesMax: limits.sqliteCacheBytesMax,
+    mmapBytesMax: limits.sqliteMmapBytesMax,
+  };
+}

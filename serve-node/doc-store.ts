@@ -221,6 +221,11 @@ export class DocStore {
     }
   }
 
+  /** The size of LMDB's memory map of the file now (it grows with the file). */
+  mapBytes(): number {
+    return (this.env.getStats() as { mapSize: number }).mapSize;
+  }
+
   /** Writes a consistent copy (one read transaction) to `path`. */
   async backup(path: string): Promise<void> {
     await this.env.backup(path, false);

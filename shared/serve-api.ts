@@ -202,6 +202,28 @@ export interface ServeStatus {
    * of its documents written), under way or waiting for writes to pause (absent before stop 22).
    */
   segmentMerges?: string[];
+  /** Every cache and buffer that holds memory, with its bound (absent from older serve-nodes). */
+  memory?: MemoryBound[];
+}
+
+/**
+ * One cache or buffer of a serve-node and what bounds it: the flag that sets the limit, the limit
+ * in force (read back from the store where the store keeps it) and the size now where it can be
+ * measured. `anonymous` memory is the process's own; `mapped` is the OS page cache of a file,
+ * given back under pressure.
+ */
+export interface MemoryBound {
+  name: string;
+  /** The serve-node flag that sets it, without `--`; null: no flag (it follows the store). */
+  flag: string | null;
+  /** Where one limit applies: `apply thread`, `read thread <id>`, `each thread`, ... */
+  scope: string;
+  /** In `unit`s; null: unbounded by configuration (it grows with the store's file). */
+  limit: number | null;
+  unit: 'bytes' | 'entries' | 'reads';
+  /** Null where it cannot be measured from outside the store. */
+  current: number | null;
+  kind: 'anonymous' | 'mapped';
 }
 
 /**

@@ -320,6 +320,34 @@ export const ChangeEvent = Type.Object({
 });
 export type ChangeEvent = Static<typeof ChangeEvent>;
 
+const MemoryBound = Type.Object(
+  {
+    name: Type.String(),
+    flag: Nullable(
+      Type.String({ description: "the serve-node flag that sets it, without '--'; null: none" }),
+    ),
+    scope: Type.String({
+      description: "where one limit applies: 'apply thread', 'read thread 2', ...",
+    }),
+    limit: Nullable(
+      Type.Number({
+        minimum: 0,
+        description: 'in units; null: grows with its file, no flag bounds it',
+      }),
+    ),
+    unit: Type.Union([Type.Literal('bytes'), Type.Literal('entries'), Type.Literal('reads')]),
+    current: Nullable(
+      Type.Number({ minimum: 0, description: 'its size now; null where it cannot be measured' }),
+    ),
+    kind: Type.Union([Type.Literal('anonymous'), Type.Literal('mapped')], {
+      description: "anonymous: the process's own memory; mapped: the OS page cache of a file",
+    }),
+  },
+  {
+    description: 'one cache or buffer and its bound (SQLite bounds read back from each connection)',
+  },
+);
+
 export const Status = Type.Object({
   clusterId: Type.String(),
   version: Type.String({ description: "the gateway's tailbase version" }),
@@ -393,6 +421,10 @@ export const Status = Type.Object({
       segmentMerges: Type.Array(Type.String(), {
         description:
           'collections whose search index is due a merge of its segments, under way or waiting for writes to pause',
+      }),
+      memory: Type.Array(MemoryBound, {
+        description:
+          "each cache and buffer of the node with its bound; empty while the node's status is unknown",
       }),
     }),
   ),
