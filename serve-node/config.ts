@@ -118,6 +118,12 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * OS, not the process's own. 0, SQLite's default: reads go through the page cache above.
    */
   sqliteMmapBytesMax: number;
+  /**
+   * The share of a thread's time measuring bytes on disk (GET /v1/collections) may take: a
+   * measurement reads every page of the search store, so it is answered again from the last one
+   * until 100 / this times what that one took has passed (duty-bound.ts).
+   */
+  storeBytesDutyPercentMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -167,6 +173,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   storeFlushMs: 1_000,
   sqliteCacheBytesMax: 2_000 * 1024,
   sqliteMmapBytesMax: 0,
+  storeBytesDutyPercentMax: 10,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 

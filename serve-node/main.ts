@@ -283,6 +283,15 @@ export function registerServeNodeCommand(
         DEFAULT_LIMITS.storeFlushMs,
         1,
       ),
+    )
+    .addOption(
+      integerOption(
+        '--store-bytes-duty-percent-max <n>',
+        "share of a thread's time measuring the stores' bytes on disk may take: a measurement is reused until 100/n times its duration has passed",
+        'TAILBASE_STORE_BYTES_DUTY_PERCENT_MAX',
+        DEFAULT_LIMITS.storeBytesDutyPercentMax,
+        1,
+      ),
     );
   for (const option of memoryLimitOptions()) command.addOption(option);
   for (const option of kafkaLogOptions()) command.addOption(option);
@@ -322,6 +331,7 @@ export function registerServeNodeCommand(
         mergeWrittenPercent: flags.mergeWrittenPercent as number,
         mergeStepMsMax: flags.mergeStepMsMax as number,
         storeFlushMs: flags.storeFlushMs as number,
+        storeBytesDutyPercentMax: flags.storeBytesDutyPercentMax as number,
         ...memoryLimitValues(flags),
       },
       logger,

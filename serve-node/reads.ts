@@ -26,6 +26,7 @@ import {
   type FieldParams,
   type ParsedFieldParams,
 } from './field-params.js';
+import { DutyBoundMeasure } from './duty-bound.js';
 import { parseQuery } from './fts-query.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import type { OffsetNeed, OffsetWaiters, TopicNeed } from './offset-waiters.js';
@@ -100,8 +101,12 @@ const SETTINGS_PARTITION = 0;
 export class ServeReads {
   private readonly hostedSet: ReadonlySet<number>;
 
+  /** Keyed by the stores measured: a new generation is measured at once. */
+  private readonly storeBytesMeasure: DutyBoundMeasure<ReadStores, CollectionStoreBytes[]>;
+
   constructor(private readonly core: ReadCore) {
     this.hostedSet = new Set(core.hosted);
+    this.storeBytesMeasure = new DutyBoundMeasure(core.limits.storeBytesDutyPercentMax);
   }
 
   async get(
@@ -121,16 +126,13 @@ export class ServeReads {
     return this.core.replica().docs.countDocuments(collection, all ? null : only);
   }
 
-  /** Each collection's bytes in the current stores: LMDB's and SQLite's. */
+  /**
+   * Each collection's bytes in the current stores, LMDB's and SQLite's, measured again at most as
+   * often as storeBytesDutyPercentMax allows (duty-bound.ts).
+   */
   storeBytes(): CollectionStoreBytes[] {
-    const { docs, search } = this.core.replica();
-    const lmdb = docs.collectionBytes();
-    const sqlite = search.collectionBytes();
-    return [...new Set([...lmdb.keys(), ...sqlite.keys()])].sort().map((collection) => ({
-      collection,
-      lmdb: lmdb.get(collection) ?? 0,
-      sqlite: sqlite.get(collection) ?? 0,
-    }));
+    const stores = this.core.replica();
+    return this.storeBytesMeasure.get(stores, () => measureStoreBytes(stores));
   }
 
   /** Answers each item, and the applied offsets of each collection the items name. */
@@ -354,4 +356,14 @@ function boundFacets(
     };
   }
   return facets;
+}
+
+function measureStoreBytes({ docs, search }: ReadStores): CollectionStoreBytes[] {
+  const lmdb = docs.collectionBytes();
+  const sqlite = search.collectionBytes();
+  return [...new Set([...lmdb.keys(), ...sqlite.keys()])].sort().map((collection) => ({
+    collection,
+    lmdb: lmdb.get(collection) ?? 0,
+    sqlite: sqlite.get(collection) ?? 0,
+  }));
 }

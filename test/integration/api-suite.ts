@@ -47,6 +47,10 @@ async function logEnds(url: string): Promise<Map<string, number>> {
   );
 }
 
+/** How long a collection's bytes may take to be measured again after a write; how often asked. */
+const BYTES_WAIT_MS_MAX = 30_000;
+const BYTES_POLL_MS = 100;
+
 /** A collection name no other run of the suite has written to. */
 const freshCollection = (prefix: string) => `${prefix}-${Date.now().toString(36)}`;
 
@@ -765,9 +769,19 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
         const rows = listed.body.collections as { collection: string; bytes: Bytes }[];
         return rows.find((row) => row.collection === collection)?.bytes;
       };
+      // A serve-node measures its stores again only after a rest ten times the last measurement
+      // (milliseconds here), so a listing just after a write may show the bytes of before it.
+      const bytesOnce = async (ready: (bytes: Bytes) => boolean): Promise<Bytes> => {
+        const deadline = Date.now() + BYTES_WAIT_MS_MAX;
+        for (;;) {
+          const bytes = await bytesOf();
+          if ((bytes !== undefined && ready(bytes)) || Date.now() > deadline) return bytes!;
+          await new Promise((resolve) => setTimeout(resolve, BYTES_POLL_MS));
+        }
+      };
       const first = await call(url, 'PUT', `${docs}/d0?wait=applied`, { text: 'one small note' });
       expect(first.status).toBe(200);
-      const small = (await bytesOf())!;
+      const small = await bytesOnce((bytes) => bytes.lmdb > 0 && bytes.sqlite > 0);
       for (const part of ['log', 'lmdb', 'sqlite'] as const) {
         expect(small[part]).toBeGreaterThan(0);
       }
@@ -787,9 +801,9 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       }));
       const bulk = await call(url, 'POST', `${docs}?wait=applied`, items);
       expect(bulk.status).toBe(200);
-      const loaded = (await bytesOf())!;
       const written = items.reduce((sum, item) => sum + JSON.stringify(item.value).length, 0);
       expect(written).toBeGreaterThan((DOCS * TEXT_BYTES) / 2);
+      const loaded = await bytesOnce((bytes) => bytes.lmdb - small.lmdb > written);
       expect(loaded.log - small.log).toBeGreaterThan(written);
       expect(loaded.lmdb - small.lmdb).toBeGreaterThan(written);
       expect(loaded.sqlite).toBeGreaterThan(small.sqlite);
@@ -800,7 +814,7 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       // Under the same name again, one document: the dropped one's bytes are not counted.
       const again = await call(url, 'PUT', `${docs}/d0?wait=applied`, { text: 'one small note' });
       expect(again.status).toBe(200);
-      const renewed = (await bytesOf())!;
+      const renewed = await bytesOnce((bytes) => bytes.lmdb < written / 10);
       expect(renewed.log).toBeLessThan(written / 100);
       expect(renewed.lmdb).toBeLessThan(written / 10);
       expect(renewed.sqlite).toBeLessThan(loaded.sqlite);
