@@ -207,20 +207,20 @@ export interface ServeStatus {
 }
 
 /**
- * One cache or buffer of a serve-node and what bounds it: the flag that sets the limit, the limit
- * in force (read back from the store where the store keeps it) and the size now where it can be
- * measured. `anonymous` memory is the process's own; `mapped` is the OS page cache of a file,
- * given back under pressure.
+ * One cache or buffer of a node (a serve-node's, or the gateway's) and what bounds it: the flag
+ * that sets the limit, the limit in force (read back from the store where the store keeps it) and
+ * the size now where it can be measured. `anonymous` memory is the process's own; `mapped` is the
+ * OS page cache of a file, given back under pressure.
  */
 export interface MemoryBound {
   name: string;
-  /** The serve-node flag that sets it, without `--`; null: no flag (it follows the store). */
+  /** The node's flag that sets it, without `--`; null: no flag (it follows the store). */
   flag: string | null;
   /** Where one limit applies: `apply thread`, `read thread <id>`, `each thread`, ... */
   scope: string;
   /** In `unit`s; null: unbounded by configuration (it grows with the store's file). */
   limit: number | null;
-  unit: 'bytes' | 'entries' | 'reads';
+  unit: 'bytes' | 'entries' | 'reads' | 'feeds';
   /** Null where it cannot be measured from outside the store. */
   current: number | null;
   kind: 'anonymous' | 'mapped';

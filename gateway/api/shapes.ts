@@ -324,7 +324,7 @@ const MemoryBound = Type.Object(
   {
     name: Type.String(),
     flag: Nullable(
-      Type.String({ description: "the serve-node flag that sets it, without '--'; null: none" }),
+      Type.String({ description: "the node's flag that sets it, without '--'; null: none" }),
     ),
     scope: Type.String({
       description: "where one limit applies: 'apply thread', 'read thread 2', ...",
@@ -335,7 +335,12 @@ const MemoryBound = Type.Object(
         description: 'in units; null: grows with its file, no flag bounds it',
       }),
     ),
-    unit: Type.Union([Type.Literal('bytes'), Type.Literal('entries'), Type.Literal('reads')]),
+    unit: Type.Union([
+      Type.Literal('bytes'),
+      Type.Literal('entries'),
+      Type.Literal('reads'),
+      Type.Literal('feeds'),
+    ]),
     current: Nullable(
       Type.Number({ minimum: 0, description: 'its size now; null where it cannot be measured' }),
     ),
@@ -396,6 +401,10 @@ export const Status = Type.Object({
       ),
     }),
   ),
+  memory: Type.Array(MemoryBound, {
+    description:
+      "the gateway's own caches and buffers with their bounds (serve-nodes' in serveNodes)",
+  }),
   serveNodes: Type.Array(
     Type.Object({
       node: Type.Integer({ minimum: 0 }),

@@ -3,7 +3,8 @@
  * --sqlite-mmap-bytes-max` with two read threads reports, in /v1/status, every connection to the
  * search store (the apply thread's, the key reader's and each read thread's) under those bounds as
  * SQLite reads them back (PRAGMA cache_size and mmap_size on that very connection); without the
- * flags, SQLite's defaults. Each other cache is named with the flag that bounds it.
+ * flags, SQLite's defaults. Each other cache is named with the flag that bounds it, the
+ * gateway's (queued writes, change feeds) too.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
@@ -31,8 +32,12 @@ afterAll(async () => {
   await Promise.all(running.map((node) => node.stop()));
 });
 
-/** The serve-node's memory bounds once every connection has reported its own. */
+/** The serve-node's memory bounds once every connection has reported its own, and the gateway's. */
 async function boundsOf(args: string[]): Promise<Bound[]> {
+  return (await statusOf(args)).serve;
+}
+
+async function statusOf(args: string[]): Promise<{ serve: Bound[]; gateway: Bound[] }> {
   const node = await spawnEmbedded({ args: ['--read-threads', String(READ_THREADS), ...args] });
   running.push(node);
   const deadline = Date.now() + REPORT_WAIT_MS_MAX;
@@ -41,7 +46,9 @@ async function boundsOf(args: string[]): Promise<Bound[]> {
     expect(status.status).toBe(200);
     const memory = status.body.serveNodes[0].memory as Bound[];
     const caches = memory.filter((bound) => bound.name === 'sqlite page cache');
-    if (caches.length >= CONNECTIONS || Date.now() > deadline) return memory;
+    if (caches.length >= CONNECTIONS || Date.now() > deadline) {
+      return { serve: memory, gateway: status.body.memory as Bound[] };
+    }
     await sleep(POLL_MS);
   }
 }
@@ -77,6 +84,14 @@ describe('memory bounded by configuration', () => {
     );
     const lmdb = memory.find((bound) => bound.name === 'lmdb memory map');
     expect(lmdb?.current).toBeGreaterThan(0);
+  });
+
+  it("names the gateway's queued writes and change feeds with their flags' limits", async () => {
+    const { gateway } = await statusOf(['--pending-bytes-max', '5000000', '--feeds-max', '7']);
+    expect(gateway).toEqual([
+      expect.objectContaining({ flag: 'pending-bytes-max', limit: 5_000_000, current: 0 }),
+      expect.objectContaining({ flag: 'feeds-max', limit: 7, current: 0 }),
+    ]);
   });
 
   it("without the flags every connection has SQLite's defaults: a 2000 KiB cache, no map", async () => {
