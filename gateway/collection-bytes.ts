@@ -5,6 +5,7 @@
  * a log without DescribeLogDirs, a partition it left out, a serve-node that did not answer.
  */
 import type { LogClient } from '../shared/log-api.js';
+import type { Logger } from '../shared/logger.js';
 import type { CollectionStoreBytes, ServeClient } from '../shared/serve-api.js';
 import type { CollectionBytes } from './api/index.js';
 
@@ -18,14 +19,21 @@ export async function collectionBytes(
   log: LogClient,
   serveNodes: readonly ServeClient[],
   topics: readonly CollectionTopic[],
+  logger: Logger,
 ): Promise<CollectionBytes[]> {
+  const unknown = (part: string) => (error: unknown) => {
+    logger.warn({ err: error, part }, 'bytes on disk unknown: a part did not answer');
+    return null;
+  };
   const [logBytes, stores] = await Promise.all([
-    log.diskBytes().catch(() => []),
-    Promise.all(serveNodes.map((node) => node.storeBytes().catch(() => null))),
+    log.diskBytes().catch(unknown('log')),
+    Promise.all(
+      serveNodes.map((node, index) => node.storeBytes().catch(unknown(`serve-node ${index}`))),
+    ),
   ]);
   const serving = sumServing(stores);
   return topics.map((topic) => {
-    const parts = logBytes.filter((entry) => entry.topic === topic.name);
+    const parts = (logBytes ?? []).filter((entry) => entry.topic === topic.name);
     const known = parts.length === topic.partitions && parts.every((p) => p.bytes !== null);
     const ofLog = known ? parts.reduce((sum, p) => sum + (p.bytes ?? 0), 0) : null;
     const lmdb = serving === null ? null : (serving.get(topic.name)?.lmdb ?? 0);

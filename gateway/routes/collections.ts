@@ -43,6 +43,7 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
         log,
         topology.nodes.map((node) => node.client),
         collections,
+        services.logger,
       ),
       Promise.all(
         collections.map(({ name }) =>

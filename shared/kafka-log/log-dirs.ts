@@ -6,6 +6,7 @@
  * an error for its log directory or left the partition out is of unknown bytes (null), never 0:
  * a listing of sizes must not fail, nor lie, because one broker cannot say.
  */
+import { TailbaseError } from '../errors.js';
 import { ApiKey, ErrorCode } from '../kafka/index.js';
 import type { PartitionBytes, TopicPartition } from '../log-api.js';
 import { isKnownTopicName } from '../topics.js';
@@ -73,8 +74,9 @@ export class LogDirs extends ClientPart {
           }
         }
       }
-    } catch {
+    } catch (error) {
       // Unreachable, or no DescribeLogDirs (`log_unsupported`): every size stays unknown.
+      if (!(error instanceof TailbaseError)) throw error;
     }
     return partitions.map((p) => ({ ...p, bytes: sizes.get(`${p.topic}/${p.partition}`) ?? null }));
   }
