@@ -7,6 +7,7 @@
  * offset, `clusterId` → the log cluster the documents came from.
  */
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
+import { assert } from '../shared/assert.js';
 import type { TopicPartition } from '../shared/log-api.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { recordSyncPoint } from './lmdb-sync-point.js';
@@ -214,7 +215,10 @@ export class DocStore {
     for (;;) {
       const [first] = this.docs.getKeys({ start, limit: 1 });
       if (first === undefined) return bytes;
-      const collection = first.subarray(0, first.indexOf(0)).toString('utf8');
+      const separator = first.indexOf(0);
+      // Without it the next start would not pass this key, and the walk would not end.
+      assert(separator > 0, 'a documents key is collection, 0x00, key');
+      const collection = first.subarray(0, separator).toString('utf8');
       const count = this.countAfter(collection, null);
       bytes.set(collection, Math.round((pages * this.pageBytes * count) / stats.entryCount));
       start = Buffer.from(`${collection}\u0001`, 'utf8');
