@@ -33,7 +33,12 @@ import {
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
 import { DEFAULT_LIMITS } from '../serve-node/config.js';
 import { readChannelName } from '../serve-node/index.js';
-import { searchTopkListedDfMinOption } from '../serve-node/main.js';
+import {
+  memoryLimitOptions,
+  memoryLimitValues,
+  searchTopkListedDfMinOption,
+  type MemoryLimits,
+} from '../serve-node/main.js';
 import {
   integerOption,
   isLoopback,
@@ -85,6 +90,8 @@ export interface EmbeddedOptions {
   viewLimits?: Partial<ViewTaskLimits>;
   /** Rows a term must be in for the search store to keep its top-k list (serve-node/topk-index.ts). */
   searchTopkListedDfMin?: number;
+  /** The serve-node's cache bounds (serve-node/memory-bounds.ts); absent: its defaults. */
+  memoryLimits?: MemoryLimits;
 }
 
 export interface RunningEmbedded {
@@ -299,7 +306,7 @@ async function withReadThreads(
 /** What the serve-node thread is told beyond its data and channels. */
 function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
   const listedDfMin = options.searchTopkListedDfMin ?? DEFAULT_LIMITS.searchTopkListedDfMin;
-  return { limits: { searchTopkListedDfMin: listedDfMin } };
+  return { limits: { searchTopkListedDfMin: listedDfMin, ...options.memoryLimits } };
 }
 
 /**
@@ -388,6 +395,7 @@ export function registerStartCommand(program: Command): void {
     );
   for (const option of kafkaLogOptions()) command.addOption(option);
   for (const option of viewLimitOptions()) command.addOption(option);
+  for (const option of memoryLimitOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(
     async (
       flags: {
@@ -424,6 +432,7 @@ export function registerStartCommand(program: Command): void {
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
         viewLimits: viewLimitValues(flags),
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
+        memoryLimits: memoryLimitValues(flags),
       });
       process.stdout.write(
         readyBanner({

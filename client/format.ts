@@ -27,6 +27,21 @@ export function formatTable(headers: readonly string[], rows: readonly Cell[][])
     .concat('\n');
 }
 
+const BYTE_UNITS = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
+
+/** A byte count in binary units, three significant digits (`1.21 MiB`); null stays null. */
+export function formatBytes(bytes: number | null): string | null {
+  if (bytes === null) return null;
+  let value = bytes;
+  let unit = 0;
+  while (value >= 1024 && unit < BYTE_UNITS.length - 1) {
+    value /= 1024;
+    unit++;
+  }
+  const digits = unit === 0 ? String(value) : value.toPrecision(3);
+  return `${digits} ${BYTE_UNITS[unit]}`;
+}
+
 /** Compact JSON on one line, cut to charsMax characters with an ellipsis. */
 export function summarizeJson(value: unknown, charsMax: number): string {
   const text = JSON.stringify(value) ?? 'undefined';

@@ -128,6 +128,11 @@ export class PartitionWriter {
   private linger: (() => void) | null = null;
   private closed = false;
 
+  /** Bytes of writes queued here now, sent or waiting (bounded by pendingBytesMax). */
+  get pendingBytes(): number {
+    return this.queuedBytes;
+  }
+
   constructor(
     readonly topic: string,
     readonly partition: number,

@@ -6,6 +6,7 @@
  */
 import type { PartitionOffsets } from '../shared/log-api.js';
 import { tailbaseVersion } from '../shared/package-root.js';
+import type { MemoryBound } from '../shared/serve-api.js';
 import { isCollectionTopic } from '../shared/topics.js';
 import type { Status } from './api/index.js';
 import type { ServeTopology } from './topology.js';
@@ -25,6 +26,8 @@ export function clusterStatus(
   clusterId: string,
   offsets: readonly PartitionOffsets[],
   topology: ServeTopology,
+  /** The gateway's own caches and buffers (memory-bounds.ts). */
+  memory: MemoryBound[],
 ): Status {
   const ordered = [...offsets].sort(
     (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
@@ -69,6 +72,7 @@ export function clusterStatus(
     limitConflicts: node.limitConflicts,
     reindexing: node.status?.reindexing ?? [],
     segmentMerges: node.status?.segmentMerges ?? [],
+    memory: node.status?.memory ?? [],
   }));
   const collections = collectionRows(partitions.filter((row) => !row.internal));
   return {
@@ -78,6 +82,7 @@ export function clusterStatus(
     ready: serveNodes.every((node) => node.up && node.ready),
     collections,
     partitions,
+    memory,
     serveNodes,
   };
 }

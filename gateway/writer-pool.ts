@@ -40,6 +40,19 @@ export class WriterPool {
     return writer;
   }
 
+  /** The writers (one per partition written through this gateway) and the bytes they queue now. */
+  pending(): { writers: number; bytes: number } {
+    let writers = 0;
+    let bytes = 0;
+    for (const partitions of this.writers.values()) {
+      for (const writer of partitions.values()) {
+        writers += 1;
+        bytes += writer.pendingBytes;
+      }
+    }
+    return { writers, bytes };
+  }
+
   /** Stops taking writes and resolves once every writer has answered what it queued. */
   async close(): Promise<void> {
     this.closed = true;

@@ -10,6 +10,7 @@ import type {
   ClusterInfo,
   FetchPosition,
   LogClient,
+  PartitionBytes,
   PartitionOffsets,
   ProducerIdentity,
   ReadOptions,
@@ -100,5 +101,9 @@ export class LocalLogClient implements LogClient {
 
   async offsets(): Promise<PartitionOffsets[]> {
     return this.node.offsets();
+  }
+
+  async diskBytes(): Promise<PartitionBytes[]> {
+    return this.node.diskBytes();
   }
 }

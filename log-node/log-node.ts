@@ -7,7 +7,12 @@
  */
 import { enforceBatchLimits, NO_PRODUCER_ID } from '../shared/batch-codec.js';
 import { badRequest, TailbaseError } from '../shared/errors.js';
-import type { ClusterInfo, PartitionOffsets, ProducerIdentity } from '../shared/log-api.js';
+import type {
+  ClusterInfo,
+  PartitionBytes,
+  PartitionOffsets,
+  ProducerIdentity,
+} from '../shared/log-api.js';
 import { checkInteger } from '../shared/query-params.js';
 import type { Logger } from '../shared/logger.js';
 import { collectionId } from '../shared/token.js';
@@ -439,6 +444,15 @@ export class LogNode {
       partition: log.partition,
       logStartOffset: log.logStartOffset,
       endOffset: log.endOffset,
+    }));
+  }
+
+  /** Each open partition's segment bytes (what DescribeLogDirs answers). */
+  diskBytes(): PartitionBytes[] {
+    return this.openPartitions().map((log) => ({
+      topic: log.topic.name,
+      partition: log.partition,
+      bytes: log.sizeBytes,
     }));
   }
 

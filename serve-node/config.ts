@@ -108,6 +108,22 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * back at most the writes of this long, which the node replays from the log when it starts.
    */
   storeFlushMs: number;
+  /**
+   * SQLite's page cache of each connection to the search store (the apply thread's and each read
+   * thread's), anonymous memory: PRAGMA cache_size. SQLite's own default, 2000 KiB.
+   */
+  sqliteCacheBytesMax: number;
+  /**
+   * The search store mapped into memory by each connection (PRAGMA mmap_size): page cache of the
+   * OS, not the process's own. 0, SQLite's default: reads go through the page cache above.
+   */
+  sqliteMmapBytesMax: number;
+  /**
+   * The share of a thread's time measuring bytes on disk (GET /v1/collections) may take: a
+   * measurement reads every page of the search store, so it is answered again from the last one
+   * until 100 / this times what that one took has passed (duty-bound.ts).
+   */
+  storeBytesDutyPercentMax: number;
 }
 
 export interface ServeNodeConfig {
@@ -155,7 +171,23 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   mergeWrittenPercent: 10,
   mergeStepMsMax: 10,
   storeFlushMs: 1_000,
+  sqliteCacheBytesMax: 2_000 * 1024,
+  sqliteMmapBytesMax: 0,
+  storeBytesDutyPercentMax: 10,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
 
 export const DEFAULT_HOST = '127.0.0.1';
+
+/** What a connection to the search store is opened with, of the node's limits. */
+export function searchStoreOptions(limits: ServeNodeLimits): {
+  topkListedDfMin: number;
+  cacheBytesMax: number;
+  mmapBytesMax: number;
+} {
+  return {
+    topkListedDfMin: limits.searchTopkListedDfMin,
+    cacheBytesMax: limits.sqliteCacheBytesMax,
+    mmapBytesMax: limits.sqliteMmapBytesMax,
+  };
+}

@@ -7,6 +7,7 @@
  * offset, `clusterId` → the log cluster the documents came from.
  */
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
+import { assert } from '../shared/assert.js';
 import type { TopicPartition } from '../shared/log-api.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { recordSyncPoint } from './lmdb-sync-point.js';
@@ -31,6 +32,14 @@ export interface KeyRange {
   prefix?: string;
   /** Exclusive lower bound: the last key of the previous page. */
   after?: string;
+}
+
+/** The page counts lmdb-js's getStats() gives of one database (LMDB's MDB_stat). */
+interface LmdbDbStats {
+  treeBranchPageCount: number;
+  treeLeafPageCount: number;
+  overflowPages: number;
+  entryCount: number;
 }
 
 export class DocStore {
@@ -190,6 +199,35 @@ export class DocStore {
       if (partitions.has(partitionOf(value))) count++;
     }
     return count;
+  }
+
+  /**
+   * Each collection's share of the docs database's pages (branch, leaf and overflow), in
+   * proportion to its documents: the collections share one B-tree, so no page count is one
+   * collection's own. A seek and a key count a collection, as countDocuments does.
+   */
+  collectionBytes(): Map<string, number> {
+    const stats = this.docs.getStats() as LmdbDbStats;
+    const pages = stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
+    const bytes = new Map<string, number>();
+    if (stats.entryCount === 0) return bytes;
+    let start = Buffer.alloc(0);
+    for (;;) {
+      const [first] = this.docs.getKeys({ start, limit: 1 });
+      if (first === undefined) return bytes;
+      const separator = first.indexOf(0);
+      // Without it the next start would not pass this key, and the walk would not end.
+      assert(separator > 0, 'a documents key is collection, 0x00, key');
+      const collection = first.subarray(0, separator).toString('utf8');
+      const count = this.countAfter(collection, null);
+      bytes.set(collection, Math.round((pages * this.pageBytes * count) / stats.entryCount));
+      start = Buffer.from(`${collection}\u0001`, 'utf8');
+    }
+  }
+
+  /** The size of LMDB's memory map of the file now (it grows with the file). */
+  mapBytes(): number {
+    return (this.env.getStats() as { mapSize: number }).mapSize;
   }
 
   /** Writes a consistent copy (one read transaction) to `path`. */

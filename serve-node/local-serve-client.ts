@@ -7,6 +7,7 @@ import { badRequest } from '../shared/errors.js';
 import type {
   BatchedGet,
   BatchedGetAnswer,
+  CollectionStoreBytes,
   BatchedGetter,
   GetResult,
   ScanOptions,
@@ -82,6 +83,10 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
       checkCollection(collection),
       checkHostedPartitions(partitions, this.hosted),
     );
+  }
+
+  async storeBytes(): Promise<CollectionStoreBytes[]> {
+    return this.reads.storeBytes();
   }
 
   async scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {

@@ -11,7 +11,7 @@ import {
   parseLogUrls,
 } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
-import { DEFAULT_HOST, DEFAULT_LIMITS } from './config.js';
+import { DEFAULT_HOST, DEFAULT_LIMITS, type ServeNodeLimits } from './config.js';
 import { startServeNode, type ServeNodeOptions } from './index.js';
 
 /** A serve-node split over threads (bin/serve-node-threads.ts): apply, HTTP, reads. */
@@ -32,6 +32,46 @@ export function searchTopkListedDfMinOption(): Option {
     DEFAULT_LIMITS.searchTopkListedDfMin,
     1,
   );
+}
+
+/** The bounds of the serve-node's caches, flags of `serve-node` and of `tailbase start`. */
+export type MemoryLimits = Pick<
+  ServeNodeLimits,
+  'sqliteCacheBytesMax' | 'sqliteMmapBytesMax' | 'facetValuesHeldMax'
+>;
+
+export function memoryLimitOptions(): Option[] {
+  return [
+    integerOption(
+      '--sqlite-cache-bytes-max <bytes>',
+      "SQLite's page cache of each connection to the search store (the apply thread's and each read thread's)",
+      'TAILBASE_SQLITE_CACHE_BYTES_MAX',
+      DEFAULT_LIMITS.sqliteCacheBytesMax,
+      0,
+    ),
+    integerOption(
+      '--sqlite-mmap-bytes-max <bytes>',
+      'bytes of the search store each connection maps into memory (the OS page cache; 0: none)',
+      'TAILBASE_SQLITE_MMAP_BYTES_MAX',
+      DEFAULT_LIMITS.sqliteMmapBytesMax,
+      0,
+    ),
+    integerOption(
+      '--facet-values-held-max <n>',
+      'entries of facet values held in memory between writes, per thread; fields with more are counted in SQL',
+      'TAILBASE_FACET_VALUES_HELD_MAX',
+      DEFAULT_LIMITS.facetValuesHeldMax,
+      0,
+    ),
+  ];
+}
+
+export function memoryLimitValues(flags: Record<string, unknown>): MemoryLimits {
+  return {
+    sqliteCacheBytesMax: flags.sqliteCacheBytesMax as number,
+    sqliteMmapBytesMax: flags.sqliteMmapBytesMax as number,
+    facetValuesHeldMax: flags.facetValuesHeldMax as number,
+  };
 }
 
 export function registerServeNodeCommand(
@@ -178,15 +218,6 @@ export function registerServeNodeCommand(
     )
     .addOption(
       integerOption(
-        '--facet-values-held-max <n>',
-        'entries of facet values held in memory between writes; fields with more are counted in SQL',
-        'TAILBASE_FACET_VALUES_HELD_MAX',
-        DEFAULT_LIMITS.facetValuesHeldMax,
-        0,
-      ),
-    )
-    .addOption(
-      integerOption(
         '--reindex-step-docs-max <n>',
         'documents one step of a re-index after a settings change copies (one transaction)',
         'TAILBASE_REINDEX_STEP_DOCS_MAX',
@@ -248,7 +279,17 @@ export function registerServeNodeCommand(
         DEFAULT_LIMITS.storeFlushMs,
         1,
       ),
+    )
+    .addOption(
+      integerOption(
+        '--store-bytes-duty-percent-max <n>',
+        "share of a thread's time measuring the stores' bytes on disk may take: a measurement is reused until 100/n times its duration has passed",
+        'TAILBASE_STORE_BYTES_DUTY_PERCENT_MAX',
+        DEFAULT_LIMITS.storeBytesDutyPercentMax,
+        1,
+      ),
     );
+  for (const option of memoryLimitOptions()) command.addOption(option);
   for (const option of kafkaLogOptions()) command.addOption(option);
   command.action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('serve-node');
@@ -279,7 +320,6 @@ export function registerServeNodeCommand(
         getBatchKeysMax: flags.getBatchKeysMax as number,
         getBatchBytesMax: flags.getBatchBytesMax as number,
         searchTotalExactMax: flags.searchTotalExactMax as number,
-        facetValuesHeldMax: flags.facetValuesHeldMax as number,
         reindexStepDocsMax: flags.reindexStepDocsMax as number,
         reindexStepMsMax: flags.reindexStepMsMax as number,
         searchTopkListedDfMin: flags.searchTopkListedDfMin as number,
@@ -287,6 +327,8 @@ export function registerServeNodeCommand(
         mergeWrittenPercent: flags.mergeWrittenPercent as number,
         mergeStepMsMax: flags.mergeStepMsMax as number,
         storeFlushMs: flags.storeFlushMs as number,
+        storeBytesDutyPercentMax: flags.storeBytesDutyPercentMax as number,
+        ...memoryLimitValues(flags),
       },
       logger,
     };

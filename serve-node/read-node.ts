@@ -4,7 +4,7 @@
  * apply thread's reads do, and leaves everything else (applying, status, rebuilds, snapshots) to
  * the apply thread.
  */
-import { BroadcastChannel } from 'node:worker_threads';
+import { BroadcastChannel, threadId } from 'node:worker_threads';
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { AppliedOffsets, ServeStatus, SnapshotResult } from '../shared/serve-api.js';
 import type { ServeNodeLimits } from './config.js';
@@ -29,7 +29,7 @@ export class ReadNode implements LocalServeCore {
   ) {
     this.hosted = state.hosted;
     this.limits = state.limits;
-    this.current = new ReadReplica(state.dir);
+    this.current = new ReadReplica(state.dir, this.limits);
     this.topics = new Set(state.topics);
     this.waiters = new OffsetWaiters(
       this.limits.waitersMax,
@@ -42,6 +42,16 @@ export class ReadNode implements LocalServeCore {
     );
     channel.onmessage = (event) =>
       this.received((event as { data: ToReadThreads | ToApplyThread }).data);
+    this.reportConnection();
+  }
+
+  /** Tells the apply thread the bounds its connection to the search store is under (status). */
+  private reportConnection(): void {
+    this.post({
+      type: 'connection',
+      thread: threadId,
+      memory: this.current.search.connectionMemory(),
+    });
   }
 
   /**
@@ -128,7 +138,7 @@ export class ReadNode implements LocalServeCore {
     if (message.dir === this.current.dir) return;
     let next: ReadReplica;
     try {
-      next = new ReadReplica(message.dir);
+      next = new ReadReplica(message.dir, this.limits);
     } catch (error) {
       // Replaced again and removed before this thread got to it: the next state names the newer.
       this.onError(error);
@@ -136,6 +146,7 @@ export class ReadNode implements LocalServeCore {
     }
     const old = this.current;
     this.current = next;
+    this.reportConnection();
     old.close().catch(this.onError);
   }
 

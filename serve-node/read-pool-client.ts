@@ -4,6 +4,7 @@
  * thread with the fewest calls out, everything else to the apply thread.
  */
 import type {
+  CollectionStoreBytes,
   GetResult,
   ScanOptions,
   ScanResult,
@@ -43,6 +44,11 @@ export class ReadPoolClient implements ServeClient {
 
   countDocuments(collection: string, partitions?: readonly number[]): Promise<number> {
     return this.read((reader) => reader.countDocuments(collection, partitions));
+  }
+
+  /** On a read thread: dbstat reads every page of the search store. */
+  storeBytes(): Promise<CollectionStoreBytes[]> {
+    return this.read((reader) => reader.storeBytes());
   }
 
   status(): Promise<ServeStatus> {

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
-import { DEFAULT_LIMITS } from './config.js';
+import { searchStoreOptions, type ServeNodeLimits } from './config.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import type { ReadStores } from './reads.js';
 import { SearchStore, SEARCH_FILE } from './search-store.js';
@@ -17,11 +17,14 @@ export class ReadReplica implements ReadStores {
   /** `topic/partition` → applied, as of the current snapshot; refresh() forgets it. */
   private readonly appliedCache = new Map<string, number>();
 
-  constructor(readonly dir: string) {
+  constructor(
+    readonly dir: string,
+    limits: ServeNodeLimits,
+  ) {
     // noSync as the writer opens it: this handle never commits.
     this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: true });
     this.search = new SearchStore(join(dir, SEARCH_FILE), {
-      topkListedDfMin: DEFAULT_LIMITS.searchTopkListedDfMin,
+      ...searchStoreOptions(limits),
       reader: true,
     });
   }

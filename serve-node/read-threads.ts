@@ -10,6 +10,7 @@
 import { BroadcastChannel } from 'node:worker_threads';
 import type { TopicPartition } from '../shared/log-api.js';
 import type { ServeNodeLimits } from './config.js';
+import type { SqliteConnectionMemory } from './search-store.js';
 import type { ReadThreadsLink, ServeNode } from './serve-node.js';
 
 /** What the apply thread tells read threads. */
@@ -24,7 +25,9 @@ export type ToApplyThread =
   /** A read named a collection not tailed: the apply thread looks for it in the log. */
   | { type: 'discover'; collection: string }
   /** A read started (1) or ended (-1) waiting for these partitions. */
-  | { type: 'waiting'; partitions: number[]; delta: 1 | -1 };
+  | { type: 'waiting'; partitions: number[]; delta: 1 | -1 }
+  /** A read thread opened its connection to the search store with these bounds. */
+  | { type: 'connection'; thread: number; memory: SqliteConnectionMemory };
 
 /** A name for the channel of one serve-node's threads, unique in the process. */
 export function readChannelName(dataDir: string): string {
@@ -35,6 +38,7 @@ export class ReadThreadsHub implements ReadThreadsLink {
   private readonly channel: BroadcastChannel;
   /** partition → reads of read threads waiting for it. */
   private readonly waiting = new Map<number, number>();
+  private readonly readConnections = new Map<number, SqliteConnectionMemory>();
 
   constructor(
     name: string,
@@ -63,6 +67,10 @@ export class ReadThreadsHub implements ReadThreadsLink {
     return partitions.some((partition) => (this.waiting.get(partition) ?? 0) > 0);
   }
 
+  connections(): ReadonlyMap<number, SqliteConnectionMemory> {
+    return this.readConnections;
+  }
+
   close(): void {
     this.channel.close();
   }
@@ -80,6 +88,9 @@ export class ReadThreadsHub implements ReadThreadsLink {
           this.waiting.set(partition, (this.waiting.get(partition) ?? 0) + message.delta);
         }
         if (message.delta > 0) this.node.hurry(message.partitions);
+        break;
+      case 'connection':
+        this.readConnections.set(message.thread, message.memory);
         break;
     }
   }

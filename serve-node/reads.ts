@@ -11,6 +11,7 @@ import { compareFacetValues } from '../shared/facet-order.js';
 import { matches } from '../shared/filter/evaluate.js';
 import type {
   AppliedOffsets,
+  CollectionStoreBytes,
   NodeFacet,
   ScannedDocument,
   SearchHit,
@@ -25,6 +26,7 @@ import {
   type FieldParams,
   type ParsedFieldParams,
 } from './field-params.js';
+import { DutyBoundMeasure } from './duty-bound.js';
 import { parseQuery } from './fts-query.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
 import type { OffsetNeed, OffsetWaiters, TopicNeed } from './offset-waiters.js';
@@ -33,8 +35,11 @@ import type { SearchStore } from './search-store.js';
 
 /** The stores a read looks in: the current generation's. */
 export interface ReadStores {
-  docs: Pick<DocStore, 'get' | 'scan' | 'countDocuments'>;
-  search: Pick<SearchStore, 'search' | 'highlights' | 'facets' | 'scanKeys' | 'settingsOf'>;
+  docs: Pick<DocStore, 'get' | 'scan' | 'countDocuments' | 'collectionBytes'>;
+  search: Pick<
+    SearchStore,
+    'search' | 'highlights' | 'facets' | 'scanKeys' | 'settingsOf' | 'collectionBytes'
+  >;
 }
 
 /** What reads need of the node. */
@@ -96,8 +101,12 @@ const SETTINGS_PARTITION = 0;
 export class ServeReads {
   private readonly hostedSet: ReadonlySet<number>;
 
+  /** Keyed by the stores measured: a new generation is measured at once. */
+  private readonly storeBytesMeasure: DutyBoundMeasure<ReadStores, CollectionStoreBytes[]>;
+
   constructor(private readonly core: ReadCore) {
     this.hostedSet = new Set(core.hosted);
+    this.storeBytesMeasure = new DutyBoundMeasure(core.limits.storeBytesDutyPercentMax);
   }
 
   async get(
@@ -115,6 +124,15 @@ export class ServeReads {
     const only = partitions === undefined || partitions.length === 0 ? null : new Set(partitions);
     const all = only === null || this.core.hosted.every((p) => only.has(p));
     return this.core.replica().docs.countDocuments(collection, all ? null : only);
+  }
+
+  /**
+   * Each collection's bytes in the current stores, LMDB's and SQLite's, measured again at most as
+   * often as storeBytesDutyPercentMax allows (duty-bound.ts).
+   */
+  storeBytes(): CollectionStoreBytes[] {
+    const stores = this.core.replica();
+    return this.storeBytesMeasure.get(stores, () => measureStoreBytes(stores));
   }
 
   /** Answers each item, and the applied offsets of each collection the items name. */
@@ -338,4 +356,14 @@ function boundFacets(
     };
   }
   return facets;
+}
+
+function measureStoreBytes({ docs, search }: ReadStores): CollectionStoreBytes[] {
+  const lmdb = docs.collectionBytes();
+  const sqlite = search.collectionBytes();
+  return [...new Set([...lmdb.keys(), ...sqlite.keys()])].sort().map((collection) => ({
+    collection,
+    lmdb: lmdb.get(collection) ?? 0,
+    sqlite: sqlite.get(collection) ?? 0,
+  }));
 }

@@ -115,6 +115,8 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
     }),
   );
 
+  app.get('/internal/store-bytes', (c) => c.json({ collections: reads.storeBytes() }));
+
   app.get('/internal/scan/:collection', async (c) => {
     const collection = checkCollection(c.req.param('collection'));
     const { items, more, applied } = await rangeReads.scan(collection, {

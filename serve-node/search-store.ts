@@ -30,6 +30,7 @@ import { Highlighters } from './highlighter.js';
 import { RetiredTables } from './retired-tables.js';
 import { SegmentMerges, type CollectionMergeStep, type MergePolicy } from './segment-merges.js';
 import { SearchReads } from './search-reads.js';
+import { searchCollectionBytes } from './search-bytes.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
 import { DEFAULT_LIMITS } from './config.js';
 import { TopkIndex } from './topk-index.js';
@@ -55,6 +56,12 @@ export const WAL_SUFFIX = '-wal';
 const SEARCH_LAYOUT_VERSION = 7;
 const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6];
 
+/** One connection's memory bounds as SQLite says them (PRAGMA cache_size and mmap_size). */
+export interface SqliteConnectionMemory {
+  cacheBytesMax: number;
+  mmapBytesMax: number;
+}
+
 /** A stored version of a document: what the search store indexed for it. */
 export interface DocVersion {
   key: string;
@@ -76,6 +83,10 @@ export interface DocView {
 export interface SearchStoreOptions {
   /** Rows a term must be in to have a top-k list (ServeNodeLimits.searchTopkListedDfMin). */
   topkListedDfMin: number;
+  /** This connection's page cache (ServeNodeLimits.sqliteCacheBytesMax); absent: SQLite's. */
+  cacheBytesMax?: number;
+  /** This connection's memory map (ServeNodeLimits.sqliteMmapBytesMax); absent: SQLite's. */
+  mmapBytesMax?: number;
   /**
    * A read thread's handle on the writer's store: it builds no top-k lists (a reader's limit may
    * differ from the writer's, and only the writer may rebuild them); its searches follow the limit
@@ -148,6 +159,13 @@ export class SearchStore {
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('wal_autocheckpoint = 0');
+    // Negative: a size in KiB rather than in pages.
+    if (options.cacheBytesMax !== undefined) {
+      this.db.pragma(`cache_size = ${-Math.ceil(options.cacheBytesMax / 1024)}`);
+    }
+    if (options.mmapBytesMax !== undefined) {
+      this.db.pragma(`mmap_size = ${Math.floor(options.mmapBytesMax)}`);
+    }
     this.db.exec(`
       CREATE TABLE IF NOT EXISTS checkpoints (
         topic TEXT NOT NULL, partition INTEGER NOT NULL, applied INTEGER NOT NULL,
@@ -302,6 +320,21 @@ export class SearchStore {
   }
 
   /** A consistent copy of the database (SQLite's online backup) at `path`. */
+  /** This connection's page cache and memory map bounds, read back from SQLite. */
+  connectionMemory(): SqliteConnectionMemory {
+    const cacheSize = this.db.pragma('cache_size', { simple: true }) as number;
+    const pageBytes = this.db.pragma('page_size', { simple: true }) as number;
+    return {
+      cacheBytesMax: cacheSize < 0 ? -cacheSize * 1024 : cacheSize * pageBytes,
+      mmapBytesMax: this.db.pragma('mmap_size', { simple: true }) as number,
+    };
+  }
+
+  /** Each collection's bytes in this store (search-bytes.ts). */
+  collectionBytes(): Map<string, number> {
+    return searchCollectionBytes(this.db);
+  }
+
   async backup(path: string): Promise<void> {
     await this.db.backup(path);
   }

@@ -17,14 +17,20 @@ import type {
   SnapshotResult,
   StoreCheckpoints,
 } from '../shared/serve-api.js';
-import type { ServeNodeLimits } from './config.js';
+import { searchStoreOptions, type ServeNodeLimits } from './config.js';
 import { DOCS_FILE } from './doc-store.js';
 import { appliedOfNeed, OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { BackgroundSteps } from './background-steps.js';
 import type { MergePolicy } from './segment-merges.js';
 import { Replica } from './replica.js';
-import { outdatedSearchLayout, SEARCH_FILE, type SearchStoreOptions } from './search-store.js';
+import { memoryBounds } from './memory-bounds.js';
+import {
+  outdatedSearchLayout,
+  SEARCH_FILE,
+  type SearchStoreOptions,
+  type SqliteConnectionMemory,
+} from './search-store.js';
 import type { ServeNodeCore } from './routes.js';
 import {
   createGeneration,
@@ -57,6 +63,8 @@ export interface ReadThreadsLink {
   changed(): void;
   /** Whether a read of a read thread waits for one of these partition numbers. */
   waitingOn(partitions: readonly number[]): boolean;
+  /** Each read thread's connection to the search store, by thread id, as it last said. */
+  connections(): ReadonlyMap<number, SqliteConnectionMemory>;
 }
 
 export class ServeNode implements ServeNodeCore {
@@ -314,6 +322,14 @@ export class ServeNode implements ServeNodeCore {
       ...(this.lastResume === undefined ? {} : { lastResume: this.lastResume }),
       reindexing: this.current.reindexing(),
       segmentMerges: this.current.mergesDue(this.mergePolicy),
+      memory: memoryBounds({
+        limits: this.limits,
+        applyConnection: this.current.search.connectionMemory(),
+        readConnections: this.readThreads?.connections() ?? new Map(),
+        waiting: this.waiters.size,
+        fetchers: this.fetchers.length,
+        lmdbMapBytes: this.current.docs.mapBytes(),
+      }),
     };
   }
 
@@ -464,7 +480,7 @@ export class ServeNode implements ServeNodeCore {
   }
 
   private searchOptions(): SearchStoreOptions {
-    return { topkListedDfMin: this.parts.limits.searchTopkListedDfMin };
+    return searchStoreOptions(this.parts.limits);
   }
 
   /**

@@ -9,6 +9,7 @@ import { InternalHttp, type InternalResponse } from './internal-http.js';
 import { CLUSTER_SECRET_HEADER } from './log-api.js';
 import {
   formatWaitFor,
+  type CollectionStoreBytes,
   GET_BATCH_KEYS_MAX,
   SERVE_WAIT_MS_MAX,
   type AppliedOffsets,
@@ -151,6 +152,14 @@ export class HttpServeClient implements ServeClient {
     const path = `/internal/count/${encodeURIComponent(collection)}`;
     return (await this.json<{ documents: number }>(await this.fetch(path + query(params))))
       .documents;
+  }
+
+  async storeBytes(): Promise<CollectionStoreBytes[]> {
+    return (
+      await this.json<{ collections: CollectionStoreBytes[] }>(
+        await this.fetch('/internal/store-bytes'),
+      )
+    ).collections;
   }
 
   async status(): Promise<ServeStatus> {

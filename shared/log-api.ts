@@ -27,6 +27,17 @@ export interface PartitionOffsets extends TopicPartition {
   endOffset: number;
 }
 
+/**
+ * One topic-partition's bytes on disk: its segment files on the log-node that stores it (Kafka's
+ * PartitionSize, which counts the record batches and not the offset indexes); on a replicated
+ * Kafka cluster its leader's replica only, so a topic of replication factor 3 takes about three
+ * times this across the brokers. Null when the log cannot say (a broker without DescribeLogDirs,
+ * as librdkafka's mock cluster, or one that did not answer).
+ */
+export interface PartitionBytes extends TopicPartition {
+  bytes: number | null;
+}
+
 export interface ReadResult {
   /** Whole batches as stored; the first may start before the requested offset. */
   batches: Buffer;
@@ -114,6 +125,8 @@ export interface LogClient {
    * given partition takes its absence as unavailable, never as an empty partition.
    */
   offsets(): Promise<PartitionOffsets[]>;
+  /** Every topic-partition the log stores, with its bytes on disk (Kafka's DescribeLogDirs). */
+  diskBytes(): Promise<PartitionBytes[]>;
 }
 
 /** fetchGroups of a client whose other end is one log-node: every partition in one read. */

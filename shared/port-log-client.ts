@@ -10,6 +10,7 @@ import type {
   ClusterInfo,
   FetchPosition,
   LogClient,
+  PartitionBytes,
   PartitionOffsets,
   ProducerIdentity,
   ReadOptions,
@@ -116,6 +117,10 @@ export class PortLogClient implements LogClient {
     return this.caller.call('offsets', []);
   }
 
+  diskBytes(): Promise<PartitionBytes[]> {
+    return this.caller.call('diskBytes', []);
+  }
+
   /** Calls still out fail (the serving thread is stopping). */
   close(error: Error): void {
     this.caller.failAll(error);
@@ -170,6 +175,7 @@ export function answerLogPort(
         return { value, transfer };
       },
       offsets: () => answered(log.offsets()),
+      diskBytes: () => answered(log.diskBytes()),
     },
     onBug,
   );

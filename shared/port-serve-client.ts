@@ -9,6 +9,7 @@ import { answered, answerPort, PortCaller } from './port-rpc.js';
 import type {
   BatchedGet,
   BatchedGetter,
+  CollectionStoreBytes,
   GetResult,
   ScanOptions,
   ScanResult,
@@ -59,6 +60,10 @@ export class PortServeClient implements ServeClient {
     return this.caller.call('countDocuments', [collection, partitions]);
   }
 
+  storeBytes(): Promise<CollectionStoreBytes[]> {
+    return this.caller.call('storeBytes', []);
+  }
+
   status(): Promise<ServeStatus> {
     return this.caller.call('status', []);
   }
@@ -106,6 +111,7 @@ export function answerServePort(
         answered(
           serve.countDocuments(collection as string, partitions as readonly number[] | undefined),
         ),
+      storeBytes: () => answered(serve.storeBytes()),
       status: () => answered(serve.status()),
       ready: () => answered(serve.ready()),
       rebuild: () => answered(serve.rebuild()),

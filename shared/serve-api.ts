@@ -202,6 +202,28 @@ export interface ServeStatus {
    * of its documents written), under way or waiting for writes to pause (absent before stop 22).
    */
   segmentMerges?: string[];
+  /** Every cache and buffer that holds memory, with its bound (absent from older serve-nodes). */
+  memory?: MemoryBound[];
+}
+
+/**
+ * One cache or buffer of a node (a serve-node's, or the gateway's) and what bounds it: the flag
+ * that sets the limit, the limit in force (read back from the store where the store keeps it) and
+ * the size now where it can be measured. `anonymous` memory is the process's own; `mapped` is the
+ * OS page cache of a file, given back under pressure.
+ */
+export interface MemoryBound {
+  name: string;
+  /** The node's flag that sets it, without `--`; null: no flag (it follows the store). */
+  flag: string | null;
+  /** Where one limit applies: `apply thread`, `read thread <id>`, `each thread`, ... */
+  scope: string;
+  /** In `unit`s; null: unbounded by configuration (it grows with the store's file). */
+  limit: number | null;
+  unit: 'bytes' | 'entries' | 'reads' | 'feeds';
+  /** Null where it cannot be measured from outside the store. */
+  current: number | null;
+  kind: 'anonymous' | 'mapped';
 }
 
 /**
@@ -216,6 +238,17 @@ export interface ReindexStatus {
   copied: number;
   /** The collection's documents on this node, counted when the re-index was first reported. */
   documents: number;
+}
+
+/**
+ * One collection's bytes in a serve-node's stores. LMDB: its share of the documents database's
+ * pages, by its documents (the collections share one B-tree). SQLite: its FTS5 tables' pages,
+ * and the tables the collections share in proportion to its documents.
+ */
+export interface CollectionStoreBytes {
+  collection: string;
+  lmdb: number;
+  sqlite: number;
 }
 
 export interface SnapshotResult {
@@ -233,6 +266,8 @@ export interface ServeClient {
    * empty: every one it hosts), as applied now.
    */
   countDocuments(collection: string, partitions?: readonly number[]): Promise<number>;
+  /** Every collection the node's stores hold, with its bytes in each (as applied now). */
+  storeBytes(): Promise<CollectionStoreBytes[]>;
   status(): Promise<ServeStatus>;
   /** True when /readyz answers 200. */
   ready(): Promise<boolean>;

@@ -1,15 +1,18 @@
 /**
- * `tailbase collections`: every collection with its partitions, records, documents and settings
+ * `tailbase collections`: every collection with its partitions, records, documents, bytes on disk
+ * (the log's, LMDB's, SQLite's and their total; `-` where the cluster cannot say) and settings
  * version. `tailbase drop <collection> --yes`: drops one (its documents, settings and topic go).
  */
 import type { Command } from 'commander';
 import { clientAction, clientCommand, collectionName } from '../command-kit.js';
-import { formatTable } from '../format.js';
+import { formatBytes, formatTable } from '../format.js';
 import { type ClientIo, UsageError } from '../io.js';
 
 export function registerCollectionsCommands(program: Command, io: ClientIo): void {
   clientCommand(program, io, 'collections')
-    .description('list the collections: partitions, records, documents, settings version')
+    .description(
+      'list the collections: partitions, records, documents, bytes on disk, settings version',
+    )
     .action(
       clientAction(io, async (session) => {
         const collections = await session.client.collections();
@@ -19,12 +22,26 @@ export function registerCollectionsCommands(program: Command, io: ClientIo): voi
         }
         io.stdout.write(
           formatTable(
-            ['COLLECTION', 'PARTITIONS', 'RECORDS', 'DOCUMENTS', 'SETTINGS VERSION'],
+            [
+              'COLLECTION',
+              'PARTITIONS',
+              'RECORDS',
+              'DOCUMENTS',
+              'LOG',
+              'LMDB',
+              'SQLITE',
+              'TOTAL',
+              'SETTINGS VERSION',
+            ],
             collections.map((c) => [
               c.collection,
               c.partitions,
               c.records,
               c.documents,
+              formatBytes(c.bytes.log),
+              formatBytes(c.bytes.lmdb),
+              formatBytes(c.bytes.sqlite),
+              formatBytes(c.bytes.total),
               c.settingsVersion,
             ]),
           ),

@@ -31,6 +31,7 @@ export type * from './types.js';
 export type {
   BulkAnswer,
   ChangeEvent,
+  CollectionBytes,
   CollectionList,
   CollectionSummary,
   DropAnswer,

@@ -59,6 +59,8 @@ export interface CollectionSummary {
   records: number;
   /** The documents the serve-nodes hold; null when one did not answer. */
   documents: number | null;
+  /** Bytes on disk; each part null when the cluster cannot say it (unknown, not 0). */
+  bytes: { log: number | null; lmdb: number | null; sqlite: number | null; total: number | null };
   settingsVersion: number | null;
 }
 

@@ -3,7 +3,7 @@
  * live), the query box, the change feed and the collection settings.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, apiKey, type ClusterStatus } from './api.js';
+import { api, ApiError, apiKey, type ClusterStatus, type CollectionSummary } from './api.js';
 import { ChangesPanel } from './changes-panel.js';
 import { KeyPrompt } from './key-prompt.js';
 import { QueryPanel } from './query-panel.js';
@@ -12,7 +12,10 @@ import { StatusPanel } from './status-panel.js';
 
 /** How often the status is read again: the lag a person watches moves at this pace. */
 export const STATUS_POLL_MS = 1000;
-/** How often the collections' document counts are read again: each is a count on every node. */
+/**
+ * How often the collections' document counts and bytes are read again: each is a count on every
+ * node, and the search store's bytes a read of its every page.
+ */
 export const COLLECTIONS_POLL_MS = 5000;
 
 type Access =
@@ -26,16 +29,16 @@ export function App() {
   const [status, setStatus] = useState<ClusterStatus | null>(null);
   const [statusError, setStatusError] = useState<string | null>(null);
   const [updatedAt, setUpdatedAt] = useState<Date | null>(null);
-  const [documents, setDocuments] = useState<ReadonlyMap<string, number | null>>(new Map());
+  const [listed, setListed] = useState<ReadonlyMap<string, CollectionSummary>>(new Map());
   const countedAtMs = useRef(-Infinity);
 
   const count = useCallback(async () => {
     countedAtMs.current = performance.now();
     try {
-      const listed = await api.collections();
-      setDocuments(new Map(listed.map((c) => [c.collection, c.documents])));
+      const collections = await api.collections();
+      setListed(new Map(collections.map((c) => [c.collection, c])));
     } catch {
-      // The counts are extras: the status row shows without them.
+      // The counts and bytes are extras: the status row shows without them.
     }
   }, []);
 
@@ -119,7 +122,7 @@ export function App() {
           <>
             <StatusPanel
               status={status}
-              documents={documents}
+              listed={listed}
               error={statusError}
               updatedAt={updatedAt}
               onDropped={() => {

@@ -4,14 +4,18 @@
  * sit in one row of their own, collapsed, out of the lag sum: twenty collections stay one screen.
  */
 import { useState } from 'preact/hooks';
-import type { ClusterStatus, PartitionStatus } from './api.js';
+import { formatBytes } from '../../client/format.js';
+import type { ClusterStatus, CollectionSummary, PartitionStatus } from './api.js';
 import { DropControl } from './drop-control.js';
 import { RebuildControl } from './rebuild-control.js';
 
 interface Props {
   status: ClusterStatus | null;
-  /** Collection → the documents the serve-nodes hold (GET /v1/collections, read less often). */
-  documents: ReadonlyMap<string, number | null>;
+  /**
+   * Collection → its documents and bytes on disk (GET /v1/collections, read less often than the
+   * status).
+   */
+  listed: ReadonlyMap<string, CollectionSummary>;
   error: string | null;
   updatedAt: Date | null;
   onDropped: () => void;
@@ -22,7 +26,19 @@ const INTERNAL_ROW = 'internal topics';
 
 const cell = (value: number | string | null) => (value === null ? '–' : value);
 
-export function StatusPanel({ status, documents, error, updatedAt, onDropped }: Props) {
+/** The total, with each part in the tooltip; a part the cluster cannot say reads "unknown". */
+function bytesCell(bytes: CollectionSummary['bytes'] | undefined) {
+  if (bytes === undefined) return <td class="num" data-col="bytes" />;
+  const part = (value: number | null) => formatBytes(value) ?? 'unknown';
+  const parts = `log ${part(bytes.log)}, LMDB ${part(bytes.lmdb)}, SQLite ${part(bytes.sqlite)}`;
+  return (
+    <td class="num" data-col="bytes" title={parts}>
+      {formatBytes(bytes.total) ?? 'unknown'}
+    </td>
+  );
+}
+
+export function StatusPanel({ status, listed, error, updatedAt, onDropped }: Props) {
   const [expanded, setExpanded] = useState<ReadonlySet<string>>(new Set());
   const toggle = (name: string) => {
     const next = new Set(expanded);
@@ -87,6 +103,7 @@ export function StatusPanel({ status, documents, error, updatedAt, onDropped }: 
               <tr>
                 <th scope="col">Collection</th>
                 <th scope="col">Documents</th>
+                <th scope="col">On disk</th>
                 <th scope="col">Partition(s)</th>
                 <th scope="col">Log start</th>
                 <th scope="col">Log end</th>
@@ -108,8 +125,9 @@ export function StatusPanel({ status, documents, error, updatedAt, onDropped }: 
                     />
                   </th>
                   <td class="num" data-col="documents">
-                    {cell(documents.get(c.collection) ?? null)}
+                    {cell(listed.get(c.collection)?.documents ?? null)}
                   </td>
+                  {bytesCell(listed.get(c.collection)?.bytes)}
                   <td class="num">{c.partitions}</td>
                   <td />
                   <td class="num" data-col="end">
@@ -131,7 +149,7 @@ export function StatusPanel({ status, documents, error, updatedAt, onDropped }: 
               ])}
               {internal.length > 0 && (
                 <tr data-collection={INTERNAL_ROW} class="collection">
-                  <th scope="row" colSpan={10}>
+                  <th scope="row" colSpan={11}>
                     <ExpandButton
                       name={INTERNAL_ROW}
                       open={expanded.has(INTERNAL_ROW)}
@@ -172,6 +190,7 @@ function partitionRows(partitions: readonly PartitionStatus[]) {
         class="partition"
       >
         <td>{p.topic}</td>
+        <td />
         <td />
         <td class="num">{p.partition}</td>
         <td class="num">{p.logStartOffset}</td>

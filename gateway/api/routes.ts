@@ -177,7 +177,7 @@ export const API_ROUTES = {
   }),
   listCollections: route('GET /v1/collections', {
     summary:
-      'every collection: partitions, records in its log, documents the serve-nodes hold, settings version',
+      'every collection: partitions, records in its log, documents the serve-nodes hold, bytes on disk (log, LMDB, SQLite; null: unknown), settings version',
     scope: 'read',
     answers: { 200: json(CollectionList) },
   }),

@@ -141,6 +141,25 @@ export type SettingsView = Static<typeof SettingsView>;
 export const SettingsAnswer = Type.Composite([SettingsView, Type.Object({ token: Token })]);
 export type SettingsAnswer = Static<typeof SettingsAnswer>;
 
+const ByteCount = (description: string) => Nullable(Type.Integer({ minimum: 0, description }));
+
+export const CollectionBytes = Type.Object(
+  {
+    log: ByteCount(
+      "its partitions' segment files in the log (DescribeLogDirs); on a replicated Kafka cluster the leaders' replicas only; null: the log cannot say (a broker without DescribeLogDirs, or one that did not answer)",
+    ),
+    lmdb: ByteCount(
+      "its documents in LMDB, summed over the serve-nodes: each node's documents database's pages in proportion to the collection's documents on it; null: a serve-node did not answer",
+    ),
+    sqlite: ByteCount(
+      "its search store in SQLite, summed over the serve-nodes: its FTS5 tables' pages, and the tables collections share in proportion to its documents; null: a serve-node did not answer",
+    ),
+    total: ByteCount('log + lmdb + sqlite; null when any of them is unknown'),
+  },
+  { description: 'bytes on disk; null is unknown, never 0' },
+);
+export type CollectionBytes = Static<typeof CollectionBytes>;
+
 export const CollectionSummary = Type.Object({
   collection: Type.String(),
   incarnation: Type.Integer({
@@ -165,6 +184,7 @@ export const CollectionSummary = Type.Object({
       description: 'the offset of its last settings record in the settings topic; null: defaults',
     }),
   ),
+  bytes: CollectionBytes,
   topicConfigs: TopicConfigs,
   view: Type.Boolean({ description: 'a view: read-only, derived by GET /v1/views/{view}' }),
 });
@@ -300,6 +320,39 @@ export const ChangeEvent = Type.Object({
 });
 export type ChangeEvent = Static<typeof ChangeEvent>;
 
+const MemoryBound = Type.Object(
+  {
+    name: Type.String(),
+    flag: Nullable(
+      Type.String({ description: "the node's flag that sets it, without '--'; null: none" }),
+    ),
+    scope: Type.String({
+      description: "where one limit applies: 'apply thread', 'read thread 2', ...",
+    }),
+    limit: Nullable(
+      Type.Number({
+        minimum: 0,
+        description: 'in units; null: grows with its file, no flag bounds it',
+      }),
+    ),
+    unit: Type.Union([
+      Type.Literal('bytes'),
+      Type.Literal('entries'),
+      Type.Literal('reads'),
+      Type.Literal('feeds'),
+    ]),
+    current: Nullable(
+      Type.Number({ minimum: 0, description: 'its size now; null where it cannot be measured' }),
+    ),
+    kind: Type.Union([Type.Literal('anonymous'), Type.Literal('mapped')], {
+      description: "anonymous: the process's own memory; mapped: the OS page cache of a file",
+    }),
+  },
+  {
+    description: 'one cache or buffer and its bound (SQLite bounds read back from each connection)',
+  },
+);
+
 export const Status = Type.Object({
   clusterId: Type.String(),
   version: Type.String({ description: "the gateway's tailbase version" }),
@@ -348,6 +401,10 @@ export const Status = Type.Object({
       ),
     }),
   ),
+  memory: Type.Array(MemoryBound, {
+    description:
+      "the gateway's own caches and buffers with their bounds (serve-nodes' in serveNodes)",
+  }),
   serveNodes: Type.Array(
     Type.Object({
       node: Type.Integer({ minimum: 0 }),
@@ -373,6 +430,10 @@ export const Status = Type.Object({
       segmentMerges: Type.Array(Type.String(), {
         description:
           'collections whose search index is due a merge of its segments, under way or waiting for writes to pause',
+      }),
+      memory: Type.Array(MemoryBound, {
+        description:
+          "each cache and buffer of the node with its bound; empty while the node's status is unknown",
       }),
     }),
   ),

@@ -1,6 +1,7 @@
 /**
  * The collections themselves: GET /v1/collections lists them (from the log's topics, with the
- * documents the serve-nodes hold and the settings version), DELETE /v1/collections/:c drops one.
+ * documents the serve-nodes hold, their bytes on disk and the settings version), DELETE
+ * /v1/collections/:c drops one.
  *
  * A drop deletes the collection's topic, writes a null settings record for it (a collection
  * created again under the name starts with the default settings) and has every serve-node replace
@@ -12,6 +13,7 @@
 import type { Hono } from 'hono';
 import { notFound, TailbaseError } from '../../shared/errors.js';
 import { isCollectionTopic, SETTINGS_TOPIC } from '../../shared/topics.js';
+import { collectionBytes } from '../collection-bytes.js';
 import { API_ROUTES, type CollectionList, type DropAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { writeRecords, type GatewayServices } from '../services.js';
@@ -36,16 +38,24 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
     ]);
     incarnations.update(topics);
     const collections = topics.filter((topic) => isCollectionTopic(topic.name));
-    const counts = await Promise.all(
-      collections.map(({ name }) =>
-        topology
-          .fanOut(all, (node, assigned) => node.client.countDocuments(name, assigned))
-          .then(
-            (answers) => answers.reduce((sum, { result }) => sum + result, 0),
-            () => null,
-          ),
+    const [bytes, counts] = await Promise.all([
+      collectionBytes(
+        log,
+        topology.nodes.map((node) => node.client),
+        collections,
+        services.logger,
       ),
-    );
+      Promise.all(
+        collections.map(({ name }) =>
+          topology
+            .fanOut(all, (node, assigned) => node.client.countDocuments(name, assigned))
+            .then(
+              (answers) => answers.reduce((sum, { result }) => sum + result, 0),
+              () => null,
+            ),
+        ),
+      ),
+    ]);
     const answer: CollectionList = {
       collections: collections.map((topic, i) => ({
         collection: topic.name,
@@ -56,6 +66,7 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
           .reduce((sum, o) => sum + (o.endOffset - o.logStartOffset), 0),
         documents: counts[i],
         settingsVersion: versions.get(topic.name) ?? null,
+        bytes: bytes[i],
         topicConfigs: topic.configs,
         view: views.has(topic.name),
       })),

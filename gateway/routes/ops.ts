@@ -14,6 +14,7 @@ import { changeFeed } from '../changes.js';
 import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
+import { gatewayMemoryBounds } from '../memory-bounds.js';
 import { clusterStatus } from '../status.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
@@ -98,7 +99,9 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
 
   on(API_ROUTES.status, async (c) => {
     const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
-    return c.json(clusterStatus(cluster.clusterId, offsets, topology));
+    return c.json(
+      clusterStatus(cluster.clusterId, offsets, topology, gatewayMemoryBounds(services)),
+    );
   });
 
   /** A serve-node by its index in /v1/status: operators rebuild one without knowing its address. */

@@ -3,6 +3,7 @@
  * in-process log contract. The log-node's lifecycle (log-node/index.ts) starts it once the node
  * is open and closes it before the partitions close, so no Kafka request outlives the log.
  */
+import { resolve } from 'node:path';
 import type { ApiKey } from '../../shared/api-keys.js';
 import type { LogClient } from '../../shared/log-api.js';
 import type { Logger } from '../../shared/logger.js';
@@ -72,6 +73,7 @@ export async function attachKafkaFace(
     topicConfigDefaults: (topic) => defaultTopicConfigs(config, topic),
     nodeId: peers === null ? BROKER_NODE_ID : brokerNodeId(hostedPartitions),
     peers,
+    logDir: resolve(config.dataDir),
     // Committed offsets live on partition 0 of __consumer_offsets: only its node coordinates.
     handlers: hostsPartitionZero
       ? coordinator.handlers()

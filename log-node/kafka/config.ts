@@ -84,6 +84,8 @@ export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {
   nodeId?: number;
   /** The other log-nodes of a cluster that splits the partitions; Metadata names them too. */
   peers?: KafkaPeers | null;
+  /** The directory of the segment files, which DescribeLogDirs names (absolute). */
+  logDir?: string;
   logger: Logger;
 }
 

@@ -11,6 +11,8 @@ export interface HandlerDeps {
   /** The other log-nodes when this one stores some of the partitions only; else null. */
   peers: KafkaPeers | null;
   topicConfigDefaults: (topic: string) => TopicConfigs;
+  /** Where the node's segment files are (DescribeLogDirs' one log directory); null: unsaid. */
+  logDir: string | null;
   logger: Logger;
 }
 

@@ -15,6 +15,7 @@ import { KafkaConnection } from './connection.js';
 import { createTopicsHandler } from './create-topics.js';
 import { deleteTopicsHandler } from './delete-topics.js';
 import { describeConfigsHandler } from './describe-configs.js';
+import { describeLogDirsHandler } from './describe-log-dirs.js';
 import { fetchHandler } from './fetch.js';
 import type { KafkaHandlers } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
@@ -49,6 +50,7 @@ export function dataPathHandlers(deps: HandlerDeps): KafkaHandlers {
     [ApiKey.CreateTopics]: createTopicsHandler(deps),
     [ApiKey.DeleteTopics]: deleteTopicsHandler(deps),
     [ApiKey.DescribeConfigs]: describeConfigsHandler(deps),
+    [ApiKey.DescribeLogDirs]: describeLogDirsHandler(deps),
     [ApiKey.IncrementalAlterConfigs]: incrementalAlterConfigsHandler(deps),
   };
 }
@@ -61,6 +63,7 @@ export async function startKafkaListener(options: KafkaListenerOptions): Promise
     config,
     peers: options.peers ?? null,
     topicConfigDefaults: options.topicConfigDefaults,
+    logDir: options.logDir ?? null,
     logger,
   };
   const handlers: KafkaHandlers = { ...options.handlers, ...dataPathHandlers(deps) };

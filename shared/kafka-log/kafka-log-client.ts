@@ -13,6 +13,7 @@ import type {
   ClusterInfo,
   FetchPosition,
   LogClient,
+  PartitionBytes,
   PartitionOffsets,
   ProducerIdentity,
   ReadOptions,
@@ -23,6 +24,7 @@ import { BrokerPool } from './broker-pool.js';
 import { ClusterMetadata } from './cluster-metadata.js';
 import { kafkaLogConfig, type KafkaLogConfig, type KafkaLogOptions } from './config.js';
 import { Fetcher } from './fetcher.js';
+import { LogDirs } from './log-dirs.js';
 import { OffsetReader } from './offsets.js';
 import { PartitionHosting } from './partition-hosting.js';
 import { Producer } from './producer.js';
@@ -37,6 +39,7 @@ export class KafkaLogClient implements LogClient {
   private readonly producer: Producer;
   private readonly fetcher: Fetcher;
   private readonly offsetReader: OffsetReader;
+  private readonly logDirs: LogDirs;
 
   private constructor(config: KafkaLogConfig) {
     this.config = config;
@@ -48,6 +51,7 @@ export class KafkaLogClient implements LogClient {
     this.producer = new Producer(parts, this.topicAdmin);
     this.fetcher = new Fetcher(parts);
     this.offsetReader = new OffsetReader(parts);
+    this.logDirs = new LogDirs(parts);
   }
 
   /** A client whose first Metadata has answered, retried for bootstrapWaitMs while none does. */
@@ -129,6 +133,10 @@ export class KafkaLogClient implements LogClient {
 
   offsets(): Promise<PartitionOffsets[]> {
     return this.offsetReader.offsets();
+  }
+
+  diskBytes(): Promise<PartitionBytes[]> {
+    return this.logDirs.diskBytes();
   }
 
   close(): void {

@@ -50,6 +50,10 @@ export const KAFKA_APIS = {
     request: cluster.describeConfigsRequest,
     response: cluster.describeConfigsResponse,
   },
+  DescribeLogDirs: {
+    request: cluster.describeLogDirsRequest,
+    response: cluster.describeLogDirsResponse,
+  },
   SaslAuthenticate: {
     request: sasl.saslAuthenticateRequest,
     response: sasl.saslAuthenticateResponse,

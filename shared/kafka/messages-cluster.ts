@@ -1,6 +1,6 @@
 /**
  * Discovery and administration: ApiVersions, Metadata, FindCoordinator, CreateTopics, DeleteTopics,
- * DescribeConfigs, IncrementalAlterConfigs. Transcribed from Apache Kafka's message definitions, keeping the fields of the
+ * DescribeConfigs, DescribeLogDirs, IncrementalAlterConfigs. Transcribed from Apache Kafka's message definitions, keeping the fields of the
  * versions tailbase supports (validVersions; the reasons are in PROTOCOL.md).
  */
 import type { MessageSpec } from './schema.js';
@@ -423,6 +423,68 @@ export const incrementalAlterConfigsResponse = {
         { name: 'ErrorMessage', type: 'string', versions: '0+', nullableVersions: '0+' },
         { name: 'ResourceType', type: 'int8', versions: '0+' },
         { name: 'ResourceName', type: 'string', versions: '0+' },
+      ],
+    },
+  ],
+} as const satisfies MessageSpec;
+
+export const describeLogDirsRequest = {
+  apiKey: 35,
+  type: 'request',
+  name: 'DescribeLogDirsRequest',
+  validVersions: '1-4',
+  flexibleVersions: '2+',
+  fields: [
+    {
+      name: 'Topics',
+      type: '[]DescribableLogDirTopic',
+      versions: '0+',
+      nullableVersions: '0+',
+      fields: [
+        { name: 'Topic', type: 'string', versions: '0+' },
+        { name: 'Partitions', type: '[]int32', versions: '0+' },
+      ],
+    },
+  ],
+} as const satisfies MessageSpec;
+
+export const describeLogDirsResponse = {
+  apiKey: 35,
+  type: 'response',
+  name: 'DescribeLogDirsResponse',
+  validVersions: '1-4',
+  flexibleVersions: '2+',
+  fields: [
+    { name: 'ThrottleTimeMs', type: 'int32', versions: '0+' },
+    { name: 'ErrorCode', type: 'int16', versions: '3+' },
+    {
+      name: 'Results',
+      type: '[]DescribeLogDirsResult',
+      versions: '0+',
+      fields: [
+        { name: 'ErrorCode', type: 'int16', versions: '0+' },
+        { name: 'LogDir', type: 'string', versions: '0+' },
+        {
+          name: 'Topics',
+          type: '[]DescribeLogDirsTopic',
+          versions: '0+',
+          fields: [
+            { name: 'Name', type: 'string', versions: '0+' },
+            {
+              name: 'Partitions',
+              type: '[]DescribeLogDirsPartition',
+              versions: '0+',
+              fields: [
+                { name: 'PartitionIndex', type: 'int32', versions: '0+' },
+                { name: 'PartitionSize', type: 'int64', versions: '0+' },
+                { name: 'OffsetLag', type: 'int64', versions: '0+' },
+                { name: 'IsFutureKey', type: 'bool', versions: '0+' },
+              ],
+            },
+          ],
+        },
+        { name: 'TotalBytes', type: 'int64', versions: '4+', default: -1 },
+        { name: 'UsableBytes', type: 'int64', versions: '4+', default: -1 },
       ],
     },
   ],

@@ -6,7 +6,7 @@
 // settings (PUT replaces, PATCH merges), the change feed and its exact resume, strong reads, writes
 // with wait=applied, status (internal topics marked and out of the sums, "rebuilding" from a
 // rebuild's 202), health and metrics; listing and dropping collections (a dropped one's token
-// refused, its name starting anew); that a collection comes into being with its first write and
+// refused, its name starting anew) and their bytes on disk (log, LMDB, SQLite); that a collection comes into being with its first write and
 // is read at once, and that one collection's token asks nothing of reads of another.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
@@ -46,6 +46,10 @@ async function logEnds(url: string): Promise<Map<string, number>> {
     ),
   );
 }
+
+/** How long a collection's bytes may take to be measured again after a write; how often asked. */
+const BYTES_WAIT_MS_MAX = 30_000;
+const BYTES_POLL_MS = 100;
 
 /** A collection name no other run of the suite has written to. */
 const freshCollection = (prefix: string) => `${prefix}-${Date.now().toString(36)}`;
@@ -753,6 +757,67 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect(
         (relisted.body.collections as Summary[]).find((c) => c.collection === collection),
       ).toMatchObject({ incarnation: 1, documents: 1, records: 1 });
+    });
+
+    it("says each collection's bytes on disk: log, LMDB, SQLite; they grow with a bulk write and go with a drop", async () => {
+      const collection = freshCollection('sized');
+      const docs = `/v1/collections/${collection}/docs`;
+      type Bytes = { log: number; lmdb: number; sqlite: number; total: number };
+      const bytesOf = async (): Promise<Bytes | undefined> => {
+        const listed = await call(url, 'GET', '/v1/collections');
+        expect(listed.status).toBe(200);
+        const rows = listed.body.collections as { collection: string; bytes: Bytes }[];
+        return rows.find((row) => row.collection === collection)?.bytes;
+      };
+      // A serve-node measures its stores again only after a rest ten times the last measurement
+      // (milliseconds here), so a listing just after a write may show the bytes of before it.
+      const bytesOnce = async (ready: (bytes: Bytes) => boolean): Promise<Bytes> => {
+        const deadline = Date.now() + BYTES_WAIT_MS_MAX;
+        for (;;) {
+          const bytes = await bytesOf();
+          if ((bytes !== undefined && ready(bytes)) || Date.now() > deadline) return bytes!;
+          await new Promise((resolve) => setTimeout(resolve, BYTES_POLL_MS));
+        }
+      };
+      const first = await call(url, 'PUT', `${docs}/d0?wait=applied`, { text: 'one small note' });
+      expect(first.status).toBe(200);
+      const small = await bytesOnce((bytes) => bytes.lmdb > 0 && bytes.sqlite > 0);
+      for (const part of ['log', 'lmdb', 'sqlite'] as const) {
+        expect(small[part]).toBeGreaterThan(0);
+      }
+      expect(small.total).toBe(small.log + small.lmdb + small.sqlite);
+
+      const DOCS = 400;
+      const TEXT_BYTES = 1_000;
+      const words = ['river', 'stone', 'maple', 'ember', 'quartz', 'harbor', 'lantern', 'meadow'];
+      const items = Array.from({ length: DOCS }, (_, i) => ({
+        key: `d${i + 1}`,
+        value: {
+          title: `${words[i % words.length]} ${i}`,
+          text: Array.from({ length: TEXT_BYTES / 10 }, (_, j) => `${words[(i * j) % 8]}${j}`)
+            .join(' ')
+            .slice(0, TEXT_BYTES),
+        },
+      }));
+      const bulk = await call(url, 'POST', `${docs}?wait=applied`, items);
+      expect(bulk.status).toBe(200);
+      const written = items.reduce((sum, item) => sum + JSON.stringify(item.value).length, 0);
+      expect(written).toBeGreaterThan((DOCS * TEXT_BYTES) / 2);
+      const loaded = await bytesOnce((bytes) => bytes.lmdb - small.lmdb > written);
+      expect(loaded.log - small.log).toBeGreaterThan(written);
+      expect(loaded.lmdb - small.lmdb).toBeGreaterThan(written);
+      expect(loaded.sqlite).toBeGreaterThan(small.sqlite);
+      expect(loaded.total).toBe(loaded.log + loaded.lmdb + loaded.sqlite);
+
+      expect((await call(url, 'DELETE', `/v1/collections/${collection}`)).status).toBe(200);
+      expect(await bytesOf()).toBeUndefined();
+      // Under the same name again, one document: the dropped one's bytes are not counted.
+      const again = await call(url, 'PUT', `${docs}/d0?wait=applied`, { text: 'one small note' });
+      expect(again.status).toBe(200);
+      const renewed = await bytesOnce((bytes) => bytes.lmdb < written / 10);
+      expect(renewed.log).toBeLessThan(written / 100);
+      expect(renewed.lmdb).toBeLessThan(written / 10);
+      expect(renewed.sqlite).toBeLessThan(loaded.sqlite);
     });
 
     it('status says rebuilding from the moment a rebuild is accepted, then catches up', async () => {

@@ -110,8 +110,14 @@ describe('tailbase client commands', () => {
     expect((await cli('put', 'doomed', 'd1', '{"x":1}', '--wait-applied')).code).toBe(0);
     const listed = await cli('collections');
     expect(listed.code).toBe(0);
-    expect(listed.stdout).toMatch(/^COLLECTION\s+PARTITIONS\s+RECORDS\s+DOCUMENTS/m);
-    expect(listed.stdout).toMatch(/^doomed\s+4\s+1\s+1\s/m);
+    expect(listed.stdout).toMatch(
+      /^COLLECTION\s+PARTITIONS\s+RECORDS\s+DOCUMENTS\s+LOG\s+LMDB\s+SQLITE\s+TOTAL\s+SETTINGS VERSION$/m,
+    );
+    // Bytes in binary units: the log's, LMDB's, SQLite's, their total.
+    const bytes = String.raw`\d+(?:\.\d+)? (?:B|KiB|MiB)`;
+    expect(listed.stdout).toMatch(
+      new RegExp(`^doomed\\s+4\\s+1\\s+1\\s+${bytes}\\s+${bytes}\\s+${bytes}\\s+${bytes}\\s`, 'm'),
+    );
     const unsure = await cli('drop', 'doomed');
     expect(unsure.code).toBe(2);
     expect(unsure.stderr).toContain('--yes');

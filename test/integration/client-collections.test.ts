@@ -37,10 +37,12 @@ describe('typed client, whole collections', () => {
       Array.from({ length: 5 }, (_, i) => ({ key: `b${i}`, value: { name: `bird ${i}` } })),
       { wait: 'applied' },
     );
-    expect((await db.collections()).find((c) => c.collection === 'birds')).toMatchObject({
-      documents: 5,
-      incarnation: 0,
-    });
+    const listed = (await db.collections()).find((c) => c.collection === 'birds');
+    expect(listed).toMatchObject({ documents: 5, incarnation: 0 });
+    // Bytes on disk, each part known here (the API suite checks how they move).
+    const { log, lmdb, sqlite, total } = listed!.bytes;
+    expect([log, lmdb, sqlite].every((part) => typeof part === 'number')).toBe(true);
+    expect(total).toBe(log! + lmdb! + sqlite!);
     const dropped = await birds.drop();
     expect(dropped).toMatchObject({ collection: 'birds', dropped: true });
     expect((await db.collections()).map((c) => c.collection)).not.toContain('birds');

@@ -258,10 +258,18 @@ browserTests('the console in Chromium', () => {
       await page.getByLabel('Search for').press('Enter');
       await page.locator('ol.hits li strong', { hasText: /^fresh$/ }).waitFor();
 
-      // Each collection's row counts its documents; one is dropped from its row.
+      // Each collection's row counts its documents and bytes on disk (each part in the
+      // tooltip); one is dropped from its row.
       await page
         .locator('[data-collection="books"] [data-col="documents"]', { hasText: /^\d+$/ })
         .waitFor();
+      const onDisk = page.locator('[data-collection="books"] [data-col="bytes"]', {
+        hasText: /^\d+(\.\d+)? (B|KiB|MiB)$/,
+      });
+      await onDisk.waitFor();
+      expect(await onDisk.getAttribute('title')).toMatch(
+        /^log \d\S* \S+, LMDB \d\S* \S+, SQLite \d\S* \S+$/,
+      );
       expect((await put(node.url, 'scratch', 's1', { x: 1 })).offset).toBe(0);
       await page.getByRole('button', { name: 'Drop scratch' }).click();
       await page.getByRole('button', { name: 'Confirm drop' }).click();

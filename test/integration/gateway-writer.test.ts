@@ -88,6 +88,7 @@ function faulty(
     fetch: (positions, options) => fixture.client.fetch(positions, options),
     fetchGroups: (partitions) => fixture.client.fetchGroups(partitions),
     offsets: () => fixture.client.offsets(),
+    diskBytes: () => fixture.client.diskBytes(),
     async append(topic, partition, batch, signal): Promise<AppendResult> {
       const mode = fail(calls++);
       if (mode === 'unreachable') throw new TailbaseError(503, 'log_unreachable', 'down');

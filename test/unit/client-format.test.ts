@@ -5,7 +5,12 @@ import { describe, expect, it } from 'vitest';
 import { locateRejection } from '../../client/commands/bulk.js';
 import { formatDocuments } from '../../client/commands/scan.js';
 import { formatChange } from '../../client/commands/tail.js';
-import { formatPartitionList, formatTable, summarizeJson } from '../../client/format.js';
+import {
+  formatBytes,
+  formatPartitionList,
+  formatTable,
+  summarizeJson,
+} from '../../client/format.js';
 import { readRebuildProgress } from '../../client/rebuild-progress.js';
 import { formatStatus, readStatus } from '../../client/status-view.js';
 import { TailbaseError } from '../../shared/errors.js';
@@ -27,6 +32,15 @@ describe('formatting', () => {
     expect(summarizeJson({ a: 1 }, 20)).toBe('{"a":1}');
     expect(summarizeJson({ name: 'ééééééé' }, 10)).toBe('{"name":"…');
     expect([...summarizeJson({ name: 'ééééééé' }, 10)]).toHaveLength(10);
+  });
+
+  it('formats bytes in binary units, three digits, and leaves unknown (null) as null, never 0', () => {
+    expect(formatBytes(0)).toBe('0 B');
+    expect(formatBytes(1023)).toBe('1023 B');
+    expect(formatBytes(1024)).toBe('1.00 KiB');
+    expect(formatBytes(1_268_000)).toBe('1.21 MiB');
+    expect(formatBytes(5 * 1024 ** 3)).toBe('5.00 GiB');
+    expect(formatBytes(null)).toBeNull();
   });
 
   it('formats more rows than a call can take arguments (scan --all of 200k documents)', () => {

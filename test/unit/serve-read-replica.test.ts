@@ -6,6 +6,7 @@ import { Worker } from 'node:worker_threads';
 import { pathToFileURL } from 'node:url';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../serve-node/config.js';
 import { Replica } from '../../serve-node/replica.js';
 import { ReplicaFeed } from '../harness/replica-feed.js';
 import { tempDir, type TempDir } from '../harness/temp-dir.js';
@@ -21,7 +22,7 @@ const READER = `
 const { workerData, parentPort } = require('node:worker_threads');
 (async () => {
   const { ReadReplica } = await import(workerData.module);
-  const reader = new ReadReplica(workerData.dir);
+  const reader = new ReadReplica(workerData.dir, workerData.limits);
   const step = new Int32Array(workerData.step);
   const look = () => ({
     applied: reader.applied('books', 0),
@@ -55,7 +56,7 @@ describe("a read thread's replica", () => {
     const step = new SharedArrayBuffer(4);
     const worker = new Worker(READER, {
       eval: true,
-      workerData: { module: READ_REPLICA_JS, dir: dir.path, step },
+      workerData: { module: READ_REPLICA_JS, dir: dir.path, step, limits: DEFAULT_LIMITS },
     });
     const answer = new Promise<Record<string, unknown>>((resolve, reject) => {
       worker.once('message', resolve);

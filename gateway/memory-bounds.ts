@@ -1,0 +1,32 @@
+/**
+ * The gateway's own memory, named as a serve-node names its (serve-node/memory-bounds.ts): the
+ * writes queued per partition writer and the change feeds open, each with its flag, its limit
+ * and its size now. /v1/status answers it beside each serve-node's.
+ */
+import type { MemoryBound } from '../shared/serve-api.js';
+import type { GatewayServices } from './services.js';
+
+export function gatewayMemoryBounds(services: GatewayServices): MemoryBound[] {
+  const { config, writers, feeds } = services;
+  const pending = writers.pending();
+  return [
+    {
+      name: 'queued writes',
+      flag: 'pending-bytes-max',
+      scope: `each partition writer (${pending.writers}; current: their sum)`,
+      limit: config.writer.pendingBytesMax,
+      unit: 'bytes',
+      current: pending.bytes,
+      kind: 'anonymous',
+    },
+    {
+      name: 'change feeds',
+      flag: 'feeds-max',
+      scope: 'the gateway',
+      limit: config.limits.feedsMax,
+      unit: 'feeds',
+      current: feeds.size,
+      kind: 'anonymous',
+    },
+  ];
+}
