@@ -28,6 +28,8 @@ interface PartitionFetch {
   logStartOffset: number;
   /** No more rounds for it: an error, or its bytes are used up. */
   settled: boolean;
+  /** The log has answered for it at least once (its offsets, or its error). */
+  read: boolean;
 }
 
 export function fetchHandler({ log, config }: HandlerDeps): KafkaHandler {
@@ -49,31 +51,50 @@ export function fetchHandler({ log, config }: HandlerDeps): KafkaHandler {
     });
     const round = (entries: PartitionFetch[], waitMs: number) =>
       readRound(log, answer, entries, waitMs, context.signal);
-    for (;;) {
-      const open = partitions.filter((entry) => !entry.settled);
-      if (open.length === 0 || answer.bytes >= answer.bytesMax) break;
-      // A pass over every open partition without waiting, in the order asked, as many at a time
-      // as the answer has room for: a partition past the room is not read only to be dropped.
-      let passBytes = 0;
-      for (let next = 0; next < open.length && answer.bytes < answer.bytesMax;) {
-        const slice = sliceFor(open, next, answer.bytesMax - answer.bytes);
-        next += slice.length;
-        const read = await round(slice, 0);
-        if (read === null) return answerOf(partitions);
-        passBytes += read;
-      }
-      if (answer.bytes >= minBytes || Date.now() >= deadlineMs) break;
-      if (passBytes > 0) continue;
-      // Nothing anywhere: wait for an append to any open partition, or the deadline.
-      const waited = await round(
-        open.filter((entry) => !entry.settled),
-        Math.max(0, deadlineMs - Date.now()),
-      );
-      if (waited === null || waited === 0) break;
-      if (answer.bytes >= minBytes || Date.now() >= deadlineMs) break;
-    }
+    await fill(partitions, answer, minBytes, deadlineMs, round);
+    // A partition the answer had no room for still says where its log is, as Kafka's answer
+    // does: one batch of each is read for it, and none taken.
+    const unread = partitions.filter((entry) => !entry.read && entry.errorCode === ErrorCode.NONE);
+    if (unread.length > 0) await round(unread, 0);
     return answerOf(partitions);
   };
+}
+
+type Round = (entries: PartitionFetch[], waitMs: number) => Promise<number | null>;
+
+/**
+ * Passes over every open partition without waiting, in the order asked, as many at a time as
+ * the answer has room for (a partition past the room is not read only to be dropped), until
+ * minBytes have come; long-polls only when a whole pass found nothing.
+ */
+async function fill(
+  partitions: readonly PartitionFetch[],
+  answer: Answer,
+  minBytes: number,
+  deadlineMs: number,
+  round: Round,
+): Promise<void> {
+  for (;;) {
+    const open = partitions.filter((entry) => !entry.settled);
+    if (open.length === 0 || answer.bytes >= answer.bytesMax) return;
+    let passBytes = 0;
+    for (let next = 0; next < open.length && answer.bytes < answer.bytesMax;) {
+      const slice = sliceFor(open, next, answer.bytesMax - answer.bytes);
+      next += slice.length;
+      const read = await round(slice, 0);
+      if (read === null) return;
+      passBytes += read;
+    }
+    if (answer.bytes >= minBytes || Date.now() >= deadlineMs) return;
+    if (passBytes > 0) continue;
+    // Nothing anywhere: wait for an append to any open partition, or the deadline.
+    const waited = await round(
+      open.filter((entry) => !entry.settled),
+      Math.max(0, deadlineMs - Date.now()),
+    );
+    if (waited === null || waited === 0) return;
+    if (answer.bytes >= minBytes || Date.now() >= deadlineMs) return;
+  }
 }
 
 /** What the answer holds so far, and every buffer the log filled for it. */
@@ -108,15 +129,18 @@ async function readRound(
   entries: readonly PartitionFetch[],
   waitMs: number,
   signal: AbortSignal,
-): Promise<number | null> {
+): ReturnType<Round> {
   let outcomes: FetchOutcome[];
   try {
     outcomes = await log.fetch(
       entries.map(({ topic, partition, offset }) => ({ topic, partition, offset })),
       {
-        maxBytes: Math.min(
-          answer.bytesMax - answer.bytes,
-          Math.max(...entries.map((entry) => entry.bytesMax - entry.bytes)),
+        maxBytes: Math.max(
+          1,
+          Math.min(
+            answer.bytesMax - answer.bytes,
+            Math.max(...entries.map((entry) => entry.bytesMax - entry.bytes)),
+          ),
         ),
         waitMs,
         signal,
@@ -130,6 +154,7 @@ async function readRound(
   const before = answer.bytes;
   outcomes.forEach((outcome, i) => {
     const entry = entries[i];
+    entry.read = true;
     if ('error' in outcome) {
       settle(entry, kafkaErrorCode(outcome.error));
       offsetsFromError(entry, outcome.error);
@@ -191,6 +216,7 @@ function positionsOf(body: FetchRequest, fetchBytesMax: number): PartitionFetch[
         highWatermark: -1,
         logStartOffset: -1,
         settled: false,
+        read: false,
       };
       const key = `${topic}\0${asked.partition}`;
       if (!isKnownTopicName(topic)) settle(entry, ErrorCode.INVALID_TOPIC_EXCEPTION);
