@@ -3,8 +3,8 @@
  * segment files: for every offset of a log of many small segments, before and after compaction,
  * and max_bytes from one byte up, the answer is the stored batch holding the first offset at or
  * after the one asked (whole even past max_bytes, KIP-74), then the next batches of its segment
- * while they fit, byte for byte, with fetches pipelined on one connection so the log's reused
- * read buffers are in flight together; a multi-partition answer fills its partitions in the
+ * while they fit, byte for byte, with fetches pipelined on one connection; a pooled read buffer
+ * is not reused while a stalled consumer's answer still waits to be written; a multi-partition answer fills its partitions in the
  * order asked within max_bytes, and one with no room left still names each partition's offsets;
  * and a consumer fetching while producers append never gets a torn, corrupt or unacknowledged
  * batch, nor misses or repeats one. The node's tail cache is off, so every answer comes from the
@@ -158,29 +158,42 @@ async function fetchAll(
 /** Every offset of both partitions, at every max_bytes of `sizes`, against the segment files. */
 async function checkEveryOffset(run: Running, sizes: readonly number[]): Promise<void> {
   for (let partition = 0; partition < 2; partition++) {
-    const segments = segmentsOf(run.dir.path, partition);
-    const end = lastOffsetOf(segments.flat().at(-1)!.header) + 1;
+    const end = endOf(segmentsOf(run.dir.path, partition));
     const asked = Array.from({ length: end + 1 }, (_, offset) => offset).flatMap((offset) =>
       sizes.map((maxBytes) => ({ offset, maxBytes })),
     );
-    const answers = await fetchAll(
-      run.connection,
-      asked.map(({ offset, maxBytes }) =>
-        fetchBody([{ partition, offset, partitionMaxBytes: maxBytes }], 1 << 20),
-      ),
-    );
-    answers.forEach((answer, i) => {
-      const { offset, maxBytes } = asked[i];
-      const got = answer.responses[0].partitions[0];
-      const where = `partition ${partition} offset ${offset} max_bytes ${maxBytes}`;
-      expect(got.errorCode, where).toBe(ErrorCode.NONE);
-      expect(got.highWatermark, where).toBe(BigInt(end));
-      expect(
-        Buffer.from(got.records ?? []).equals(expectedBatches(segments, offset, maxBytes, true)),
-        where,
-      ).toBe(true);
-    });
+    await checkFetches(run, partition, asked);
   }
+}
+
+const endOf = (segments: readonly StoredBatch[][]) =>
+  lastOffsetOf(segments.flat().at(-1)!.header) + 1;
+
+/** One partition's fetches, pipelined, each answer held against the segment files. */
+async function checkFetches(
+  run: Running,
+  partition: number,
+  asked: readonly { offset: number; maxBytes: number }[],
+): Promise<void> {
+  const segments = segmentsOf(run.dir.path, partition);
+  const end = endOf(segments);
+  const answers = await fetchAll(
+    run.connection,
+    asked.map(({ offset, maxBytes }) =>
+      fetchBody([{ partition, offset, partitionMaxBytes: maxBytes }], 1 << 20),
+    ),
+  );
+  answers.forEach((answer, i) => {
+    const { offset, maxBytes } = asked[i];
+    const got = answer.responses[0].partitions[0];
+    const where = `partition ${partition} offset ${offset} max_bytes ${maxBytes}`;
+    expect(got.errorCode, where).toBe(ErrorCode.NONE);
+    expect(got.highWatermark, where).toBe(BigInt(end));
+    expect(
+      Buffer.from(got.records ?? []).equals(expectedBatches(segments, offset, maxBytes, true)),
+      where,
+    ).toBe(true);
+  });
 }
 
 describe('Fetch against the segment files', () => {
@@ -206,6 +219,76 @@ describe('Fetch against the segment files', () => {
     const batchesAfter = segmentsOf(run.dir.path, 0).flat().length;
     expect(batchesAfter, 'compaction removed batches').toBeLessThan(segmentsBefore.flat().length);
     await checkEveryOffset(run, sizes);
+  });
+
+  it('large answers pipelined on one connection, from pooled read buffers, byte for byte', async () => {
+    const random = seededRandom(testSeed('kafka fetch pipelined large'));
+    const run = await start({ partitions: 1, indexIntervalBytes: 4096 });
+    for (let n = 0; n < 60; n++) {
+      const records = Array.from({ length: random.int(5, 40) }, (_, i) => ({
+        key: `k${n}-${i}`,
+        value: Buffer.from(
+          JSON.stringify({ n, i, pad: random.bytes(random.int(500, 2000)).toString('hex') }),
+        ),
+        timestampMs: 1_800_000_000_000,
+      }));
+      await run.node.client.append(TOPIC, 0, encodeBatch(records));
+    }
+    const end = endOf(segmentsOf(run.dir.path, 0));
+    const asked = Array.from({ length: 4 * PIPELINED }, () => ({
+      offset: random.int(0, end - 1),
+      maxBytes: random.int(64 * 1024, 512 * 1024),
+    }));
+    await checkFetches(run, 0, asked);
+  });
+
+  it("a read buffer is reused only once the socket took its bytes: a stalled consumer's answers stay whole", async () => {
+    const random = seededRandom(testSeed('kafka fetch stalled consumer'));
+    const run = await start({ partitions: 1 });
+    for (let n = 0; n < 40; n++) {
+      const records = Array.from({ length: 8 }, (_, i) => ({
+        key: `k${n}-${i}`,
+        value: Buffer.from(JSON.stringify({ n, i, pad: random.bytes(4000).toString('hex') })),
+        timestampMs: 1_800_000_000_000,
+      }));
+      await run.node.client.append(TOPIC, 0, encodeBatch(records));
+    }
+    const segments = segmentsOf(run.dir.path, 0);
+    const end = endOf(segments);
+    const ANSWER_BYTES = 4 * 1024 * 1024;
+    const body = (offset: number) =>
+      fetchBody([{ partition: 0, offset, partitionMaxBytes: ANSWER_BYTES }], ANSWER_BYTES);
+    // More than loopback's socket buffers hold: the rest waits in the listener, unwritten.
+    const stalledOffsets = [0, 8, 16, 24, 32].map((batch) => batch * 8);
+    run.connection.socket.pause();
+    for (const offset of stalledOffsets) run.connection.sendRequest(ApiKey.Fetch, 12, body(offset));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const other = await RawKafkaConnection.open(run.node.kafkaPort!);
+    try {
+      for (let i = 0; i < 10; i++) {
+        const offset = random.int(0, end - 1);
+        const got = (await other.request(ApiKey.Fetch, 12, body(offset))).responses[0]
+          .partitions[0];
+        expect(
+          Buffer.from(got.records ?? []).equals(
+            expectedBatches(segments, offset, ANSWER_BYTES, true),
+          ),
+        ).toBe(true);
+      }
+    } finally {
+      other.destroy();
+    }
+    run.connection.socket.resume();
+    for (const offset of stalledOffsets) {
+      const answer = decodeResponse(ApiKey.Fetch, 12, await run.connection.nextFrame(10_000));
+      const got = answer.body.responses[0].partitions[0];
+      expect(
+        Buffer.from(got.records ?? []).equals(
+          expectedBatches(segments, offset, ANSWER_BYTES, true),
+        ),
+        `stalled answer at ${offset}`,
+      ).toBe(true);
+    }
   });
 
   it('a multi-partition answer fills its partitions in the order asked within max_bytes', async () => {
