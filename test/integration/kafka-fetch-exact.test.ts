@@ -4,11 +4,11 @@
  * and max_bytes from one byte up, the answer is the stored batch holding the first offset at or
  * after the one asked (whole even past max_bytes, KIP-74), then the next batches of its segment
  * while they fit, byte for byte, with fetches pipelined on one connection; a pooled read buffer
- * is not reused while a stalled consumer's answer still waits to be written; a multi-partition answer fills its partitions in the
- * order asked within max_bytes, and one with no room left still names each partition's offsets;
- * and a consumer fetching while producers append never gets a torn, corrupt or unacknowledged
- * batch, nor misses or repeats one. The node's tail cache is off, so every answer comes from the
- * files.
+ * is not reused while a stalled consumer's answer still waits to be written; a multi-partition
+ * answer fills its partitions in the order asked within max_bytes, and one with no room left
+ * still names each partition's offsets; and a consumer fetching while producers append never
+ * gets a torn, corrupt or unacknowledged batch, nor misses or repeats one. The node's tail cache
+ * is off, so every answer comes from the files.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import {
