@@ -314,6 +314,23 @@ function checkLayouts(
 ):
   | { ok: true; header: BatchHeader; layouts: RecordLayout[] }
   | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
+  const frame = checkBatchFrame(bytes, at, sizeBytesMax);
+  if (!frame.ok) return frame;
+  const { header } = frame;
+  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
+  if (typeof layouts === 'string') return { ok: false, reason: 'corrupt', detail: layouts };
+  return { ok: true, header, layouts };
+}
+
+/**
+ * checkBatch but for its walk of the records: the header's length, offset and magic, the bytes
+ * present, the CRC, no compression. For a caller that walks the records its own way.
+ */
+export function checkBatchFrame(
+  bytes: Uint8Array,
+  at = 0,
+  sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
+): BatchCheck {
   const header = readBatchHeader(bytes, at);
   if (header === null) return { ok: false, reason: 'incomplete', detail: 'header cut short' };
   if (header.sizeBytes < BATCH_HEADER_BYTES || header.sizeBytes > sizeBytesMax) {
@@ -339,9 +356,7 @@ function checkLayouts(
       detail: `compression codec ${header.attributes & COMPRESSION_MASK} is not supported`,
     };
   }
-  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
-  if (typeof layouts === 'string') return { ok: false, reason: 'corrupt', detail: layouts };
-  return { ok: true, header, layouts };
+  return { ok: true, header };
 }
 
 /** Where each field of a record lies; byte positions within the batch. */

@@ -13,14 +13,15 @@
  */
 import {
   BATCH_MAGIC,
-  checkRawRecords,
+  type BatchHeader,
+  checkBatchFrame,
   COMPRESSION_MASK,
   readBatchHeader,
-  type RawRecord,
 } from '../../shared/batch-codec.js';
 import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
-import { partitionOfKeyBytes } from '../../shared/partitioner.js';
+import { partitionOfKeyAt } from '../../shared/partitioner.js';
+import { walkRecordSpans } from '../../shared/record-spans.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { isCollectionTopic, isGatewayTopic, isInternalTopic } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
@@ -31,6 +32,7 @@ import {
   type KafkaRequestContext,
 } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
+import { isJsonObject } from './json-object.js';
 
 type ProduceRequest = RequestBody<typeof ApiKey.Produce>;
 
@@ -45,7 +47,6 @@ interface PartitionAnswer {
 }
 
 const ACKS = new Set([-1, 0, 1]);
-const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
 export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
   const topics = new KnownTopics(log);
@@ -115,10 +116,18 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
     const batch = oneBatch(records);
     if (!('batch' in batch)) return failed(index, batch.errorCode, batch.message);
     const refused = firstNonDocument(
-      batch.records,
+      batch.batch,
+      batch.header,
       index,
       partitions ?? (await topics.clusterPartitions()),
     );
+    if (refused !== null && 'corrupt' in refused) {
+      return failed(
+        index,
+        ErrorCode.CORRUPT_MESSAGE,
+        `record batch is corrupt: ${refused.corrupt}`,
+      );
+    }
     if (refused !== null) {
       return {
         ...failed(index, ErrorCode.INVALID_RECORD, refused.message),
@@ -154,10 +163,10 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
   };
 }
 
-/** A partition's records field as its one batch and its records, or the error that refuses it. */
+/** A partition's records field as its one batch, or the error that refuses it. */
 function oneBatch(
   records: Buffer | null,
-): { batch: Buffer; records: RawRecord[] } | { errorCode: number; message: string } {
+): { batch: Buffer; header: BatchHeader } | { errorCode: number; message: string } {
   if (records === null || records.length === 0) {
     return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
   }
@@ -169,7 +178,7 @@ function oneBatch(
       message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
     };
   }
-  const check = checkRawRecords(records);
+  const check = checkBatchFrame(records);
   if (!check.ok) {
     return {
       errorCode: ErrorCode.CORRUPT_MESSAGE,
@@ -182,39 +191,42 @@ function oneBatch(
       message: 'a partition carries one record batch (Produce v3 and later)',
     };
   }
-  return { batch: records, records: check.records };
+  return { batch: records, header: check.header };
 }
 
 /**
  * The first record that is not a document of this partition (no key, a key another partition
- * holds, a value neither null nor a JSON object), or null.
+ * holds, a value neither null nor a JSON object), or why the records do not parse; null when
+ * every record is a document.
  */
 function firstNonDocument(
-  records: readonly RawRecord[],
+  batch: Buffer,
+  header: BatchHeader,
   partition: number,
   partitions: number,
-): { index: number; message: string } | null {
-  for (const [index, { key, value }] of records.entries()) {
-    if (key === null) return { index, message: `record ${index}: a document needs a key` };
-    const home = partitionOfKeyBytes(key, partitions);
+): { index: number; message: string } | { corrupt: string } | null {
+  let refused: { index: number; message: string } | null = null;
+  const walk = walkRecordSpans(batch, header, (index, keyAt, keyLength, valueAt, valueLength) => {
+    if (keyLength < 0) {
+      refused = { index, message: `record ${index}: a document needs a key` };
+      return false;
+    }
+    const home = partitionOfKeyAt(batch, keyAt, keyAt + keyLength, partitions);
     if (home !== partition) {
-      return {
+      refused = {
         index,
         message: `record ${index}: its key belongs to partition ${home} (murmur2, Kafka's default partitioner; librdkafka: partitioner=murmur2_random)`,
       };
+      return false;
     }
-    if (value === null) continue;
-    let document: unknown;
-    try {
-      document = JSON.parse(utf8Strict.decode(value));
-    } catch {
-      return { index, message: `record ${index}: the value is not UTF-8 JSON` };
-    }
-    if (typeof document !== 'object' || document === null || Array.isArray(document)) {
-      return { index, message: `record ${index}: a document is a JSON object (or null to delete)` };
-    }
-  }
-  return null;
+    if (valueLength < 0 || isJsonObject(batch, valueAt, valueAt + valueLength)) return true;
+    refused = {
+      index,
+      message: `record ${index}: the value is not a JSON object in UTF-8 (a document, or null to delete)`,
+    };
+    return false;
+  });
+  return typeof walk === 'object' ? walk : refused;
 }
 
 /**
