@@ -13,15 +13,14 @@
  */
 import {
   BATCH_MAGIC,
-  type BatchHeader,
-  checkBatchFrame,
+  checkRecordSpans,
   COMPRESSION_MASK,
   readBatchHeader,
+  type RecordSpan,
 } from '../../shared/batch-codec.js';
 import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyAt } from '../../shared/partitioner.js';
-import { walkRecordSpans } from '../../shared/record-spans.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { isCollectionTopic, isGatewayTopic, isInternalTopic } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
@@ -117,7 +116,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
     if (!('batch' in batch)) return failed(index, batch.errorCode, batch.message);
     const refused = firstNonDocument(
       batch.batch,
-      batch.header,
+      batch.records,
       index,
       partitions ?? (await topics.clusterPartitions()),
     );
@@ -166,7 +165,7 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
 /** A partition's records field as its one batch, or the error that refuses it. */
 function oneBatch(
   records: Buffer | null,
-): { batch: Buffer; header: BatchHeader } | { errorCode: number; message: string } {
+): { batch: Buffer; records: readonly RecordSpan[] } | { errorCode: number; message: string } {
   if (records === null || records.length === 0) {
     return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
   }
@@ -178,7 +177,7 @@ function oneBatch(
       message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
     };
   }
-  const check = checkBatchFrame(records);
+  const check = checkRecordSpans(records);
   if (!check.ok) {
     return {
       errorCode: ErrorCode.CORRUPT_MESSAGE,
@@ -191,42 +190,36 @@ function oneBatch(
       message: 'a partition carries one record batch (Produce v3 and later)',
     };
   }
-  return { batch: records, header: check.header };
+  return { batch: records, records: check.records };
 }
 
 /**
  * The first record that is not a document of this partition (no key, a key another partition
- * holds, a value neither null nor a JSON object), or why the records do not parse; null when
- * every record is a document.
+ * holds, a value neither null nor a JSON object), or null; each read where it lies in the batch.
  */
 function firstNonDocument(
   batch: Buffer,
-  header: BatchHeader,
+  records: readonly RecordSpan[],
   partition: number,
   partitions: number,
-): { index: number; message: string } | { corrupt: string } | null {
-  let refused: { index: number; message: string } | null = null;
-  const walk = walkRecordSpans(batch, header, (index, keyAt, keyLength, valueAt, valueLength) => {
-    if (keyLength < 0) {
-      refused = { index, message: `record ${index}: a document needs a key` };
-      return false;
-    }
+): { index: number; message: string } | null {
+  for (const [index, { keyAt, keyLength, valueAt, valueLength }] of records.entries()) {
+    if (keyLength < 0) return { index, message: `record ${index}: a document needs a key` };
     const home = partitionOfKeyAt(batch, keyAt, keyAt + keyLength, partitions);
     if (home !== partition) {
-      refused = {
+      return {
         index,
         message: `record ${index}: its key belongs to partition ${home} (murmur2, Kafka's default partitioner; librdkafka: partitioner=murmur2_random)`,
       };
-      return false;
     }
-    if (valueLength < 0 || isJsonObject(batch, valueAt, valueAt + valueLength)) return true;
-    refused = {
-      index,
-      message: `record ${index}: the value is not a JSON object in UTF-8 (a document, or null to delete)`,
-    };
-    return false;
-  });
-  return typeof walk === 'object' ? walk : refused;
+    if (valueLength >= 0 && !isJsonObject(batch, valueAt, valueAt + valueLength)) {
+      return {
+        index,
+        message: `record ${index}: the value is not a JSON object in UTF-8 (a document, or null to delete)`,
+      };
+    }
+  }
+  return null;
 }
 
 /**
