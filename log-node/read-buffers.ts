@@ -27,7 +27,8 @@ export class ReadBuffers {
     const size = sizeClassOf(bytes);
     const reused = this.idle.get(size)?.pop();
     if (reused !== undefined) this.idleBytes -= size;
-    const memory = reused ?? new ArrayBuffer(size);
+    // allocUnsafeSlow: memory of its own and not zeroed, as a plain read's Buffer was.
+    const memory = reused ?? Buffer.allocUnsafeSlow(size).buffer;
     this.lent.add(memory);
     return Buffer.from(memory, 0, size);
   }
