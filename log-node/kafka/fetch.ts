@@ -1,8 +1,10 @@
 /**
  * Fetch: the stored batches of the partitions asked for, long-polled through the log's own
  * multi-partition fetch until minBytes have come or maxWaitMs (at most fetchWaitMsMax) has passed,
- * within maxBytes and partitionMaxBytes (at most fetchBytesMax each). Fetch sessions (KIP-227)
- * are not kept: every answer has sessionId 0, which tells clients to send full fetches.
+ * within maxBytes and partitionMaxBytes (at most fetchBytesMax each). The answer is filled from
+ * the partitions in the order asked, each read only while the answer has room, and the log's read
+ * buffers go back to it once the answer is written. Fetch sessions (KIP-227) are not kept: every
+ * answer has sessionId 0, which tells clients to send full fetches.
  */
 import { BATCH_HEADER_BYTES, batchLastOffsetAt, batchSizeAt } from '../../shared/batch-codec.js';
 import { TailbaseError } from '../../shared/errors.js';
