@@ -25,7 +25,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
-import type { Producer } from 'kafkajs';
+import type { Admin, Producer } from 'kafkajs';
 import { encodeBatch } from '../shared/batch-codec.js';
 import {
   ApiKey,
@@ -212,10 +212,33 @@ function runTimed(
   });
 }
 
-async function endOffsets(node: RunningProcess): Promise<number> {
-  const response = await fetch(`${node.url}/internal/offsets`);
-  const body = (await response.json()) as { partitions: { topic: string; endOffset: number }[] };
-  return body.partitions.filter((p) => p.topic === TOPIC).reduce((sum, p) => sum + p.endOffset, 0);
+/** An admin client of the listener for `use`'s length. */
+async function withAdmin<T>(broker: string, use: (admin: Admin) => Promise<T>): Promise<T> {
+  const admin = new Kafka({
+    clientId: 'tailbase-bench-admin',
+    brokers: [broker],
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    return await use(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The topic, before anything counts its end offsets. */
+function createBenchTopic(broker: string): Promise<boolean> {
+  return withAdmin(broker, (admin) =>
+    admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] }),
+  );
+}
+
+/** The topic's records, the sum of its partitions' end offsets, by ListOffsets on the listener. */
+function endOffsets(broker: string): Promise<number> {
+  return withAdmin(broker, async (admin) =>
+    (await admin.fetchTopicOffsets(TOPIC)).reduce((sum, p) => sum + Number(p.high), 0),
+  );
 }
 
 function directoryBytes(dir: string): number {
@@ -303,7 +326,7 @@ async function kcatProduce(
       requests += 1;
     }
   };
-  const before = await endOffsets(node);
+  const before = await endOffsets(broker);
   const cpuBefore = node.cpuSeconds();
   const busy = new MachineBusy();
   const started = performance.now();
@@ -315,7 +338,7 @@ async function kcatProduce(
   const wallS = (performance.now() - started) / 1000;
   const machineBusyPercent = busy.percent();
   const nodeCpuSeconds = node.cpuSeconds() - cpuBefore;
-  const records = (await endOffsets(node)) - before;
+  const records = (await endOffsets(broker)) - before;
   const expected = recordsPerProducer * BATCHED_PRODUCERS;
   if (records !== expected) {
     throw new Error(`kcat produced ${expected} records, the log gained ${records}`);
@@ -729,6 +752,7 @@ export async function runKafkaBench(
     { env: { TAILBASE_FSYNC: 'always' } },
   );
   try {
+    await createBenchTopic(broker);
     const warmupFiles = await writeProduceFiles(dataDir, 'w', s.warmupRecordsPerProducer);
     const warmupBytes = warmupFiles.bytes;
     const warmup = await kcatProduce(node, broker, warmupFiles.paths, s.warmupRecordsPerProducer);
@@ -824,7 +848,7 @@ export async function runKafkaBench(
 
     // Consume everything the produces left: kcat's warm-up and run, kafkajs's batches.
     node.resetPeakRss();
-    const inLog = await endOffsets(node);
+    const inLog = await endOffsets(broker);
     const c = await kcatConsume(node, broker);
     if (c.records !== inLog) {
       throw new Error(`kcat -C read ${c.records} records, the log holds ${inLog}`);
