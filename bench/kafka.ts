@@ -1,7 +1,8 @@
 /**
  * The Kafka listener of issue 14 against a real `tailbase log-node` (fsync=always, 8 partitions,
- * `--kafka-port` on a free port), beside the HTTP batched append (bench/log.ts) and Redis XADD
- * (bench/peer-redis.ts) of the same run:
+ * `--kafka-port` on a free port), beside the log-node's batched append in process (the store's
+ * own append with no transport, bench/log-append-in-process.ts: the bound any transport can reach)
+ * and Redis XADD (bench/peer-redis.ts) of the same run:
  * - batched produce, acks=-1: 8 kcat (librdkafka) producers, one a partition, each reading the
  *   same prepared file of `key\tvalue` lines (100-byte JSON values, the shape of bench/log.ts),
  *   idempotent, linger.ms=5, batch.num.messages=1000; timed from start to the last exit, the count
@@ -12,9 +13,9 @@
  * - consume: kcat -C -e from the beginning of every partition, one byte of output a record (so the
  *   count is checked), MB/s of key + value bytes read.
  * - batched produce from pre-encoded Produce requests over raw connections, one a partition: the
- *   broker's own figure, as wrk's is for the HTTP append (the clients above spend 4-6x the
- *   broker's CPU a record, so their figures are theirs); run last, since re-sending the same keys
- *   leaves the cleaner work.
+ *   broker's own figure (the clients above spend 4-6x the broker's CPU a record, so their figures
+ *   are theirs), measured in turns with the in-process append of the same batches; run last,
+ *   since re-sending the same keys leaves the cleaner work.
  * Every client's CPU is measured beside the log-node's, so a figure bounded by its client says so.
  */
 import { spawn } from 'node:child_process';
@@ -24,7 +25,7 @@ import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
-import type { Producer } from 'kafkajs';
+import type { Admin, Producer } from 'kafkajs';
 import { encodeBatch } from '../shared/batch-codec.js';
 import {
   ApiKey,
@@ -34,7 +35,8 @@ import {
 } from '../shared/kafka/index.js';
 import { partitionFor } from '../shared/partitioner.js';
 import { LatencyHistogram } from './latency-histogram.js';
-import { measureAppends } from './log.js';
+import { type InProcessAppendResult, measureInProcessAppends } from './log-append-in-process.js';
+import { assert } from '../shared/assert.js';
 import { runRedisBench } from './peer-redis.js';
 import { detectPeers } from './peers.js';
 import { freePort, spawnTailbase, tailbaseBuilt } from './processes.js';
@@ -50,6 +52,8 @@ const BATCH_RECORDS = 1000;
 const BATCHED_PRODUCERS = PARTITIONS;
 const SINGLE_PRODUCERS = 64;
 const BATCHED_TARGET_RATIO = 0.8;
+/** Turns of the in-process append and the pre-encoded Produce requests, alternated. */
+const PAIR_TURNS = 2;
 const CONSUME_TARGET_MB_PER_SEC = 200;
 /**
  * A file line is `key\tvalue`; each producer names its partition and reads a file of keys whose
@@ -208,10 +212,33 @@ function runTimed(
   });
 }
 
-async function endOffsets(node: RunningProcess): Promise<number> {
-  const response = await fetch(`${node.url}/internal/offsets`);
-  const body = (await response.json()) as { partitions: { topic: string; endOffset: number }[] };
-  return body.partitions.filter((p) => p.topic === TOPIC).reduce((sum, p) => sum + p.endOffset, 0);
+/** An admin client of the listener for `use`'s length. */
+async function withAdmin<T>(broker: string, use: (admin: Admin) => Promise<T>): Promise<T> {
+  const admin = new Kafka({
+    clientId: 'tailbase-bench-admin',
+    brokers: [broker],
+    logLevel: logLevel.NOTHING,
+  }).admin();
+  await admin.connect();
+  try {
+    return await use(admin);
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** The topic, before anything counts its end offsets. */
+function createBenchTopic(broker: string): Promise<boolean> {
+  return withAdmin(broker, (admin) =>
+    admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] }),
+  );
+}
+
+/** The topic's records, the sum of its partitions' end offsets, by ListOffsets on the listener. */
+function endOffsets(broker: string): Promise<number> {
+  return withAdmin(broker, async (admin) =>
+    (await admin.fetchTopicOffsets(TOPIC)).reduce((sum, p) => sum + Number(p.high), 0),
+  );
 }
 
 function directoryBytes(dir: string): number {
@@ -299,7 +326,7 @@ async function kcatProduce(
       requests += 1;
     }
   };
-  const before = await endOffsets(node);
+  const before = await endOffsets(broker);
   const cpuBefore = node.cpuSeconds();
   const busy = new MachineBusy();
   const started = performance.now();
@@ -311,7 +338,7 @@ async function kcatProduce(
   const wallS = (performance.now() - started) / 1000;
   const machineBusyPercent = busy.percent();
   const nodeCpuSeconds = node.cpuSeconds() - cpuBefore;
-  const records = (await endOffsets(node)) - before;
+  const records = (await endOffsets(broker)) - before;
   const expected = recordsPerProducer * BATCHED_PRODUCERS;
   if (records !== expected) {
     throw new Error(`kcat produced ${expected} records, the log gained ${records}`);
@@ -451,30 +478,15 @@ async function kafkajsBatched(
 async function rawProduceBatched(
   node: RunningProcess,
   kafkaPort: number,
+  batches: readonly Buffer[],
   warmupS: number,
   measureS: number,
 ): Promise<SingleRun> {
-  const requests = Array.from({ length: BATCHED_PRODUCERS }, (_, p) =>
+  const requests = batches.map((records, p) =>
     encodeRequest(ApiKey.Produce, 9, 0, 'tailbase-bench-raw', {
       acks: -1,
       timeoutMs: 30_000,
-      topicData: [
-        {
-          name: TOPIC,
-          partitionData: [
-            {
-              index: p,
-              records: encodeBatch(
-                Array.from(keysOf(`r${p}`, p, BATCH_RECORDS), (key, i) => ({
-                  key,
-                  value: Buffer.from(valueText(i)),
-                  timestampMs: Date.now(),
-                })),
-              ),
-            },
-          ],
-        },
-      ],
+      topicData: [{ name: TOPIC, partitionData: [{ index: p, records }] }],
     }),
   );
   const sockets = await Promise.all(
@@ -530,6 +542,68 @@ async function rawProduceBatched(
   } finally {
     for (const socket of sockets) socket.destroy();
   }
+}
+
+/**
+ * The in-process append and the pre-encoded Produce requests of the same batches, in turns
+ * (PAIR_TURNS of each, measureS split between them), each figure summed over its turns: on a
+ * shared machine whose load drifts, the two sides of the ratio see the same drift.
+ */
+async function measureBatchedPair(
+  node: RunningProcess,
+  kafkaPort: number,
+  batches: readonly Buffer[],
+  s: Sizes,
+): Promise<{ inProcess: InProcessAppendResult; raw: SingleRun }> {
+  const turnS = s.singleMeasureS / PAIR_TURNS;
+  let inProcess: InProcessAppendResult | null = null;
+  let raw: SingleRun | null = null;
+  for (let turn = 0; turn < PAIR_TURNS; turn++) {
+    const a = await measureInProcessAppends({
+      topic: TOPIC,
+      batches,
+      recordsPerBatch: BATCH_RECORDS,
+      warmupS: s.singleWarmupS,
+      measureS: turnS,
+    });
+    const b = await rawProduceBatched(node, kafkaPort, batches, s.singleWarmupS, turnS);
+    if (inProcess === null || raw === null) {
+      inProcess = a;
+      raw = b;
+      continue;
+    }
+    inProcess.latency.merge(a.latency);
+    raw.latency.merge(b.latency);
+    const busy = (x: SingleRun) => x.machineBusyPercent * x.durationS;
+    raw.machineBusyPercent = (busy(raw) + busy(b)) / (raw.durationS + b.durationS);
+    for (const key of ['records', 'durationS', 'errors', 'cpuSeconds'] as const) {
+      inProcess[key] += a[key];
+    }
+    for (const key of [
+      'records',
+      'durationS',
+      'errors',
+      'clientCpuSeconds',
+      'nodeCpuSeconds',
+    ] as const) {
+      raw[key] += b[key];
+    }
+  }
+  assert(inProcess !== null && raw !== null, 'PAIR_TURNS is at least 1');
+  return { inProcess, raw };
+}
+
+/** One batch a partition of BATCH_RECORDS documents of its keys, encoded once (no producer id). */
+function preEncodedBatches(): Buffer[] {
+  return Array.from({ length: BATCHED_PRODUCERS }, (_, p) =>
+    encodeBatch(
+      Array.from(keysOf(`r${p}`, p, BATCH_RECORDS), (key, i) => ({
+        key,
+        value: Buffer.from(valueText(i)),
+        timestampMs: Date.now(),
+      })),
+    ),
+  );
 }
 
 /** 64 idempotent kafkajs producers, each sending one record and awaiting its ack, in a loop. */
@@ -631,7 +705,7 @@ function ratio(reference: string, numerator: number, denominator: number | undef
 }
 
 const NAMES = {
-  http: 'HTTP append batched',
+  inProcess: 'log append batched (in process)',
   batched: 'produce batched (kcat)',
   batchedKafkajs: 'produce batched (kafkajs)',
   batchedRaw: 'produce batched (pre-encoded requests)',
@@ -645,7 +719,7 @@ export async function runKafkaBench(
   references: References,
 ): Promise<WorkloadResult[]> {
   const descriptions = {
-    http: `bench/log.ts's batched append beside it: ${BATCH_RECORDS} x ${VALUE_BYTES} B records a batch, ${BATCHED_PRODUCERS} producers, fsync=always`,
+    inProcess: `the log-node's own append in the bench process, no transport: ${BATCHED_PRODUCERS} producers, one a partition, each appending the pre-encoded produce's ${BATCH_RECORDS} x ${VALUE_BYTES} B batch and awaiting it, fsync=always`,
     batched: `${BATCHED_PRODUCERS} kcat -P (librdkafka), one a partition, acks=all, idempotent, linger.ms=5, batch.num.messages=${BATCH_RECORDS}, ${VALUE_BYTES} B JSON values, fsync=always`,
     batchedKafkajs: `${BATCHED_PRODUCERS} idempotent kafkajs producers, one a partition, ${BATCH_RECORDS} x ${VALUE_BYTES} B records a send, acks=-1, fsync=always`,
     batchedRaw: `${BATCHED_PRODUCERS} connections, one a partition, each re-sending one Produce v9 request of ${BATCH_RECORDS} x ${VALUE_BYTES} B records encoded once (no producer id) and awaiting its answer, acks=-1, fsync=always: the broker's figure, as wrk's for HTTP`,
@@ -665,35 +739,10 @@ export async function runKafkaBench(
   const s = sizes(options);
   const results: WorkloadResult[] = [];
 
-  // 1. The HTTP batched append, the same workload and figures as the log group's.
-  const http = await measureAppends(
-    {
-      name: NAMES.http,
-      description: descriptions.http,
-      recordsPerBatch: BATCH_RECORDS,
-      producers: BATCHED_PRODUCERS,
-    },
-    options,
-  );
-  const httpRecordsPerSec = http.result.requestsPerSec * BATCH_RECORDS;
-  results.push({
-    ...base(NAMES.http, descriptions.http),
-    throughput: { value: httpRecordsPerSec, unit: 'records/s' },
-    latency: http.result.latency,
-    figures: {
-      mbPerSec: (http.result.requestsPerSec * http.batchBytes) / 1e6,
-      valueMbPerSec: (httpRecordsPerSec * VALUE_BYTES) / 1e6,
-      errorCount: http.result.errors,
-      durationS: http.result.durationS,
-      logNodeCpuCores: http.cpuSeconds / http.result.durationS,
-      recordsAcked: http.recordsAcked,
-      recordsInLog: http.recordsInLog,
-      load1: load1(),
-    },
-    peakRssBytes: { 'log-node': http.peakRssBytes },
-  });
+  /** The batched rows, held against the in-process append once it is measured. */
+  const batchedRows: { row: WorkloadResult; recordsPerSec: number }[] = [];
 
-  // 2-4. One Kafka log-node for produce, consume and single-record produce.
+  // One Kafka log-node for produce, consume and single-record produce.
   const dataDir = makeBenchDir('kafka');
   const kafkaPort = await freePort();
   const broker = `127.0.0.1:${kafkaPort}`;
@@ -703,6 +752,7 @@ export async function runKafkaBench(
     { env: { TAILBASE_FSYNC: 'always' } },
   );
   try {
+    await createBenchTopic(broker);
     const warmupFiles = await writeProduceFiles(dataDir, 'w', s.warmupRecordsPerProducer);
     const warmupBytes = warmupFiles.bytes;
     const warmup = await kcatProduce(node, broker, warmupFiles.paths, s.warmupRecordsPerProducer);
@@ -721,10 +771,9 @@ export async function runKafkaBench(
     const b = await kcatProduce(node, broker, files.paths, perProducer);
     for (const path of files.paths) rmSync(path);
     const bRecordsPerSec = b.records / b.wallS;
-    const bRatio = bRecordsPerSec / httpRecordsPerSec;
     const clientCores = b.clientCpuSeconds / b.wallS;
     const nodeCores = b.nodeCpuSeconds / b.wallS;
-    results.push({
+    const batchedKcat: WorkloadResult = {
       ...base(NAMES.batched, descriptions.batched),
       throughput: { value: bRecordsPerSec, unit: 'records/s' },
       latency: b.latency.summary(),
@@ -748,7 +797,6 @@ export async function runKafkaBench(
         client: 'kcat 1.7 (librdkafka), ack latency = ProduceResponse rtt a request',
         bottleneck: bottleneck(clientCores, nodeCores, b.machineBusyPercent),
       },
-      ratios: [{ reference: NAMES.http, value: bRatio }],
       peakRssBytes: { 'log-node': node.peakRssBytes() },
       cpu: {
         machineBusyPercent: b.machineBusyPercent,
@@ -757,23 +805,17 @@ export async function runKafkaBench(
           'kcat µs/record': (b.clientCpuSeconds * 1e6) / b.records,
         },
       },
-      targets: [
-        {
-          name: 'batched produce vs HTTP batched append',
-          goal: `>= ${BATCHED_TARGET_RATIO}x`,
-          met: bRatio >= BATCHED_TARGET_RATIO,
-        },
-      ],
-    });
+    };
+    results.push(batchedKcat);
+    batchedRows.push({ row: batchedKcat, recordsPerSec: bRecordsPerSec });
 
     // The same batches from kafkajs in this process: the other client, for the client's share.
     node.resetPeakRss();
     const kj = await kafkajsBatched(node, broker, s.singleWarmupS, s.singleMeasureS);
     const kjRecordsPerSec = kj.records / kj.durationS;
-    const kjRatio = kjRecordsPerSec / httpRecordsPerSec;
     const kjClientCores = kj.clientCpuSeconds / kj.durationS;
     const kjNodeCores = kj.nodeCpuSeconds / kj.durationS;
-    results.push({
+    const batchedKafkajs: WorkloadResult = {
       ...base(NAMES.batchedKafkajs, descriptions.batchedKafkajs),
       throughput: { value: kjRecordsPerSec, unit: 'records/s' },
       latency: kj.latency.summary(),
@@ -792,7 +834,6 @@ export async function runKafkaBench(
         client: 'kafkajs 2.2 in the bench process (one thread), messages built once',
         bottleneck: bottleneck(kjClientCores, kjNodeCores, kj.machineBusyPercent, 1),
       },
-      ratios: [{ reference: NAMES.http, value: kjRatio }],
       peakRssBytes: { 'log-node': node.peakRssBytes() },
       cpu: {
         machineBusyPercent: kj.machineBusyPercent,
@@ -801,18 +842,13 @@ export async function runKafkaBench(
           'kafkajs µs/record': kj.records > 0 ? (kj.clientCpuSeconds * 1e6) / kj.records : 0,
         },
       },
-      targets: [
-        {
-          name: 'batched produce vs HTTP batched append',
-          goal: `>= ${BATCHED_TARGET_RATIO}x`,
-          met: kjRatio >= BATCHED_TARGET_RATIO,
-        },
-      ],
-    });
+    };
+    results.push(batchedKafkajs);
+    batchedRows.push({ row: batchedKafkajs, recordsPerSec: kjRecordsPerSec });
 
     // Consume everything the produces left: kcat's warm-up and run, kafkajs's batches.
     node.resetPeakRss();
-    const inLog = await endOffsets(node);
+    const inLog = await endOffsets(broker);
     const c = await kcatConsume(node, broker);
     if (c.records !== inLog) {
       throw new Error(`kcat -C read ${c.records} records, the log holds ${inLog}`);
@@ -887,13 +923,34 @@ export async function runKafkaBench(
         },
       },
     });
-    // Last on this node: it writes the same keys again and again, which leaves the cleaner work
-    // that would weigh on any workload after it.
+    // The same batches appended in this process with no transport, then sent as Produce
+    // requests: the pair the batched target compares, measured in turns. Last on this node:
+    // it writes the same keys again and again, which leaves the cleaner work that would weigh
+    // on any workload after it.
+    const batches = preEncodedBatches();
     node.resetPeakRss();
-    const raw = await rawProduceBatched(node, kafkaPort, s.singleWarmupS, s.singleMeasureS);
-    const rawRecordsPerSec = raw.records / raw.durationS;
-    const rawRatio = rawRecordsPerSec / httpRecordsPerSec;
+    const { inProcess, raw } = await measureBatchedPair(node, kafkaPort, batches, s);
+    const inProcessRecordsPerSec = inProcess.records / inProcess.durationS;
     results.push({
+      ...base(NAMES.inProcess, descriptions.inProcess),
+      throughput: { value: inProcessRecordsPerSec, unit: 'records/s' },
+      latency: inProcess.latency.summary(),
+      figures: {
+        valueMbPerSec: (inProcessRecordsPerSec * VALUE_BYTES) / 1e6,
+        batchBytes: batches[0].length,
+        records: inProcess.records,
+        durationS: inProcess.durationS,
+        producers: BATCHED_PRODUCERS,
+        errorCount: inProcess.errors,
+        processCpuCores: inProcess.cpuSeconds / inProcess.durationS,
+        cpuMicrosPerRecord:
+          inProcess.records > 0 ? (inProcess.cpuSeconds * 1e6) / inProcess.records : 0,
+        load1: load1(),
+      },
+      peakRssBytes: {},
+    });
+    const rawRecordsPerSec = raw.records / raw.durationS;
+    const batchedRaw: WorkloadResult = {
       ...base(NAMES.batchedRaw, descriptions.batchedRaw),
       throughput: { value: rawRecordsPerSec, unit: 'records/s' },
       latency: raw.latency.summary(),
@@ -909,7 +966,6 @@ export async function runKafkaBench(
         machineBusyPercent: raw.machineBusyPercent,
         load1: load1(),
       },
-      ratios: [{ reference: NAMES.http, value: rawRatio }],
       peakRssBytes: { 'log-node': node.peakRssBytes() },
       cpu: {
         machineBusyPercent: raw.machineBusyPercent,
@@ -918,14 +974,20 @@ export async function runKafkaBench(
           'client µs/record': raw.records > 0 ? (raw.clientCpuSeconds * 1e6) / raw.records : 0,
         },
       },
-      targets: [
+    };
+    results.push(batchedRaw);
+    batchedRows.push({ row: batchedRaw, recordsPerSec: rawRecordsPerSec });
+    for (const { row, recordsPerSec } of batchedRows) {
+      const value = recordsPerSec / inProcessRecordsPerSec;
+      row.ratios.push({ reference: NAMES.inProcess, value });
+      row.targets = [
         {
-          name: 'batched produce vs HTTP batched append',
+          name: 'batched produce vs the in-process batched append',
           goal: `>= ${BATCHED_TARGET_RATIO}x`,
-          met: rawRatio >= BATCHED_TARGET_RATIO,
+          met: value >= BATCHED_TARGET_RATIO,
         },
-      ],
-    });
+      ];
+    }
   } finally {
     await node.stop();
     rmSync(dataDir, { recursive: true, force: true });

@@ -51,6 +51,11 @@ export interface LogNodeConfig {
    * log need no file read (tail-cache.ts); 0 turns it off.
    */
   tailCacheBytesMax: number;
+  /**
+   * Bytes of read buffers kept between file reads, for every partition together
+   * (read-buffers.ts); 0 allocates each read's anew.
+   */
+  readBuffersIdleBytesMax: number;
   appendQueueBytesMax: number;
   /**
    * The defaults of a collection topic's configs (shared/topics.ts; internal topics are always
@@ -101,6 +106,7 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   longPollWaitMsMax: 30_000,
   appendQueueBytesMax: 256 * MiB,
   tailCacheBytesMax: 1 * MiB,
+  readBuffersIdleBytesMax: 64 * MiB,
   cleanupPolicy: 'compact',
   retentionMs: -1,
   retentionBytes: -1,

@@ -94,6 +94,10 @@ export class LocalLogClient implements LogClient {
     return fetchPartitions(this.node, positions, maxBytes, waitMs, options.signal);
   }
 
+  giveBack(batches: Buffer): void {
+    this.node.readBuffers.giveBack(batches);
+  }
+
   /** One node stores every partition it is asked for. */
   fetchGroups(partitions: readonly number[]): number[][] {
     return oneNodeFetchGroups(partitions);

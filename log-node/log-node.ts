@@ -35,6 +35,7 @@ import {
   type PartitionTopic,
 } from './partition-log.js';
 import { ProducerIds } from './producer-ids.js';
+import { ReadBuffers } from './read-buffers.js';
 import { unknownProducer } from './producer-state.js';
 import { isErrno } from '../shared/file-io.js';
 import { checkTopicConfigs, defaultTopicConfigs } from './topic-configs.js';
@@ -80,12 +81,15 @@ export class LogNode {
   private readonly logger: Logger;
   private longPolls = 0;
   closing = false;
+  /** The buffers every partition's file reads fill (read-buffers.ts). */
+  readonly readBuffers: ReadBuffers;
 
   constructor(config: LogNodeConfig, meta: ClusterMeta, clock: Clock, logger: Logger) {
     this.config = config;
     this.meta = meta;
     this.clock = clock;
     this.logger = logger;
+    this.readBuffers = new ReadBuffers(config.readBuffersIdleBytesMax);
     this.producerIds = new ProducerIds(config.dataDir, config.fileIO);
     this.dropped = readDroppedTopics(config.fileIO, config.dataDir);
     removeDroppedFiles(config.dataDir);
@@ -119,7 +123,17 @@ export class LogNode {
     const dir = partitionDir(this.config.dataDir, topic.name, p);
     let slot: PartitionSlot;
     try {
-      slot = { log: PartitionLog.open(topic, p, dir, this.config, this.clock, this.logger) };
+      slot = {
+        log: PartitionLog.open(
+          topic,
+          p,
+          dir,
+          this.config,
+          this.clock,
+          this.logger,
+          this.readBuffers,
+        ),
+      };
     } catch (error) {
       this.logger.error(
         { topic: topic.name, partition: p, err: error },

@@ -28,6 +28,7 @@ const LIMIT_HELP = {
   longPollWaitMsMax: 'longest wait_ms of a read',
   appendQueueBytesMax: 'bytes waiting to be written',
   tailCacheBytesMax: 'newest bytes of each partition kept in memory for tailers (0: none)',
+  readBuffersIdleBytesMax: 'bytes of file-read buffers kept for reuse, all partitions (0: none)',
   cleanerKeysMax: 'keys the cleaner tracks in one pass',
   producerExpiryMs: 'forget producers silent this long',
   producerRecentBatchesMax: 'retries remembered',

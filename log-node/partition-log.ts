@@ -13,6 +13,7 @@ import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
 import { type LoadedPartition, loadPartition } from './log-loader.js';
 import { lastSequenceOf, type ProducerAppend, ProducerState } from './producer-state.js';
+import type { ReadBuffers } from './read-buffers.js';
 import { RecoveryPoint } from './recovery-point.js';
 import { Segment, type SegmentOptions } from './segment.js';
 import { PRODUCERS_SUFFIX, listBaseOffsets, segmentPath } from './segment-files.js';
@@ -113,6 +114,7 @@ export class PartitionLog {
     config: LogNodeConfig,
     clock: Clock,
     logger: Logger,
+    private readonly readBuffers: ReadBuffers,
   ) {
     this.topic = topic;
     this.partition = partition;
@@ -166,8 +168,9 @@ export class PartitionLog {
     config: LogNodeConfig,
     clock: Clock,
     logger: Logger,
+    readBuffers: ReadBuffers,
   ): PartitionLog {
-    return new PartitionLog(topic, partition, dir, config, clock, logger);
+    return new PartitionLog(topic, partition, dir, config, clock, logger, readBuffers);
   }
 
   private get active(): Segment {
@@ -536,8 +539,8 @@ export class PartitionLog {
       const until = i === segments.length - 1 ? this.visibleActiveBytes : segment.state.sizeBytes;
       segment.acquire();
       try {
-        const position = segment.findPosition(offset, until);
-        if (position !== null) return await segment.readBatches(position, maxBytes, until);
+        const batches = await segment.read(offset, maxBytes, until, this.readBuffers);
+        if (batches !== null) return batches;
       } finally {
         segment.release();
       }

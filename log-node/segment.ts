@@ -6,7 +6,9 @@ import fs from 'node:fs';
 import { assert } from '../shared/assert.js';
 import { BATCH_HEADER_BYTES } from '../shared/batch-codec.js';
 import { scanBatches } from './batch-scanner.js';
+import { locateBatches } from './batch-range.js';
 import { OffsetIndex } from './offset-index.js';
+import type { ReadBuffers } from './read-buffers.js';
 import { INDEX_SUFFIX, LOG_SUFFIX, segmentPath } from './segment-files.js';
 import { writeFileAtomic } from '../shared/durable-files.js';
 import { type FileIO, isErrno, writevAll } from '../shared/file-io.js';
@@ -160,48 +162,47 @@ export class Segment {
     writeFileAtomic(this.indexPath, this.index.encode(), this.options.io);
   }
 
-  /** The position of the first batch holding an offset >= `offset`, or null if none is here. */
-  findPosition(offset: number, untilPosition: number): number | null {
-    const from = this.loadIndex().lookup(Math.max(0, offset - this.baseOffset));
-    let found: number | null = null;
-    scanBatches(
-      this.options.io,
-      this.fd,
-      { from, until: untilPosition, verify: false },
-      ({ header, position }) => {
-        if (header.baseOffset + header.lastOffsetDelta >= offset) {
-          found = position;
-          return false;
-        }
-        return true;
-      },
-    );
-    return found;
+  /**
+   * Whole batches from the one holding the first offset >= `offset`: at least that one, then as
+   * many as fit maxBytes; null when no batch below untilPosition holds such an offset. The batch
+   * starts less than an index interval plus one batch past its index entry, so one read of
+   * maxBytes and an interval from the entry nearly always holds both the way to it and the
+   * answer: no header is read on its own. The answer lies in a buffer of `buffers`, which the
+   * caller gives back once its bytes have left.
+   */
+  async read(
+    offset: number,
+    maxBytes: number,
+    untilPosition: number,
+    buffers: ReadBuffers,
+  ): Promise<Buffer | null> {
+    const { indexIntervalBytes } = this.options;
+    const spanBytes = Math.max(maxBytes, BATCH_HEADER_BYTES) + indexIntervalBytes;
+    let from = this.loadIndex().lookup(Math.max(0, offset - this.baseOffset));
+    while (from < untilPosition) {
+      const length = Math.min(untilPosition - from, spanBytes);
+      const buf = buffers.take(length);
+      await this.readWhole(buf, length, from);
+      const range = locateBatches(buf, length, offset, maxBytes);
+      if (range.kind === 'batches') return buf.subarray(range.start, range.end);
+      buffers.giveBack(buf);
+      if (range.kind === 'before' || range.start > 0) {
+        // Each turn starts at a later batch: the walk passed at least one, or the cut one is next.
+        from += range.kind === 'before' ? range.next : range.start;
+        continue;
+      }
+      // The batch is larger than a span: it alone is the answer.
+      const whole = buffers.take(range.sizeBytes);
+      await this.readWhole(whole, range.sizeBytes, from);
+      return whole.subarray(0, range.sizeBytes);
+    }
+    return null;
   }
 
-  /**
-   * Whole batches from `position`: at least one, then as many as fit `maxBytes`. The first batch
-   * is returned whole even past maxBytes so a large batch never blocks a reader.
-   */
-  async readBatches(position: number, maxBytes: number, untilPosition: number): Promise<Buffer> {
-    const want = Math.min(Math.max(maxBytes, 0), untilPosition - position);
-    const buf = Buffer.allocUnsafe(Math.max(want, BATCH_HEADER_BYTES));
-    const { bytesRead } = await this.options.io.readAsync(this.fd, buf, 0, buf.length, position);
-    let end = 0;
-    let at = 0;
-    while (at + BATCH_HEADER_BYTES <= bytesRead) {
-      const size = buf.readInt32BE(at + 8) + 12;
-      if (at + size > bytesRead) break;
-      at += size;
-      end = at;
-    }
-    if (end > 0) return buf.subarray(0, end);
-    if (bytesRead < BATCH_HEADER_BYTES) return Buffer.alloc(0);
-    const firstSize = buf.readInt32BE(8) + 12;
-    const whole = Buffer.allocUnsafe(firstSize);
-    const result = await this.options.io.readAsync(this.fd, whole, 0, firstSize, position);
-    assert(result.bytesRead === firstSize, 'a committed batch reads back whole');
-    return whole;
+  /** Committed bytes are in the file: a short read of them is a broken disk, not an end. */
+  private async readWhole(buf: Buffer, length: number, position: number): Promise<void> {
+    const { bytesRead } = await this.options.io.readAsync(this.fd, buf, 0, length, position);
+    assert(bytesRead === length, 'committed bytes read back whole');
   }
 
   loadIndex(): OffsetIndex {

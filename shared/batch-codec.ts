@@ -8,7 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import { assert } from './assert.js';
 import { crc32c } from './crc32c.js';
 import { badRequest, tooLarge } from './errors.js';
-import { readVarint, readVarlong, varintBytes, writeVarint } from './varint.js';
+import { readVarint, VarintCursor, varintBytes, writeVarint } from './varint.js';
 
 export const BATCH_MAGIC = 2;
 export const BATCH_HEADER_BYTES = 61;
@@ -269,6 +269,20 @@ export function readBatchHeader(bytes: Uint8Array, at = 0): BatchHeader | null {
   };
 }
 
+/**
+ * The size of the batch at `at` (its header present), without building a header: the read path
+ * walks every batch it answers, thousands a read when batches are small.
+ */
+export function batchSizeAt(buf: Buffer, at: number): number {
+  return buf.readInt32BE(at + OFF_BATCH_LENGTH) + LENGTH_FIELD_END;
+}
+
+/** The last offset the batch at `at` holds (a stored batch: its base offset is stamped, >= 0). */
+export function batchLastOffsetAt(buf: Buffer, at: number): number {
+  const baseOffset = buf.readUInt32BE(at + OFF_BASE_OFFSET) * 2 ** 32 + buf.readUInt32BE(at + 4);
+  return baseOffset + buf.readInt32BE(at + OFF_LAST_OFFSET_DELTA);
+}
+
 /** The log-node's stamp: base offset and leader epoch lie outside the CRC, so no re-checksum. */
 export function stampBatch(batch: Buffer, baseOffset: number, leaderEpoch: number): void {
   writeInt53(batch, baseOffset, OFF_BASE_OFFSET);
@@ -300,6 +314,45 @@ function checkLayouts(
 ):
   | { ok: true; header: BatchHeader; layouts: RecordLayout[] }
   | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
+  const frame = checkBatchFrame(bytes, at, sizeBytesMax);
+  if (!frame.ok) return frame;
+  const { header } = frame;
+  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
+  if (typeof layouts === 'string') return { ok: false, reason: 'corrupt', detail: layouts };
+  return { ok: true, header, layouts };
+}
+
+/**
+ * checkBatch, answering where each record's key and value lie in the batch instead of record
+ * objects: for a caller that looks at a few bytes of every record (the Kafka listener's document
+ * checks, which record objects had made mostly garbage collection).
+ */
+export function checkRecordSpans(
+  bytes: Uint8Array,
+):
+  | { ok: true; header: BatchHeader; records: readonly RecordSpan[] }
+  | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
+  const check = checkLayouts(bytes, 0, BATCH_BYTES_FORMAT_MAX);
+  return check.ok ? { ok: true, header: check.header, records: check.layouts } : check;
+}
+
+/** Where a record's key and value lie in its batch; a length of −1 is null. */
+export interface RecordSpan {
+  keyAt: number;
+  keyLength: number;
+  valueAt: number;
+  valueLength: number;
+}
+
+/**
+ * checkBatch but for its walk of the records: the header's length, offset and magic, the bytes
+ * present, the CRC, no compression.
+ */
+function checkBatchFrame(
+  bytes: Uint8Array,
+  at = 0,
+  sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
+): BatchCheck {
   const header = readBatchHeader(bytes, at);
   if (header === null) return { ok: false, reason: 'incomplete', detail: 'header cut short' };
   if (header.sizeBytes < BATCH_HEADER_BYTES || header.sizeBytes > sizeBytesMax) {
@@ -325,22 +378,15 @@ function checkLayouts(
       detail: `compression codec ${header.attributes & COMPRESSION_MASK} is not supported`,
     };
   }
-  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
-  if (typeof layouts === 'string') return { ok: false, reason: 'corrupt', detail: layouts };
-  return { ok: true, header, layouts };
+  return { ok: true, header };
 }
 
 /** Where each field of a record lies; byte positions within the batch. */
-interface RecordLayout {
+interface RecordLayout extends RecordSpan {
   /** Bytes of the whole record, its length varint included. */
   sizeBytes: number;
   timestampDelta: number;
   offsetDelta: number;
-  keyAt: number;
-  /** −1: null. */
-  keyLength: number;
-  valueAt: number;
-  valueLength: number;
   headersAt: number;
   headerCount: number;
 }
@@ -356,10 +402,11 @@ function walkRecords(buf: Buffer, header: BatchHeader): RecordLayout[] | string 
   // Every record takes at least 7 bytes: a count past the bytes present is corrupt, not a loop.
   if (header.recordCount > (buf.length - BATCH_HEADER_BYTES) / 7) return 'record count too large';
   const layouts: RecordLayout[] = [];
+  const cursor = new VarintCursor(buf);
   let at = BATCH_HEADER_BYTES;
   let previousDelta = -1;
   for (let i = 0; i < header.recordCount; i++) {
-    const layout = readRecordLayout(buf, at);
+    const layout = readRecordLayout(buf, at, cursor);
     if (typeof layout === 'string') return `record ${i}: ${layout}`;
     if (layout.offsetDelta <= previousDelta || layout.offsetDelta > header.lastOffsetDelta) {
       return `record ${i} offset delta out of order`;
@@ -372,52 +419,47 @@ function walkRecords(buf: Buffer, header: BatchHeader): RecordLayout[] | string 
   return layouts;
 }
 
-function readRecordLayout(buf: Buffer, start: number): RecordLayout | string {
-  const length = readVarint(buf, start);
-  if (length === null) return 'length cut short';
-  const end = length.next + length.value;
-  if (length.value < 1 || end > buf.length) return 'length invalid';
-  let at = length.next + 1;
-  const timestamp = readVarlong(buf, at, end);
-  if (timestamp === null) return 'timestamp delta invalid';
-  const offset = readVarint(buf, timestamp.next, end);
-  if (offset === null || offset.value < 0) return 'offset delta invalid';
-  const key = readVarint(buf, offset.next, end);
-  if (key === null || key.value < -1 || key.next + Math.max(key.value, 0) > end) {
-    return 'key overruns record';
-  }
-  at = key.next + Math.max(key.value, 0);
-  const value = readVarint(buf, at, end);
-  if (value === null || value.value < -1 || value.next + Math.max(value.value, 0) > end) {
+function readRecordLayout(buf: Buffer, start: number, cursor: VarintCursor): RecordLayout | string {
+  const length = cursor.varint(start, buf.length);
+  if (Number.isNaN(length)) return 'length cut short';
+  const end = cursor.next + length;
+  if (length < 1 || end > buf.length) return 'length invalid';
+  const timestampDelta = cursor.varlong(cursor.next + 1, end);
+  if (Number.isNaN(timestampDelta)) return 'timestamp delta invalid';
+  const offsetDelta = cursor.varint(cursor.next, end);
+  if (!(offsetDelta >= 0)) return 'offset delta invalid';
+  const keyLength = cursor.varint(cursor.next, end);
+  const keyAt = cursor.next;
+  if (!(keyLength >= -1) || keyAt + Math.max(keyLength, 0) > end) return 'key overruns record';
+  const valueLength = cursor.varint(keyAt + Math.max(keyLength, 0), end);
+  const valueAt = cursor.next;
+  if (!(valueLength >= -1) || valueAt + Math.max(valueLength, 0) > end) {
     return 'value overruns record';
   }
-  at = value.next + Math.max(value.value, 0);
-  const headerCount = readVarint(buf, at, end);
-  if (headerCount === null || headerCount.value < 0) return 'header count invalid';
-  const headersAt = headerCount.next;
-  at = headersAt;
-  for (let h = 0; h < headerCount.value; h++) {
-    const hKey = readVarint(buf, at, end);
-    if (hKey === null || hKey.value < 0 || hKey.next + hKey.value > end) {
-      return `header ${h} key overruns record`;
-    }
-    const hValue = readVarint(buf, hKey.next + hKey.value, end);
-    if (hValue === null || hValue.value < -1 || hValue.next + Math.max(hValue.value, 0) > end) {
+  const headerCount = cursor.varint(valueAt + Math.max(valueLength, 0), end);
+  if (!(headerCount >= 0)) return 'header count invalid';
+  const headersAt = cursor.next;
+  let at = headersAt;
+  for (let h = 0; h < headerCount; h++) {
+    const hKey = cursor.varint(at, end);
+    if (!(hKey >= 0) || cursor.next + hKey > end) return `header ${h} key overruns record`;
+    const hValue = cursor.varint(cursor.next + hKey, end);
+    if (!(hValue >= -1) || cursor.next + Math.max(hValue, 0) > end) {
       return `header ${h} value overruns record`;
     }
-    at = hValue.next + Math.max(hValue.value, 0);
+    at = cursor.next + Math.max(hValue, 0);
   }
   if (at !== end) return 'bytes after the last field';
   return {
     sizeBytes: end - start,
-    timestampDelta: timestamp.value,
-    offsetDelta: offset.value,
-    keyAt: key.next,
-    keyLength: key.value,
-    valueAt: value.next,
-    valueLength: value.value,
+    timestampDelta,
+    offsetDelta,
+    keyAt,
+    keyLength,
+    valueAt,
+    valueLength,
     headersAt,
-    headerCount: headerCount.value,
+    headerCount,
   };
 }
 
@@ -454,25 +496,6 @@ function readHeaders(buf: Buffer, layout: RecordLayout): RecordHeader[] {
 export function decodeRawRecords(batch: Uint8Array): RawRecord[] {
   const { header, buf, layouts } = layoutsOf(batch);
   return rawRecordsOf(header, buf, layouts);
-}
-
-/**
- * checkBatch and decodeRawRecords in one walk, for a batch not yet checked (a Kafka client's):
- * its header and records, or why it is not a batch.
- */
-export function checkRawRecords(
-  bytes: Uint8Array,
-):
-  | { ok: true; header: BatchHeader; records: RawRecord[] }
-  | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
-  const check = checkLayouts(bytes, 0, BATCH_BYTES_FORMAT_MAX);
-  if (!check.ok) return check;
-  const buf = asBuffer(bytes.subarray(0, check.header.sizeBytes));
-  return {
-    ok: true,
-    header: check.header,
-    records: rawRecordsOf(check.header, buf, check.layouts),
-  };
 }
 
 function rawRecordsOf(header: BatchHeader, buf: Buffer, layouts: RecordLayout[]): RawRecord[] {

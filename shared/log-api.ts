@@ -117,6 +117,12 @@ export interface LogClient {
    * `maxBytes` applies per position.
    */
   fetch(positions: readonly FetchPosition[], options?: ReadOptions): Promise<FetchOutcome[]>;
+  /**
+   * Hands back the bytes of a read or fetch once nothing reads them any more (written to a
+   * socket): a log that fills reads from a pool of buffers takes them back. Optional; a caller
+   * that keeps views into the bytes never calls it.
+   */
+  giveBack?(batches: Buffer): void;
   /** Partition numbers grouped by the log-node that stores them (the same for every topic). */
   fetchGroups(partitions: readonly number[]): number[][];
   /**

@@ -17,12 +17,15 @@ const R = 24;
 
 const utf8 = new TextEncoder();
 
-/** Kafka's murmur2 of `bytes`, as a signed 32-bit integer (as Java returns it). */
-export function murmur2(bytes: Uint8Array): number {
-  const length = bytes.length;
+/**
+ * Kafka's murmur2 of bytes[start, end) (all of them by default), as a signed 32-bit integer (as
+ * Java returns it).
+ */
+export function murmur2(bytes: Uint8Array, start = 0, end = bytes.length): number {
+  const length = end - start;
   let h = SEED ^ length;
   const whole = length & ~3;
-  for (let i = 0; i < whole; i += 4) {
+  for (let i = start; i < start + whole; i += 4) {
     let k = bytes[i] | (bytes[i + 1] << 8) | (bytes[i + 2] << 16) | (bytes[i + 3] << 24);
     k = Math.imul(k, M);
     k ^= k >>> R;
@@ -32,10 +35,10 @@ export function murmur2(bytes: Uint8Array): number {
   }
   // The tail of 1-3 bytes, as Java's switch with fall-through folds it in.
   const tail = length & 3;
-  if (tail === 3) h ^= bytes[whole + 2] << 16;
-  if (tail >= 2) h ^= bytes[whole + 1] << 8;
+  if (tail === 3) h ^= bytes[start + whole + 2] << 16;
+  if (tail >= 2) h ^= bytes[start + whole + 1] << 8;
   if (tail >= 1) {
-    h ^= bytes[whole];
+    h ^= bytes[start + whole];
     h = Math.imul(h, M);
   }
   h ^= h >>> 13;
@@ -50,6 +53,16 @@ export function partitionFor(key: string, partitions: number): number {
 
 /** partitionFor of a key already in bytes, as a Kafka record carries it. */
 export function partitionOfKeyBytes(key: Uint8Array, partitions: number): number {
+  return partitionOfKeyAt(key, 0, key.length, partitions);
+}
+
+/** partitionOfKeyBytes of the key at bytes[start, end), read in place (a record in its batch). */
+export function partitionOfKeyAt(
+  bytes: Uint8Array,
+  start: number,
+  end: number,
+  partitions: number,
+): number {
   assert(Number.isInteger(partitions) && partitions >= 1, 'partitions is a positive integer');
-  return (murmur2(key) & 0x7fffffff) % partitions;
+  return (murmur2(bytes, start, end) & 0x7fffffff) % partitions;
 }

@@ -78,3 +78,41 @@ export function readVarlong(
 ): { value: number; next: number } | null {
   return read(buf, at, end, VARLONG_BYTES_MAX);
 }
+
+/**
+ * Reads varints in place, as readVarint and readVarlong do but with no object a read: each read
+ * returns the value, NaN where those return null, and leaves where it ended in `next`. The walks
+ * of every record of every batch read several varints a record.
+ */
+export class VarintCursor {
+  next = 0;
+
+  constructor(private readonly buf: Uint8Array) {}
+
+  /** readVarint at `at`. */
+  varint(at: number, end: number): number {
+    const value = this.read(at, end, VARINT_BYTES_MAX);
+    return value > 0x7fff_ffff || value < -0x8000_0000 ? NaN : value;
+  }
+
+  /** readVarlong at `at`. */
+  varlong(at: number, end: number): number {
+    return this.read(at, end, VARLONG_BYTES_MAX);
+  }
+
+  private read(at: number, end: number, bytesMax: number): number {
+    let unsigned = 0;
+    let scale = 1;
+    for (let i = 0; i < bytesMax && at + i < end; i++) {
+      const byte = this.buf[at + i];
+      unsigned += (byte & 0x7f) * scale;
+      if (byte < 0x80) {
+        if (!Number.isSafeInteger(unsigned)) return NaN;
+        this.next = at + i + 1;
+        return unsigned % 2 === 0 ? unsigned / 2 : -(unsigned + 1) / 2;
+      }
+      scale *= 0x80;
+    }
+    return NaN;
+  }
+}

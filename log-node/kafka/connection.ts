@@ -33,6 +33,8 @@ import { authenticatePlain, PLAIN_MECHANISM, type KafkaPrincipal } from './sasl.
 interface Outcome {
   chunks: Buffer[];
   close: string | null;
+  /** The handler's callbacks for once the chunks are written (KafkaRequestContext.onWritten). */
+  written?: (() => void)[];
 }
 
 const PRE_AUTHENTICATION_APIS: ReadonlySet<number> = new Set([
@@ -147,9 +149,9 @@ export class KafkaConnection {
     this.inFlight++;
     const outcome = this.handle(frame);
     this.answered = this.answered.then(async () => {
-      const { chunks, close } = await outcome;
+      const { chunks, close, written } = await outcome;
       if (this.closing.signal.aborted) return;
-      if (chunks.length > 0 && !this.write(chunks)) {
+      if (chunks.length > 0 && !this.write(chunks, written ?? [])) {
         try {
           await once(this.socket, 'drain', { signal: this.closing.signal });
         } catch {
@@ -168,10 +170,21 @@ export class KafkaConnection {
     });
   }
 
-  private write(chunks: Buffer[]): boolean {
+  private write(chunks: Buffer[], written: readonly (() => void)[]): boolean {
     this.socket.cork();
     let room = true;
-    for (const chunk of chunks) room = this.socket.write(chunk);
+    const last = chunks.length - 1;
+    chunks.forEach((chunk, i) => {
+      // The last chunk's callback comes once every chunk before it has gone too; a failed write
+      // calls none, so a buffer the socket may still hold is never given back.
+      const done =
+        i === last && written.length > 0
+          ? (error?: Error | null) => {
+              if (!error) for (const callback of written) callback();
+            }
+          : undefined;
+      room = this.socket.write(chunk, done);
+    });
     this.socket.uncork();
     return room;
   }
@@ -201,7 +214,8 @@ export class KafkaConnection {
     const handler = this.handlers[request.apiKey];
     if (handler === undefined) return this.closeWith(`API ${request.apiKey} is not served`);
     try {
-      const body = await handler(request.body, this.context(request));
+      const written: (() => void)[] = [];
+      const body = await handler(request.body, this.context(request, written));
       if (body === NO_RESPONSE) return { chunks: [], close: null };
       return {
         chunks: encodeResponseChunks(
@@ -211,6 +225,7 @@ export class KafkaConnection {
           body as never,
         ),
         close: null,
+        written,
       };
     } catch (error) {
       if (error instanceof CloseConnection) return this.closeWith(error.message);
@@ -239,7 +254,8 @@ export class KafkaConnection {
     };
   }
 
-  private context(request: RequestHeader): KafkaRequestContext {
+  /** `written` collects the request's onWritten callbacks; without it they are dropped. */
+  private context(request: RequestHeader, written: (() => void)[] = []): KafkaRequestContext {
     return {
       connectionId: this.id,
       clientId: request.clientId,
@@ -249,6 +265,7 @@ export class KafkaConnection {
       apiVersion: request.apiVersion,
       signal: this.closing.signal,
       broker: this.broker,
+      onWritten: (callback) => void written.push(callback),
     };
   }
 

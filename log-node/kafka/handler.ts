@@ -28,6 +28,11 @@ export interface KafkaRequestContext {
   /** Aborted when the connection closes: long waits end then. */
   signal: AbortSignal;
   broker: KafkaBroker;
+  /**
+   * Calls `callback` once the answer has been written to the socket (its bytes are the kernel's),
+   * never when it was not: a Fetch gives its read buffers back then.
+   */
+  onWritten(callback: () => void): void;
 }
 
 // Bodies are checked by the codec against the API's declaration, on the way in and out; a

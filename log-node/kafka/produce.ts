@@ -13,14 +13,14 @@
  */
 import {
   BATCH_MAGIC,
-  checkRawRecords,
+  checkRecordSpans,
   COMPRESSION_MASK,
   readBatchHeader,
-  type RawRecord,
+  type RecordSpan,
 } from '../../shared/batch-codec.js';
 import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
-import { partitionOfKeyBytes } from '../../shared/partitioner.js';
+import { partitionOfKeyAt } from '../../shared/partitioner.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { isCollectionTopic, isGatewayTopic, isInternalTopic } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
@@ -31,6 +31,7 @@ import {
   type KafkaRequestContext,
 } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
+import { isJsonObject } from './json-object.js';
 
 type ProduceRequest = RequestBody<typeof ApiKey.Produce>;
 
@@ -45,7 +46,6 @@ interface PartitionAnswer {
 }
 
 const ACKS = new Set([-1, 0, 1]);
-const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
 export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
   const topics = new KnownTopics(log);
@@ -115,10 +115,18 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
     const batch = oneBatch(records);
     if (!('batch' in batch)) return failed(index, batch.errorCode, batch.message);
     const refused = firstNonDocument(
+      batch.batch,
       batch.records,
       index,
       partitions ?? (await topics.clusterPartitions()),
     );
+    if (refused !== null && 'corrupt' in refused) {
+      return failed(
+        index,
+        ErrorCode.CORRUPT_MESSAGE,
+        `record batch is corrupt: ${refused.corrupt}`,
+      );
+    }
     if (refused !== null) {
       return {
         ...failed(index, ErrorCode.INVALID_RECORD, refused.message),
@@ -154,10 +162,10 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
   };
 }
 
-/** A partition's records field as its one batch and its records, or the error that refuses it. */
+/** A partition's records field as its one batch, or the error that refuses it. */
 function oneBatch(
   records: Buffer | null,
-): { batch: Buffer; records: RawRecord[] } | { errorCode: number; message: string } {
+): { batch: Buffer; records: readonly RecordSpan[] } | { errorCode: number; message: string } {
   if (records === null || records.length === 0) {
     return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
   }
@@ -169,7 +177,7 @@ function oneBatch(
       message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
     };
   }
-  const check = checkRawRecords(records);
+  const check = checkRecordSpans(records);
   if (!check.ok) {
     return {
       errorCode: ErrorCode.CORRUPT_MESSAGE,
@@ -187,31 +195,28 @@ function oneBatch(
 
 /**
  * The first record that is not a document of this partition (no key, a key another partition
- * holds, a value neither null nor a JSON object), or null.
+ * holds, a value neither null nor a JSON object), or null; each read where it lies in the batch.
  */
 function firstNonDocument(
-  records: readonly RawRecord[],
+  batch: Buffer,
+  records: readonly RecordSpan[],
   partition: number,
   partitions: number,
 ): { index: number; message: string } | null {
-  for (const [index, { key, value }] of records.entries()) {
-    if (key === null) return { index, message: `record ${index}: a document needs a key` };
-    const home = partitionOfKeyBytes(key, partitions);
+  for (const [index, { keyAt, keyLength, valueAt, valueLength }] of records.entries()) {
+    if (keyLength < 0) return { index, message: `record ${index}: a document needs a key` };
+    const home = partitionOfKeyAt(batch, keyAt, keyAt + keyLength, partitions);
     if (home !== partition) {
       return {
         index,
         message: `record ${index}: its key belongs to partition ${home} (murmur2, Kafka's default partitioner; librdkafka: partitioner=murmur2_random)`,
       };
     }
-    if (value === null) continue;
-    let document: unknown;
-    try {
-      document = JSON.parse(utf8Strict.decode(value));
-    } catch {
-      return { index, message: `record ${index}: the value is not UTF-8 JSON` };
-    }
-    if (typeof document !== 'object' || document === null || Array.isArray(document)) {
-      return { index, message: `record ${index}: a document is a JSON object (or null to delete)` };
+    if (valueLength >= 0 && !isJsonObject(batch, valueAt, valueAt + valueLength)) {
+      return {
+        index,
+        message: `record ${index}: the value is not a JSON object in UTF-8 (a document, or null to delete)`,
+      };
     }
   }
   return null;

@@ -21,6 +21,7 @@ const context = {
   signal: new AbortController().signal,
   broker: { nodeId: 0, host: '127.0.0.1', port: 9092 },
   may: () => true,
+  onWritten: () => undefined,
 } satisfies KafkaRequestContext;
 
 describe('GroupCoordinator OffsetCommit', () => {
