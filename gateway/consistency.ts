@@ -24,6 +24,7 @@ import type { GatewayServices } from './services.js';
 import type { ServeNode } from './topology.js';
 import { enumParam, intParam } from './validation.js';
 import { tokenNamesOthers, viewWaits } from './view-waits.js';
+import { topicOf, viewOfTopic } from '../shared/view-catalog.js';
 import { beforeBound, withinWait, type WaitBound } from './wait-deadline.js';
 
 export { TOKEN_HEADER, CONSISTENCY_LEVELS, type Consistency } from './api/constants.js';
@@ -39,6 +40,11 @@ export function requestToken(
 }
 
 export interface ReadPlan {
+  /**
+   * The topic read: the collection's, or for a view the topic of the version the catalog read
+   * names (one version a read: after a swap, the new one).
+   */
+  topic: string;
   token: TokenOffsets;
   /** The incarnation of the collection read (0 when the log holds none of that name). */
   incarnation: number;
@@ -58,7 +64,7 @@ export async function planRead(
   c: Context,
   query: Map<string, string>,
   services: GatewayServices,
-  collection: string,
+  name: string,
   partitions: readonly number[],
 ): Promise<ReadPlan> {
   const { limits } = services.config;
@@ -83,6 +89,9 @@ export async function planRead(
               partitions: [...partitions],
             }),
         );
+  // Every read: a view redefined since the last read is served from its new version's topic.
+  const views = await fromLog(() => services.views.current(), 'the view definitions were');
+  const collection = topicOf(views, name);
   const current = await fromLog(
     () => services.incarnations.of(collection),
     `the log's topics (for ${collection}'s incarnation) were`,
@@ -123,10 +132,10 @@ export async function planRead(
     strongEnds !== null ||
     (consistency === 'token' && tokenNamesOthers(token, collection, incarnation))
   ) {
-    const views = await fromLog(() => services.views.current(), 'the view definitions were');
-    if (views.has(collection)) {
+    const view = viewOfTopic(views, collection);
+    if (view !== null && view.topic === collection) {
       const remainingMs = () => waitMs - (performance.now() - startedMs);
-      const needs = await viewWaits(services, views, collection, {
+      const needs = await viewWaits(services, views, view.view.name, {
         token,
         strongEnds,
         remainingMs,
@@ -137,7 +146,7 @@ export async function planRead(
       }
     }
   }
-  return { token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
+  return { topic: collection, token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
 }
 
 /**

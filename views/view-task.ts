@@ -54,7 +54,21 @@ const STATE_FILE = 'state.mdb';
 const utf8 = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
 
+/** What one task runs: a version of a view, where it reads and where it writes. */
+export interface ViewTaskTarget {
+  view: ParsedView;
+  version: number;
+  /** The topic its output goes to (the version's). */
+  topic: string;
+  /** The topic of its source: a collection's, or a source view's serving version's. */
+  sourceTopic: string;
+}
+
 export class ViewTask {
+  private readonly view: ParsedView;
+  readonly version: number;
+  readonly topic: string;
+  private readonly sourceTopic: string;
   private readonly state: ViewState;
   private readonly grouping: GroupingArithmetic | null;
   private readonly partitions: number[];
@@ -65,14 +79,20 @@ export class ViewTask {
   private loop: Promise<void> | null = null;
 
   constructor(
-    private readonly view: ParsedView,
-    readonly version: number,
+    target: ViewTaskTarget,
     dir: string,
     partitionCount: number,
     private readonly log: LogClient,
     private readonly logger: Logger,
     private readonly limits: ViewTaskLimits,
+    /** Called after each round's frontiers are published (the host swaps a rebuild then). */
+    private readonly onPublish: () => void = () => undefined,
   ) {
+    const { view } = target;
+    this.view = view;
+    this.version = target.version;
+    this.topic = target.topic;
+    this.sourceTopic = target.sourceTopic;
     mkdirSync(dir, { recursive: true });
     this.state = new ViewState(path.join(dir, STATE_FILE));
     this.grouping = view.kind === 'grouping' ? new GroupingArithmetic(view, this.state) : null;
@@ -99,11 +119,22 @@ export class ViewTask {
       frontiers: this.partitions.map((partition) => {
         const frontier = this.waiters.frontier(partition);
         const end = this.sourceEnds.get(partition) ?? frontier;
-        return { partition, frontier, lag: Math.max(0, end - frontier) };
+        const coversFrom = this.state.coversFrom(partition);
+        const lag = Math.max(0, end - frontier);
+        return coversFrom === null
+          ? { partition, frontier, lag }
+          : { partition, frontier, lag, coversFrom };
       }),
       refusedRecords: this.state.refused(),
       lateRecords: this.state.late(),
     };
+  }
+
+  /** Whether its published frontiers reach every target (source partition → offset). */
+  reached(targets: Readonly<Record<string, number>>): boolean {
+    return this.partitions.every(
+      (partition) => this.waiters.frontier(partition) >= (targets[String(partition)] ?? 0),
+    );
   }
 
   private get windowed(): boolean {
@@ -119,11 +150,15 @@ export class ViewTask {
     await this.produceOutbox();
     const ends = await this.viewEnds();
     this.waiters.publish(this.frontiers(), ends);
+    this.onPublish();
     while (!this.stopped) {
       try {
         const applied = await this.fetchAndApply();
         const produced = await this.produceOutbox();
-        if (applied || produced.size > 0) this.waiters.publish(this.frontiers(), produced);
+        if (applied || produced.size > 0) {
+          this.waiters.publish(this.frontiers(), produced);
+          this.onPublish();
+        }
       } catch (error) {
         if (this.stopped) return;
         this.logger.warn({ err: error, view: this.view.name }, 'view processing failed; retrying');
@@ -140,7 +175,7 @@ export class ViewTask {
   private async viewEnds(): Promise<Map<number, number>> {
     const ends = new Map<number, number>();
     for (const o of await this.log.offsets()) {
-      if (o.topic === this.view.name && o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
+      if (o.topic === this.topic && o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
     }
     return ends;
   }
@@ -148,7 +183,7 @@ export class ViewTask {
   /** One fetch of every source partition, applied in one transaction; true when it moved. */
   private async fetchAndApply(): Promise<boolean> {
     const positions = this.partitions.map((partition) => ({
-      topic: this.view.from,
+      topic: this.sourceTopic,
       partition,
       offset: this.state.frontier(partition),
     }));
@@ -171,8 +206,10 @@ export class ViewTask {
         const { partition } = outcome;
         this.sourceEnds.set(partition, outcome.endOffset);
         const from = this.state.frontier(partition);
-        // Retention removed records the view never saw: it goes on from what the log holds.
+        // Retention removed records the view never saw: it goes on from what the log holds, and
+        // says so.
         let next = Math.max(from, outcome.logStartOffset);
+        if (next > from) this.state.setCoversFrom(partition, next);
         for (const batch of iterateBatches(outcome.batches)) {
           for (const record of decodeRecords(batch.bytes)) {
             if (record.offset < next) continue;
@@ -253,11 +290,7 @@ export class ViewTask {
       }
       await Promise.all(
         [...byPartition].map(async ([partition, records]) => {
-          const { lastOffset } = await this.log.append(
-            this.view.name,
-            partition,
-            encodeBatch(records),
-          );
+          const { lastOffset } = await this.log.append(this.topic, partition, encodeBatch(records));
           produced.set(partition, Math.max(lastOffset, produced.get(partition) ?? -1));
         }),
       );

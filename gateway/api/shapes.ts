@@ -250,6 +250,39 @@ export const ViewFrontier = Type.Object({
     description: 'the next source offset the view has not processed',
   }),
   lag: Type.Integer({ minimum: 0, description: 'source records past the frontier' }),
+  coversFrom: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        "the source partition's log start it began from: retention had removed the records before it, which the view does not cover",
+    }),
+  ),
+});
+
+export const ViewRebuildPartition = Type.Object({
+  partition: Partition,
+  processed: Type.Integer({ minimum: 0, description: 'source offsets processed' }),
+  total: Type.Integer({
+    minimum: 0,
+    description: "the source partition's end offset when the redefinition was declared",
+  }),
+  coversFrom: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: 'the log start the rebuild began from: what retention removed is not covered',
+    }),
+  ),
+});
+
+export const ViewRebuild = Type.Object({
+  definition: ViewDefinitionBody,
+  version: Type.Integer({ minimum: 0 }),
+  topic: Type.String({ description: 'the topic the new version is built into' }),
+  partitions: Nullable(
+    Type.Array(ViewRebuildPartition, {
+      description: 'per source partition, processed of total; null: no processor answered',
+    }),
+  ),
 });
 
 export const ViewInfo = Type.Object({
@@ -259,6 +292,15 @@ export const ViewInfo = Type.Object({
     minimum: 0,
     description: 'the offset of its definition record in the views topic',
   }),
+  topic: Type.String({
+    description:
+      "the topic of the version reads see: the view's name at first, a name of its own after each redefinition",
+  }),
+  /**
+   * A redefinition being built from the start of the source log beside the version that serves;
+   * it replaces it atomically once caught up. Null: none.
+   */
+  rebuilding: Nullable(ViewRebuild),
   source: Type.String({ description: 'the collection at the root of its chain of sources' }),
   frontiers: Nullable(
     Type.Array(ViewFrontier, {
