@@ -31,6 +31,7 @@ import {
   type KafkaRequestContext,
 } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
+import { ViewTopics } from './view-topics.js';
 
 type ProduceRequest = RequestBody<typeof ApiKey.Produce>;
 
@@ -49,6 +50,7 @@ const utf8Strict = new TextDecoder('utf-8', { fatal: true });
 
 export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
   const topics = new KnownTopics(log);
+  const viewTopics = new ViewTopics(log);
   return async (body: ProduceRequest, context: KafkaRequestContext) => {
     const acksValid = ACKS.has(body.acks);
     const answers = await Promise.all(
@@ -108,6 +110,8 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
         `topic ${topic.slice(0, 80)} is not a collection name (^[a-z][a-z0-9_-]{0,63}$)`,
       );
     }
+    const viewRefusal = await viewTopics.refusal(topic);
+    if (viewRefusal !== null) return failed(index, viewRefusal.errorCode, viewRefusal.message);
     const partitions = await topics.partitions(topic);
     if (partitions === null && !config.autoCreateTopics) {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
