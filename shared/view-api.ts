@@ -42,6 +42,12 @@ export interface ViewProcessing {
     waitMs: number,
   ): Promise<Map<number, number>>;
   /**
+   * Runs `append` (a write of view definitions) while no swap is being decided: a swap appended
+   * after a drop or a redefinition it did not see would be refused by every reader, but left as
+   * its key's last record it would read otherwise once the views topic is compacted.
+   */
+  exclusive<T>(append: () => Promise<T>): Promise<T>;
+  /**
    * Takes every definition acknowledged before the call: a dropped view's processor is stopped, a
    * redefinition's starts.
    */

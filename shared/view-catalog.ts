@@ -57,7 +57,7 @@ export interface RebuildRecord {
 const utf8 = new TextDecoder('utf-8');
 
 export class ViewCatalog {
-  private readonly views = new Map<string, CatalogView>();
+  private readonly records = new ViewRecords();
   private next = 0;
   private running: Promise<void> = Promise.resolve();
   private queued: Promise<void> | null = null;
@@ -89,7 +89,7 @@ export class ViewCatalog {
     // After a failed read too: its caller has its error, the next read starts afresh.
     this.queued ??= this.running.then(start, start);
     await this.queued;
-    return this.views;
+    return this.records.views;
   }
 
   private async readNew(): Promise<void> {
@@ -106,7 +106,7 @@ export class ViewCatalog {
         this.next,
         this.readBytesMax,
         (key, value, offset) => {
-          if (key !== null) this.apply(key, value, offset);
+          if (key !== null) this.records.apply(key, value, offset);
         },
       );
     } catch (error) {
@@ -114,8 +114,18 @@ export class ViewCatalog {
       if (!(error instanceof TailbaseError && error.status === 404)) throw error;
     }
   }
+}
 
-  private apply(key: string, value: Uint8Array | null, offset: number): void {
+/**
+ * The views topic's records taken in offset order: what every reader of it concludes, a function
+ * of each key's last record (views/README.md, Reprocessing), so a compacted topic reads the same.
+ */
+export class ViewRecords {
+  readonly views = new Map<string, CatalogView>();
+  /** Per view, the offset of its last rebuild record (null: a null one): which swap holds. */
+  private readonly lastRebuild = new Map<string, number | null>();
+
+  apply(key: string, value: Uint8Array | null, offset: number): void {
     if (key.endsWith(REBUILD_KEY_SUFFIX)) {
       this.applyRebuild(key.slice(0, -REBUILD_KEY_SUFFIX.length), value, offset);
       return;
@@ -127,13 +137,13 @@ export class ViewCatalog {
     const swap = swapOf(key, value);
     const current = this.views.get(key);
     if (swap !== null) {
-      // The rebuilt version serves; a redefinition declared after it goes on being built.
-      const rebuild = current?.rebuild ?? null;
-      this.views.set(key, {
-        ...swap,
-        rebuild: rebuild !== null && rebuild.version > swap.version ? rebuild : null,
-        retired: swap.retired,
-      });
+      // A swap holds when the rebuild it names is the last declared: not after a drop (whose null
+      // rebuild record comes first) nor after a newer redefinition. None seen: compaction took
+      // its record for a later one, which then comes after this swap.
+      const last = this.lastRebuild.get(key);
+      if (last === undefined || last === swap.version) {
+        this.views.set(key, { ...swap, rebuild: null, retired: swap.retired });
+      }
       return;
     }
     const declared = declaredView(key, value, offset);
@@ -144,6 +154,7 @@ export class ViewCatalog {
 
   /** A redefinition of a declared view starts its rebuild; null abandons it. */
   private applyRebuild(name: string, value: Uint8Array | null, offset: number): void {
+    this.lastRebuild.set(name, value === null ? null : offset);
     const current = this.views.get(name);
     if (current === undefined || offset <= current.version) return;
     if (value === null) {

@@ -5,7 +5,9 @@
  * and declared again starts from empty. Once a rebuild's published frontiers reach the source's
  * end offsets as of its declaration, the host appends the swap record (view-catalog.ts): one
  * record, so every reader of the views topic goes from the old version to the new at one offset.
- * Then the old version's processor stops, its state and topic go. It follows the views topic
+ * Then the old version's processor stops, its state and topic go. A swap is decided and appended
+ * under the lock the routes take to append definitions (exclusive()), so no drop or redefinition
+ * comes between the catalog it read and its record. It follows the views topic
  * every `definitionPollMs`, and at once when asked (settle(): a drop waits for its processor to
  * stop before the view's topic goes). This slice runs every view in one place: beside the log-node
  * in `tailbase start`.
@@ -22,6 +24,7 @@ import {
   type CatalogView,
   type DeclaredView,
   type SwapRecord,
+  type ViewRebuild,
   topicOf,
   ViewCatalog,
 } from '../shared/view-catalog.js';
@@ -37,6 +40,11 @@ export interface ViewHostOptions {
   definitionPollMs?: number;
   /** Bytes one read of the views topic asks for. */
   definitionReadBytesMax?: number;
+  /**
+   * Whether every serve-node has applied a topic through the given offsets (partition → last
+   * offset): a rebuild is swapped in once its output is served. Absent: swapped once produced.
+   */
+  servedThrough?: (topic: string, offsets: ReadonlyMap<number, number>) => Promise<boolean>;
 }
 
 const DEFINITION_POLL_MS_DEFAULT = 250;
@@ -48,6 +56,10 @@ export class ViewHost implements ViewProcessing {
   private readonly tasks = new Map<string, ViewTask>();
   /** Rebuilds whose swap record is being appended, by task key. */
   private readonly swapping = new Set<string>();
+  /** Definition writes and swap decisions, one at a time (exclusive()). */
+  private writing: Promise<unknown> = Promise.resolve();
+  /** Retired topics this host deleted (or found gone): not looked for again. */
+  private readonly deleted = new Set<string>();
   private readonly catalog: ViewCatalog;
   private readonly limits: ViewTaskLimits;
   private reconciling: Promise<void> = Promise.resolve();
@@ -88,6 +100,12 @@ export class ViewHost implements ViewProcessing {
       return Promise.reject(notFound('view_not_found', `no processor runs view ${view}`, { view }));
     }
     return task.waiters.wait(sourceOffsets, waitMs);
+  }
+
+  exclusive<T>(append: () => Promise<T>): Promise<T> {
+    const run = this.writing.then(append, append);
+    this.writing = run.catch(() => undefined);
+    return run;
   }
 
   /** Brings the running processors in line with the definitions acknowledged before the call. */
@@ -143,7 +161,9 @@ export class ViewHost implements ViewProcessing {
         this.options.log,
         this.options.logger,
         this.limits,
-        rebuild ? () => this.swapWhenCaughtUp(name, key) : undefined,
+        rebuild
+          ? () => this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets)
+          : undefined,
       );
       this.tasks.set(key, task);
       task.start();
@@ -157,47 +177,57 @@ export class ViewHost implements ViewProcessing {
   }
 
   /**
-   * A rebuild that reached its targets becomes the version reads see: one record under the view's
-   * key, which holds only if the rebuild is still the one declared when it is read.
+   * A rebuild that reached its targets, and whose output the serve-nodes applied (so a read just
+   * after the swap finds the new version whole), becomes the version reads see: one record under
+   * the view's key. The catalog holds it only while the rebuild is the last declared one.
    */
-  private swapWhenCaughtUp(name: string, key: string): void {
-    if (this.swapping.has(key) || this.stopped) return;
+  private swapWhenCaughtUp(name: string, key: string, targets: Record<string, number>): void {
     const task = this.tasks.get(key);
-    void this.catalog
-      .current()
-      .then(async (views) => {
-        const entry = views.get(name);
-        const rebuild = entry?.rebuild;
-        if (entry === undefined || task === undefined || rebuild === null || rebuild === undefined)
-          return;
-        if (dirName(name, rebuild.version) !== key || !task.reached(rebuild.targets)) return;
-        if (this.swapping.has(key)) return;
-        this.swapping.add(key);
-        try {
-          const record: SwapRecord = {
-            definition: rebuild.definition,
-            version: rebuild.version,
-            topic: rebuild.topic,
-            retired: [...entry.retired, entry.topic],
-          };
-          const value = new TextEncoder().encode(JSON.stringify(record));
-          await this.options.log.append(
-            VIEWS_TOPIC,
-            VIEWS_PARTITION,
-            encodeBatch([{ key: name, value, timestampMs: Date.now() }]),
-          );
-          this.options.logger.info(
-            { view: name, version: rebuild.version },
-            'view rebuilt: swapped',
-          );
-          await this.settle();
-        } finally {
-          this.swapping.delete(key);
-        }
-      })
+    if (this.swapping.has(key) || this.stopped || task === undefined) return;
+    if (!task.reached(targets)) return;
+    this.swapping.add(key);
+    void this.swap(name, key, task)
       .catch((error: unknown) => {
         this.options.logger.warn({ err: error, view: name }, 'swapping a rebuilt view failed');
+        return false;
+      })
+      .then((swapped) => {
+        this.swapping.delete(key);
+        // Not yet served (or failed): again after a rest, whether or not the source moves.
+        if (!swapped && this.tasks.get(key) === task) {
+          setTimeout(() => this.swapWhenCaughtUp(name, key, targets), this.limits.retryMs);
+        }
       });
+  }
+
+  /** Answers whether the swap record was appended, or the rebuild is no longer to swap. */
+  private async swap(name: string, key: string, task: ViewTask): Promise<boolean> {
+    const served = this.options.servedThrough;
+    if (served !== undefined && !(await served(task.topic, task.viewEnds()))) return false;
+    const swapped = await this.exclusive(async () => {
+      const entry = (await this.catalog.current()).get(name);
+      const rebuild = entry?.rebuild;
+      if (entry === undefined || rebuild == null || dirName(name, rebuild.version) !== key) {
+        return null;
+      }
+      const record: SwapRecord = {
+        definition: rebuild.definition,
+        version: rebuild.version,
+        topic: rebuild.topic,
+        retired: [...entry.retired, entry.topic].filter((topic) => !this.deleted.has(topic)),
+      };
+      const value = new TextEncoder().encode(JSON.stringify(record));
+      await this.options.log.append(
+        VIEWS_TOPIC,
+        VIEWS_PARTITION,
+        encodeBatch([{ key: name, value, timestampMs: Date.now() }]),
+      );
+      return rebuild;
+    });
+    if (swapped === null) return true;
+    this.options.logger.info({ view: name, version: swapped.version }, 'view rebuilt: swapped');
+    await this.settle();
+    return true;
   }
 
   /** Topics of replaced or abandoned versions that the log still holds. */
@@ -207,7 +237,9 @@ export class ViewHost implements ViewProcessing {
       live.add(entry.topic);
       if (entry.rebuild !== null) live.add(entry.rebuild.topic);
     }
-    const retired = new Set([...views.values()].flatMap((entry) => entry.retired));
+    const retired = new Set(
+      [...views.values()].flatMap((entry) => entry.retired).filter((t) => !this.deleted.has(t)),
+    );
     if (retired.size === 0) return;
     for (const topic of await this.options.log.topics()) {
       if (retired.has(topic.name) && !live.has(topic.name)) {
@@ -215,6 +247,7 @@ export class ViewHost implements ViewProcessing {
         this.options.logger.info({ topic: topic.name }, "a replaced view version's topic deleted");
       }
     }
+    for (const topic of retired) if (!live.has(topic)) this.deleted.add(topic);
   }
 
   private async retire(key: string, task: ViewTask): Promise<void> {

@@ -130,6 +130,11 @@ export class ViewTask {
     };
   }
 
+  /** The view topic's offsets its published frontiers are covered by (partition → last offset). */
+  viewEnds(): Map<number, number> {
+    return this.waiters.ends();
+  }
+
   /** Whether its published frontiers reach every target (source partition → offset). */
   reached(targets: Readonly<Record<string, number>>): boolean {
     return this.partitions.every(
@@ -148,7 +153,7 @@ export class ViewTask {
   private async run(): Promise<void> {
     // What earlier runs produced is in the topic below its end offsets: those cover the frontiers.
     await this.produceOutbox();
-    const ends = await this.viewEnds();
+    const ends = await this.topicEnds();
     this.waiters.publish(this.frontiers(), ends);
     this.onPublish();
     while (!this.stopped) {
@@ -172,7 +177,7 @@ export class ViewTask {
   }
 
   /** The view topic's last offset per partition (absent: empty). */
-  private async viewEnds(): Promise<Map<number, number>> {
+  private async topicEnds(): Promise<Map<number, number>> {
     const ends = new Map<number, number>();
     for (const o of await this.log.offsets()) {
       if (o.topic === this.topic && o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);

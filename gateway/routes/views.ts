@@ -96,8 +96,13 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
     };
   };
 
-  const appendViews = async (records: LogRecord[]) =>
-    (await writeRecords(services, VIEWS_TOPIC, records, new Map(), () => VIEWS_PARTITION)).written;
+  /** Definition records, never while the processors decide a swap (ViewProcessing.exclusive). */
+  const appendViews = async (records: LogRecord[]) => {
+    const append = () =>
+      writeRecords(services, VIEWS_TOPIC, records, new Map(), () => VIEWS_PARTITION);
+    const processing = services.viewProcessing;
+    return (processing === null ? await append() : await processing.exclusive(append)).written;
+  };
 
   /** A redefinition: a rebuild record naming the new version's topic and the source's end now. */
   const redefine = async (
