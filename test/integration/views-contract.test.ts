@@ -217,12 +217,22 @@ describe('views: the definition contract (tailbase start)', () => {
         expect.stringMatching(/^view per_country version \d+\n$/),
       ]);
       const ls = await cli('view', 'ls');
-      expect(ls.stdout).toMatch(/^VIEW\s+FROM\s+SOURCE\s+VERSION\s+LAG\n/);
-      expect(ls.stdout).toMatch(/\nper_country\s+orders\s+orders\s+\d+\s+\d+\n/);
+      expect(ls.stdout).toMatch(/^VIEW\s+FROM\s+SOURCE\s+VERSION\s+LAG\s+REBUILD\n/);
+      expect(ls.stdout).toMatch(/\nper_country\s+orders\s+orders\s+\d+\s+\d+\s+-\n/);
       const show = await cli('view', 'show', 'per_country', '--json');
       expect(JSON.parse(show.stdout)).toMatchObject({ view: 'per_country', source: 'orders' });
       const get = await cli('get', 'per_country', '["FR"]', '--consistency', 'strong');
       expect([get.code, JSON.parse(get.stdout)]).toEqual([0, { country: 'FR', n: 1 }]);
+      const redefined = await cli(
+        'view',
+        'create',
+        'per_country',
+        '{"from":"orders","groupBy":["country"],"aggregates":{"n":"count()","m":"count()"}}',
+      );
+      expect([redefined.code, redefined.stdout]).toEqual([
+        0,
+        expect.stringMatching(/^view per_country version \d+, rebuilding as version \d+\n$/),
+      ]);
       const bad = await cli(
         'view',
         'create',
