@@ -18,6 +18,7 @@ import {
   type LogRecord,
 } from '../shared/batch-codec.js';
 import { matches } from '../shared/filter/index.js';
+import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
@@ -198,14 +199,22 @@ export class ViewTask {
       signal: this.abort.signal,
     });
     if (this.stopped) return false;
+    const starts = await this.logStartsPast(outcomes);
     let moved = false;
     await this.state.env.transaction(() => {
+      // Retention removed records the view never saw, all its fetch asked for: it goes on from
+      // the log start, and says so.
+      for (const [partition, start] of starts) {
+        this.state.setFrontier(partition, start);
+        this.state.setCoversFrom(partition, start);
+        moved = true;
+      }
       const touched = new Set<string>();
       let refused = 0;
       let late = 0;
       for (const outcome of outcomes) {
         if ('error' in outcome) {
-          if (outcome.error.status !== 404) throw outcome.error;
+          if (outcome.error.status !== 404 && !starts.has(outcome.partition)) throw outcome.error;
           continue;
         }
         const { partition } = outcome;
@@ -251,6 +260,24 @@ export class ViewTask {
       }
     });
     return moved;
+  }
+
+  /**
+   * The source partitions whose fetch was refused because the frontier is below the log start,
+   * with that log start (partition → offset).
+   */
+  private async logStartsPast(outcomes: readonly FetchOutcome[]): Promise<Map<number, number>> {
+    const starts = new Map<number, number>();
+    const refused = outcomes.filter((o) => 'error' in o && o.error.code === 'offset_out_of_range');
+    if (refused.length === 0) return starts;
+    for (const o of await this.log.offsets()) {
+      if (o.topic !== this.sourceTopic) continue;
+      if (!refused.some((r) => r.partition === o.partition)) continue;
+      if (o.logStartOffset > this.state.frontier(o.partition)) {
+        starts.set(o.partition, o.logStartOffset);
+      }
+    }
+    return starts;
   }
 
   private sourceDocument(
