@@ -25,6 +25,7 @@ export function clusterStatus(
   clusterId: string,
   offsets: readonly PartitionOffsets[],
   topology: ServeTopology,
+  views: Status['views'] = [],
 ): Status {
   const ordered = [...offsets].sort(
     (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
@@ -77,6 +78,7 @@ export function clusterStatus(
     lagRecords: collections.reduce((sum, row) => sum + row.lagRecords, 0),
     ready: serveNodes.every((node) => node.up && node.ready),
     collections,
+    views,
     partitions,
     serveNodes,
   };

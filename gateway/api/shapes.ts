@@ -370,6 +370,32 @@ export const Status = Type.Object({
       { description: "one row a collection: its partitions' replicas summed up" },
     ),
   ),
+  views: Type.Array(
+    Type.Object(
+      {
+        view: Type.String(),
+        version: Type.Integer({ minimum: 0 }),
+        topic: Type.String({ description: 'the topic of the version reads see' }),
+        lagRecords: Nullable(
+          Type.Integer({
+            minimum: 0,
+            description: 'source records it has not processed; null: no processor answered',
+          }),
+        ),
+        rebuilding: Nullable(
+          Type.Object({
+            version: Type.Integer({ minimum: 0 }),
+            processed: Nullable(Type.Integer({ minimum: 0 })),
+            total: Type.Integer({
+              minimum: 0,
+              description: "the source's end offsets when it was declared, summed",
+            }),
+          }),
+        ),
+      },
+      { description: 'one row a view: its lag, and a redefinition being rebuilt' },
+    ),
+  ),
   partitions: Type.Array(
     Type.Object({
       topic: Type.String(),

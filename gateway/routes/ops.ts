@@ -15,6 +15,7 @@ import { requestToken, TOKEN_HEADER } from '../consistency.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { clusterStatus } from '../status.js';
+import { viewRows } from '../view-status.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
 import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
@@ -92,8 +93,13 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
   on(API_ROUTES.changes, (c) => changeFeed(c, strictQuery(c.req.url), services));
 
   on(API_ROUTES.status, async (c) => {
-    const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
-    return c.json(clusterStatus(cluster.clusterId, offsets, topology));
+    const [offsets, views] = await Promise.all([
+      log.offsets(),
+      services.views.current(),
+      topology.refresh(),
+    ]);
+    const rows = viewRows(views, services.viewProcessing);
+    return c.json(clusterStatus(cluster.clusterId, offsets, topology, rows));
   });
 
   /** A serve-node by its index in /v1/status: operators rebuild one without knowing its address. */

@@ -152,11 +152,21 @@ describe('views: reprocessing', () => {
     for (;;) {
       // The read before the look at the view: a read made while it still rebuilds is old.
       const shape = await readShape(url);
+      const row = (await call(url, 'GET', '/v1/status')).body.views.find(
+        (v: { view: string }) => v.view === 'by_country',
+      );
       const info = await viewInfo(url);
       shapes.push(shape);
       if (info.rebuilding !== null) {
         expect(info.version).toBe(first.body.version);
         expect(shape).toBe('old');
+        // /v1/status tells the same: the version that serves, and the rebuild's progress.
+        expect(row).toMatchObject({
+          version: first.body.version,
+          topic: 'by_country',
+          rebuilding: { version: next.version, total: expect.any(Number) },
+        });
+        expect(row.rebuilding.total).toBeGreaterThan(0);
         for (const p of info.rebuilding.partitions ?? []) {
           expect(p.processed).toBeGreaterThanOrEqual(0);
           if (p.processed > 0 && p.processed < p.total) sawProgress = true;
