@@ -66,6 +66,8 @@ export async function planRead(
   services: GatewayServices,
   name: string,
   partitions: readonly number[],
+  /** Planned again after the view's version was swapped under the first plan's wait. */
+  replanned = false,
 ): Promise<ReadPlan> {
   const { limits } = services.config;
   const startedMs = performance.now();
@@ -89,8 +91,14 @@ export async function planRead(
               partitions: [...partitions],
             }),
         );
-  // Every read: a view redefined since the last read is served from its new version's topic.
-  const views = await fromLog(() => services.views.current(), 'the view definitions were');
+  // A name the catalog read a moment ago (as the incarnations are kept) knows as no view is a
+  // collection's: its own topic, no read of the log. A view's read takes the catalog as of now,
+  // so after a swap it is served by the new version.
+  const recent = services.views.recent(services.config.topologyRefreshMs);
+  const views =
+    recent !== null && viewOfTopic(recent, name) === null
+      ? recent
+      : await fromLog(() => services.views.current(), 'the view definitions were');
   const collection = topicOf(views, name);
   const current = await fromLog(
     () => services.incarnations.of(collection),
@@ -135,11 +143,19 @@ export async function planRead(
     const view = viewOfTopic(views, collection);
     if (view !== null && view.topic === collection) {
       const remainingMs = () => waitMs - (performance.now() - startedMs);
-      const needs = await viewWaits(services, views, view.view.name, {
-        token,
-        strongEnds,
-        remainingMs,
-      });
+      let needs: Map<number, number>;
+      try {
+        needs = await viewWaits(services, views, view.view.name, {
+          token,
+          strongEnds,
+          remainingMs,
+        });
+      } catch (error) {
+        // The version it waited on was swapped out meanwhile: once more, on the new version.
+        const swapped = error instanceof TailbaseError && error.code === 'view_processor_stopped';
+        if (!swapped || replanned) throw error;
+        return planRead(c, query, services, name, partitions, true);
+      }
       for (const p of partitions) {
         const offset = needs.get(p);
         if (offset !== undefined) waitFor[p] = Math.max(waitFor[p] ?? -1, offset);

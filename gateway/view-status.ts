@@ -34,7 +34,7 @@ export function viewRows(
                   ? null
                   : sum(
                       rebuilt.frontiers.map((f) =>
-                        Math.min(f.frontier, rebuild.targets[String(f.partition)] ?? 0),
+                        Math.min(f.processed, rebuild.targets[String(f.partition)] ?? 0),
                       ),
                     ),
               total: sum(Object.values(rebuild.targets)),

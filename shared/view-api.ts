@@ -12,6 +12,11 @@ export interface ViewPartitionProgress {
   /** Source records past the frontier, as of the last fetch. */
   lag: number;
   /**
+   * The next source offset processed in the state (committed; its output may still be on its way
+   * to the view's topic): a rebuild's progress, known at once after a restart.
+   */
+  processed: number;
+  /**
    * The source partition's log start when the processor began past 0 (retention removed what was
    * below): the view covers only what the log still held. Absent: it covers the whole log.
    */

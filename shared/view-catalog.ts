@@ -59,6 +59,8 @@ const utf8 = new TextDecoder('utf-8');
 export class ViewCatalog {
   private readonly records = new ViewRecords();
   private next = 0;
+  /** When the last read that succeeded began (Date.now()); -Infinity before any. */
+  private readStartedAtMs = -Infinity;
   private running: Promise<void> = Promise.resolve();
   private queued: Promise<void> | null = null;
 
@@ -79,6 +81,14 @@ export class ViewCatalog {
     }
   }
 
+  /**
+   * The catalog as of a read that began at most `maxAgeMs` ago, without reading the log; null
+   * when the last read is older (or there was none).
+   */
+  recent(maxAgeMs: number): ReadonlyMap<string, CatalogView> | null {
+    return Date.now() - this.readStartedAtMs <= maxAgeMs ? this.records.views : null;
+  }
+
   /** Every view declared by a definition acknowledged before this call, by name. */
   async current(): Promise<ReadonlyMap<string, CatalogView>> {
     const start = () => {
@@ -93,13 +103,17 @@ export class ViewCatalog {
   }
 
   private async readNew(): Promise<void> {
+    const startedAtMs = Date.now();
     try {
       // The usual case, nothing new, in one read of the partition's end; anything else (records,
       // or a start moved past `next` by compaction) goes the whole way.
       const tail = await this.log
         .read(VIEWS_TOPIC, 0, this.next, { maxBytes: this.readBytesMax, waitMs: 0 })
         .catch(() => null);
-      if (tail !== null && tail.batches.length === 0 && tail.endOffset <= this.next) return;
+      if (tail !== null && tail.batches.length === 0 && tail.endOffset <= this.next) {
+        this.readStartedAtMs = startedAtMs;
+        return;
+      }
       this.next = await readInternalTopic(
         this.log,
         VIEWS_TOPIC,
@@ -109,9 +123,11 @@ export class ViewCatalog {
           if (key !== null) this.records.apply(key, value, offset);
         },
       );
+      this.readStartedAtMs = startedAtMs;
     } catch (error) {
       // A Kafka cluster holds no views topic until the first view is declared.
       if (!(error instanceof TailbaseError && error.status === 404)) throw error;
+      this.readStartedAtMs = startedAtMs;
     }
   }
 }

@@ -122,9 +122,10 @@ export class ViewTask {
         const end = this.sourceEnds.get(partition) ?? frontier;
         const coversFrom = this.state.coversFrom(partition);
         const lag = Math.max(0, end - frontier);
+        const processed = this.state.frontier(partition);
         return coversFrom === null
-          ? { partition, frontier, lag }
-          : { partition, frontier, lag, coversFrom };
+          ? { partition, frontier, lag, processed }
+          : { partition, frontier, lag, processed, coversFrom };
       }),
       refusedRecords: this.state.refused(),
       lateRecords: this.state.late(),

@@ -82,15 +82,15 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
               version: rebuild.version,
               topic: rebuild.topic,
               partitions:
-                rebuilt?.frontiers.map(({ partition, frontier, coversFrom }) => ({
+                rebuilt?.frontiers.map(({ partition, processed, coversFrom }) => ({
                   partition,
-                  processed: frontier,
+                  processed,
                   total: rebuild.targets[String(partition)] ?? 0,
                   ...(coversFrom === undefined ? {} : { coversFrom }),
                 })) ?? null,
             },
       source: chain[chain.length - 1],
-      frontiers: progress?.frontiers ?? null,
+      frontiers: progress?.frontiers.map(({ processed: _, ...frontier }) => frontier) ?? null,
       refusedRecords: progress?.refusedRecords ?? null,
       lateRecords: progress?.lateRecords ?? null,
     };

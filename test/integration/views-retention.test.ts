@@ -84,7 +84,13 @@ describe('views over a source whose log start is past 0', () => {
     });
     const first = await caughtUp('per_minute', declared.baseOffset, bounds.endOffset);
     expect(first.frontiers).toEqual([
-      { partition: 0, frontier: bounds.endOffset, lag: 0, coversFrom: bounds.logStartOffset },
+      {
+        partition: 0,
+        frontier: bounds.endOffset,
+        lag: 0,
+        processed: bounds.endOffset,
+        coversFrom: bounds.logStartOffset,
+      },
     ]);
 
     const rebuild: RebuildRecord = {
