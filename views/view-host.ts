@@ -7,9 +7,9 @@
  * record, so every reader of the views topic goes from the old version to the new at one offset.
  * Then the old version's processor stops, its state and topic go. A swap is decided and appended
  * under the lock the routes take to append definitions (exclusive()), so no drop or redefinition
- * comes between the catalog it read and its record. It follows the views topic
- * every `definitionPollMs`, and at once when asked (settle(): a drop waits for its processor to
- * stop before the view's topic goes). This slice runs every view in one place: beside the log-node
+ * comes between the catalog it read and its record. It follows the views topic every
+ * `definitionPollMs`, and at once when asked (settle(): a drop waits for its processor to stop
+ * before the view's topic goes). This slice runs every view in one place: beside the log-node
  * in `tailbase start`.
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
@@ -56,6 +56,8 @@ export class ViewHost implements ViewProcessing {
   private readonly tasks = new Map<string, ViewTask>();
   /** Rebuilds whose swap record is being appended, by task key. */
   private readonly swapping = new Set<string>();
+  /** Rebuilds swapped in (or no longer to swap): their later rounds ask nothing more. */
+  private readonly settled = new Set<string>();
   /** Definition writes and swap decisions, one at a time (exclusive()). */
   private writing: Promise<unknown> = Promise.resolve();
   /** Retired topics this host deleted (or found gone): not looked for again. */
@@ -183,7 +185,9 @@ export class ViewHost implements ViewProcessing {
    */
   private swapWhenCaughtUp(name: string, key: string, targets: Record<string, number>): void {
     const task = this.tasks.get(key);
-    if (this.swapping.has(key) || this.stopped || task === undefined) return;
+    if (this.swapping.has(key) || this.settled.has(key) || this.stopped || task === undefined) {
+      return;
+    }
     if (!task.reached(targets)) return;
     this.swapping.add(key);
     void this.swap(name, key, task)
@@ -193,8 +197,9 @@ export class ViewHost implements ViewProcessing {
       })
       .then((swapped) => {
         this.swapping.delete(key);
+        if (swapped) this.settled.add(key);
         // Not yet served (or failed): again after a rest, whether or not the source moves.
-        if (!swapped && this.tasks.get(key) === task) {
+        else if (this.tasks.get(key) === task) {
           setTimeout(() => this.swapWhenCaughtUp(name, key, targets), this.limits.retryMs);
         }
       });
