@@ -10,7 +10,12 @@
 import type { Context, Hono } from 'hono';
 import { checkCollection } from '../../shared/collection-name.js';
 import { badRequest, notFound, TailbaseError } from '../../shared/errors.js';
-import { isCollectionTopic, SETTINGS_TOPIC, VIEWS_TOPIC } from '../../shared/topics.js';
+import {
+  COLLECTION_PATTERN,
+  isCollectionTopic,
+  SETTINGS_TOPIC,
+  VIEWS_TOPIC,
+} from '../../shared/topics.js';
 import { readSearchSettings } from '../settings-reader.js';
 import {
   definitionOf,
@@ -38,7 +43,6 @@ import {
 } from '../../shared/view-catalog.js';
 import type { ViewProgress } from '../../shared/view-api.js';
 import type { LogRecord } from '../../shared/batch-codec.js';
-import { COLLECTION_PATTERN } from '../../shared/topics.js';
 import { declaredRoutes } from './declared.js';
 
 const VIEWS_PARTITION = 0;
