@@ -164,7 +164,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       throw error;
     },
   );
-  const views = await startViewHost(options, log).catch(async (error: unknown) => {
+  const views = await startViewHost(options, log, applier).catch(async (error: unknown) => {
     await views.stop();
     await reads.stop();
     await serveThread.stop();
@@ -313,12 +313,25 @@ function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
  * The view processors, on the main thread with the gateway: their work is fetches, appends and
  * small LMDB transactions, and the gateway answers view reads from their frontiers in-process.
  */
-function startViewHost(options: EmbeddedOptions, log: LogClient): Promise<ViewHost> {
+function startViewHost(
+  options: EmbeddedOptions,
+  log: LogClient,
+  serve: ServeClient,
+): Promise<ViewHost> {
   return ViewHost.start({
     log,
     dataDir: path.join(options.dataDir, 'views'),
     logger: createLogger('tailbase').child({ role: 'views' }),
     limits: options.viewLimits,
+    // A rebuilt view is swapped in once the serve-node serves its output, not before.
+    servedThrough: async (topic, offsets) => {
+      const applied = new Map(
+        (await serve.status()).partitions
+          .filter((p) => p.topic === topic)
+          .map((p) => [p.partition, p.applied]),
+      );
+      return [...offsets].every(([partition, last]) => (applied.get(partition) ?? 0) > last);
+    },
   });
 }
 

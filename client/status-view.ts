@@ -37,11 +37,21 @@ export interface CollectionRow {
   state: string | null;
 }
 
+/** One view: its lag, and a redefinition's progress. */
+export interface ViewRow {
+  view: string;
+  version: number | null;
+  lagRecords: number | null;
+  /** `version M processed/total`, or null when none is being rebuilt. */
+  rebuilding: string | null;
+}
+
 export interface StatusView {
   clusterId: string | null;
   /** Records not applied over the collections (internal topics left out); null when not said. */
   lagRecords: number | null;
   collections: CollectionRow[];
+  views: ViewRow[];
   replicas: ReplicaRow[];
   serveNodes: ServeNodeRow[];
 }
@@ -102,10 +112,21 @@ export function readStatus(body: unknown): StatusView {
       },
     ];
   });
+  const views = objects(root.views).flatMap((v) => {
+    const view = text(v.view);
+    if (view === null) return [];
+    const rebuild = v.rebuilding == null ? null : asObject(v.rebuilding);
+    const progress =
+      rebuild === null
+        ? null
+        : `version ${num(rebuild.version) ?? '?'} ${num(rebuild.processed) ?? '?'}/${num(rebuild.total) ?? '?'}`;
+    return [{ view, version: num(v.version), lagRecords: num(v.lagRecords), rebuilding: progress }];
+  });
   return {
     clusterId: text(root.clusterId),
     lagRecords: num(root.lagRecords),
     collections,
+    views,
     replicas,
     serveNodes,
   };
@@ -130,6 +151,14 @@ export function formatStatus(view: StatusView): string {
           c.lagRecords,
           c.state,
         ]),
+      ) + '\n',
+    );
+  }
+  if (view.views.length > 0) {
+    lines.push(
+      formatTable(
+        ['VIEW', 'VERSION', 'LAG', 'REBUILD'],
+        view.views.map((v) => [v.view, v.version, v.lagRecords, v.rebuilding ?? '-']),
       ) + '\n',
     );
   }

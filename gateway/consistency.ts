@@ -24,6 +24,7 @@ import type { GatewayServices } from './services.js';
 import type { ServeNode } from './topology.js';
 import { enumParam, intParam } from './validation.js';
 import { tokenNamesOthers, viewWaits } from './view-waits.js';
+import { topicOf, viewOfTopic } from '../shared/view-catalog.js';
 import { beforeBound, withinWait, type WaitBound } from './wait-deadline.js';
 
 export { TOKEN_HEADER, CONSISTENCY_LEVELS, type Consistency } from './api/constants.js';
@@ -39,6 +40,11 @@ export function requestToken(
 }
 
 export interface ReadPlan {
+  /**
+   * The topic read: the collection's, or for a view the topic of the version the catalog read
+   * names (one version a read: after a swap, the new one).
+   */
+  topic: string;
   token: TokenOffsets;
   /** The incarnation of the collection read (0 when the log holds none of that name). */
   incarnation: number;
@@ -58,8 +64,10 @@ export async function planRead(
   c: Context,
   query: Map<string, string>,
   services: GatewayServices,
-  collection: string,
+  name: string,
   partitions: readonly number[],
+  /** Planned again after the view's version was swapped under the first plan's wait. */
+  replanned = false,
 ): Promise<ReadPlan> {
   const { limits } = services.config;
   const startedMs = performance.now();
@@ -83,6 +91,15 @@ export async function planRead(
               partitions: [...partitions],
             }),
         );
+  // A name the catalog read a moment ago (as the incarnations are kept) knows as no view is a
+  // collection's: its own topic, no read of the log. A view's read takes the catalog as of now,
+  // so after a swap it is served by the new version.
+  const recent = services.views.recent(services.config.topologyRefreshMs);
+  const views =
+    recent !== null && viewOfTopic(recent, name) === null
+      ? recent
+      : await fromLog(() => services.views.current(), 'the view definitions were');
+  const collection = topicOf(views, name);
   const current = await fromLog(
     () => services.incarnations.of(collection),
     `the log's topics (for ${collection}'s incarnation) were`,
@@ -135,21 +152,29 @@ export async function planRead(
     strongEnds !== null ||
     (consistency === 'token' && tokenNamesOthers(token, collection, incarnation))
   ) {
-    const views = await fromLog(() => services.views.current(), 'the view definitions were');
-    if (views.has(collection)) {
+    const view = viewOfTopic(views, collection);
+    if (view !== null && view.topic === collection) {
       const remainingMs = () => waitMs - (performance.now() - startedMs);
-      const needs = await viewWaits(services, views, collection, {
-        token,
-        strongEnds,
-        remainingMs,
-      });
+      let needs: Map<number, number>;
+      try {
+        needs = await viewWaits(services, views, view.view.name, {
+          token,
+          strongEnds,
+          remainingMs,
+        });
+      } catch (error) {
+        // The version it waited on was swapped out meanwhile: once more, on the new version.
+        const swapped = error instanceof TailbaseError && error.code === 'view_processor_stopped';
+        if (!swapped || replanned) throw error;
+        return planRead(c, query, services, name, partitions, true);
+      }
       for (const p of partitions) {
         const offset = needs.get(p);
         if (offset !== undefined) waitFor[p] = Math.max(waitFor[p] ?? -1, offset);
       }
     }
   }
-  return { token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
+  return { topic: collection, token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
 }
 
 /**

@@ -28,6 +28,7 @@ export function clusterStatus(
   topology: ServeTopology,
   /** The gateway's own caches and buffers (memory-bounds.ts). */
   memory: MemoryBound[],
+  views: Status['views'] = [],
 ): Status {
   const ordered = [...offsets].sort(
     (a, b) => a.topic.localeCompare(b.topic) || a.partition - b.partition,
@@ -81,6 +82,7 @@ export function clusterStatus(
     lagRecords: collections.reduce((sum, row) => sum + row.lagRecords, 0),
     ready: serveNodes.every((node) => node.up && node.ready),
     collections,
+    views,
     partitions,
     memory,
     serveNodes,

@@ -9,7 +9,7 @@
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import { collectionId, offsetsOf, type TokenOffsets } from '../shared/token.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
-import type { DeclaredView } from '../shared/view-catalog.js';
+import { type CatalogView, topicOf } from '../shared/view-catalog.js';
 import type { GatewayServices } from './services.js';
 
 /** Whether the token names any topic but the collection read and the settings. */
@@ -38,18 +38,19 @@ export interface ViewWaitInput {
  */
 export async function viewWaits(
   services: GatewayServices,
-  views: ReadonlyMap<string, DeclaredView>,
+  views: ReadonlyMap<string, CatalogView>,
   view: string,
   input: ViewWaitInput,
 ): Promise<Map<number, number>> {
   const declared = views.get(view);
   if (declared === undefined) return new Map();
-  const source = declared.view.from;
+  // A source view is read from its serving version's topic, which its tokens name.
+  const source = topicOf(views, declared.view.from);
   const incarnation = (await services.incarnations.of(source)) ?? 0;
   const needs = new Map(offsetsOf(input.token, source, incarnation));
   for (const [p, o] of input.strongEnds?.get(source) ?? [])
     needs.set(p, Math.max(o, needs.get(p) ?? -1));
-  for (const [p, o] of await viewWaits(services, views, source, input)) {
+  for (const [p, o] of await viewWaits(services, views, declared.view.from, input)) {
     needs.set(p, Math.max(o, needs.get(p) ?? -1));
   }
   if (needs.size === 0) return new Map();
@@ -63,7 +64,8 @@ export async function viewWaits(
   }
   const waitMs = Math.max(0, input.remainingMs());
   try {
-    return await processing.waitFor(view, needs, waitMs);
+    // The version the catalog read names serves this read: after a swap, the new one.
+    return await processing.waitFor(view, declared.version, needs, waitMs);
   } catch (error) {
     if (error instanceof TailbaseError && error.code === 'view_not_found') {
       throw new TailbaseError(

@@ -11,6 +11,16 @@ export interface ViewPartitionProgress {
   frontier: number;
   /** Source records past the frontier, as of the last fetch. */
   lag: number;
+  /**
+   * The next source offset processed in the state (committed; its output may still be on its way
+   * to the view's topic): a rebuild's progress, known at once after a restart.
+   */
+  processed: number;
+  /**
+   * The source partition's log start when the processor began past 0 (retention removed what was
+   * below): the view covers only what the log still held. Absent: it covers the whole log.
+   */
+  coversFrom?: number;
 }
 
 export interface ViewProgress {
@@ -23,8 +33,8 @@ export interface ViewProgress {
 }
 
 export interface ViewProcessing {
-  /** The processor's progress, or null when it does not run the view (yet). */
-  progress(view: string): ViewProgress | null;
+  /** The progress of a version of a view, or null when no processor runs it here (yet). */
+  progress(view: string, version: number): ViewProgress | null;
   /**
    * Waits until the view has processed and produced every source offset given (partition →
    * offset, inclusive), then answers the view topic's offsets (partition → last offset) that
@@ -32,9 +42,19 @@ export interface ViewProcessing {
    */
   waitFor(
     view: string,
+    version: number,
     sourceOffsets: ReadonlyMap<number, number>,
     waitMs: number,
   ): Promise<Map<number, number>>;
-  /** Takes every definition acknowledged before the call: a dropped view's processor is stopped. */
+  /**
+   * Runs `append` (a write of view definitions) while no swap is being decided: a swap appended
+   * after a drop or a redefinition it did not see would be refused by every reader, but left as
+   * its key's last record it would read otherwise once the views topic is compacted.
+   */
+  exclusive<T>(append: () => Promise<T>): Promise<T>;
+  /**
+   * Takes every definition acknowledged before the call: a dropped view's processor is stopped, a
+   * redefinition's starts.
+   */
   settle(): Promise<void>;
 }

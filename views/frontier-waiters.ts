@@ -15,7 +15,7 @@ interface Waiter {
 
 export class FrontierWaiters {
   private frontiers = new Map<number, number>();
-  private readonly ends = new Map<number, number>();
+  private readonly appended = new Map<number, number>();
   private readonly waiting = new Set<Waiter>();
 
   constructor(
@@ -28,19 +28,24 @@ export class FrontierWaiters {
     return this.frontiers.get(partition) ?? 0;
   }
 
+  /** The view offsets that cover the published frontiers (partition → last offset appended). */
+  ends(): Map<number, number> {
+    return new Map(this.appended);
+  }
+
   /** A processed round: its frontiers (next offsets), and the view offsets it appended. */
   publish(frontiers: ReadonlyMap<number, number>, appended: ReadonlyMap<number, number>): void {
     this.frontiers = new Map(frontiers);
     for (const [partition, offset] of appended) {
-      this.ends.set(partition, Math.max(offset, this.ends.get(partition) ?? -1));
+      this.appended.set(partition, Math.max(offset, this.appended.get(partition) ?? -1));
     }
     for (const waiter of this.waiting) {
-      if (this.covers(waiter.needs)) this.settle(waiter).resolve(new Map(this.ends));
+      if (this.covers(waiter.needs)) this.settle(waiter).resolve(this.ends());
     }
   }
 
   wait(needs: ReadonlyMap<number, number>, waitMs: number): Promise<Map<number, number>> {
-    if (this.covers(needs)) return Promise.resolve(new Map(this.ends));
+    if (this.covers(needs)) return Promise.resolve(this.ends());
     if (this.waiting.size >= this.waitersMax) {
       return Promise.reject(
         unavailable(

@@ -1,18 +1,33 @@
 /**
- * Runs a processor (view-task.ts) for every view the views topic declares, each with its state in
- * a directory of its own named by the view and its definition's version (`<name>@<version>`), so
- * a view dropped and declared again starts from empty. It follows the views topic every
+ * Runs a processor (view-task.ts) for every version of a view the views topic declares: the one
+ * reads see and, while a redefinition is rebuilt, the new one beside it. Each has its state in a
+ * directory of its own named by the view and its version (`<name>@<version>`), so a view dropped
+ * and declared again starts from empty. Once a rebuild's published frontiers reach the source's
+ * end offsets as of its declaration, the host appends the swap record (view-catalog.ts): one
+ * record, so every reader of the views topic goes from the old version to the new at one offset.
+ * Then the old version's processor stops, its state and topic go. A swap is decided and appended
+ * under the lock the routes take to append definitions (exclusive()), so no drop or redefinition
+ * comes between the catalog it read and its record. It follows the views topic every
  * `definitionPollMs`, and at once when asked (settle(): a drop waits for its processor to stop
- * before the view's topic goes). This slice runs every view in one place: beside the log-node in
- * `tailbase start`.
+ * before the view's topic goes). This slice runs every view in one place: beside the log-node
+ * in `tailbase start`.
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
+import { encodeBatch } from '../shared/batch-codec.js';
 import { notFound } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
+import { VIEWS_TOPIC } from '../shared/topics.js';
 import type { ViewProcessing, ViewProgress } from '../shared/view-api.js';
-import { ViewCatalog } from '../shared/view-catalog.js';
+import {
+  type CatalogView,
+  type DeclaredView,
+  type SwapRecord,
+  type ViewRebuild,
+  topicOf,
+  ViewCatalog,
+} from '../shared/view-catalog.js';
 import { VIEW_TASK_LIMITS_DEFAULT, ViewTask, type ViewTaskLimits } from './view-task.js';
 
 export interface ViewHostOptions {
@@ -25,13 +40,28 @@ export interface ViewHostOptions {
   definitionPollMs?: number;
   /** Bytes one read of the views topic asks for. */
   definitionReadBytesMax?: number;
+  /**
+   * Whether every serve-node has applied a topic through the given offsets (partition → last
+   * offset): a rebuild is swapped in once its output is served. Absent: swapped once produced.
+   */
+  servedThrough?: (topic: string, offsets: ReadonlyMap<number, number>) => Promise<boolean>;
 }
 
 const DEFINITION_POLL_MS_DEFAULT = 250;
+const VIEWS_PARTITION = 0;
 const DEFINITION_READ_BYTES_MAX_DEFAULT = 1024 * 1024;
 
 export class ViewHost implements ViewProcessing {
+  /** By `<name>@<version>`: the serving version's task, and a rebuild's beside it. */
   private readonly tasks = new Map<string, ViewTask>();
+  /** Rebuilds whose swap record is being appended, by task key. */
+  private readonly swapping = new Set<string>();
+  /** Rebuilds swapped in (or no longer to swap): their later rounds ask nothing more. */
+  private readonly settled = new Set<string>();
+  /** Definition writes and swap decisions, one at a time (exclusive()). */
+  private writing: Promise<unknown> = Promise.resolve();
+  /** Retired topics this host deleted (or found gone): not looked for again. */
+  private readonly deleted = new Set<string>();
   private readonly catalog: ViewCatalog;
   private readonly limits: ViewTaskLimits;
   private reconciling: Promise<void> = Promise.resolve();
@@ -57,20 +87,27 @@ export class ViewHost implements ViewProcessing {
     return host;
   }
 
-  progress(view: string): ViewProgress | null {
-    return this.tasks.get(view)?.progress() ?? null;
+  progress(view: string, version: number): ViewProgress | null {
+    return this.tasks.get(dirName(view, version))?.progress() ?? null;
   }
 
   waitFor(
     view: string,
+    version: number,
     sourceOffsets: ReadonlyMap<number, number>,
     waitMs: number,
   ): Promise<Map<number, number>> {
-    const task = this.tasks.get(view);
+    const task = this.tasks.get(dirName(view, version));
     if (task === undefined) {
       return Promise.reject(notFound('view_not_found', `no processor runs view ${view}`, { view }));
     }
     return task.waiters.wait(sourceOffsets, waitMs);
+  }
+
+  exclusive<T>(append: () => Promise<T>): Promise<T> {
+    const run = this.writing.then(append, append);
+    this.writing = run.catch(() => undefined);
+    return run;
   }
 
   /** Brings the running processors in line with the definitions acknowledged before the call. */
@@ -103,42 +140,125 @@ export class ViewHost implements ViewProcessing {
   private async reconcile(): Promise<void> {
     if (this.stopped) return;
     const views = await this.catalog.current();
-    const live = new Set<string>();
-    for (const [name, declared] of views) {
-      const dir = dirName(name, declared.version);
-      live.add(dir);
-      const running = this.tasks.get(name);
-      if (running?.version === declared.version) continue;
-      if (running !== undefined) await this.retire(name, running);
+    const wanted = new Map<string, { name: string; declared: DeclaredView; rebuild: boolean }>();
+    for (const [name, entry] of views) {
+      wanted.set(dirName(name, entry.version), { name, declared: entry, rebuild: false });
+      if (entry.rebuild !== null) {
+        wanted.set(dirName(name, entry.rebuild.version), {
+          name,
+          declared: entry.rebuild,
+          rebuild: true,
+        });
+      }
+    }
+    for (const [key, task] of this.tasks) {
+      if (!wanted.has(key)) await this.retire(key, task);
+    }
+    for (const [key, { name, declared, rebuild }] of wanted) {
+      if (this.tasks.has(key)) continue;
       const task = new ViewTask(
-        declared.view,
-        declared.version,
-        path.join(this.options.dataDir, dir),
+        { ...declared, sourceTopic: topicOf(views, declared.view.from) },
+        path.join(this.options.dataDir, key),
         this.partitions,
         this.options.log,
         this.options.logger,
         this.limits,
+        rebuild
+          ? () => this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets)
+          : undefined,
       );
-      this.tasks.set(name, task);
+      this.tasks.set(key, task);
       task.start();
-    }
-    for (const [name, task] of this.tasks) {
-      if (!views.has(name)) await this.retire(name, task);
     }
     // State of views dropped while no processor ran.
     for (const entry of readdirSync(this.options.dataDir)) {
-      if (!live.has(entry))
+      if (!wanted.has(entry))
         rmSync(path.join(this.options.dataDir, entry), { recursive: true, force: true });
     }
+    await this.deleteRetired(views);
   }
 
-  private async retire(name: string, task: ViewTask): Promise<void> {
-    this.tasks.delete(name);
-    await task.stop();
-    rmSync(path.join(this.options.dataDir, dirName(name, task.version)), {
-      recursive: true,
-      force: true,
+  /**
+   * A rebuild that reached its targets, and whose output the serve-nodes applied (so a read just
+   * after the swap finds the new version whole), becomes the version reads see: one record under
+   * the view's key. The catalog holds it only while the rebuild is the last declared one.
+   */
+  private swapWhenCaughtUp(name: string, key: string, targets: Record<string, number>): void {
+    const task = this.tasks.get(key);
+    if (this.swapping.has(key) || this.settled.has(key) || this.stopped || task === undefined) {
+      return;
+    }
+    if (!task.reached(targets)) return;
+    this.swapping.add(key);
+    void this.swap(name, key, task)
+      .catch((error: unknown) => {
+        this.options.logger.warn({ err: error, view: name }, 'swapping a rebuilt view failed');
+        return false;
+      })
+      .then((swapped) => {
+        this.swapping.delete(key);
+        if (swapped) this.settled.add(key);
+        // Not yet served (or failed): again after a rest, whether or not the source moves.
+        else if (this.tasks.get(key) === task) {
+          setTimeout(() => this.swapWhenCaughtUp(name, key, targets), this.limits.retryMs);
+        }
+      });
+  }
+
+  /** Answers whether the swap record was appended, or the rebuild is no longer to swap. */
+  private async swap(name: string, key: string, task: ViewTask): Promise<boolean> {
+    const served = this.options.servedThrough;
+    if (served !== undefined && !(await served(task.topic, task.viewEnds()))) return false;
+    const swapped = await this.exclusive(async () => {
+      const entry = (await this.catalog.current()).get(name);
+      const rebuild = entry?.rebuild;
+      if (entry === undefined || rebuild == null || dirName(name, rebuild.version) !== key) {
+        return null;
+      }
+      const record: SwapRecord = {
+        definition: rebuild.definition,
+        version: rebuild.version,
+        topic: rebuild.topic,
+        retired: [...entry.retired, entry.topic].filter((topic) => !this.deleted.has(topic)),
+      };
+      const value = new TextEncoder().encode(JSON.stringify(record));
+      await this.options.log.append(
+        VIEWS_TOPIC,
+        VIEWS_PARTITION,
+        encodeBatch([{ key: name, value, timestampMs: Date.now() }]),
+      );
+      return rebuild;
     });
+    if (swapped === null) return true;
+    this.options.logger.info({ view: name, version: swapped.version }, 'view rebuilt: swapped');
+    await this.settle();
+    return true;
+  }
+
+  /** Topics of replaced or abandoned versions that the log still holds. */
+  private async deleteRetired(views: ReadonlyMap<string, CatalogView>): Promise<void> {
+    const live = new Set<string>();
+    for (const entry of views.values()) {
+      live.add(entry.topic);
+      if (entry.rebuild !== null) live.add(entry.rebuild.topic);
+    }
+    const retired = new Set(
+      [...views.values()].flatMap((entry) => entry.retired).filter((t) => !this.deleted.has(t)),
+    );
+    if (retired.size === 0) return;
+    for (const topic of await this.options.log.topics()) {
+      if (retired.has(topic.name) && !live.has(topic.name)) {
+        await this.options.log.deleteTopic(topic.name);
+        this.options.logger.info({ topic: topic.name }, "a replaced view version's topic deleted");
+      }
+    }
+    for (const topic of retired) if (!live.has(topic)) this.deleted.add(topic);
+  }
+
+  private async retire(key: string, task: ViewTask): Promise<void> {
+    this.tasks.delete(key);
+    await task.stop();
+    rmSync(path.join(this.options.dataDir, key), { recursive: true, force: true });
   }
 }
 

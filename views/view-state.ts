@@ -44,7 +44,8 @@ export class ViewState {
   readonly outbox: Database<OutboxEntry, string>;
   /**
    * `frontier:<p>` → next unprocessed source offset; `streamTime:<p>` → greatest event time seen
-   * (windowed views); `refused`, `late` → records refused, records late.
+   * (windowed views); `coversFrom:<p>` → the log start it skipped to when retention had removed
+   * records it never saw; `refused`, `late` → records refused, records late.
    */
   readonly meta: Database<number, string>;
 
@@ -74,6 +75,15 @@ export class ViewState {
 
   setStreamTime(partition: number, ms: number): void {
     this.meta.put(`streamTime:${partition}`, ms);
+  }
+
+  /** The log start a source partition was taken from when retention had removed records before it. */
+  coversFrom(partition: number): number | null {
+    return this.meta.get(`coversFrom:${partition}`) ?? null;
+  }
+
+  setCoversFrom(partition: number, offset: number): void {
+    this.meta.put(`coversFrom:${partition}`, offset);
   }
 
   late(): number {

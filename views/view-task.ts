@@ -18,6 +18,7 @@ import {
   type LogRecord,
 } from '../shared/batch-codec.js';
 import { matches } from '../shared/filter/index.js';
+import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
@@ -54,7 +55,21 @@ const STATE_FILE = 'state.mdb';
 const utf8 = new TextDecoder('utf-8');
 const encoder = new TextEncoder();
 
+/** What one task runs: a version of a view, where it reads and where it writes. */
+export interface ViewTaskTarget {
+  view: ParsedView;
+  version: number;
+  /** The topic its output goes to (the version's). */
+  topic: string;
+  /** The topic of its source: a collection's, or a source view's serving version's. */
+  sourceTopic: string;
+}
+
 export class ViewTask {
+  private readonly view: ParsedView;
+  readonly version: number;
+  readonly topic: string;
+  private readonly sourceTopic: string;
   private readonly state: ViewState;
   private readonly grouping: GroupingArithmetic | null;
   private readonly partitions: number[];
@@ -65,14 +80,20 @@ export class ViewTask {
   private loop: Promise<void> | null = null;
 
   constructor(
-    private readonly view: ParsedView,
-    readonly version: number,
+    target: ViewTaskTarget,
     dir: string,
     partitionCount: number,
     private readonly log: LogClient,
     private readonly logger: Logger,
     private readonly limits: ViewTaskLimits,
+    /** Called after each round's frontiers are published (the host swaps a rebuild then). */
+    private readonly onPublish: () => void = () => undefined,
   ) {
+    const { view } = target;
+    this.view = view;
+    this.version = target.version;
+    this.topic = target.topic;
+    this.sourceTopic = target.sourceTopic;
     mkdirSync(dir, { recursive: true });
     this.state = new ViewState(path.join(dir, STATE_FILE));
     this.grouping = view.kind === 'grouping' ? new GroupingArithmetic(view, this.state) : null;
@@ -99,11 +120,28 @@ export class ViewTask {
       frontiers: this.partitions.map((partition) => {
         const frontier = this.waiters.frontier(partition);
         const end = this.sourceEnds.get(partition) ?? frontier;
-        return { partition, frontier, lag: Math.max(0, end - frontier) };
+        const coversFrom = this.state.coversFrom(partition);
+        const lag = Math.max(0, end - frontier);
+        const processed = this.state.frontier(partition);
+        return coversFrom === null
+          ? { partition, frontier, lag, processed }
+          : { partition, frontier, lag, processed, coversFrom };
       }),
       refusedRecords: this.state.refused(),
       lateRecords: this.state.late(),
     };
+  }
+
+  /** The view topic's offsets its published frontiers are covered by (partition → last offset). */
+  viewEnds(): Map<number, number> {
+    return this.waiters.ends();
+  }
+
+  /** Whether its published frontiers reach every target (source partition → offset). */
+  reached(targets: Readonly<Record<string, number>>): boolean {
+    return this.partitions.every(
+      (partition) => this.waiters.frontier(partition) >= (targets[String(partition)] ?? 0),
+    );
   }
 
   private get windowed(): boolean {
@@ -117,13 +155,17 @@ export class ViewTask {
   private async run(): Promise<void> {
     // What earlier runs produced is in the topic below its end offsets: those cover the frontiers.
     await this.produceOutbox();
-    const ends = await this.viewEnds();
+    const ends = await this.topicEnds();
     this.waiters.publish(this.frontiers(), ends);
+    this.onPublish();
     while (!this.stopped) {
       try {
         const applied = await this.fetchAndApply();
         const produced = await this.produceOutbox();
-        if (applied || produced.size > 0) this.waiters.publish(this.frontiers(), produced);
+        if (applied || produced.size > 0) {
+          this.waiters.publish(this.frontiers(), produced);
+          this.onPublish();
+        }
       } catch (error) {
         if (this.stopped) return;
         this.logger.warn({ err: error, view: this.view.name }, 'view processing failed; retrying');
@@ -137,10 +179,10 @@ export class ViewTask {
   }
 
   /** The view topic's last offset per partition (absent: empty). */
-  private async viewEnds(): Promise<Map<number, number>> {
+  private async topicEnds(): Promise<Map<number, number>> {
     const ends = new Map<number, number>();
     for (const o of await this.log.offsets()) {
-      if (o.topic === this.view.name && o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
+      if (o.topic === this.topic && o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
     }
     return ends;
   }
@@ -148,7 +190,7 @@ export class ViewTask {
   /** One fetch of every source partition, applied in one transaction; true when it moved. */
   private async fetchAndApply(): Promise<boolean> {
     const positions = this.partitions.map((partition) => ({
-      topic: this.view.from,
+      topic: this.sourceTopic,
       partition,
       offset: this.state.frontier(partition),
     }));
@@ -158,21 +200,31 @@ export class ViewTask {
       signal: this.abort.signal,
     });
     if (this.stopped) return false;
+    const starts = await this.logStartsPast(outcomes);
     let moved = false;
     await this.state.env.transaction(() => {
+      // Retention removed records the view never saw, all its fetch asked for: it goes on from
+      // the log start, and says so.
+      for (const [partition, start] of starts) {
+        this.state.setFrontier(partition, start);
+        this.state.setCoversFrom(partition, start);
+        moved = true;
+      }
       const touched = new Set<string>();
       let refused = 0;
       let late = 0;
       for (const outcome of outcomes) {
         if ('error' in outcome) {
-          if (outcome.error.status !== 404) throw outcome.error;
+          if (outcome.error.status !== 404 && !starts.has(outcome.partition)) throw outcome.error;
           continue;
         }
         const { partition } = outcome;
         this.sourceEnds.set(partition, outcome.endOffset);
         const from = this.state.frontier(partition);
-        // Retention removed records the view never saw: it goes on from what the log holds.
+        // Retention removed records the view never saw: it goes on from what the log holds, and
+        // says so.
         let next = Math.max(from, outcome.logStartOffset);
+        if (next > from) this.state.setCoversFrom(partition, next);
         for (const batch of iterateBatches(outcome.batches)) {
           for (const record of decodeRecords(batch.bytes)) {
             if (record.offset < next) continue;
@@ -209,6 +261,24 @@ export class ViewTask {
       }
     });
     return moved;
+  }
+
+  /**
+   * The source partitions whose fetch was refused because the frontier is below the log start,
+   * with that log start (partition → offset).
+   */
+  private async logStartsPast(outcomes: readonly FetchOutcome[]): Promise<Map<number, number>> {
+    const starts = new Map<number, number>();
+    const refused = outcomes.filter((o) => 'error' in o && o.error.code === 'offset_out_of_range');
+    if (refused.length === 0) return starts;
+    for (const o of await this.log.offsets()) {
+      if (o.topic !== this.sourceTopic) continue;
+      if (!refused.some((r) => r.partition === o.partition)) continue;
+      if (o.logStartOffset > this.state.frontier(o.partition)) {
+        starts.set(o.partition, o.logStartOffset);
+      }
+    }
+    return starts;
   }
 
   private sourceDocument(
@@ -253,11 +323,7 @@ export class ViewTask {
       }
       await Promise.all(
         [...byPartition].map(async ([partition, records]) => {
-          const { lastOffset } = await this.log.append(
-            this.view.name,
-            partition,
-            encodeBatch(records),
-          );
+          const { lastOffset } = await this.log.append(this.topic, partition, encodeBatch(records));
           produced.set(partition, Math.max(lastOffset, produced.get(partition) ?? -1));
         }),
       );

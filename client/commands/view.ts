@@ -1,7 +1,8 @@
 /**
  * `tailbase view create <view> <json>`: declares a view from its JSON definition;
- * `tailbase view ls`: every view with its source and lag; `tailbase view show <view>`: one view's
- * definition, version and frontiers; `tailbase view rm <view> --yes`: drops one. A view's
+ * `tailbase view ls`: every view with its source, lag and a redefinition's progress (processed of
+ * the source records it must reach before it replaces the version that serves); `tailbase view
+ * show <view>`: one view's definition, version, frontiers and rebuild; `tailbase view rm <view> --yes`: drops one. A view's
  * documents are read with the commands that read collections (get, scan, search, tail).
  */
 import type { Command } from 'commander';
@@ -27,6 +28,16 @@ function parseDefinition(text: string): ViewDefinitionBody {
 const lagOf = (view: ViewInfo) =>
   view.frontiers === null ? null : view.frontiers.reduce((sum, f) => sum + f.lag, 0);
 
+/** A redefinition's progress: `version M processed/total`, over every source partition. */
+function rebuildOf(view: ViewInfo): string {
+  const rebuild = view.rebuilding;
+  if (rebuild === null) return '-';
+  if (rebuild.partitions === null) return `version ${rebuild.version}`;
+  const processed = rebuild.partitions.reduce((sum, p) => sum + Math.min(p.processed, p.total), 0);
+  const total = rebuild.partitions.reduce((sum, p) => sum + p.total, 0);
+  return `version ${rebuild.version} ${processed}/${total}`;
+}
+
 export function registerViewCommands(program: Command, io: ClientIo): void {
   const view = program.command('view').description('declare, list, inspect and drop views');
 
@@ -40,14 +51,18 @@ export function registerViewCommands(program: Command, io: ClientIo): void {
     .action(
       clientAction(io, async (session, [name, text]) => {
         const answer = await session.client.view(name).define(parseDefinition(text));
+        const rebuilding =
+          answer.rebuilding === null ? '' : `, rebuilding as version ${answer.rebuilding.version}`;
         session.print(
-          session.json ? JSON.stringify(answer) : `view ${name} version ${answer.version}`,
+          session.json
+            ? JSON.stringify(answer)
+            : `view ${name} version ${answer.version}${rebuilding}`,
         );
       }),
     );
 
   clientCommand(view, io, 'ls')
-    .description('list the views: source, version, lag')
+    .description('list the views: source, version, lag, and a redefinition being rebuilt')
     .action(
       clientAction(io, async (session) => {
         const views = await session.client.views();
@@ -57,15 +72,24 @@ export function registerViewCommands(program: Command, io: ClientIo): void {
         }
         io.stdout.write(
           formatTable(
-            ['VIEW', 'FROM', 'SOURCE', 'VERSION', 'LAG'],
-            views.map((v) => [v.view, v.definition.from, v.source, v.version, lagOf(v)]),
+            ['VIEW', 'FROM', 'SOURCE', 'VERSION', 'LAG', 'REBUILD'],
+            views.map((v) => [
+              v.view,
+              v.definition.from,
+              v.source,
+              v.version,
+              lagOf(v),
+              rebuildOf(v),
+            ]),
           ),
         );
       }),
     );
 
   clientCommand(view, io, 'show')
-    .description("a view's definition, version and per source partition its frontier and lag")
+    .description(
+      "a view's definition, version, per source partition its frontier and lag, and its rebuild",
+    )
     .argument('<view>', 'view name', collectionName)
     .action(
       clientAction(io, async (session, [name]) => {

@@ -195,7 +195,8 @@ export const API_ROUTES = {
     },
   }),
   putView: route('PUT /v1/views/{view}', {
-    summary: 'declares a view: a projection or a grouping of one source, a record in the log',
+    summary:
+      'declares a view (a projection or a grouping of one source, a record in the log), or redefines one: the new version is built from the start of the source log beside the old, which serves until the new one has caught up and replaces it atomically',
     scope: 'admin',
     body: json(ViewDefinitionBody),
     answers: { 200: json(ViewInfo) },
@@ -211,7 +212,7 @@ export const API_ROUTES = {
         'view_name_taken',
       ],
       404: ['source_not_found'],
-      409: ['view_exists'],
+      409: ['view_exists', 'view_has_dependents', 'view_rebuilding'],
       413: ['view_too_large'],
       503: ['log_unavailable', OUTCOME_UNKNOWN],
     },
@@ -222,7 +223,8 @@ export const API_ROUTES = {
     answers: { 200: json(ViewList) },
   }),
   getView: route('GET /v1/views/{view}', {
-    summary: "a view's definition, version, and per source partition its frontier and lag",
+    summary:
+      "a view's definition, version, topic, per source partition its frontier and lag, and a redefinition's rebuild progress",
     scope: 'read',
     answers: { 200: json(ViewInfo) },
     errors: { 400: ['invalid_collection', 'invalid_utf8'], 404: ['view_not_found'] },

@@ -270,6 +270,39 @@ export const ViewFrontier = Type.Object({
     description: 'the next source offset the view has not processed',
   }),
   lag: Type.Integer({ minimum: 0, description: 'source records past the frontier' }),
+  coversFrom: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        "the source partition's log start it began from: retention had removed the records before it, which the view does not cover",
+    }),
+  ),
+});
+
+export const ViewRebuildPartition = Type.Object({
+  partition: Partition,
+  processed: Type.Integer({ minimum: 0, description: 'source offsets processed' }),
+  total: Type.Integer({
+    minimum: 0,
+    description: "the source partition's end offset when the redefinition was declared",
+  }),
+  coversFrom: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description: 'the log start the rebuild began from: what retention removed is not covered',
+    }),
+  ),
+});
+
+export const ViewRebuild = Type.Object({
+  definition: ViewDefinitionBody,
+  version: Type.Integer({ minimum: 0 }),
+  topic: Type.String({ description: 'the topic the new version is built into' }),
+  partitions: Nullable(
+    Type.Array(ViewRebuildPartition, {
+      description: 'per source partition, processed of total; null: no processor answered',
+    }),
+  ),
 });
 
 export const ViewInfo = Type.Object({
@@ -279,6 +312,15 @@ export const ViewInfo = Type.Object({
     minimum: 0,
     description: 'the offset of its definition record in the views topic',
   }),
+  topic: Type.String({
+    description:
+      "the topic of the version reads see: the view's name at first, a name of its own after each redefinition",
+  }),
+  /**
+   * A redefinition being built from the start of the source log beside the version that serves;
+   * it replaces it atomically once caught up. Null: none.
+   */
+  rebuilding: Nullable(ViewRebuild),
   source: Type.String({ description: 'the collection at the root of its chain of sources' }),
   frontiers: Nullable(
     Type.Array(ViewFrontier, {
@@ -379,6 +421,32 @@ export const Status = Type.Object({
         ),
       },
       { description: "one row a collection: its partitions' replicas summed up" },
+    ),
+  ),
+  views: Type.Array(
+    Type.Object(
+      {
+        view: Type.String(),
+        version: Type.Integer({ minimum: 0 }),
+        topic: Type.String({ description: 'the topic of the version reads see' }),
+        lagRecords: Nullable(
+          Type.Integer({
+            minimum: 0,
+            description: 'source records it has not processed; null: no processor answered',
+          }),
+        ),
+        rebuilding: Nullable(
+          Type.Object({
+            version: Type.Integer({ minimum: 0 }),
+            processed: Nullable(Type.Integer({ minimum: 0 })),
+            total: Type.Integer({
+              minimum: 0,
+              description: "the source's end offsets when it was declared, summed",
+            }),
+          }),
+        ),
+      },
+      { description: 'one row a view: its lag, and a redefinition being rebuilt' },
     ),
   ),
   partitions: Type.Array(

@@ -22,6 +22,7 @@ import { replaceStores } from '../replace-stores.js';
 import { strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
+import { servedName, viewOfTopic } from '../../shared/view-catalog.js';
 
 export function collectionRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { config, log, topology, incarnations } = services;
@@ -58,7 +59,8 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
     ]);
     const answer: CollectionList = {
       collections: collections.map((topic, i) => ({
-        collection: topic.name,
+        // A view is listed by its name, whichever version's topic serves it.
+        collection: servedName(views, topic.name),
         incarnation: topic.incarnation ?? 0,
         partitions: topic.partitions,
         records: offsets
@@ -68,7 +70,7 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
         settingsVersion: versions.get(topic.name) ?? null,
         bytes: bytes[i],
         topicConfigs: topic.configs,
-        view: views.has(topic.name),
+        view: viewOfTopic(views, topic.name) !== null,
       })),
     };
     return c.json(answer);

@@ -84,17 +84,18 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
   on(API_ROUTES.deleteDocument, (c) => writeOne(c, async () => null));
 
   on(API_ROUTES.getDocument, async (c) => {
-    const { collection, key, query } = docTarget(c, services);
+    const { collection: name, key, query } = docTarget(c, services);
     const partition = partitionFor(key, services.cluster.partitions);
-    const plan = await planRead(c, query, services, collection, [partition]);
+    const plan = await planRead(c, query, services, name, [partition]);
+    const collection = plan.topic;
     const result = await services.topology.onReplica(partition, (node) =>
       readOn(plan, collection, node, [partition], (wait) => node.client.get(collection, key, wait)),
     );
     const served = servedToken(plan, collection, result.applied, [partition]);
     c.header(TOKEN_HEADER, tokens.encode(served));
     if (result.doc === null) {
-      const message = `no document ${key} in ${collection}`;
-      return c.json({ error: { code: 'document_not_found', message, collection, key } }, 404);
+      const message = `no document ${key} in ${name}`;
+      return c.json({ error: { code: 'document_not_found', message, collection: name, key } }, 404);
     }
     // The stored JSON text as written: a parse and re-serialisation would round big integers.
     return jsonText(

@@ -16,12 +16,14 @@ import { writeRecords, type GatewayServices } from '../services.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { gatewayMemoryBounds } from '../memory-bounds.js';
 import { clusterStatus } from '../status.js';
+import { viewRows } from '../view-status.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
 import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
+import { settingsTopics } from '../../shared/view-catalog.js';
 
 export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { config, cluster, log, tokens, topology, metrics } = services;
@@ -33,9 +35,11 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     c: Context,
     parse: (body: unknown, collection: string) => Promise<SettingsRequest>,
   ) => {
-    const { collection, query } = docTarget(c, services);
+    const { collection: name, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const waitMs = parseApplyWait(query, services);
+    // A view's settings go to its serving version's topic, and to a rebuild's: it serves next.
+    const [collection, ...rebuild] = settingsTopics(await services.views.current(), name);
     const body = await readBody(
       c,
       config.limits.settingsBytesMax,
@@ -48,26 +52,21 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     );
     // The topic first: configs the log refuses leave the settings unwritten.
     const topic = await log.ensureTopic(collection, topicConfigs);
-    const record = {
-      key: collection,
+    for (const other of rebuild) await log.ensureTopic(other, topicConfigs);
+    const records = [collection, ...rebuild].map((key) => ({
+      key,
       value: Buffer.from(JSON.stringify(settings)),
       timestampMs: Date.now(),
-    };
-    const { written, token } = await writeRecords(
-      services,
-      SETTINGS_TOPIC,
-      [record],
-      sent,
-      () => 0,
-    );
+    }));
+    const { written, token } = await writeRecords(services, SETTINGS_TOPIC, records, sent, () => 0);
     const encoded = tokens.encode(token);
     c.header(TOKEN_HEADER, encoded);
     if (waitMs !== undefined) {
       const target = { collection, offsets: new Map(), token: encoded };
-      await waitApplied(services, { ...target, settingsOffset: written[0].offset }, waitMs);
+      await waitApplied(services, { ...target, settingsOffset: written.at(-1)!.offset }, waitMs);
     }
     const answer: SettingsAnswer = {
-      collection,
+      collection: name,
       settings,
       topicConfigs: topic.configs,
       token: encoded,
@@ -87,20 +86,22 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
 
   on(API_ROUTES.getSettings, async (c) => {
     const { collection } = docTarget(c, services);
-    const view: SettingsView = await readCollectionSettings(
-      log,
-      collection,
-      config.feedReadBytesMax,
-    );
-    return c.json(view);
+    const [topic] = settingsTopics(await services.views.current(), collection);
+    const view: SettingsView = await readCollectionSettings(log, topic, config.feedReadBytesMax);
+    return c.json({ ...view, collection });
   });
 
   on(API_ROUTES.changes, (c) => changeFeed(c, strictQuery(c.req.url), services));
 
   on(API_ROUTES.status, async (c) => {
-    const [offsets] = await Promise.all([log.offsets(), topology.refresh()]);
+    const [offsets, views] = await Promise.all([
+      log.offsets(),
+      services.views.current(),
+      topology.refresh(),
+    ]);
+    const rows = viewRows(views, services.viewProcessing);
     return c.json(
-      clusterStatus(cluster.clusterId, offsets, topology, gatewayMemoryBounds(services)),
+      clusterStatus(cluster.clusterId, offsets, topology, gatewayMemoryBounds(services), rows),
     );
   });
 

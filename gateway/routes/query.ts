@@ -32,7 +32,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
   };
 
   on(API_ROUTES.scan, async (c) => {
-    const { collection, query } = docTarget(c, services);
+    const { collection: name, query } = docTarget(c, services);
     const limit = intParam(query, 'limit', 1, limits.scanLimitMax, limits.scanLimitDefault);
     const cursor = query.get('cursor');
     const fieldParams = { filter: query.get('filter'), sort: query.get('sort') };
@@ -46,7 +46,8 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       afterSort: position?.sort,
       ...fieldParams,
     };
-    const plan = await planRead(c, query, services, collection, all);
+    const plan = await planRead(c, query, services, name, all);
+    const collection = plan.topic;
     const pages = await topology.fanOut(all, (node, assigned) =>
       readOn(plan, collection, node, assigned, (wait) =>
         node.client.scan(collection, {
@@ -72,7 +73,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
   });
 
   on(API_ROUTES.search, async (c) => {
-    const { collection, query } = docTarget(c, services);
+    const { collection: name, query } = docTarget(c, services);
     const q = query.get('q') ?? '';
     if (q.trim() === '' || q.length > limits.queryCharsMax) {
       throw badRequest('invalid_query', `q must be 1..${limits.queryCharsMax} characters`);
@@ -86,7 +87,8 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       facets: query.get('facets'),
     };
     const fields = parseFieldParams(fieldParams, limits);
-    const plan = await planRead(c, query, services, collection, all);
+    const plan = await planRead(c, query, services, name, all);
+    const collection = plan.topic;
     const depth = offset + limit;
     const pageMax = services.config.serveSearchPageMax;
     // A node answers at most pageMax hits a call, so its top `depth` hits come in pages. Pages

@@ -32,6 +32,7 @@ import {
 } from './handler.js';
 import type { HandlerDeps } from './handler-deps.js';
 import { isJsonObject } from './json-object.js';
+import { ViewTopics } from './view-topics.js';
 
 type ProduceRequest = RequestBody<typeof ApiKey.Produce>;
 
@@ -49,6 +50,7 @@ const ACKS = new Set([-1, 0, 1]);
 
 export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
   const topics = new KnownTopics(log);
+  const viewTopics = new ViewTopics(log);
   return async (body: ProduceRequest, context: KafkaRequestContext) => {
     const acksValid = ACKS.has(body.acks);
     const answers = await Promise.all(
@@ -108,6 +110,8 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
         `topic ${topic.slice(0, 80)} is not a collection name (^[a-z][a-z0-9_-]{0,63}$)`,
       );
     }
+    const viewRefusal = await viewTopics.refusal(topic);
+    if (viewRefusal !== null) return failed(index, viewRefusal.errorCode, viewRefusal.message);
     const partitions = await topics.partitions(topic);
     if (partitions === null && !config.autoCreateTopics) {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);

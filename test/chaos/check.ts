@@ -89,7 +89,7 @@ export interface FinalAnswers {
 }
 
 export interface Anomaly {
-  rule: 'a' | 'b' | 'c' | 'd' | 'e' | 'f';
+  rule: 'a' | 'b' | 'c' | 'd' | 'e' | 'f' | 'g';
   kind: string;
   message: string;
   /** The operations involved (ids in the history). */

@@ -417,6 +417,11 @@ export class FeedConsumer {
     private readonly recorder: Recorder,
     /** Events per connection before a voluntary reconnect. */
     private readonly limit: () => number,
+    /**
+     * The collections whose events are recorded (the ones the history writes); the others (the
+     * views' topics, derived) are followed but not recorded.
+     */
+    private readonly recorded: (collection: string) => boolean = () => true,
   ) {}
 
   start(): void {
@@ -463,6 +468,8 @@ export class FeedConsumer {
           if (line.trim() === '') continue;
           const event = JSON.parse(line);
           if (event.error !== undefined) return; // the feed failed; resume from the token
+          this.token = event.token;
+          if (!this.recorded(event.collection)) continue;
           this.recorder.feed.push({
             connection,
             collection: event.collection,
@@ -472,7 +479,6 @@ export class FeedConsumer {
             writeId: event.value === null ? null : writeIdOf(event.value),
             atMs: now(),
           });
-          this.token = event.token;
         }
       }
     } finally {

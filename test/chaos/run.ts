@@ -24,6 +24,13 @@ import { TokenCodec } from '../../shared/token.js';
 import { compareWithReplay, finalQueries } from './replay.js';
 import { MODEL_FILTERABLE, searchAgainstModel } from './oracle.js';
 import { cutOffReads, type CutOffReads } from './windows.js';
+import {
+  ChaosViews,
+  checkViews,
+  readFinalViews,
+  VIEW_READ_EVERY,
+  type ViewStats,
+} from './views.js';
 
 export type { NemesisKind } from './nemesis.js';
 export type TargetKind = 'embedded' | 'cluster';
@@ -60,6 +67,8 @@ export interface ChaosReport {
   cutOff: CutOffReads;
   /** Settings changes the sessions made (each a background re-index): answered 200, and not. */
   settings: { ok: number; failed: number };
+  /** Rule (g), views (embedded target only, where view processors run); null on the cluster. */
+  views: ViewStats | null;
   /** The printed report. */
   text: string;
 }
@@ -145,7 +154,10 @@ async function sessionLoop(
   load: LoadState,
   maxOps: number,
   url: () => string,
+  views: { views: ChaosViews; random: Random } | null,
 ): Promise<void> {
+  // Declared by every session (the same definitions: each one after the first is a no-op).
+  let declared = views === null;
   let lastPut: { collection: string; writeId: number } | null = null;
   /** The key of the session's last write: half its token reads read it back, as clients do. */
   let lastWritten: { collection: string; key: string } | null = null;
@@ -194,6 +206,11 @@ async function sessionLoop(
     }
     if (op.writes !== undefined && op.outcome === 'ok') {
       lastWritten = { collection, key: op.writes[op.writes.length - 1].key };
+    }
+    // Its own PRNG: the operations above stay what the seed made them before views were added.
+    if (views !== null && views.random.int(1, VIEW_READ_EVERY) === 1) {
+      declared ||= await views.views.declare();
+      if (declared) await views.views.readOwnGroup(session);
     }
     // A node down answers at once: do not spin on it.
     if (op.outcome !== 'ok') await sleep(random.int(50, 250));
@@ -345,7 +362,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     lastPut: null,
   };
   const feedRandom = seededRandom(random.int(0, 0x7fff_ffff));
-  const feed = new FeedConsumer(recorder, () => feedRandom.int(50, 800));
+  const feed = new FeedConsumer(
+    recorder,
+    () => feedRandom.int(50, 800),
+    (collection) => COLLECTIONS.includes(collection),
+  );
+  const views =
+    options.target === 'embedded' ? new ChaosViews(() => target.url, REQUEST_TIMEOUT_MS) : null;
   let nemesis: Nemesis | null = null;
   try {
     feed.start();
@@ -356,6 +379,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         load,
         options.opsPerSession ?? 1_000_000,
         () => target.url,
+        views === null ? null : { views, random: seededRandom((seed * 31 + i + 1) >>> 0) },
       ),
     );
     nemesis = startNemesis(
@@ -465,6 +489,31 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       { reads: finals, searches, modelSearches },
       (token) => tokens.decode(token),
     );
+    let viewStats: ViewStats | null = null;
+    if (views !== null) {
+      // Declared here too when no session's declaration got through the nemesis.
+      const declared = await waitFor(() => views.declare(), HEAL_TIMEOUT_MS, 250);
+      if (!declared) throw new Error('could not declare the views after healing');
+      // Strong reads: each waits until the processor reached the source's end.
+      let served = new Map<string, Map<string, unknown>>();
+      const read = await waitFor(
+        async () => {
+          served = await readFinalViews(target.url, REQUEST_TIMEOUT_MS);
+          return true;
+        },
+        HEAL_TIMEOUT_MS,
+        250,
+      );
+      if (!read) throw new Error('could not read the views after healing');
+      viewStats = checkViews(
+        views,
+        entries,
+        sessionOf,
+        (token) => tokens.decode(token),
+        served,
+        result.anomalies,
+      );
+    }
     const report: ChaosReport = {
       seed,
       options,
@@ -472,6 +521,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       faults: nemesis.faults,
       cutOff: cutOffReads(recorder.ops, nemesis.windows, PARTITIONS),
       settings: load.settings,
+      views: viewStats,
       text: '',
     };
     report.text = describeReport(report, recorder.ops);
@@ -534,6 +584,15 @@ export function describeReport(report: ChaosReport, ops: readonly Op[]): string 
   lines.push(
     `settings changes (re-indexes under the nemesis): ${report.settings.ok} ok, ` +
       `${report.settings.failed} not`,
+  );
+  const views = report.views;
+  lines.push(
+    views === null
+      ? 'views: not on this target (view processors run in tailbase start)'
+      : `views: ${views.declarations.ok} declarations ok (${views.declarations.failed} not); ` +
+          `token reads of a session's group ${views.reads.ok} / ${views.reads.fail} / ` +
+          `${views.reads.unknown}, ${views.heldReads} held to puts at or below their tokens; ` +
+          `${views.finalDocs} final documents compared with a recomputation from the log`,
   );
   const model = result.stats.modelSearches;
   lines.push(

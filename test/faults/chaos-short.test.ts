@@ -4,7 +4,8 @@
 // (each role killed and paused), writes acknowledged, strong reads decided, token reads held to
 // their tokens, the feed consumed, searches compared with a replica rebuilt from the log (after
 // settings changes made under the nemesis, each a background re-index) and with a brute-force
-// model, reads sent to a serve-node cut off from the log. No wall-clock assertion: the load runs
+// model, reads sent to a serve-node cut off from the log; on the embedded target, views declared
+// and read by the sessions with their tokens (never stale) and equal to the log after healing. No wall-clock assertion: the load runs
 // until a quota of faults healed, every wait is for a condition.
 import { describe, expect, it } from 'vitest';
 import { runChaos, type ChaosReport } from '../chaos/run.js';
@@ -61,6 +62,12 @@ describe('chaos, short pass', () => {
       sessions: 4,
     });
     expectChecked(report, ['embedded'], lines);
+    // Rule (g): sessions declared the views and read their own groups with their tokens, some
+    // held to puts below those tokens, and both views were compared with the log after healing.
+    expect(report.views).not.toBeNull();
+    expect(report.views!.declarations.ok).toBeGreaterThan(0);
+    expect(report.views!.heldReads).toBeGreaterThan(10);
+    expect(report.views!.finalDocs).toBeGreaterThan(0);
   }, 240_000);
 
   it('cluster: kill -9 and SIGSTOP of every node, and every link cut or stalled, under load', async () => {

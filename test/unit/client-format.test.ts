@@ -163,6 +163,30 @@ describe('status view', () => {
     expect(lines[6]).toMatch(/^books\s+0\s+0\s+12/);
   });
 
+  it("puts one row a view after the collections: its lag and a rebuild's progress", () => {
+    const text = formatStatus(
+      readStatus({
+        ...status,
+        views: [
+          { view: 'per_year', version: 3, topic: 'per_year', lagRecords: 0, rebuilding: null },
+          {
+            view: 'top',
+            version: 5,
+            topic: 'top',
+            lagRecords: 4,
+            rebuilding: { version: 9, processed: 120, total: 400 },
+          },
+        ],
+      }),
+    );
+    expect(text.split('\n').slice(1, 5)).toEqual([
+      'VIEW      VERSION  LAG  REBUILD',
+      'per_year  3        0    -',
+      'top       5        4    version 9 120/400',
+      '',
+    ]);
+  });
+
   it('derives a missing lag from the offsets and survives junk', () => {
     const view = readStatus({
       partitions: [
@@ -179,6 +203,7 @@ describe('status view', () => {
         clusterId: null,
         lagRecords: null,
         collections: [],
+        views: [],
         replicas: [],
         serveNodes: [],
       });

@@ -1,0 +1,45 @@
+/**
+ * The topics of views, which only their processors write: a Kafka Produce to one is refused with
+ * POLICY_VIOLATION, changing nothing. The processor identifies itself by the path it takes, not
+ * by anything a Kafka client says: it runs in `tailbase start` beside the log-node and appends
+ * through the node's in-process binding, which never passes this listener. A client id is a
+ * label any client sets (`kcat -X client.id=...`), and on loopback there is no principal to tell
+ * a processor from kcat, so every Kafka client is refused. Which topics are views' is read from
+ * the views topic in this node's own log (view-catalog.ts: the view's name, the topic of the
+ * version that serves and of one being rebuilt), so a view declared a moment ago is refused at
+ * once. A log-node that does not hold the views topic (it lives with partition 0) refuses nothing.
+ */
+import { TailbaseError } from '../../shared/errors.js';
+import { ErrorCode } from '../../shared/kafka/index.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { ViewCatalog, viewOfTopic } from '../../shared/view-catalog.js';
+import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
+
+/** Bytes one read of the views topic asks for. */
+const VIEWS_READ_BYTES_MAX = 1024 * 1024;
+
+export class ViewTopics {
+  private readonly catalog: ViewCatalog;
+
+  constructor(log: LogClient) {
+    this.catalog = new ViewCatalog(log, VIEWS_READ_BYTES_MAX);
+  }
+
+  /** Why a Kafka client may not produce to `topic` (an error code and message); null when it may. */
+  async refusal(topic: string): Promise<{ errorCode: number; message: string | null } | null> {
+    let views;
+    try {
+      views = await this.catalog.current();
+    } catch (error) {
+      // Not stored here: the node holding partition 0 answers for it.
+      if (error instanceof TailbaseError && error.status < 500) return null;
+      return { errorCode: kafkaErrorCode(error), message: kafkaErrorMessage(error) };
+    }
+    const view = viewOfTopic(views, topic);
+    if (view === null) return null;
+    return {
+      errorCode: ErrorCode.POLICY_VIOLATION,
+      message: `${topic} is the topic of view ${view.view.name}: only its processor writes it`,
+    };
+  }
+}
