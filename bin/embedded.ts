@@ -165,7 +165,6 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     },
   );
   const views = await startViewHost(options, log, applier).catch(async (error: unknown) => {
-    await views.stop();
     await reads.stop();
     await serveThread.stop();
     await logThread.stop();

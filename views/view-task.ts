@@ -18,6 +18,7 @@ import {
   type LogRecord,
 } from '../shared/batch-codec.js';
 import { matches } from '../shared/filter/index.js';
+import { unavailable } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
@@ -153,13 +154,19 @@ export class ViewTask {
   }
 
   private async run(): Promise<void> {
-    // What earlier runs produced is in the topic below its end offsets: those cover the frontiers.
-    await this.produceOutbox();
-    const ends = await this.topicEnds();
-    this.waiters.publish(this.frontiers(), ends);
-    this.onPublish();
+    let resumed = false;
     while (!this.stopped) {
       try {
+        if (!resumed) {
+          // What earlier runs produced is in the topic below its end offsets: those cover the
+          // frontiers. Retried like any round: a log busy or electing a leader at start is not
+          // a reason to stop processing for good.
+          await this.produceOutbox();
+          this.waiters.publish(this.frontiers(), await this.topicEnds());
+          this.onPublish();
+          resumed = true;
+          continue;
+        }
         const applied = await this.fetchAndApply();
         const produced = await this.produceOutbox();
         if (applied || produced.size > 0) {
@@ -181,8 +188,22 @@ export class ViewTask {
   /** The view topic's last offset per partition (absent: empty). */
   private async topicEnds(): Promise<Map<number, number>> {
     const ends = new Map<number, number>();
+    const answered = new Set<number>();
     for (const o of await this.log.offsets()) {
-      if (o.topic === this.topic && o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
+      if (o.topic !== this.topic) continue;
+      answered.add(o.partition);
+      if (o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
+    }
+    // The log leaves out a partition without a leader: taken as empty, a token read of the view
+    // would not wait for what earlier runs appended to it. A topic not created yet is empty.
+    const unknown = this.partitions.filter((p) => !answered.has(p));
+    const created = async () => (await this.log.topics()).some((t) => t.name === this.topic);
+    if (unknown.length > 0 && (answered.size > 0 || (await created()))) {
+      throw unavailable(
+        'partition_unavailable',
+        `${this.topic} partition ${unknown.join(', ')} has no leader or its log failed`,
+        { topic: this.topic, partitions: unknown },
+      );
     }
     return ends;
   }
