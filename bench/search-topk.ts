@@ -16,6 +16,7 @@ import { parseQuery } from '../serve-node/fts-query.js';
 import { Replica } from '../serve-node/replica.js';
 import { SEARCH_FILE } from '../serve-node/search-store.js';
 import type { SearchPlan } from '../serve-node/search-reads.js';
+import { storedPostings } from '../serve-node/topk-index.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
 
@@ -214,7 +215,8 @@ function listsBytes(dir: string): Record<string, number> {
         .prepare('SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE name GLOB ?')
         .pluck()
         .get(pattern) as number;
-    const postings = db.prepare('SELECT count(*) FROM topk_postings').pluck().get() as number;
+    let postings = 0;
+    for (const _ of storedPostings(db, null)) postings += 1;
     const lists = bytes('topk_*');
     return {
       postings,

@@ -16,7 +16,16 @@ import { assert } from '../shared/assert.js';
 import { FtsStats } from './fts-stats.js';
 import type { FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
-import { partitionOfRow } from './fts-table.js';
+import { rowOf } from './fts-table.js';
+import {
+  comparePostings,
+  decodeBlock,
+  encodeBlock,
+  splitBlocks,
+  tieOf,
+  TIE_OFFSETS,
+  type Posting,
+} from './topk-blocks.js';
 
 export const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
@@ -24,26 +33,23 @@ export const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_terms (
     id INTEGER PRIMARY KEY, table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL);
   CREATE UNIQUE INDEX IF NOT EXISTS topk_terms_by_term ON topk_terms (table_id, term);
-  CREATE TABLE IF NOT EXISTS topk_postings (
-    term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL,
-    partition INTEGER NOT NULL, row INTEGER NOT NULL,
-    PRIMARY KEY (term_id, tf, len, partition, row)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS topk_blocks (
+    term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL, tie INTEGER NOT NULL,
+    postings BLOB NOT NULL, PRIMARY KEY (term_id, tf, len, tie)) WITHOUT ROWID;
 `;
 
 /**
- * Layout 6 kept the term's text in every posting (21 bytes a posting at 3·10^5 documents): its
- * lists are dropped, and open() builds them again in this layout.
+ * Layouts 6 (the term's text in every posting) and 7 (a B-tree entry a posting, 18.5 bytes) kept
+ * their postings in `topk_postings`: the lists are dropped, and open() builds them again in
+ * blocks.
  */
-function dropTermTextLists(db: Database.Database): void {
-  const hasTermIds = db
-    .prepare("SELECT count(*) FROM pragma_table_info('topk_terms') WHERE name = 'id'")
+function dropEarlierLists(db: Database.Database): void {
+  const earlier = db
+    .prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'topk_postings'")
     .pluck();
-  const hasTerms = db
-    .prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'topk_terms'")
-    .pluck();
-  if (hasTerms.get() === 0 || hasTermIds.get() === 1) return;
+  if (earlier.get() === 0) return;
   db.exec(
-    'DROP TABLE IF EXISTS topk_postings; DROP TABLE topk_terms; DROP TABLE IF EXISTS topk_settings',
+    'DROP TABLE topk_postings; DROP TABLE IF EXISTS topk_terms; DROP TABLE IF EXISTS topk_settings',
   );
 }
 
@@ -81,6 +87,19 @@ interface RowTerms {
   len: number;
 }
 
+/** A posting a transaction adds (+1) to or removes (-1) from a list. */
+interface PostingChange extends Posting {
+  tf: number;
+  net: number;
+}
+
+/** A stored block: its key (the first posting's `len` and tie) and its postings. */
+interface StoredBlock {
+  len: number;
+  tie: number;
+  postings: Buffer;
+}
+
 export class TopkIndex {
   private readonly pending = new Map<number, { table: FtsTable; changes: RowChange[] }>();
   private readonly tokenizers: FtsTokenizers;
@@ -91,12 +110,16 @@ export class TopkIndex {
     | 'insertTerm'
     | 'setDf'
     | 'deleteTerm'
-    | 'insertPosting'
-    | 'deletePosting'
+    | 'floorBlock'
+    | 'firstBlock'
+    | 'nextBlock'
+    | 'insertBlock'
+    | 'updateBlock'
+    | 'deleteBlock'
     | 'deleteList'
     | 'listedTerms'
     | 'deleteTerms'
-    | 'deletePostings',
+    | 'deleteBlocks',
     Statement
   >;
 
@@ -109,10 +132,12 @@ export class TopkIndex {
     private readonly listedDfMin: number,
   ) {
     assert(Number.isSafeInteger(listedDfMin) && listedDfMin >= 1, 'listedDfMin is at least 1');
-    dropTermTextLists(db);
+    dropEarlierLists(db);
     db.exec(TOPK_SCHEMA);
     this.tokenizers = new FtsTokenizers(db);
     const prepare = (sql: string) => db.prepare(sql);
+    const blocks = 'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ?';
+    const key = 'term_id = ? AND tf = ? AND len = ? AND tie = ?';
     this.statements = {
       settings: prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
       setSettings: prepare(
@@ -125,20 +150,24 @@ export class TopkIndex {
       ).pluck(),
       setDf: prepare('UPDATE topk_terms SET df = ? WHERE id = ?'),
       deleteTerm: prepare('DELETE FROM topk_terms WHERE id = ?'),
-      insertPosting: prepare(
-        'INSERT INTO topk_postings (term_id, tf, len, partition, row) VALUES (?, ?, ?, ?, ?)',
+      floorBlock: prepare(`${blocks} AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1`),
+      firstBlock: prepare(`${blocks} ORDER BY len, tie LIMIT 1`),
+      nextBlock: prepare(
+        'SELECT len, tie FROM topk_blocks WHERE term_id = ? AND tf = ? AND (len, tie) > (?, ?) ' +
+          'ORDER BY len, tie LIMIT 1',
       ),
-      deletePosting: prepare(
-        'DELETE FROM topk_postings WHERE term_id = ? AND tf = ? AND len = ? ' +
-          'AND partition = ? AND row = ?',
+      insertBlock: prepare(
+        'INSERT INTO topk_blocks (term_id, tf, len, tie, postings) VALUES (?, ?, ?, ?, ?)',
       ),
-      deleteList: prepare('DELETE FROM topk_postings WHERE term_id = ?'),
+      updateBlock: prepare(`UPDATE topk_blocks SET postings = ? WHERE ${key}`),
+      deleteBlock: prepare(`DELETE FROM topk_blocks WHERE ${key}`),
+      deleteList: prepare('DELETE FROM topk_blocks WHERE term_id = ?'),
       listedTerms: prepare(
         'SELECT id, term FROM topk_terms WHERE table_id = ? AND df >= ? ORDER BY id',
       ).raw(),
       deleteTerms: prepare('DELETE FROM topk_terms WHERE table_id = ?'),
-      deletePostings: prepare(
-        'DELETE FROM topk_postings WHERE term_id IN (SELECT id FROM topk_terms WHERE table_id = ?)',
+      deleteBlocks: prepare(
+        'DELETE FROM topk_blocks WHERE term_id IN (SELECT id FROM topk_terms WHERE table_id = ?)',
       ),
     };
   }
@@ -190,7 +219,7 @@ export class TopkIndex {
         deltas.set(term, (deltas.get(term) ?? 0) + (change.added ? 1 : -1));
       }
     }
-    // Terms listed before and after take the changes posting by posting; terms crossing the
+    // Terms listed before and after take the changes block by block; terms crossing the
     // threshold get their list built or dropped whole, once, from the table as it now stands.
     const kept = new Map<string, number>();
     const built: Array<[number, string]> = [];
@@ -214,23 +243,92 @@ export class TopkIndex {
       if (wasListed && isListed) kept.set(term, id!);
       else if (isListed) built.push([id!, term]);
     }
+    const changed = new Map<number, Map<number, PostingChange>>();
     for (const { change, tf, len } of rows) {
-      const partition = partitionOfRow(change.row);
       for (const [term, frequency] of tf) {
         const id = kept.get(term);
         if (id === undefined) continue;
-        const args = [id, frequency, len, partition, change.row];
-        if (change.added) {
-          this.statements.insertPosting.run(...args);
+        let list = changed.get(id);
+        if (list === undefined) {
+          list = new Map();
+          changed.set(id, list);
+        }
+        // A row added and removed in one transaction (written twice in a batch) nets out.
+        const net = change.added ? 1 : -1;
+        const earlier = list.get(change.row);
+        if (earlier === undefined) {
+          list.set(change.row, { tf: frequency, len, row: change.row, net });
         } else {
-          const { changes: removed } = this.statements.deletePosting.run(...args);
-          assert(removed === 1, `table ${table.id} had no posting of ${term} in row ${change.row}`);
+          assert(earlier.tf === frequency && earlier.len === len, `row ${change.row} changed`);
+          earlier.net += net;
         }
       }
     }
+    for (const [id, list] of changed) this.changeList(id, [...list.values()]);
     if (built.length > 0) {
       const source = new ListSource(this.db, table);
       for (const [id, term] of built) this.buildList(table, source, id, term);
+    }
+  }
+
+  /** A term's posting changes, each run's in order, applied a block at a time. */
+  private changeList(id: number, changes: PostingChange[]): void {
+    for (const run of runsOf(changes.filter((change) => change.net !== 0))) {
+      this.changeRun(id, run[0].tf, run);
+    }
+  }
+
+  /**
+   * One run's changes (in order) applied to the blocks they fall in: the last block whose first
+   * posting is not after the change, or the run's first block for a change before every block.
+   * Each block touched is read and written once, split where it outgrows BLOCK_POSTINGS_MAX.
+   */
+  private changeRun(id: number, tf: number, changes: readonly PostingChange[]): void {
+    let at = 0;
+    while (at < changes.length) {
+      const first = changes[at];
+      const block = (this.statements.floorBlock.get(id, tf, first.len, tieOf(first.row)) ??
+        this.statements.firstBlock.get(id, tf)) as StoredBlock | undefined;
+      const next =
+        block === undefined
+          ? undefined
+          : (this.statements.nextBlock.raw().get(id, tf, block.len, block.tie) as
+              [number, number] | undefined);
+      let end = at;
+      while (
+        end < changes.length &&
+        (next === undefined ||
+          comparePostings(changes[end], { len: next[0], row: rowOfTie(next[1]) }) < 0)
+      ) {
+        end++;
+      }
+      const postings = block === undefined ? [] : decodeBlock(block.postings);
+      const merged = mergeChanges(postings, changes.slice(at, end), id);
+      this.writeBlocks(id, tf, block, merged);
+      at = end;
+    }
+  }
+
+  /** `merged` in place of `block` (none: a run's first postings). */
+  private writeBlocks(
+    id: number,
+    tf: number,
+    block: StoredBlock | undefined,
+    merged: readonly Posting[],
+  ): void {
+    const parts = splitBlocks(merged);
+    const keep =
+      block !== undefined &&
+      parts.length > 0 &&
+      parts[0][0].len === block.len &&
+      tieOf(parts[0][0].row) === block.tie;
+    if (block !== undefined) {
+      if (keep)
+        this.statements.updateBlock.run(encodeBlock(parts[0]), id, tf, block.len, block.tie);
+      else this.statements.deleteBlock.run(id, tf, block.len, block.tie);
+    }
+    for (const part of keep ? parts.slice(1) : parts) {
+      this.statements.insertBlock.run(id, tf, part[0].len, tieOf(part[0].row), encodeBlock(part));
     }
   }
 
@@ -268,16 +366,17 @@ export class TopkIndex {
   /** The term's list, from FTS5's postings of it and its rows' sizes. */
   private buildList(table: FtsTable, source: ListSource, id: number, term: string): void {
     this.statements.deleteList.run(id);
+    const postings: Array<Posting & { tf: number }> = [];
     for (const { row, counts } of source.rowsOf(term)) {
       const tf = weightedFrequency(counts, table.layout.weights);
-      const len = source.stats.rowTokens(row);
-      this.statements.insertPosting.run(id, tf, len, partitionOfRow(row), row);
+      postings.push({ tf, len: source.stats.rowTokens(row), row });
     }
+    for (const run of runsOf(postings)) this.writeBlocks(id, run[0].tf, undefined, run);
   }
 
   /** The table's document frequencies and lists made again from its FTS5 index. */
   private rebuild(table: FtsTable): void {
-    this.statements.deletePostings.run(table.id);
+    this.statements.deleteBlocks.run(table.id);
     this.statements.deleteTerms.run(table.id);
     if (!hasTopkLists(table)) return;
     const source = new ListSource(this.db, table);
@@ -287,6 +386,51 @@ export class TopkIndex {
     >;
     for (const [id, term] of listed) this.buildList(table, source, id, term);
   }
+}
+
+/** Postings grouped by frequency, each group in the run's order. */
+function runsOf<T extends Posting & { tf: number }>(postings: T[]): T[][] {
+  postings.sort((a, b) => a.tf - b.tf || comparePostings(a, b));
+  const runs: T[][] = [];
+  for (const posting of postings) {
+    const last = runs[runs.length - 1];
+    if (last !== undefined && last[0].tf === posting.tf) last.push(posting);
+    else runs.push([posting]);
+  }
+  return runs;
+}
+
+/** The row of a block's tie key (tieOf's inverse). */
+function rowOfTie(tie: number): number {
+  return rowOf(Math.floor(tie / TIE_OFFSETS), tie % TIE_OFFSETS);
+}
+
+/**
+ * A block's postings with a run of changes merged in, in order: an added posting must not be
+ * there yet, a removed one must (asserted: the lists follow FTS5's rows exactly).
+ */
+function mergeChanges(
+  postings: readonly Posting[],
+  changes: readonly PostingChange[],
+  id: number,
+): Posting[] {
+  const merged: Posting[] = [];
+  let at = 0;
+  for (const change of changes) {
+    while (at < postings.length && comparePostings(postings[at], change) < 0) {
+      merged.push(postings[at++]);
+    }
+    const present = at < postings.length && comparePostings(postings[at], change) === 0;
+    if (change.net > 0) {
+      assert(!present, `term ${id} already lists row ${change.row}`);
+      merged.push({ len: change.len, row: change.row });
+    } else {
+      assert(present, `term ${id} has no posting of row ${change.row}`);
+      at++;
+    }
+  }
+  while (at < postings.length) merged.push(postings[at++]);
+  return merged;
 }
 
 /** FTS5's own view of a table's terms: fts5vocab tables over it (temporary, per connection). */
@@ -333,5 +477,28 @@ class ListSource {
       counts.push([Number(col.slice(1)), n]);
     }
     if (row !== undefined) yield { row, counts: counts.sort(byColumn) };
+  }
+}
+
+/** A posting of a list as stored, with its term and frequency: for checks and figures. */
+export interface StoredPosting extends Posting {
+  term: string;
+  tf: number;
+}
+
+/** Every posting of a table's lists (null: of every table), in term, frequency and run order. */
+export function* storedPostings(
+  db: Database.Database,
+  tableId: number | null,
+): Generator<StoredPosting> {
+  const blocks = db
+    .prepare(
+      'SELECT t.term, b.tf, b.postings FROM topk_blocks b JOIN topk_terms t ON t.id = b.term_id ' +
+        'WHERE ? IS NULL OR t.table_id = ? ORDER BY t.table_id, t.term, b.tf, b.len, b.tie',
+    )
+    .raw()
+    .iterate(tableId, tableId) as Iterable<[string, number, Buffer]>;
+  for (const [term, tf, bytes] of blocks) {
+    for (const posting of decodeBlock(bytes)) yield { term, tf, ...posting };
   }
 }

@@ -3,7 +3,8 @@
  * read from the term's list instead of ranking every match. The list holds one run per weighted
  * frequency, each in descending contribution (row tokens ascending, then partition and row, the
  * order of ties), so merging the runs' heads yields the rows in the search's own order and stops
- * after `depth`: postings read are about depth plus a chunk per run, whatever the matches.
+ * after `depth`: postings decoded are about depth plus one a run (each run's first block is read
+ * to merge them), whatever the matches.
  * Scores are bm25() as FTS5 computes it (fts5_aux.c), with the table's statistics as FTS5 keeps
  * them (fts-stats.ts).
  */
@@ -11,8 +12,9 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import type { Tokenizer } from '../shared/collection-settings.js';
 import { FtsStats } from './fts-stats.js';
-import type { FtsTable } from './fts-table.js';
+import { partitionOfRow, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
+import { BlockReader } from './topk-blocks.js';
 import { hasTopkLists } from './topk-index.js';
 
 /** bm25()'s constants in fts5_aux.c. */
@@ -20,13 +22,6 @@ const K1 = 1.2;
 const B = 0.75;
 const UNICODE61: Tokenizer = 'unicode61 remove_diacritics 2';
 const ASCII_WORD = /^[A-Za-z0-9]+$/;
-/**
- * Postings read from a run at a time: its head first (every run's is needed to merge them), then
- * more as the run turns out to hold the best rows. A run is rarely read past its head when there
- * are many, and then fast when there are few.
- */
-const RUN_CHUNKS_POSTINGS = [1, 16, 256] as const;
-
 /** bm25()'s IDF: at least 1e-6, for a term in more than half the rows. */
 export function bm25Idf(rows: number, df: number): number {
   const idf = Math.log((rows - df + 0.5) / (df + 0.5));
@@ -49,18 +44,16 @@ export interface TopkFound {
   rows: TopkRow[];
   /** Rows of the table holding the term, in every partition. */
   df: number;
-  /** Postings read from SQLite, in chunks: what the search's cost follows. */
+  /** Postings decoded from the list's blocks: what the search's cost follows. */
   examined: number;
 }
 
-/** A run of the list: the postings of one weighted frequency, best first. */
+/** A run of the list: the blocks of one weighted frequency, best first. */
 interface Run {
   tf: number;
-  postings: Array<[number, number, number]>;
-  at: number;
-  /** Chunks read so far. */
-  chunks: number;
-  done: boolean;
+  /** The key of the block being read, for the next one's seek. */
+  block: [number, number];
+  reader: BlockReader | null;
   head: TopkRow | null;
 }
 
@@ -74,27 +67,24 @@ function before(a: TopkRow, b: TopkRow): boolean {
 export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
-  /** A run's postings after a position, one statement a chunk size of RUN_CHUNKS_POSTINGS. */
-  private readonly runAfter: Statement[];
-  private readonly statements: Record<'settings' | 'term' | 'nextRun' | 'runHead', Statement>;
+  private readonly statements: Record<'settings' | 'term' | 'nextRun' | 'nextBlock', Statement>;
 
   constructor(private readonly db: Database.Database) {
     this.tokenizers = new FtsTokenizers(db);
     const prepare = (sql: string) => db.prepare(sql);
-    const postings = 'SELECT len, partition, row FROM topk_postings WHERE term_id = ? AND tf = ?';
     this.statements = {
       settings: prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
       term: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
+      // A run's first block comes with its frequency: one seek a run.
       nextRun: prepare(
-        'SELECT tf FROM topk_postings WHERE term_id = ? AND tf > ? ORDER BY tf LIMIT 1',
-      ).pluck(),
-      runHead: prepare(`${postings} ORDER BY len, partition, row LIMIT ${RUN_CHUNKS_POSTINGS[0]}`),
+        'SELECT tf, len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf > ? ' +
+          'ORDER BY tf, len, tie LIMIT 1',
+      ).raw(),
+      nextBlock: prepare(
+        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ? ' +
+          'AND (len, tie) > (?, ?) ORDER BY len, tie LIMIT 1',
+      ).raw(),
     };
-    this.runAfter = RUN_CHUNKS_POSTINGS.map((n) =>
-      prepare(
-        `${postings} AND (len, partition, row) > (?, ?, ?) ORDER BY len, partition, row LIMIT ${n}`,
-      ),
-    );
   }
 
   /**
@@ -122,25 +112,26 @@ export class TopkReads {
     let examined = 0;
     const advance = (run: Run) => {
       for (;;) {
-        if (run.at === run.postings.length) {
-          const last = run.postings[run.postings.length - 1];
-          const chunk = Math.min(run.chunks, RUN_CHUNKS_POSTINGS.length - 1);
-          const statement = last === undefined ? this.statements.runHead : this.runAfter[chunk];
-          run.postings = run.done
-            ? []
-            : (statement.raw().all(termId, run.tf, ...(last ?? [])) as Run['postings']);
-          run.done = run.postings.length < RUN_CHUNKS_POSTINGS[chunk];
-          run.chunks += 1;
-          run.at = 0;
-          examined += run.postings.length;
-          if (run.postings.length === 0) {
-            run.head = null;
-            return;
-          }
+        let posting = run.reader?.next() ?? null;
+        if (posting === null && run.reader !== null) {
+          const next = this.statements.nextBlock.get(termId, run.tf, ...run.block) as
+            [number, number, Buffer] | undefined;
+          run.reader = next === undefined ? null : new BlockReader(next[2]);
+          if (next !== undefined) run.block = [next[0], next[1]];
+          posting = run.reader?.next() ?? null;
         }
-        const [len, partition, row] = run.postings[run.at++];
+        if (posting === null) {
+          run.head = null;
+          return;
+        }
+        examined += 1;
+        const partition = partitionOfRow(posting.row);
         if (partitions !== null && !partitions.has(partition)) continue;
-        run.head = { row, partition, score: bm25Part(idf, run.tf, len, avgdl) };
+        run.head = {
+          row: posting.row,
+          partition,
+          score: bm25Part(idf, run.tf, posting.len, avgdl),
+        };
         return;
       }
     };
@@ -171,13 +162,15 @@ export class TopkReads {
     return term;
   }
 
-  /** The list's runs, by a seek for each next frequency; none read yet. */
+  /** The list's runs, by a seek for each next frequency, each with its first block. */
   private runs(termId: number): Run[] {
     const runs: Run[] = [];
-    let tf = this.statements.nextRun.get(termId, -Infinity) as number | undefined;
-    while (tf !== undefined) {
-      runs.push({ tf, postings: [], at: 0, chunks: 0, done: false, head: null });
-      tf = this.statements.nextRun.get(termId, tf) as number | undefined;
+    let next = this.statements.nextRun.get(termId, -Infinity) as
+      [number, number, number, Buffer] | undefined;
+    while (next !== undefined) {
+      const [tf, len, tie, postings] = next;
+      runs.push({ tf, block: [len, tie], reader: new BlockReader(postings), head: null });
+      next = this.statements.nextRun.get(termId, tf) as typeof next;
     }
     return runs;
   }

@@ -18,6 +18,7 @@ import { FtsTokenizers } from '../../serve-node/fts-tokens.js';
 import { Replica } from '../../serve-node/replica.js';
 import type { FieldQuery } from '../../serve-node/search-reads.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
+import { storedPostings } from '../../serve-node/topk-index.js';
 import { seededRandom, testSeed } from '../harness/index.js';
 
 const limits = { queryBytesMax: 1024, queryTermsMax: 32 };
@@ -198,15 +199,27 @@ function dumpLists(dir: string): { terms: string[]; postings: string[] } {
       (db.prepare(sql).raw().all() as unknown[][]).map((row) => row.join(' '));
     return {
       terms: lines(`SELECT term, df FROM topk_terms WHERE table_id = ${id} ORDER BY term`),
-      postings: lines(
-        'SELECT t.term, p.tf, p.len, p.partition, p.row FROM topk_postings p ' +
-          `JOIN topk_terms t ON t.id = p.term_id WHERE t.table_id = ${id} ` +
-          'ORDER BY t.term, p.tf, p.len, p.partition, p.row',
+      postings: [...storedPostings(db, Number(id))].map(
+        ({ term, tf, len, row }) => `${term} ${tf} ${len} ${row % ROW_PARTITIONS} ${row}`,
       ),
     };
   } finally {
     db.close();
   }
+}
+
+/**
+ * The lists built from FTS5 on open, `replica` closed first: a store without lists of this
+ * threshold (an earlier layout).
+ */
+async function rebuiltLists(replica: Replica, dir: string): Promise<ReturnType<typeof dumpLists>> {
+  await replica.close();
+  replicas.splice(replicas.indexOf(replica), 1);
+  const writable = new Database(join(dir, SEARCH_FILE));
+  writable.exec('DELETE FROM topk_settings; DELETE FROM topk_blocks; DELETE FROM topk_terms');
+  writable.close();
+  replicas.push(new Replica(dir, { topkListedDfMin: LISTED_DF_MIN }));
+  return dumpLists(dir);
 }
 
 /** Lines that differ: a short message rather than a diff of every posting. */
@@ -320,14 +333,7 @@ describe('top-k lists', () => {
     const docs = feedHistory(new Feed(replica), randomOf(seed), 1500);
     const lived = dumpLists(dir);
     expect(lived.postings.length).toBeGreaterThan(1000);
-    // Built from FTS5 on open: a store without lists of this threshold (an earlier layout).
-    await replica.close();
-    replicas.splice(replicas.indexOf(replica), 1);
-    const writable = new Database(join(dir, SEARCH_FILE));
-    writable.exec('DELETE FROM topk_settings; DELETE FROM topk_postings; DELETE FROM topk_terms');
-    writable.close();
-    replicas.push(new Replica(dir, { topkListedDfMin: LISTED_DF_MIN }));
-    const rebuilt = dumpLists(dir);
+    const rebuilt = await rebuiltLists(replica, dir);
     expectSameLines(rebuilt.terms, lived.terms, 'terms rebuilt');
     expectSameLines(rebuilt.postings, lived.postings, 'postings rebuilt');
     // The final documents written at once, under the final settings, in other batches.
@@ -342,6 +348,32 @@ describe('top-k lists', () => {
     const batched = dumpLists(other.dir);
     expectSameLines(batched.terms, lived.terms, 'terms batched');
     expectSameLines(withoutRows(batched.postings), withoutRows(lived.postings), 'postings batched');
+  });
+
+  it('are the same when one batch writes, rewrites and deletes a key as when built from FTS5', async () => {
+    const { replica, dir } = tempReplica();
+    const random = randomOf(seed);
+    const feed = new Feed(replica);
+    feed.apply(SETTINGS_TOPIC, 0, [{ ...record({ key: 'docs', value: SETTINGS }) }]);
+    feed.docs(zipfCorpus(random, 600, 0), (i) => i % PARTITIONS);
+    // One batch a partition: keys written twice (the first version's postings added and removed
+    // in one transaction), deleted after a rewrite, and written again after a delete.
+    const again = zipfCorpus(random, 600, 1);
+    for (let p = 0; p < PARTITIONS; p++) {
+      const keys = again.filter((_, i) => i % PARTITIONS === p).slice(0, 60);
+      const records = keys.flatMap((doc, i) => {
+        const twice = [record(doc), record({ ...doc, value: { ...doc.value, n: -1 } })];
+        if (i % 3 === 0) return [...twice, record({ key: doc.key, value: null })];
+        if (i % 3 === 1) return [record({ key: doc.key, value: null }), ...twice];
+        return twice;
+      });
+      feed.apply('docs', p, records);
+    }
+    const lived = dumpLists(dir);
+    const rebuilt = await rebuiltLists(replica, dir);
+    expect(lived.postings.length).toBeGreaterThan(1000);
+    expectSameLines(rebuilt.terms, lived.terms, 'terms rebuilt');
+    expectSameLines(rebuilt.postings, lived.postings, 'postings rebuilt');
   });
 
   it('take the terms FTS5 makes: an ASCII word lowered, others as the tokenizer makes them', () => {
