@@ -6,7 +6,7 @@
  * one run per frequency and reads about k postings, not every match (topk-reads.ts).
  *
  * Writes are gathered during a transaction (changed) and folded in before it commits (settle),
- * tokenized by FTS5 itself (fts-tokens.ts). Which terms are listed, and what their lists hold,
+ * tokenized as FTS5 tokenizes (fts-tokens.ts). Which terms are listed, and what their lists hold,
  * is a function of the table's rows alone, never of the order or the batches they came in, so
  * a replay or a re-index makes the same lists.
  */

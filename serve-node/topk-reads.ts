@@ -10,7 +10,6 @@
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
-import type { Tokenizer } from '../shared/collection-settings.js';
 import { FtsStats } from './fts-stats.js';
 import { partitionOfRow, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
@@ -20,8 +19,6 @@ import { hasTopkLists } from './topk-index.js';
 /** bm25()'s constants in fts5_aux.c. */
 const K1 = 1.2;
 const B = 0.75;
-const UNICODE61: Tokenizer = 'unicode61 remove_diacritics 2';
-const ASCII_WORD = /^[A-Za-z0-9]+$/;
 /** bm25()'s IDF: at least 1e-6, for a term in more than half the rows. */
 export function bm25Idf(rows: number, df: number): number {
   const idf = Math.log((rows - df + 0.5) / (df + 0.5));
@@ -149,13 +146,8 @@ export class TopkReads {
     return { rows, df, examined };
   }
 
-  /**
-   * The one term FTS5 makes of `text`, else null. unicode61 makes an ASCII word of letters and
-   * digits its lower case, with no stemming: such a word skips the round trip through FTS5
-   * (about 0.15 ms, which a word without a list would pay on top of FTS5's search).
-   */
+  /** The one term FTS5 makes of `text`, else null. */
   private termOf(table: FtsTable, text: string): string | null {
-    if (table.settings.tokenizer === UNICODE61 && ASCII_WORD.test(text)) return text.toLowerCase();
     const [tokenized] = this.tokenizers.tokenize(table.settings.tokenizer, [text]);
     if (tokenized.tokens !== 1) return null;
     const [term] = tokenized.counts.keys();
