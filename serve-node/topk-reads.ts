@@ -1,170 +1,120 @@
 /**
- * A search of one listed term (topk-index.ts) without filter or sort: its best rows by bm25,
- * read from the term's list instead of ranking every match. The list holds one run per weighted
- * frequency, each in descending contribution (row tokens ascending, then partition and row, the
- * order of ties), so merging the runs' heads yields the rows in the search's own order and stops
- * after `depth`: postings decoded are about depth plus one a run (each run's first block is read
- * to merge them), whatever the matches.
- * Scores are bm25() as FTS5 computes it (fts5_aux.c), with the table's statistics as FTS5 keeps
- * them (fts-stats.ts).
+ * Searches answered from the top-k lists (topk-index.ts) without filter or sort: their best rows
+ * by bm25, read from the terms' lists instead of ranking every match. Scores are bm25() as FTS5
+ * computes it (fts5_aux.c), with the table's statistics as FTS5 keeps them (fts-stats.ts).
+ *
+ * One word: its stream (topk-stream.ts) yields the rows in the search's own order, so the first
+ * `depth` are the answer: postings decoded are about depth plus one a run, whatever the matches.
+ *
+ * Several words, all listed, all of them (AND) or any (OR): the threshold algorithm over the
+ * words' streams. The row with the best part of any stream is taken next and scored whole (its
+ * frequency of each other word looked up in that word's runs), and the search stops once its
+ * `depth`-th best row scores above what any row not yet taken could: the sum of the streams'
+ * heads (for AND, nothing once a stream is done). Summed in the query's order of words, as
+ * bm25() sums its phrases, and rounding never makes a sum of smaller parts larger, so the bound
+ * holds bit for bit.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { FtsStats } from './fts-stats.js';
-import { partitionOfRow, type FtsTable } from './fts-table.js';
+import type { FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
-import { BlockReader } from './topk-blocks.js';
 import { hasTopkLists } from './topk-index.js';
+import {
+  before,
+  bm25Idf,
+  prepareStreamStatements,
+  TermStream,
+  type StreamStatements,
+  type TopkRow,
+} from './topk-stream.js';
 
-/** bm25()'s constants in fts5_aux.c. */
-const K1 = 1.2;
-const B = 0.75;
-/** bm25()'s IDF: at least 1e-6, for a term in more than half the rows. */
-export function bm25Idf(rows: number, df: number): number {
-  const idf = Math.log((rows - df + 0.5) / (df + 0.5));
-  return idf <= 0 ? 1e-6 : idf;
-}
-
-/** One phrase's part of bm25(), with the same operations in the same order as FTS5's. */
-export function bm25Part(idf: number, tf: number, len: number, avgdl: number): number {
-  return idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + (B * len) / avgdl)));
-}
-
-export interface TopkRow {
-  row: number;
-  score: number;
-  partition: number;
-}
+export { bm25Idf, bm25Part, type TopkRow } from './topk-stream.js';
 
 export interface TopkFound {
   /** The best rows, best first. */
   rows: TopkRow[];
-  /** Rows of the table holding the term, in every partition. */
-  df: number;
-  /** Postings decoded from the list's blocks: what the search's cost follows. */
+  /** Rows of the table holding each word, in every partition, in the query's order. */
+  dfs: number[];
+  /** Postings decoded from the lists' blocks: what the search's cost follows. */
   examined: number;
 }
 
-/** A run of the list: the blocks of one weighted frequency, best first. */
-interface Run {
-  tf: number;
-  /** The key of the block being read, for the next one's seek. */
-  block: [number, number];
-  reader: BlockReader | null;
-  head: TopkRow | null;
+/** Words a list search takes: all of them (AND) or any (OR). */
+export interface TopkWords {
+  texts: readonly string[];
+  all: boolean;
 }
 
-/** True when `a` comes before `b` in a search's order (score, then partition, then row). */
-function before(a: TopkRow, b: TopkRow): boolean {
-  if (a.score !== b.score) return a.score > b.score;
-  if (a.partition !== b.partition) return a.partition < b.partition;
-  return a.row < b.row;
+/** A word's list, by its term. */
+interface Listed {
+  termId: number;
+  df: number;
 }
 
 export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
-  private readonly statements: Record<'settings' | 'term' | 'nextRun' | 'nextBlock', Statement>;
+  private readonly streams: StreamStatements;
+  private readonly statements: Record<'settings' | 'term', Statement>;
 
   constructor(private readonly db: Database.Database) {
     this.tokenizers = new FtsTokenizers(db);
-    const prepare = (sql: string) => db.prepare(sql);
+    this.streams = prepareStreamStatements(db);
     this.statements = {
-      settings: prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
-      term: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
-      // A run's first block comes with its frequency: one seek a run.
-      nextRun: prepare(
-        'SELECT tf, len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf > ? ' +
-          'ORDER BY tf, len, tie LIMIT 1',
-      ).raw(),
-      nextBlock: prepare(
-        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ? ' +
-          'AND (len, tie) > (?, ?) ORDER BY len, tie LIMIT 1',
-      ).raw(),
+      settings: db.prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
+      term: db.prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
     };
   }
 
   /**
-   * The best `depth` rows of `text` (one word of a query) in `partitions` (null: all), or null
-   * when no list answers it: the text is not one token of the table's tokenizer, or its term is
-   * not listed.
+   * The best `depth` rows of `words` in `partitions` (null: all), or null when no list answers
+   * them: a text is not one token of the table's tokenizer, or its term is not listed.
    */
   search(
     table: FtsTable,
-    text: string,
+    words: TopkWords,
     depth: number,
     partitions: ReadonlySet<number> | null,
   ): TopkFound | null {
-    if (!hasTopkLists(table)) return null;
-    const term = this.termOf(table, text);
-    if (term === null) return null;
-    const listedDfMin = this.statements.settings.get() as number | undefined;
-    const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
-    if (listedDfMin === undefined || stored === undefined || stored[1] < listedDfMin) return null;
-    const [termId, df] = stored;
-    const totals = this.statsOf(table).totals();
-    const idf = bm25Idf(totals.rows, df);
-    const avgdl = totals.tokens / totals.rows;
-    const runs = this.runs(termId);
-    let examined = 0;
-    const advance = (run: Run) => {
-      for (;;) {
-        let posting = run.reader?.next() ?? null;
-        if (posting === null && run.reader !== null) {
-          const next = this.statements.nextBlock.get(termId, run.tf, ...run.block) as
-            [number, number, Buffer] | undefined;
-          run.reader = next === undefined ? null : new BlockReader(next[2]);
-          if (next !== undefined) run.block = [next[0], next[1]];
-          posting = run.reader?.next() ?? null;
-        }
-        if (posting === null) {
-          run.head = null;
-          return;
-        }
-        examined += 1;
-        const partition = partitionOfRow(posting.row);
-        if (partitions !== null && !partitions.has(partition)) continue;
-        run.head = {
-          row: posting.row,
-          partition,
-          score: bm25Part(idf, run.tf, posting.len, avgdl),
-        };
-        return;
-      }
-    };
-    runs.forEach(advance);
-    const rows: TopkRow[] = [];
-    while (rows.length < depth) {
-      let best: Run | null = null;
-      for (const run of runs) {
-        if (run.head !== null && (best === null || before(run.head, best.head!))) best = run;
-      }
-      if (best === null) break;
-      rows.push(best.head!);
-      advance(best);
+    if (!hasTopkLists(table) || words.texts.length === 0) return null;
+    const listed: Listed[] = [];
+    for (const text of words.texts) {
+      const found = this.listed(table, text);
+      if (found === null) return null;
+      listed.push(found);
     }
-    return { rows, df, examined };
+    const totals = this.statsOf(table).totals();
+    const avgdl = totals.tokens / totals.rows;
+    // One stream a distinct term; a word given twice counts twice, as bm25() counts phrases.
+    const byTerm = new Map<number, TermStream>();
+    const streams = listed.map(({ termId, df }) => {
+      let stream = byTerm.get(termId);
+      if (stream === undefined) {
+        const idf = bm25Idf(totals.rows, df);
+        stream = new TermStream(this.streams, termId, idf, avgdl, partitions);
+        byTerm.set(termId, stream);
+      }
+      return stream;
+    });
+    const rows =
+      byTerm.size === 1 && streams.length === 1
+        ? oneWord(streams[0], depth)
+        : threshold(streams, [...byTerm.values()], words.all, depth);
+    let examined = 0;
+    for (const stream of byTerm.values()) examined += stream.examined;
+    return { rows, dfs: listed.map(({ df }) => df), examined };
   }
 
-  /** The one term FTS5 makes of `text`, else null. */
-  private termOf(table: FtsTable, text: string): string | null {
+  /** The list of the one term FTS5 makes of `text`, else null. */
+  private listed(table: FtsTable, text: string): Listed | null {
     const [tokenized] = this.tokenizers.tokenize(table.settings.tokenizer, [text]);
     if (tokenized.tokens !== 1) return null;
     const [term] = tokenized.counts.keys();
-    return term;
-  }
-
-  /** The list's runs, by a seek for each next frequency, each with its first block. */
-  private runs(termId: number): Run[] {
-    const runs: Run[] = [];
-    let next = this.statements.nextRun.get(termId, -Infinity) as
-      [number, number, number, Buffer] | undefined;
-    while (next !== undefined) {
-      const [tf, len, tie, postings] = next;
-      runs.push({ tf, block: [len, tie], reader: new BlockReader(postings), head: null });
-      next = this.statements.nextRun.get(termId, tf) as typeof next;
-    }
-    return runs;
+    const listedDfMin = this.statements.settings.get() as number | undefined;
+    const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
+    if (listedDfMin === undefined || stored === undefined || stored[1] < listedDfMin) return null;
+    return { termId: stored[0], df: stored[1] };
   }
 
   private statsOf(table: FtsTable): FtsStats {
@@ -175,4 +125,83 @@ export class TopkReads {
     }
     return stats;
   }
+}
+
+/** One word's best rows: its stream's first `depth`. */
+function oneWord(stream: TermStream, depth: number): TopkRow[] {
+  const rows: TopkRow[] = [];
+  while (rows.length < depth) {
+    const head = stream.take();
+    if (head === null) break;
+    rows.push({ row: head.row, partition: head.partition, score: head.score });
+  }
+  return rows;
+}
+
+/**
+ * The best `depth` rows of several words (`streams[i]` the stream of the query's i-th word;
+ * `distinct` each stream once), by the threshold algorithm (the file's comment).
+ */
+function threshold(
+  streams: readonly TermStream[],
+  distinct: readonly TermStream[],
+  all: boolean,
+  depth: number,
+): TopkRow[] {
+  const top: TopkRow[] = [];
+  const scored = new Set<number>();
+  for (;;) {
+    let from: TermStream | null = null;
+    for (const stream of distinct) {
+      const head = stream.head();
+      if (head !== null && (from === null || before(head, from.head()!))) from = stream;
+    }
+    if (from === null) break;
+    const head = from.take()!;
+    if (!scored.has(head.row)) {
+      scored.add(head.row);
+      const frequencies = new Map<TermStream, number | null>();
+      const frequency = (stream: TermStream) => {
+        if (!frequencies.has(stream)) {
+          frequencies.set(stream, stream === from ? null : stream.frequencyIn(head.row, head.len));
+        }
+        return frequencies.get(stream)!;
+      };
+      let score = 0;
+      let missing = false;
+      for (const stream of streams) {
+        if (stream === from) {
+          score += head.score;
+          continue;
+        }
+        const tf = frequency(stream);
+        if (tf === null) missing = true;
+        else score += stream.part(tf, head.len);
+      }
+      if (!(all && missing))
+        insert(top, { row: head.row, partition: head.partition, score }, depth);
+    }
+    if (top.length === depth && top[depth - 1].score > bound(streams, all)) break;
+  }
+  return top;
+}
+
+/** The most a row no stream has yielded yet can score: the heads summed in the query's order. */
+function bound(streams: readonly TermStream[], all: boolean): number {
+  let sum = 0;
+  for (const stream of streams) {
+    const head = stream.head();
+    if (head === null && all) return -Infinity;
+    if (head !== null) sum += head.score;
+  }
+  return sum;
+}
+
+/** `row` into `top` (best first, at most `depth`) where it belongs. */
+function insert(top: TopkRow[], row: TopkRow, depth: number): void {
+  let at = top.length;
+  while (at > 0 && before(row, top[at - 1])) at--;
+  if (at >= depth) return;
+  top.splice(at, 0, row);
+  if (top.length > depth) top.pop();
 }

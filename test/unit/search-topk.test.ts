@@ -1,7 +1,8 @@
 // Proves issue 27's top-k lists answer one-word searches exactly as FTS5's own `ORDER BY rank`
 // (the same keys in the same order, scores to 1e-9) on a seeded Zipf corpus, while reading far
-// fewer postings than the word has matches; that OR, AND, filtered and sorted searches keep
-// FTS5's answers; and that the lists are a function of the documents alone: the same after
+// fewer postings than the word has matches; that OR and AND of listed words are ranked from the
+// lists exactly as FTS5 ranks them; that OR, AND, filtered and sorted searches keep FTS5's
+// answers; and that the lists are a function of the documents alone: the same after
 // updates, deletes and a re-index as when built from scratch or from one batch.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -288,6 +289,53 @@ describe('top-k lists', () => {
         );
       }
       expect(listedSearched).toBeGreaterThan(20);
+    } finally {
+      db.close();
+    }
+  });
+
+  it('rank OR and AND of listed words exactly as FTS5 does, and leave other words to FTS5', () => {
+    const { replica, dir } = tempReplica();
+    const random = randomOf(seed);
+    const docs = feedHistory(new Feed(replica), random, 2000);
+    const df = frequencies(docs);
+    const listed = [...df].filter(([, n]) => n >= LISTED_DF_MIN).map(([word]) => word);
+    const unlisted = [...df].filter(([, n]) => n < LISTED_DF_MIN).map(([word]) => word);
+    const pick = (words: string[]) => words[Math.floor(random() * words.length)];
+    const db = openStore(dir);
+    try {
+      const queries: string[][] = [];
+      for (let i = 0; i < 60; i++) {
+        const words = [pick(listed), pick(listed)];
+        if (i % 3 === 0) words.push(pick(listed));
+        if (i % 10 === 0) words.push(words[0]);
+        queries.push(words);
+      }
+      for (let i = 0; i < 5; i++) queries.push([pick(listed), pick(unlisted)]);
+      for (const words of queries) {
+        for (const q of [words.join(' OR '), words.join(' ')]) {
+          const expected = ftsRanking(db, q);
+          const search = (partitions: number[]) =>
+            replica.search.search(
+              'docs',
+              partitions,
+              parseQuery(q, limits),
+              DEPTH,
+              TOTAL_EXACT_MAX,
+            );
+          const found = search([0, 1, 2, 3]);
+          expectSameTop(found.matches, expected.slice(0, DEPTH));
+          expect(found.total, q).toBe(Math.min(expected.length, TOTAL_EXACT_MAX));
+          expect(found.totalExact, q).toBe(expected.length < TOTAL_EXACT_MAX);
+          const answeredByLists = words.every((word) => df.get(word)! >= LISTED_DF_MIN);
+          expect(found.examined !== undefined, `${q} (seed ${seed})`).toBe(answeredByLists);
+          const some = search([1, 3]);
+          expectSameTop(
+            some.matches,
+            expected.filter((hit) => hit.partition % 2 === 1).slice(0, DEPTH),
+          );
+        }
+      }
     } finally {
       db.close();
     }

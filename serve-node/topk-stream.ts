@@ -1,0 +1,170 @@
+/**
+ * One listed term's postings in a search's order (topk-index.ts, FORMAT.md): its runs, one a
+ * weighted frequency, each in descending contribution, merged by their heads, so the rows come
+ * best first and a search reads about as many postings as it takes. Also the other way in: a
+ * given row's frequency of the term, by a seek into each run where the row's tokens and tie key
+ * would put it (a block each), for the rows a multi-word search must score whole.
+ */
+import type Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
+import { partitionOfRow } from './fts-table.js';
+import { BlockReader, decodeBlock, tieOf } from './topk-blocks.js';
+
+/** bm25()'s constants in fts5_aux.c. */
+const K1 = 1.2;
+const B = 0.75;
+
+/** bm25()'s IDF: at least 1e-6, for a term in more than half the rows. */
+export function bm25Idf(rows: number, df: number): number {
+  const idf = Math.log((rows - df + 0.5) / (df + 0.5));
+  return idf <= 0 ? 1e-6 : idf;
+}
+
+/** One phrase's part of bm25(), with the same operations in the same order as FTS5's. */
+export function bm25Part(idf: number, tf: number, len: number, avgdl: number): number {
+  return idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + (B * len) / avgdl)));
+}
+
+export interface TopkRow {
+  row: number;
+  score: number;
+  partition: number;
+}
+
+/** A row at a stream's head: its part of the score for this term, and its tokens. */
+export interface StreamHead extends TopkRow {
+  len: number;
+}
+
+/** True when `a` comes before `b` in a search's order (score, then partition, then row). */
+export function before(a: TopkRow, b: TopkRow): boolean {
+  if (a.score !== b.score) return a.score > b.score;
+  if (a.partition !== b.partition) return a.partition < b.partition;
+  return a.row < b.row;
+}
+
+/** A run of the list: the blocks of one weighted frequency, best first. */
+interface Run {
+  tf: number;
+  /** The key of the block being read, for the next one's seek. */
+  block: [number, number];
+  reader: BlockReader | null;
+  head: StreamHead | null;
+}
+
+/** The statements a stream reads with, prepared once a connection (TopkReads). */
+export interface StreamStatements {
+  nextRun: Statement;
+  nextBlock: Statement;
+  floorBlock: Statement;
+}
+
+export function prepareStreamStatements(db: Database.Database): StreamStatements {
+  return {
+    // A run's first block comes with its frequency: one seek a run.
+    nextRun: db
+      .prepare(
+        'SELECT tf, len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf > ? ' +
+          'ORDER BY tf, len, tie LIMIT 1',
+      )
+      .raw(),
+    nextBlock: db
+      .prepare(
+        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ? ' +
+          'AND (len, tie) > (?, ?) ORDER BY len, tie LIMIT 1',
+      )
+      .raw(),
+    floorBlock: db
+      .prepare(
+        'SELECT postings FROM topk_blocks WHERE term_id = ? AND tf = ? AND (len, tie) <= (?, ?) ' +
+          'ORDER BY len DESC, tie DESC LIMIT 1',
+      )
+      .pluck(),
+  };
+}
+
+export class TermStream {
+  private readonly runs: Run[] = [];
+  /** Postings decoded, by the stream and by lookups: what a search's cost follows. */
+  examined = 0;
+
+  constructor(
+    private readonly statements: StreamStatements,
+    private readonly termId: number,
+    readonly idf: number,
+    private readonly avgdl: number,
+    private readonly partitions: ReadonlySet<number> | null,
+  ) {
+    let next = statements.nextRun.get(termId, -Infinity) as
+      [number, number, number, Buffer] | undefined;
+    while (next !== undefined) {
+      const [tf, len, tie, postings] = next;
+      this.runs.push({ tf, block: [len, tie], reader: new BlockReader(postings), head: null });
+      next = statements.nextRun.get(termId, tf) as typeof next;
+    }
+    for (const run of this.runs) this.advance(run);
+  }
+
+  /** The best row not yet taken, or null when every row is. */
+  head(): StreamHead | null {
+    return this.bestRun()?.head ?? null;
+  }
+
+  /** Takes the head. */
+  take(): StreamHead | null {
+    const run = this.bestRun();
+    if (run === null) return null;
+    const head = run.head;
+    this.advance(run);
+    return head;
+  }
+
+  /** The term's weighted frequency in `row` (of `len` tokens), or null where it has none. */
+  frequencyIn(row: number, len: number): number | null {
+    const tie = tieOf(row);
+    for (const { tf } of this.runs) {
+      const block = this.statements.floorBlock.get(this.termId, tf, len, tie) as Buffer | undefined;
+      if (block === undefined) continue;
+      const postings = decodeBlock(block);
+      this.examined += postings.length;
+      if (postings.some((posting) => posting.row === row && posting.len === len)) return tf;
+    }
+    return null;
+  }
+
+  /** The term's part of a row's score at this frequency. */
+  part(tf: number, len: number): number {
+    return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  private bestRun(): Run | null {
+    let best: Run | null = null;
+    for (const run of this.runs) {
+      if (run.head !== null && (best === null || before(run.head, best.head!))) best = run;
+    }
+    return best;
+  }
+
+  private advance(run: Run): void {
+    for (;;) {
+      let posting = run.reader?.next() ?? null;
+      if (posting === null && run.reader !== null) {
+        const next = this.statements.nextBlock.get(this.termId, run.tf, ...run.block) as
+          [number, number, Buffer] | undefined;
+        run.reader = next === undefined ? null : new BlockReader(next[2]);
+        if (next !== undefined) run.block = [next[0], next[1]];
+        posting = run.reader?.next() ?? null;
+      }
+      if (posting === null) {
+        run.head = null;
+        return;
+      }
+      this.examined += 1;
+      const partition = partitionOfRow(posting.row);
+      if (this.partitions !== null && !this.partitions.has(partition)) continue;
+      const score = this.part(run.tf, posting.len);
+      run.head = { row: posting.row, partition, score, len: posting.len };
+      return;
+    }
+  }
+}
