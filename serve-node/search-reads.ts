@@ -183,9 +183,12 @@ export class SearchReads {
       shape.partitions === null &&
       matches.length === depth &&
       (found.dfs.length === 1 || (!words.all && dfMax >= totalExactMax));
-    const total = known
-      ? { total: Math.min(dfMax, totalExactMax), totalExact: dfMax < totalExactMax }
-      : this.total(shape, matches.length, depth, totalExactMax);
+    // Else the lists may have counted them (topk-reads.ts), or FTS5 counts them.
+    const counted = found.count ?? (known ? dfMax : undefined);
+    const total =
+      counted !== undefined
+        ? { total: Math.min(counted, totalExactMax), totalExact: counted < totalExactMax }
+        : this.total(shape, matches.length, depth, totalExactMax);
     return { matches, ...total, examined: found.examined };
   }
 

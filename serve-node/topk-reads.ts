@@ -17,7 +17,7 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { FtsStats } from './fts-stats.js';
-import type { FtsTable } from './fts-table.js';
+import { partitionOfRow, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { hasTopkLists } from './topk-index.js';
 import {
@@ -38,6 +38,8 @@ export interface TopkFound {
   dfs: number[];
   /** Postings decoded from the lists' blocks: what the search's cost follows. */
   examined: number;
+  /** The matches in the partitions searched, where the words' whole lists were decoded. */
+  count?: number;
 }
 
 /** Words a list search takes: all of them (AND) or any (OR). */
@@ -92,7 +94,7 @@ export class TopkReads {
       let stream = byTerm.get(termId);
       if (stream === undefined) {
         const idf = bm25Idf(totals.rows, df);
-        stream = new TermStream(this.streams, termId, idf, avgdl, partitions);
+        stream = new TermStream(this.streams, termId, df, idf, avgdl, partitions);
         byTerm.set(termId, stream);
       }
       return stream;
@@ -103,7 +105,13 @@ export class TopkReads {
         : threshold(streams, [...byTerm.values()], words.all, depth);
     let examined = 0;
     for (const stream of byTerm.values()) examined += stream.examined;
-    return { rows, dfs: listed.map(({ df }) => df), examined };
+    const count = countRows([...byTerm.values()], words.all, partitions);
+    return {
+      rows,
+      dfs: listed.map(({ df }) => df),
+      examined,
+      ...(count === null ? {} : { count }),
+    };
   }
 
   /** The list of the one term FTS5 makes of `text`, else null. */
@@ -204,4 +212,32 @@ function insert(top: TopkRow[], row: TopkRow, depth: number): void {
   if (at >= depth) return;
   top.splice(at, 0, row);
   if (top.length > depth) top.pop();
+}
+
+/**
+ * The rows holding all (or any) of the words in `partitions`, counted from the whole lists
+ * when the search decoded every one, else null.
+ */
+function countRows(
+  streams: readonly TermStream[],
+  all: boolean,
+  partitions: ReadonlySet<number> | null,
+): number | null {
+  const lists = streams.map((stream) => stream.wholeList());
+  if (streams.length < 2 || lists.some((list) => list === null)) return null;
+  const maps = lists as Array<ReadonlyMap<number, number>>;
+  const counted = (row: number) => partitions === null || partitions.has(partitionOfRow(row));
+  let count = 0;
+  if (all) {
+    const [smallest, ...others] = [...maps].sort((a, b) => a.size - b.size);
+    for (const row of smallest.keys()) {
+      if (counted(row) && others.every((map) => map.has(row))) count += 1;
+    }
+    return count;
+  }
+  const seen = new Set<number>();
+  for (const map of maps) {
+    for (const row of map.keys()) if (counted(row)) seen.add(row);
+  }
+  return seen.size;
 }

@@ -8,7 +8,7 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { partitionOfRow } from './fts-table.js';
-import { BlockReader, decodeBlock, tieOf } from './topk-blocks.js';
+import { BLOCK_POSTINGS_MAX, BlockReader, decodeBlock, tieOf } from './topk-blocks.js';
 
 /** bm25()'s constants in fts5_aux.c. */
 const K1 = 1.2;
@@ -57,6 +57,7 @@ export interface StreamStatements {
   nextRun: Statement;
   nextBlock: Statement;
   floorBlock: Statement;
+  wholeList: Statement;
 }
 
 export function prepareStreamStatements(db: Database.Database): StreamStatements {
@@ -80,6 +81,7 @@ export function prepareStreamStatements(db: Database.Database): StreamStatements
           'ORDER BY len DESC, tie DESC LIMIT 1',
       )
       .pluck(),
+    wholeList: db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw(),
   };
 }
 
@@ -87,10 +89,15 @@ export class TermStream {
   private readonly runs: Run[] = [];
   /** Postings decoded, by the stream and by lookups: what a search's cost follows. */
   examined = 0;
+  /** Lookups of a row's frequency so far, and the whole list once they cost more than it. */
+  private lookups = 0;
+  private byRow: Map<number, number> | null = null;
 
   constructor(
     private readonly statements: StreamStatements,
     private readonly termId: number,
+    /** Rows holding the term: the postings of its whole list. */
+    private readonly df: number,
     readonly idf: number,
     private readonly avgdl: number,
     private readonly partitions: ReadonlySet<number> | null,
@@ -119,8 +126,19 @@ export class TermStream {
     return head;
   }
 
-  /** The term's weighted frequency in `row` (of `len` tokens), or null where it has none. */
+  /**
+   * The term's weighted frequency in `row` (of `len` tokens), or null where it has none: by a
+   * seek into each run (a block decoded a run) while that costs less than the whole list, then
+   * from the whole list decoded once into memory. Either way a lookup costs at most about twice
+   * the cheaper of the two.
+   */
   frequencyIn(row: number, len: number): number | null {
+    if (this.byRow === null) {
+      this.lookups += 1;
+      if (this.lookups * this.runs.length * BLOCK_POSTINGS_MAX >= this.df)
+        this.byRow = this.decodeAll();
+    }
+    if (this.byRow !== null) return this.byRow.get(row) ?? null;
     const tie = tieOf(row);
     for (const { tf } of this.runs) {
       const block = this.statements.floorBlock.get(this.termId, tf, len, tie) as Buffer | undefined;
@@ -130,6 +148,26 @@ export class TermStream {
       if (postings.some((posting) => posting.row === row && posting.len === len)) return tf;
     }
     return null;
+  }
+
+  /** Every row's frequency of the term when lookups have decoded the whole list, else null. */
+  wholeList(): ReadonlyMap<number, number> | null {
+    return this.byRow;
+  }
+
+  /** Every row's frequency of the term, from every block of its list. */
+  private decodeAll(): Map<number, number> {
+    const byRow = new Map<number, number>();
+    for (const [tf, block] of this.statements.wholeList.iterate(this.termId) as Iterable<
+      [number, Buffer]
+    >) {
+      const reader = new BlockReader(block);
+      for (let posting = reader.next(); posting !== null; posting = reader.next()) {
+        byRow.set(posting.row, tf);
+        this.examined += 1;
+      }
+    }
+    return byRow;
   }
 
   /** The term's part of a row's score at this frequency. */
