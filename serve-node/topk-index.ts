@@ -106,10 +106,7 @@ export class TopkIndex {
   private readonly statements: Record<
     | 'settings'
     | 'setSettings'
-    | 'term'
-    | 'insertTerm'
-    | 'setDf'
-    | 'deleteTerm'
+    | 'addDfs'
     | 'floorBlock'
     | 'firstBlock'
     | 'nextBlock'
@@ -119,6 +116,7 @@ export class TopkIndex {
     | 'deleteList'
     | 'listedTerms'
     | 'deleteTerms'
+    | 'deleteTableTerms'
     | 'deleteBlocks',
     Statement
   >;
@@ -144,12 +142,13 @@ export class TopkIndex {
         'INSERT INTO topk_settings (id, listed_df_min) VALUES (0, ?) ' +
           'ON CONFLICT (id) DO UPDATE SET listed_df_min = excluded.listed_df_min',
       ),
-      term: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
-      insertTerm: prepare(
-        'INSERT INTO topk_terms (table_id, term, df) VALUES (?, ?, ?) RETURNING id',
-      ).pluck(),
-      setDf: prepare('UPDATE topk_terms SET df = ? WHERE id = ?'),
-      deleteTerm: prepare('DELETE FROM topk_terms WHERE id = ?'),
+      // `WHERE true`: an upsert's SELECT must not end where its ON CONFLICT could be a join's.
+      addDfs: prepare(
+        'INSERT INTO topk_terms (table_id, term, df) SELECT ?, key, value FROM json_each(?) ' +
+          'WHERE true ON CONFLICT (table_id, term) DO UPDATE SET df = df + excluded.df ' +
+          'RETURNING id, term, df',
+      ).raw(),
+      deleteTerms: prepare('DELETE FROM topk_terms WHERE id IN (SELECT value FROM json_each(?))'),
       floorBlock: prepare(`${blocks} AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1`),
       firstBlock: prepare(`${blocks} ORDER BY len, tie LIMIT 1`),
       nextBlock: prepare(
@@ -165,7 +164,7 @@ export class TopkIndex {
       listedTerms: prepare(
         'SELECT id, term FROM topk_terms WHERE table_id = ? AND df >= ? ORDER BY id',
       ).raw(),
-      deleteTerms: prepare('DELETE FROM topk_terms WHERE table_id = ?'),
+      deleteTableTerms: prepare('DELETE FROM topk_terms WHERE table_id = ?'),
       deleteBlocks: prepare(
         'DELETE FROM topk_blocks WHERE term_id IN (SELECT id FROM topk_terms WHERE table_id = ?)',
       ),
@@ -223,26 +222,22 @@ export class TopkIndex {
     // threshold get their list built or dropped whole, once, from the table as it now stands.
     const kept = new Map<string, number>();
     const built: Array<[number, string]> = [];
-    for (const [term, delta] of deltas) {
-      const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
-      const before = stored?.[1] ?? 0;
-      const after = before + delta;
+    const emptied: number[] = [];
+    // Every term's count moved in one statement: a statement a term was most of a write's cost
+    // of the lists, most terms being in too few rows to be listed.
+    const moved = this.statements.addDfs.all(table.id, JSON.stringify(Object.fromEntries(deltas)));
+    for (const [id, term, after] of moved as Array<[number, string, number]>) {
+      const before = after - deltas.get(term)!;
       assert(after >= 0, `term ${term} of table ${table.id} would be in ${after} rows`);
       const wasListed = before >= this.listedDfMin;
       const isListed = after >= this.listedDfMin;
       // A term's list goes before its id can: a new term may be given the id again.
-      if (wasListed && !isListed) this.statements.deleteList.run(stored![0]);
-      let id = stored?.[0];
-      if (id === undefined) {
-        if (after > 0) id = this.statements.insertTerm.get(table.id, term, after) as number;
-      } else if (after === 0) {
-        this.statements.deleteTerm.run(id);
-      } else if (delta !== 0) {
-        this.statements.setDf.run(after, id);
-      }
-      if (wasListed && isListed) kept.set(term, id!);
-      else if (isListed) built.push([id!, term]);
+      if (wasListed && !isListed) this.statements.deleteList.run(id);
+      if (after === 0) emptied.push(id);
+      if (wasListed && isListed) kept.set(term, id);
+      else if (isListed) built.push([id, term]);
     }
+    if (emptied.length > 0) this.statements.deleteTerms.run(JSON.stringify(emptied));
     const changed = new Map<number, Map<number, PostingChange>>();
     for (const { change, tf, len } of rows) {
       for (const [term, frequency] of tf) {
@@ -377,7 +372,7 @@ export class TopkIndex {
   /** The table's document frequencies and lists made again from its FTS5 index. */
   private rebuild(table: FtsTable): void {
     this.statements.deleteBlocks.run(table.id);
-    this.statements.deleteTerms.run(table.id);
+    this.statements.deleteTableTerms.run(table.id);
     if (!hasTopkLists(table)) return;
     const source = new ListSource(this.db, table);
     source.copyFrequencies(table.id);
