@@ -301,17 +301,24 @@ describe('top-k lists', () => {
     const df = frequencies(docs);
     const listed = [...df].filter(([, n]) => n >= LISTED_DF_MIN).map(([word]) => word);
     const unlisted = [...df].filter(([, n]) => n < LISTED_DF_MIN).map(([word]) => word);
+    const common = [...df]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 12)
+      .map(([word]) => word);
     const pick = (words: string[]) => words[Math.floor(random() * words.length)];
     const db = openStore(dir);
     try {
       const queries: string[][] = [];
       for (let i = 0; i < 60; i++) {
-        const words = [pick(listed), pick(listed)];
+        // Half of the most frequent words, whose ANDs have matches enough for the lists.
+        const from = i % 2 === 0 ? listed : common;
+        const words = [pick(from), pick(from)];
         if (i % 3 === 0) words.push(pick(listed));
         if (i % 10 === 0) words.push(words[0]);
         queries.push(words);
       }
       for (let i = 0; i < 5; i++) queries.push([pick(listed), pick(unlisted)]);
+      let andsByLists = 0;
       for (const words of queries) {
         for (const q of [words.join(' OR '), words.join(' ')]) {
           const expected = ftsRanking(db, q);
@@ -327,14 +334,19 @@ describe('top-k lists', () => {
           expectSameTop(found.matches, expected.slice(0, DEPTH));
           expect(found.total, q).toBe(Math.min(expected.length, TOTAL_EXACT_MAX));
           expect(found.totalExact, q).toBe(expected.length < TOTAL_EXACT_MAX);
-          const answeredByLists = words.every((word) => df.get(word)! >= LISTED_DF_MIN);
-          expect(found.examined !== undefined, `${q} (seed ${seed})`).toBe(answeredByLists);
+          const allListed = words.every((word) => df.get(word)! >= LISTED_DF_MIN);
+          // An AND the lists may leave to FTS5 (its matches few beside its postings).
+          if (!allListed || q.includes(' OR ')) {
+            expect(found.examined !== undefined, `${q} (seed ${seed})`).toBe(allListed);
+          }
+          if (found.examined !== undefined && !q.includes(' OR ')) andsByLists += 1;
           const some = search([1, 3]);
           const expectedSome = expected.filter((hit) => hit.partition % 2 === 1);
           expectSameTop(some.matches, expectedSome.slice(0, DEPTH));
           expect(some.total, q).toBe(Math.min(expectedSome.length, TOTAL_EXACT_MAX));
         }
       }
+      expect(andsByLists).toBeGreaterThan(10);
     } finally {
       db.close();
     }
