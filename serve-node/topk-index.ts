@@ -14,9 +14,8 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { assert } from '../shared/assert.js';
 import { FtsStats } from './fts-stats.js';
-import type { FtsTable } from './fts-table.js';
+import { rowOf, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
-import { rowOf } from './fts-table.js';
 import {
   comparePostings,
   decodeBlock,
