@@ -13,9 +13,9 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { assert } from '../shared/assert.js';
-import { FtsStats } from './fts-stats.js';
 import { rowOf, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
+import { FtsPostings, weightedFrequency } from './topk-source.js';
 import {
   comparePostings,
   decodeBlock,
@@ -55,22 +55,6 @@ function dropEarlierLists(db: Database.Database): void {
 /** A trigram table's words are phrases of several tokens: no list answers one. */
 export function hasTopkLists(table: FtsTable): boolean {
   return table.settings.tokenizer !== 'trigram';
-}
-
-/**
- * The frequency bm25() gives a term in a row: each instance's column weight added in (column,
- * offset) order (xInst's), so the sum has the same rounding as FTS5's. `counts` is
- * [column, instances] in ascending column order.
- */
-export function weightedFrequency(
-  counts: ReadonlyArray<[number, number]>,
-  weights: readonly number[],
-): number {
-  let tf = 0;
-  for (const [column, n] of counts) {
-    for (let i = 0; i < n; i++) tf += weights[column];
-  }
-  return tf;
 }
 
 interface RowChange {
@@ -260,8 +244,8 @@ export class TopkIndex {
     }
     for (const [id, list] of changed) this.changeList(id, [...list.values()]);
     if (built.length > 0) {
-      const source = new ListSource(this.db, table);
-      for (const [id, term] of built) this.buildList(table, source, id, term);
+      const source = new FtsPostings(this.db, table);
+      for (const [id, term] of built) this.buildList(source, id, term);
     }
   }
 
@@ -358,14 +342,11 @@ export class TopkIndex {
   }
 
   /** The term's list, from FTS5's postings of it and its rows' sizes. */
-  private buildList(table: FtsTable, source: ListSource, id: number, term: string): void {
+  private buildList(source: FtsPostings, id: number, term: string): void {
     this.statements.deleteList.run(id);
-    const postings: Array<Posting & { tf: number }> = [];
-    for (const { row, counts } of source.rowsOf(term)) {
-      const tf = weightedFrequency(counts, table.layout.weights);
-      postings.push({ tf, len: source.stats.rowTokens(row), row });
+    for (const run of runsOf(source.postingsOf(term))) {
+      this.writeBlocks(id, run[0].tf, undefined, run);
     }
-    for (const run of runsOf(postings)) this.writeBlocks(id, run[0].tf, undefined, run);
   }
 
   /** The table's document frequencies and lists made again from its FTS5 index. */
@@ -373,12 +354,12 @@ export class TopkIndex {
     this.statements.deleteBlocks.run(table.id);
     this.statements.deleteTableTerms.run(table.id);
     if (!hasTopkLists(table)) return;
-    const source = new ListSource(this.db, table);
+    const source = new FtsPostings(this.db, table);
     source.copyFrequencies(table.id);
     const listed = this.statements.listedTerms.all(table.id, this.listedDfMin) as Array<
       [number, string]
     >;
-    for (const [id, term] of listed) this.buildList(table, source, id, term);
+    for (const [id, term] of listed) this.buildList(source, id, term);
   }
 }
 
@@ -425,53 +406,6 @@ function mergeChanges(
   }
   while (at < postings.length) merged.push(postings[at++]);
   return merged;
-}
-
-/** FTS5's own view of a table's terms: fts5vocab tables over it (temporary, per connection). */
-class ListSource {
-  readonly stats: FtsStats;
-  private readonly instances: Statement;
-  private readonly copy: Statement;
-
-  constructor(db: Database.Database, table: FtsTable) {
-    db.exec(
-      `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_instances ` +
-        `USING fts5vocab(main, ${table.name}, instance);` +
-        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_terms ` +
-        `USING fts5vocab(main, ${table.name}, row);`,
-    );
-    this.stats = new FtsStats(db, table.name);
-    this.instances = db.prepare(
-      `SELECT doc, col, count(*) FROM temp.${table.name}_instances WHERE term = ? GROUP BY doc, col`,
-    );
-    this.copy = db.prepare(
-      `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms ` +
-        'ORDER BY term',
-    );
-  }
-
-  copyFrequencies(tableId: number): void {
-    this.copy.run(tableId);
-  }
-
-  /** Each row holding `term`, with [column, instances] in ascending column order. */
-  *rowsOf(term: string): Generator<{ row: number; counts: Array<[number, number]> }> {
-    let row: number | undefined;
-    let counts: Array<[number, number]> = [];
-    const byColumn = (a: [number, number], b: [number, number]) => a[0] - b[0];
-    // all(), not iterate(): the caller writes the list while reading this.
-    const instances = this.instances.raw().all(term) as Array<[number, string, number]>;
-    for (const [doc, col, n] of instances) {
-      if (doc !== row) {
-        if (row !== undefined) yield { row, counts: counts.sort(byColumn) };
-        row = doc;
-        counts = [];
-      }
-      // fts5vocab names the column: c<i> (fts-table.ts).
-      counts.push([Number(col.slice(1)), n]);
-    }
-    if (row !== undefined) yield { row, counts: counts.sort(byColumn) };
-  }
 }
 
 /** A posting of a list as stored, with its term and frequency: for checks and figures. */

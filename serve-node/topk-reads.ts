@@ -6,8 +6,9 @@
  * One word: its stream (topk-stream.ts) yields the rows in the search's own order, so the first
  * `depth` are the answer: postings decoded are about depth plus one a run, whatever the matches.
  *
- * Several words, all listed, all of them (AND) or any (OR): the threshold algorithm over the
- * words' streams. The row with the best part of any stream is taken next and scored whole (its
+ * Several words, all of them (AND) or any (OR), one listed at least: the threshold algorithm
+ * over the words' streams (a word without a list, in few rows, read whole from FTS5 and sorted in
+ * memory: topk-source.ts). The row with the best part of any stream is taken next and scored whole (its
  * frequency of each other word looked up in that word's runs), and the search stops once its
  * `depth`-th best row scores above what any row not yet taken could: the sum of the streams'
  * heads (for AND, nothing once a stream is done). Summed in the query's order of words, as
@@ -20,12 +21,15 @@ import { FtsStats } from './fts-stats.js';
 import { partitionOfRow, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { hasTopkLists } from './topk-index.js';
+import { FtsPostings } from './topk-source.js';
 import {
   before,
   bm25Idf,
+  MemoryStream,
   prepareStreamStatements,
   TermStream,
   type StreamStatements,
+  type WordStream,
   type TopkRow,
 } from './topk-stream.js';
 
@@ -48,15 +52,17 @@ export interface TopkWords {
   all: boolean;
 }
 
-/** A word's list, by its term. */
-interface Listed {
-  termId: number;
+/** A word of a search: its term, its rows, and its list (null: it has none). */
+interface Word {
+  term: string;
+  termId: number | null;
   df: number;
 }
 
 export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
+  private readonly postings = new Map<string, FtsPostings>();
   private readonly streams: StreamStatements;
   private readonly statements: Record<'settings' | 'term', Statement>;
 
@@ -80,23 +86,31 @@ export class TopkReads {
     partitions: ReadonlySet<number> | null,
   ): TopkFound | null {
     if (!hasTopkLists(table) || words.texts.length === 0) return null;
-    const listed: Listed[] = [];
+    const listedDfMin = this.statements.settings.get() as number | undefined;
+    if (listedDfMin === undefined) return null;
+    const found: Word[] = [];
     for (const text of words.texts) {
-      const found = this.listed(table, text);
-      if (found === null) return null;
-      listed.push(found);
+      const word = this.word(table, text, listedDfMin);
+      if (word === null) return null;
+      found.push(word);
     }
+    // Words without a list are read whole from FTS5: cheap beside a listed word, and FTS5's
+    // answer to words that are all of them.
+    if (found.every((word) => word.termId === null)) return null;
     const totals = this.statsOf(table).totals();
-    if (words.all && !denseEnough(listed, totals.rows)) return null;
+    if (words.all && !denseEnough(found, totals.rows)) return null;
     const avgdl = totals.tokens / totals.rows;
     // One stream a distinct term; a word given twice counts twice, as bm25() counts phrases.
-    const byTerm = new Map<number, TermStream>();
-    const streams = listed.map(({ termId, df }) => {
-      let stream = byTerm.get(termId);
+    const byTerm = new Map<string, WordStream>();
+    const streams = found.map(({ term, termId, df }) => {
+      let stream = byTerm.get(term);
       if (stream === undefined) {
         const idf = bm25Idf(totals.rows, df);
-        stream = new TermStream(this.streams, termId, df, idf, avgdl, partitions);
-        byTerm.set(termId, stream);
+        stream =
+          termId === null
+            ? new MemoryStream(this.postingsOf(table).postingsOf(term), idf, avgdl, partitions)
+            : new TermStream(this.streams, termId, df, idf, avgdl, partitions);
+        byTerm.set(term, stream);
       }
       return stream;
     });
@@ -109,21 +123,32 @@ export class TopkReads {
     const count = countRows([...byTerm.values()], words.all, partitions);
     return {
       rows,
-      dfs: listed.map(({ df }) => df),
+      dfs: found.map(({ df }) => df),
       examined,
       ...(count === null ? {} : { count }),
     };
   }
 
-  /** The list of the one term FTS5 makes of `text`, else null. */
-  private listed(table: FtsTable, text: string): Listed | null {
+  /**
+   * The one term FTS5 makes of `text` and its rows, with its list's id where it has one (in at
+   * least `listedDfMin` rows); null when `text` is not one term.
+   */
+  private word(table: FtsTable, text: string, listedDfMin: number): Word | null {
     const [tokenized] = this.tokenizers.tokenize(table.settings.tokenizer, [text]);
     if (tokenized.tokens !== 1) return null;
     const [term] = tokenized.counts.keys();
-    const listedDfMin = this.statements.settings.get() as number | undefined;
     const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
-    if (listedDfMin === undefined || stored === undefined || stored[1] < listedDfMin) return null;
-    return { termId: stored[0], df: stored[1] };
+    const df = stored?.[1] ?? 0;
+    return { term, termId: df >= listedDfMin ? stored![0] : null, df };
+  }
+
+  private postingsOf(table: FtsTable): FtsPostings {
+    let postings = this.postings.get(table.name);
+    if (postings === undefined) {
+      postings = new FtsPostings(this.db, table);
+      this.postings.set(table.name, postings);
+    }
+    return postings;
   }
 
   private statsOf(table: FtsTable): FtsStats {
@@ -146,7 +171,7 @@ export class TopkReads {
 const AND_MATCHES_PER_POSTING_MIN = 0.2;
 
 /** Whether an AND's matches, estimated as if its words fell on rows independently, are many. */
-function denseEnough(listed: readonly Listed[], rows: number): boolean {
+function denseEnough(listed: readonly Word[], rows: number): boolean {
   let matches = rows;
   let postings = 0;
   for (const { df } of listed) {
@@ -157,7 +182,7 @@ function denseEnough(listed: readonly Listed[], rows: number): boolean {
 }
 
 /** One word's best rows: its stream's first `depth`. */
-function oneWord(stream: TermStream, depth: number): TopkRow[] {
+function oneWord(stream: WordStream, depth: number): TopkRow[] {
   const rows: TopkRow[] = [];
   while (rows.length < depth) {
     const head = stream.take();
@@ -172,15 +197,15 @@ function oneWord(stream: TermStream, depth: number): TopkRow[] {
  * `distinct` each stream once), by the threshold algorithm (the file's comment).
  */
 function threshold(
-  streams: readonly TermStream[],
-  distinct: readonly TermStream[],
+  streams: readonly WordStream[],
+  distinct: readonly WordStream[],
   all: boolean,
   depth: number,
 ): TopkRow[] {
   const top: TopkRow[] = [];
   const scored = new Set<number>();
   for (;;) {
-    let from: TermStream | null = null;
+    let from: WordStream | null = null;
     for (const stream of distinct) {
       const head = stream.head();
       if (head !== null && (from === null || before(head, from.head()!))) from = stream;
@@ -189,8 +214,8 @@ function threshold(
     const head = from.take()!;
     if (!scored.has(head.row)) {
       scored.add(head.row);
-      const frequencies = new Map<TermStream, number | null>();
-      const frequency = (stream: TermStream) => {
+      const frequencies = new Map<WordStream, number | null>();
+      const frequency = (stream: WordStream) => {
         if (!frequencies.has(stream)) {
           frequencies.set(stream, stream === from ? null : stream.frequencyIn(head.row, head.len));
         }
@@ -216,7 +241,7 @@ function threshold(
 }
 
 /** The most a row no stream has yielded yet can score: the heads summed in the query's order. */
-function bound(streams: readonly TermStream[], all: boolean): number {
+function bound(streams: readonly WordStream[], all: boolean): number {
   let sum = 0;
   for (const stream of streams) {
     const head = stream.head();
@@ -240,7 +265,7 @@ function insert(top: TopkRow[], row: TopkRow, depth: number): void {
  * when the search decoded every one, else null.
  */
 function countRows(
-  streams: readonly TermStream[],
+  streams: readonly WordStream[],
   all: boolean,
   partitions: ReadonlySet<number> | null,
 ): number | null {

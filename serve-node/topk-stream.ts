@@ -8,7 +8,13 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { partitionOfRow } from './fts-table.js';
-import { BLOCK_POSTINGS_MAX, BlockReader, decodeBlock, tieOf } from './topk-blocks.js';
+import {
+  BLOCK_POSTINGS_MAX,
+  BlockReader,
+  decodeBlock,
+  tieOf,
+  type Posting,
+} from './topk-blocks.js';
 
 /** bm25()'s constants in fts5_aux.c. */
 const K1 = 1.2;
@@ -85,7 +91,73 @@ export function prepareStreamStatements(db: Database.Database): StreamStatements
   };
 }
 
-export class TermStream {
+/** A word's rows best first, and a row's frequency of it: from its list, or from FTS5. */
+export interface WordStream {
+  /** Postings decoded or read: what a search's cost follows. */
+  readonly examined: number;
+  /** The best row not yet taken, or null when every row is. */
+  head(): StreamHead | null;
+  /** Takes the head. */
+  take(): StreamHead | null;
+  /** The word's weighted frequency in `row` (of `len` tokens), or null where it has none. */
+  frequencyIn(row: number, len: number): number | null;
+  /** The word's part of a row's score at this frequency. */
+  part(tf: number, len: number): number;
+  /** Every row's frequency of the word, where the stream holds it all, else null. */
+  wholeList(): ReadonlyMap<number, number> | null;
+}
+
+/**
+ * A word without a list (in fewer than `listedDfMin` rows) beside listed ones: its postings,
+ * read whole from FTS5 (a few hundred at most, about 2 us each), sorted in memory.
+ */
+export class MemoryStream implements WordStream {
+  readonly examined: number;
+  private readonly heads: StreamHead[];
+  private at = 0;
+  private readonly byRow: Map<number, number>;
+
+  constructor(
+    postings: ReadonlyArray<Posting & { tf: number }>,
+    private readonly idf: number,
+    private readonly avgdl: number,
+    partitions: ReadonlySet<number> | null,
+  ) {
+    this.examined = postings.length;
+    this.byRow = new Map(postings.map((posting) => [posting.row, posting.tf]));
+    this.heads = postings
+      .filter((posting) => partitions === null || partitions.has(partitionOfRow(posting.row)))
+      .map(({ row, tf, len }) => ({
+        row,
+        len,
+        partition: partitionOfRow(row),
+        score: this.part(tf, len),
+      }))
+      .sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+  }
+
+  head(): StreamHead | null {
+    return this.heads[this.at] ?? null;
+  }
+
+  take(): StreamHead | null {
+    return this.heads[this.at++] ?? null;
+  }
+
+  frequencyIn(row: number): number | null {
+    return this.byRow.get(row) ?? null;
+  }
+
+  part(tf: number, len: number): number {
+    return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  wholeList(): ReadonlyMap<number, number> {
+    return this.byRow;
+  }
+}
+
+export class TermStream implements WordStream {
   private readonly runs: Run[] = [];
   /** Postings decoded, by the stream and by lookups: what a search's cost follows. */
   examined = 0;
@@ -98,7 +170,7 @@ export class TermStream {
     private readonly termId: number,
     /** Rows holding the term: the postings of its whole list. */
     private readonly df: number,
-    readonly idf: number,
+    private readonly idf: number,
     private readonly avgdl: number,
     private readonly partitions: ReadonlySet<number> | null,
   ) {
@@ -112,12 +184,10 @@ export class TermStream {
     for (const run of this.runs) this.advance(run);
   }
 
-  /** The best row not yet taken, or null when every row is. */
   head(): StreamHead | null {
     return this.bestRun()?.head ?? null;
   }
 
-  /** Takes the head. */
   take(): StreamHead | null {
     const run = this.bestRun();
     if (run === null) return null;
