@@ -62,7 +62,8 @@ interface Word {
 export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
-  private readonly postings = new Map<string, FtsPostings>();
+  /** By table object, not name: a name given again may come with other weights. */
+  private readonly postings = new WeakMap<FtsTable, FtsPostings>();
   private readonly streams: StreamStatements;
   private readonly statements: Record<'settings' | 'term', Statement>;
 
@@ -143,10 +144,10 @@ export class TopkReads {
   }
 
   private postingsOf(table: FtsTable): FtsPostings {
-    let postings = this.postings.get(table.name);
+    let postings = this.postings.get(table);
     if (postings === undefined) {
       postings = new FtsPostings(this.db, table);
-      this.postings.set(table.name, postings);
+      this.postings.set(table, postings);
     }
     return postings;
   }
