@@ -5,6 +5,7 @@
  * -exclusion, OR (upper case) between alternatives.
  */
 import { badRequest } from '../shared/errors.js';
+import type { TopkWords } from './topk-reads.js';
 
 export interface QueryLimits {
   queryBytesMax: number;
@@ -17,10 +18,12 @@ export interface ParsedQuery {
   /** The positive items joined by OR: what highlights mark in each field. */
   highlightMatch: string;
   /**
-   * The text of the query's one item when it is all the query (no OR, exclusion or prefix): what
-   * a top-k list may answer (topk-reads.ts) when the table tokenizes it to one term.
+   * The query's items when they are words all of which (one group) or any of which (groups of
+   * one) a row must hold, with no exclusion or prefix: what the top-k lists may answer
+   * (topk-reads.ts) when the table tokenizes each to one term. In the query's order, which is
+   * bm25()'s order of phrases.
    */
-  term: string | null;
+  words: TopkWords | null;
 }
 
 interface Item {
@@ -64,12 +67,20 @@ export function parseQuery(q: string, limits: QueryLimits): ParsedQuery {
   if (expressions.length === 0) {
     throw badRequest('invalid_query', 'the query has no words to search for');
   }
-  const only = groups.length === 1 && groups[0].length === 1 ? groups[0][0] : null;
   return {
     match: expressions.join(' OR '),
     highlightMatch: positives.join(' OR '),
-    term: only !== null && !only.prefix && !only.negated ? only.text : null,
+    words: wordsOf(groups),
   };
+}
+
+/** The items as TopkWords: one group (AND) or groups of one (OR) of plain items. */
+function wordsOf(groups: Item[][]): TopkWords | null {
+  const items = groups.flat();
+  if (items.some((item) => item.prefix || item.negated)) return null;
+  const texts = items.map((item) => item.text);
+  if (groups.length === 1) return { texts, all: true };
+  return groups.every((group) => group.length === 1) ? { texts, all: false } : null;
 }
 
 type Token = Item | 'OR';

@@ -1,9 +1,14 @@
 /**
- * Texts tokenized by FTS5 itself, so the terms the top-k lists (topk-index.ts) hold and look up
- * are exactly those of the collection's table whatever its tokenizer: the texts go into a
- * temporary contentless FTS5 table of that tokenizer and come back out of an fts5vocab
- * 'instance' table over it, then one 'delete-all' clears it. Temporary tables belong to the
- * connection, so each connection (each thread's handle) tokenizes on its own.
+ * Texts tokenized as FTS5 tokenizes them, so the terms the top-k lists (topk-index.ts) hold and
+ * look up are exactly those of the collection's table whatever its tokenizer. An ASCII text
+ * under unicode61 is tokenized here: unicode61 takes the ASCII letters and digits as token
+ * characters (the categories L* and N*), every other ASCII character as a separator, and lowers
+ * A-Z, with nothing else to it (test/unit/fts-tokens.test.ts checks every ASCII character and
+ * seeded texts against FTS5). Every other text goes through FTS5 itself: into a temporary
+ * contentless FTS5 table of that tokenizer and back out of an fts5vocab 'instance' table over it,
+ * then one 'delete-all' clears it (about 40% of a write's cost of the lists when every text took
+ * that way). Temporary tables belong to the connection, so each connection (each thread's
+ * handle) tokenizes on its own.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
@@ -11,7 +16,7 @@ import { assert } from '../shared/assert.js';
 import { TOKENIZERS } from './collection-settings.js';
 
 export interface TokenizedText {
-  /** Each term and the times it occurs. */
+  /** Each term and the times it occurs, in term order. */
   counts: Map<string, number>;
   /** Tokens in the text: FTS5's size of it. */
   tokens: number;
@@ -23,6 +28,30 @@ interface Tokenizer {
   clear: Statement;
 }
 
+/** The tokenizer whose ASCII texts are tokenized here. */
+const UNICODE61: (typeof TOKENIZERS)[number] = 'unicode61 remove_diacritics 2';
+const NOT_ASCII = /[^\x00-\x7f]/;
+const ASCII_TOKEN = /[a-z0-9]+/g;
+/**
+ * FTS5_MAX_TOKEN_SIZE: FTS5 indexes a longer token's first bytes only; a text with one goes
+ * through FTS5 rather than copy that rule.
+ */
+const TOKEN_BYTES_MAX = 32_768;
+
+/** An ASCII text as unicode61 tokenizes it, or null where it holds a token past FTS5's size. */
+function asciiTokens(text: string): TokenizedText | null {
+  const counts = new Map<string, number>();
+  let tokens = 0;
+  for (const [term] of text.toLowerCase().matchAll(ASCII_TOKEN)) {
+    if (term.length > TOKEN_BYTES_MAX) return null;
+    counts.set(term, (counts.get(term) ?? 0) + 1);
+    tokens += 1;
+  }
+  // In FTS5's order (its terms' bytes): a rebuild and a write then meet terms alike.
+  const terms = [...counts.keys()].sort();
+  return { counts: new Map(terms.map((term) => [term, counts.get(term)!])), tokens };
+}
+
 export class FtsTokenizers {
   private readonly byTokenizer = new Map<string, Tokenizer>();
 
@@ -30,6 +59,17 @@ export class FtsTokenizers {
 
   /** Each of `texts` as FTS5 tokenizes it with `tokenizer` (one of TOKENIZERS). */
   tokenize(tokenizer: string, texts: readonly string[]): TokenizedText[] {
+    if (tokenizer !== UNICODE61) return this.tokenizeByFts5(tokenizer, texts);
+    const result = texts.map((text) => (NOT_ASCII.test(text) ? null : asciiTokens(text)));
+    const rest = texts.filter((_, i) => result[i] === null);
+    if (rest.length === 0) return result as TokenizedText[];
+    const byFts5 = this.tokenizeByFts5(tokenizer, rest);
+    let at = 0;
+    return result.map((text) => text ?? byFts5[at++]);
+  }
+
+  /** Each of `texts` tokenized by FTS5 itself, whatever they hold. */
+  tokenizeByFts5(tokenizer: string, texts: readonly string[]): TokenizedText[] {
     const result = texts.map(() => ({ counts: new Map<string, number>(), tokens: 0 }));
     if (texts.length === 0) return result;
     const statements = this.tokenizer(tokenizer);

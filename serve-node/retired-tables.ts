@@ -1,7 +1,7 @@
 /**
  * Tables no collection answers from any more (replaced by a re-index, or a build given up), whose
  * rows in the shared B-trees (`doc_rows`, `field_values`, `field_flags`, `sort_values`,
- * `topk_terms`, `topk_postings`) are
+ * `topk_terms`, `topk_blocks`) are
  * deleted a chunk at a time after their FTS5 table is dropped, so no one transaction deletes a
  * whole collection's rows: on the filters bench's store those deletes were 63 ms of a 105 ms swap
  * for 13,484 documents, and they grow with the collection. (An FTS5 table can only be dropped
@@ -25,10 +25,10 @@ const CHUNK_DELETES = [
     '(SELECT table_id, field, flag, row FROM field_flags WHERE table_id = @table LIMIT @rows)',
   'DELETE FROM sort_values WHERE (table_id, field, row) IN ' +
     '(SELECT table_id, field, row FROM sort_values WHERE table_id = @table LIMIT @rows)',
-  // Postings before terms: a posting names its table only through its term.
-  'DELETE FROM topk_postings WHERE (term_id, tf, len, partition, row) IN ' +
-    '(SELECT p.term_id, p.tf, p.len, p.partition, p.row FROM topk_terms t ' +
-    'JOIN topk_postings p ON p.term_id = t.id WHERE t.table_id = @table LIMIT @rows)',
+  // Blocks before terms: a block names its table only through its term.
+  'DELETE FROM topk_blocks WHERE (term_id, tf, len, tie) IN ' +
+    '(SELECT b.term_id, b.tf, b.len, b.tie FROM topk_terms t ' +
+    'JOIN topk_blocks b ON b.term_id = t.id WHERE t.table_id = @table LIMIT @rows)',
   'DELETE FROM topk_terms WHERE id IN ' +
     '(SELECT id FROM topk_terms WHERE table_id = @table LIMIT @rows)',
 ];

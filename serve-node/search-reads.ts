@@ -26,7 +26,7 @@ import {
   type ScanShape,
   type SortValues,
 } from './search-sql.js';
-import { TopkReads, type TopkFound } from './topk-reads.js';
+import { TopkReads, type TopkFound, type TopkWords } from './topk-reads.js';
 import { writeStamp } from './write-stamp.js';
 
 export interface SearchMatch {
@@ -138,17 +138,17 @@ export class SearchReads {
     const table = this.tableOf(collection);
     if (table === undefined) return { matches: [], total: 0, totalExact: true };
     const shape = this.matchShape(table, collection, partitions, query, fields.filter);
-    // A list answers one word with no filter or sort; anything else is FTS5's (search-sql.ts).
+    // Lists answer listed words with no filter or sort; anything else is FTS5's (search-sql.ts).
     const found =
-      plan === 'auto' && query.term !== null && fields.filter === null && fields.sort.length === 0
+      plan === 'auto' && query.words !== null && fields.filter === null && fields.sort.length === 0
         ? this.topk.search(
             table,
-            query.term,
+            query.words,
             depth,
             shape.partitions === null ? null : new Set(partitions),
           )
         : null;
-    if (found !== null) return this.topkAnswer(shape, found, depth, totalExactMax);
+    if (found !== null) return this.topkAnswer(shape, query.words!, found, depth, totalExactMax);
     const { sql, params } = searchQuery(shape, fields.sort, depth);
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     const matches: SearchMatch[] = rows.map((row) => ({
@@ -164,6 +164,7 @@ export class SearchReads {
   /** The matches a top-k list found, with their keys, and their total. */
   private topkAnswer(
     shape: MatchShape,
+    words: TopkWords,
     found: TopkFound,
     depth: number,
     totalExactMax: number,
@@ -175,10 +176,18 @@ export class SearchReads {
       partition,
       offset: offsetOfRow(row),
     }));
-    // Over every partition the term's document frequency is the number of matches.
+    // Over every partition one word's document frequency is the number of matches, and any of
+    // several words matches at least as many rows as the most frequent.
+    const dfMax = Math.max(...found.dfs);
+    const known =
+      shape.partitions === null &&
+      matches.length === depth &&
+      (found.dfs.length === 1 || (!words.all && dfMax >= totalExactMax));
+    // Else the lists may have counted them (topk-reads.ts), or FTS5 counts them.
+    const counted = found.count ?? (known ? dfMax : undefined);
     const total =
-      shape.partitions === null && matches.length === depth
-        ? { total: Math.min(found.df, totalExactMax), totalExact: found.df < totalExactMax }
+      counted !== undefined
+        ? { total: Math.min(counted, totalExactMax), totalExact: counted < totalExactMax }
         : this.total(shape, matches.length, depth, totalExactMax);
     return { matches, ...total, examined: found.examined };
   }

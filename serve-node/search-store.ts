@@ -50,11 +50,12 @@ export const WAL_SUFFIX = '-wal';
  * version 4 finding version 5 replays instead of ignoring a re-index under way. Versions 4 and 5
  * lack the top-k lists (topk-index.ts), which opening builds from the FTS5 tables; a serve-node
  * of version 5 finding version 6 replays rather than leave the lists behind its writes. Version 6
- * kept each posting's term text where 7 keeps a term id: opening drops its lists and builds them
- * again; a serve-node of version 6 finding version 7 replays.
+ * kept each posting's term text where 7 keeps a term id, and 7 a B-tree entry a posting where 8
+ * packs them into blocks: opening either drops its lists and builds them again; a serve-node of
+ * version 6 finding version 7, or of 7 finding 8, replays.
  */
-const SEARCH_LAYOUT_VERSION = 7;
-const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6];
+const SEARCH_LAYOUT_VERSION = 8;
+const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6, 7];
 
 /** One connection's memory bounds as SQLite says them (PRAGMA cache_size and mmap_size). */
 export interface SqliteConnectionMemory {

@@ -6,17 +6,25 @@
  * one run per frequency and reads about k postings, not every match (topk-reads.ts).
  *
  * Writes are gathered during a transaction (changed) and folded in before it commits (settle),
- * tokenized by FTS5 itself (fts-tokens.ts). Which terms are listed, and what their lists hold,
+ * tokenized as FTS5 tokenizes (fts-tokens.ts). Which terms are listed, and what their lists hold,
  * is a function of the table's rows alone, never of the order or the batches they came in, so
  * a replay or a re-index makes the same lists.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { assert } from '../shared/assert.js';
-import { FtsStats } from './fts-stats.js';
-import type { FtsTable } from './fts-table.js';
+import { rowOf, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
-import { partitionOfRow } from './fts-table.js';
+import { FtsPostings, weightedFrequency } from './topk-source.js';
+import {
+  comparePostings,
+  decodeBlock,
+  encodeBlock,
+  splitBlocks,
+  tieOf,
+  TIE_OFFSETS,
+  type Posting,
+} from './topk-blocks.js';
 
 export const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
@@ -24,48 +32,29 @@ export const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_terms (
     id INTEGER PRIMARY KEY, table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL);
   CREATE UNIQUE INDEX IF NOT EXISTS topk_terms_by_term ON topk_terms (table_id, term);
-  CREATE TABLE IF NOT EXISTS topk_postings (
-    term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL,
-    partition INTEGER NOT NULL, row INTEGER NOT NULL,
-    PRIMARY KEY (term_id, tf, len, partition, row)) WITHOUT ROWID;
+  CREATE TABLE IF NOT EXISTS topk_blocks (
+    term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL, tie INTEGER NOT NULL,
+    postings BLOB NOT NULL, PRIMARY KEY (term_id, tf, len, tie)) WITHOUT ROWID;
 `;
 
 /**
- * Layout 6 kept the term's text in every posting (21 bytes a posting at 3·10^5 documents): its
- * lists are dropped, and open() builds them again in this layout.
+ * Layouts 6 (the term's text in every posting) and 7 (a B-tree entry a posting, 18.5 bytes) kept
+ * their postings in `topk_postings`: the lists are dropped, and open() builds them again in
+ * blocks.
  */
-function dropTermTextLists(db: Database.Database): void {
-  const hasTermIds = db
-    .prepare("SELECT count(*) FROM pragma_table_info('topk_terms') WHERE name = 'id'")
+function dropEarlierLists(db: Database.Database): void {
+  const earlier = db
+    .prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'topk_postings'")
     .pluck();
-  const hasTerms = db
-    .prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'topk_terms'")
-    .pluck();
-  if (hasTerms.get() === 0 || hasTermIds.get() === 1) return;
+  if (earlier.get() === 0) return;
   db.exec(
-    'DROP TABLE IF EXISTS topk_postings; DROP TABLE topk_terms; DROP TABLE IF EXISTS topk_settings',
+    'DROP TABLE topk_postings; DROP TABLE IF EXISTS topk_terms; DROP TABLE IF EXISTS topk_settings',
   );
 }
 
 /** A trigram table's words are phrases of several tokens: no list answers one. */
 export function hasTopkLists(table: FtsTable): boolean {
   return table.settings.tokenizer !== 'trigram';
-}
-
-/**
- * The frequency bm25() gives a term in a row: each instance's column weight added in (column,
- * offset) order (xInst's), so the sum has the same rounding as FTS5's. `counts` is
- * [column, instances] in ascending column order.
- */
-export function weightedFrequency(
-  counts: ReadonlyArray<[number, number]>,
-  weights: readonly number[],
-): number {
-  let tf = 0;
-  for (const [column, n] of counts) {
-    for (let i = 0; i < n; i++) tf += weights[column];
-  }
-  return tf;
 }
 
 interface RowChange {
@@ -81,22 +70,37 @@ interface RowTerms {
   len: number;
 }
 
+/** A posting a transaction adds (+1) to or removes (-1) from a list. */
+interface PostingChange extends Posting {
+  tf: number;
+  net: number;
+}
+
+/** A stored block: its key (the first posting's `len` and tie) and its postings. */
+interface StoredBlock {
+  len: number;
+  tie: number;
+  postings: Buffer;
+}
+
 export class TopkIndex {
   private readonly pending = new Map<number, { table: FtsTable; changes: RowChange[] }>();
   private readonly tokenizers: FtsTokenizers;
   private readonly statements: Record<
     | 'settings'
     | 'setSettings'
-    | 'term'
-    | 'insertTerm'
-    | 'setDf'
-    | 'deleteTerm'
-    | 'insertPosting'
-    | 'deletePosting'
+    | 'addDfs'
+    | 'floorBlock'
+    | 'firstBlock'
+    | 'nextBlock'
+    | 'insertBlock'
+    | 'updateBlock'
+    | 'deleteBlock'
     | 'deleteList'
     | 'listedTerms'
     | 'deleteTerms'
-    | 'deletePostings',
+    | 'deleteTableTerms'
+    | 'deleteBlocks',
     Statement
   >;
 
@@ -109,36 +113,43 @@ export class TopkIndex {
     private readonly listedDfMin: number,
   ) {
     assert(Number.isSafeInteger(listedDfMin) && listedDfMin >= 1, 'listedDfMin is at least 1');
-    dropTermTextLists(db);
+    dropEarlierLists(db);
     db.exec(TOPK_SCHEMA);
     this.tokenizers = new FtsTokenizers(db);
     const prepare = (sql: string) => db.prepare(sql);
+    const blocks = 'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ?';
+    const key = 'term_id = ? AND tf = ? AND len = ? AND tie = ?';
     this.statements = {
       settings: prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
       setSettings: prepare(
         'INSERT INTO topk_settings (id, listed_df_min) VALUES (0, ?) ' +
           'ON CONFLICT (id) DO UPDATE SET listed_df_min = excluded.listed_df_min',
       ),
-      term: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
-      insertTerm: prepare(
-        'INSERT INTO topk_terms (table_id, term, df) VALUES (?, ?, ?) RETURNING id',
-      ).pluck(),
-      setDf: prepare('UPDATE topk_terms SET df = ? WHERE id = ?'),
-      deleteTerm: prepare('DELETE FROM topk_terms WHERE id = ?'),
-      insertPosting: prepare(
-        'INSERT INTO topk_postings (term_id, tf, len, partition, row) VALUES (?, ?, ?, ?, ?)',
+      // `WHERE true`: an upsert's SELECT must not end where its ON CONFLICT could be a join's.
+      addDfs: prepare(
+        'INSERT INTO topk_terms (table_id, term, df) SELECT ?, key, value FROM json_each(?) ' +
+          'WHERE true ON CONFLICT (table_id, term) DO UPDATE SET df = df + excluded.df ' +
+          'RETURNING id, term, df',
+      ).raw(),
+      deleteTerms: prepare('DELETE FROM topk_terms WHERE id IN (SELECT value FROM json_each(?))'),
+      floorBlock: prepare(`${blocks} AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1`),
+      firstBlock: prepare(`${blocks} ORDER BY len, tie LIMIT 1`),
+      nextBlock: prepare(
+        'SELECT len, tie FROM topk_blocks WHERE term_id = ? AND tf = ? AND (len, tie) > (?, ?) ' +
+          'ORDER BY len, tie LIMIT 1',
       ),
-      deletePosting: prepare(
-        'DELETE FROM topk_postings WHERE term_id = ? AND tf = ? AND len = ? ' +
-          'AND partition = ? AND row = ?',
+      insertBlock: prepare(
+        'INSERT INTO topk_blocks (term_id, tf, len, tie, postings) VALUES (?, ?, ?, ?, ?)',
       ),
-      deleteList: prepare('DELETE FROM topk_postings WHERE term_id = ?'),
+      updateBlock: prepare(`UPDATE topk_blocks SET postings = ? WHERE ${key}`),
+      deleteBlock: prepare(`DELETE FROM topk_blocks WHERE ${key}`),
+      deleteList: prepare('DELETE FROM topk_blocks WHERE term_id = ?'),
       listedTerms: prepare(
         'SELECT id, term FROM topk_terms WHERE table_id = ? AND df >= ? ORDER BY id',
       ).raw(),
-      deleteTerms: prepare('DELETE FROM topk_terms WHERE table_id = ?'),
-      deletePostings: prepare(
-        'DELETE FROM topk_postings WHERE term_id IN (SELECT id FROM topk_terms WHERE table_id = ?)',
+      deleteTableTerms: prepare('DELETE FROM topk_terms WHERE table_id = ?'),
+      deleteBlocks: prepare(
+        'DELETE FROM topk_blocks WHERE term_id IN (SELECT id FROM topk_terms WHERE table_id = ?)',
       ),
     };
   }
@@ -190,47 +201,112 @@ export class TopkIndex {
         deltas.set(term, (deltas.get(term) ?? 0) + (change.added ? 1 : -1));
       }
     }
-    // Terms listed before and after take the changes posting by posting; terms crossing the
+    // Terms listed before and after take the changes block by block; terms crossing the
     // threshold get their list built or dropped whole, once, from the table as it now stands.
     const kept = new Map<string, number>();
     const built: Array<[number, string]> = [];
-    for (const [term, delta] of deltas) {
-      const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
-      const before = stored?.[1] ?? 0;
-      const after = before + delta;
+    const emptied: number[] = [];
+    // Every term's count moved in one statement: a statement a term was most of a write's cost
+    // of the lists, most terms being in too few rows to be listed.
+    const moved = this.statements.addDfs.all(table.id, JSON.stringify(Object.fromEntries(deltas)));
+    for (const [id, term, after] of moved as Array<[number, string, number]>) {
+      const before = after - deltas.get(term)!;
       assert(after >= 0, `term ${term} of table ${table.id} would be in ${after} rows`);
       const wasListed = before >= this.listedDfMin;
       const isListed = after >= this.listedDfMin;
       // A term's list goes before its id can: a new term may be given the id again.
-      if (wasListed && !isListed) this.statements.deleteList.run(stored![0]);
-      let id = stored?.[0];
-      if (id === undefined) {
-        if (after > 0) id = this.statements.insertTerm.get(table.id, term, after) as number;
-      } else if (after === 0) {
-        this.statements.deleteTerm.run(id);
-      } else if (delta !== 0) {
-        this.statements.setDf.run(after, id);
-      }
-      if (wasListed && isListed) kept.set(term, id!);
-      else if (isListed) built.push([id!, term]);
+      if (wasListed && !isListed) this.statements.deleteList.run(id);
+      if (after === 0) emptied.push(id);
+      if (wasListed && isListed) kept.set(term, id);
+      else if (isListed) built.push([id, term]);
     }
+    if (emptied.length > 0) this.statements.deleteTerms.run(JSON.stringify(emptied));
+    const changed = new Map<number, Map<number, PostingChange>>();
     for (const { change, tf, len } of rows) {
-      const partition = partitionOfRow(change.row);
       for (const [term, frequency] of tf) {
         const id = kept.get(term);
         if (id === undefined) continue;
-        const args = [id, frequency, len, partition, change.row];
-        if (change.added) {
-          this.statements.insertPosting.run(...args);
+        let list = changed.get(id);
+        if (list === undefined) {
+          list = new Map();
+          changed.set(id, list);
+        }
+        // A row added and removed in one transaction (written twice in a batch) nets out.
+        const net = change.added ? 1 : -1;
+        const earlier = list.get(change.row);
+        if (earlier === undefined) {
+          list.set(change.row, { tf: frequency, len, row: change.row, net });
         } else {
-          const { changes: removed } = this.statements.deletePosting.run(...args);
-          assert(removed === 1, `table ${table.id} had no posting of ${term} in row ${change.row}`);
+          assert(earlier.tf === frequency && earlier.len === len, `row ${change.row} changed`);
+          earlier.net += net;
         }
       }
     }
+    for (const [id, list] of changed) this.changeList(id, [...list.values()]);
     if (built.length > 0) {
-      const source = new ListSource(this.db, table);
-      for (const [id, term] of built) this.buildList(table, source, id, term);
+      const source = new FtsPostings(this.db, table);
+      for (const [id, term] of built) this.buildList(source, id, term);
+    }
+  }
+
+  /** A term's posting changes, each run's in order, applied a block at a time. */
+  private changeList(id: number, changes: PostingChange[]): void {
+    for (const run of runsOf(changes.filter((change) => change.net !== 0))) {
+      this.changeRun(id, run[0].tf, run);
+    }
+  }
+
+  /**
+   * One run's changes (in order) applied to the blocks they fall in: the last block whose first
+   * posting is not after the change, or the run's first block for a change before every block.
+   * Each block touched is read and written once, split where it outgrows BLOCK_POSTINGS_MAX.
+   */
+  private changeRun(id: number, tf: number, changes: readonly PostingChange[]): void {
+    let at = 0;
+    while (at < changes.length) {
+      const first = changes[at];
+      const block = (this.statements.floorBlock.get(id, tf, first.len, tieOf(first.row)) ??
+        this.statements.firstBlock.get(id, tf)) as StoredBlock | undefined;
+      const next =
+        block === undefined
+          ? undefined
+          : (this.statements.nextBlock.raw().get(id, tf, block.len, block.tie) as
+              [number, number] | undefined);
+      let end = at;
+      while (
+        end < changes.length &&
+        (next === undefined ||
+          comparePostings(changes[end], { len: next[0], row: rowOfTie(next[1]) }) < 0)
+      ) {
+        end++;
+      }
+      const postings = block === undefined ? [] : decodeBlock(block.postings);
+      const merged = mergeChanges(postings, changes.slice(at, end), id);
+      this.writeBlocks(id, tf, block, merged);
+      at = end;
+    }
+  }
+
+  /** `merged` in place of `block` (none: a run's first postings). */
+  private writeBlocks(
+    id: number,
+    tf: number,
+    block: StoredBlock | undefined,
+    merged: readonly Posting[],
+  ): void {
+    const parts = splitBlocks(merged);
+    const keep =
+      block !== undefined &&
+      parts.length > 0 &&
+      parts[0][0].len === block.len &&
+      tieOf(parts[0][0].row) === block.tie;
+    if (block !== undefined) {
+      if (keep)
+        this.statements.updateBlock.run(encodeBlock(parts[0]), id, tf, block.len, block.tie);
+      else this.statements.deleteBlock.run(id, tf, block.len, block.tie);
+    }
+    for (const part of keep ? parts.slice(1) : parts) {
+      this.statements.insertBlock.run(id, tf, part[0].len, tieOf(part[0].row), encodeBlock(part));
     }
   }
 
@@ -266,72 +342,91 @@ export class TopkIndex {
   }
 
   /** The term's list, from FTS5's postings of it and its rows' sizes. */
-  private buildList(table: FtsTable, source: ListSource, id: number, term: string): void {
+  private buildList(source: FtsPostings, id: number, term: string): void {
     this.statements.deleteList.run(id);
-    for (const { row, counts } of source.rowsOf(term)) {
-      const tf = weightedFrequency(counts, table.layout.weights);
-      const len = source.stats.rowTokens(row);
-      this.statements.insertPosting.run(id, tf, len, partitionOfRow(row), row);
+    for (const run of runsOf(source.postingsOf(term))) {
+      this.writeBlocks(id, run[0].tf, undefined, run);
     }
   }
 
   /** The table's document frequencies and lists made again from its FTS5 index. */
   private rebuild(table: FtsTable): void {
-    this.statements.deletePostings.run(table.id);
-    this.statements.deleteTerms.run(table.id);
+    this.statements.deleteBlocks.run(table.id);
+    this.statements.deleteTableTerms.run(table.id);
     if (!hasTopkLists(table)) return;
-    const source = new ListSource(this.db, table);
+    const source = new FtsPostings(this.db, table);
     source.copyFrequencies(table.id);
     const listed = this.statements.listedTerms.all(table.id, this.listedDfMin) as Array<
       [number, string]
     >;
-    for (const [id, term] of listed) this.buildList(table, source, id, term);
+    for (const [id, term] of listed) this.buildList(source, id, term);
   }
 }
 
-/** FTS5's own view of a table's terms: fts5vocab tables over it (temporary, per connection). */
-class ListSource {
-  readonly stats: FtsStats;
-  private readonly instances: Statement;
-  private readonly copy: Statement;
-
-  constructor(db: Database.Database, table: FtsTable) {
-    db.exec(
-      `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_instances ` +
-        `USING fts5vocab(main, ${table.name}, instance);` +
-        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_terms ` +
-        `USING fts5vocab(main, ${table.name}, row);`,
-    );
-    this.stats = new FtsStats(db, table.name);
-    this.instances = db.prepare(
-      `SELECT doc, col, count(*) FROM temp.${table.name}_instances WHERE term = ? GROUP BY doc, col`,
-    );
-    this.copy = db.prepare(
-      `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms ` +
-        'ORDER BY term',
-    );
+/** Postings grouped by frequency, each group in the run's order. */
+function runsOf<T extends Posting & { tf: number }>(postings: T[]): T[][] {
+  postings.sort((a, b) => a.tf - b.tf || comparePostings(a, b));
+  const runs: T[][] = [];
+  for (const posting of postings) {
+    const last = runs[runs.length - 1];
+    if (last !== undefined && last[0].tf === posting.tf) last.push(posting);
+    else runs.push([posting]);
   }
+  return runs;
+}
 
-  copyFrequencies(tableId: number): void {
-    this.copy.run(tableId);
-  }
+/** The row of a block's tie key (tieOf's inverse). */
+function rowOfTie(tie: number): number {
+  return rowOf(Math.floor(tie / TIE_OFFSETS), tie % TIE_OFFSETS);
+}
 
-  /** Each row holding `term`, with [column, instances] in ascending column order. */
-  *rowsOf(term: string): Generator<{ row: number; counts: Array<[number, number]> }> {
-    let row: number | undefined;
-    let counts: Array<[number, number]> = [];
-    const byColumn = (a: [number, number], b: [number, number]) => a[0] - b[0];
-    // all(), not iterate(): the caller writes the list while reading this.
-    const instances = this.instances.raw().all(term) as Array<[number, string, number]>;
-    for (const [doc, col, n] of instances) {
-      if (doc !== row) {
-        if (row !== undefined) yield { row, counts: counts.sort(byColumn) };
-        row = doc;
-        counts = [];
-      }
-      // fts5vocab names the column: c<i> (fts-table.ts).
-      counts.push([Number(col.slice(1)), n]);
+/**
+ * A block's postings with a run of changes merged in, in order: an added posting must not be
+ * there yet, a removed one must (asserted: the lists follow FTS5's rows exactly).
+ */
+function mergeChanges(
+  postings: readonly Posting[],
+  changes: readonly PostingChange[],
+  id: number,
+): Posting[] {
+  const merged: Posting[] = [];
+  let at = 0;
+  for (const change of changes) {
+    while (at < postings.length && comparePostings(postings[at], change) < 0) {
+      merged.push(postings[at++]);
     }
-    if (row !== undefined) yield { row, counts: counts.sort(byColumn) };
+    const present = at < postings.length && comparePostings(postings[at], change) === 0;
+    if (change.net > 0) {
+      assert(!present, `term ${id} already lists row ${change.row}`);
+      merged.push({ len: change.len, row: change.row });
+    } else {
+      assert(present, `term ${id} has no posting of row ${change.row}`);
+      at++;
+    }
+  }
+  while (at < postings.length) merged.push(postings[at++]);
+  return merged;
+}
+
+/** A posting of a list as stored, with its term and frequency: for checks and figures. */
+export interface StoredPosting extends Posting {
+  term: string;
+  tf: number;
+}
+
+/** Every posting of a table's lists (null: of every table), in term, frequency and run order. */
+export function* storedPostings(
+  db: Database.Database,
+  tableId: number | null,
+): Generator<StoredPosting> {
+  const blocks = db
+    .prepare(
+      'SELECT t.term, b.tf, b.postings FROM topk_blocks b JOIN topk_terms t ON t.id = b.term_id ' +
+        'WHERE ? IS NULL OR t.table_id = ? ORDER BY t.table_id, t.term, b.tf, b.len, b.tie',
+    )
+    .raw()
+    .iterate(tableId, tableId) as Iterable<[string, number, Buffer]>;
+  for (const [term, tf, bytes] of blocks) {
+    for (const posting of decodeBlock(bytes)) yield { term, tf, ...posting };
   }
 }

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
+import { storedPostings } from '../../serve-node/topk-index.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
 import { call } from './gateway-harness.js';
 
@@ -89,12 +90,7 @@ function listedPostings(node: SpawnedEmbedded): number {
   );
   const db = new Database(join(serveDir, store), { readonly: true });
   try {
-    return db
-      .prepare(
-        'SELECT count(*) FROM topk_postings p JOIN topk_terms t ON t.id = p.term_id WHERE t.term = ?',
-      )
-      .pluck()
-      .get(WORD) as number;
+    return [...storedPostings(db, null)].filter((posting) => posting.term === WORD).length;
   } finally {
     db.close();
   }

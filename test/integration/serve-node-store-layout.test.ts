@@ -1,7 +1,8 @@
 // Proves a serve-node never opens a search store of an older layout (FTS5 tables per partition,
 // before one table per collection): it starts new stores, says why in its status, replays the log
 // and serves every document and search hit again; and that layout 4 (before table_builds) is
-// upgraded in place, without a replay, as is layout 6 (top-k postings naming their term by text) (test/integration/serve-node-partitions.test.ts
+// upgraded in place, without a replay, as are layouts 6 (top-k postings naming their term by text)
+// and 7 (a B-tree entry a posting) (test/integration/serve-node-partitions.test.ts
 // covers stores holding partitions the node no longer hosts).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -13,6 +14,7 @@ import { logAndServeNodes } from '../harness/index.js';
 const nodes = logAndServeNodes('store-layout');
 const layoutFour = logAndServeNodes('store-layout-4');
 const layoutSix = logAndServeNodes('store-layout-6');
+const layoutSeven = logAndServeNodes('store-layout-7');
 
 const storeDirs = () => nodes.storeDirs();
 
@@ -40,7 +42,7 @@ async function stoppedStore(fixture: typeof layoutFour): Promise<{ first: string
   return { first, file: path.join(first, SEARCH_FILE) };
 }
 
-/** The store opened again by a serve-node, which upgraded it in place to layout 7. */
+/** The store opened again by a serve-node, which upgraded it in place to layout 8. */
 async function reopenedInPlace(
   fixture: typeof layoutFour,
   first: string,
@@ -51,17 +53,31 @@ async function reopenedInPlace(
   expect(fixture.storeDirs()).toEqual([first]);
   expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
   const upgraded = new Database(file, { readonly: true });
-  expect(upgraded.pragma('user_version', { simple: true })).toBe(7);
+  expect(upgraded.pragma('user_version', { simple: true })).toBe(8);
   return upgraded;
 }
 
+/**
+ * The lists of layout 8, built from the FTS5 table: its terms (not the stale one the old lists
+ * held), blocks of postings, and no table of an earlier layout's.
+ */
+function expectListsRebuilt(db: Database.Database): void {
+  const terms = db.prepare('SELECT term, df FROM topk_terms ORDER BY term').raw().all();
+  expect(terms).toContainEqual(['word2', 1]);
+  expect(terms).not.toContainEqual(['stale', 9]);
+  const tables = db.prepare("SELECT name FROM sqlite_schema WHERE name GLOB 'topk_*'").pluck();
+  expect(tables.all()).not.toContain('topk_postings');
+  const columns = db.prepare("SELECT name FROM pragma_table_info('topk_blocks')").pluck();
+  expect(columns.all()).toEqual(['term_id', 'tf', 'len', 'tie', 'postings']);
+}
+
 describe('serve-node search store layout', () => {
-  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 7', async () => {
+  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 8', async () => {
     const { first, file } = await stoppedStore(layoutFour);
     const old = new Database(file);
     old.exec(
       'DROP TABLE table_builds; DROP TABLE topk_settings; DROP TABLE topk_terms; ' +
-        'DROP TABLE topk_postings; PRAGMA user_version = 4;',
+        'DROP TABLE topk_blocks; PRAGMA user_version = 4;',
     );
     old.close();
 
@@ -78,7 +94,7 @@ describe('serve-node search store layout', () => {
     const old = new Database(file);
     // Layout 6's lists, holding a term FTS5 does not: kept, the upgrade would show it.
     old.exec(`
-      DROP TABLE topk_postings; DROP TABLE topk_terms;
+      DROP TABLE topk_blocks; DROP TABLE topk_terms;
       CREATE TABLE topk_terms (table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
         PRIMARY KEY (table_id, term)) WITHOUT ROWID;
       CREATE TABLE topk_postings (table_id INTEGER NOT NULL, term TEXT NOT NULL, tf REAL NOT NULL,
@@ -91,11 +107,27 @@ describe('serve-node search store layout', () => {
     old.close();
 
     const upgraded = await reopenedInPlace(layoutSix, first, file);
-    const terms = upgraded.prepare('SELECT term, df FROM topk_terms ORDER BY term').raw().all();
-    expect(terms).toContainEqual(['word2', 1]);
-    expect(terms).not.toContainEqual(['stale', 9]);
-    const columns = upgraded.prepare("SELECT name FROM pragma_table_info('topk_postings')").pluck();
-    expect(columns.all()).toEqual(['term_id', 'tf', 'len', 'partition', 'row']);
+    expectListsRebuilt(upgraded);
+    upgraded.close();
+  });
+
+  it('opens a layout-7 store (a B-tree entry a posting) in place and packs its lists in blocks', async () => {
+    const { first, file } = await stoppedStore(layoutSeven);
+    const old = new Database(file);
+    // Layout 7's lists, holding a term FTS5 does not: kept, the upgrade would show it.
+    old.exec(`
+      DROP TABLE topk_blocks; DELETE FROM topk_terms;
+      CREATE TABLE topk_postings (term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL,
+        partition INTEGER NOT NULL, row INTEGER NOT NULL,
+        PRIMARY KEY (term_id, tf, len, partition, row)) WITHOUT ROWID;
+      INSERT INTO topk_terms (id, table_id, term, df) VALUES (1, 1, 'stale', 9);
+      INSERT INTO topk_postings VALUES (1, 1, 1, 0, 0);
+      PRAGMA user_version = 7;
+    `);
+    old.close();
+
+    const upgraded = await reopenedInPlace(layoutSeven, first, file);
+    expectListsRebuilt(upgraded);
     upgraded.close();
   });
 

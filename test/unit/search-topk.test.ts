@@ -1,7 +1,8 @@
 // Proves issue 27's top-k lists answer one-word searches exactly as FTS5's own `ORDER BY rank`
 // (the same keys in the same order, scores to 1e-9) on a seeded Zipf corpus, while reading far
-// fewer postings than the word has matches; that OR, AND, filtered and sorted searches keep
-// FTS5's answers; and that the lists are a function of the documents alone: the same after
+// fewer postings than the word has matches; that OR and AND of listed words are ranked from the
+// lists exactly as FTS5 ranks them; that OR, AND, filtered and sorted searches keep FTS5's
+// answers; and that the lists are a function of the documents alone: the same after
 // updates, deletes and a re-index as when built from scratch or from one batch.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import { FtsTokenizers } from '../../serve-node/fts-tokens.js';
 import { Replica } from '../../serve-node/replica.js';
 import type { FieldQuery } from '../../serve-node/search-reads.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
+import { storedPostings } from '../../serve-node/topk-index.js';
 import { seededRandom, testSeed } from '../harness/index.js';
 
 const limits = { queryBytesMax: 1024, queryTermsMax: 32 };
@@ -198,15 +200,27 @@ function dumpLists(dir: string): { terms: string[]; postings: string[] } {
       (db.prepare(sql).raw().all() as unknown[][]).map((row) => row.join(' '));
     return {
       terms: lines(`SELECT term, df FROM topk_terms WHERE table_id = ${id} ORDER BY term`),
-      postings: lines(
-        'SELECT t.term, p.tf, p.len, p.partition, p.row FROM topk_postings p ' +
-          `JOIN topk_terms t ON t.id = p.term_id WHERE t.table_id = ${id} ` +
-          'ORDER BY t.term, p.tf, p.len, p.partition, p.row',
+      postings: [...storedPostings(db, Number(id))].map(
+        ({ term, tf, len, row }) => `${term} ${tf} ${len} ${row % ROW_PARTITIONS} ${row}`,
       ),
     };
   } finally {
     db.close();
   }
+}
+
+/**
+ * The lists built from FTS5 on open, `replica` closed first: a store without lists of this
+ * threshold (an earlier layout).
+ */
+async function rebuiltLists(replica: Replica, dir: string): Promise<ReturnType<typeof dumpLists>> {
+  await replica.close();
+  replicas.splice(replicas.indexOf(replica), 1);
+  const writable = new Database(join(dir, SEARCH_FILE));
+  writable.exec('DELETE FROM topk_settings; DELETE FROM topk_blocks; DELETE FROM topk_terms');
+  writable.close();
+  replicas.push(new Replica(dir, { topkListedDfMin: LISTED_DF_MIN }));
+  return dumpLists(dir);
 }
 
 /** Lines that differ: a short message rather than a diff of every posting. */
@@ -280,6 +294,76 @@ describe('top-k lists', () => {
     }
   });
 
+  it('rank OR and AND of words, one listed at least, exactly as FTS5 does', () => {
+    const { replica, dir } = tempReplica();
+    const random = randomOf(seed);
+    const feed = new Feed(replica);
+    const docs = feedHistory(feed, random, 2000);
+    // Words in a few rows whatever the seed (the corpus's rarest may all reach the threshold).
+    const rare = Array.from({ length: 6 }, (_, i) => ({
+      key: `rare-${i}`,
+      value: { title: `rare${i % 3}q`, body: `seldom${i % 2}q`, n: i },
+    }));
+    feed.docs(rare, (i) => i % PARTITIONS);
+    docs.push(...rare);
+    const df = frequencies(docs);
+    const listed = [...df].filter(([, n]) => n >= LISTED_DF_MIN).map(([word]) => word);
+    const unlisted = [...df].filter(([, n]) => n < LISTED_DF_MIN).map(([word]) => word);
+    const common = [...df]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, 12)
+      .map(([word]) => word);
+    const pick = (words: string[]) => words[Math.floor(random() * words.length)];
+    const db = openStore(dir);
+    try {
+      const queries: string[][] = [];
+      for (let i = 0; i < 60; i++) {
+        // Half of the most frequent words, whose ANDs have matches enough for the lists.
+        const from = i % 2 === 0 ? listed : common;
+        const words = [pick(from), pick(from)];
+        if (i % 3 === 0) words.push(pick(listed));
+        if (i % 10 === 0) words.push(words[0]);
+        queries.push(words);
+      }
+      // The three most frequent words are each in most rows: their ANDs have matches enough.
+      for (let i = 0; i < 6; i++) queries.push([common[i % 3], common[(i + 1) % 3]]);
+      for (let i = 0; i < 10; i++) queries.push([pick(listed), pick(unlisted)]);
+      for (let i = 0; i < 3; i++) queries.push([pick(unlisted), pick(unlisted)]);
+      queries.push([pick(listed), 'nowhere']);
+      let andsByLists = 0;
+      for (const words of queries) {
+        for (const q of [words.join(' OR '), words.join(' ')]) {
+          const expected = ftsRanking(db, q);
+          const search = (partitions: number[]) =>
+            replica.search.search(
+              'docs',
+              partitions,
+              parseQuery(q, limits),
+              DEPTH,
+              TOTAL_EXACT_MAX,
+            );
+          const found = search([0, 1, 2, 3]);
+          expectSameTop(found.matches, expected.slice(0, DEPTH));
+          expect(found.total, q).toBe(Math.min(expected.length, TOTAL_EXACT_MAX));
+          expect(found.totalExact, q).toBe(expected.length < TOTAL_EXACT_MAX);
+          const anyListed = words.some((word) => df.get(word)! >= LISTED_DF_MIN);
+          // An AND the lists may leave to FTS5 (its matches few beside its postings).
+          if (!anyListed || q.includes(' OR ')) {
+            expect(found.examined !== undefined, `${q} (seed ${seed})`).toBe(anyListed);
+          }
+          if (found.examined !== undefined && !q.includes(' OR ')) andsByLists += 1;
+          const some = search([1, 3]);
+          const expectedSome = expected.filter((hit) => hit.partition % 2 === 1);
+          expectSameTop(some.matches, expectedSome.slice(0, DEPTH));
+          expect(some.total, q).toBe(Math.min(expectedSome.length, TOTAL_EXACT_MAX));
+        }
+      }
+      expect(andsByLists).toBeGreaterThanOrEqual(6);
+    } finally {
+      db.close();
+    }
+  });
+
   it('leave OR, AND, filtered and sorted searches with FTS5 answers', () => {
     const { replica, dir } = tempReplica();
     const random = randomOf(seed);
@@ -320,14 +404,7 @@ describe('top-k lists', () => {
     const docs = feedHistory(new Feed(replica), randomOf(seed), 1500);
     const lived = dumpLists(dir);
     expect(lived.postings.length).toBeGreaterThan(1000);
-    // Built from FTS5 on open: a store without lists of this threshold (an earlier layout).
-    await replica.close();
-    replicas.splice(replicas.indexOf(replica), 1);
-    const writable = new Database(join(dir, SEARCH_FILE));
-    writable.exec('DELETE FROM topk_settings; DELETE FROM topk_postings; DELETE FROM topk_terms');
-    writable.close();
-    replicas.push(new Replica(dir, { topkListedDfMin: LISTED_DF_MIN }));
-    const rebuilt = dumpLists(dir);
+    const rebuilt = await rebuiltLists(replica, dir);
     expectSameLines(rebuilt.terms, lived.terms, 'terms rebuilt');
     expectSameLines(rebuilt.postings, lived.postings, 'postings rebuilt');
     // The final documents written at once, under the final settings, in other batches.
@@ -342,6 +419,32 @@ describe('top-k lists', () => {
     const batched = dumpLists(other.dir);
     expectSameLines(batched.terms, lived.terms, 'terms batched');
     expectSameLines(withoutRows(batched.postings), withoutRows(lived.postings), 'postings batched');
+  });
+
+  it('are the same when one batch writes, rewrites and deletes a key as when built from FTS5', async () => {
+    const { replica, dir } = tempReplica();
+    const random = randomOf(seed);
+    const feed = new Feed(replica);
+    feed.apply(SETTINGS_TOPIC, 0, [{ ...record({ key: 'docs', value: SETTINGS }) }]);
+    feed.docs(zipfCorpus(random, 600, 0), (i) => i % PARTITIONS);
+    // One batch a partition: keys written twice (the first version's postings added and removed
+    // in one transaction), deleted after a rewrite, and written again after a delete.
+    const again = zipfCorpus(random, 600, 1);
+    for (let p = 0; p < PARTITIONS; p++) {
+      const keys = again.filter((_, i) => i % PARTITIONS === p).slice(0, 60);
+      const records = keys.flatMap((doc, i) => {
+        const twice = [record(doc), record({ ...doc, value: { ...doc.value, n: -1 } })];
+        if (i % 3 === 0) return [...twice, record({ key: doc.key, value: null })];
+        if (i % 3 === 1) return [record({ key: doc.key, value: null }), ...twice];
+        return twice;
+      });
+      feed.apply('docs', p, records);
+    }
+    const lived = dumpLists(dir);
+    const rebuilt = await rebuiltLists(replica, dir);
+    expect(lived.postings.length).toBeGreaterThan(1000);
+    expectSameLines(rebuilt.terms, lived.terms, 'terms rebuilt');
+    expectSameLines(rebuilt.postings, lived.postings, 'postings rebuilt');
   });
 
   it('take the terms FTS5 makes: an ASCII word lowered, others as the tokenizer makes them', () => {

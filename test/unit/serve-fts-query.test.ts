@@ -14,6 +14,16 @@ describe('parseQuery', () => {
     expect(parseQuery('cat -dog OR bird', limits).highlightMatch).toBe('"cat" OR "bird"');
   });
 
+  it('gives the words top-k lists may answer: all of a group, or any of groups of one', () => {
+    const words = (q: string) => parseQuery(q, limits).words;
+    expect(words('cat')).toEqual({ texts: ['cat'], all: true });
+    expect(words('cat dog "bird"')).toEqual({ texts: ['cat', 'dog', 'bird'], all: true });
+    expect(words('cat OR dog OR cat')).toEqual({ texts: ['cat', 'dog', 'cat'], all: false });
+    for (const q of ['cat OR dog bird', 'cat*', 'cat -dog', 'cat OR dog*']) {
+      expect(words(q), q).toBeNull();
+    }
+  });
+
   it('keeps FTS5 syntax in the input as text', () => {
     expect(parseQuery('title:x NEAR(a b) ^c', limits).match).toBe(
       '("title:x" AND "NEAR(a" AND "b)" AND "^c")',

@@ -1,0 +1,86 @@
+/**
+ * A table's postings as FTS5 itself holds them, read through fts5vocab tables over it (temporary,
+ * per connection): what a term's top-k list is built from (topk-index.ts), and what a search
+ * reads of a word without a list beside listed ones (topk-reads.ts).
+ */
+import type Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
+import { FtsStats } from './fts-stats.js';
+import type { FtsTable } from './fts-table.js';
+import type { Posting } from './topk-blocks.js';
+
+/**
+ * The frequency bm25() gives a term in a row: each instance's column weight added in (column,
+ * offset) order (xInst's), so the sum has the same rounding as FTS5's. `counts` is
+ * [column, instances] in ascending column order.
+ */
+export function weightedFrequency(
+  counts: ReadonlyArray<[number, number]>,
+  weights: readonly number[],
+): number {
+  let tf = 0;
+  for (const [column, n] of counts) {
+    for (let i = 0; i < n; i++) tf += weights[column];
+  }
+  return tf;
+}
+
+/** FTS5's own view of a table's terms: fts5vocab tables over it (temporary, per connection). */
+export class FtsPostings {
+  readonly stats: FtsStats;
+  private readonly instances: Statement;
+  private readonly copy: Statement;
+
+  constructor(
+    db: Database.Database,
+    private readonly table: FtsTable,
+  ) {
+    db.exec(
+      `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_instances ` +
+        `USING fts5vocab(main, ${table.name}, instance);` +
+        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_terms ` +
+        `USING fts5vocab(main, ${table.name}, row);`,
+    );
+    this.stats = new FtsStats(db, table.name);
+    this.instances = db.prepare(
+      `SELECT doc, col, count(*) FROM temp.${table.name}_instances WHERE term = ? GROUP BY doc, col`,
+    );
+    this.copy = db.prepare(
+      `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms ` +
+        'ORDER BY term',
+    );
+  }
+
+  copyFrequencies(tableId: number): void {
+    this.copy.run(tableId);
+  }
+
+  /** Each row holding `term`: its weighted frequency (`tf`) and tokens (`len`), in row order. */
+  postingsOf(term: string): Array<Posting & { tf: number }> {
+    const postings: Array<Posting & { tf: number }> = [];
+    for (const { row, counts } of this.rowsOf(term)) {
+      const tf = weightedFrequency(counts, this.table.layout.weights);
+      postings.push({ tf, len: this.stats.rowTokens(row), row });
+    }
+    return postings;
+  }
+
+  /** Each row holding `term`, with [column, instances] in ascending column order. */
+  private *rowsOf(term: string): Generator<{ row: number; counts: Array<[number, number]> }> {
+    let row: number | undefined;
+    let counts: Array<[number, number]> = [];
+    const byColumn = (a: [number, number], b: [number, number]) => a[0] - b[0];
+    // all(), not iterate(): the caller writes the list while reading this.
+    const instances = this.instances.raw().all(term) as Array<[number, string, number]>;
+    for (const [doc, col, n] of instances) {
+      if (doc !== row) {
+        if (row !== undefined) yield { row, counts: counts.sort(byColumn) };
+        row = doc;
+        counts = [];
+      }
+      // fts5vocab names the column: c<i> (fts-table.ts).
+      counts.push([Number(col.slice(1)), n]);
+    }
+    if (row !== undefined) yield { row, counts: counts.sort(byColumn) };
+  }
+}

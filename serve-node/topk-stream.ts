@@ -1,0 +1,278 @@
+/**
+ * One listed term's postings in a search's order (topk-index.ts, FORMAT.md): its runs, one a
+ * weighted frequency, each in descending contribution, merged by their heads, so the rows come
+ * best first and a search reads about as many postings as it takes. Also the other way in: a
+ * given row's frequency of the term, by a seek into each run where the row's tokens and tie key
+ * would put it (a block each), for the rows a multi-word search must score whole.
+ */
+import type Database from 'better-sqlite3';
+import type { Statement } from 'better-sqlite3';
+import { partitionOfRow } from './fts-table.js';
+import {
+  BLOCK_POSTINGS_MAX,
+  BlockReader,
+  decodeBlock,
+  tieOf,
+  type Posting,
+} from './topk-blocks.js';
+
+/** bm25()'s constants in fts5_aux.c. */
+const K1 = 1.2;
+const B = 0.75;
+
+/** bm25()'s IDF: at least 1e-6, for a term in more than half the rows. */
+export function bm25Idf(rows: number, df: number): number {
+  const idf = Math.log((rows - df + 0.5) / (df + 0.5));
+  return idf <= 0 ? 1e-6 : idf;
+}
+
+/** One phrase's part of bm25(), with the same operations in the same order as FTS5's. */
+export function bm25Part(idf: number, tf: number, len: number, avgdl: number): number {
+  return idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1 - B + (B * len) / avgdl)));
+}
+
+export interface TopkRow {
+  row: number;
+  score: number;
+  partition: number;
+}
+
+/** A row at a stream's head: its part of the score for this term, and its tokens. */
+export interface StreamHead extends TopkRow {
+  len: number;
+}
+
+/** True when `a` comes before `b` in a search's order (score, then partition, then row). */
+export function before(a: TopkRow, b: TopkRow): boolean {
+  if (a.score !== b.score) return a.score > b.score;
+  if (a.partition !== b.partition) return a.partition < b.partition;
+  return a.row < b.row;
+}
+
+/** A run of the list: the blocks of one weighted frequency, best first. */
+interface Run {
+  tf: number;
+  /** The key of the block being read, for the next one's seek. */
+  block: [number, number];
+  reader: BlockReader | null;
+  head: StreamHead | null;
+}
+
+/** The statements a stream reads with, prepared once a connection (TopkReads). */
+export interface StreamStatements {
+  nextRun: Statement;
+  nextBlock: Statement;
+  floorBlock: Statement;
+  wholeList: Statement;
+}
+
+export function prepareStreamStatements(db: Database.Database): StreamStatements {
+  return {
+    // A run's first block comes with its frequency: one seek a run.
+    nextRun: db
+      .prepare(
+        'SELECT tf, len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf > ? ' +
+          'ORDER BY tf, len, tie LIMIT 1',
+      )
+      .raw(),
+    nextBlock: db
+      .prepare(
+        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ? ' +
+          'AND (len, tie) > (?, ?) ORDER BY len, tie LIMIT 1',
+      )
+      .raw(),
+    floorBlock: db
+      .prepare(
+        'SELECT postings FROM topk_blocks WHERE term_id = ? AND tf = ? AND (len, tie) <= (?, ?) ' +
+          'ORDER BY len DESC, tie DESC LIMIT 1',
+      )
+      .pluck(),
+    wholeList: db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw(),
+  };
+}
+
+/** A word's rows best first, and a row's frequency of it: from its list, or from FTS5. */
+export interface WordStream {
+  /** Postings decoded or read: what a search's cost follows. */
+  readonly examined: number;
+  /** The best row not yet taken, or null when every row is. */
+  head(): StreamHead | null;
+  /** Takes the head. */
+  take(): StreamHead | null;
+  /** The word's weighted frequency in `row` (of `len` tokens), or null where it has none. */
+  frequencyIn(row: number, len: number): number | null;
+  /** The word's part of a row's score at this frequency. */
+  part(tf: number, len: number): number;
+  /** Every row's frequency of the word, where the stream holds it all, else null. */
+  wholeList(): ReadonlyMap<number, number> | null;
+}
+
+/**
+ * A word without a list (in fewer than `listedDfMin` rows) beside listed ones: its postings,
+ * read whole from FTS5 (a few hundred at most, about 2 us each), sorted in memory.
+ */
+export class MemoryStream implements WordStream {
+  readonly examined: number;
+  private readonly heads: StreamHead[];
+  private at = 0;
+  private readonly byRow: Map<number, number>;
+
+  constructor(
+    postings: ReadonlyArray<Posting & { tf: number }>,
+    private readonly idf: number,
+    private readonly avgdl: number,
+    partitions: ReadonlySet<number> | null,
+  ) {
+    this.examined = postings.length;
+    this.byRow = new Map(postings.map((posting) => [posting.row, posting.tf]));
+    this.heads = postings
+      .filter((posting) => partitions === null || partitions.has(partitionOfRow(posting.row)))
+      .map(({ row, tf, len }) => ({
+        row,
+        len,
+        partition: partitionOfRow(row),
+        score: this.part(tf, len),
+      }))
+      .sort((a, b) => (before(a, b) ? -1 : before(b, a) ? 1 : 0));
+  }
+
+  head(): StreamHead | null {
+    return this.heads[this.at] ?? null;
+  }
+
+  take(): StreamHead | null {
+    return this.heads[this.at++] ?? null;
+  }
+
+  frequencyIn(row: number): number | null {
+    return this.byRow.get(row) ?? null;
+  }
+
+  part(tf: number, len: number): number {
+    return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  wholeList(): ReadonlyMap<number, number> {
+    return this.byRow;
+  }
+}
+
+export class TermStream implements WordStream {
+  private readonly runs: Run[] = [];
+  /** Postings decoded, by the stream and by lookups: what a search's cost follows. */
+  examined = 0;
+  /** Lookups of a row's frequency so far, and the whole list once they cost more than it. */
+  private lookups = 0;
+  private byRow: Map<number, number> | null = null;
+
+  constructor(
+    private readonly statements: StreamStatements,
+    private readonly termId: number,
+    /** Rows holding the term: the postings of its whole list. */
+    private readonly df: number,
+    private readonly idf: number,
+    private readonly avgdl: number,
+    private readonly partitions: ReadonlySet<number> | null,
+  ) {
+    let next = statements.nextRun.get(termId, -Infinity) as
+      [number, number, number, Buffer] | undefined;
+    while (next !== undefined) {
+      const [tf, len, tie, postings] = next;
+      this.runs.push({ tf, block: [len, tie], reader: new BlockReader(postings), head: null });
+      next = statements.nextRun.get(termId, tf) as typeof next;
+    }
+    for (const run of this.runs) this.advance(run);
+  }
+
+  head(): StreamHead | null {
+    return this.bestRun()?.head ?? null;
+  }
+
+  take(): StreamHead | null {
+    const run = this.bestRun();
+    if (run === null) return null;
+    const head = run.head;
+    this.advance(run);
+    return head;
+  }
+
+  /**
+   * The term's weighted frequency in `row` (of `len` tokens), or null where it has none: by a
+   * seek into each run (a block decoded a run) while that costs less than the whole list, then
+   * from the whole list decoded once into memory. Either way a lookup costs at most about twice
+   * the cheaper of the two.
+   */
+  frequencyIn(row: number, len: number): number | null {
+    if (this.byRow === null) {
+      this.lookups += 1;
+      if (this.lookups * this.runs.length * BLOCK_POSTINGS_MAX >= this.df)
+        this.byRow = this.decodeAll();
+    }
+    if (this.byRow !== null) return this.byRow.get(row) ?? null;
+    const tie = tieOf(row);
+    for (const { tf } of this.runs) {
+      const block = this.statements.floorBlock.get(this.termId, tf, len, tie) as Buffer | undefined;
+      if (block === undefined) continue;
+      const postings = decodeBlock(block);
+      this.examined += postings.length;
+      if (postings.some((posting) => posting.row === row && posting.len === len)) return tf;
+    }
+    return null;
+  }
+
+  /** Every row's frequency of the term when lookups have decoded the whole list, else null. */
+  wholeList(): ReadonlyMap<number, number> | null {
+    return this.byRow;
+  }
+
+  /** Every row's frequency of the term, from every block of its list. */
+  private decodeAll(): Map<number, number> {
+    const byRow = new Map<number, number>();
+    for (const [tf, block] of this.statements.wholeList.iterate(this.termId) as Iterable<
+      [number, Buffer]
+    >) {
+      const reader = new BlockReader(block);
+      for (let posting = reader.next(); posting !== null; posting = reader.next()) {
+        byRow.set(posting.row, tf);
+        this.examined += 1;
+      }
+    }
+    return byRow;
+  }
+
+  /** The term's part of a row's score at this frequency. */
+  part(tf: number, len: number): number {
+    return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  private bestRun(): Run | null {
+    let best: Run | null = null;
+    for (const run of this.runs) {
+      if (run.head !== null && (best === null || before(run.head, best.head!))) best = run;
+    }
+    return best;
+  }
+
+  private advance(run: Run): void {
+    for (;;) {
+      let posting = run.reader?.next() ?? null;
+      if (posting === null && run.reader !== null) {
+        const next = this.statements.nextBlock.get(this.termId, run.tf, ...run.block) as
+          [number, number, Buffer] | undefined;
+        run.reader = next === undefined ? null : new BlockReader(next[2]);
+        if (next !== undefined) run.block = [next[0], next[1]];
+        posting = run.reader?.next() ?? null;
+      }
+      if (posting === null) {
+        run.head = null;
+        return;
+      }
+      this.examined += 1;
+      const partition = partitionOfRow(posting.row);
+      if (this.partitions !== null && !this.partitions.has(partition)) continue;
+      const score = this.part(run.tf, posting.len);
+      run.head = { row: posting.row, partition, score, len: posting.len };
+      return;
+    }
+  }
+}
