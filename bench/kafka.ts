@@ -19,21 +19,27 @@
  * Every client's CPU is measured beside the log-node's, so a figure bounded by its client says so.
  */
 import { spawn } from 'node:child_process';
-import { connect, type Socket } from 'node:net';
-import { createWriteStream, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { createWriteStream, readdirSync, rmSync, statSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Kafka, logLevel } from 'kafkajs';
-import type { Admin, Producer } from 'kafkajs';
-import { encodeBatch } from '../shared/batch-codec.js';
+import type { Producer } from 'kafkajs';
+import { createTopic, endOffsets } from './kafka-admin.js';
 import {
-  ApiKey,
-  decodeResponse,
-  encodeRequest,
-  KafkaFrameSplitter,
-} from '../shared/kafka/index.js';
-import { partitionFor } from '../shared/partitioner.js';
+  MachineBusy,
+  type MeasuredWindow,
+  measureWindow,
+  type Window,
+} from './kafka-load-window.js';
+import {
+  encodePartitionBatch,
+  keysOf,
+  type PreEncodedBatch,
+  producePreEncoded,
+  VALUE_BYTES,
+  valueText,
+} from './kafka-pre-encoded-produce.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { type InProcessAppendResult, measureInProcessAppends } from './log-append-in-process.js';
 import { assert } from '../shared/assert.js';
@@ -47,7 +53,6 @@ import type { BenchOptions, Ratio, References, WorkloadResult } from './types.js
 const GROUP = 'kafka';
 const TOPIC = 'bench';
 const PARTITIONS = 8;
-const VALUE_BYTES = 100;
 const BATCH_RECORDS = 1000;
 const BATCHED_PRODUCERS = PARTITIONS;
 const SINGLE_PRODUCERS = 64;
@@ -91,13 +96,6 @@ function sizes(options: BenchOptions): Sizes {
       };
 }
 
-/** The same JSON document of exactly VALUE_BYTES bytes that bench/log.ts appends over HTTP. */
-function valueText(seed: number): string {
-  const prefix = `{"n":${seed},"pad":"`;
-  const suffix = '"}';
-  return prefix + 'x'.repeat(VALUE_BYTES - prefix.length - suffix.length) + suffix;
-}
-
 /** One file a producer (partition); `bytes` is the key + value bytes of all of them. */
 async function writeProduceFiles(
   dir: string,
@@ -111,17 +109,6 @@ async function writeProduceFiles(
   return { paths, bytes: sizes.reduce((sum, size) => sum + size, 0) };
 }
 
-/** `count` distinct keys of `partition` (murmur2), named after `tag`. */
-function* keysOf(tag: string, partition: number, count: number): Generator<string> {
-  let found = 0;
-  for (let n = 0; found < count; n++) {
-    const key = `${tag}-k${n}`;
-    if (partitionFor(key, PARTITIONS) !== partition) continue;
-    found++;
-    yield key;
-  }
-}
-
 /** Writes `count` lines of `key\tvalue` of one partition; answers their key + value bytes. */
 async function writeProduceFile(
   path: string,
@@ -132,7 +119,7 @@ async function writeProduceFile(
   const out = createWriteStream(path);
   let recordBytes = 0;
   const LINES_A_CHUNK = 10_000;
-  const keys = keysOf(tag, partition, count);
+  const keys = keysOf(tag, partition, count, PARTITIONS);
   for (let start = 0; start < count; start += LINES_A_CHUNK) {
     let chunk = '';
     for (let i = start; i < Math.min(count, start + LINES_A_CHUNK); i++) {
@@ -212,35 +199,6 @@ function runTimed(
   });
 }
 
-/** An admin client of the listener for `use`'s length. */
-async function withAdmin<T>(broker: string, use: (admin: Admin) => Promise<T>): Promise<T> {
-  const admin = new Kafka({
-    clientId: 'tailbase-bench-admin',
-    brokers: [broker],
-    logLevel: logLevel.NOTHING,
-  }).admin();
-  await admin.connect();
-  try {
-    return await use(admin);
-  } finally {
-    await admin.disconnect();
-  }
-}
-
-/** The topic, before anything counts its end offsets. */
-function createBenchTopic(broker: string): Promise<boolean> {
-  return withAdmin(broker, (admin) =>
-    admin.createTopics({ topics: [{ topic: TOPIC, numPartitions: PARTITIONS }] }),
-  );
-}
-
-/** The topic's records, the sum of its partitions' end offsets, by ListOffsets on the listener. */
-function endOffsets(broker: string): Promise<number> {
-  return withAdmin(broker, async (admin) =>
-    (await admin.fetchTopicOffsets(TOPIC)).reduce((sum, p) => sum + Number(p.high), 0),
-  );
-}
-
 function directoryBytes(dir: string): number {
   let total = 0;
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -253,22 +211,6 @@ function directoryBytes(dir: string): number {
 /** Machine load beside each figure: the 1-minute load average when the workload ended. */
 function load1(): number {
   return Number(loadavg()[0].toFixed(2));
-}
-
-/** /proc/stat busy share of every core over a window (any process: other test runs included). */
-class MachineBusy {
-  private readonly before = MachineBusy.ticks();
-  static ticks(): { busy: number; total: number } {
-    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
-    const t = line.trim().split(/\s+/).slice(1).map(Number);
-    const total = t.reduce((a, b) => a + b, 0);
-    return { busy: total - t[3] - t[4], total };
-  }
-  percent(): number {
-    const now = MachineBusy.ticks();
-    const total = now.total - this.before.total;
-    return total > 0 ? (100 * (now.busy - this.before.busy)) / total : -1;
-  }
 }
 
 function kcatProduceArgs(broker: string, partition: number, file: string): string[] {
@@ -326,7 +268,7 @@ async function kcatProduce(
       requests += 1;
     }
   };
-  const before = await endOffsets(broker);
+  const before = await endOffsets(broker, TOPIC);
   const cpuBefore = node.cpuSeconds();
   const busy = new MachineBusy();
   const started = performance.now();
@@ -338,7 +280,7 @@ async function kcatProduce(
   const wallS = (performance.now() - started) / 1000;
   const machineBusyPercent = busy.percent();
   const nodeCpuSeconds = node.cpuSeconds() - cpuBefore;
-  const records = (await endOffsets(broker)) - before;
+  const records = (await endOffsets(broker, TOPIC)) - before;
   const expected = recordsPerProducer * BATCHED_PRODUCERS;
   if (records !== expected) {
     throw new Error(`kcat produced ${expected} records, the log gained ${records}`);
@@ -354,51 +296,10 @@ async function kcatProduce(
   };
 }
 
-/** What a load loop reads: whether the measured window is open, and whether to stop. */
-interface Window {
-  recording: boolean;
-  stop: boolean;
-}
-
-/**
- * Lets the loops warm up for warmupS, opens the window for measureS, then stops them: the
- * window's length, this process's CPU (the client's), the log-node's, and the machine's busy share.
- */
-async function measureWindow(
-  node: RunningProcess,
-  warmupS: number,
-  measureS: number,
-  window: Window,
-): Promise<
-  Pick<SingleRun, 'durationS' | 'clientCpuSeconds' | 'nodeCpuSeconds' | 'machineBusyPercent'>
-> {
-  await new Promise((resolve) => setTimeout(resolve, warmupS * 1000));
-  const cpuBefore = process.cpuUsage();
-  const nodeCpuBefore = node.cpuSeconds();
-  const busy = new MachineBusy();
-  const started = performance.now();
-  window.recording = true;
-  await new Promise((resolve) => setTimeout(resolve, measureS * 1000));
-  window.recording = false;
-  const cpu = process.cpuUsage(cpuBefore);
-  const measured = {
-    durationS: (performance.now() - started) / 1000,
-    clientCpuSeconds: (cpu.user + cpu.system) / 1e6,
-    nodeCpuSeconds: node.cpuSeconds() - nodeCpuBefore,
-    machineBusyPercent: busy.percent(),
-  };
-  window.stop = true;
-  return measured;
-}
-
-interface SingleRun {
+interface SingleRun extends MeasuredWindow {
   records: number;
-  durationS: number;
   errors: number;
   latency: LatencyHistogram;
-  clientCpuSeconds: number;
-  nodeCpuSeconds: number;
-  machineBusyPercent: number;
 }
 
 interface BatchedRun extends SingleRun {
@@ -427,7 +328,7 @@ async function kafkajsBatched(
   try {
     let batchBytes = 0;
     const batches = producers.map((_, p) =>
-      Array.from(keysOf(`j${p}`, p, BATCH_RECORDS), (key, i) => {
+      Array.from(keysOf(`j${p}`, p, BATCH_RECORDS, PARTITIONS), (key, i) => {
         const value = valueText(i);
         if (p === 0) batchBytes += key.length + value.length;
         return { key: Buffer.from(key), value: Buffer.from(value), partition: p };
@@ -470,81 +371,6 @@ async function kafkajsBatched(
 }
 
 /**
- * The broker's own figure: Produce requests encoded once (one ${BATCH_RECORDS}-record batch of a
- * partition, no producer id) and re-sent as bytes over one connection a partition, each awaiting
- * its answer, as wrk re-sends the HTTP append's encoded bodies. Every answer is decoded and an
- * error counted, so a refused batch does not pass for a fast one.
- */
-async function rawProduceBatched(
-  node: RunningProcess,
-  kafkaPort: number,
-  batches: readonly Buffer[],
-  warmupS: number,
-  measureS: number,
-): Promise<SingleRun> {
-  const requests = batches.map((records, p) =>
-    encodeRequest(ApiKey.Produce, 9, 0, 'tailbase-bench-raw', {
-      acks: -1,
-      timeoutMs: 30_000,
-      topicData: [{ name: TOPIC, partitionData: [{ index: p, records }] }],
-    }),
-  );
-  const sockets = await Promise.all(
-    requests.map(
-      () =>
-        new Promise<Socket>((resolve, reject) => {
-          const socket = connect({ host: '127.0.0.1', port: kafkaPort }, () => resolve(socket));
-          socket.once('error', reject);
-        }),
-    ),
-  );
-  const window: Window = { recording: false, stop: false };
-  let records = 0;
-  let errors = 0;
-  const latency = new LatencyHistogram();
-  const loop = (socket: Socket, request: Buffer) =>
-    new Promise<void>((resolve, reject) => {
-      const splitter = new KafkaFrameSplitter();
-      let correlationId = 0;
-      let sent = 0;
-      const send = () => {
-        if (window.stop) return resolve();
-        correlationId += 1;
-        // The correlation id follows the size, api key and version: bytes 8..11 of the frame.
-        request.writeInt32BE(correlationId, 8);
-        sent = performance.now();
-        socket.write(request);
-      };
-      socket.on('data', (chunk: Buffer) => {
-        for (const frame of splitter.push(chunk)) {
-          const answer = decodeResponse(ApiKey.Produce, 9, frame);
-          const failed = answer.body.responses.some((topic) =>
-            topic.partitionResponses.some((partition) => partition.errorCode !== 0),
-          );
-          if (window.recording) {
-            if (failed) errors += 1;
-            else {
-              records += BATCH_RECORDS;
-              latency.recordMs(performance.now() - sent);
-            }
-          }
-          send();
-        }
-      });
-      socket.once('error', reject);
-      send();
-    });
-  const loops = sockets.map((socket, p) => loop(socket, requests[p]));
-  try {
-    const measured = await measureWindow(node, warmupS, measureS, window);
-    await Promise.all(loops);
-    return { records, errors, latency, ...measured };
-  } finally {
-    for (const socket of sockets) socket.destroy();
-  }
-}
-
-/**
  * The in-process append and the pre-encoded Produce requests of the same batches, in turns
  * (PAIR_TURNS of each, measureS split between them), each figure summed over its turns: on a
  * shared machine whose load drifts, the two sides of the ratio see the same drift.
@@ -552,7 +378,7 @@ async function rawProduceBatched(
 async function measureBatchedPair(
   node: RunningProcess,
   kafkaPort: number,
-  batches: readonly Buffer[],
+  batches: readonly PreEncodedBatch[],
   s: Sizes,
 ): Promise<{ inProcess: InProcessAppendResult; raw: SingleRun }> {
   const turnS = s.singleMeasureS / PAIR_TURNS;
@@ -561,12 +387,12 @@ async function measureBatchedPair(
   for (let turn = 0; turn < PAIR_TURNS; turn++) {
     const a = await measureInProcessAppends({
       topic: TOPIC,
-      batches,
+      batches: batches.map((b) => b.batch),
       recordsPerBatch: BATCH_RECORDS,
       warmupS: s.singleWarmupS,
       measureS: turnS,
     });
-    const b = await rawProduceBatched(node, kafkaPort, batches, s.singleWarmupS, turnS);
+    const b = await producePreEncoded(node, kafkaPort, TOPIC, batches, s.singleWarmupS, turnS);
     if (inProcess === null || raw === null) {
       inProcess = a;
       raw = b;
@@ -591,19 +417,6 @@ async function measureBatchedPair(
   }
   assert(inProcess !== null && raw !== null, 'PAIR_TURNS is at least 1');
   return { inProcess, raw };
-}
-
-/** One batch a partition of BATCH_RECORDS documents of its keys, encoded once (no producer id). */
-function preEncodedBatches(): Buffer[] {
-  return Array.from({ length: BATCHED_PRODUCERS }, (_, p) =>
-    encodeBatch(
-      Array.from(keysOf(`r${p}`, p, BATCH_RECORDS), (key, i) => ({
-        key,
-        value: Buffer.from(valueText(i)),
-        timestampMs: Date.now(),
-      })),
-    ),
-  );
 }
 
 /** 64 idempotent kafkajs producers, each sending one record and awaiting its ack, in a loop. */
@@ -632,7 +445,7 @@ async function kafkajsSingle(
     const latency = new LatencyHistogram();
     const loop = async (producer: Producer, i: number) => {
       const partition = i % PARTITIONS;
-      const [key] = keysOf(`s${i}`, partition, 1);
+      const [key] = keysOf(`s${i}`, partition, 1, PARTITIONS);
       const messages = [{ key, value }];
       while (!window.stop) {
         const sent = performance.now();
@@ -752,7 +565,7 @@ export async function runKafkaBench(
     { env: { TAILBASE_FSYNC: 'always' } },
   );
   try {
-    await createBenchTopic(broker);
+    await createTopic(broker, TOPIC, PARTITIONS);
     const warmupFiles = await writeProduceFiles(dataDir, 'w', s.warmupRecordsPerProducer);
     const warmupBytes = warmupFiles.bytes;
     const warmup = await kcatProduce(node, broker, warmupFiles.paths, s.warmupRecordsPerProducer);
@@ -848,7 +661,7 @@ export async function runKafkaBench(
 
     // Consume everything the produces left: kcat's warm-up and run, kafkajs's batches.
     node.resetPeakRss();
-    const inLog = await endOffsets(broker);
+    const inLog = await endOffsets(broker, TOPIC);
     const c = await kcatConsume(node, broker);
     if (c.records !== inLog) {
       throw new Error(`kcat -C read ${c.records} records, the log holds ${inLog}`);
@@ -927,7 +740,11 @@ export async function runKafkaBench(
     // requests: the pair the batched target compares, measured in turns. Last on this node:
     // it writes the same keys again and again, which leaves the cleaner work that would weigh
     // on any workload after it.
-    const batches = preEncodedBatches();
+    const batches = Array.from({ length: BATCHED_PRODUCERS }, (_, p) => ({
+      partition: p,
+      batch: encodePartitionBatch(`r${p}`, p, BATCH_RECORDS, PARTITIONS),
+      recordCount: BATCH_RECORDS,
+    }));
     node.resetPeakRss();
     const { inProcess, raw } = await measureBatchedPair(node, kafkaPort, batches, s);
     const inProcessRecordsPerSec = inProcess.records / inProcess.durationS;
@@ -937,7 +754,7 @@ export async function runKafkaBench(
       latency: inProcess.latency.summary(),
       figures: {
         valueMbPerSec: (inProcessRecordsPerSec * VALUE_BYTES) / 1e6,
-        batchBytes: batches[0].length,
+        batchBytes: batches[0].batch.length,
         records: inProcess.records,
         durationS: inProcess.durationS,
         producers: BATCHED_PRODUCERS,
