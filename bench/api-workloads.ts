@@ -157,7 +157,9 @@ export async function measureApi(
   }
   const queries = searchTerms(corpus, SEARCH_TERMS_MAX);
   // Wait once for every serve-node to hold the whole corpus, then measure.
-  await request(`${url}/v1/collections/corpus/search?q=${encodeURIComponent(queries[0])}`, {
+  // Bounded as `drained` is: 17 MB of documents into FTS5 outlasts the 5 s default on a busy machine.
+  const first = encodeURIComponent(queries[0]);
+  await request(`${url}/v1/collections/corpus/search?q=${first}&wait_ms=30000`, {
     headers: { 'tailbase-token': corpusToken },
   });
   await settled(url, SETTLED_WAIT_MS_MAX);
