@@ -2,7 +2,7 @@
  * Where the HTTP edge's time goes on a read (issue 28, "the HTTP edge's cost per request"):
  * `node dist/bench/edge-profile.js` starts `tailbase start` with `--cpu-prof` (every thread
  * writes a V8 profile as it exits), loads `--documents` of the bench's document, then runs wrk
- * for `--seconds` a workload: GET by key over every key, then a 20-key scan from every tenth;
+ * (`--connections`, 16) for `--seconds` a workload: GET by key over every key, then a 20-key scan from every tenth;
  * after a clean stop it prints each workload's rate and, for its window, the heaviest functions
  * of the main thread (HTTP, gateway, key reads) and of the read threads together. `--flags`
  * passes flags to `tailbase start` (`--read-threads 0`); `--keep-profiles` keeps the profiles
@@ -26,7 +26,6 @@ import { makeBenchDir, removeBenchDirs } from './references.js';
 import { DOCUMENT, keyOf } from './workload.js';
 
 const BULK_CHUNK = 500;
-const CONNECTIONS = 16;
 
 interface Window {
   name: string;
@@ -40,10 +39,17 @@ async function main(): Promise<void> {
   const opts = new Command()
     .option('--documents <n>', 'documents to load', '10000')
     .option('--seconds <n>', 'seconds of wrk a workload', '10')
+    .option('--connections <n>', 'wrk connections', '16')
     .option('--keep-profiles <dir>', 'leave the .cpuprofile files in this directory')
     .option('--flags <flags>', 'more flags of tailbase start, space-separated', '')
     .parse(process.argv)
-    .opts<{ documents: string; seconds: string; keepProfiles?: string; flags: string }>();
+    .opts<{
+      documents: string;
+      seconds: string;
+      connections: string;
+      keepProfiles?: string;
+      flags: string;
+    }>();
   const documents = Number(opts.documents);
   const seconds = Number(opts.seconds);
   const dataDir = makeBenchDir('edge-profile-data');
@@ -85,7 +91,7 @@ async function main(): Promise<void> {
           baseUrl: server.url,
           method: 'GET',
           targets: paths.map((path) => ({ path })),
-          connections: CONNECTIONS,
+          connections: Number(opts.connections),
           threads: 2,
           durationS: seconds,
         });

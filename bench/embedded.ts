@@ -75,7 +75,7 @@ export async function runEmbeddedBench(
       () =>
         new ThreadCpuWindow(tailbase.pid, {
           main: 'main thread (HTTP, gateway)',
-          busiest: 'busiest worker (log-node or serve-node)',
+          busiest: 'busiest worker (log-node, serve-node or a read thread)',
           second: 'next worker',
           rest: 'other threads (write pool, GC)',
         }),
