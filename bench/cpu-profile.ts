@@ -19,21 +19,44 @@ export interface CpuProfile {
   nodes: ProfileNode[];
   samples: number[];
   timeDeltas: number[];
+  /** Node's thread id of the profile (its file name's): 0 is the main thread. */
+  threadId: number;
 }
 
 /** Now on the profiles' clock (CLOCK_MONOTONIC), µs. */
 export const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
 
-/** Every profile in `dir`. */
+/** Every profile in `dir`, named by Node `CPU.<date>.<time>.<pid>.<thread id>.<seq>.cpuprofile`. */
 export function readProfiles(dir: string): CpuProfile[] {
   return readdirSync(dir)
     .filter((f) => f.endsWith('.cpuprofile'))
-    .map((f) => JSON.parse(readFileSync(join(dir, f), 'utf8')) as CpuProfile);
+    .map((f) => ({
+      ...(JSON.parse(readFileSync(join(dir, f), 'utf8')) as Omit<CpuProfile, 'threadId'>),
+      threadId: Number(f.split('.').at(-3)),
+    }));
 }
 
-/** Whether a thread ran code of the file named `file` (a thread's modules tell which it was). */
+/**
+ * Whether a thread was sampled in code of the file named `file` (which tells a worker's role);
+ * a profile holds only the frames its samples caught.
+ */
 export function ranFile(profile: CpuProfile, file: string): boolean {
   return profile.nodes.some((n) => n.callFrame.url.endsWith(`/${file}`));
+}
+
+/**
+ * Where a frame's code comes from: a package under node_modules, a folder of tailbase's dist
+ * (`tailbase gateway/`), Node's own modules, or V8's and native frames by name (`writev`, `(garbage
+ * collector)`).
+ */
+export function originOf(frame: ProfileNode['callFrame']): string {
+  const { url, functionName } = frame;
+  const inModules = url.match(/node_modules\/((?:@[^/]+\/)?[^/]+)/);
+  if (inModules) return inModules[1];
+  const inDist = url.match(/\/dist\/([^/]+)\//);
+  if (inDist) return `tailbase ${inDist[1]}/`;
+  if (url.startsWith('node:')) return 'node';
+  return url === '' ? functionName || '(native)' : 'other';
 }
 
 export interface SelfTimes {
@@ -47,7 +70,12 @@ export interface SelfTimes {
  * Self time by function, in ms, heaviest first, of the samples of `profile` taken in [fromUs,
  * toUs) (monotonic µs), so the start of a load can be set beside its end.
  */
-export function selfTimes(profile: CpuProfile, fromUs: number, toUs: number): SelfTimes {
+export function selfTimes(
+  profile: CpuProfile,
+  fromUs: number,
+  toUs: number,
+  nameOf: (frame: ProfileNode['callFrame']) => string = functionAt,
+): SelfTimes {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const ms = new Map<string, number>();
   let totalMs = 0;
@@ -55,18 +83,22 @@ export function selfTimes(profile: CpuProfile, fromUs: number, toUs: number): Se
   profile.samples.forEach((id, i) => {
     at += profile.timeDeltas[i] ?? 0;
     if (at < fromUs || at >= toUs) return;
-    const frame = byId.get(id)!.callFrame;
-    const where = frame.url ? ` ${basename(frame.url)}:${frame.lineNumber + 1}` : '';
-    const name = `${frame.functionName || '(anonymous)'}${where}`;
+    const name = nameOf(byId.get(id)!.callFrame);
     const delta = (profile.timeDeltas[i] ?? 0) / 1000;
     ms.set(name, (ms.get(name) ?? 0) + delta);
     totalMs += delta;
   });
+  // `(idle)` is a native frame: by function or by origin, it keeps its name.
   return {
     totalMs,
     idleMs: ms.get('(idle)') ?? 0,
     top: [...ms.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP_FUNCTIONS),
   };
+}
+
+function functionAt(frame: ProfileNode['callFrame']): string {
+  const where = frame.url ? ` ${basename(frame.url)}:${frame.lineNumber + 1}` : '';
+  return `${frame.functionName || '(anonymous)'}${where}`;
 }
 
 /** Shares of the busy (not idle) samples, so threads that wait a lot compare with busy ones. */

@@ -2,17 +2,19 @@
  * Where the HTTP edge's time goes on a read (issue 28, "the HTTP edge's cost per request"):
  * `node dist/bench/edge-profile.js` starts `tailbase start` with `--cpu-prof` (every thread
  * writes a V8 profile as it exits), loads `--documents` of the bench's document, then runs wrk
- * (`--connections`, 16) for `--seconds` a workload: GET by key over every key, then a 20-key scan from every tenth;
- * after a clean stop it prints each workload's rate and, for its window, the heaviest functions
- * of the main thread (HTTP, gateway, key reads) and of the read threads together. `--flags`
- * passes flags to `tailbase start` (`--read-threads 0`); `--keep-profiles` keeps the profiles
- * for a closer look (Chrome DevTools, or a call tree).
+ * (`--connections`, 16) for `--seconds` a workload: GET by key over every key, then a 20-key
+ * scan from every tenth. After a clean stop it prints each workload's rate, the busy µs a
+ * request of the main thread (HTTP, gateway, key reads) and of the read threads, their heaviest
+ * functions, and the main thread's time by origin (Node, hono, lmdb, tailbase's folders).
+ * `--flags` passes flags to `tailbase start` (`--read-threads 0`); `--keep-profiles` keeps the
+ * profiles for a closer look (Chrome DevTools, or a call tree).
  */
 import { rmSync } from 'node:fs';
 import { Command } from 'commander';
 import { request } from './api-workloads.js';
 import {
   monotonicUs,
+  originOf,
   printSelfTimes,
   ranFile,
   readProfiles,
@@ -107,8 +109,9 @@ async function main(): Promise<void> {
       await server.stop();
     }
     const profiles = readProfiles(profileDir);
-    const main = profiles.find((p) => ranFile(p, 'gateway/app.js'));
-    const readers = profiles.filter((p) => ranFile(p, 'bin/read-worker.js'));
+    const main = profiles.find((p) => p.threadId === 0);
+    // A read thread answers every read through its ReadNode; the apply thread has none.
+    const readers = profiles.filter((p) => p.threadId !== 0 && ranFile(p, 'read-node.js'));
     for (const window of windows) {
       console.log(`\n${window.name}: ${window.requestsPerSec.toFixed(0)} req/s`);
       const busy = [
@@ -124,6 +127,10 @@ async function main(): Promise<void> {
       );
       console.log(`busy µs per request: ${perRequest.join(', ')}`);
       for (const [label, times] of busy) printSelfTimes(label, times);
+      if (main !== undefined) {
+        const origins = selfTimes(main, window.fromUs, window.toUs, originOf);
+        printSelfTimes('main thread by origin', origins);
+      }
     }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });

@@ -101,11 +101,12 @@ export interface RunningEmbedded {
 
 const READY_POLL_MS = 100;
 /**
- * A page of 100 documents in key order costs the HTTP thread about what the hop to a read thread
- * and back does (issue 28: a 20-document scan took 265 µs of the HTTP thread with the hop, 234
- * µs answered here, and the read thread's 130 µs were saved).
+ * None by default: a 20-document scan answered on the HTTP thread saved the whole process CPU
+ * (about 220 µs a scan against 270 with the hop, the embedded bench of issue 28) but cost the
+ * HTTP thread 50-70 µs more, and that thread bounds the rate while the read threads have a core
+ * to spare. On a machine whose cores are busy anyway, the saving is worth it.
  */
-export const SCAN_HERE_LIMIT_MAX_DEFAULT = 100;
+export const SCAN_HERE_LIMIT_MAX_DEFAULT = 0;
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   if (options.log) return startOnLog(options, options.log);

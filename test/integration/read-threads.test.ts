@@ -29,7 +29,11 @@ afterAll(async () => {
 async function embedded(keyReads: 'here' | 'threads'): Promise<string> {
   const node = await spawnEmbedded({
     partitions: PARTITIONS,
-    args: ['--read-threads', String(READ_THREADS), '--key-reads', keyReads],
+    args: [
+      ...['--read-threads', String(READ_THREADS), '--key-reads', keyReads],
+      // Short scans on the HTTP thread too with key reads there: the same tokens, another reader.
+      ...(keyReads === 'here' ? ['--scan-here-limit-max', '100'] : []),
+    ],
   });
   stops.push(() => node.stop());
   return node.url;
