@@ -81,7 +81,12 @@ function ftsSegments(dataDir: string): number {
 
 /** The profile of the thread that ran the serve-node's apply (it holds search-store.js frames). */
 function serveProfile(dir: string): CpuProfile | null {
-  return readProfiles(dir).find((profile) => ranFile(profile, 'search-store.js')) ?? null;
+  // The main thread and the read threads read the search store too (key reads here, searches).
+  const applies = (profile: CpuProfile) =>
+    profile.threadId !== 0 &&
+    !ranFile(profile, 'read-node.js') &&
+    ranFile(profile, 'search-store.js');
+  return readProfiles(dir).find(applies) ?? null;
 }
 
 async function main(): Promise<void> {
