@@ -34,7 +34,10 @@ export interface ApiRun {
   visible: LatencyHistogram;
   visibleLoaded: LatencyHistogram;
   get: LoadResult;
+  /** CPU per GET and per scan: the edge's cost per read, steadier than the rate on a shared machine. */
+  getCpu: CpuShare;
   scan: LoadResult;
+  scanCpu: CpuShare;
   search: LoadResult;
   corpus: CorpusDoc[];
   /** The token of the corpus's last write: every record of the corpus is at or below it. */
@@ -138,8 +141,17 @@ export async function measureApi(
       threads: 2,
       durationS: loadS,
     });
-  const get = await reads(keys.map((key) => `/v1/collections/bench/docs/${key}`));
-  const scan = await reads(
+  const metered = async (paths: string[]) => {
+    const window = openCpuMeter();
+    const result = await reads(paths);
+    const cpu = {
+      machineBusyPercent: window.machineBusyPercent(),
+      microsPerRequest: window.microsPerRequest(result.requests),
+    };
+    return [result, cpu] as const;
+  };
+  const [get, getCpu] = await metered(keys.map((key) => `/v1/collections/bench/docs/${key}`));
+  const [scan, scanCpu] = await metered(
     keys
       .filter((_, i) => i % 10 === 0)
       .map((key) => `/v1/collections/bench/docs?limit=20&start=${key}`),
@@ -157,7 +169,9 @@ export async function measureApi(
   }
   const queries = searchTerms(corpus, SEARCH_TERMS_MAX);
   // Wait once for every serve-node to hold the whole corpus, then measure.
-  await request(`${url}/v1/collections/corpus/search?q=${encodeURIComponent(queries[0])}`, {
+  // Bounded as `drained` is: 17 MB of documents into FTS5 outlasts the 5 s default on a busy machine.
+  const first = encodeURIComponent(queries[0]);
+  await request(`${url}/v1/collections/corpus/search?q=${first}&wait_ms=30000`, {
     headers: { 'tailbase-token': corpusToken },
   });
   await settled(url, SETTLED_WAIT_MS_MAX);
@@ -167,7 +181,10 @@ export async function measureApi(
       (q) => `/v1/collections/corpus/search?q=${encodeURIComponent(q)}&limit=10&highlight=true`,
     ),
   );
-  return { put, putCpu, visible, visibleLoaded, get, scan, search, corpus, corpusToken };
+  return {
+    ...{ put, putCpu, visible, visibleLoaded, get, getCpu, scan, scanCpu, search },
+    ...{ corpus, corpusToken },
+  };
 }
 
 /** A goal each API workload is held to, on the ratio to the bare hono handler of the same run. */
@@ -248,10 +265,12 @@ export function apiWorkloads(
         run.get,
         'req/s',
       ),
+      cpu: run.getCpu,
       targets: [honoTarget('GET', run.get.requestsPerSec, targets.getVsHono)],
     },
     {
       ...load('scan', `range scan of 20 keys across 8 partitions, ${where}`, run.scan, 'req/s'),
+      cpu: run.scanCpu,
       targets: [honoTarget('scan', run.scan.requestsPerSec, targets.scanVsHono)],
     },
     load(

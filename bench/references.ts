@@ -15,6 +15,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CpuWindow } from './cpu-share.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { loadClient, runLoad } from './load.js';
 import { freePort, spawnServer } from './processes.js';
@@ -114,7 +115,10 @@ export async function measureHono(options: BenchOptions): Promise<Reference> {
       threads: 2,
     };
     await runLoad({ ...run, durationS: 1 });
+    const window = new CpuWindow({ hono: [server] });
     const result = await runLoad({ ...run, durationS: options.quick ? 1 : 5 });
+    // What a request costs the bare handler's process: the floor for the edge's CPU a request.
+    const cpuMicrosPerRequest = window.microsPerRequest(result.requests).hono;
     return {
       name: 'bare hono req/s',
       value: result.requestsPerSec,
@@ -125,6 +129,7 @@ export async function measureHono(options: BenchOptions): Promise<Reference> {
         p50Ms: result.latency.p50Ms,
         p99Ms: result.latency.p99Ms,
         errors: result.errors,
+        cpuMicrosPerRequest,
         peakRssBytes: server.peakRssBytes(),
       },
     };

@@ -6,34 +6,27 @@
  * from the store's `_idx` shadow table by a reader of its own); after a clean stop it prints the
  * apply rate by window, the segments, and the serve thread's heaviest functions by self time.
  */
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Command } from 'commander';
 import { request } from './api-workloads.js';
+import {
+  monotonicUs,
+  printSelfTimes,
+  ranFile,
+  readProfiles,
+  selfTimes,
+  type CpuProfile,
+} from './cpu-profile.js';
 import { startEmbedded } from './embedded.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
 import { writeScaleCorpus } from './scale-corpus.js';
 import { COLLECTION, postCorpus, SETTINGS, strongSearch } from './scale-tailbase.js';
 
 const SAMPLE_MS = 5_000;
-const TOP_FUNCTIONS = 25;
 /** A sample loop cannot outlive this many samples (10^7 documents at ~1,000 docs/s). */
 const SAMPLES_MAX = 3_000;
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  hitCount?: number;
-}
-
-interface CpuProfile {
-  /** CLOCK_MONOTONIC, µs: process.hrtime's clock. */
-  startTime: number;
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-}
 
 interface Sample {
   seconds: number;
@@ -86,50 +79,14 @@ function ftsSegments(dataDir: string): number {
   return segments;
 }
 
-/** Now on the profiles' clock (CLOCK_MONOTONIC), µs. */
-const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
-
-/**
- * Self time by function, in ms, heaviest first, of the samples of `profile` taken in [fromUs,
- * toUs) (monotonic µs), so the start of a load can be set beside its end.
- */
-function selfTimes(
-  profile: CpuProfile,
-  fromUs: number,
-  toUs: number,
-): { totalMs: number; top: Array<[string, number]> } {
-  const byId = new Map(profile.nodes.map((node) => [node.id, node]));
-  const ms = new Map<string, number>();
-  let totalMs = 0;
-  let at = profile.startTime;
-  profile.samples.forEach((id, i) => {
-    at += profile.timeDeltas[i] ?? 0;
-    if (at < fromUs || at >= toUs) return;
-    const frame = byId.get(id)!.callFrame;
-    const where = frame.url ? ` ${basename(frame.url)}:${frame.lineNumber + 1}` : '';
-    const name = `${frame.functionName || '(anonymous)'}${where}`;
-    const delta = (profile.timeDeltas[i] ?? 0) / 1000;
-    ms.set(name, (ms.get(name) ?? 0) + delta);
-    totalMs += delta;
-  });
-  return { totalMs, top: [...ms.entries()].sort((a, b) => b[1] - a[1]).slice(0, TOP_FUNCTIONS) };
-}
-
-function printSelfTimes(label: string, times: ReturnType<typeof selfTimes>): void {
-  console.log(`${label}: ${(times.totalMs / 1000).toFixed(1)} s of samples; self time:`);
-  for (const [name, ms] of times.top) {
-    const share = ((100 * ms) / times.totalMs).toFixed(1).padStart(5);
-    console.log(`${share}% ${(ms / 1000).toFixed(1).padStart(7)} s  ${name}`);
-  }
-}
-
 /** The profile of the thread that ran the serve-node's apply (it holds search-store.js frames). */
 function serveProfile(dir: string): CpuProfile | null {
-  for (const file of readdirSync(dir).filter((f) => f.endsWith('.cpuprofile'))) {
-    const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as CpuProfile;
-    if (profile.nodes.some((n) => n.callFrame.url.endsWith('search-store.js'))) return profile;
-  }
-  return null;
+  // The main thread and the read threads read the search store too (key reads here, searches).
+  const applies = (profile: CpuProfile) =>
+    profile.threadId !== 0 &&
+    !ranFile(profile, 'read-node.js') &&
+    ranFile(profile, 'search-store.js');
+  return readProfiles(dir).find(applies) ?? null;
 }
 
 async function main(): Promise<void> {

@@ -37,6 +37,7 @@ export async function startReadPool({
   applier,
   onDeath,
   keyReadsHere,
+  scanHereLimitMax = 0,
   logger,
 }: {
   count: number;
@@ -46,6 +47,8 @@ export async function startReadPool({
   /** A read thread died outside stop(). */
   onDeath: (error: Error) => void;
   keyReadsHere: boolean;
+  /** With `keyReadsHere`: scans in key order of at most this many documents are answered here too. */
+  scanHereLimitMax?: number;
   logger: Logger;
 }): Promise<ReadPool> {
   const threads: NodeThread[] = [];
@@ -90,5 +93,5 @@ export async function startReadPool({
   }
   const keyReader = here === null ? null : new LocalServeClient(here, () => undefined);
   const readers = clients.length > 0 || keyReader === null ? clients : [keyReader];
-  return { client: new ReadPoolClient(readers, applier, keyReader), here, stop };
+  return { client: new ReadPoolClient(readers, applier, keyReader, scanHereLimitMax), here, stop };
 }

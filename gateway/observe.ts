@@ -8,6 +8,7 @@ import type { MiddlewareHandler } from 'hono';
 import { routePath } from 'hono/route';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../shared/logger.js';
+import { setEdgeHeader } from './edge-headers.js';
 import type { GatewayMetrics } from './metrics.js';
 
 const REQUEST_ID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
@@ -19,7 +20,7 @@ export function observe(logger: Logger, metrics: GatewayMetrics): MiddlewareHand
     const requestId = incoming && REQUEST_ID_PATTERN.test(incoming) ? incoming : randomUUID();
     // Set before the handler builds its response: a header added to a finished response makes
     // @hono/node-server materialize a full web Response, which doubled the CPU of a PUT.
-    c.header('x-request-id', requestId);
+    setEdgeHeader(c, 'x-request-id', requestId);
     await next();
     const route = routePath(c, -1);
     const seconds = (performance.now() - startedMs) / 1000;

@@ -1,7 +1,9 @@
 /**
  * The serve contract over a serve-node's threads: key reads to `keyReader` when there is one (a
- * reader on the caller's own thread: no hop), other reads (and key reads without it) to the read
- * thread with the fewest calls out, everything else to the apply thread.
+ * reader on the caller's own thread: no hop), and short scans too (in key order, no filter, at
+ * most `scanHereLimitMax` documents: a few key reads' work, where the hop cost the HTTP thread
+ * more than the scan, issue 28); other reads (and every read without it) to the read thread
+ * with the fewest calls out, everything else to the apply thread.
  */
 import type {
   CollectionStoreBytes,
@@ -24,6 +26,7 @@ export class ReadPoolClient implements ServeClient {
     private readonly readers: readonly ServeClient[],
     private readonly applier: ServeClient,
     private readonly keyReader: ServeClient | null = null,
+    private readonly scanHereLimitMax = 0,
   ) {
     if (readers.length === 0) throw new Error('a read pool needs at least one reader');
     this.out = readers.map(() => 0);
@@ -34,8 +37,16 @@ export class ReadPoolClient implements ServeClient {
     return this.read((reader) => reader.get(collection, key, options));
   }
 
-  scan(collection: string, options?: ScanOptions): Promise<ScanResult> {
+  scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {
+    if (this.keyReader !== null && this.scansHere(options)) {
+      return this.keyReader.scan(collection, options);
+    }
     return this.read((reader) => reader.scan(collection, options));
+  }
+
+  /** A filter or a sort may read every document for a page: those go to a read thread. */
+  private scansHere({ limit, filter, sort }: ScanOptions): boolean {
+    return !filter && !sort && limit !== undefined && limit <= this.scanHereLimitMax;
   }
 
   search(collection: string, options: SearchOptions): Promise<SearchResult> {

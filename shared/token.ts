@@ -35,9 +35,24 @@ export function clusterHash(clusterId: string): number {
   return crc32c(utf8.encode(clusterId));
 }
 
+/**
+ * Ids already computed, by `name` or `name/k`: every read answers with a token naming its
+ * collection, and the CRC of its name was a UTF-8 encode and a CRC a request. Bounded by
+ * `COLLECTION_IDS_CACHED_MAX`, emptied when full (names come from requests).
+ */
+const collectionIds = new Map<string, number>();
+export const COLLECTION_IDS_CACHED_MAX = 4096;
+
 /** The 32-bit id tokens name a collection (in its `incarnation`, 0 until first dropped) by. */
 export function collectionId(collection: string, incarnation = 0): number {
-  return crc32c(utf8.encode(incarnation === 0 ? collection : `${collection}/${incarnation}`));
+  const name = incarnation === 0 ? collection : `${collection}/${incarnation}`;
+  let id = collectionIds.get(name);
+  if (id === undefined) {
+    if (collectionIds.size >= COLLECTION_IDS_CACHED_MAX) collectionIds.clear();
+    id = crc32c(utf8.encode(name));
+    collectionIds.set(name, id);
+  }
+  return id;
 }
 
 /** A token of one collection's partitions and offsets. */

@@ -8,6 +8,7 @@ import { API_ROUTES, type BulkAnswer, type WriteAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, readOn, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
+import { setEdgeHeader } from '../edge-headers.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { declaredRoutes } from './declared.js';
@@ -50,7 +51,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const record: LogRecord = { key, value, timestampMs: Date.now() };
     const { written, token } = await writeRecords(services, collection, [record], sent);
     const encoded = tokens.encode(token);
-    c.header(TOKEN_HEADER, encoded);
+    setEdgeHeader(c, TOKEN_HEADER, encoded);
     if (waitMs !== undefined) {
       const offsets = new Map([[written[0].partition, written[0].offset]]);
       await waitApplied(services, { collection, offsets, token: encoded }, waitMs);
@@ -92,7 +93,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       readOn(plan, collection, node, [partition], (wait) => node.client.get(collection, key, wait)),
     );
     const served = servedToken(plan, collection, result.applied, [partition]);
-    c.header(TOKEN_HEADER, tokens.encode(served));
+    setEdgeHeader(c, TOKEN_HEADER, tokens.encode(served));
     if (result.doc === null) {
       const message = `no document ${key} in ${name}`;
       return c.json({ error: { code: 'document_not_found', message, collection: name, key } }, 404);
@@ -114,7 +115,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const records = parseBulk(text, c.req.header('content-type'), limits, Date.now());
     const { written, token } = await writeRecords(services, collection, records, sent);
     const encoded = tokens.encode(token);
-    c.header(TOKEN_HEADER, encoded);
+    setEdgeHeader(c, TOKEN_HEADER, encoded);
     if (waitMs !== undefined) {
       const offsets = new Map<number, number>();
       for (const { partition, offset } of written) {

@@ -7,6 +7,7 @@ import { API_ROUTES } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, readOn, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseFieldParams } from '../../shared/filter-params.js';
+import { setEdgeHeader } from '../edge-headers.js';
 import { mergeFacets } from '../facets.js';
 import { decodePosition, encodePosition, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
@@ -62,7 +63,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     );
     const merged = mergeScanPages(pages, limit, sort);
     const served = servedToken(plan, collection, merged.applied, all);
-    c.header(TOKEN_HEADER, tokens.encode(served));
+    setEdgeHeader(c, TOKEN_HEADER, tokens.encode(served));
     const items = merged.items.map(
       ({ key, json, offset, sort: values }) =>
         `{"key":${JSON.stringify(key)},"value":${json},"offset":${offset}` +
@@ -131,7 +132,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
     });
     const merged = mergeSearchHits(pages, offset, limit, fields.sort);
     const served = servedToken(plan, collection, merged.applied, all);
-    c.header(TOKEN_HEADER, tokens.encode(served));
+    setEdgeHeader(c, TOKEN_HEADER, tokens.encode(served));
     const hits = merged.hits.map(({ key, score, json, highlights, sort }) => {
       const marked = highlights ? `,"highlights":${JSON.stringify(highlights)}` : '';
       const sorted = sort ? `,"sort":${JSON.stringify(sort)}` : '';

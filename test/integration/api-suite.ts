@@ -547,6 +547,49 @@ export function describeApi(name: string, start: () => Promise<ApiTarget>): void
       expect(await logEnds(url)).toEqual(before);
     });
 
+    it('answers every request with its request id, and reads and writes with their token, refusals too', async () => {
+      const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+      const ask = async (method: string, path: string, headers: Record<string, string> = {}) => {
+        const response = await fetch(url + path, {
+          method,
+          headers: { 'content-type': 'application/json', ...headers },
+          body: method === 'PUT' ? JSON.stringify({ v: 1 }) : undefined,
+        });
+        await response.arrayBuffer();
+        const header = (name: string) => response.headers.get(name);
+        return {
+          status: response.status,
+          id: header('x-request-id'),
+          token: header('tailbase-token'),
+          type: header('content-type'),
+        };
+      };
+      const put = await ask('PUT', '/v1/collections/heads/docs/a', { 'x-request-id': 'mine-1' });
+      expect(put).toMatchObject({ status: 200, id: 'mine-1', type: expect.stringMatching(/json/) });
+      expect(put.token).toMatch(/^[A-Za-z0-9_-]+$/);
+      const token = { 'tailbase-token': put.token as string };
+      const answers = await Promise.all([
+        ask('GET', '/v1/collections/heads/docs/a', token),
+        ask('GET', '/v1/collections/heads/docs/none', token),
+        ask('GET', '/v1/collections/heads/docs?limit=5', token),
+        ask('GET', '/v1/collections/heads/docs?limit=500', token),
+        ask('GET', '/v1/collections/heads/search?q=nothing', token),
+      ]);
+      expect(answers.map(({ status }) => status)).toEqual([200, 404, 200, 200, 200]);
+      for (const answer of answers) {
+        expect(answer.id).toMatch(UUID);
+        expect(answer.token).toMatch(/^[A-Za-z0-9_-]+$/);
+        expect(answer.type).toMatch(/^application\/json/);
+      }
+      const refused = await ask('GET', '/v1/collections/heads/docs/a?consistency=bad', {
+        'x-request-id': 'mine-2',
+      });
+      expect(refused).toMatchObject({ status: 400, id: 'mine-2', token: null });
+      const unknown = await ask('GET', '/v1/nowhere', { 'x-request-id': 'not a sane id' });
+      expect(unknown.status).toBe(404);
+      expect(unknown.id).toMatch(UUID);
+    });
+
     it('a brand-new collection reads its first write at the token, by key and by search', async () => {
       const collection = freshCollection('newborn');
       const put = await call(url, 'PUT', `/v1/collections/${collection}/docs/first`, {

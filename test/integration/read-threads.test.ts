@@ -1,8 +1,8 @@
 // Proves a read thread never answers a token from a snapshot older than it: keys overwritten
 // over and over are each read back at the write's token, by key, by search and by scan, and every
 // answer holds that version, never an earlier one; a settings change is read at its token on
-// every thread. Over `tailbase start` with two read threads (key reads on the HTTP thread, and on
-// the read threads), and over a cluster whose serve-node process applies on one thread, answers
+// every thread. Over `tailbase start` with two read threads (key reads and short scans on the HTTP
+// thread, and everything on the read threads), and over a cluster whose serve-node process applies on one thread, answers
 // key reads on its HTTP thread and scans and searches on two read threads.
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -29,7 +29,11 @@ afterAll(async () => {
 async function embedded(keyReads: 'here' | 'threads'): Promise<string> {
   const node = await spawnEmbedded({
     partitions: PARTITIONS,
-    args: ['--read-threads', String(READ_THREADS), '--key-reads', keyReads],
+    args: [
+      ...['--read-threads', String(READ_THREADS), '--key-reads', keyReads],
+      // Short scans on the HTTP thread too with key reads there: the same tokens, another reader.
+      ...(keyReads === 'here' ? ['--scan-here-limit-max', '100'] : []),
+    ],
   });
   stops.push(() => node.stop());
   return node.url;
@@ -66,7 +70,7 @@ async function cluster(): Promise<string> {
 }
 
 describe.each([
-  ['tailbase start, key reads on the HTTP thread', () => embedded('here')],
+  ['tailbase start, key reads and short scans on the HTTP thread', () => embedded('here')],
   ['tailbase start, key reads on the read threads', () => embedded('threads')],
   ['a cluster with a serve-node split over threads', cluster],
 ])('reads on read threads: %s', (_, start) => {
