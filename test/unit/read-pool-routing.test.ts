@@ -18,6 +18,7 @@ function recorder(name: string, log: string[]): ServeClient {
     scan: () => answer({ items: [], more: false, applied: {} }),
     search: () => answer({ hits: [], total: 0, applied: {} } as never),
     countDocuments: () => answer(0),
+    storeBytes: () => answer([]),
     status: refuse,
     ready: async () => true,
     rebuild: refuse,
