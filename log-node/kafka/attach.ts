@@ -11,6 +11,7 @@ import type { LogNodeConfig } from '../config.js';
 import { defaultTopicConfigs } from '../topic-configs.js';
 import { GroupCoordinator } from './group-coordinator.js';
 import { coordinatorElsewhereHandlers } from './coordinator-elsewhere.js';
+import { kafkaListenerDefaults } from './config.js';
 import { BROKER_NODE_ID, startKafkaListener } from './listener.js';
 import { brokerNodeId, kafkaPeerDefaults, KafkaPeers } from './peers.js';
 import type { KafkaSaslPlain } from '../../shared/kafka-log/config.js';
@@ -74,6 +75,10 @@ export async function attachKafkaFace(
     nodeId: peers === null ? BROKER_NODE_ID : brokerNodeId(hostedPartitions),
     peers,
     logDir: resolve(config.dataDir),
+    // A Kafka client's long poll ends at the log's own bound, not refused by it part way (which
+    // depended on how long the fetch's first pass took): a broker honours any
+    // fetch.max.wait.ms up to its own limit.
+    fetchWaitMsMax: Math.min(kafkaListenerDefaults.fetchWaitMsMax, config.longPollWaitMsMax),
     // Committed offsets live on partition 0 of __consumer_offsets: only its node coordinates.
     handlers: hostsPartitionZero
       ? coordinator.handlers()
