@@ -120,7 +120,7 @@ export interface GatewayConfig {
   feedRetryMsMax: number;
   /** How often a change feed re-reads the log's topics, so a new collection joins it. */
   feedTopicsRefreshMs: number;
-  /** How long start waits for the log-node to answer /internal/cluster. */
+  /** How long start waits for the log to answer (its cluster id and partitions). */
   startWaitMsMax: number;
   /** How long a stopping gateway waits for the answers to requests already in. */
   closeAnswerWaitMsMax: number;

@@ -1,8 +1,8 @@
 /**
  * A multi-partition read, as Kafka's fetch: a serve-node asks for all the topic-partitions it
- * tails from this node in one call. Each is read as `GET /internal/topics/:t/partitions/:p/records`
- * would, and fails alone (its error is in the answer); when none has anything yet, the call
- * long-polls until an append to any of them is durable.
+ * tails from this node in one call. Each is read as the log contract's `read` would, and fails
+ * alone (its error is in the answer); when none has anything yet, the call long-polls until an
+ * append to any of them is durable.
  */
 import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
