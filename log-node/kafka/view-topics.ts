@@ -20,18 +20,28 @@ const VIEWS_READ_BYTES_MAX = 1024 * 1024;
 
 export class ViewTopics {
   private readonly catalog: ViewCatalog;
+  /** Whether this node stores partition 0, and so the views topic: asked of the log once. */
+  private holdsViews: Promise<boolean> | null = null;
 
-  constructor(log: LogClient) {
+  constructor(private readonly log: LogClient) {
     this.catalog = new ViewCatalog(log, VIEWS_READ_BYTES_MAX);
   }
 
   /** Why a Kafka client may not produce to `topic` (an error code and message); null when it may. */
   async refusal(topic: string): Promise<{ errorCode: number; message: string | null } | null> {
+    this.holdsViews ??= this.log.cluster().then(
+      ({ hostedPartitions }) => hostedPartitions.includes(0),
+      (error: unknown) => {
+        this.holdsViews = null;
+        throw error;
+      },
+    );
+    if (!(await this.holdsViews)) return null;
     let views;
     try {
       views = await this.catalog.current();
     } catch (error) {
-      // Not stored here: the node holding partition 0 answers for it.
+      // No views topic yet (404): there is no view to refuse a write for.
       if (error instanceof TailbaseError && error.status < 500) return null;
       return { errorCode: kafkaErrorCode(error), message: kafkaErrorMessage(error) };
     }
