@@ -88,6 +88,9 @@ async function fill(
       passBytes += read;
     }
     if (answer.bytes >= minBytes || Date.now() >= deadlineMs) return;
+    // A partition's error is news the client must act on: Kafka answers a long poll with it at
+    // once rather than keep it waiting for the other partitions' records.
+    if (open.some((entry) => entry.errorCode !== ErrorCode.NONE)) return;
     if (passBytes > 0) continue;
     // Nothing anywhere: wait for an append to any open partition, or the deadline.
     const waited = await round(
