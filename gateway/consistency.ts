@@ -87,7 +87,7 @@ export async function planRead(
           ask,
           () =>
             new TailbaseError(504, 'not_caught_up', `${what} not read within ${waitMs} ms`, {
-              topic: collection,
+              topic: name,
               partitions: [...partitions],
             }),
         );

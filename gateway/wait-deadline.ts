@@ -64,7 +64,14 @@ export async function beforeBound<T>(
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
       () => {
-        const error = timedOut();
+        // On a timer: whatever building the answer throws must reach the request, not end the
+        // process.
+        let error: unknown;
+        try {
+          error = timedOut();
+        } catch (thrown) {
+          error = thrown;
+        }
         controller.abort(error);
         reject(error);
       },
