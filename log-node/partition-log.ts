@@ -532,20 +532,25 @@ export class PartitionLog {
     if (this.closed || offset >= this.visibleEndOffset) return Buffer.alloc(0);
     const cached = this.tail.read(offset, maxBytes);
     if (cached !== null) return cached;
-    const segments = this.segments;
-    let i = findSegment(segments, offset);
-    for (; i < segments.length; i++) {
-      const segment = segments[i];
-      const until = i === segments.length - 1 ? this.visibleActiveBytes : segment.state.sizeBytes;
-      segment.acquire();
-      try {
-        const batches = await segment.read(offset, maxBytes, until, this.readBuffers);
-        if (batches !== null) return batches;
-      } finally {
-        segment.release();
+    for (;;) {
+      const segments = this.segments;
+      let i = findSegment(segments, offset);
+      for (; i < segments.length; i++) {
+        const segment = segments[i];
+        // A segment read is asynchronous: while the one before was read, this one may have been
+        // retired and closed (compaction, retention, close()). The segments are looked up again.
+        if (!segment.open) break;
+        const until = i === segments.length - 1 ? this.visibleActiveBytes : segment.state.sizeBytes;
+        segment.acquire();
+        try {
+          const batches = await segment.read(offset, maxBytes, until, this.readBuffers);
+          if (batches !== null) return batches;
+        } finally {
+          segment.release();
+        }
       }
+      if (i === segments.length || this.closed) return Buffer.alloc(0);
     }
-    return Buffer.alloc(0);
   }
 
   /** Closed segments, oldest first: what retention and the cleaner work on. */

@@ -243,6 +243,11 @@ export class Segment {
     return this.fd;
   }
 
+  /** False once retired with no reader left: its file is closed. */
+  get open(): boolean {
+    return this.fd >= 0;
+  }
+
   /** Readers hold a reference so a compacted or deleted segment closes only after they finish. */
   acquire(): void {
     this.refs++;
