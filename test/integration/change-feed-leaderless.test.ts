@@ -5,8 +5,8 @@
  * with no error line (the feed ended on the first such error before).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnEmbedded } from '../harness/embedded.js';
-import { mockClusterAvailable, startMockCluster } from '../harness/kafka-mock.js';
+import { embeddedOnMock } from '../harness/embedded-on-mock.js';
+import { mockClusterAvailable } from '../harness/kafka-mock.js';
 import { keysIn } from '../harness/keys.js';
 import { sleep } from '../harness/spawn-node.js';
 import { call } from './gateway-harness.js';
@@ -22,14 +22,8 @@ afterAll(async () => {
 
 describe.skipIf(!mockClusterAvailable())('a change feed while a partition has no leader', () => {
   it("keeps delivering the other partitions and resumes the leaderless one's", async () => {
-    const mock = await startMockCluster(3);
-    cleanups.push(() => mock.stop());
-    await mock.command(`topic c ${PARTITIONS} 3`);
-    await mock.command('topic __tailbase_settings 1 3');
-    const embedded = await spawnEmbedded({
-      args: ['--log', `kafka://${mock.bootstrap}`, '--allow-unverified-topics'],
-    });
-    cleanups.push(() => embedded.stop());
+    const { mock, embedded, stop } = await embeddedOnMock({ c: PARTITIONS });
+    cleanups.push(stop);
     const [inZero] = keysIn(0, PARTITIONS, 1, 'zero-');
     const [inOne] = keysIn(1, PARTITIONS, 1, 'one-');
     const feed = await fetch(`${embedded.url}/v1/changes?collection=c&from=now&limit=2`);

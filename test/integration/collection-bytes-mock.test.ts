@@ -4,8 +4,8 @@
  * log bytes and total null, unknown rather than 0, and its serving stores' bytes known.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnEmbedded } from '../harness/embedded.js';
-import { mockClusterAvailable, startMockCluster } from '../harness/kafka-mock.js';
+import { embeddedOnMock } from '../harness/embedded-on-mock.js';
+import { mockClusterAvailable } from '../harness/kafka-mock.js';
 import { call } from './gateway-harness.js';
 
 const COLLECTION = 'orders';
@@ -18,14 +18,8 @@ afterAll(async () => {
 
 describe.skipIf(!mockClusterAvailable())("bytes on disk on librdkafka's mock cluster", () => {
   it("lists the log's bytes as null (unknown), the serving stores' as counted", async () => {
-    const mock = await startMockCluster(3);
-    cleanups.push(() => mock.stop());
-    await mock.command(`topic ${COLLECTION} ${PARTITIONS} 3`);
-    await mock.command('topic __tailbase_settings 1 3');
-    const embedded = await spawnEmbedded({
-      args: ['--log', `kafka://${mock.bootstrap}`, '--allow-unverified-topics'],
-    });
-    cleanups.push(() => embedded.stop());
+    const { embedded, stop } = await embeddedOnMock({ [COLLECTION]: PARTITIONS });
+    cleanups.push(stop);
 
     const docs = Array.from({ length: 50 }, (_, i) => ({ key: `o${i}`, value: { n: i } }));
     const path = `/v1/collections/${COLLECTION}/docs?wait=applied`;

@@ -22,8 +22,8 @@ import { TokenCodec } from '../../shared/token.js';
 import { check, type FinalRead, type LogEntry } from '../chaos/check.js';
 import { FeedConsumer, Recorder, Session, writeIdOf, type Op } from '../chaos/history.js';
 import { describeOp } from '../chaos/run.js';
-import { spawnEmbedded } from '../harness/embedded.js';
-import { mockClusterAvailable, startMockCluster } from '../harness/kafka-mock.js';
+import { embeddedOnMock } from '../harness/embedded-on-mock.js';
+import { mockClusterAvailable } from '../harness/kafka-mock.js';
 import { seededRandom, testSeed } from '../harness/random.js';
 import { sleep } from '../harness/spawn-node.js';
 import { storedRecords } from '../harness/stored-keys.js';
@@ -63,14 +63,8 @@ afterAll(async () => {
 describe.skipIf(!mockClusterAvailable())("tailbase start on librdkafka's mock cluster", () => {
   it('loses, duplicates and reads stale no acknowledged write while leaders move and brokers go down', async () => {
     const random = seededRandom(testSeed('kafka-mock-failover'));
-    const mock = await startMockCluster(BROKERS.length);
-    cleanups.push(() => mock.stop());
-    await mock.command(`topic ${COLLECTION} ${PARTITIONS} 3`);
-    await mock.command('topic __tailbase_settings 1 3');
-    const embedded = await spawnEmbedded({
-      args: ['--log', `kafka://${mock.bootstrap}`, '--allow-unverified-topics'],
-    });
-    cleanups.push(() => embedded.stop());
+    const { mock, embedded, stop } = await embeddedOnMock({ [COLLECTION]: PARTITIONS });
+    cleanups.push(stop);
 
     const recorder = new Recorder({ url: () => embedded.url, timeoutMs: WRITE_WAIT_MS_MAX });
     const feed = new FeedConsumer(recorder, () => random.int(50, 400));

@@ -6,8 +6,8 @@
  * skipped it), status still answers, and once a leader is back the same scan sees both writes.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnEmbedded } from '../harness/embedded.js';
-import { mockClusterAvailable, startMockCluster, type MockCluster } from '../harness/kafka-mock.js';
+import { embeddedOnMock } from '../harness/embedded-on-mock.js';
+import { mockClusterAvailable } from '../harness/kafka-mock.js';
 import { keysIn } from '../harness/keys.js';
 import { call } from './gateway-harness.js';
 
@@ -19,24 +19,10 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-let mock: MockCluster | undefined;
-
-/** A fresh mock cluster with the collection's and the settings' topics, replicated. */
-async function mockWithTopics(): Promise<MockCluster> {
-  mock = await startMockCluster(3);
-  cleanups.push(() => mock?.stop());
-  await mock.command(`topic c ${PARTITIONS} 3`);
-  await mock.command('topic __tailbase_settings 1 3');
-  return mock;
-}
-
 describe.skipIf(!mockClusterAvailable())('a strong read over a partition without a leader', () => {
   it('is refused for that partition alone, and answered again once it has one', async () => {
-    const mock = await mockWithTopics();
-    const embedded = await spawnEmbedded({
-      args: ['--log', `kafka://${mock.bootstrap}`, '--allow-unverified-topics'],
-    });
-    cleanups.push(() => embedded.stop());
+    const { mock, embedded, stop } = await embeddedOnMock({ c: PARTITIONS });
+    cleanups.push(stop);
     const [inZero] = keysIn(0, PARTITIONS, 1, 'zero-');
     const [inOne] = keysIn(1, PARTITIONS, 1, 'one-');
     for (const key of [inZero, inOne]) {
@@ -67,16 +53,14 @@ describe.skipIf(!mockClusterAvailable())('a strong read over a partition without
   });
 
   it('reads no settings from a settings partition without a leader, not an empty topic', async () => {
-    const embedded = await spawnEmbedded({
-      args: ['--log', `kafka://${(await mockWithTopics()).bootstrap}`, '--allow-unverified-topics'],
-    });
-    cleanups.push(() => embedded.stop());
+    const { mock, embedded, stop } = await embeddedOnMock({ c: PARTITIONS });
+    cleanups.push(stop);
     const patched = await call(embedded.url, 'PATCH', '/v1/collections/c/settings', {
       filterable: ['year'],
     });
     expect(patched.status, JSON.stringify(patched.body)).toBe(200);
 
-    await mock!.command('leader __tailbase_settings 0 -1');
+    await mock.command('leader __tailbase_settings 0 -1');
     const read = await call(embedded.url, 'GET', '/v1/collections/c/settings');
     expect(read.status, JSON.stringify(read.body)).toBe(503);
     expect(read.body.error).toMatchObject({
@@ -84,7 +68,7 @@ describe.skipIf(!mockClusterAvailable())('a strong read over a partition without
       topic: '__tailbase_settings',
     });
 
-    await mock!.command('leader __tailbase_settings 0 1');
+    await mock.command('leader __tailbase_settings 0 1');
     const back = await call(embedded.url, 'GET', '/v1/collections/c/settings');
     expect(back.status, JSON.stringify(back.body)).toBe(200);
     expect(back.body.settings.filterable).toEqual(['year']);
