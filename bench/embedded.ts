@@ -6,11 +6,17 @@
  * a rebuild of the serve-node from the log, beside a bare FTS5 insert loop of the same documents.
  */
 import { rmSync } from 'node:fs';
-import { apiWorkloads, measureApi, request, type ApiTargets } from './api-workloads.js';
+import {
+  apiWorkloads,
+  measureApi,
+  request,
+  type ApiRun,
+  type ApiTargets,
+} from './api-workloads.js';
 import { loadCorpus } from './corpus.js';
 import { ThreadCpuWindow } from './cpu-share.js';
 import { skipRow, TARGETS } from './gateway.js';
-import { freePort, spawnServer, TAILBASE_BIN, tailbaseBuilt } from './processes.js';
+import { freePort, spawnLogNode, spawnServer, TAILBASE_BIN, tailbaseBuilt } from './processes.js';
 import { makeBenchDir } from './references.js';
 import { rawFtsInsertRate } from './serve.js';
 import type { BenchOptions, References, WorkloadResult } from './types.js';
@@ -85,6 +91,8 @@ export async function runEmbeddedBench(
     );
     const rss = { 'tailbase start': tailbase.peakRssBytes() };
     const replay = await measureReplay(quick, dirs, stops);
+    // A full run only: a second cluster of processes would not fit the quick run's time bound.
+    const onKafka = quick ? [] : await measureOnKafkaLog(run, hono, dirs);
     return {
       workloads: [
         ...apiWorkloads(
@@ -95,6 +103,7 @@ export async function runEmbeddedBench(
           EMBEDDED_TARGETS,
           'tailbase start (one process)',
         ),
+        ...onKafka,
         {
           group: 'embedded',
           name: 'replay',
@@ -118,6 +127,62 @@ export async function runEmbeddedBench(
   } finally {
     for (const stop of stops) await stop();
     for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Issue 25: `tailbase start --log kafka://` (gateway and serve-node in one process) against a
+ * log-node process's Kafka listener, the same loads as plain `tailbase start`, each row beside
+ * plain's rate of the same run (the target: none slower).
+ */
+async function measureOnKafkaLog(
+  plain: ApiRun,
+  hono: number,
+  dirs: string[],
+): Promise<WorkloadResult[]> {
+  dirs.push(makeBenchDir('embedded-log-node'), makeBenchDir('embedded-on-kafka'));
+  const kafkaPort = await freePort();
+  const log = await spawnLogNode(dirs[dirs.length - 2], PARTITIONS, [
+    '--kafka-port',
+    String(kafkaPort),
+  ]);
+  try {
+    const tailbase = await startEmbedded(dirs[dirs.length - 1], {
+      flags: ['--log', `kafka://127.0.0.1:${kafkaPort}`],
+    });
+    try {
+      const run = await measureApi(
+        tailbase.url,
+        () =>
+          new ThreadCpuWindow(tailbase.pid, {
+            main: 'main thread (HTTP, gateway)',
+            busiest: 'busiest worker (serve-node or a read thread)',
+            second: 'next worker',
+            rest: 'other threads (write pool, GC)',
+          }),
+        false,
+      );
+      const rss = { 'tailbase start --log kafka://': tailbase.peakRssBytes() };
+      const where = 'tailbase start --log kafka:// on a log-node process';
+      const rateOf = (name: string) =>
+        ({ put: plain.put, get: plain.get, scan: plain.scan, search: plain.search })[name]
+          ?.requestsPerSec;
+      return apiWorkloads('embedded', run, hono, rss, EMBEDDED_TARGETS, where).map((row) => {
+        const before = rateOf(row.name);
+        const renamed = { ...row, name: `${row.name} (--log kafka://)` };
+        if (before === undefined || row.throughput === undefined) return renamed;
+        const ratio = row.throughput.value / before;
+        return {
+          ...renamed,
+          ratios: [...row.ratios, { reference: 'plain tailbase start, same run', value: ratio }],
+          targets: [{ name: 'vs plain tailbase start', goal: '>= 1', met: ratio >= 1 }],
+        };
+      });
+    } finally {
+      await tailbase.stop();
+    }
+  } finally {
+    await log.stop();
   }
 }
 
