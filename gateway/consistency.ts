@@ -10,7 +10,7 @@
  */
 import type { Context } from 'hono';
 import type { AppliedOffsets, ServeReadOptions } from '../shared/serve-api.js';
-import { badRequest, TailbaseError, unavailable } from '../shared/errors.js';
+import { badRequest, TailbaseError } from '../shared/errors.js';
 import {
   collectionOffsets,
   droppedIncarnationIn,
@@ -19,6 +19,7 @@ import {
   type TokenOffsets,
 } from '../shared/token.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
+import { partitionsUnavailable } from '../shared/topic-offsets.js';
 import { CONSISTENCY_LEVELS, TOKEN_HEADER, type Consistency } from './api/constants.js';
 import type { GatewayServices } from './services.js';
 import type { ServeNode } from './topology.js';
@@ -139,13 +140,7 @@ export async function planRead(
     // The log leaves out a partition that has no leader or whose log failed: without its high
     // watermark a read cannot see every acknowledged write, so it is refused, not served short.
     const unknown = current === undefined ? [] : partitions.filter((p) => !answered.has(p));
-    if (unknown.length > 0) {
-      throw unavailable(
-        'partition_unavailable',
-        `${collection} partition ${unknown.join(', ')} has no leader or its log failed: a strong read cannot know its end offset`,
-        { topic: collection, partitions: unknown },
-      );
-    }
+    if (unknown.length > 0) throw partitionsUnavailable(collection, unknown);
   }
   // A view read with a token of a source, or a strong one, waits for the view's processors too.
   if (

@@ -4,8 +4,8 @@
  * from the log itself and every answer includes every write acknowledged before it began.
  */
 import { decodeRecords, iterateBatches } from './batch-codec.js';
-import { unavailable } from './errors.js';
 import type { LogClient } from './log-api.js';
+import { topicOffsets } from './topic-offsets.js';
 
 const INTERNAL_PARTITION = 0;
 
@@ -23,18 +23,7 @@ export async function readInternalTopic(
   readBytesMax: number,
   visit: InternalRecordVisitor,
 ): Promise<number> {
-  const bounds = (await log.offsets()).find(
-    (o) => o.topic === topic && o.partition === INTERNAL_PARTITION,
-  );
-  // offsets() leaves out a partition without a leader or whose log failed: that is not an empty
-  // topic, and reading it as one would forget every setting or view it holds.
-  if (bounds === undefined && (await log.topics()).some((t) => t.name === topic)) {
-    throw unavailable(
-      'partition_unavailable',
-      `${topic} partition ${INTERNAL_PARTITION} has no leader or its log failed`,
-      { topic, partitions: [INTERNAL_PARTITION] },
-    );
-  }
+  const bounds = (await topicOffsets(log, topic, [INTERNAL_PARTITION])).get(INTERNAL_PARTITION);
   let offset = Math.max(from, bounds?.logStartOffset ?? 0);
   const end = bounds?.endOffset ?? 0;
   while (offset < end) {

@@ -18,9 +18,9 @@ import {
   type LogRecord,
 } from '../shared/batch-codec.js';
 import { matches } from '../shared/filter/index.js';
-import { unavailable } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
+import { topicOffsets } from '../shared/topic-offsets.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ViewProgress } from '../shared/view-api.js';
@@ -188,22 +188,12 @@ export class ViewTask {
   /** The view topic's last offset per partition (absent: empty). */
   private async topicEnds(): Promise<Map<number, number>> {
     const ends = new Map<number, number>();
-    const answered = new Set<number>();
-    for (const o of await this.log.offsets()) {
-      if (o.topic !== this.topic) continue;
-      answered.add(o.partition);
-      if (o.endOffset > 0) ends.set(o.partition, o.endOffset - 1);
-    }
-    // The log leaves out a partition without a leader: taken as empty, a token read of the view
-    // would not wait for what earlier runs appended to it. A topic not created yet is empty.
-    const unknown = this.partitions.filter((p) => !answered.has(p));
-    const created = async () => (await this.log.topics()).some((t) => t.name === this.topic);
-    if (unknown.length > 0 && (answered.size > 0 || (await created()))) {
-      throw unavailable(
-        'partition_unavailable',
-        `${this.topic} partition ${unknown.join(', ')} has no leader or its log failed`,
-        { topic: this.topic, partitions: unknown },
-      );
+    for (const [partition, { endOffset }] of await topicOffsets(
+      this.log,
+      this.topic,
+      this.partitions,
+    )) {
+      if (endOffset > 0) ends.set(partition, endOffset - 1);
     }
     return ends;
   }
