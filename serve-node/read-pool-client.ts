@@ -57,9 +57,12 @@ export class ReadPoolClient implements ServeClient {
     return this.read((reader) => reader.countDocuments(collection, partitions));
   }
 
-  /** On a read thread: dbstat reads every page of the search store. */
+  /**
+   * On the first read thread, always: dbstat reads every page of the search store, and each
+   * thread keeps its own last measurement and duty bound, so one thread keeps them for the node.
+   */
   storeBytes(): Promise<CollectionStoreBytes[]> {
-    return this.read((reader) => reader.storeBytes());
+    return this.readers[0].storeBytes();
   }
 
   status(): Promise<ServeStatus> {
