@@ -19,10 +19,6 @@ export type ThreadedServeNodeStart = (
   options: ServeNodeOptions & { readThreads: number },
 ) => Promise<{ url: string; stop(): Promise<void> }>;
 
-/**
- * With `startThreaded` and `--read-threads` above 0 (one a core by default), the serve-node runs
- * split over threads; with `--read-threads 0`, on the one thread.
- */
 /** The top-k lists' threshold, a flag of `serve-node` and of `tailbase start`. */
 export function searchTopkListedDfMinOption(): Option {
   return integerOption(
@@ -74,6 +70,10 @@ export function memoryLimitValues(flags: Record<string, unknown>): MemoryLimits 
   };
 }
 
+/**
+ * With `startThreaded` and `--read-threads` above 0 (one a core by default), the serve-node runs
+ * split over threads; with `--read-threads 0`, on the one thread.
+ */
 export function registerServeNodeCommand(
   program: Command,
   startThreaded?: ThreadedServeNodeStart,

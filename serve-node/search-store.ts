@@ -320,7 +320,6 @@ export class SearchStore {
     return this.highlighters.mark(table, docs, query);
   }
 
-  /** A consistent copy of the database (SQLite's online backup) at `path`. */
   /** This connection's page cache and memory map bounds, read back from SQLite. */
   connectionMemory(): SqliteConnectionMemory {
     const cacheSize = this.db.pragma('cache_size', { simple: true }) as number;
@@ -336,6 +335,7 @@ export class SearchStore {
     return searchCollectionBytes(this.db);
   }
 
+  /** A consistent copy of the database (SQLite's online backup) at `path`. */
   async backup(path: string): Promise<void> {
     await this.db.backup(path);
   }

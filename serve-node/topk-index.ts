@@ -26,7 +26,7 @@ import {
   type Posting,
 } from './topk-blocks.js';
 
-export const TOPK_SCHEMA = `
+const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
     id INTEGER PRIMARY KEY CHECK (id = 0), listed_df_min INTEGER NOT NULL);
   CREATE TABLE IF NOT EXISTS topk_terms (

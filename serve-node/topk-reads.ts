@@ -33,8 +33,6 @@ import {
   type TopkRow,
 } from './topk-stream.js';
 
-export { bm25Idf, bm25Part, type TopkRow } from './topk-stream.js';
-
 export interface TopkFound {
   /** The best rows, best first. */
   rows: TopkRow[];

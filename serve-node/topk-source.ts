@@ -27,7 +27,7 @@ export function weightedFrequency(
 
 /** FTS5's own view of a table's terms: fts5vocab tables over it (temporary, per connection). */
 export class FtsPostings {
-  readonly stats: FtsStats;
+  private readonly stats: FtsStats;
   private readonly instances: Statement;
   private readonly copy: Statement;
 
