@@ -92,6 +92,7 @@ export class GroupingArithmetic {
     // Keyed by its log position, the event's fields serve latest() in every window it joins.
     const eventKey = sortableNumber(partition) + sortableNumber(offset);
     let outcome: 'applied' | 'late' | 'refused' = 'applied';
+    let stored = false;
     for (const start of windowStarts(window, timeMs)) {
       const end = start + window.sizeMs;
       if (streamTime - end > window.graceMs) {
@@ -102,7 +103,9 @@ export class GroupingArithmetic {
       const group = JSON.stringify(keys);
       if (utf8.encode(group).length > KEY_BYTES_MAX) return 'refused';
       this.add(eventKey, { ...event, group, keys });
-      this.state.docs.put(eventKey, event);
+      // One record for every window the event joins: written once.
+      if (!stored) this.state.docs.put(eventKey, event);
+      stored = true;
       touched.add(group);
     }
     return outcome;
