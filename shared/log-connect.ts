@@ -74,7 +74,6 @@ export async function connectLog(
   options: ConnectLogOptions,
 ): Promise<ConnectedLog> {
   const bootstrap = kafkaBootstrapOf(checkLogUrls(urls));
-  if (bootstrap === null) throw new Error('checkLogUrls let a URL without kafka:// through');
   const log = await KafkaLogClient.connect({
     bootstrap,
     bootstrapWaitMs: options.connectWaitMs,

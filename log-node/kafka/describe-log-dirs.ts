@@ -6,7 +6,7 @@
  * dir's file system, -1 when the listener was given no directory or the file system cannot say.
  * Topics asked for that the node does not store are left out of the answer, as Kafka leaves them.
  */
-import { statfsSync } from 'node:fs';
+import { statfs } from 'node:fs/promises';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import type { PartitionBytes } from '../../shared/log-api.js';
 import type { KafkaHandler, KafkaRequestContext } from './handler.js';
@@ -28,7 +28,7 @@ export function describeLogDirsHandler({ log, logDir }: HandlerDeps): KafkaHandl
         (wanted === null || wanted.has(`${entry.topic}/${entry.partition}`)),
     );
     const topics = byTopic(stored.map((entry) => ({ topic: entry.topic, item: entry })));
-    const { totalBytes, usableBytes } = fileSystemBytes(logDir);
+    const { totalBytes, usableBytes } = await fileSystemBytes(logDir);
     return {
       throttleTimeMs: 0,
       errorCode: ErrorCode.NONE,
@@ -63,10 +63,12 @@ function wantedPartitions(topics: DescribeLogDirsRequest['topics']): Set<string>
   );
 }
 
-function fileSystemBytes(dir: string | null): { totalBytes: bigint; usableBytes: bigint } {
+async function fileSystemBytes(
+  dir: string | null,
+): Promise<{ totalBytes: bigint; usableBytes: bigint }> {
   if (dir === null) return { totalBytes: UNKNOWN_BYTES, usableBytes: UNKNOWN_BYTES };
   try {
-    const stats = statfsSync(dir, { bigint: true });
+    const stats = await statfs(dir, { bigint: true });
     return { totalBytes: stats.blocks * stats.bsize, usableBytes: stats.bavail * stats.bsize };
   } catch {
     return { totalBytes: UNKNOWN_BYTES, usableBytes: UNKNOWN_BYTES };

@@ -213,13 +213,11 @@ export function parseBrokerAddress(text: string): BrokerAddress {
 const KAFKA_SCHEME = 'kafka://';
 
 /**
- * The brokers of `--log` when it names Kafka: `kafka://host:port[,host:port...]`, which a
- * comma-splitting flag parser hands over as `kafka://host:port` and bare `host:port`s (a scheme on
- * each is accepted too); null when it does not start with kafka:// (shared/log-connect.ts refuses
- * such a --log).
+ * The brokers of a `--log` that shared/log-connect.ts's checkLogUrls let through,
+ * `kafka://host:port[,host:port...]`, which a comma-splitting flag parser hands over as
+ * `kafka://host:port` and bare `host:port`s (a scheme on each is accepted too).
  */
-export function kafkaBootstrapOf(urls: readonly string[]): string[] | null {
-  if (urls.length === 0 || !urls[0].startsWith(KAFKA_SCHEME)) return null;
+export function kafkaBootstrapOf(urls: readonly string[]): string[] {
   return urls
     .flatMap((url) => url.split(','))
     .map((part) => part.trim().replace(KAFKA_SCHEME, '').replace(/\/+$/, ''))
