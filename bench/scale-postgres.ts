@@ -5,12 +5,13 @@
  * while it loads); then GET by primary key and the same searches as tailbase's (top 10 by
  * ts_rank and the count of every match) from pgbench at 1 and 16 clients.
  */
-import { createWriteStream, readdirSync, lstatSync } from 'node:fs';
+import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { csvField, termScript, TERM_QUERY, withPostgres, type PgRun } from './peer-postgres.js';
 import { COMMON_TERM, FILTER_CATEGORY, midFrequencyTerms, scaleDoc } from './scale-corpus.js';
 import type { QueryFigures, QueryName } from './scale-tailbase.js';
+import { diskUsage } from './disk-usage.js';
 
 /** Loading 10^7 documents with a GIN index takes PostgreSQL most of an hour. */
 const LOAD_MS_PER_DOC_MAX = 2;
@@ -21,7 +22,6 @@ const QUERY_MS_MAX = 60_000;
  * search of the commonest word took PostgreSQL past 25 s at 10^6 documents.
  */
 const PGBENCH_SLACK_MS = 600_000;
-const BLOCK_BYTES = 512;
 
 const SCHEMA = `
 CREATE TABLE docs (key text PRIMARY KEY, title text NOT NULL, body text NOT NULL,
@@ -54,12 +54,6 @@ async function writeCsv(file: string, documents: number): Promise<void> {
   }
   out.end();
   await once(out, 'finish');
-}
-
-function allocatedBytes(path: string): number {
-  const stat = lstatSync(path);
-  if (!stat.isDirectory()) return stat.blocks * BLOCK_BYTES;
-  return readdirSync(path).reduce((sum, name) => sum + allocatedBytes(join(path, name)), 0);
 }
 
 const topTen = (where: string) =>
@@ -146,7 +140,7 @@ export function runPostgresAtSize(
         loadAckPerSec: documents / ackS,
         loadSettledPerSec: documents / settledS,
         tableBytes: Number(size.trim()),
-        dataDirBytes: allocatedBytes(server.dataDir),
+        dataDirBytes: diskUsage(server.dataDir).totalBytes,
         queries,
       };
     },

@@ -73,8 +73,6 @@ export interface ScaleRunOptions {
   quick: boolean;
   /** Extra flags for `tailbase start` (the named caches of issue 26 item 3). */
   flags?: string[];
-  /** Environment for `tailbase start` (NODE_OPTIONS=--cpu-prof for the profile). */
-  env?: Record<string, string>;
 }
 
 const searchPath = (q: string, extra = '') =>
@@ -253,7 +251,7 @@ export async function runTailbaseAtSize(
   documents: number,
   options: ScaleRunOptions,
 ): Promise<TailbaseScaleFigures> {
-  let server = await startEmbedded(dir, { flags: options.flags, env: options.env });
+  let server = await startEmbedded(dir, { flags: options.flags });
   try {
     await request(`${server.url}/v1/collections/${COLLECTION}/settings`, {
       method: 'PUT',
