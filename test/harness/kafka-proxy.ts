@@ -18,8 +18,9 @@
  *   - `forward`.
  * - holds each Fetch answer `fetchAnswerDelayMs` before passing it on (a slow log, as one client
  *   sees it; the answers behind it on the connection wait too, so their order is kept);
- * - `stall(true)` keeps every connection open but forwards nothing either way: the listener
- *   looks alive and never answers (a hung process, not a crashed one).
+ * - `stall(true)` keeps every connection open but reads nothing from either side: the listener
+ *   looks alive and never answers (a hung process, not a crashed one). What is sent meanwhile
+ *   waits in the sockets' buffers and flows once the stall ends, so no frame is lost or cut.
  *
  * Answers come back in request order on a connection (Kafka's rule, and the listener's), so
  * answers are matched to requests by order, and checked by correlation id.
@@ -94,6 +95,10 @@ export async function startKafkaProxy(options: {
     const upstream = net.connect({ host, port });
     sockets.add(client);
     sockets.add(upstream);
+    if (stalled) {
+      client.pause();
+      upstream.pause();
+    }
     const pending: Pending[] = [];
     const fromClient = new KafkaFrameSplitter();
     const fromUpstream = new KafkaFrameSplitter();
@@ -118,7 +123,6 @@ export async function startKafkaProxy(options: {
     }
 
     client.on('data', (chunk: Buffer) => {
-      if (stalled) return;
       let frames: Buffer[];
       try {
         frames = fromClient.push(chunk);
@@ -159,7 +163,6 @@ export async function startKafkaProxy(options: {
       }
       for (const frame of frames) {
         const request = pending.shift();
-        if (stalled) continue;
         const correlationId = frame.readInt32BE(0);
         if (!request || request.correlationId !== correlationId) {
           // Not the answer expected next: the proxy cannot follow this connection any more.
@@ -198,6 +201,10 @@ export async function startKafkaProxy(options: {
     stats,
     stall(on) {
       stalled = on;
+      for (const socket of sockets) {
+        if (on) socket.pause();
+        else socket.resume();
+      }
     },
     async close() {
       for (const socket of sockets) socket.destroy();

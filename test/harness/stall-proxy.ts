@@ -2,8 +2,10 @@ import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 
 /**
  * A TCP proxy in front of a node that can be made to stall: while stalled it keeps every
- * connection open and drops what either side sends, so the node looks alive but never answers
- * (a hung process, not a crashed one).
+ * connection open and reads nothing from either side, so the node looks alive but never answers
+ * (a hung process, not a crashed one). What is sent meanwhile waits in the sockets' buffers, as
+ * it would in a hung process's kernel, and flows once the stall ends: no byte is lost, so a
+ * stream resumes whole rather than cut mid-frame.
  */
 export async function startStallProxy(target: () => string) {
   let stalled = false;
@@ -16,9 +18,8 @@ export async function startStallProxy(target: () => string) {
       [upstream, client],
     ] as const) {
       sockets.add(from);
-      from.on('data', (chunk) => {
-        if (!stalled) to.write(chunk);
-      });
+      if (stalled) from.pause();
+      from.on('data', (chunk) => to.write(chunk));
       from.on('close', () => {
         sockets.delete(from);
         to.destroy();
@@ -31,6 +32,10 @@ export async function startStallProxy(target: () => string) {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     stall(on: boolean): void {
       stalled = on;
+      for (const socket of sockets) {
+        if (on) socket.pause();
+        else socket.resume();
+      }
     },
     async close(): Promise<void> {
       for (const socket of sockets) socket.destroy();
