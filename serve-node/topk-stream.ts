@@ -3,18 +3,13 @@
  * weighted frequency, each in descending contribution, merged by their heads, so the rows come
  * best first and a search reads about as many postings as it takes. Also the other way in: a
  * given row's frequency of the term, by a seek into each run where the row's tokens and tie key
- * would put it (a block each), for the rows a multi-word search must score whole.
+ * would put it (a block each, highest frequency first, stopping at the first run whose part of
+ * the score would not matter), for the rows a multi-word search must score whole.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { partitionOfRow } from './fts-table.js';
-import {
-  BLOCK_POSTINGS_MAX,
-  BlockReader,
-  decodeBlock,
-  tieOf,
-  type Posting,
-} from './topk-blocks.js';
+import { BlockReader, tieOf, type Posting } from './topk-blocks.js';
 
 /** bm25()'s constants in fts5_aux.c. */
 const K1 = 1.2;
@@ -99,10 +94,15 @@ export interface WordStream {
   head(): StreamHead | null;
   /** Takes the head. */
   take(): StreamHead | null;
-  /** The word's weighted frequency in `row` (of `len` tokens), or null where it has none. */
-  frequencyIn(row: number, len: number): number | null;
+  /**
+   * The word's weighted frequency in `row` (of `len` tokens), or null where it has none or where
+   * it is below every frequency `worth` takes (worth is true of a frequency and all above it).
+   */
+  frequencyIn(row: number, len: number, worth?: (tf: number) => boolean): number | null;
   /** The word's part of a row's score at this frequency. */
   part(tf: number, len: number): number;
+  /** The most the word's part of a row of `len` tokens can be. */
+  partMax(len: number): number;
   /** Every row's frequency of the word, where the stream holds it all, else null. */
   wholeList(): ReadonlyMap<number, number> | null;
 }
@@ -116,6 +116,7 @@ export class MemoryStream implements WordStream {
   private readonly heads: StreamHead[];
   private at = 0;
   private readonly byRow: Map<number, number>;
+  private readonly tfMax: number;
 
   constructor(
     postings: ReadonlyArray<Posting & { tf: number }>,
@@ -125,6 +126,7 @@ export class MemoryStream implements WordStream {
   ) {
     this.examined = postings.length;
     this.byRow = new Map(postings.map((posting) => [posting.row, posting.tf]));
+    this.tfMax = postings.reduce((max, posting) => Math.max(max, posting.tf), 0);
     this.heads = postings
       .filter((posting) => partitions === null || partitions.has(partitionOfRow(posting.row)))
       .map(({ row, tf, len }) => ({
@@ -144,12 +146,17 @@ export class MemoryStream implements WordStream {
     return this.heads[this.at++] ?? null;
   }
 
-  frequencyIn(row: number): number | null {
-    return this.byRow.get(row) ?? null;
+  frequencyIn(row: number, _len: number, worth?: (tf: number) => boolean): number | null {
+    const tf = this.byRow.get(row);
+    return tf === undefined || (worth !== undefined && !worth(tf)) ? null : tf;
   }
 
   part(tf: number, len: number): number {
     return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  partMax(len: number): number {
+    return this.part(this.tfMax, len);
   }
 
   wholeList(): ReadonlyMap<number, number> {
@@ -161,8 +168,8 @@ export class TermStream implements WordStream {
   private readonly runs: Run[] = [];
   /** Postings decoded, by the stream and by lookups: what a search's cost follows. */
   examined = 0;
-  /** Lookups of a row's frequency so far, and the whole list once they cost more than it. */
-  private lookups = 0;
+  /** Postings lookups of a row's frequency decoded, and the whole list once they reach it. */
+  private lookedAt = 0;
   private byRow: Map<number, number> | null = null;
 
   constructor(
@@ -197,25 +204,31 @@ export class TermStream implements WordStream {
   }
 
   /**
-   * The term's weighted frequency in `row` (of `len` tokens), or null where it has none: by a
-   * seek into each run (a block decoded a run) while that costs less than the whole list, then
-   * from the whole list decoded once into memory. Either way a lookup costs at most about twice
-   * the cheaper of the two.
+   * The term's weighted frequency in `row` (of `len` tokens), or null where it has none or where
+   * it is below what `worth` takes: by a seek into each run worth it, highest frequency first (a
+   * block decoded a run, up to where the row would be), while the postings lookups decoded are
+   * fewer than the whole list's, then from the whole list decoded once into memory. Either way
+   * lookups cost at most about twice the cheaper of the two.
    */
-  frequencyIn(row: number, len: number): number | null {
-    if (this.byRow === null) {
-      this.lookups += 1;
-      if (this.lookups * this.runs.length * BLOCK_POSTINGS_MAX >= this.df)
-        this.byRow = this.decodeAll();
+  frequencyIn(row: number, len: number, worth?: (tf: number) => boolean): number | null {
+    if (this.byRow === null && this.lookedAt >= this.df) this.byRow = this.decodeAll();
+    if (this.byRow !== null) {
+      const tf = this.byRow.get(row);
+      return tf === undefined || (worth !== undefined && !worth(tf)) ? null : tf;
     }
-    if (this.byRow !== null) return this.byRow.get(row) ?? null;
     const tie = tieOf(row);
-    for (const { tf } of this.runs) {
+    for (let i = this.runs.length - 1; i >= 0; i--) {
+      const { tf } = this.runs[i];
+      if (worth !== undefined && !worth(tf)) return null;
       const block = this.statements.floorBlock.get(this.termId, tf, len, tie) as Buffer | undefined;
       if (block === undefined) continue;
-      const postings = decodeBlock(block);
-      this.examined += postings.length;
-      if (postings.some((posting) => posting.row === row && posting.len === len)) return tf;
+      const reader = new BlockReader(block);
+      for (let posting = reader.next(); posting !== null; posting = reader.next()) {
+        this.examined += 1;
+        this.lookedAt += 1;
+        if (posting.len > len || (posting.len === len && tieOf(posting.row) > tie)) break;
+        if (posting.row === row) return tf;
+      }
     }
     return null;
   }
@@ -243,6 +256,11 @@ export class TermStream implements WordStream {
   /** The term's part of a row's score at this frequency. */
   part(tf: number, len: number): number {
     return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  /** Runs come in ascending frequency: the last one's is the highest. */
+  partMax(len: number): number {
+    return this.runs.length === 0 ? 0 : this.part(this.runs[this.runs.length - 1].tf, len);
   }
 
   private bestRun(): Run | null {
