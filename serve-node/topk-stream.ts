@@ -205,10 +205,11 @@ export class TermStream implements WordStream {
 
   /**
    * The term's weighted frequency in `row` (of `len` tokens), or null where it has none or where
-   * it is below what `worth` takes: by a seek into each run worth it, highest frequency first (a
-   * block decoded a run, up to where the row would be), while the postings lookups decoded are
-   * fewer than the whole list's, then from the whole list decoded once into memory. Either way
-   * lookups cost at most about twice the cheaper of the two.
+   * it is below what `worth` takes: by a seek into each run worth it (a block decoded a run, up
+   * to where the row would be), lowest frequency first, as the runs of low frequencies hold most
+   * rows, while the postings lookups decoded are fewer than the whole list's, then from the
+   * whole list decoded once into memory. Either way lookups cost at most about twice the
+   * cheaper of the two.
    */
   frequencyIn(row: number, len: number, worth?: (tf: number) => boolean): number | null {
     if (this.byRow === null && this.lookedAt >= this.df) this.byRow = this.decodeAll();
@@ -217,9 +218,10 @@ export class TermStream implements WordStream {
       return tf === undefined || (worth !== undefined && !worth(tf)) ? null : tf;
     }
     const tie = tieOf(row);
-    for (let i = this.runs.length - 1; i >= 0; i--) {
-      const { tf } = this.runs[i];
-      if (worth !== undefined && !worth(tf)) return null;
+    // Worth is true from some frequency up: the runs from the first it takes.
+    let first = this.runs.length;
+    while (first > 0 && (worth === undefined || worth(this.runs[first - 1].tf))) first -= 1;
+    for (const { tf } of this.runs.slice(first)) {
       const block = this.statements.floorBlock.get(this.termId, tf, len, tie) as Buffer | undefined;
       if (block === undefined) continue;
       const reader = new BlockReader(block);
