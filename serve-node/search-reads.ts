@@ -161,12 +161,7 @@ export class SearchReads {
     if (found !== null) {
       return this.topkAnswer(shape, query.words!, found, depth, totalExactMax, filter);
     }
-    // FTS5 walks every match: a filter is probed a match where its rows are more than those.
-    const walked =
-      plan === 'auto' && filter !== null && query.words !== null
-        ? this.topk.rowsOf(table, query.words)
-        : null;
-    if (walked !== null) shape.filterAccess = filter!.walkAccess(walked.matches, walked.rows);
+    if (plan === 'auto' && filter !== null) this.readFilterAs(shape, query, filter);
     const { sql, params } = searchQuery(shape, fields.sort, depth);
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     const matches: SearchMatch[] = rows.map((row) => ({
@@ -259,6 +254,13 @@ export class SearchReads {
     const table = this.tableOf(collection);
     if (table === undefined || fields.length === 0) return counts;
     const shape = this.matchShape(table, collection, partitions, query, filter);
+    if (filter !== null) {
+      this.readFilterAs(
+        shape,
+        query,
+        new ProbedFilter(this.queries, this.filterShares, table.id, filter),
+      );
+    }
     const add = (field: string, kind: number, value: number | string, n: number) => {
       const typed =
         kind === KIND_BOOLEAN ? value === 1 : kind === KIND_NUMBER ? Number(value) : value;
@@ -348,6 +350,15 @@ export class SearchReads {
     }
     const loaded = held ?? this.facetValues.load(tableId, fields, stamp, entries, heldEntriesMax);
     return loaded ? { plan: 'held', fields: loaded } : { plan: 'byValue' };
+  }
+
+  /**
+   * FTS5 walks every match of a query: of words, whose matches are known, the filter is probed a
+   * match where that costs less than gathering its rows (ProbedFilter.walkAccess).
+   */
+  private readFilterAs(shape: MatchShape, query: ParsedQuery, filter: ProbedFilter): void {
+    const walked = query.words === null ? null : this.topk.rowsOf(shape.table, query.words);
+    if (walked !== null) shape.filterAccess = filter.walkAccess(walked.matches, walked.rows);
   }
 
   private matchShape(

@@ -402,6 +402,21 @@ describe('top-k lists', () => {
         const expected = ftsRanking(db, q);
         for (const [filter, holds] of filters) {
           const passing = expected.filter((hit) => holds(byKey.get(hit.key)!.value.n));
+          // Facets over the same matches, the filter probed a match or its rows gathered.
+          const facets = replica.search.facets(
+            'docs',
+            [0, 1, 2, 3],
+            parseQuery(q, limits),
+            parseFilter(filter),
+            ['n'],
+          );
+          const counted = new Map<number, number>();
+          for (const hit of passing) {
+            const n = byKey.get(hit.key)!.value.n;
+            counted.set(n, (counted.get(n) ?? 0) + 1);
+          }
+          const faceted = facets.get('n')!.map(({ value, count }) => [value, count]);
+          expect(new Map(faceted as Array<[number, number]>), `${q} ${filter}`).toEqual(counted);
           for (const partitions of [
             [0, 1, 2, 3],
             [1, 3],
