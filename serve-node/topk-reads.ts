@@ -347,10 +347,12 @@ function threshold(
   const top: TopkRow[] = [];
   const taken = new Set<number>();
   /**
-   * Rows are taken only from streams that are essential, and streams stop being essential for
-   * good, so a word's rows among those of the essential streams of the moment it is first
-   * looked up outside them hold every row it is looked up in from then on.
+   * Streams left out of the essential ones, for good: their heads stay (no row is taken from
+   * them) while the depth-th best only rises. Rows are taken only from essential streams, so a
+   * word's rows among those of the essential streams of the moment it is first looked up outside
+   * them hold every row it is looked up in from then on.
    */
+  const left = new Set<WordStream>();
   const presence = new Map<WordStream, ReadonlySet<number> | null>();
   let essential = distinct;
   const lookup: Lookup = (stream, row, len, worth) => {
@@ -362,7 +364,7 @@ function threshold(
   };
   for (;;) {
     const least = top.length === depth ? top[depth - 1].score : -Infinity;
-    essential = essentialStreams(streams, distinct, least);
+    essential = essentialStreams(streams, distinct, least, left);
     const batch: Array<{ head: StreamHead; from: WordStream }> = [];
     while (batch.length < (tested?.batchRows ?? 1)) {
       let from: WordStream | null = null;
@@ -407,19 +409,20 @@ type Lookup = (
 const PRUNE_MARGIN = 1e-12;
 
 /**
- * The streams rows must still be taken from: all but those whose heads, summed in the query's
- * order, come below `least` (a row holding only their words cannot enter), the smallest heads
- * left out first.
+ * The streams rows must still be taken from: all but those `left` out, to which streams are
+ * added, the smallest heads first, while their heads summed in the query's order come below
+ * `least` (a row holding only their words cannot enter).
  */
 function essentialStreams(
   streams: readonly WordStream[],
   distinct: readonly WordStream[],
   least: number,
+  left: Set<WordStream>,
 ): readonly WordStream[] {
   if (least === -Infinity) return distinct;
   const headScore = (stream: WordStream) => stream.head()?.score ?? 0;
-  const left = new Set<WordStream>();
-  for (const stream of [...distinct].sort((a, b) => headScore(a) - headScore(b))) {
+  const candidates = distinct.filter((stream) => !left.has(stream));
+  for (const stream of candidates.sort((a, b) => headScore(a) - headScore(b))) {
     left.add(stream);
     let sum = 0;
     for (const each of streams) if (left.has(each)) sum += headScore(each);
