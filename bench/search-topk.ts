@@ -1,8 +1,10 @@
 /**
  * The search-topk group (issue 27): a serve-node's search store holding a synthetic Zipf corpus
  * (about 770 bytes a document), searched for a mid-frequency word (in about 0.5% of the
- * documents) and a common one, each by FTS5's ranking of every match (`plan: 'fts5'`, what
- * searches did before the top-k lists) and by the top-k lists, alternating in the same run. The
+ * documents) and a common one, alone, in OR and AND, and filtered by fields of every
+ * selectivity (from 50% of the documents to 0.1%), each by FTS5's ranking of every match
+ * (`plan: 'fts5'`, what searches did before the top-k lists) and by the top-k lists, alternating
+ * in the same run (the top 10 checked identical to FTS5's, keys and scores to 1e-9). The
  * store is driven in this process, through the serve-node's own Replica and search code, not over
  * HTTP: the figures are the search's, without the server around it. The serve-node answers
  * searches on one thread, so the rate of searches back to back is what 16 clients get of it.
@@ -12,6 +14,8 @@
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { encodeBatch, type LogRecord } from '../shared/batch-codec.js';
+import { parseFilter } from '../shared/filter/parse.js';
+import { SETTINGS_TOPIC } from '../shared/topics.js';
 import { parseQuery } from '../serve-node/fts-query.js';
 import { Replica } from '../serve-node/replica.js';
 import { SEARCH_FILE } from '../serve-node/search-store.js';
@@ -36,6 +40,21 @@ const TOTAL_EXACT_MAX = 10_000;
 const SEARCHES_MAX = 2_000;
 const SEARCH_MS_MAX = 3_000;
 const SEARCH_MS_MAX_QUICK = 300;
+/**
+ * The fields filters test, from a generator of their own (the texts are the same as without
+ * them): `category` one of CATEGORIES by Zipf's law (c01 in about 28% of the documents, c05 in
+ * about 6%), `n` uniform over 0..N_VALUES-1.
+ */
+const CATEGORIES = 20;
+const N_VALUES = 1_000;
+const SETTINGS = { searchable: ['title', 'body'], filterable: ['category', 'n'] };
+/** Filters from half the documents to a thousandth. */
+const FILTERS = [
+  ['50%', 'n < 500'],
+  ['c01', 'category = c01'],
+  ['5%', 'n < 50'],
+  ['0.1%', 'n = 7'],
+] as const;
 /** A threshold no word reaches: a store without lists, for the load's cost of them. */
 const LISTS_NONE = Number.MAX_SAFE_INTEGER;
 const LISTS_DEFAULT = 1_000;
@@ -61,6 +80,17 @@ function wordOf(rank: number): string {
 /** Documents whose words follow Zipf's law (s = 1) over VOCABULARY_WORDS words. */
 function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
   const random = generator(27);
+  const fieldRandom = generator(28);
+  let categoriesSum = 0;
+  for (let i = 1; i <= CATEGORIES; i++) categoriesSum += 1 / i;
+  const category = () => {
+    let at = fieldRandom() * categoriesSum;
+    for (let i = 1; i < CATEGORIES; i++) {
+      at -= 1 / i;
+      if (at <= 0) return `c${String(i).padStart(2, '0')}`;
+    }
+    return `c${CATEGORIES}`;
+  };
   const cumulative = new Float64Array(VOCABULARY_WORDS);
   let sum = 0;
   for (let i = 0; i < VOCABULARY_WORDS; i++) cumulative[i] = sum += 1 / (i + 1);
@@ -77,7 +107,12 @@ function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
   };
   const text = (n: number) => Array.from({ length: n }, word).join(' ');
   for (let i = 0; i < count; i++) {
-    const value = { title: text(TITLE_WORDS), body: text(BODY_WORDS) };
+    const value = {
+      title: text(TITLE_WORDS),
+      body: text(BODY_WORDS),
+      category: category(),
+      n: Math.floor(fieldRandom() * N_VALUES),
+    };
     yield { key: `doc-${i.toString().padStart(8, '0')}`, value: JSON.stringify(value) };
   }
 }
@@ -92,6 +127,10 @@ function load(
   const next = new Array<number>(PARTITIONS).fill(0);
   const started = performance.now();
   const cpuStarted = process.cpuUsage();
+  const settings = { key: 'docs', value: Buffer.from(JSON.stringify(SETTINGS)), timestampMs: 0 };
+  replica.applyMany([
+    { topic: SETTINGS_TOPIC, partition: 0, fromOffset: 0, batches: encodeBatch([settings]) },
+  ]);
   let pending: LogRecord[][] = Array.from({ length: PARTITIONS }, () => []);
   const flush = () => {
     replica.applyMany(
@@ -134,24 +173,34 @@ interface Measured {
   examined?: number;
 }
 
-function search(replica: Replica, word: string, plan: SearchPlan, totalMax = TOTAL_EXACT_MAX) {
-  const query = parseQuery(word, { queryBytesMax: 1_024, queryTermsMax: 32 });
+/** A search of `q`, filtered by `filter` (the filter language's text) when given. */
+interface Query {
+  q: string;
+  filter?: string;
+}
+
+function search(replica: Replica, query: Query, plan: SearchPlan, totalMax = TOTAL_EXACT_MAX) {
+  const parsed = parseQuery(query.q, { queryBytesMax: 1_024, queryTermsMax: 32 });
   const all = Array.from({ length: PARTITIONS }, (_, p) => p);
-  return replica.search.reads.search('docs', all, query, DEPTH, totalMax, undefined, plan);
+  const fields = {
+    filter: query.filter === undefined ? null : parseFilter(query.filter),
+    sort: [],
+  };
+  return replica.search.reads.search('docs', all, parsed, DEPTH, totalMax, fields, plan);
 }
 
 /** The plans searched in turn, so both meet the same machine load. */
-function measure(replica: Replica, word: string, msMax: number): Record<SearchPlan, Measured> {
+function measure(replica: Replica, query: Query, msMax: number): Record<SearchPlan, Measured> {
   const measured: Record<SearchPlan, Measured> = {
     auto: { latencies: [], total: 0 },
     fts5: { latencies: [], total: 0 },
   };
-  const reference = search(replica, word, 'fts5');
+  const reference = search(replica, query, 'fts5');
   const deadline = performance.now() + msMax;
   for (let i = 0; i < SEARCHES_MAX && performance.now() < deadline; i++) {
     for (const plan of ['fts5', 'auto'] as const) {
       const started = performance.now();
-      const found = search(replica, word, plan);
+      const found = search(replica, query, plan);
       measured[plan].latencies.push(performance.now() - started);
       measured[plan].total = found.total;
       measured[plan].examined = found.examined;
@@ -162,7 +211,10 @@ function measure(replica: Replica, word: string, msMax: number): Record<SearchPl
             Math.abs(hit.score - reference.matches[at].score) < 1e-9,
         );
         if (!same || found.matches.length !== reference.matches.length) {
-          throw new Error(`top-${DEPTH} of ${word} differs from FTS5's`);
+          throw new Error(`top-${DEPTH} of ${describe(query)} differs from FTS5's`);
+        }
+        if (found.total !== reference.total || found.totalExact !== reference.totalExact) {
+          throw new Error(`the total of ${describe(query)} differs from FTS5's`);
         }
       }
     }
@@ -174,10 +226,13 @@ function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }
 
+const describe = (query: Query) =>
+  query.filter === undefined ? query.q : `${query.q} filtered by ${query.filter}`;
+
 function result(
   docs: number,
   label: string,
-  word: string,
+  query: Query,
   df: number,
   m: Measured,
   plan: SearchPlan,
@@ -188,7 +243,7 @@ function result(
   const workload: WorkloadResult = {
     group: 'search-topk',
     name: `search ${label} ${planName} ${docs.toExponential(0)}`,
-    description: `${word} in ${df} of ${docs} documents, top ${DEPTH}, plan ${planName}`,
+    description: `${describe(query)}: ${df} of ${docs} documents, top ${DEPTH}, plan ${planName}`,
     throughput: { value: Math.round(1000 / meanMs), unit: 'q/s' },
     latency: {
       p50Ms: quantile(sorted, 0.5),
@@ -208,8 +263,8 @@ function result(
 }
 
 /** The matches of a query, counted by FTS5. */
-function matchesOf(replica: Replica, word: string): number {
-  return search(replica, word, 'fts5', Number.MAX_SAFE_INTEGER).total;
+function matchesOf(replica: Replica, query: Query): number {
+  return search(replica, query, 'fts5', Number.MAX_SAFE_INTEGER).total;
 }
 
 /**
@@ -270,18 +325,24 @@ export async function runSearchTopkBench(
     const loaded = loadResult(docs, 'with lists', docsPerSec, cpuUsPerDoc);
     report({ ...loaded, figures: { ...loaded.figures, ...listsBytes(dir) } });
     const [mid, common, common2] = [wordOf(MID_RANK), wordOf(COMMON_RANK), wordOf(COMMON_RANK_2)];
-    for (const [label, word] of [
+    const words = [
       ['mid', mid],
       ['common', common],
       ['mid-or-common', `${mid} OR ${common}`],
       ['mid-and-common', `${mid} ${common}`],
       ['common-or-common', `${common} OR ${common2}`],
       ['common-and-common', `${common} ${common2}`],
-    ] as const) {
-      const df = matchesOf(replica, word);
-      const measured = measure(replica, word, msMax);
-      report(result(docs, label, word, df, measured.fts5, 'fts5'));
-      report(result(docs, label, word, df, measured.auto, 'auto'));
+    ] as const;
+    const queries: Array<[string, Query]> = words.map(([label, q]) => [label, { q }]);
+    for (const [label, q] of words.filter(([label]) => !label.includes('-and-'))) {
+      for (const [share, filter] of FILTERS)
+        queries.push([`${label} filter ${share}`, { q, filter }]);
+    }
+    for (const [label, query] of queries) {
+      const df = matchesOf(replica, query);
+      const measured = measure(replica, query, msMax);
+      report(result(docs, label, query, df, measured.fts5, 'fts5'));
+      report(result(docs, label, query, df, measured.auto, 'auto'));
     }
     await replica.close();
   }

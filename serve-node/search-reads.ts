@@ -10,8 +10,10 @@ import type { FilterNode, SortClause } from '../shared/filter/ast.js';
 import { DEFAULT_LIMITS } from './config.js';
 import { countValues, FacetValues, type HeldField, type ValueCount } from './facet-values.js';
 import { KIND_BOOLEAN, KIND_NUMBER } from './field-index.js';
+import { FilterShares } from './filter-share.js';
 import type { ParsedQuery } from './fts-query.js';
 import { offsetOfRow, partitionOfRow, type FtsTable } from './fts-table.js';
+import { ProbedFilter } from './probed-filter.js';
 import {
   countQuery,
   facetEntriesQuery,
@@ -104,6 +106,7 @@ export class SearchReads {
   private readonly queries: QueryCache;
   private readonly facetValues: FacetValues;
   private readonly topk: TopkReads;
+  private readonly filterShares: FilterShares;
   /** The write stamp of what reads keep in memory (write-stamp.ts). */
   private readonly stamp: () => number;
   /** collection → its partitions with a checkpoint here, read since the last write (`stamp`). */
@@ -117,6 +120,7 @@ export class SearchReads {
     this.queries = new QueryCache(db, QUERY_SHAPES_CACHED);
     this.facetValues = new FacetValues(db);
     this.topk = new TopkReads(db);
+    this.filterShares = new FilterShares(db, this.queries);
     this.stamp = writeStamp(db);
   }
 
@@ -138,17 +142,26 @@ export class SearchReads {
     const table = this.tableOf(collection);
     if (table === undefined) return { matches: [], total: 0, totalExact: true };
     const shape = this.matchShape(table, collection, partitions, query, fields.filter);
-    // Lists answer listed words with no filter or sort; anything else is FTS5's (search-sql.ts).
+    // Lists answer listed words with no sort, and with a filter that passes rows enough (the
+    // lists' search decides); anything else is FTS5's (search-sql.ts).
+    const filter =
+      fields.filter === null
+        ? null
+        : new ProbedFilter(this.queries, this.filterShares, table.id, fields.filter);
     const found =
-      plan === 'auto' && query.words !== null && fields.filter === null && fields.sort.length === 0
+      plan === 'auto' && query.words !== null && fields.sort.length === 0
         ? this.topk.search(
             table,
             query.words,
             depth,
             shape.partitions === null ? null : new Set(partitions),
+            filter,
           )
         : null;
-    if (found !== null) return this.topkAnswer(shape, query.words!, found, depth, totalExactMax);
+    if (found !== null) {
+      return this.topkAnswer(shape, query.words!, found, depth, totalExactMax, filter);
+    }
+    if (plan === 'auto' && filter !== null) this.readFilterAs(shape, query, filter);
     const { sql, params } = searchQuery(shape, fields.sort, depth);
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     const matches: SearchMatch[] = rows.map((row) => ({
@@ -168,6 +181,7 @@ export class SearchReads {
     found: TopkFound,
     depth: number,
     totalExactMax: number,
+    filter: ProbedFilter | null,
   ): SearchFound {
     const keyOf = this.queries.statement(KEY_OF_ROW).pluck();
     const matches: SearchMatch[] = found.rows.map(({ row, score, partition }) => ({
@@ -176,6 +190,14 @@ export class SearchReads {
       partition,
       offset: offsetOfRow(row),
     }));
+    if (filter !== null && found.filtered !== undefined) {
+      // Those the filter passes FTS5 counts, the filter read the cheaper way.
+      const { tested, passed } = found.filtered;
+      const rows = found.dfs.reduce((sum, df) => sum + df, 0);
+      const filterAccess = filter.countAccess(rows, passed / Math.max(tested, 1), totalExactMax);
+      const total = this.total({ ...shape, filterAccess }, matches.length, depth, totalExactMax);
+      return { matches, ...total, examined: found.examined };
+    }
     // Over every partition one word's document frequency is the number of matches, and any of
     // several words matches at least as many rows as the most frequent.
     const dfMax = Math.max(...found.dfs);
@@ -232,6 +254,13 @@ export class SearchReads {
     const table = this.tableOf(collection);
     if (table === undefined || fields.length === 0) return counts;
     const shape = this.matchShape(table, collection, partitions, query, filter);
+    if (filter !== null) {
+      this.readFilterAs(
+        shape,
+        query,
+        new ProbedFilter(this.queries, this.filterShares, table.id, filter),
+      );
+    }
     const add = (field: string, kind: number, value: number | string, n: number) => {
       const typed =
         kind === KIND_BOOLEAN ? value === 1 : kind === KIND_NUMBER ? Number(value) : value;
@@ -321,6 +350,15 @@ export class SearchReads {
     }
     const loaded = held ?? this.facetValues.load(tableId, fields, stamp, entries, heldEntriesMax);
     return loaded ? { plan: 'held', fields: loaded } : { plan: 'byValue' };
+  }
+
+  /**
+   * FTS5 walks every match of a query: of words, whose matches are known, the filter is probed a
+   * match where that costs less than gathering its rows (ProbedFilter.walkAccess).
+   */
+  private readFilterAs(shape: MatchShape, query: ParsedQuery, filter: ProbedFilter): void {
+    const walked = query.words === null ? null : this.topk.rowsOf(shape.table, query.words);
+    if (walked !== null) shape.filterAccess = filter.walkAccess(walked.matches, walked.rows);
   }
 
   private matchShape(

@@ -1,19 +1,28 @@
 /**
- * Searches answered from the top-k lists (topk-index.ts) without filter or sort: their best rows
- * by bm25, read from the terms' lists instead of ranking every match. Scores are bm25() as FTS5
- * computes it (fts5_aux.c), with the table's statistics as FTS5 keeps them (fts-stats.ts).
+ * Searches answered from the top-k lists (topk-index.ts) without sort: their best rows by bm25,
+ * read from the terms' lists instead of ranking every match. Scores are bm25() as FTS5 computes
+ * it (fts5_aux.c), with the table's statistics as FTS5 keeps them (fts-stats.ts).
  *
  * One word: its stream (topk-stream.ts) yields the rows in the search's own order, so the first
  * `depth` are the answer: postings decoded are about depth plus one a run, whatever the matches.
  *
  * Several words, all of them (AND) or any (OR), one listed at least: the threshold algorithm
  * over the words' streams (a word without a list, in few rows, read whole from FTS5 and sorted in
- * memory: topk-source.ts). The row with the best part of any stream is taken next and scored whole (its
- * frequency of each other word looked up in that word's runs), and the search stops once its
- * `depth`-th best row scores above what any row not yet taken could: the sum of the streams'
- * heads (for AND, nothing once a stream is done). Summed in the query's order of words, as
- * bm25() sums its phrases, and rounding never makes a sum of smaller parts larger, so the bound
- * holds bit for bit.
+ * memory: topk-source.ts). The row with the best part of any stream is taken next and scored
+ * whole (its frequency of each other word looked up in that word's runs), and the search stops
+ * once its `depth`-th best row scores above what any row not yet taken could: the sum of the
+ * streams' heads (for AND, nothing once a stream is done). Summed in the query's order of words,
+ * as bm25() sums its phrases, and rounding never makes a sum of smaller parts larger, so the
+ * bound holds bit for bit. MaxScore's two prunings keep a common word from costing its matches:
+ * once the `depth`-th best scores above the sum of some streams' heads, a row holding only those
+ * words cannot enter, so rows are taken from the other streams only; and a row is scored only as
+ * far as it could still enter (each word looked up while the row's best possible score, its
+ * parts found and the most each word left could add, reaches the `depth`-th best).
+ *
+ * With a filter (RowFilter): the rows are taken as above, in batches, and those the filter does
+ * not pass are dropped before they are scored; the search stops as it would without the filter.
+ * Worth it only while the filter passes enough rows: the lists answer when the postings they
+ * expect to read (depth over the filter's share) are few beside the matches FTS5 would walk.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
@@ -28,6 +37,7 @@ import {
   MemoryStream,
   prepareStreamStatements,
   TermStream,
+  type StreamHead,
   type StreamStatements,
   type WordStream,
   type TopkRow,
@@ -42,6 +52,19 @@ export interface TopkFound {
   examined: number;
   /** The matches in the partitions searched, where the words' whole lists were decoded. */
   count?: number;
+  /** With a filter: rows tested against it, and those it passed. */
+  filtered?: { tested: number; passed: number };
+}
+
+/** A search's filter, tested on the rows the lists yield (search-reads.ts). */
+export interface RowFilter {
+  /** Of `rows`, those the filter passes. */
+  passing(rows: readonly number[]): ReadonlySet<number>;
+  /**
+   * The share of the table's `rows` the filter passes, estimated (filter-share.ts), counted far
+   * enough to tell whether it reaches `shareMin`.
+   */
+  share(shareMin: number, rows: number): number;
 }
 
 /** Words a list search takes: all of them (AND) or any (OR). */
@@ -49,6 +72,33 @@ export interface TopkWords {
   texts: readonly string[];
   all: boolean;
 }
+
+/**
+ * Rows a filtered search may expect to take, depth over the filter's share, at most for each
+ * match FTS5 would walk (the words' rows). One word: a row taken and probed in the field index
+ * costs about 0.7 us, where FTS5 walks a match, probes it and ranks it in about 2 us. Several: a
+ * row taken costs lookups of the other words besides, and a filter lowers the depth-th best
+ * score the prunings stop at, so rows taken grow faster than depth over the share (measured at
+ * 10^5 documents, two common words: a 5% filter 17.5 ms by the lists, 26.8 ms by FTS5; a 0.1%
+ * filter 73 and 13 ms).
+ */
+const FILTERED_ROWS_PER_MATCH_MAX = { one: 0.25, several: 0.02 };
+/** Rows a filter is asked about at once: the first batch twice the depth, each the last's double. */
+const FILTER_BATCH_ROWS_MAX = 1_024;
+
+/**
+ * A word's rows among the rows of others, where FTS5 finds them for less than looking the word
+ * up in its list for each (null: it does not), so only the rows holding it are looked up.
+ */
+type PresenceOf = (word: WordStream, among: readonly WordStream[]) => ReadonlySet<number> | null;
+/**
+ * FTS5 finds a word's rows among others' when those are at most this many for each of its: it
+ * walks the others' rows and seeks through the word's, 0.6 to 5 us a row walked (at 10^5
+ * documents: 458 rows among a common word's 35,000 in 0.27 ms, a common word's 20,000 among
+ * another's in about 100 ms), where a lookup in a list decodes a block of each of the word's
+ * runs, and its whole list costs about 0.3 us a row.
+ */
+const PRESENCE_AMONG_ROWS_PER_ROW_MAX = 1 / 16;
 
 /** A word of a search: its term, its rows, and its list (null: it has none). */
 interface Word {
@@ -62,6 +112,7 @@ export class TopkReads {
   private readonly stats = new Map<string, FtsStats>();
   /** By table object, not name: a name given again may come with other weights. */
   private readonly postings = new WeakMap<FtsTable, FtsPostings>();
+  private readonly matches = new WeakMap<FtsTable, Statement>();
   private readonly streams: StreamStatements;
   private readonly statements: Record<'settings' | 'term', Statement>;
 
@@ -83,6 +134,7 @@ export class TopkReads {
     words: TopkWords,
     depth: number,
     partitions: ReadonlySet<number> | null,
+    filter: RowFilter | null = null,
   ): TopkFound | null {
     if (!hasTopkLists(table) || words.texts.length === 0) return null;
     const listedDfMin = this.statements.settings.get() as number | undefined;
@@ -98,6 +150,20 @@ export class TopkReads {
     if (found.every((word) => word.termId === null)) return null;
     const totals = this.statsOf(table).totals();
     if (words.all && !denseEnough(found, totals.rows)) return null;
+    let tested: Tested | null = null;
+    if (filter !== null) {
+      const matches = found.reduce((sum, { df }) => sum + df, 0);
+      const perMatch = FILTERED_ROWS_PER_MATCH_MAX[found.length === 1 ? 'one' : 'several'];
+      const shareMin = depth / (matches * perMatch);
+      const share = shareMin > 1 ? 0 : filter.share(shareMin, totals.rows);
+      if (share < shareMin) return null;
+      tested = {
+        filter,
+        batchRows: Math.min(depth * 2, FILTER_BATCH_ROWS_MAX),
+        tested: 0,
+        passed: 0,
+      };
+    }
     const avgdl = totals.tokens / totals.rows;
     // One stream a distinct term; a word given twice counts twice, as bm25() counts phrases.
     const byTerm = new Map<string, WordStream>();
@@ -113,19 +179,54 @@ export class TopkReads {
       }
       return stream;
     });
+    const texts = new Map<WordStream, { text: string; df: number }>();
+    streams.forEach((stream, i) => {
+      if (!texts.has(stream)) texts.set(stream, { text: words.texts[i], df: found[i].df });
+    });
+    const presenceOf: PresenceOf = (word, among) => {
+      const { text, df } = texts.get(word)!;
+      const others = among.map((stream) => texts.get(stream)!);
+      const amongRows = others.reduce((sum, other) => sum + other.df, 0);
+      if (!(word instanceof TermStream) || amongRows > df * PRESENCE_AMONG_ROWS_PER_ROW_MAX) {
+        return null;
+      }
+      const quoted = (text: string) => `"${text.replaceAll('"', '""')}"`;
+      const match = `(${others.map((other) => quoted(other.text)).join(' OR ')}) AND ${quoted(text)}`;
+      return new Set(this.matchRows(table).all(match) as number[]);
+    };
     const rows =
       byTerm.size === 1 && streams.length === 1
-        ? oneWord(streams[0], depth)
-        : threshold(streams, [...byTerm.values()], words.all, depth);
+        ? oneWord(streams[0], depth, tested)
+        : threshold(streams, [...byTerm.values()], words.all, depth, tested, presenceOf);
     let examined = 0;
     for (const stream of byTerm.values()) examined += stream.examined;
-    const count = countRows([...byTerm.values()], words.all, partitions);
+    // The lists hold every match, not those the filter passes: FTS5 counts those.
+    const count = tested === null ? countRows([...byTerm.values()], words.all, partitions) : null;
     return {
       rows,
       dfs: found.map(({ df }) => df),
       examined,
       ...(count === null ? {} : { count }),
+      ...(tested === null ? {} : { filtered: { tested: tested.tested, passed: tested.passed } }),
     };
+  }
+
+  /**
+   * The rows a search of `words` can match at most (the sum of its words' rows; for AND, the
+   * fewest), and the table's rows; null when a text is not one term.
+   */
+  rowsOf(table: FtsTable, words: TopkWords): { matches: number; rows: number } | null {
+    // The terms' rows are kept with the lists, for the tables that have them.
+    if (!hasTopkLists(table) || words.texts.length === 0) return null;
+    if (this.statements.settings.get() === undefined) return null;
+    const dfs: number[] = [];
+    for (const text of words.texts) {
+      const word = this.word(table, text, Infinity);
+      if (word === null) return null;
+      dfs.push(word.df);
+    }
+    const matches = words.all ? Math.min(...dfs) : dfs.reduce((sum, df) => sum + df, 0);
+    return { matches, rows: this.statsOf(table).totals().rows };
   }
 
   /**
@@ -139,6 +240,18 @@ export class TopkReads {
     const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
     const df = stored?.[1] ?? 0;
     return { term, termId: df >= listedDfMin ? stored![0] : null, df };
+  }
+
+  /** The rows of a MATCH of the table, in no order, without ranking them. */
+  private matchRows(table: FtsTable): Statement {
+    let statement = this.matches.get(table);
+    if (statement === undefined) {
+      statement = this.db
+        .prepare(`SELECT rowid FROM ${table.name} WHERE ${table.name} MATCH ?`)
+        .pluck();
+      this.matches.set(table, statement);
+    }
+    return statement;
   }
 
   private postingsOf(table: FtsTable): FtsPostings {
@@ -180,63 +293,190 @@ function denseEnough(listed: readonly Word[], rows: number): boolean {
   return matches >= AND_MATCHES_PER_POSTING_MIN * postings;
 }
 
-/** One word's best rows: its stream's first `depth`. */
-function oneWord(stream: WordStream, depth: number): TopkRow[] {
+/** A search's filter, the size of its next batch, and what it was asked so far. */
+interface Tested {
+  filter: RowFilter;
+  batchRows: number;
+  tested: number;
+  passed: number;
+}
+
+/** The rows of `heads` the filter passes (all without one), the next batch made larger. */
+function passing(heads: readonly StreamHead[], tested: Tested | null): ReadonlySet<number> | null {
+  if (tested === null) return null;
+  const passed = tested.filter.passing(heads.map(({ row }) => row));
+  tested.tested += heads.length;
+  tested.passed += passed.size;
+  tested.batchRows = Math.min(tested.batchRows * 2, FILTER_BATCH_ROWS_MAX);
+  return passed;
+}
+
+/** One word's best rows: its stream's first `depth` (that the filter passes). */
+function oneWord(stream: WordStream, depth: number, tested: Tested | null): TopkRow[] {
   const rows: TopkRow[] = [];
   while (rows.length < depth) {
-    const head = stream.take();
-    if (head === null) break;
-    rows.push({ row: head.row, partition: head.partition, score: head.score });
+    const heads: StreamHead[] = [];
+    const batch = tested === null ? depth - rows.length : tested.batchRows;
+    for (let head = stream.take(); head !== null; head = stream.take()) {
+      heads.push(head);
+      if (heads.length === batch) break;
+    }
+    if (heads.length === 0) break;
+    const passed = passing(heads, tested);
+    for (const { row, partition, score } of heads) {
+      if (rows.length === depth) break;
+      if (passed === null || passed.has(row)) rows.push({ row, partition, score });
+    }
   }
   return rows;
 }
 
 /**
  * The best `depth` rows of several words (`streams[i]` the stream of the query's i-th word;
- * `distinct` each stream once), by the threshold algorithm (the file's comment).
+ * `distinct` each stream once), by the threshold algorithm with MaxScore's prunings (the file's
+ * comment).
  */
 function threshold(
   streams: readonly WordStream[],
   distinct: readonly WordStream[],
   all: boolean,
   depth: number,
+  tested: Tested | null,
+  presenceOf: PresenceOf,
 ): TopkRow[] {
   const top: TopkRow[] = [];
-  const scored = new Set<number>();
-  for (;;) {
-    let from: WordStream | null = null;
-    for (const stream of distinct) {
-      const head = stream.head();
-      if (head !== null && (from === null || before(head, from.head()!))) from = stream;
+  const taken = new Set<number>();
+  /**
+   * Streams left out of the essential ones, for good: their heads stay (no row is taken from
+   * them) while the depth-th best only rises. Rows are taken only from essential streams, so a
+   * word's rows among those of the essential streams of the moment it is first looked up outside
+   * them hold every row it is looked up in from then on.
+   */
+  const left = new Set<WordStream>();
+  const presence = new Map<WordStream, ReadonlySet<number> | null>();
+  let essential = distinct;
+  const lookup: Lookup = (stream, row, len, worth) => {
+    if (!essential.includes(stream)) {
+      if (!presence.has(stream)) presence.set(stream, presenceOf(stream, essential));
+      if (presence.get(stream)?.has(row) === false) return null;
     }
-    if (from === null) break;
-    const head = from.take()!;
-    if (!scored.has(head.row)) {
-      scored.add(head.row);
-      const frequencies = new Map<WordStream, number | null>();
-      const frequency = (stream: WordStream) => {
-        if (!frequencies.has(stream)) {
-          frequencies.set(stream, stream === from ? null : stream.frequencyIn(head.row, head.len));
-        }
-        return frequencies.get(stream)!;
-      };
-      let score = 0;
-      let missing = false;
-      for (const stream of streams) {
-        if (stream === from) {
-          score += head.score;
-          continue;
-        }
-        const tf = frequency(stream);
-        if (tf === null) missing = true;
-        else score += stream.part(tf, head.len);
+    return stream.frequencyIn(row, len, worth);
+  };
+  for (;;) {
+    const least = top.length === depth ? top[depth - 1].score : -Infinity;
+    essential = essentialStreams(streams, distinct, least, left);
+    const batch: Array<{ head: StreamHead; from: WordStream }> = [];
+    while (batch.length < (tested?.batchRows ?? 1)) {
+      let from: WordStream | null = null;
+      for (const stream of essential) {
+        const head = stream.head();
+        if (head !== null && (from === null || before(head, from.head()!))) from = stream;
       }
-      if (!(all && missing))
-        insert(top, { row: head.row, partition: head.partition, score }, depth);
+      if (from === null) break;
+      const head = from.take()!;
+      if (taken.has(head.row)) continue;
+      taken.add(head.row);
+      batch.push({ head, from });
+    }
+    if (batch.length === 0) break;
+    const passed = passing(
+      batch.map(({ head }) => head),
+      tested,
+    );
+    for (const { head, from } of batch) {
+      if (passed !== null && !passed.has(head.row)) continue;
+      const least = top.length === depth ? top[depth - 1].score : -Infinity;
+      const score = scoreOf(head, from, streams, all, least, lookup);
+      if (score !== null) insert(top, { row: head.row, partition: head.partition, score }, depth);
     }
     if (top.length === depth && top[depth - 1].score > bound(streams, all)) break;
   }
   return top;
+}
+
+/** A word's frequency in a row, as WordStream.frequencyIn. */
+type Lookup = (
+  stream: WordStream,
+  row: number,
+  len: number,
+  worth: (tf: number) => boolean,
+) => number | null;
+
+/**
+ * Scores a parts sum may differ by from the same parts summed in another order: far below any
+ * two scores' difference that matters (1e-9), far above a few roundings of sums of a few parts.
+ */
+const PRUNE_MARGIN = 1e-12;
+
+/**
+ * The streams rows must still be taken from: all but those `left` out, to which streams are
+ * added, the smallest heads first, while their heads summed in the query's order come below
+ * `least` (a row holding only their words cannot enter).
+ */
+function essentialStreams(
+  streams: readonly WordStream[],
+  distinct: readonly WordStream[],
+  least: number,
+  left: Set<WordStream>,
+): readonly WordStream[] {
+  if (least === -Infinity) return distinct;
+  const headScore = (stream: WordStream) => stream.head()?.score ?? 0;
+  const candidates = distinct.filter((stream) => !left.has(stream));
+  for (const stream of candidates.sort((a, b) => headScore(a) - headScore(b))) {
+    left.add(stream);
+    let sum = 0;
+    for (const each of streams) if (left.has(each)) sum += headScore(each);
+    if (!(sum < least)) {
+      left.delete(stream);
+      break;
+    }
+  }
+  return distinct.filter((stream) => !left.has(stream));
+}
+
+/**
+ * The score of `head`'s row (taken from `from`), summed in the query's order; null when it holds
+ * not every word of an AND, or when it cannot score `least` (the depth-th best) or above: the
+ * other words looked up one at a time while the most the row could score still reaches it.
+ */
+function scoreOf(
+  head: StreamHead,
+  from: WordStream,
+  streams: readonly WordStream[],
+  all: boolean,
+  least: number,
+  lookup: Lookup,
+): number | null {
+  const frequencies = new Map<WordStream, number | null>([[from, null]]);
+  const others = [...new Set(streams)].filter((stream) => stream !== from);
+  /** The most the row can score with the words not yet looked up at their most, `trying` at `tf`. */
+  const most = (trying?: WordStream, tf?: number) => {
+    let sum = 0;
+    for (const stream of streams) {
+      if (stream === from) sum += head.score;
+      else if (stream === trying) sum += stream.part(tf!, head.len);
+      else if (!frequencies.has(stream)) sum += stream.partMax(head.len);
+      else if (frequencies.get(stream) !== null)
+        sum += stream.part(frequencies.get(stream)!, head.len);
+    }
+    return sum;
+  };
+  const reaches = (sum: number) => sum >= least * (1 - PRUNE_MARGIN);
+  for (const stream of others) {
+    if (!reaches(most())) return null;
+    const tf = lookup(stream, head.row, head.len, (tf) => reaches(most(stream, tf)));
+    if (tf === null && all) return null;
+    frequencies.set(stream, tf);
+  }
+  let score = 0;
+  for (const stream of streams) {
+    if (stream === from) score += head.score;
+    else {
+      const tf = frequencies.get(stream)!;
+      if (tf !== null) score += stream.part(tf, head.len);
+    }
+  }
+  return reaches(score) ? score : null;
 }
 
 /** The most a row no stream has yielded yet can score: the heads summed in the query's order. */

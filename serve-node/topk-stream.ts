@@ -3,18 +3,13 @@
  * weighted frequency, each in descending contribution, merged by their heads, so the rows come
  * best first and a search reads about as many postings as it takes. Also the other way in: a
  * given row's frequency of the term, by a seek into each run where the row's tokens and tie key
- * would put it (a block each), for the rows a multi-word search must score whole.
+ * would put it (a block each, highest frequency first, stopping at the first run whose part of
+ * the score would not matter), for the rows a multi-word search must score whole.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { partitionOfRow } from './fts-table.js';
-import {
-  BLOCK_POSTINGS_MAX,
-  BlockReader,
-  decodeBlock,
-  tieOf,
-  type Posting,
-} from './topk-blocks.js';
+import { BlockReader, tieOf, type Posting } from './topk-blocks.js';
 
 /** bm25()'s constants in fts5_aux.c. */
 const K1 = 1.2;
@@ -56,7 +51,20 @@ interface Run {
   block: [number, number];
   reader: BlockReader | null;
   head: StreamHead | null;
+  /** The block the last lookup in the run decoded: the next ones often fall in it too. */
+  looked: LookedBlock | null;
 }
+
+/** A block's rows, and the keys (`len`, tie) of its first and last postings. */
+interface LookedBlock {
+  first: [number, number];
+  last: [number, number];
+  rows: Set<number>;
+}
+
+/** Whether key `a` (`len`, tie) comes after key `b`. */
+const after = (a: readonly [number, number], b: readonly [number, number]) =>
+  a[0] > b[0] || (a[0] === b[0] && a[1] > b[1]);
 
 /** The statements a stream reads with, prepared once a connection (TopkReads). */
 export interface StreamStatements {
@@ -83,10 +91,10 @@ export function prepareStreamStatements(db: Database.Database): StreamStatements
       .raw(),
     floorBlock: db
       .prepare(
-        'SELECT postings FROM topk_blocks WHERE term_id = ? AND tf = ? AND (len, tie) <= (?, ?) ' +
-          'ORDER BY len DESC, tie DESC LIMIT 1',
+        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ? ' +
+          'AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1',
       )
-      .pluck(),
+      .raw(),
     wholeList: db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw(),
   };
 }
@@ -99,10 +107,15 @@ export interface WordStream {
   head(): StreamHead | null;
   /** Takes the head. */
   take(): StreamHead | null;
-  /** The word's weighted frequency in `row` (of `len` tokens), or null where it has none. */
-  frequencyIn(row: number, len: number): number | null;
+  /**
+   * The word's weighted frequency in `row` (of `len` tokens), or null where it has none or where
+   * it is below every frequency `worth` takes (worth is true of a frequency and all above it).
+   */
+  frequencyIn(row: number, len: number, worth?: (tf: number) => boolean): number | null;
   /** The word's part of a row's score at this frequency. */
   part(tf: number, len: number): number;
+  /** The most the word's part of a row of `len` tokens can be. */
+  partMax(len: number): number;
   /** Every row's frequency of the word, where the stream holds it all, else null. */
   wholeList(): ReadonlyMap<number, number> | null;
 }
@@ -116,6 +129,7 @@ export class MemoryStream implements WordStream {
   private readonly heads: StreamHead[];
   private at = 0;
   private readonly byRow: Map<number, number>;
+  private readonly tfMax: number;
 
   constructor(
     postings: ReadonlyArray<Posting & { tf: number }>,
@@ -125,6 +139,7 @@ export class MemoryStream implements WordStream {
   ) {
     this.examined = postings.length;
     this.byRow = new Map(postings.map((posting) => [posting.row, posting.tf]));
+    this.tfMax = postings.reduce((max, posting) => Math.max(max, posting.tf), 0);
     this.heads = postings
       .filter((posting) => partitions === null || partitions.has(partitionOfRow(posting.row)))
       .map(({ row, tf, len }) => ({
@@ -144,12 +159,17 @@ export class MemoryStream implements WordStream {
     return this.heads[this.at++] ?? null;
   }
 
-  frequencyIn(row: number): number | null {
-    return this.byRow.get(row) ?? null;
+  frequencyIn(row: number, _len: number, worth?: (tf: number) => boolean): number | null {
+    const tf = this.byRow.get(row);
+    return tf === undefined || (worth !== undefined && !worth(tf)) ? null : tf;
   }
 
   part(tf: number, len: number): number {
     return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  partMax(len: number): number {
+    return this.part(this.tfMax, len);
   }
 
   wholeList(): ReadonlyMap<number, number> {
@@ -161,8 +181,8 @@ export class TermStream implements WordStream {
   private readonly runs: Run[] = [];
   /** Postings decoded, by the stream and by lookups: what a search's cost follows. */
   examined = 0;
-  /** Lookups of a row's frequency so far, and the whole list once they cost more than it. */
-  private lookups = 0;
+  /** Postings lookups of a row's frequency decoded, and the whole list once they reach it. */
+  private lookedAt = 0;
   private byRow: Map<number, number> | null = null;
 
   constructor(
@@ -178,7 +198,8 @@ export class TermStream implements WordStream {
       [number, number, number, Buffer] | undefined;
     while (next !== undefined) {
       const [tf, len, tie, postings] = next;
-      this.runs.push({ tf, block: [len, tie], reader: new BlockReader(postings), head: null });
+      const reader = new BlockReader(postings);
+      this.runs.push({ tf, block: [len, tie], reader, head: null, looked: null });
       next = statements.nextRun.get(termId, tf) as typeof next;
     }
     for (const run of this.runs) this.advance(run);
@@ -197,27 +218,55 @@ export class TermStream implements WordStream {
   }
 
   /**
-   * The term's weighted frequency in `row` (of `len` tokens), or null where it has none: by a
-   * seek into each run (a block decoded a run) while that costs less than the whole list, then
-   * from the whole list decoded once into memory. Either way a lookup costs at most about twice
-   * the cheaper of the two.
+   * The term's weighted frequency in `row` (of `len` tokens), or null where it has none or where
+   * it is below what `worth` takes: in each run worth it, lowest frequency first, as the runs of
+   * low frequencies hold most rows, the block where the row's key would be, which is the block
+   * the run's last lookup decoded more often than not (a search takes rows about in the order of
+   * their keys), else a seek and a block decoded; while the postings lookups decoded are fewer
+   * than the whole list's, then from the whole list decoded once into memory. Either way
+   * lookups cost at most about twice the cheaper of the two.
    */
-  frequencyIn(row: number, len: number): number | null {
-    if (this.byRow === null) {
-      this.lookups += 1;
-      if (this.lookups * this.runs.length * BLOCK_POSTINGS_MAX >= this.df)
-        this.byRow = this.decodeAll();
+  frequencyIn(row: number, len: number, worth?: (tf: number) => boolean): number | null {
+    if (this.byRow === null && this.lookedAt >= this.df) this.byRow = this.decodeAll();
+    if (this.byRow !== null) {
+      const tf = this.byRow.get(row);
+      return tf === undefined || (worth !== undefined && !worth(tf)) ? null : tf;
     }
-    if (this.byRow !== null) return this.byRow.get(row) ?? null;
     const tie = tieOf(row);
-    for (const { tf } of this.runs) {
-      const block = this.statements.floorBlock.get(this.termId, tf, len, tie) as Buffer | undefined;
-      if (block === undefined) continue;
-      const postings = decodeBlock(block);
-      this.examined += postings.length;
-      if (postings.some((posting) => posting.row === row && posting.len === len)) return tf;
+    // Worth is true from some frequency up: the runs from the first it takes.
+    let first = this.runs.length;
+    while (first > 0 && (worth === undefined || worth(this.runs[first - 1].tf))) first -= 1;
+    const key: [number, number] = [len, tie];
+    for (const run of this.runs.slice(first)) {
+      const block = this.lookedBlock(run, key);
+      if (block?.rows.has(row)) return run.tf;
     }
     return null;
+  }
+
+  /** The block of `run` whose keys span `key`'s place (null: the run starts after it). */
+  private lookedBlock(run: Run, key: [number, number]): LookedBlock | null {
+    const { looked } = run;
+    if (looked !== null && !after(looked.first, key) && !after(key, looked.last)) return looked;
+    const found = this.statements.floorBlock.get(this.termId, run.tf, ...key) as
+      [number, number, Buffer] | undefined;
+    if (found === undefined) return null;
+    const [blockLen, blockTie, postings] = found;
+    // The block decoded last, the key past its last posting: not in the run.
+    if (looked !== null && looked.first[0] === blockLen && looked.first[1] === blockTie) {
+      return looked;
+    }
+    const rows = new Set<number>();
+    let last: [number, number] = [blockLen, blockTie];
+    const reader = new BlockReader(postings);
+    for (let posting = reader.next(); posting !== null; posting = reader.next()) {
+      rows.add(posting.row);
+      last = [posting.len, tieOf(posting.row)];
+    }
+    this.examined += rows.size;
+    this.lookedAt += rows.size;
+    run.looked = { first: [blockLen, blockTie], last, rows };
+    return run.looked;
   }
 
   /** Every row's frequency of the term when lookups have decoded the whole list, else null. */
@@ -243,6 +292,11 @@ export class TermStream implements WordStream {
   /** The term's part of a row's score at this frequency. */
   part(tf: number, len: number): number {
     return bm25Part(this.idf, tf, len, this.avgdl);
+  }
+
+  /** Runs come in ascending frequency: the last one's is the highest. */
+  partMax(len: number): number {
+    return this.runs.length === 0 ? 0 : this.part(this.runs[this.runs.length - 1].tf, len);
   }
 
   private bestRun(): Run | null {

@@ -1,10 +1,12 @@
 // Proves the serve-node's field indexes against the filter language's reference semantics: for
 // random documents (numbers, strings, booleans, nulls, arrays, nested objects, missing fields,
 // updates and deletes across partitions) and random filter trees, the SQL over the B-trees
-// (serve-node/filter-sql.ts) finds exactly the documents shared/filter/evaluate.ts accepts; a
+// (serve-node/filter-sql.ts), its rows gathered or each row probed, finds exactly the documents
+// shared/filter/evaluate.ts accepts, and so does a filtered search the top-k lists answer; a
 // sorted scan is in compareSortValues order then key, and resumes exactly from any position;
 // facets count what a brute-force count over the matches gives. The replica is real (LMDB and
 // SQLite in a temp dir), fed through its apply path.
+import Database from 'better-sqlite3';
 import fc from 'fast-check';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,8 +19,10 @@ import { matches } from '../../shared/filter/evaluate.js';
 import { compareSortValues, fieldFacts, sortValue } from '../../shared/filter/facts.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { DEFAULT_LIMITS } from '../../serve-node/config.js';
+import { filterCondition } from '../../serve-node/filter-sql.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
+import { SEARCH_FILE } from '../../serve-node/search-store.js';
 
 const FIELDS = ['n', 's', 'tags', 'deep.x', 'flag'];
 const PARTITIONS = [0, 1, 2];
@@ -129,7 +133,8 @@ function append(topic: string, partition: number, from: number, records: Array<[
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'field-index-'));
-  replica = new Replica(dir);
+  // Every word listed, so filtered searches of a few rows are the lists' to answer.
+  replica = new Replica(dir, { topkListedDfMin: 1 });
   const settings = { searchable: ['body'], filterable: FIELDS, sortable: FIELDS };
   append(SETTINGS_TOPIC, 0, 0, [['docs', settings]]);
   // Three rounds of writes: later rounds update and delete earlier keys, so removal from the
@@ -222,6 +227,45 @@ describe('field indexes against the reference semantics', () => {
       }),
       { numRuns: 200, seed: 1602 },
     );
+  });
+
+  it('a filter probed a row at a time passes exactly those documents', () => {
+    const db = new Database(join(dir, SEARCH_FILE), { readonly: true });
+    try {
+      const tableId = db
+        .prepare("SELECT table_id FROM collection_tables WHERE collection = 'docs'")
+        .pluck()
+        .get() as number;
+      fc.assert(
+        fc.property(filterArb, (filter) => {
+          const { sql, params } = filterCondition(filter, tableId, 'r.row', 'probe');
+          const keys = db
+            .prepare(`SELECT r.key FROM doc_rows r WHERE r.table_id = ? AND ${sql}`)
+            .pluck()
+            .all(tableId, ...params) as string[];
+          expect(keys.sort(byKey)).toEqual(expectedKeys(filter));
+        }),
+        { numRuns: 300, seed: 1607 },
+      );
+    } finally {
+      db.close();
+    }
+  });
+
+  it('a filtered search of a few rows answers as FTS5 does, by the lists where they answer', () => {
+    let byLists = 0;
+    fc.assert(
+      fc.property(filterArb, (filter) => {
+        const search = (plan: 'auto' | 'fts5') =>
+          replica.search.search('docs', PARTITIONS, query, 3, 10_000, { filter, sort: [] }, plan);
+        const [found, expected] = [search('auto'), search('fts5')];
+        expect(found.matches.map((m) => m.key)).toEqual(expected.matches.map((m) => m.key));
+        expect(found.total).toBe(expectedKeys(filter).length);
+        if (found.examined !== undefined) byLists += 1;
+      }),
+      { numRuns: 200, seed: 1608 },
+    );
+    expect(byLists).toBeGreaterThan(20);
   });
 
   it('a sorted scan is in sort-value order then key, and resumes exactly from every page', () => {
