@@ -116,6 +116,10 @@ export class ReadNode implements LocalServeCore {
     throw notHere('rebuild');
   }
 
+  dropCollection(): Promise<void> {
+    throw notHere('dropCollection');
+  }
+
   snapshot(): Promise<SnapshotResult> {
     throw notHere('snapshot');
   }

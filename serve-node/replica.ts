@@ -138,6 +138,11 @@ export class Replica {
     return plans.map((plan) => ({ nextOffset: plan.nextOffset, records: plan.prepared.length }));
   }
 
+  /** A dropped topic's checkpoints went from the stores: its applied offsets are read again. */
+  forgetTopic(topic: string): void {
+    this.appliedCache.delete(topic);
+  }
+
   private forgetApplied(parts: readonly ApplyPart[]): void {
     for (const { topic, partition } of parts) this.appliedCache.get(topic)?.delete(partition);
   }

@@ -2,8 +2,9 @@
  * A running serve-node: the current store generation, one log fetcher per log-node it tails, the
  * topics it tails (found with `log.topics()` at start, every `topicRefreshMs`, and at once when a
  * read names a collection not tailed yet), the waiting reads, the search store's background
- * steps (re-indexes after settings changes, segment merges: background-steps.ts), and the
- * operations that replace the stores (rebuild) or copy them (snapshot).
+ * steps (re-indexes after settings changes, segment merges: background-steps.ts), the drops of
+ * collections whose topic left the log (collection-drops.ts), and the operations that replace the
+ * stores (rebuild) or copy them (snapshot).
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +23,7 @@ import { DOCS_FILE } from './doc-store.js';
 import { appliedOfNeed, OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { BackgroundSteps } from './background-steps.js';
+import { CollectionDrops } from './collection-drops.js';
 import type { MergePolicy } from './segment-merges.js';
 import { Replica } from './replica.js';
 import { memoryBounds } from './memory-bounds.js';
@@ -97,6 +99,8 @@ export class ServeNode implements ServeNodeCore {
   private snapshotting: Promise<SnapshotResult> | null = null;
   private stopped = false;
   private readThreads: ReadThreadsLink | null = null;
+  /** Collections dropped in place, one at a time; a topic being dropped is not tailed. */
+  private readonly drops: CollectionDrops;
 
   constructor(private readonly parts: ServeNodeParts) {
     this.hosted = parts.hosted;
@@ -136,6 +140,19 @@ export class ServeNode implements ServeNodeCore {
       appliedOfNeed(() => this.current),
       (needs) => this.hurry(needs.map((need) => need.partition)),
     );
+    this.drops = new CollectionDrops({
+      replica: () => this.current,
+      stepDocsMax: parts.limits.dropStepDocsMax,
+      rebuilt: () => this.rebuilding?.catch(() => undefined) ?? Promise.resolve(),
+      paused: () => this.snapshotting?.catch(() => undefined) ?? null,
+      stopped: () => this.stopped,
+      onTablesDropped: (collection) => {
+        const moved = this.hosted.map((partition) => ({ topic: collection, partition }));
+        this.readThreads?.applied(moved);
+        this.waiters.notify(moved);
+        this.background?.kick();
+      },
+    });
   }
 
   /** From now on, tells `link` of commits and changes (there is one link at most). */
@@ -166,14 +183,20 @@ export class ServeNode implements ServeNodeCore {
    */
   async start(): Promise<void> {
     const stored = this.current.docs.clusterId();
-    const storedParts = this.current.stored();
-    const diverged = storedParts.find((tp) => this.current.diverged(tp.topic, tp.partition));
+    // A drop a restart interrupted: its stores may disagree until it is finished.
+    const interrupted = new Set(this.current.docs.droppingCollections());
+    const storedParts = this.current.stored().filter((tp) => !interrupted.has(tp.topic));
     const hosted = new Set(this.hosted);
     const foreign = storedParts.filter(
       (tp) => tp.topic !== SETTINGS_TOPIC && !hosted.has(tp.partition),
     );
     await this.discover();
+    // Dropped while this node was away: their documents must not be served, nor a collection
+    // created again under the name be read from their checkpoints.
     const vanished = this.vanished(storedParts.map((tp) => tp.topic));
+    const diverged = storedParts.find(
+      (tp) => !vanished.includes(tp.topic) && this.current.diverged(tp.topic, tp.partition),
+    );
     if (stored !== null && stored !== this.parts.clusterId) {
       await this.replaceStores(
         `the stores came from cluster ${stored}, the log is ${this.parts.clusterId}`,
@@ -182,18 +205,18 @@ export class ServeNode implements ServeNodeCore {
       // Their documents would count in the search statistics of the collections they share.
       const named = [...new Set(foreign.map((tp) => tp.partition))].join(', ');
       await this.replaceStores(`the stores hold partitions this node no longer hosts (${named})`);
-    } else if (vanished.length > 0) {
-      // Dropped while this node was away: their documents must not be served, nor a collection
-      // created again under the name be read from their checkpoints.
-      await this.replaceStores(
-        `the stores hold collections the log no longer has (${vanished.join(', ')})`,
-      );
     } else if (diverged !== undefined) {
       await this.replaceStores(
         `${diverged.topic}/${diverged.partition}: the two stores' checkpoints diverged`,
       );
     } else {
       this.current.docs.setClusterId(this.parts.clusterId);
+      for (const collection of interrupted) {
+        this.dropInBackground(collection, 'a drop a restart interrupted');
+      }
+      for (const collection of vanished) {
+        this.dropInBackground(collection, 'the log no longer has it (dropped while away)');
+      }
       this.startFetchers(false);
     }
     this.started = true;
@@ -233,6 +256,29 @@ export class ServeNode implements ServeNodeCore {
   }
 
   /**
+   * Drops the collection from the stores in place (collection-drops.ts), once no longer tailed;
+   * settles once it is gone. The log's topics are looked at again after: a collection the log
+   * (still, or again) holds under the name is tailed from its start.
+   */
+  dropCollection(collection: string, reason: string): Promise<void> {
+    if (this.topics.delete(collection)) {
+      for (const fetcher of this.fetchers) fetcher.untail(collection);
+      this.readThreads?.changed();
+    }
+    const drop = this.drops.drop(collection, reason);
+    void drop.catch(() => undefined).then(() => this.discover());
+    return drop;
+  }
+
+  /** A drop no caller waits for: its failure is logged (a stop's is resumed at start). */
+  private dropInBackground(collection: string, reason: string): void {
+    this.dropCollection(collection, reason).catch((error: unknown) => {
+      if (this.stopped) return;
+      this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
+    });
+  }
+
+  /**
    * Looks at the log's topics and tails those it does not yet (one look at a time: callers
    * meanwhile share it). A failure is logged; the next look retries.
    */
@@ -241,17 +287,16 @@ export class ServeNode implements ServeNodeCore {
       .topics()
       .then((topics) => {
         this.liveTopics = new Set(topics.map(({ name }) => name));
-        const dropped = this.vanished(this.topics);
-        if (dropped.length > 0 && this.rebuilding === null && this.started) {
-          // A collection dropped in the log (by a gateway, or a Kafka client's DeleteTopics):
-          // the replay without it is what a replica of the log now holds.
-          void this.rebuild(`collections dropped from the log: ${dropped.join(', ')}`).catch(
-            (error: unknown) => this.parts.logger.error({ err: error }, 'rebuild failed'),
-          );
+        // A collection dropped in the log (by a gateway, a view's swap, or a Kafka client's
+        // DeleteTopics): a replica of the log no longer holds it. Before start, start's to drop.
+        if (this.started) {
+          for (const topic of this.vanished(this.topics)) {
+            this.dropInBackground(topic, 'the log no longer has it');
+          }
         }
         const tailedBefore = this.topics.size;
         for (const { name } of topics) {
-          if (this.stopped || this.topics.has(name)) continue;
+          if (this.stopped || this.topics.has(name) || this.drops.has(name)) continue;
           if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
           this.topics.add(name);
           for (const fetcher of this.fetchers) fetcher.tail(name, this.partitionsOf(name));
@@ -288,6 +333,7 @@ export class ServeNode implements ServeNodeCore {
   }
 
   status(): ServeStatus {
+    const lastDrop = this.drops.last();
     return {
       nodeId: this.parts.nodeId,
       clusterId: this.parts.clusterId,
@@ -319,6 +365,8 @@ export class ServeNode implements ServeNodeCore {
         getBatchKeysMax: this.limits.getBatchKeysMax,
       },
       ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
+      dropping: this.drops.dropping(),
+      ...(lastDrop === undefined ? {} : { lastDrop }),
       ...(this.lastResume === undefined ? {} : { lastResume: this.lastResume }),
       reindexing: this.current.reindexing(),
       segmentMerges: this.current.mergesDue(this.mergePolicy),
@@ -435,6 +483,7 @@ export class ServeNode implements ServeNodeCore {
     clearInterval(this.flushTimer);
     await this.discovering;
     await this.rebuilding?.catch(() => undefined);
+    await this.drops.settled();
     // A snapshot under way reads the stores this closes.
     await this.snapshotting?.catch(() => undefined);
     await this.stopFetchers();
