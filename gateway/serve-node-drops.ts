@@ -43,4 +43,3 @@ async function dropFromNode(
     throw failed(`did not drop it (${error.message})`);
   }
 }
-

@@ -100,7 +100,9 @@ export class CollectionDrops {
       const current = await this.stepOn();
       // Replaced by a rebuild: the new stores replay the log, which no longer holds it.
       if (current !== replica) return;
-      if (replica.docs.deleteSome(collection, this.options.stepDocsMax) < this.options.stepDocsMax) {
+      if (
+        replica.docs.deleteSome(collection, this.options.stepDocsMax) < this.options.stepDocsMax
+      ) {
         break;
       }
     }

@@ -176,9 +176,7 @@ export class HttpServeClient implements ServeClient {
   }
 
   async dropCollection(collection: string, signal?: AbortSignal): Promise<void> {
-    await this.json<unknown>(
-      await this.admin('/internal/admin/drop', { collection }, signal),
-    );
+    await this.json<unknown>(await this.admin('/internal/admin/drop', { collection }, signal));
   }
 
   async snapshot(dir: string): Promise<SnapshotResult> {

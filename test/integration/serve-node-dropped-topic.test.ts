@@ -84,7 +84,7 @@ describe('a collection dropped in the log alone', () => {
       serve = await open();
       try {
         let status = await serve.client.status();
-        for (let waited = 0; status.lastDrop === undefined && waited < WAIT_MS_MAX; ) {
+        for (let waited = 0; status.lastDrop === undefined && waited < WAIT_MS_MAX;) {
           await sleep(POLL_MS);
           waited += POLL_MS;
           status = await serve.client.status();
