@@ -3,7 +3,8 @@
 // rebuilds, and each node then answers exactly as a node rebuilt from the log without the topic
 // (documents, scores, facets, applied offsets), its retired rows deleted; a drop that a restart
 // interrupts after its first step is finished at start (then the collection created again under
-// the name is tailed from its start), with the same result.
+// the name is tailed from its start), with the same result; searches on read threads racing the
+// drop answer, none from a dropped table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -13,7 +14,8 @@ import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
 import { Replica } from '../../serve-node/replica.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
-import { serveContents, sleep, type ContentsQuery } from '../harness/index.js';
+import { HttpServeClient } from '../../shared/http-serve-client.js';
+import { serveContents, sleep, spawnNode, type ContentsQuery } from '../harness/index.js';
 import {
   call,
   silent,
@@ -262,6 +264,50 @@ describe('dropping a collection in place', () => {
         await serve.stop();
       }
     } finally {
+      await log.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('searches on read threads racing the drop answer, none from a dropped table', async () => {
+    const log = await startLog(1);
+    const dir = await tempDir('race');
+    const args = ['--data', dir, '--port', '0', '--log', log.url, '--read-threads', '2'];
+    const serve = await spawnNode('serve-node', [...args, '--drop-step-docs-max', '50']);
+    const batch = encodeBatch(
+      Array.from({ length: BIG_DOCS }, (_, i) => ({
+        key: `big${i}`,
+        value: Buffer.from(JSON.stringify(docOf('big', i))),
+        timestampMs: 1_800_000_000_000,
+      })),
+    );
+    try {
+      await log.client.append('big', 0, batch);
+      const client = new HttpServeClient(serve.url);
+      const waitFor = { 0: BIG_DOCS - 1 };
+      await client.search('big', { q: 'river', waitFor, waitMs: WAIT_MS_MAX });
+      let dropping = true;
+      const failures: string[] = [];
+      let searches = 0;
+      const searcher = async () => {
+        while (dropping) {
+          searches += 1;
+          await client.search('big', { q: 'river maple', limit: 5 }).catch((error: Error) => {
+            failures.push(error.message);
+          });
+        }
+      };
+      const searchers = [searcher(), searcher(), searcher()];
+      await log.client.deleteTopic('big');
+      await client.dropCollection('big');
+      dropping = false;
+      await Promise.all(searchers);
+      expect(failures).toEqual([]);
+      expect(searches).toBeGreaterThan(0);
+      expect(await client.search('big', { q: 'river' })).toMatchObject({ hits: [], total: 0 });
+      client.close();
+    } finally {
+      await serve.stop();
       await log.stop();
       await rm(dir, { recursive: true, force: true });
     }
