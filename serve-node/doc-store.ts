@@ -5,7 +5,8 @@
  * covers. Layout (README.md): docs db key = collection, 0x00, key; value = offset (float64 BE),
  * partition (uint32 BE), the document's JSON. meta db: `applied:<topic>/<p>` → next unapplied
  * offset, `clusterId` → the log cluster the documents came from, `dropping:<collection>` → true
- * while a dropped collection's documents are being deleted (collection-drops.ts).
+ * while a dropped collection's documents are being deleted (collection-drops.ts),
+ * `incarnation:<collection>` → the incarnation of the collection the documents are of (absent: 0).
  */
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
 import { assert } from '../shared/assert.js';
@@ -130,10 +131,24 @@ export class DocStore {
   markDropping(collection: string): void {
     this.env.transactionSync(() => {
       this.meta.put(DROPPING_PREFIX + collection, true);
+      this.meta.remove(INCARNATION_PREFIX + collection);
       for (const { topic, partition } of this.checkpointed()) {
         if (topic === collection) this.meta.remove(appliedKey(topic, partition));
       }
     });
+  }
+
+  /**
+   * The incarnation of the collection (how many times its name was dropped before it) whose
+   * documents the stores hold or will: 0 until set.
+   */
+  incarnation(collection: string): number {
+    const value = this.meta.get(INCARNATION_PREFIX + collection);
+    return typeof value === 'number' ? value : 0;
+  }
+
+  setIncarnation(collection: string, incarnation: number): void {
+    this.meta.putSync(INCARNATION_PREFIX + collection, incarnation);
   }
 
   /** The collections marked as being dropped (markDropping), by name. */
@@ -303,6 +318,7 @@ export class DocStore {
 
 const APPLIED_PREFIX = 'applied:';
 const DROPPING_PREFIX = 'dropping:';
+const INCARNATION_PREFIX = 'incarnation:';
 
 function appliedKey(topic: string, partition: number): string {
   return `${APPLIED_PREFIX}${topic}/${partition}`;

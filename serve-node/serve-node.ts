@@ -85,8 +85,8 @@ export class ServeNode implements ServeNodeCore {
   /** A `log.topics()` call under way: reads naming an unknown collection join it. */
   private discovering: Promise<void> | null = null;
   private refreshTimer: NodeJS.Timeout | undefined;
-  /** The topics the log listed at the last look (null before the first). */
-  private liveTopics: Set<string> | null = null;
+  /** The topics the log listed at the last look, with their incarnations (null before the first). */
+  private liveTopics: Map<string, number> | null = null;
   /** Set once start() has settled the stores; a drop seen before is start()'s to handle. */
   private started = false;
   /** Set once the first look at the log's topics has been taken. */
@@ -194,8 +194,10 @@ export class ServeNode implements ServeNodeCore {
     // Dropped while this node was away: their documents must not be served, nor a collection
     // created again under the name be read from their checkpoints.
     const vanished = this.vanished(storedParts.map((tp) => tp.topic));
+    const reincarnated = this.reincarnated(storedParts.map((tp) => tp.topic));
+    const leaving = new Set([...vanished, ...reincarnated]);
     const diverged = storedParts.find(
-      (tp) => !vanished.includes(tp.topic) && this.current.diverged(tp.topic, tp.partition),
+      (tp) => !leaving.has(tp.topic) && this.current.diverged(tp.topic, tp.partition),
     );
     if (stored !== null && stored !== this.parts.clusterId) {
       await this.replaceStores(
@@ -216,6 +218,9 @@ export class ServeNode implements ServeNodeCore {
       }
       for (const collection of vanished) {
         this.dropInBackground(collection, 'the log no longer has it (dropped while away)');
+      }
+      for (const collection of reincarnated) {
+        this.dropInBackground(collection, 'the log holds a later incarnation of it');
       }
       this.startFetchers(false);
     }
@@ -286,18 +291,31 @@ export class ServeNode implements ServeNodeCore {
     this.discovering ??= this.parts.log
       .topics()
       .then((topics) => {
-        this.liveTopics = new Set(topics.map(({ name }) => name));
+        this.liveTopics = new Map(topics.map(({ name, incarnation }) => [name, incarnation ?? 0]));
         // A collection dropped in the log (by a gateway, a view's swap, or a Kafka client's
-        // DeleteTopics): a replica of the log no longer holds it. Before start, start's to drop.
+        // DeleteTopics), or dropped and created again: a replica of the log no longer holds it
+        // (or holds the new one only). Before start, start's to drop.
         if (this.started) {
           for (const topic of this.vanished(this.topics)) {
             this.dropInBackground(topic, 'the log no longer has it');
           }
+          for (const topic of this.reincarnated(this.topics)) {
+            this.dropInBackground(topic, 'the log holds a later incarnation of it');
+          }
         }
         const tailedBefore = this.topics.size;
-        for (const { name } of topics) {
+        for (const { name, incarnation = 0 } of topics) {
           if (this.stopped || this.topics.has(name) || this.drops.has(name)) continue;
           if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
+          if (name !== SETTINGS_TOPIC && this.current.docs.incarnation(name) !== incarnation) {
+            if (this.current.stored().some((tp) => tp.topic === name)) {
+              if (this.started) {
+                this.dropInBackground(name, 'the log holds a later incarnation of it');
+              }
+              continue;
+            }
+            this.current.docs.setIncarnation(name, incarnation);
+          }
           this.topics.add(name);
           for (const fetcher of this.fetchers) fetcher.tail(name, this.partitionsOf(name));
         }
@@ -311,6 +329,23 @@ export class ServeNode implements ServeNodeCore {
         this.discovering = null;
       });
     return this.discovering;
+  }
+
+  /**
+   * The collection topics among `topics` the log's last listing has as another incarnation than
+   * the one the stores hold (dropped and created again while the node held it, or away).
+   */
+  private reincarnated(topics: Iterable<string>): string[] {
+    const live = this.liveTopics;
+    if (live === null) return [];
+    return [...new Set(topics)].filter((topic) => {
+      const incarnation = live.get(topic);
+      return (
+        isCollectionTopic(topic) &&
+        incarnation !== undefined &&
+        incarnation !== this.current.docs.incarnation(topic)
+      );
+    });
   }
 
   /** The collection topics among `topics` the log's last listing no longer has. */

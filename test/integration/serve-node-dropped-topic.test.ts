@@ -2,7 +2,8 @@
 // Kafka client's DeleteTopics, or a drop made while the node was away would leave it): it drops
 // the collection in place, so the dropped documents are no longer served, and the other
 // collections are, without a replay; one that was stopped during the drop does the same when it
-// starts again.
+// starts again, and one stopped while the collection was dropped and created again drops the old
+// incarnation's documents before it tails the new one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 import { encodeBatch } from '../../shared/batch-codec.js';
@@ -93,6 +94,46 @@ describe('a collection dropped in the log alone', () => {
         expect(status.lastRebuild).toBeUndefined();
         expect((await serve.client.scan('away')).items).toHaveLength(0);
         expect((await serve.client.scan('kept', waitFor)).items).toHaveLength(5);
+      } finally {
+        await serve.stop();
+      }
+    } finally {
+      await log.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a serve-node away while the collection was dropped and created again serves the new one only', async () => {
+    const log = await startLog(1);
+    const dir = await tempDir('reborn');
+    const open = () =>
+      startServeNode({
+        dataDir: dir,
+        port: 0,
+        logUrls: [log.url],
+        partitions: [0],
+        logger: silent,
+      });
+    try {
+      await log.client.append('reborn', 0, batchOf('old', 8));
+      let serve = await open();
+      expect(
+        (await serve.client.scan('reborn', { waitFor: { 0: 7 }, waitMs: WAIT_MS_MAX })).items,
+      ).toHaveLength(8);
+      await serve.stop();
+      await log.client.deleteTopic('reborn');
+      await log.client.append('reborn', 0, batchOf('new', 3));
+      const topics = await log.client.topics();
+      expect(topics.find((topic) => topic.name === 'reborn')?.incarnation).toBe(1);
+      serve = await open();
+      try {
+        // Offsets 0..2 of the new incarnation: the old one's checkpoint (8) is past them.
+        const scan = await serve.client.scan('reborn', { waitFor: { 0: 2 }, waitMs: WAIT_MS_MAX });
+        expect(scan.items.map((item) => item.key).sort()).toEqual(['new0', 'new1', 'new2']);
+        const status = await serve.client.status();
+        expect(status.lastDrop).toMatchObject({ collection: 'reborn' });
+        expect(status.lastDrop?.reason).toContain('incarnation');
+        expect(status.lastRebuild).toBeUndefined();
       } finally {
         await serve.stop();
       }
