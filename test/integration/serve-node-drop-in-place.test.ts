@@ -11,14 +11,14 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
-import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
+import type { RunningServeNode } from '../../serve-node/index.js';
 import { Replica } from '../../serve-node/replica.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
 import { serveContents, sleep, spawnNode, type ContentsQuery } from '../harness/index.js';
 import {
   call,
-  silent,
+  serveNodeOn,
   startCluster,
   startLog,
   tempDir,
@@ -65,13 +65,7 @@ async function until(what: string, done: () => Promise<boolean>): Promise<void> 
 
 /** A node of its own on `logUrl`, hosting `partitions`, replaying the log into empty stores. */
 async function rebuiltNode(logUrl: string, partitions: number[]): Promise<RunningServeNode> {
-  return startServeNode({
-    dataDir: await tempDir('rebuilt'),
-    port: 0,
-    logUrls: [logUrl],
-    partitions,
-    logger: silent,
-  });
+  return serveNodeOn(logUrl, await tempDir('rebuilt'), partitions);
 }
 
 /** Both nodes caught up to the same offsets of everything they tail. */
@@ -192,14 +186,7 @@ describe('dropping a collection in place', () => {
   it('a drop a restart interrupted after its first step is finished at start', async () => {
     const log = await startLog(1);
     const dir = await tempDir('interrupted');
-    const open = () =>
-      startServeNode({
-        dataDir: dir,
-        port: 0,
-        logUrls: [log.url],
-        partitions: [0],
-        logger: silent,
-      });
+    const open = () => serveNodeOn(log.url, dir);
     const batchOf = (tag: string, count: number) =>
       encodeBatch(
         Array.from({ length: count }, (_, i) => ({

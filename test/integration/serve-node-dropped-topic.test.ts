@@ -7,11 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 import { encodeBatch } from '../../shared/batch-codec.js';
-import { startServeNode } from '../../serve-node/index.js';
 import { sleep } from '../harness/index.js';
 import {
   call,
-  silent,
+  serveNodeOn,
   startCluster,
   startLog,
   tempDir,
@@ -66,14 +65,7 @@ describe('a collection dropped in the log alone', () => {
   it('a serve-node away during the drop drops it in place when it starts again', async () => {
     const log = await startLog(1);
     const dir = await tempDir('away');
-    const open = () =>
-      startServeNode({
-        dataDir: dir,
-        port: 0,
-        logUrls: [log.url],
-        partitions: [0],
-        logger: silent,
-      });
+    const open = () => serveNodeOn(log.url, dir);
     try {
       await log.client.append('away', 0, batchOf('away', 5));
       await log.client.append('kept', 0, batchOf('kept', 5));
@@ -106,14 +98,7 @@ describe('a collection dropped in the log alone', () => {
   it('a serve-node away while the collection was dropped and created again serves the new one only', async () => {
     const log = await startLog(1);
     const dir = await tempDir('reborn');
-    const open = () =>
-      startServeNode({
-        dataDir: dir,
-        port: 0,
-        logUrls: [log.url],
-        partitions: [0],
-        logger: silent,
-      });
+    const open = () => serveNodeOn(log.url, dir);
     try {
       await log.client.append('reborn', 0, batchOf('old', 8));
       let serve = await open();
