@@ -91,22 +91,16 @@ export class CollectionDrops {
   private async run(collection: string, reason: string): Promise<void> {
     await this.options.rebuilt();
     const replica = await this.stepOn();
-    replica.docs.markDropping(collection);
-    replica.search.dropCollection(collection);
-    replica.forgetTopic(collection);
+    replica.beginDrop(collection);
     this.options.onTablesDropped(collection);
     for (;;) {
       await nextTurn();
       const current = await this.stepOn();
       // Replaced by a rebuild: the new stores replay the log, which no longer holds it.
       if (current !== replica) return;
-      if (
-        replica.docs.deleteSome(collection, this.options.stepDocsMax) < this.options.stepDocsMax
-      ) {
-        break;
-      }
+      if (replica.dropStep(collection, this.options.stepDocsMax) < this.options.stepDocsMax) break;
     }
-    replica.docs.unmarkDropping(collection);
+    replica.endDrop(collection);
     this.lastDone = { collection, reason, atMs: Date.now() };
   }
 
