@@ -299,7 +299,9 @@ export class ServeNode implements ServeNodeCore {
           for (const topic of this.vanished(this.topics)) {
             this.dropInBackground(topic, 'the log no longer has it');
           }
-          for (const topic of this.reincarnated(this.topics)) {
+          // A rebuild records the incarnations of what it replays (forgetDroppedTopics).
+          const replaying = this.rebuilding !== null;
+          for (const topic of replaying ? [] : this.reincarnated(this.topics)) {
             this.dropInBackground(topic, 'the log holds a later incarnation of it');
           }
         }
@@ -544,13 +546,21 @@ export class ServeNode implements ServeNodeCore {
   }
 
   /**
-   * Stops following topics the log no longer holds (a dropped collection: a drop replaces the
-   * stores so), so the replay does not wait on them. When the log cannot say, all are kept.
+   * Stops following topics the log no longer holds, so the replay does not wait on them, and
+   * records in the new stores the incarnation of each collection they replay. When the log
+   * cannot say, all are kept (a collection of a later incarnation is then dropped and replayed
+   * once more at a later look).
    */
   private async forgetDroppedTopics(): Promise<void> {
     try {
-      const live = new Set((await this.parts.log.topics()).map(({ name }) => name));
-      for (const topic of this.topics) if (!live.has(topic)) this.topics.delete(topic);
+      const live = new Map(
+        (await this.parts.log.topics()).map(({ name, incarnation }) => [name, incarnation ?? 0]),
+      );
+      for (const topic of this.topics) {
+        const incarnation = live.get(topic);
+        if (incarnation === undefined) this.topics.delete(topic);
+        else if (isCollectionTopic(topic)) this.current.docs.setIncarnation(topic, incarnation);
+      }
     } catch (error) {
       this.parts.logger.warn({ err: error }, 'listing the log topics failed; following all');
     }

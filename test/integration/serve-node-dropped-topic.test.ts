@@ -119,6 +119,15 @@ describe('a collection dropped in the log alone', () => {
         expect(status.lastDrop).toMatchObject({ collection: 'reborn' });
         expect(status.lastDrop?.reason).toContain('incarnation');
         expect(status.lastRebuild).toBeUndefined();
+        // A rebuild replays the new incarnation into new stores, which hold it as theirs: no
+        // drop follows at the next looks at the log.
+        await serve.node.rebuild('test');
+        const again = await serve.client.scan('reborn', { waitFor: { 0: 2 }, waitMs: WAIT_MS_MAX });
+        expect(again.items).toHaveLength(3);
+        await Promise.all([serve.node.discover(), sleep(POLL_MS)]);
+        await serve.node.discover();
+        expect((await serve.client.status()).lastDrop).toEqual(status.lastDrop);
+        expect((await serve.client.status()).dropping).toEqual([]);
       } finally {
         await serve.stop();
       }
