@@ -97,6 +97,7 @@ export async function startThreadedServeNode(
           status: () => applier.status(),
           ready: () => applier.ready(),
           rebuild: () => applier.rebuild(),
+          dropCollection: (collection) => applier.dropCollection(collection),
           snapshot: (dir) => applier.snapshot(dir),
           ...(options.readThreads > 0 ? { rangeReads: rangeReadsOn(pool.client) } : {}),
         },

@@ -15,6 +15,15 @@
  * so resuming maps the id of every collection the log holds; entries of no such collection (and
  * the settings topic's) ask nothing of the feed.
  *
+ * A view's feed (`collection=` a view) follows the topic of the version that serves it, and its
+ * events name the view. A redefinition's new version is a recomputation, not a continuation of
+ * the old one: when it is swapped in while the feed runs, the feed sends one reset line
+ * `{"collection", "reset": true, "version", "token"}` (SSE: `event: reset`) and goes on with the
+ * new version from its start; a consumer that keeps the view's documents forgets them at that
+ * line. A resumed token of an earlier version (its topic is the view's first one, a version the
+ * catalog lists as retired, or a topic the log no longer holds) gets the same: the reset line
+ * first, then the serving version from its start.
+ *
  * Each feed reads its topic-partitions with one multi-partition long-poll per log-node, and at most
  * `feedsMax` feeds are open at once (503 `too_many_feeds` before the stream starts), so feeds
  * cannot take the sockets appends and reads need. Writes to the stream are awaited, so a slow
@@ -31,7 +40,8 @@ import { badRequest, TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { FetchPosition, PartitionOffsets } from '../shared/log-api.js';
 import { collectionId, mergeTokenOffsets, offsetsOf, type TokenOffsets } from '../shared/token.js';
-import { isCollectionTopic } from '../shared/topics.js';
+import { isCollectionTopic, type TopicInfo } from '../shared/topics.js';
+import type { CatalogView } from '../shared/view-catalog.js';
 import { TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
@@ -89,10 +99,24 @@ export async function changeFeed(
       max: config.limits.feedsMax,
     });
   }
+  const view =
+    collection === undefined ? undefined : (await services.views.current()).get(collection);
   const stop = new AbortController();
   services.feeds.add(stop);
   try {
-    const request = { token, from, collection, limit, skipRemoved, sse, filter };
+    const followed = view?.topic ?? collection;
+    const version = view?.version ?? null;
+    const request = {
+      token,
+      from,
+      collection,
+      followed,
+      version,
+      limit,
+      skipRemoved,
+      sse,
+      filter,
+    };
     return await openFeed(c, services, stop, request);
   } catch (error) {
     services.feeds.delete(stop);
@@ -103,7 +127,12 @@ export async function changeFeed(
 interface FeedRequest {
   token: TokenOffsets;
   from: 'start' | 'now';
+  /** The name events carry: the collection's, or the view's. */
   collection: string | undefined;
+  /** The topic followed: the collection's, or the serving version's of a view (it moves at a swap). */
+  followed: string | undefined;
+  /** A view's serving version (its definition's offset in the views topic); null for a collection. */
+  version: number | null;
   limit: number;
   skipRemoved: boolean;
   sse: boolean;
@@ -139,7 +168,7 @@ class FeedPositions {
     let joined = false;
     for (const { topic, partition, logStartOffset, endOffset } of offsets) {
       if (!isCollectionTopic(topic) || this.next.get(topic)?.has(partition)) continue;
-      if (this.request.collection !== undefined && topic !== this.request.collection) continue;
+      if (this.request.followed !== undefined && topic !== this.request.followed) continue;
       const sent = offsetsOf(this.request.token, topic, this.incarnationOf(topic)).get(partition);
       if (sent !== undefined && sent + 1 > endOffset) {
         throw badRequest(
@@ -189,6 +218,12 @@ class FeedPositions {
     return positions;
   }
 
+  /** Stops following a topic (a view's version swapped out): its positions leave the token too. */
+  forget(topic: string): void {
+    this.next.delete(topic);
+    this.position.delete(collectionId(topic, this.incarnationOf(topic)));
+  }
+
   sent(topic: string, partition: number, offset: number): void {
     const id = collectionId(topic, this.incarnationOf(topic));
     let partitions = this.position.get(id);
@@ -206,8 +241,15 @@ async function openFeed(
   const { config, cluster, log, tokens, logger } = services;
   const { collection, limit, sse } = request;
   const { incarnations } = services;
-  await incarnations.refresh();
+  const topics = await log.topics();
+  incarnations.update(topics);
   const feed = new FeedPositions(request, (topic) => incarnations.cached(topic));
+  const view =
+    request.collection === undefined
+      ? undefined
+      : (await services.views.current()).get(request.collection);
+  const stale = view === undefined ? [] : staleVersionIds(view, topics, feed.position);
+  for (const id of stale) feed.position.delete(id);
   feed.join(await log.offsets());
 
   c.header('content-type', sse ? 'text/event-stream' : 'application/x-ndjson');
@@ -221,14 +263,46 @@ async function openFeed(
     let sent = 0;
     /** Aborted when topics join, so every long-poll starts over with their positions too. */
     let round = new AbortController();
+    /** Lines go out one at a time: a swap's reset line never lands amid another's events. */
+    let writing: Promise<void> = Promise.resolve();
+    const exclusive = (write: () => Promise<void>) => {
+      const next = writing.then(write);
+      writing = next.catch(() => undefined);
+      return next;
+    };
+    const name = (topic: string) => JSON.stringify(request.collection ?? topic);
     /** `event` is the line's leading members as JSON text, without braces. */
-    const emit = async (event: string, topic: string, partition: number, offset: number) => {
-      if (stop.signal.aborted) return;
-      feed.sent(topic, partition, offset);
+    const emit = (event: string, topic: string, partition: number, offset: number) =>
+      exclusive(async () => {
+        // A view's version swapped out meanwhile: nothing more of it is sent.
+        if (stop.signal.aborted || !feed.next.has(topic)) return;
+        feed.sent(topic, partition, offset);
+        const resume = tokens.encode(feed.position);
+        const line = `{${event},"partition":${partition},"offset":${offset},"token":"${resume}"}`;
+        if (++sent >= limit) stop.abort();
+        await out.write(sse ? `id: ${resume}\nevent: change\ndata: ${line}\n\n` : `${line}\n`);
+      });
+    /** The line that tells a view's consumer to forget what it holds: a new version follows. */
+    const reset = async (topic: string) => {
       const resume = tokens.encode(feed.position);
-      const line = `{${event},"partition":${partition},"offset":${offset},"token":"${resume}"}`;
-      if (++sent >= limit) stop.abort();
-      await out.write(sse ? `id: ${resume}\nevent: change\ndata: ${line}\n\n` : `${line}\n`);
+      const line = `{"collection":${name(topic)},"reset":true,"version":${request.version},"token":"${resume}"}`;
+      await out.write(sse ? `id: ${resume}\nevent: reset\ndata: ${line}\n\n` : `${line}\n`);
+    };
+    if (stale.length > 0) await exclusive(() => reset(request.followed!));
+    /** A view's swap: the feed follows the new version's topic from its start, after a reset. */
+    const followSwap = async (): Promise<boolean> => {
+      const now = (await services.views.current()).get(request.collection!);
+      if (now === undefined || now.topic === request.followed) return false;
+      await exclusive(async () => {
+        feed.forget(request.followed!);
+        request.followed = now.topic;
+        request.version = now.version;
+        await reset(now.topic);
+      });
+      feed.join(await log.offsets(), 'start');
+      round.abort();
+      round = new AbortController();
+      return true;
     };
     /** Sends what one topic-partition's read holds past `offset`; answers the offset to read next. */
     const send = async (topic: string, partition: number, offset: number, batches: Buffer) => {
@@ -244,13 +318,23 @@ async function openFeed(
             feed.sent(topic, partition, record.offset);
             continue;
           }
-          const names = `"collection":${JSON.stringify(topic)},"key":${JSON.stringify(record.key)}`;
+          const names = `"collection":${name(topic)},"key":${JSON.stringify(record.key)}`;
           await emit(`${names},"value":${value.line}`, topic, partition, record.offset);
           if (stop.signal.aborted) return offset;
         }
         offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
       }
       return offset;
+    };
+    /**
+     * A view's old version's topic deleted after its swap, before the feed looked at the catalog
+     * again: the feed follows the new version now. False for any other failure.
+     */
+    const swappedAway = async (error: unknown, topic: unknown): Promise<boolean> => {
+      if (view === undefined) return false;
+      if (!(error instanceof TailbaseError && error.code === 'unknown_topic')) return false;
+      // Another log-node's read noticed first: the topic is followed no more.
+      return (await followSwap()) || (typeof topic === 'string' && !feed.next.has(topic));
     };
     /** One long-poll at a time for what one log-node stores, each topic-partition in order. */
     const follow = async (group: ReadonlySet<number>) => {
@@ -272,6 +356,8 @@ async function openFeed(
           });
         } catch (error) {
           if (signal.aborted && !stop.signal.aborted) continue;
+          const topic = error instanceof TailbaseError ? error.details.topic : undefined;
+          if (await swappedAway(error, topic)) continue;
           if (!passing(error)) throw error;
           logger.warn({ err: error, collection }, 'change feed read failed; retrying');
           for (const { topic, partition } of positions) paused.pause(topic, partition);
@@ -279,6 +365,7 @@ async function openFeed(
         }
         for (const outcome of outcomes) {
           if ('error' in outcome) {
+            if (await swappedAway(outcome.error, outcome.topic)) break;
             if (!passing(outcome.error)) throw outcome.error;
             const { topic, partition, error } = outcome;
             logger.warn(
@@ -290,7 +377,8 @@ async function openFeed(
           }
           const { topic, partition } = outcome;
           paused.resume(topic, partition);
-          const offsets = feed.next.get(topic) as Map<number, number>;
+          const offsets = feed.next.get(topic);
+          if (offsets === undefined) continue;
           const offset = offsets.get(partition) as number;
           offsets.set(partition, await send(topic, partition, offset, outcome.batches));
           if (stop.signal.aborted) return;
@@ -302,6 +390,7 @@ async function openFeed(
       while (!stop.signal.aborted) {
         await sleep(config.feedTopicsRefreshMs, stop.signal);
         if (stop.signal.aborted) return;
+        if (view !== undefined) await followSwap();
         const known = new Set(feed.next.keys());
         const topics = await log.topics();
         incarnations.update(topics);
@@ -332,6 +421,31 @@ async function openFeed(
       services.feeds.delete(stop);
     }
   });
+}
+
+/**
+ * The ids a resumed token names of an earlier version of the view when it names nothing of the
+ * serving one: the view's first topic (its name) once another serves, the versions the catalog
+ * lists as retired, and topics the log no longer holds (a version deleted since).
+ */
+function staleVersionIds(
+  view: CatalogView,
+  topics: readonly TopicInfo[],
+  position: ReadonlyMap<number, unknown>,
+): number[] {
+  const serving = collectionId(view.topic, incarnationIn(topics, view.topic));
+  if (position.has(serving)) return [];
+  const live = new Set(topics.map((topic) => collectionId(topic.name, topic.incarnation ?? 0)));
+  const earlier = new Set(
+    [view.view.name, ...view.retired]
+      .filter((topic) => topic !== view.topic)
+      .map((topic) => collectionId(topic, incarnationIn(topics, topic))),
+  );
+  return [...position.keys()].filter((id) => earlier.has(id) || !live.has(id));
+}
+
+function incarnationIn(topics: readonly TopicInfo[], name: string): number {
+  return topics.find((topic) => topic.name === name)?.incarnation ?? 0;
 }
 
 /**

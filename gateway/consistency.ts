@@ -46,6 +46,8 @@ export interface ReadPlan {
    * names (one version a read: after a swap, the new one).
    */
   topic: string;
+  /** For a view, the version read (its definition's offset in the views topic); else null. */
+  version: number | null;
   token: TokenOffsets;
   /** The incarnation of the collection read (0 when the log holds none of that name). */
   incarnation: number;
@@ -169,7 +171,17 @@ export async function planRead(
       }
     }
   }
-  return { topic: collection, token, incarnation, waitFor, settingsWaitFor, waitMs, bound };
+  const version = views.get(name)?.version ?? null;
+  return {
+    topic: collection,
+    version,
+    token,
+    incarnation,
+    waitFor,
+    settingsWaitFor,
+    waitMs,
+    bound,
+  };
 }
 
 /**

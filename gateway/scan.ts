@@ -4,9 +4,11 @@
  * the smallest last key of any node that has more, or a key that node has not sent yet could be
  * skipped; the cursor is the last key returned, and since a key lives in exactly one partition,
  * resuming after it is exact across partitions. A sorted scan (`sort=`) merges the same way in
- * its order (sort values, then key), and its cursor also holds the last item's sort values.
+ * its order (sort values, then key), and its cursor also holds the last item's sort values. A
+ * view's cursor also names the version it was read from: a redefinition's swap between two pages
+ * would resume in another version's documents, so such a cursor is a 409 `cursor_stale`.
  */
-import { badRequest } from '../shared/errors.js';
+import { badRequest, TailbaseError } from '../shared/errors.js';
 import { compareCodePoints as compareKeys } from '../shared/code-points.js';
 import type { SortClause } from '../shared/filter/ast.js';
 import { compareSortValues } from '../shared/filter/facts.js';
@@ -28,6 +30,8 @@ export interface NodePage {
 export interface ScanPosition {
   key: string;
   sort?: SortValues;
+  /** A view's scan: the version it read (its definition's offset in the views topic). */
+  version?: number;
 }
 
 export interface MergedPage {
@@ -89,6 +93,8 @@ const CURSOR_VERSION = 2;
 const CURSOR_VERSION_JSON = 1;
 /** A sorted scan's cursor: base64url of this byte and the JSON `[key, sortValues]`. */
 const CURSOR_VERSION_SORTED = 3;
+/** A view's scan's cursor: base64url of this byte and the JSON `[version, key, sortValues|null]`. */
+const CURSOR_VERSION_VIEW = 4;
 /** Bytes of a sorted cursor's JSON: a key and sort values that are document strings, bounded. */
 export const SORTED_CURSOR_BYTES_MAX = 16 * 1024;
 /** The JSON text `[1,""]` around a version-1 key, which escapes each UTF-8 byte to 6 at most. */
@@ -137,10 +143,34 @@ function versionOneKey(parsed: unknown): unknown {
   return valid ? parsed[1] : undefined;
 }
 
-export function encodePosition(position: ScanPosition): string {
+/** The cursor of a position; of a view's scan when `version` (the view's version read) is set. */
+export function encodePosition(position: ScanPosition, version: number | null = null): string {
+  if (version !== null) {
+    const json = Buffer.from(JSON.stringify([version, position.key, position.sort ?? null]));
+    return Buffer.concat([Buffer.of(CURSOR_VERSION_VIEW), json]).toString('base64url');
+  }
   if (position.sort === undefined) return encodeCursor(position.key);
   const json = Buffer.from(JSON.stringify([position.key, position.sort]), 'utf8');
   return Buffer.concat([Buffer.of(CURSOR_VERSION_SORTED), json]).toString('base64url');
+}
+
+/**
+ * 409 `cursor_stale` when the cursor was issued by a scan of another version of the view than
+ * the one read now (`version`, null for a collection): a swap came between two pages.
+ */
+export function checkCursorVersion(
+  position: ScanPosition,
+  name: string,
+  version: number | null,
+): void {
+  if (position.version === undefined || position.version === version) return;
+  throw new TailbaseError(
+    409,
+    'cursor_stale',
+    `${name} was redefined since this cursor was issued: its pages are of another version; ` +
+      'scan again from the start',
+    { collection: name, cursorVersion: position.version, version },
+  );
 }
 
 /**
@@ -153,7 +183,7 @@ export function decodePosition(cursor: string, keyBytesMax: number, clauses: num
   const charsMax = Math.ceil(((1 + SORTED_CURSOR_BYTES_MAX) * 4) / 3);
   if (cursor.length > charsMax || !/^[A-Za-z0-9_-]+$/.test(cursor)) throw invalid();
   const bytes = Buffer.from(cursor, 'base64url');
-  if (bytes[0] !== CURSOR_VERSION_SORTED) {
+  if (bytes[0] !== CURSOR_VERSION_SORTED && bytes[0] !== CURSOR_VERSION_VIEW) {
     if (clauses > 0) throw invalid();
     return { key: decodeCursor(cursor, keyBytesMax) };
   }
@@ -163,15 +193,19 @@ export function decodePosition(cursor: string, keyBytesMax: number, clauses: num
   } catch {
     throw invalid();
   }
-  if (!Array.isArray(parsed) || parsed.length !== 2) throw invalid();
-  const [key, sort] = parsed as [unknown, unknown];
-  if (
-    !isCursorKey(key, keyBytesMax) ||
-    !isSortValues(sort) ||
-    sort.length !== clauses ||
-    clauses === 0
-  ) {
+  if (!Array.isArray(parsed)) throw invalid();
+  const ofView = bytes[0] === CURSOR_VERSION_VIEW;
+  if (parsed.length !== (ofView ? 3 : 2)) throw invalid();
+  const [version, key, sort] = (ofView ? parsed : [undefined, ...parsed]) as unknown[];
+  if (ofView && !Number.isSafeInteger(version)) throw invalid();
+  if (!isCursorKey(key, keyBytesMax)) throw invalid();
+  const sorted = clauses > 0;
+  if (sorted ? !isSortValues(sort) || sort.length !== clauses : !ofView || sort !== null) {
     throw invalid();
   }
-  return { key, sort };
+  return {
+    key,
+    ...(sorted ? { sort: sort as SortValues } : {}),
+    ...(ofView ? { version: version as number } : {}),
+  };
 }

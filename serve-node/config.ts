@@ -92,6 +92,11 @@ export interface ServeNodeLimits extends FieldParamLimits {
    */
   reindexStepMsMax: number;
   /**
+   * Documents a dropped collection loses from LMDB in one transaction (collection-drops.ts):
+   * applied answers and reads of other collections wait at most one step.
+   */
+  dropStepDocsMax: number;
+  /**
    * No document written for this long before a table's FTS5 segments are merged into one
    * (segment-merges.ts): a bulk load is merged once, when it ends.
    */
@@ -167,6 +172,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   facetValuesHeldMax: 2_000_000,
   reindexStepDocsMax: 500,
   reindexStepMsMax: 10,
+  dropStepDocsMax: 1_000,
   mergeQuietMs: 1_000,
   mergeWrittenPercent: 10,
   mergeStepMsMax: 10,

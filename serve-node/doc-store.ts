@@ -4,7 +4,9 @@
  * tailed topic-partition's applied offset, written in the same transaction as the documents it
  * covers. Layout (README.md): docs db key = collection, 0x00, key; value = offset (float64 BE),
  * partition (uint32 BE), the document's JSON. meta db: `applied:<topic>/<p>` → next unapplied
- * offset, `clusterId` → the log cluster the documents came from.
+ * offset, `clusterId` → the log cluster the documents came from, `dropping:<collection>` → true
+ * while a dropped collection's documents are being deleted (collection-drops.ts),
+ * `incarnation:<collection>` → the incarnation of the collection the documents are of (absent: 0).
  */
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
 import { assert } from '../shared/assert.js';
@@ -118,6 +120,66 @@ export class DocStore {
         }
         this.meta.put(appliedKey(topic, partition), nextOffset);
       }
+    });
+  }
+
+  /**
+   * The first step of dropping a collection, in one transaction: the durable mark that the drop
+   * is under way (a restart resumes it) and the removal of the collection's checkpoints, so no
+   * read relies on the documents it still holds.
+   */
+  markDropping(collection: string): void {
+    this.env.transactionSync(() => {
+      this.meta.put(DROPPING_PREFIX + collection, true);
+      this.meta.remove(INCARNATION_PREFIX + collection);
+      for (const { topic, partition } of this.checkpointed()) {
+        if (topic === collection) this.meta.remove(appliedKey(topic, partition));
+      }
+    });
+  }
+
+  /**
+   * The incarnation of the collection (how many times its name was dropped before it) whose
+   * documents the stores hold or will: 0 until set.
+   */
+  incarnation(collection: string): number {
+    const value = this.meta.get(INCARNATION_PREFIX + collection);
+    return typeof value === 'number' ? value : 0;
+  }
+
+  setIncarnation(collection: string, incarnation: number): void {
+    this.meta.putSync(INCARNATION_PREFIX + collection, incarnation);
+  }
+
+  /** The collections marked as being dropped (markDropping), by name. */
+  droppingCollections(): string[] {
+    const keys = this.meta.getKeys({ start: DROPPING_PREFIX, end: 'dropping;' });
+    return [...keys].map((key) => key.slice(DROPPING_PREFIX.length));
+  }
+
+  /**
+   * Deletes up to `docsMax` documents of a collection in one transaction: the number deleted
+   * (fewer than `docsMax` once none are left).
+   */
+  deleteSome(collection: string, docsMax: number): number {
+    const bounds = keyBounds(collection, {});
+    if (bounds === null) return 0;
+    let deleted = 0;
+    this.env.transactionSync(() => {
+      // Copied out before any is removed: the cursor's key buffers are LMDB's.
+      const keys = [...this.docs.getKeys({ ...bounds, limit: docsMax })].map((key) =>
+        Buffer.from(key),
+      );
+      for (const key of keys) this.docs.remove(key);
+      deleted = keys.length;
+    });
+    return deleted;
+  }
+
+  /** The last step of a drop: the collection's mark goes once its documents have. */
+  unmarkDropping(collection: string): void {
+    this.env.transactionSync(() => {
+      this.meta.remove(DROPPING_PREFIX + collection);
     });
   }
 
@@ -255,6 +317,8 @@ export class DocStore {
 }
 
 const APPLIED_PREFIX = 'applied:';
+const DROPPING_PREFIX = 'dropping:';
+const INCARNATION_PREFIX = 'incarnation:';
 
 function appliedKey(topic: string, partition: number): string {
   return `${APPLIED_PREFIX}${topic}/${partition}`;

@@ -28,6 +28,7 @@ export interface LocalServeCore extends ReadCore {
   status(): ServeStatus;
   ready(): boolean;
   rebuild(reason: string): Promise<void>;
+  dropCollection(collection: string, reason: string): Promise<void>;
   snapshot(dir: string): Promise<SnapshotResult>;
 }
 
@@ -128,6 +129,11 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
   /** Starts a rebuild and answers at once, as the admin route does (202); progress is in status. */
   async rebuild(): Promise<void> {
     this.core.rebuild('admin_request').catch(this.onRebuildError);
+  }
+
+  /** Settles once the node has dropped the collection (its caller bounds the wait). */
+  dropCollection(collection: string): Promise<void> {
+    return this.core.dropCollection(checkCollection(collection), 'admin_request');
   }
 
   async snapshot(dir: string): Promise<SnapshotResult> {

@@ -120,6 +120,22 @@ export class LogFetcher {
     this.lingering.wake?.();
   }
 
+  /**
+   * Stops tailing `topic` (a collection being dropped): from the return on, none of its records
+   * is applied, and a read in flight that asks for it is abandoned.
+   */
+  untail(topic: string): void {
+    const ofTopic = this.byTopic.get(topic);
+    if (ofTopic === undefined) return;
+    this.byTopic.delete(topic);
+    for (const tailed of ofTopic.values()) {
+      tailed.state = 'stopped';
+      this.partitions.splice(this.partitions.indexOf(tailed), 1);
+    }
+    this.interrupt.abort();
+    this.interrupt = new AbortController();
+  }
+
   /** A read waits for one of this fetcher's partitions: it reads the log now, not after a pause. */
   hurry(): void {
     this.lastWaitMs = Date.now();
@@ -165,7 +181,7 @@ export class LogFetcher {
             return part === undefined ? position : { ...position, offset: offsetAfter(part) };
           });
           const behind = after.some(
-            (p) => p.offset < this.tailed(p.topic, p.partition)!.logEndOffset,
+            (p) => p.offset < (this.tailed(p.topic, p.partition)?.logEndOffset ?? 0),
           );
           if (behind && !round.aborted) {
             prefetch = { key: positionsKey(after), answer: this.fetch(after) };
@@ -210,7 +226,11 @@ export class LogFetcher {
         await paused;
       }
       if (signal.aborted) return;
-      const live = slice.filter((part) => !held.has(this.tailed(part.topic, part.partition)!));
+      // A topic untailed meanwhile (a drop) is applied no more.
+      const live = slice.filter((part) => {
+        const tailed = this.tailed(part.topic, part.partition);
+        return tailed !== undefined && !held.has(tailed);
+      });
       if (live.length === 0) continue;
       const results = this.options.replica().applyMany(live);
       live.forEach((part, j) => {
@@ -275,7 +295,7 @@ export class LogFetcher {
    * once. A topic joining aborts the read.
    */
   private fetch(positions: FetchPosition[]): Promise<FetchOutcome[]> {
-    const caughtUp = positions.every((p) => this.tailed(p.topic, p.partition)!.reachedLog);
+    const caughtUp = positions.every((p) => this.tailed(p.topic, p.partition)?.reachedLog ?? true);
     return this.options.log.fetch(positions, {
       maxBytes: this.options.logReadBytesMax,
       waitMs: caughtUp ? this.options.logWaitMs : 0,

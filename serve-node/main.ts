@@ -234,6 +234,15 @@ export function registerServeNodeCommand(
         0,
       ),
     )
+    .addOption(
+      integerOption(
+        '--drop-step-docs-max <n>',
+        "documents one step of a dropped collection's deletion removes (one transaction)",
+        'TAILBASE_DROP_STEP_DOCS_MAX',
+        DEFAULT_LIMITS.dropStepDocsMax,
+        1,
+      ),
+    )
     .addOption(searchTopkListedDfMinOption())
     .addOption(
       integerOption(
@@ -322,6 +331,7 @@ export function registerServeNodeCommand(
         searchTotalExactMax: flags.searchTotalExactMax as number,
         reindexStepDocsMax: flags.reindexStepDocsMax as number,
         reindexStepMsMax: flags.reindexStepMsMax as number,
+        dropStepDocsMax: flags.dropStepDocsMax as number,
         searchTopkListedDfMin: flags.searchTopkListedDfMin as number,
         mergeQuietMs: flags.mergeQuietMs as number,
         mergeWrittenPercent: flags.mergeWrittenPercent as number,

@@ -87,6 +87,9 @@ export class ReadNode implements LocalServeCore {
   }
 
   replica(): ReadReplica {
+    // A commit of the apply thread may have dropped a table this thread's caches still name (a
+    // collection's drop, a re-index's swap): they follow it now, not only when its message comes.
+    this.current.search.followWriter();
     return this.current;
   }
 
@@ -114,6 +117,10 @@ export class ReadNode implements LocalServeCore {
 
   rebuild(): Promise<void> {
     throw notHere('rebuild');
+  }
+
+  dropCollection(): Promise<void> {
+    throw notHere('dropCollection');
   }
 
   snapshot(): Promise<SnapshotResult> {

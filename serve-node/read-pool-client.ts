@@ -77,6 +77,10 @@ export class ReadPoolClient implements ServeClient {
     return this.applier.rebuild();
   }
 
+  dropCollection(collection: string, signal?: AbortSignal): Promise<void> {
+    return this.applier.dropCollection(collection, signal);
+  }
+
   snapshot(dir: string): Promise<SnapshotResult> {
     return this.applier.snapshot(dir);
   }

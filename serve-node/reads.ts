@@ -38,7 +38,13 @@ export interface ReadStores {
   docs: Pick<DocStore, 'get' | 'scan' | 'countDocuments' | 'collectionBytes'>;
   search: Pick<
     SearchStore,
-    'search' | 'highlights' | 'facets' | 'scanKeys' | 'settingsOf' | 'collectionBytes'
+    | 'search'
+    | 'highlights'
+    | 'facets'
+    | 'scanKeys'
+    | 'settingsOf'
+    | 'collectionBytes'
+    | 'followWriter'
   >;
 }
 
@@ -179,15 +185,10 @@ export class ServeReads {
       );
       return { items, more, applied: this.core.applied(collection) };
     }
-    checkFieldParams(fields, stores.search.settingsOf(collection));
-    const { items, more } = this.indexedScan(
-      stores,
-      collection,
-      request,
-      fields,
-      limit,
-      partitions,
-    );
+    const { items, more } = againIfTableDropped(stores, () => {
+      checkFieldParams(fields, stores.search.settingsOf(collection));
+      return this.indexedScan(stores, collection, request, fields, limit, partitions);
+    });
     return { items, more, applied: this.core.applied(collection) };
   }
 
@@ -209,30 +210,30 @@ export class ServeReads {
     const fields = parseFieldParams(request, limits);
     await this.waitFor(collection, request);
     const stores = this.core.replica();
-    checkFieldParams(fields, stores.search.settingsOf(collection));
-    let found;
-    let facets: Record<string, NodeFacet> | undefined;
+    let answer;
     try {
-      found = stores.search.search(
-        collection,
-        partitions,
-        query,
-        offset + limit,
-        limits.searchTotalExactMax,
-        fields,
-      );
-      if (fields.facets.length > 0) {
+      answer = againIfTableDropped(stores, () => {
+        checkFieldParams(fields, stores.search.settingsOf(collection));
+        const matched = stores.search.search(
+          collection,
+          partitions,
+          query,
+          offset + limit,
+          limits.searchTotalExactMax,
+          fields,
+        );
+        if (fields.facets.length === 0) return { found: matched, facets: undefined };
         const counts = stores.search.facets(
           collection,
           partitions,
           query,
           fields.filter,
           fields.facets,
-          { count: found.total, exact: found.totalExact },
+          { count: matched.total, exact: matched.totalExact },
           limits.facetValuesHeldMax,
         );
-        facets = boundFacets(counts, limits.facetDistinctMax);
-      }
+        return { found: matched, facets: boundFacets(counts, limits.facetDistinctMax) };
+      });
     } catch (error) {
       // The parser emits only quoted strings, so this is a tokenizer corner case, not a bug to hide.
       if (error instanceof Database.SqliteError) {
@@ -240,6 +241,7 @@ export class ServeReads {
       }
       throw error;
     }
+    const { found, facets } = answer;
     const hits: SearchHit[] = found.matches.slice(offset, offset + limit).flatMap((match) => {
       const doc = stores.docs.get(collection, match.key);
       if (doc === undefined) return [];
@@ -336,6 +338,23 @@ export class ServeReads {
     if (needs.length > 0) {
       await this.core.waiters.wait(needs, Math.min(asked, limits.waitMsMax), wait.signal);
     }
+  }
+}
+
+/**
+ * Runs a read of the search store once more when its first ran into a table that is gone: on a
+ * read thread, a commit of the apply thread (a collection's drop, a re-index's swap) can drop a
+ * table its caches still name between the moment they followed the writer and the read.
+ */
+function againIfTableDropped<T>(stores: ReadStores, read: () => T): T {
+  try {
+    return read();
+  } catch (error) {
+    if (!(error instanceof Database.SqliteError) || !error.message.startsWith('no such table')) {
+      throw error;
+    }
+    stores.search.followWriter();
+    return read();
   }
 }
 

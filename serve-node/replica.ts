@@ -138,6 +138,29 @@ export class Replica {
     return plans.map((plan) => ({ nextOffset: plan.nextOffset, records: plan.prepared.length }));
   }
 
+  /**
+   * The first steps of dropping a collection (collection-drops.ts): LMDB's durable mark and its
+   * checkpoints there, then its tables and checkpoints in the search store.
+   */
+  beginDrop(collection: string): void {
+    this.dirty = true;
+    this.docs.markDropping(collection);
+    this.search.dropCollection(collection);
+    this.appliedCache.delete(collection);
+  }
+
+  /** Deletes up to `docsMax` of a dropped collection's documents: the number deleted. */
+  dropStep(collection: string, docsMax: number): number {
+    this.dirty = true;
+    return this.docs.deleteSome(collection, docsMax);
+  }
+
+  /** The last step of a drop: its mark goes. */
+  endDrop(collection: string): void {
+    this.dirty = true;
+    this.docs.unmarkDropping(collection);
+  }
+
   private forgetApplied(parts: readonly ApplyPart[]): void {
     for (const { topic, partition } of parts) this.appliedCache.get(topic)?.delete(partition);
   }

@@ -41,6 +41,7 @@ export interface ServeNodeCore {
   status(): ServeStatus | Promise<ServeStatus>;
   ready(): boolean | Promise<boolean>;
   rebuild(reason: string): Promise<void>;
+  dropCollection(collection: string, reason: string): Promise<void>;
   snapshot(dir: string): Promise<SnapshotResult>;
   /** Where scans and searches run when not here: the node's read threads. */
   rangeReads?: RangeReads;
@@ -171,6 +172,15 @@ export function createServeNodeApp(core: ServeNodeCore, logger: Logger): Hono {
       logger.error({ err: error }, 'rebuild failed');
     });
     return c.json({ rebuilding: true }, 202);
+  });
+
+  app.post('/internal/admin/drop', async (c) => {
+    const body = (await c.req.json().catch(() => null)) as { collection?: unknown } | null;
+    if (typeof body?.collection !== 'string') {
+      throw badRequest('invalid_drop', 'the body is {"collection": "name"}');
+    }
+    await core.dropCollection(checkCollection(body.collection), 'admin_request');
+    return c.json({ dropped: true });
   });
 
   app.post('/internal/admin/snapshot', async (c) => {

@@ -504,6 +504,30 @@ export class SearchStore {
   }
 
   /**
+   * A dropped collection leaves, in one transaction: each of its tables is retired (its FTS5
+   * table dropped, its rows in the shared tables left to deleteRetiredRows), its build, its
+   * table's row and its checkpoints go. Dropping what is not here changes nothing.
+   */
+  dropCollection(collection: string): void {
+    try {
+      this.db.transaction(() => {
+        const ids = this.db
+          .prepare('SELECT id FROM fts_tables WHERE collection = ?')
+          .pluck()
+          .all(collection) as number[];
+        for (const id of ids) this.retireTable(this.tableById(id));
+        this.builds.finish(collection);
+        this.db.prepare('DELETE FROM collection_tables WHERE collection = ?').run(collection);
+        this.db.prepare('DELETE FROM checkpoints WHERE topic = ?').run(collection);
+        this.tableIdOf.delete(collection);
+      })();
+    } catch (error) {
+      this.forgetCaches();
+      throw error;
+    }
+  }
+
+  /**
    * A table no collection answers from any more: its FTS5 table is dropped (its rows and
    * statistics with it) and its rows in the shared tables are left to deleteRetiredRows.
    */

@@ -2,8 +2,9 @@
  * A running serve-node: the current store generation, one log fetcher per log-node it tails, the
  * topics it tails (found with `log.topics()` at start, every `topicRefreshMs`, and at once when a
  * read names a collection not tailed yet), the waiting reads, the search store's background
- * steps (re-indexes after settings changes, segment merges: background-steps.ts), and the
- * operations that replace the stores (rebuild) or copy them (snapshot).
+ * steps (re-indexes after settings changes, segment merges: background-steps.ts), the drops of
+ * collections whose topic left the log (collection-drops.ts), and the operations that replace the
+ * stores (rebuild) or copy them (snapshot).
  */
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,6 +23,7 @@ import { DOCS_FILE } from './doc-store.js';
 import { appliedOfNeed, OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { BackgroundSteps } from './background-steps.js';
+import { CollectionDrops } from './collection-drops.js';
 import type { MergePolicy } from './segment-merges.js';
 import { Replica } from './replica.js';
 import { memoryBounds } from './memory-bounds.js';
@@ -83,8 +85,8 @@ export class ServeNode implements ServeNodeCore {
   /** A `log.topics()` call under way: reads naming an unknown collection join it. */
   private discovering: Promise<void> | null = null;
   private refreshTimer: NodeJS.Timeout | undefined;
-  /** The topics the log listed at the last look (null before the first). */
-  private liveTopics: Set<string> | null = null;
+  /** The topics the log listed at the last look, with their incarnations (null before the first). */
+  private liveTopics: Map<string, number> | null = null;
   /** Set once start() has settled the stores; a drop seen before is start()'s to handle. */
   private started = false;
   /** Set once the first look at the log's topics has been taken. */
@@ -97,6 +99,8 @@ export class ServeNode implements ServeNodeCore {
   private snapshotting: Promise<SnapshotResult> | null = null;
   private stopped = false;
   private readThreads: ReadThreadsLink | null = null;
+  /** Collections dropped in place, one at a time; a topic being dropped is not tailed. */
+  private readonly drops: CollectionDrops;
 
   constructor(private readonly parts: ServeNodeParts) {
     this.hosted = parts.hosted;
@@ -136,6 +140,19 @@ export class ServeNode implements ServeNodeCore {
       appliedOfNeed(() => this.current),
       (needs) => this.hurry(needs.map((need) => need.partition)),
     );
+    this.drops = new CollectionDrops({
+      replica: () => this.current,
+      stepDocsMax: parts.limits.dropStepDocsMax,
+      rebuilt: () => this.rebuilding?.catch(() => undefined) ?? Promise.resolve(),
+      paused: () => this.snapshotting?.catch(() => undefined) ?? null,
+      stopped: () => this.stopped,
+      onTablesDropped: (collection) => {
+        const moved = this.hosted.map((partition) => ({ topic: collection, partition }));
+        this.readThreads?.applied(moved);
+        this.waiters.notify(moved);
+        this.background?.kick();
+      },
+    });
   }
 
   /** From now on, tells `link` of commits and changes (there is one link at most). */
@@ -166,14 +183,22 @@ export class ServeNode implements ServeNodeCore {
    */
   async start(): Promise<void> {
     const stored = this.current.docs.clusterId();
-    const storedParts = this.current.stored();
-    const diverged = storedParts.find((tp) => this.current.diverged(tp.topic, tp.partition));
+    // A drop a restart interrupted: its stores may disagree until it is finished.
+    const interrupted = new Set(this.current.docs.droppingCollections());
+    const storedParts = this.current.stored().filter((tp) => !interrupted.has(tp.topic));
     const hosted = new Set(this.hosted);
     const foreign = storedParts.filter(
       (tp) => tp.topic !== SETTINGS_TOPIC && !hosted.has(tp.partition),
     );
     await this.discover();
+    // Dropped while this node was away: their documents must not be served, nor a collection
+    // created again under the name be read from their checkpoints.
     const vanished = this.vanished(storedParts.map((tp) => tp.topic));
+    const reincarnated = this.reincarnated(storedParts.map((tp) => tp.topic));
+    const leaving = new Set([...vanished, ...reincarnated]);
+    const diverged = storedParts.find(
+      (tp) => !leaving.has(tp.topic) && this.current.diverged(tp.topic, tp.partition),
+    );
     if (stored !== null && stored !== this.parts.clusterId) {
       await this.replaceStores(
         `the stores came from cluster ${stored}, the log is ${this.parts.clusterId}`,
@@ -182,18 +207,21 @@ export class ServeNode implements ServeNodeCore {
       // Their documents would count in the search statistics of the collections they share.
       const named = [...new Set(foreign.map((tp) => tp.partition))].join(', ');
       await this.replaceStores(`the stores hold partitions this node no longer hosts (${named})`);
-    } else if (vanished.length > 0) {
-      // Dropped while this node was away: their documents must not be served, nor a collection
-      // created again under the name be read from their checkpoints.
-      await this.replaceStores(
-        `the stores hold collections the log no longer has (${vanished.join(', ')})`,
-      );
     } else if (diverged !== undefined) {
       await this.replaceStores(
         `${diverged.topic}/${diverged.partition}: the two stores' checkpoints diverged`,
       );
     } else {
       this.current.docs.setClusterId(this.parts.clusterId);
+      for (const collection of interrupted) {
+        this.dropInBackground(collection, 'a drop a restart interrupted');
+      }
+      for (const collection of vanished) {
+        this.dropInBackground(collection, 'the log no longer has it (dropped while away)');
+      }
+      for (const collection of reincarnated) {
+        this.dropInBackground(collection, 'the log holds a later incarnation of it');
+      }
       this.startFetchers(false);
     }
     this.started = true;
@@ -233,6 +261,29 @@ export class ServeNode implements ServeNodeCore {
   }
 
   /**
+   * Drops the collection from the stores in place (collection-drops.ts), once no longer tailed;
+   * settles once it is gone. The log's topics are looked at again after: a collection the log
+   * (still, or again) holds under the name is tailed from its start.
+   */
+  dropCollection(collection: string, reason: string): Promise<void> {
+    if (this.topics.delete(collection)) {
+      for (const fetcher of this.fetchers) fetcher.untail(collection);
+      this.readThreads?.changed();
+    }
+    const drop = this.drops.drop(collection, reason);
+    void drop.catch(() => undefined).then(() => this.discover());
+    return drop;
+  }
+
+  /** A drop no caller waits for: its failure is logged (a stop's is resumed at start). */
+  private dropInBackground(collection: string, reason: string): void {
+    this.dropCollection(collection, reason).catch((error: unknown) => {
+      if (this.stopped) return;
+      this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
+    });
+  }
+
+  /**
    * Looks at the log's topics and tails those it does not yet (one look at a time: callers
    * meanwhile share it). A failure is logged; the next look retries.
    */
@@ -240,19 +291,33 @@ export class ServeNode implements ServeNodeCore {
     this.discovering ??= this.parts.log
       .topics()
       .then((topics) => {
-        this.liveTopics = new Set(topics.map(({ name }) => name));
-        const dropped = this.vanished(this.topics);
-        if (dropped.length > 0 && this.rebuilding === null && this.started) {
-          // A collection dropped in the log (by a gateway, or a Kafka client's DeleteTopics):
-          // the replay without it is what a replica of the log now holds.
-          void this.rebuild(`collections dropped from the log: ${dropped.join(', ')}`).catch(
-            (error: unknown) => this.parts.logger.error({ err: error }, 'rebuild failed'),
-          );
+        this.liveTopics = new Map(topics.map(({ name, incarnation }) => [name, incarnation ?? 0]));
+        // A collection dropped in the log (by a gateway, a view's swap, or a Kafka client's
+        // DeleteTopics), or dropped and created again: a replica of the log no longer holds it
+        // (or holds the new one only). Before start, start's to drop.
+        if (this.started) {
+          for (const topic of this.vanished(this.topics)) {
+            this.dropInBackground(topic, 'the log no longer has it');
+          }
+          // A rebuild records the incarnations of what it replays (forgetDroppedTopics).
+          const replaying = this.rebuilding !== null;
+          for (const topic of replaying ? [] : this.reincarnated(this.topics)) {
+            this.dropInBackground(topic, 'the log holds a later incarnation of it');
+          }
         }
         const tailedBefore = this.topics.size;
-        for (const { name } of topics) {
-          if (this.stopped || this.topics.has(name)) continue;
+        for (const { name, incarnation = 0 } of topics) {
+          if (this.stopped || this.topics.has(name) || this.drops.has(name)) continue;
           if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
+          if (name !== SETTINGS_TOPIC && this.current.docs.incarnation(name) !== incarnation) {
+            if (this.current.stored().some((tp) => tp.topic === name)) {
+              if (this.started) {
+                this.dropInBackground(name, 'the log holds a later incarnation of it');
+              }
+              continue;
+            }
+            this.current.docs.setIncarnation(name, incarnation);
+          }
           this.topics.add(name);
           for (const fetcher of this.fetchers) fetcher.tail(name, this.partitionsOf(name));
         }
@@ -266,6 +331,23 @@ export class ServeNode implements ServeNodeCore {
         this.discovering = null;
       });
     return this.discovering;
+  }
+
+  /**
+   * The collection topics among `topics` the log's last listing has as another incarnation than
+   * the one the stores hold (dropped and created again while the node held it, or away).
+   */
+  private reincarnated(topics: Iterable<string>): string[] {
+    const live = this.liveTopics;
+    if (live === null) return [];
+    return [...new Set(topics)].filter((topic) => {
+      const incarnation = live.get(topic);
+      return (
+        isCollectionTopic(topic) &&
+        incarnation !== undefined &&
+        incarnation !== this.current.docs.incarnation(topic)
+      );
+    });
   }
 
   /** The collection topics among `topics` the log's last listing no longer has. */
@@ -288,6 +370,7 @@ export class ServeNode implements ServeNodeCore {
   }
 
   status(): ServeStatus {
+    const lastDrop = this.drops.last();
     return {
       nodeId: this.parts.nodeId,
       clusterId: this.parts.clusterId,
@@ -319,6 +402,8 @@ export class ServeNode implements ServeNodeCore {
         getBatchKeysMax: this.limits.getBatchKeysMax,
       },
       ...(this.lastRebuild === undefined ? {} : { lastRebuild: this.lastRebuild }),
+      dropping: this.drops.dropping(),
+      ...(lastDrop === undefined ? {} : { lastDrop }),
       ...(this.lastResume === undefined ? {} : { lastResume: this.lastResume }),
       reindexing: this.current.reindexing(),
       segmentMerges: this.current.mergesDue(this.mergePolicy),
@@ -435,6 +520,7 @@ export class ServeNode implements ServeNodeCore {
     clearInterval(this.flushTimer);
     await this.discovering;
     await this.rebuilding?.catch(() => undefined);
+    await this.drops.settled();
     // A snapshot under way reads the stores this closes.
     await this.snapshotting?.catch(() => undefined);
     await this.stopFetchers();
@@ -460,13 +546,21 @@ export class ServeNode implements ServeNodeCore {
   }
 
   /**
-   * Stops following topics the log no longer holds (a dropped collection: a drop replaces the
-   * stores so), so the replay does not wait on them. When the log cannot say, all are kept.
+   * Stops following topics the log no longer holds, so the replay does not wait on them, and
+   * records in the new stores the incarnation of each collection they replay. When the log
+   * cannot say, all are kept (a collection of a later incarnation is then dropped and replayed
+   * once more at a later look).
    */
   private async forgetDroppedTopics(): Promise<void> {
     try {
-      const live = new Set((await this.parts.log.topics()).map(({ name }) => name));
-      for (const topic of this.topics) if (!live.has(topic)) this.topics.delete(topic);
+      const live = new Map(
+        (await this.parts.log.topics()).map(({ name, incarnation }) => [name, incarnation ?? 0]),
+      );
+      for (const topic of this.topics) {
+        const incarnation = live.get(topic);
+        if (incarnation === undefined) this.topics.delete(topic);
+        else if (isCollectionTopic(topic)) this.current.docs.setIncarnation(topic, incarnation);
+      }
     } catch (error) {
       this.parts.logger.warn({ err: error }, 'listing the log topics failed; following all');
     }

@@ -175,6 +175,10 @@ export class HttpServeClient implements ServeClient {
     await this.json<unknown>(await this.admin('/internal/admin/rebuild'));
   }
 
+  async dropCollection(collection: string, signal?: AbortSignal): Promise<void> {
+    await this.json<unknown>(await this.admin('/internal/admin/drop', { collection }, signal));
+  }
+
   async snapshot(dir: string): Promise<SnapshotResult> {
     return this.json<SnapshotResult>(await this.admin('/internal/admin/snapshot', { dir }));
   }
@@ -202,9 +206,9 @@ export class HttpServeClient implements ServeClient {
     });
   }
 
-  /** An admin call, not bounded by answerMsMax: a snapshot takes its time. */
-  private admin(path: string, body?: unknown): Promise<InternalResponse> {
-    return this.http.request(path, { method: 'POST', ...jsonBody(body) });
+  /** An admin call, not bounded by answerMsMax: a snapshot or a drop takes its time. */
+  private admin(path: string, body?: unknown, signal?: AbortSignal): Promise<InternalResponse> {
+    return this.http.request(path, { method: 'POST', signal, ...jsonBody(body) });
   }
 
   private json<T>(response: InternalResponse): T {

@@ -76,6 +76,10 @@ export class PortServeClient implements ServeClient {
     return this.caller.call('rebuild', []);
   }
 
+  dropCollection(collection: string, signal?: AbortSignal): Promise<void> {
+    return this.caller.call('dropCollection', [collection], signal);
+  }
+
   snapshot(dir: string): Promise<SnapshotResult> {
     return this.caller.call('snapshot', [dir]);
   }
@@ -115,6 +119,7 @@ export function answerServePort(
       status: () => answered(serve.status()),
       ready: () => answered(serve.ready()),
       rebuild: () => answered(serve.rebuild()),
+      dropCollection: ([collection]) => answered(serve.dropCollection(collection as string)),
       snapshot: ([dir]) => answered(serve.snapshot(dir as string)),
     },
     onBug,

@@ -189,6 +189,10 @@ export interface ServeStatus {
   limits?: ServeReadLimits;
   /** Why the stores were last wiped and replayed, if they were (admin call, log start moved...). */
   lastRebuild?: { reason: string; atMs: number };
+  /** Collections being dropped in place, in the order asked (absent from older serve-nodes). */
+  dropping?: string[];
+  /** The last collection dropped in place, and why (its topic left the log, an admin call). */
+  lastDrop?: { collection: string; reason: string; atMs: number };
   /**
    * Set when the node found stores an earlier boot left unflushed (a power loss, a kernel crash)
    * and rolled them back to their last flush instead of rebuilding them: each topic-partition's
@@ -272,6 +276,12 @@ export interface ServeClient {
   /** True when /readyz answers 200. */
   ready(): Promise<boolean>;
   rebuild(): Promise<void>;
+  /**
+   * Drops a collection (or a view's version) from the node's stores in place: its documents,
+   * tables and checkpoints. Settles once it is gone; a collection the log still holds under the
+   * name is then tailed again from its start. `signal` stops the wait, not the drop.
+   */
+  dropCollection(collection: string, signal?: AbortSignal): Promise<void>;
   snapshot(dir: string): Promise<SnapshotResult>;
 }
 

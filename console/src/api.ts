@@ -64,6 +64,29 @@ export interface CollectionSummary {
   settingsVersion: number | null;
 }
 
+/** A view as GET /v1/views lists it (gateway/api/shapes.ts ViewInfo). */
+export interface ViewInfo {
+  view: string;
+  definition: Record<string, unknown>;
+  version: number;
+  source: string;
+  /** Per source partition, how far it has processed; null: no processor answered. */
+  frontiers: Array<{
+    partition: number;
+    frontier: number;
+    lag: number;
+    coversFrom?: number;
+  }> | null;
+  refusedRecords: number | null;
+  lateRecords: number | null;
+  /** A redefinition being built beside the serving version; null: none. */
+  rebuilding: {
+    definition: Record<string, unknown>;
+    version: number;
+    partitions: Array<{ partition: number; processed: number; total: number }> | null;
+  } | null;
+}
+
 export interface SearchHit {
   key: string;
   score: number;
@@ -195,6 +218,8 @@ export const api = {
     (await call<{ collections: CollectionSummary[] }>('GET', '/v1/collections')).collections,
 
   drop: (collection: string) => call<unknown>('DELETE', collectionPath(collection)),
+
+  views: async () => (await call<{ views: ViewInfo[] }>('GET', '/v1/views')).views,
 
   serveNodeStatus: (node: number) => call<unknown>('GET', `/v1/admin/serve-nodes/${node}/status`),
 

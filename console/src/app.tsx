@@ -1,14 +1,22 @@
 /**
- * The console: asks for an API key when the gateway requires one, then shows the status (polled
- * live), the query box, the change feed and the collection settings.
+ * The console: asks for an API key when the gateway requires one, then shows the status and the
+ * views (polled live), the query box, the change feed and the collection settings.
  */
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks';
-import { api, ApiError, apiKey, type ClusterStatus, type CollectionSummary } from './api.js';
+import {
+  api,
+  ApiError,
+  apiKey,
+  type ClusterStatus,
+  type CollectionSummary,
+  type ViewInfo,
+} from './api.js';
 import { ChangesPanel } from './changes-panel.js';
 import { KeyPrompt } from './key-prompt.js';
 import { QueryPanel } from './query-panel.js';
 import { SettingsPanel } from './settings-panel.js';
 import { StatusPanel } from './status-panel.js';
+import { ViewsPanel } from './views-panel.js';
 
 /** How often the status is read again: the lag a person watches moves at this pace. */
 export const STATUS_POLL_MS = 1000;
@@ -31,6 +39,8 @@ export function App() {
   const [updatedAt, setUpdatedAt] = useState<Date | null>(null);
   const [listed, setListed] = useState<ReadonlyMap<string, CollectionSummary>>(new Map());
   const countedAtMs = useRef(-Infinity);
+  const [views, setViews] = useState<ViewInfo[] | null>(null);
+  const [viewsError, setViewsError] = useState<string | null>(null);
 
   const count = useCallback(async () => {
     countedAtMs.current = performance.now();
@@ -44,6 +54,16 @@ export function App() {
 
   /** Reads the status; answers false when the gateway refused the key (or its absence). */
   const refresh = useCallback(async (): Promise<boolean> => {
+    // Read with the status, so a redefinition's progress moves at the status's pace.
+    void api.views().then(
+      (listed) => {
+        setViews(listed);
+        setViewsError(null);
+      },
+      (error: unknown) => {
+        if (!isAuthError(error)) setViewsError((error as Error).message);
+      },
+    );
     try {
       setStatus(await api.status());
       setUpdatedAt(new Date());
@@ -130,6 +150,7 @@ export function App() {
                 void count();
               }}
             />
+            <ViewsPanel views={views} error={viewsError} />
             <QueryPanel collections={collections} />
             <ChangesPanel collections={collections} />
             <SettingsPanel collections={collections} />

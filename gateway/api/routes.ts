@@ -137,7 +137,10 @@ export const API_ROUTES = {
     token: true,
     query: ScanQuery,
     answers: { 200: json(ScanPage) },
-    errors: errors(READ_ERRORS, { 400: ['invalid_cursor', ...FILTER_ERRORS, ...SORT_ERRORS] }),
+    errors: errors(READ_ERRORS, {
+      400: ['invalid_cursor', ...FILTER_ERRORS, ...SORT_ERRORS],
+      409: ['cursor_stale'],
+    }),
   }),
   search: route('GET /v1/collections/{collection}/search', {
     summary: 'ranked full-text search (BM25), with filters, sort and facets',

@@ -4,11 +4,10 @@
  * /v1/collections/:c drops one.
  *
  * A drop deletes the collection's topic, writes a null settings record for it (a collection
- * created again under the name starts with the default settings) and has every serve-node replace
- * its stores by replaying the log, which no longer holds the collection: the same path as a
- * rebuild, so the replicas stay a function of the log. The answer comes once each serve-node has
- * swapped its stores (the old tables are gone); the replay of the other collections goes on in
- * the background, as after a rebuild.
+ * created again under the name starts with the default settings) and has every serve-node drop it
+ * from its stores in place (serve-node-drops.ts): its documents, tables and checkpoints go, the
+ * other collections are applied and read throughout. The answer comes once each serve-node has
+ * dropped it.
  */
 import type { Hono } from 'hono';
 import { notFound, TailbaseError } from '../../shared/errors.js';
@@ -18,7 +17,7 @@ import { API_ROUTES, type CollectionList, type DropAnswer } from '../api/index.j
 import type { ScopeGuard } from '../auth.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { readSettingsVersions } from '../settings-reader.js';
-import { replaceStores } from '../replace-stores.js';
+import { dropFromServeNodes } from '../serve-node-drops.js';
 import { strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
@@ -99,7 +98,7 @@ export function collectionRoutes(app: Hono, services: GatewayServices, guard: Sc
     await incarnations.refresh();
     const reset = { key: collection, value: null, timestampMs: Date.now() };
     await writeRecords(services, SETTINGS_TOPIC, [reset], new Map(), () => 0);
-    await Promise.all(topology.nodes.map((node) => replaceStores(config, node)));
+    await dropFromServeNodes(config, topology.nodes, [collection]);
     const answer: DropAnswer = {
       collection,
       dropped: true,

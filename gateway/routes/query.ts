@@ -9,7 +9,7 @@ import { planRead, readOn, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseFieldParams } from '../../shared/filter-params.js';
 import { setEdgeHeader } from '../edge-headers.js';
 import { mergeFacets } from '../facets.js';
-import { decodePosition, encodePosition, mergeScanPages } from '../scan.js';
+import { checkCursorVersion, decodePosition, encodePosition, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
 import type { GatewayServices } from '../services.js';
 import { intParam } from '../validation.js';
@@ -48,6 +48,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       ...fieldParams,
     };
     const plan = await planRead(c, query, services, name, all);
+    if (position !== undefined) checkCursorVersion(position, name, plan.version);
     const collection = plan.topic;
     const pages = await topology.fanOut(all, (node, assigned) =>
       readOn(plan, collection, node, assigned, (wait) =>
@@ -69,7 +70,9 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
         `{"key":${JSON.stringify(key)},"value":${json},"offset":${offset}` +
         (values ? `,"sort":${JSON.stringify(values)}}` : '}'),
     );
-    const next = JSON.stringify(merged.after === null ? null : encodePosition(merged.after));
+    const next = JSON.stringify(
+      merged.after === null ? null : encodePosition(merged.after, plan.version),
+    );
     return jsonText(c, `{"items":[${items.join(',')}],"cursor":${next}}`);
   });
 

@@ -24,7 +24,7 @@ import {
 } from '../../shared/view-definition.js';
 import { API_ROUTES, type ViewDropAnswer, type ViewInfo, type ViewList } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
-import { replaceStores } from '../replace-stores.js';
+import { dropFromServeNodes } from '../serve-node-drops.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import {
   decodeSegment,
@@ -257,7 +257,9 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
     );
     for (const topic of present) await log.deleteTopic(topic.name);
     if (present.length > 0) await services.incarnations.refresh();
-    await Promise.all(topology.nodes.map((node) => replaceStores(config, node)));
+    // Those already gone too: a node that has not seen them go still holds them.
+    const topics = [...owned].filter((topic) => isCollectionTopic(topic));
+    await dropFromServeNodes(config, topology.nodes, topics);
     const answer: ViewDropAnswer = { view: name, dropped: true };
     return c.json(answer);
   });

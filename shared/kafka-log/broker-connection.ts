@@ -15,6 +15,7 @@
  */
 import net from 'node:net';
 import tls from 'node:tls';
+import { abortable } from '../abortable.js';
 import { TailbaseError } from '../errors.js';
 import {
   ApiKey,
@@ -301,14 +302,4 @@ export class BrokerConnection {
 /** ECONNRESET and its kind, a network failure; TLS's own codes (ERR_SSL_*, CERT_*, ...) are not. */
 function isErrnoCode(code: string | undefined): boolean {
   return code !== undefined && /^E[A-Z]+$/.test(code);
-}
-
-/** The promise, or the signal's reason once it aborts first. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
-  if (signal === undefined) return promise;
-  return new Promise((resolve, reject) => {
-    const aborted = () => reject(signal.reason);
-    signal.addEventListener('abort', aborted, { once: true });
-    promise.then(resolve, reject).finally(() => signal.removeEventListener('abort', aborted));
-  });
 }

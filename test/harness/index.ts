@@ -10,3 +10,4 @@ export * from './embedded.js';
 export * from './replica-feed.js';
 export * from './keys.js';
 export * from './kafka-face.js';
+export * from './serve-contents.js';

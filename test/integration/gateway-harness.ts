@@ -61,6 +61,15 @@ export async function startLog(partitions: number): Promise<LogFixture> {
   };
 }
 
+/** A serve-node in-process on `logUrl` (`kafka://...`), its stores in `dir`, hosting `partitions`. */
+export function serveNodeOn(
+  logUrl: string,
+  dir: string,
+  partitions: number[] = [0],
+): Promise<RunningServeNode> {
+  return startServeNode({ dataDir: dir, port: 0, logUrls: [logUrl], partitions, logger: silent });
+}
+
 /**
  * The gateway app without a socket, for `app.request` tests, over real clients; the log it names
  * (`/v1/status`, its config) is `input.logUrls`.

@@ -3,7 +3,14 @@
 // search hits merge by score; cursors round-trip and foreign ones are refused.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { decodeCursor, encodeCursor, mergeScanPages } from '../../gateway/scan.js';
+import {
+  checkCursorVersion,
+  decodeCursor,
+  decodePosition,
+  encodeCursor,
+  encodePosition,
+  mergeScanPages,
+} from '../../gateway/scan.js';
 import { compareCodePoints as compareKeys } from '../../shared/code-points.js';
 import { mergeSearchHits } from '../../gateway/search.js';
 import type { ScanResult, ServedDocument } from '../../shared/serve-api.js';
@@ -63,6 +70,27 @@ describe('scan merge', () => {
     for (const bad of ['', '!!', Buffer.from('[2,"a"]').toString('base64url'), 'e30']) {
       expect(() => decodeCursor(bad, 1024)).toThrow(/cursor/);
     }
+  });
+
+  it("a view's cursor names the version it read: a scan of another version refuses it (409)", () => {
+    const unsorted = decodePosition(encodePosition({ key: 'k' }, 7), 1024, 0);
+    expect(unsorted).toEqual({ key: 'k', version: 7 });
+    const sorted = decodePosition(encodePosition({ key: 'k', sort: [3] }, 7), 1024, 1);
+    expect(sorted).toEqual({ key: 'k', sort: [3], version: 7 });
+    expect(() => decodePosition(encodePosition({ key: 'k' }, 7), 1024, 1)).toThrow(/cursor/);
+    expect(() => decodePosition(encodePosition({ key: 'k', sort: [3] }, 7), 1024, 0)).toThrow(
+      /cursor/,
+    );
+    const forged = Buffer.from([4, ...Buffer.from('["7","k",null]')]).toString('base64url');
+    expect(() => decodePosition(forged, 1024, 0)).toThrow(/cursor/);
+    expect(() => checkCursorVersion(unsorted, 'v', 7)).not.toThrow();
+    for (const now of [8, null]) {
+      expect(() => checkCursorVersion(unsorted, 'v', now)).toThrow(
+        expect.objectContaining({ status: 409, code: 'cursor_stale' }),
+      );
+    }
+    // A collection's cursor names no version, whatever is read now.
+    expect(() => checkCursorVersion({ key: 'k' }, 'v', 8)).not.toThrow();
   });
 
   it('round-trips cursors for keys of keyBytesMax bytes whatever their characters', () => {

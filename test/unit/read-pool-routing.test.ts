@@ -22,6 +22,7 @@ function recorder(name: string, log: string[]): ServeClient {
     status: refuse,
     ready: async () => true,
     rebuild: refuse,
+    dropCollection: refuse,
     snapshot: refuse,
   };
 }

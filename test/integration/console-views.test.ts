@@ -1,0 +1,102 @@
+// Proves the console's views panel in a real browser (Debian's Chromium) against a spawned
+// `tailbase start`: a declared view shows with its definition, its version and its lag per source
+// partition (0 once caught up); while a redefinition is built beside it the row shows the new
+// definition and the build's progress, which ends at the swap with the new version shown.
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ViewDefinition } from '../../shared/view-definition.js';
+import { spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
+import {
+  CHROMIUM_INSTALLED,
+  CHROMIUM_REQUIRED,
+  ensureConsoleBuild,
+  launchChromium,
+  screenshotDir,
+} from './console-browser.js';
+import { call } from './gateway-harness.js';
+
+const BROWSER_WAIT_MS = 30_000;
+const ORDERS = 4_000;
+const BULK_RECORDS = 1_000;
+const BY_COUNTRY: ViewDefinition = {
+  from: 'orders',
+  groupBy: ['country'],
+  aggregates: { orders: 'count()' },
+};
+const BY_STATUS: ViewDefinition = {
+  from: 'orders',
+  groupBy: ['status'],
+  aggregates: { orders: 'count()' },
+};
+const shots = screenshotDir();
+
+const browserTests = CHROMIUM_INSTALLED || CHROMIUM_REQUIRED ? describe : describe.skip;
+
+browserTests('the console views panel in Chromium', () => {
+  let browser: Browser;
+  let node: SpawnedEmbedded;
+
+  beforeAll(async () => {
+    ensureConsoleBuild();
+    browser = await launchChromium();
+    // Small view fetches: the redefinition's build takes many rounds, long enough to be watched.
+    node = await spawnEmbedded({
+      partitions: 2,
+      args: ['--view-fetch-bytes-max', '2048', '--view-fetch-wait-ms', '50'],
+    });
+  });
+
+  afterAll(async () => {
+    await browser?.close();
+    await node?.stop();
+  });
+
+  it('shows a declared view, its lag per partition, and a redefinition’s progress until the swap', async () => {
+    const { url } = node;
+    for (let from = 0; from < ORDERS; from += BULK_RECORDS) {
+      const bulk = Array.from({ length: BULK_RECORDS }, (_, j) => ({
+        key: `o${from + j}`,
+        value: { country: ['FR', 'DE', 'JP'][j % 3], status: ['paid', 'open'][j % 2] },
+      }));
+      expect((await call(url, 'POST', '/v1/collections/orders/docs', bulk)).status).toBe(200);
+    }
+    const declared = await call(url, 'PUT', '/v1/views/by_country', BY_COUNTRY);
+    expect(declared.status).toBe(200);
+
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(BROWSER_WAIT_MS);
+    try {
+      await page.goto(`${url}/`);
+      const row = page.locator('[data-view="by_country"]');
+      await row.locator('[data-col="definition"]', { hasText: '"groupBy":["country"]' }).waitFor();
+      await row
+        .locator('[data-col="version"]', { hasText: new RegExp(`^${declared.body.version}$`) })
+        .waitFor();
+      // Caught up: each source partition's lag reads 0.
+      for (const partition of [0, 1]) {
+        await row
+          .locator(`[data-partition="${partition}"]`, { hasText: `orders/${partition}: 0` })
+          .waitFor();
+      }
+
+      const redefined = await call(url, 'PUT', '/v1/views/by_country', BY_STATUS);
+      expect(redefined.status).toBe(200);
+      const progress = row.locator('[data-col="rebuild"] progress');
+      await progress.waitFor();
+      await row.locator('[data-col="rebuild"]', { hasText: '"groupBy":["status"]' }).waitFor();
+      await row.locator('[data-col="rebuild-progress"]', { hasText: / of \d+$/ }).waitFor();
+      await page.screenshot({ path: `${shots}/console-views-rebuilding.png` });
+      // The swap: the new definition serves and no build is left.
+      await row.locator('[data-col="definition"]', { hasText: '"groupBy":["status"]' }).waitFor();
+      await progress.waitFor({ state: 'detached' });
+      const info = await call(url, 'GET', '/v1/views/by_country');
+      await row
+        .locator('[data-col="version"]', { hasText: new RegExp(`^${info.body.version}$`) })
+        .waitFor();
+      await page.screenshot({ path: `${shots}/console-views-swapped.png` });
+    } finally {
+      await context.close();
+    }
+  });
+});
