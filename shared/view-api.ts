@@ -5,6 +5,12 @@
  * null and refuses source tokens on view reads (503 `view_processor_unavailable`).
  */
 
+/**
+ * The SASL/PLAIN username a cluster's view processor gives the log-nodes, with the cluster secret
+ * as its password: the one Kafka principal that may produce to views' topics.
+ */
+export const VIEW_WRITER_USERNAME = 'tailbase-view-processor';
+
 export interface ViewPartitionProgress {
   partition: number;
   /** The next source offset the view has not processed (and produced the output of). */

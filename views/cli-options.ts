@@ -1,6 +1,10 @@
-/** The view processors' limits as flags of `tailbase start` (each with its environment variable). */
+/**
+ * The view processors' limits as flags of `tailbase start` and `tailbase serve-node` (each with
+ * its environment variable), and the views group's timeouts, flags of `tailbase serve-node`.
+ */
 import type { Option } from 'commander';
 import { integerOption } from '../shared/cli-options.js';
+import { groupMemberDefaults, type GroupMemberLimits } from '../shared/kafka-log/index.js';
 import { VIEW_TASK_LIMITS_DEFAULT, type ViewTaskLimits } from './view-task.js';
 
 const FLAGS: Record<keyof ViewTaskLimits, [flag: string, env: string, help: string]> = {
@@ -46,4 +50,44 @@ export function viewLimitValues(flags: Record<string, unknown>): ViewTaskLimits 
     if (typeof value === 'number') limits[name] = value;
   }
   return limits;
+}
+
+const GROUP_FLAGS: Record<keyof GroupMemberLimits, [flag: string, env: string, help: string]> = {
+  sessionTimeoutMs: [
+    '--view-session-timeout-ms <ms>',
+    'TAILBASE_VIEW_SESSION_TIMEOUT_MS',
+    "how long the views group keeps a processor that stopped heartbeating before its views move, ms (within the coordinator's bounds: 6000 at least on a log-node)",
+  ],
+  rebalanceTimeoutMs: [
+    '--view-rebalance-timeout-ms <ms>',
+    'TAILBASE_VIEW_REBALANCE_TIMEOUT_MS',
+    'how long a rebalance of the views group waits for every processor to join again, ms',
+  ],
+  heartbeatIntervalMs: [
+    '--view-heartbeat-ms <ms>',
+    'TAILBASE_VIEW_HEARTBEAT_MS',
+    'how often a view processor heartbeats to the views group, ms (at most a third of the session timeout)',
+  ],
+  retryMs: [
+    '--view-group-retry-ms <ms>',
+    'TAILBASE_VIEW_GROUP_RETRY_MS',
+    "how long a view processor rests after the group's coordinator failed it, ms",
+  ],
+};
+
+export function viewGroupOptions(): Option[] {
+  return (Object.keys(GROUP_FLAGS) as (keyof GroupMemberLimits)[]).map((name) => {
+    const [flag, env, help] = GROUP_FLAGS[name];
+    return integerOption(flag, help, env, groupMemberDefaults[name], 1);
+  });
+}
+
+/** The views group's limits from parsed flags. */
+export function viewGroupValues(flags: Record<string, unknown>): GroupMemberLimits {
+  return {
+    sessionTimeoutMs: flags.viewSessionTimeoutMs as number,
+    rebalanceTimeoutMs: flags.viewRebalanceTimeoutMs as number,
+    heartbeatIntervalMs: flags.viewHeartbeatMs as number,
+    retryMs: flags.viewGroupRetryMs as number,
+  };
 }

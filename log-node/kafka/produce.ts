@@ -110,7 +110,7 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
         `topic ${topic.slice(0, 80)} is not a collection name (^[a-z][a-z0-9_-]{0,63}$)`,
       );
     }
-    const viewRefusal = await viewTopics.refusal(topic);
+    const viewRefusal = context.viewWriter ? null : await viewTopics.refusal(topic);
     if (viewRefusal !== null) return failed(index, viewRefusal.errorCode, viewRefusal.message);
     const partitions = await topics.partitions(topic);
     if (partitions === null && !config.autoCreateTopics) {
