@@ -7,8 +7,9 @@
  * per partition, the greatest epoch seen so far and skips a record whose epoch is below it: a
  * paused processor that wakes after its view moved appends with the old epoch, after the new
  * owner's claim, and changes nothing. The rule reads the log alone, so a replica rebuilt from the
- * log skips exactly what one running all along skipped. A record without the header (a
- * collection's) is no view output and is never skipped. Claims are tombstones of a key no output
+ * log skips exactly what one running all along skipped. A record without the header is of epoch
+ * −1: a collection's records, which never see a claim, all pass; in a view's partition, one
+ * that someone else wrote there (a Kafka client given the cluster secret) is skipped. Claims are tombstones of a key no output
  * document has, with a header that says what they are: a reader that knows nothing of epochs
  * (kcat) sees a delete of a key that never existed.
  */
@@ -72,11 +73,7 @@ export function fenceRecords<R extends StoredRecord>(
   let greatest = epochBefore;
   const kept: R[] = [];
   for (const record of records) {
-    const said = epochOf(record);
-    if (said === null) {
-      kept.push(record);
-      continue;
-    }
+    const said = epochOf(record) ?? { epoch: -1, claim: false };
     if (said.epoch < greatest) continue;
     greatest = said.epoch;
     if (!said.claim) kept.push(record);
