@@ -7,7 +7,7 @@ import { integerOption } from '../shared/cli-options.js';
 import { groupMemberDefaults, type GroupMemberLimits } from '../shared/kafka-log/index.js';
 import { VIEW_TASK_LIMITS_DEFAULT, type ViewTaskLimits } from './view-task.js';
 
-const FLAGS: Record<keyof ViewTaskLimits, [flag: string, env: string, help: string]> = {
+const FLAGS: Flags<ViewTaskLimits> = {
   fetchBytesMax: [
     '--view-fetch-bytes-max <bytes>',
     'TAILBASE_VIEW_FETCH_BYTES_MAX',
@@ -35,11 +35,18 @@ const FLAGS: Record<keyof ViewTaskLimits, [flag: string, env: string, help: stri
   ],
 };
 
-export function viewLimitOptions(): Option[] {
-  return (Object.keys(FLAGS) as (keyof ViewTaskLimits)[]).map((name) => {
-    const [flag, env, help] = FLAGS[name];
-    return integerOption(flag, help, env, VIEW_TASK_LIMITS_DEFAULT[name], 1);
+type Flags<T> = Record<keyof T, [flag: string, env: string, help: string]>;
+
+/** One integer option a limit, each at least 1, defaulting to `defaults`. */
+function limitOptions<T extends object>(flags: Flags<T>, defaults: Readonly<T>): Option[] {
+  return (Object.keys(flags) as (keyof T & string)[]).map((name) => {
+    const [flag, env, help] = flags[name];
+    return integerOption(flag, help, env, defaults[name] as number, 1);
   });
+}
+
+export function viewLimitOptions(): Option[] {
+  return limitOptions(FLAGS, VIEW_TASK_LIMITS_DEFAULT);
 }
 
 /** The limits from parsed flags (commander's camelCase names: `viewFetchBytesMax`, ...). */
@@ -52,7 +59,7 @@ export function viewLimitValues(flags: Record<string, unknown>): ViewTaskLimits 
   return limits;
 }
 
-const GROUP_FLAGS: Record<keyof GroupMemberLimits, [flag: string, env: string, help: string]> = {
+const GROUP_FLAGS: Flags<GroupMemberLimits> = {
   sessionTimeoutMs: [
     '--view-session-timeout-ms <ms>',
     'TAILBASE_VIEW_SESSION_TIMEOUT_MS',
@@ -76,10 +83,7 @@ const GROUP_FLAGS: Record<keyof GroupMemberLimits, [flag: string, env: string, h
 };
 
 export function viewGroupOptions(): Option[] {
-  return (Object.keys(GROUP_FLAGS) as (keyof GroupMemberLimits)[]).map((name) => {
-    const [flag, env, help] = GROUP_FLAGS[name];
-    return integerOption(flag, help, env, groupMemberDefaults[name], 1);
-  });
+  return limitOptions(GROUP_FLAGS, groupMemberDefaults);
 }
 
 /** The views group's limits from parsed flags. */

@@ -175,7 +175,8 @@ export class ViewTask {
           // frontiers. Retried like any round: a log busy or electing a leader at start is not
           // a reason to stop processing for good.
           this.epoch ??= await this.claim();
-          if (this.takeover) this.holdUntil ??= await this.sourceEndOffsets();
+          // The source as it is after the claim: all an earlier owner can have processed.
+          if (this.takeover) this.holdUntil ??= await this.endOffsets(this.sourceTopic);
           else await this.publishResumed();
           resumed = true;
           continue;
@@ -232,17 +233,10 @@ export class ViewTask {
     return epoch;
   }
 
-  /** The source's end offsets (partition → next offset), read after the claim. */
-  private async sourceEndOffsets(): Promise<Map<number, number>> {
-    const ends = new Map<number, number>();
-    for (const [partition, { endOffset }] of await topicOffsets(
-      this.log,
-      this.sourceTopic,
-      this.partitions,
-    )) {
-      ends.set(partition, endOffset);
-    }
-    return ends;
+  /** A topic's end offsets (partition → next offset; absent: the topic does not exist). */
+  private async endOffsets(topic: string): Promise<Map<number, number>> {
+    const offsets = await topicOffsets(this.log, topic, this.partitions);
+    return new Map([...offsets].map(([partition, { endOffset }]) => [partition, endOffset]));
   }
 
   /** Whether the state has processed every source partition up to `ends`. */
@@ -257,12 +251,8 @@ export class ViewTask {
   /** The view topic's last offset per partition (absent: empty). */
   private async topicEnds(): Promise<Map<number, number>> {
     const ends = new Map<number, number>();
-    for (const [partition, { endOffset }] of await topicOffsets(
-      this.log,
-      this.topic,
-      this.partitions,
-    )) {
-      if (endOffset > 0) ends.set(partition, endOffset - 1);
+    for (const [partition, end] of await this.endOffsets(this.topic)) {
+      if (end > 0) ends.set(partition, end - 1);
     }
     return ends;
   }
