@@ -22,6 +22,12 @@ import { GroupPlacement } from '../views/view-placement.js';
 
 /** How long start waits for the log to answer, as the serve-node does. */
 const LOG_CONNECT_MS_MAX = 30_000;
+/**
+ * A round is applied in one synchronous transaction on the thread that heartbeats: at 1 MiB a
+ * partition, a member taking over two views of 10^5 documents on a loaded machine went silent
+ * past a 6 s session and was expelled, over and over; at 256 KiB it was not (views/README.md).
+ */
+const FETCH_BYTES_MAX = 256 * 1024;
 
 export const serveNodeViews: ServeNodeCompanion = {
   options: () => [
@@ -35,7 +41,7 @@ export const serveNodeViews: ServeNodeCompanion = {
     )
       .env('TAILBASE_VIEW_LOG_AUTH')
       .choices(['cluster-secret', 'kafka']),
-    ...viewLimitOptions(),
+    ...viewLimitOptions({ fetchBytesMax: FETCH_BYTES_MAX }),
     ...viewGroupOptions(),
   ],
 

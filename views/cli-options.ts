@@ -45,8 +45,9 @@ function limitOptions<T extends object>(flags: Flags<T>, defaults: Readonly<T>):
   });
 }
 
-export function viewLimitOptions(): Option[] {
-  return limitOptions(FLAGS, VIEW_TASK_LIMITS_DEFAULT);
+/** The task limits' flags, with `defaults` in place of the usual ones where given. */
+export function viewLimitOptions(defaults: Partial<ViewTaskLimits> = {}): Option[] {
+  return limitOptions(FLAGS, { ...VIEW_TASK_LIMITS_DEFAULT, ...defaults });
 }
 
 /** The limits from parsed flags (commander's camelCase names: `viewFetchBytesMax`, ...). */

@@ -184,7 +184,8 @@ export class GroupMember {
       { timeoutMs: this.limits.rebalanceTimeoutMs + this.config.answerMsMax },
     );
     if (synced.errorCode === ErrorCode.REBALANCE_IN_PROGRESS) return 'rebalance';
-    if (synced.errorCode !== ErrorCode.NONE) return this.expire(this.rejoinOf(synced.errorCode));
+    if (synced.errorCode !== ErrorCode.NONE)
+      return this.expire(this.rejoinOf(synced.errorCode, 'SyncGroup'));
     const generation = { generationId: joined.generationId, memberId: this.memberId };
     await this.options.assigned(generation, synced.assignment);
     this.current = generation;
@@ -220,7 +221,7 @@ export class GroupMember {
       this.memberId = answer.memberId;
       return null;
     }
-    if (answer.errorCode !== ErrorCode.NONE) return this.rejoinOf(answer.errorCode);
+    if (answer.errorCode !== ErrorCode.NONE) return this.rejoinOf(answer.errorCode, 'JoinGroup');
     this.memberId = answer.memberId;
     return {
       generationId: answer.generationId,
@@ -248,7 +249,7 @@ export class GroupMember {
         answeredAt = performance.now();
         if (answer.errorCode === ErrorCode.NONE) continue;
         if (answer.errorCode === ErrorCode.REBALANCE_IN_PROGRESS) return 'rebalance';
-        return this.expire(this.rejoinOf(answer.errorCode));
+        return this.expire(this.rejoinOf(answer.errorCode, 'Heartbeat'));
       } catch (error) {
         // The coordinator may have expelled us meanwhile: past a session, nothing is ours.
         if (performance.now() - answeredAt >= this.limits.sessionTimeoutMs) {
@@ -263,7 +264,7 @@ export class GroupMember {
     }
   }
 
-  private rejoinOf(errorCode: number): Rejoin {
+  private rejoinOf(errorCode: number, api: string): Rejoin {
     if (errorCode === ErrorCode.REBALANCE_IN_PROGRESS) return 'rebalance';
     if (COORDINATOR_ERRORS.has(errorCode)) return 'coordinator';
     if (
@@ -273,7 +274,7 @@ export class GroupMember {
     ) {
       return 'expelled';
     }
-    throw coordinatorError(errorCode, `group ${this.options.groupId}`);
+    throw coordinatorError(errorCode, `${api} of group ${this.options.groupId}`);
   }
 
   /** An expelled member holds nothing: its work is given up before it joins again. */
