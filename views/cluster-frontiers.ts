@@ -13,7 +13,7 @@ import type { ViewProcessing, ViewProgress } from '../shared/view-api.js';
 import { type CatalogView, ViewCatalog } from '../shared/view-catalog.js';
 import { FrontierWaiters } from './frontier-waiters.js';
 import { readPublished } from './published-frontiers.js';
-import { VIEWS_GROUP } from './view-placement.js';
+import { viewsGroupOf } from './view-placement.js';
 
 export interface ClusterFrontiersLimits {
   /** How often the committed frontiers are read while a read waits on them, ms. */
@@ -132,7 +132,7 @@ export class ClusterFrontiers implements ViewProcessing {
       string,
       { partition: number; offset: number; metadata: string | null }[]
     >();
-    for (const c of await this.log.committedOffsets(VIEWS_GROUP)) {
+    for (const c of await this.log.committedOffsets(viewsGroupOf(this.log))) {
       byTopic.set(c.topic, [...(byTopic.get(c.topic) ?? []), c]);
     }
     for (const [name, entry] of this.views) {

@@ -13,8 +13,13 @@ import type { ViewProgress } from '../shared/view-api.js';
 import { publishedCommits } from './published-frontiers.js';
 import { assignTasks, decodeTasks, encodeTasks } from './task-assignment.js';
 
-/** The consumer group of every view processor of a cluster. */
-export const VIEWS_GROUP = '__tailbase_views';
+/**
+ * The consumer group of every view processor of a cluster, under its topic prefix: tailbases
+ * that share one Kafka cluster deal their views among their own processors only.
+ */
+export function viewsGroupOf(log: KafkaLogClient): string {
+  return `${log.config.topicPrefix}__tailbase_views`;
+}
 const PROTOCOL_TYPE = 'tailbase-views';
 const PROTOCOL_NAME = 'round-robin';
 
@@ -72,7 +77,7 @@ export class GroupPlacement implements ViewPlacement {
 
   constructor(private readonly options: GroupPlacementOptions) {
     this.member = options.log.groupMember({
-      groupId: VIEWS_GROUP,
+      groupId: viewsGroupOf(options.log),
       protocolType: PROTOCOL_TYPE,
       protocolName: PROTOCOL_NAME,
       limits: options.limits,
