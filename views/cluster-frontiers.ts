@@ -7,6 +7,7 @@
  * committed with them. Definitions are appended by the gateway and swaps by the processor that
  * runs the rebuild; nothing here decides a swap, so `exclusive` only runs the append.
  */
+import { TailbaseError } from '../shared/errors.js';
 import type { KafkaLogClient } from '../shared/kafka-log/index.js';
 import type { Logger } from '../shared/logger.js';
 import type { ViewProcessing, ViewProgress } from '../shared/view-api.js';
@@ -80,7 +81,14 @@ export class ClusterFrontiers implements ViewProcessing {
   ): Promise<Map<number, number>> {
     if (this.topicOf(view, version) === null) this.views = await this.catalog.current();
     const topic = this.topicOf(view, version);
-    if (topic === null) return this.waitersOf(view, `${view}@${version}`).wait(sourceOffsets, 0);
+    if (topic === null) {
+      throw new TailbaseError(
+        504,
+        'not_caught_up',
+        `version ${version} of view ${view} is not declared here yet`,
+        { view },
+      );
+    }
     const waiting = this.waitersOf(view, topic).wait(sourceOffsets, waitMs);
     this.wake?.();
     return waiting;

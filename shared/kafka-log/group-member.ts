@@ -84,6 +84,8 @@ export class GroupMember {
   private stopped = false;
   private loop: Promise<void> | null = null;
   private wake: (() => void) | null = null;
+  /** When the coordinator last answered this member (performance.now()). */
+  private answeredAt = performance.now();
 
   constructor(
     private readonly config: KafkaLogConfig,
@@ -142,6 +144,9 @@ export class GroupMember {
         if (this.stopped) break;
         this.options.logger.warn({ err: error, group: this.options.groupId }, 'group round failed');
         reason = 'coordinator';
+        // Unheard for a whole session, the coordinator has dealt our share to others.
+        if (this.current !== null && this.silentForSession())
+          reason = await this.expire('expelled');
         await this.pause(this.limits.retryMs);
       }
       if (reason !== 'rebalance') {
@@ -186,6 +191,7 @@ export class GroupMember {
     if (synced.errorCode === ErrorCode.REBALANCE_IN_PROGRESS) return 'rebalance';
     if (synced.errorCode !== ErrorCode.NONE)
       return this.expire(this.rejoinOf(synced.errorCode, 'SyncGroup'));
+    this.answeredAt = performance.now();
     const generation = { generationId: joined.generationId, memberId: this.memberId };
     await this.options.assigned(generation, synced.assignment);
     this.current = generation;
@@ -235,7 +241,6 @@ export class GroupMember {
     connection: BrokerConnection,
     generation: GroupGeneration,
   ): Promise<Rejoin> {
-    let answeredAt = performance.now();
     for (;;) {
       await this.pause(this.limits.heartbeatIntervalMs);
       if (this.stopped) return 'coordinator';
@@ -246,13 +251,13 @@ export class GroupMember {
           { groupId: this.options.groupId, ...generation },
           { timeoutMs: this.config.answerMsMax },
         );
-        answeredAt = performance.now();
+        this.answeredAt = performance.now();
         if (answer.errorCode === ErrorCode.NONE) continue;
         if (answer.errorCode === ErrorCode.REBALANCE_IN_PROGRESS) return 'rebalance';
         return this.expire(this.rejoinOf(answer.errorCode, 'Heartbeat'));
       } catch (error) {
         // The coordinator may have expelled us meanwhile: past a session, nothing is ours.
-        if (performance.now() - answeredAt >= this.limits.sessionTimeoutMs) {
+        if (this.silentForSession()) {
           this.options.logger.warn(
             { err: error, group: this.options.groupId },
             'no heartbeat answered for a whole session: giving up the assignment',
@@ -262,6 +267,10 @@ export class GroupMember {
         if (!connection.usable) return 'coordinator';
       }
     }
+  }
+
+  private silentForSession(): boolean {
+    return performance.now() - this.answeredAt >= this.limits.sessionTimeoutMs;
   }
 
   private rejoinOf(errorCode: number, api: string): Rejoin {

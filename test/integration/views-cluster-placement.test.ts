@@ -1,7 +1,9 @@
 // Proves that a cluster of processes (a log-node, two serve-nodes, a gateway) processes a view in
 // exactly one place and moves it: the serve-nodes join the views group and one of them runs the
-// view, read with the source write's token; kill -9 of that one moves the view to the other, and
-// the view then equals a brute-force recomputation from the source log; a SIGSTOPped owner whose
+// view, read with the source write's token; kcat cannot write the view's topic without the
+// cluster secret, and what it writes with it is not applied; a dropped view's processor stops
+// and its topic does not come back; kill -9 of the owner moves the view to the other, and the
+// view then equals a brute-force recomputation from the source log; a SIGSTOPped owner whose
 // view moved while it slept, and which wakes with a source record it fetched before it was
 // paused, appends its output late, and the view neither goes back nor stays wrong (the epochs
 // of shared/view-epoch.ts fence it). Every read carrying a token reflects its write: 0 stale.
@@ -210,6 +212,34 @@ describe('views processed in a cluster: one owner, moved when it dies, fenced wh
       expect(read.body.value).toEqual({ country: 'FR', n: written.get('FR') });
     },
   );
+
+  it('drops a view processed on a serve-node: its processor stops and its topic stays gone', async () => {
+    const other = { from: 'orders', groupBy: ['country'], aggregates: { m: 'count()' } };
+    const declared = await call(gateway.url, 'PUT', '/v1/views/dropped_soon', other);
+    expect(declared.status).toBe(200);
+    const task = `dropped_soon@${declared.body.version as number}`;
+    const held = () =>
+      [0, 1].filter((i) =>
+        (
+          serves[i]!.output()
+            .split('\n')
+            .filter((l) => l.includes('view tasks of this member'))
+            .at(-1) ?? ''
+        ).includes(task),
+      );
+    const deadline = Date.now() + TAKEOVER_MS_MAX;
+    while (held().length === 0 && Date.now() < deadline) await sleep(100);
+    expect(held()).toHaveLength(1);
+    expect((await call(gateway.url, 'DELETE', '/v1/views/dropped_soon')).status).toBe(200);
+    await sleep(2_000);
+    const client = await kafka.connect();
+    try {
+      expect((await client.topics()).map((t) => t.name)).not.toContain('dropped_soon');
+    } finally {
+      client.close();
+    }
+    expect(held()).toHaveLength(0);
+  }, 90_000);
 
   it('moves the view to the other serve-node when its owner is killed -9', async () => {
     const owner = await waitForOwner(version, [0, 1]);
