@@ -299,4 +299,26 @@ describe('views processed in a cluster: one owner, moved when it dies, fenced wh
     await expectBruteForce();
     console.info(`token reads: ${fresh} fresh, ${stale} stale`);
   }, 150_000);
+
+  it('rebuilds a redefinition on a serve-node and swaps it in; strong reads see every write', async () => {
+    const redefined = { ...DEFINITION, aggregates: { n: 'count()', again: 'count()' } };
+    const put = await call(gateway.url, 'PUT', `/v1/views/${VIEW}`, redefined);
+    expect(put.status).toBe(200);
+    const deadline = Date.now() + TAKEOVER_MS_MAX;
+    for (;;) {
+      const info = await call(gateway.url, 'GET', `/v1/views/${VIEW}`);
+      if (info.body.rebuilding === null && info.body.version !== version) break;
+      if (Date.now() > deadline) throw new Error(`not swapped: ${JSON.stringify(info.body)}`);
+      await sleep(200);
+    }
+    const fr = encodeURIComponent(JSON.stringify(['FR']));
+    const strong = await call(
+      gateway.url,
+      'GET',
+      `/v1/collections/${VIEW}/docs/${fr}?consistency=strong&wait_ms=${READ_WAIT_MS}`,
+    );
+    expect(strong.status, JSON.stringify(strong.body)).toBe(200);
+    const n = written.get('FR')!;
+    expect(strong.body.value).toEqual({ country: 'FR', n, again: n });
+  }, 90_000);
 });
