@@ -11,7 +11,13 @@ import type { GroupMember, GroupMemberLimits, KafkaLogClient } from '../shared/k
 import type { Logger } from '../shared/logger.js';
 import type { ViewProgress } from '../shared/view-api.js';
 import { publishedCommits } from './published-frontiers.js';
-import { assignTasks, decodeTasks, encodeTasks } from './task-assignment.js';
+import {
+  assignTasks,
+  decodeMember,
+  decodeTasks,
+  encodeMember,
+  encodeTasks,
+} from './task-assignment.js';
 
 /**
  * The consumer group of every view processor of a cluster, under its topic prefix: tailbases
@@ -84,11 +90,11 @@ export class GroupPlacement implements ViewPlacement {
       logger: options.logger,
       metadata: () => {
         this.told = encodeTasks(this.known).toString('utf8');
-        return encodeTasks(this.known);
+        return encodeMember(this.known, [...this.owned]);
       },
       assign: (members) => {
         const dealt = assignTasks(
-          members.map((m) => ({ memberId: m.memberId, tasks: decodeTasks(m.metadata) })),
+          members.map((m) => ({ memberId: m.memberId, ...decodeMember(m.metadata) })),
         );
         options.logger.info(
           { assignment: Object.fromEntries(dealt) },

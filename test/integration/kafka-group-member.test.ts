@@ -39,9 +39,9 @@ function join(client: KafkaLogClient): Member {
     metadata: () => encodeTasks(TASKS),
     assign: (members) =>
       new Map(
-        [...assignTasks(members.map((m) => ({ ...m, tasks: decodeTasks(m.metadata) })))].map(
-          ([id, tasks]) => [id, encodeTasks(tasks)],
-        ),
+        [
+          ...assignTasks(members.map((m) => ({ ...m, tasks: decodeTasks(m.metadata), owned: [] }))),
+        ].map(([id, tasks]) => [id, encodeTasks(tasks)]),
       ),
     assigned: async (_generation, assignment) => {
       held = decodeTasks(assignment);

@@ -3,13 +3,20 @@
 // in its partition is skipped, claims change no document, a record without an epoch passes in a
 // collection's partition and is skipped in a view's, the rule picks up after a checkpoint from
 // the greatest epoch kept there and gives the same records as a run over the whole log; the
-// assignment is the same whatever order the members come in, and deals every task once.
+// assignment is the same whatever order the members come in, deals every task once, and leaves a
+// task with the member that runs it while that member holds no more than its share.
 import { describe, expect, it } from 'vitest';
 import type { StoredRecord } from '../../shared/batch-codec.js';
 import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../../shared/view-epoch.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { fenceViewRecords } from '../../serve-node/view-fence.js';
-import { assignTasks, decodeTasks, encodeTasks } from '../../views/task-assignment.js';
+import {
+  assignTasks,
+  decodeMember,
+  decodeTasks,
+  encodeMember,
+  encodeTasks,
+} from '../../views/task-assignment.js';
 
 const out = (offset: number, key: string, epoch: number | null): StoredRecord => ({
   offset,
@@ -66,16 +73,38 @@ describe('view fencing', () => {
 describe('view task assignment', () => {
   it('deals sorted tasks round-robin over sorted members, whatever order they come in', () => {
     const members = [
-      { memberId: 'm-b', tasks: ['v@3', 'u@0'] },
-      { memberId: 'm-a', tasks: ['w@7', 'u@0'] },
+      { memberId: 'm-b', tasks: ['v@3', 'u@0'], owned: [] },
+      { memberId: 'm-a', tasks: ['w@7', 'u@0'], owned: [] },
     ];
     const dealt = assignTasks(members);
     expect(Object.fromEntries(dealt)).toEqual({ 'm-a': ['u@0', 'w@7'], 'm-b': ['v@3'] });
     expect(assignTasks([...members].reverse())).toEqual(dealt);
   });
 
+  it('leaves tasks where they run when a view is declared, and moves only past a share', () => {
+    const tasks = ['a@0', 'b@1', 'c@2'];
+    // Running b and c (one each), a view `a@0` sorting first is declared: neither moves (dealt
+    // round-robin anew, b would go to m-b and c to m-a, and both be rebuilt).
+    const dealt = assignTasks([
+      { memberId: 'm-a', tasks, owned: ['b@1'] },
+      { memberId: 'm-b', tasks, owned: ['c@2'] },
+    ]);
+    expect(Object.fromEntries(dealt)).toEqual({ 'm-a': ['a@0', 'b@1'], 'm-b': ['c@2'] });
+    // A member that ran everything keeps its share; a newcomer gets the rest.
+    const joined = assignTasks([
+      { memberId: 'm-a', tasks, owned: tasks },
+      { memberId: 'm-c', tasks, owned: [] },
+    ]);
+    expect(Object.fromEntries(joined)).toEqual({ 'm-a': ['a@0', 'b@1'], 'm-c': ['c@2'] });
+  });
+
   it('reads back what it encodes, and nothing from bytes of another protocol', () => {
     expect(decodeTasks(encodeTasks(['b@1', 'a@0']))).toEqual(['a@0', 'b@1']);
     expect(decodeTasks(Buffer.from([0, 1, 2]))).toEqual([]);
+    expect(decodeMember(encodeMember(['b@1', 'a@0'], ['b@1']))).toEqual({
+      tasks: ['a@0', 'b@1'],
+      owned: ['b@1'],
+    });
+    expect(decodeMember(Buffer.from('[1]'))).toEqual({ tasks: [], owned: [] });
   });
 });
