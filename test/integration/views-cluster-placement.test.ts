@@ -12,7 +12,10 @@ import { kafkaFace, type KafkaFace } from '../harness/kafka-face.js';
 import { kcat, KCAT_INSTALLED } from '../harness/kafka.js';
 import { sleep, spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
 import { tempDir, type TempDir } from '../harness/temp-dir.js';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import { partitionFor } from '../../shared/partitioner.js';
 import { VIEW_WRITER_USERNAME } from '../../shared/view-api.js';
+import { epochHeader } from '../../shared/view-epoch.js';
 import { call } from './gateway-harness.js';
 import { expectedView, readSourceDocuments } from './view-check.js';
 import { caughtUpView } from './view-harness.js';
@@ -141,6 +144,34 @@ describe('views processed in a cluster: one owner, moved when it dies, fenced wh
         if (Date.now() > deadline) throw new Error(`not published: ${JSON.stringify(info.body)}`);
         await sleep(100);
       }
+    } finally {
+      client.close();
+    }
+  };
+
+  /** The epoch of the last claim a serve-node made of the view (its log line). */
+  const sleeperEpoch = (node: SpawnedNode): number => {
+    const claims = node
+      .output()
+      .split('\n')
+      .filter((line) => line.includes('"view claimed"') && line.includes(`"view":"${VIEW}"`));
+    return (JSON.parse(claims.at(-1)!) as { epoch: number }).epoch;
+  };
+
+  /** What a paused owner appends when it wakes: an output record of its epoch. */
+  const appendAsSleeper = async (epoch: number, value: { country: string; n: number }) => {
+    const client = await kafka.connect({
+      sasl: { username: VIEW_WRITER_USERNAME, password: SECRET },
+    });
+    try {
+      const key = JSON.stringify([value.country]);
+      const record = {
+        key,
+        value: new TextEncoder().encode(JSON.stringify(value)),
+        timestampMs: Date.now(),
+        headers: [epochHeader(epoch)],
+      };
+      await client.append(VIEW, partitionFor(key, PARTITIONS), encodeBatch([record]));
     } finally {
       client.close();
     }
@@ -287,10 +318,12 @@ describe('views processed in a cluster: one owner, moved when it dies, fenced wh
     } finally {
       process.kill(paused.pid, 'SIGCONT');
     }
-    // The sleeper wakes with FR's first write only and appends FR as it had it, until its next
-    // heartbeat says it left the group. Its FR is older than the new owner's: never served. Strong
-    // reads, so that the sleeper's replica, behind after its sleep, answers only once it has
-    // applied the view past the new owner's output.
+    // The sleeper wakes and goes on until its first heartbeat says it left the group: whatever it
+    // appends meanwhile carries its old epoch. On this machine it heard before it appended, so
+    // its late append is also made here, as it would be: FR as the sleeper had it, its epoch, over
+    // the view processor's own authenticated connection. Strong reads, so that the sleeper's
+    // replica, behind after its sleep, answers only once it has applied past the new owner.
+    await appendAsSleeper(sleeperEpoch(paused), { country: 'FR', n: 1 });
     const fr = encodeURIComponent(JSON.stringify(['FR']));
     const deadline = Date.now() + 5_000;
     let regressed = 0;
