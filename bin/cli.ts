@@ -8,6 +8,7 @@ import { registerLogNodeCommand } from '../log-node/main.js';
 import { registerServeNodeCommand } from '../serve-node/main.js';
 import { registerStartCommand } from './embedded.js';
 import { registerClusterCommand } from './local-cluster.js';
+import { serveNodeViews } from './serve-node-views.js';
 import { startThreadedServeNode } from './serve-node-threads.js';
 
 export async function main(argv: string[]): Promise<void> {
@@ -19,7 +20,7 @@ export async function main(argv: string[]): Promise<void> {
     .showHelpAfterError();
   registerStartCommand(program);
   registerLogNodeCommand(program);
-  registerServeNodeCommand(program, startThreadedServeNode);
+  registerServeNodeCommand(program, startThreadedServeNode, serveNodeViews);
   registerGatewayCommand(program);
   registerClusterCommand(program);
   registerClientCommands(program);

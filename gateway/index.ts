@@ -6,7 +6,9 @@
 import { isLoopback } from '../shared/cli-options.js';
 import { listen } from '../shared/http-server.js';
 import type { ClusterInfo, LogClient } from '../shared/log-api.js';
+import { KafkaLogClient } from '../shared/kafka-log/index.js';
 import { connectLog, type ConnectedLog } from '../shared/log-connect.js';
+import { ClusterFrontiers } from '../views/cluster-frontiers.js';
 import { createLogger, type Logger } from '../shared/logger.js';
 import { type ServeClient } from '../shared/serve-api.js';
 import type { ViewProcessing } from '../shared/view-api.js';
@@ -56,6 +58,11 @@ export async function startGateway(
         appendRequestBytesMax: config.appendRequestBytesMax,
       });
   const { log } = connected;
+  // A cluster's view processors run on its serve-nodes: their frontiers come through the log.
+  const frontiers =
+    clients.views === undefined && log instanceof KafkaLogClient
+      ? new ClusterFrontiers(log, logger.child({ role: 'views' })).start()
+      : null;
   let services: GatewayServices | null = null;
   let listener: Awaited<ReturnType<typeof listen>>;
   let cluster: ClusterInfo;
@@ -72,7 +79,14 @@ export async function startGateway(
             answerMsMax: config.serveAnswerMsMax,
           }),
       );
-    services = createGatewayServices(config, cluster, log, serve, logger, clients.views);
+    services = createGatewayServices(
+      config,
+      cluster,
+      log,
+      serve,
+      logger,
+      clients.views ?? frontiers ?? undefined,
+    );
     await services.topology.refresh();
     services.topology.start();
     listener = await listen(createGatewayApp(services), config.host, config.port, {
@@ -81,6 +95,7 @@ export async function startGateway(
   } catch (error) {
     // What it opened is closed: the log's connections, the topology's timer.
     if (services !== null) await closeGatewayServices(services);
+    await frontiers?.stop();
     connected.close();
     throw error;
   }
@@ -91,6 +106,7 @@ export async function startGateway(
     async stop() {
       // Writes already taken are appended and answered before the streams are cut.
       await listener.close(() => closeGatewayServices(services));
+      await frontiers?.stop();
       connected.close();
     },
   };

@@ -107,7 +107,7 @@ export class DocStore {
    */
   applyMany(changes: readonly PartitionChange[]): void {
     this.env.transactionSync(() => {
-      for (const { topic, partition, records, nextOffset } of changes) {
+      for (const { topic, partition, records, nextOffset, epoch } of changes) {
         if (topic !== SETTINGS_TOPIC) {
           for (const record of records) {
             const key = docKey(topic, record.key);
@@ -119,8 +119,15 @@ export class DocStore {
           }
         }
         this.meta.put(appliedKey(topic, partition), nextOffset);
+        if (epoch !== undefined && epoch >= 0) this.meta.put(epochKey(topic, partition), epoch);
       }
     });
+  }
+
+  /** The greatest view epoch applied of a topic-partition (shared/view-epoch.ts); −1: none. */
+  epoch(topic: string, partition: number): number {
+    const value = this.meta.get(epochKey(topic, partition));
+    return typeof value === 'number' ? value : -1;
   }
 
   /**
@@ -319,6 +326,11 @@ export class DocStore {
 const APPLIED_PREFIX = 'applied:';
 const DROPPING_PREFIX = 'dropping:';
 const INCARNATION_PREFIX = 'incarnation:';
+
+/** Beside the checkpoint, in its transaction: the view epoch it covers (view-fence.ts). */
+function epochKey(topic: string, partition: number): string {
+  return `epoch:${topic}/${partition}`;
+}
 
 function appliedKey(topic: string, partition: number): string {
   return `${APPLIED_PREFIX}${topic}/${partition}`;

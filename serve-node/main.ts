@@ -19,6 +19,18 @@ export type ThreadedServeNodeStart = (
   options: ServeNodeOptions & { readThreads: number },
 ) => Promise<{ url: string; stop(): Promise<void> }>;
 
+/**
+ * What a process runs beside its serve-node (bin/serve-node-views.ts: the view processors), with
+ * flags of its own: started once the serve-node serves, stopped before it.
+ */
+export interface ServeNodeCompanion {
+  options(): Option[];
+  start(
+    flags: Record<string, unknown>,
+    options: ServeNodeOptions,
+  ): Promise<{ stop(): Promise<void> }>;
+}
+
 /** The top-k lists' threshold, a flag of `serve-node` and of `tailbase start`. */
 export function searchTopkListedDfMinOption(): Option {
   return integerOption(
@@ -77,6 +89,7 @@ export function memoryLimitValues(flags: Record<string, unknown>): MemoryLimits 
 export function registerServeNodeCommand(
   program: Command,
   startThreaded?: ThreadedServeNodeStart,
+  beside?: ServeNodeCompanion,
 ): void {
   const command = program
     .command('serve-node')
@@ -300,6 +313,7 @@ export function registerServeNodeCommand(
     );
   for (const option of memoryLimitOptions()) command.addOption(option);
   for (const option of kafkaLogOptions()) command.addOption(option);
+  for (const option of beside?.options() ?? []) command.addOption(option);
   command.action(async (flags: Record<string, unknown>) => {
     const logger = createLogger('serve-node');
     if (!isLoopback(flags.host as string) && !flags.clusterSecret) {
@@ -346,7 +360,14 @@ export function registerServeNodeCommand(
       startThreaded !== undefined && readThreads > 0
         ? await startThreaded({ ...options, readThreads })
         : await startServeNode(options);
+    const companion = await beside?.start(flags, options).catch(async (error: unknown) => {
+      await running.stop();
+      throw error;
+    });
     process.stdout.write(`serve-node listening on ${running.url}\n`);
-    onShutdownSignal(logger, running.stop);
+    onShutdownSignal(logger, async () => {
+      await companion?.stop();
+      await running.stop();
+    });
   });
 }

@@ -26,6 +26,8 @@ export interface PartitionChange {
   partition: number;
   records: readonly PreparedRecord[];
   nextOffset: number;
+  /** The greatest view epoch through nextOffset, when the partition is a view's (view-fence.ts). */
+  epoch?: number;
 }
 
 export function prepareRecord(

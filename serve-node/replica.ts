@@ -5,7 +5,7 @@
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
+import { decodeRecords, iterateBatches, type StoredRecord } from '../shared/batch-codec.js';
 import { assert } from '../shared/assert.js';
 import type { TopicPartition } from '../shared/log-api.js';
 import type { ReindexStatus, StoreCheckpoints } from '../shared/serve-api.js';
@@ -14,6 +14,7 @@ import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX, type SearchStoreOptions } from './search-store.js';
 import { StepView } from './step-view.js';
+import { fenceViewRecords } from './view-fence.js';
 import type { CollectionMergeStep, MergePolicy } from './segment-merges.js';
 import { currentBootId } from '../shared/boot-id.js';
 import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
@@ -117,6 +118,7 @@ export class Replica {
             partition: plan.partition,
             records: between(plan.prepared, plan.docsFrom, upTo),
             nextOffset: upTo,
+            epoch: plan.fence.epochBefore(upTo),
           },
         ]);
       }
@@ -128,6 +130,7 @@ export class Replica {
         partition: plan.partition,
         records: between(plan.prepared, plan.searchFrom, plan.nextOffset),
         nextOffset: plan.nextOffset,
+        epoch: plan.fence.epochBefore(plan.nextOffset),
       }));
     if (changes.length > 0) {
       this.search.applyMany(changes, new StepView(this.docs));
@@ -166,21 +169,24 @@ export class Replica {
   }
 
   private plan({ topic, partition, fromOffset, untilOffset = Infinity, batches }: ApplyPart) {
-    const prepared: PreparedRecord[] = [];
+    const docsFrom = this.docs.applied(topic, partition) ?? fromOffset;
+    const searchFrom = this.search.applied(topic, partition) ?? fromOffset;
+    assert(docsFrom <= searchFrom, `${topic}/${partition}: LMDB is ahead of the search store`);
+    const records: StoredRecord[] = [];
     let nextOffset = fromOffset;
     for (const { header, bytes } of iterateBatches(batches)) {
       for (const record of decodeRecords(bytes)) {
-        if (record.offset >= fromOffset && record.offset < untilOffset) {
-          prepared.push(prepareRecord(record, topic, partition));
+        // Below LMDB's checkpoint neither store takes a record: the fence starts where it does.
+        if (record.offset >= Math.max(fromOffset, docsFrom) && record.offset < untilOffset) {
+          records.push(record);
         }
       }
       const end = Math.min(header.baseOffset + header.lastOffsetDelta + 1, untilOffset);
       nextOffset = Math.max(nextOffset, end);
     }
-    const docsFrom = this.docs.applied(topic, partition) ?? fromOffset;
-    const searchFrom = this.search.applied(topic, partition) ?? fromOffset;
-    assert(docsFrom <= searchFrom, `${topic}/${partition}: LMDB is ahead of the search store`);
-    return { topic, partition, prepared, nextOffset, docsFrom, searchFrom };
+    const fence = fenceViewRecords(records, this.docs.epoch(topic, partition));
+    const prepared = fence.kept.map((record) => prepareRecord(record, topic, partition));
+    return { topic, partition, prepared, nextOffset, docsFrom, searchFrom, fence };
   }
 
   /**

@@ -72,7 +72,7 @@ export function checkLogUrls(urls: readonly string[]): readonly string[] {
 export async function connectLog(
   urls: readonly string[],
   options: ConnectLogOptions,
-): Promise<ConnectedLog> {
+): Promise<ConnectedLog & { log: KafkaLogClient }> {
   const bootstrap = kafkaBootstrapOf(checkLogUrls(urls));
   const log = await KafkaLogClient.connect({
     bootstrap,

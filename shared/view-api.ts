@@ -1,9 +1,16 @@
 /**
  * What the gateway asks of the view processors (views/), wherever they run: their progress for
  * GET /v1/views, a wait for read-your-writes through a view, and a settle after a definition
- * change. `tailbase start` binds it in-process; a cluster without it answers views' frontiers as
- * null and refuses source tokens on view reads (503 `view_processor_unavailable`).
+ * change. `tailbase start` binds it in-process; a cluster's gateway reads what the processors on
+ * the serve-nodes publish (views/cluster-frontiers.ts); a gateway with neither refuses source
+ * tokens on view reads (503 `view_processor_unavailable`).
  */
+
+/**
+ * The SASL/PLAIN username a cluster's view processor gives the log-nodes, with the cluster secret
+ * as its password: the one Kafka principal that may produce to views' topics.
+ */
+export const VIEW_WRITER_USERNAME = 'tailbase-view-processor';
 
 export interface ViewPartitionProgress {
   partition: number;

@@ -16,7 +16,7 @@ interface Waiter {
 export class FrontierWaiters {
   private frontiers = new Map<number, number>();
   private readonly appended = new Map<number, number>();
-  private readonly waiting = new Set<Waiter>();
+  private readonly waitingReads = new Set<Waiter>();
 
   constructor(
     private readonly view: string,
@@ -26,6 +26,11 @@ export class FrontierWaiters {
   /** The published frontier of a source partition: processed, and its output acknowledged. */
   frontier(partition: number): number {
     return this.frontiers.get(partition) ?? 0;
+  }
+
+  /** Reads waiting now. */
+  get waiting(): number {
+    return this.waitingReads.size;
   }
 
   /** The view offsets that cover the published frontiers (partition → last offset appended). */
@@ -39,14 +44,14 @@ export class FrontierWaiters {
     for (const [partition, offset] of appended) {
       this.appended.set(partition, Math.max(offset, this.appended.get(partition) ?? -1));
     }
-    for (const waiter of this.waiting) {
+    for (const waiter of this.waitingReads) {
       if (this.covers(waiter.needs)) this.settle(waiter).resolve(this.ends());
     }
   }
 
   wait(needs: ReadonlyMap<number, number>, waitMs: number): Promise<Map<number, number>> {
     if (this.covers(needs)) return Promise.resolve(this.ends());
-    if (this.waiting.size >= this.waitersMax) {
+    if (this.waitingReads.size >= this.waitersMax) {
       return Promise.reject(
         unavailable(
           'too_many_waiters',
@@ -66,12 +71,12 @@ export class FrontierWaiters {
           this.settle(waiter).reject(this.behind(needs, waitMs));
         }, waitMs),
       };
-      this.waiting.add(waiter);
+      this.waitingReads.add(waiter);
     });
   }
 
   closeAll(): void {
-    for (const waiter of this.waiting) {
+    for (const waiter of this.waitingReads) {
       this.settle(waiter).reject(
         unavailable('view_processor_stopped', `the processor of view ${this.view} stopped`, {
           view: this.view,
@@ -89,7 +94,7 @@ export class FrontierWaiters {
 
   private settle(waiter: Waiter): Waiter {
     clearTimeout(waiter.timer);
-    this.waiting.delete(waiter);
+    this.waitingReads.delete(waiter);
     return waiter;
   }
 

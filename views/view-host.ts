@@ -9,8 +9,9 @@
  * under the lock the routes take to append definitions (exclusive()), so no drop or redefinition
  * comes between the catalog it read and its record. It follows the views topic every
  * `definitionPollMs`, and at once when asked (settle(): a drop waits for its processor to stop
- * before the view's topic goes). This slice runs every view in one place: beside the log-node
- * in `tailbase start`.
+ * before the view's topic goes). Which tasks run here is the placement's (view-placement.ts):
+ * all of them in `tailbase start`, this member's share of the views group on a cluster's
+ * serve-node, where a task taken over starts from an empty state.
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -28,6 +29,7 @@ import {
   topicOf,
   ViewCatalog,
 } from '../shared/view-catalog.js';
+import { standalonePlacement, type ViewPlacement } from './view-placement.js';
 import { VIEW_TASK_LIMITS_DEFAULT, ViewTask, type ViewTaskLimits } from './view-task.js';
 
 export interface ViewHostOptions {
@@ -45,6 +47,8 @@ export interface ViewHostOptions {
    * offset): a rebuild is swapped in once its output is served. Absent: swapped once produced.
    */
   servedThrough?: (topic: string, offsets: ReadonlyMap<number, number>) => Promise<boolean>;
+  /** Which tasks run here; absent: every one (`tailbase start`). */
+  placement?: ViewPlacement;
 }
 
 const DEFINITION_POLL_MS_DEFAULT = 250;
@@ -64,6 +68,7 @@ export class ViewHost implements ViewProcessing {
   private readonly deleted = new Set<string>();
   private readonly catalog: ViewCatalog;
   private readonly limits: ViewTaskLimits;
+  private readonly placement: ViewPlacement;
   private reconciling: Promise<void> = Promise.resolve();
   private timer: NodeJS.Timeout | null = null;
   private stopped = false;
@@ -77,12 +82,14 @@ export class ViewHost implements ViewProcessing {
       options.definitionReadBytesMax ?? DEFINITION_READ_BYTES_MAX_DEFAULT,
     );
     this.limits = { ...VIEW_TASK_LIMITS_DEFAULT, ...options.limits };
+    this.placement = options.placement ?? standalonePlacement;
   }
 
   static async start(options: ViewHostOptions): Promise<ViewHost> {
     mkdirSync(options.dataDir, { recursive: true });
     const host = new ViewHost(options, (await options.log.cluster()).partitions);
     await host.settle();
+    host.placement.start(() => host.settle());
     host.schedule();
     return host;
   }
@@ -123,6 +130,7 @@ export class ViewHost implements ViewProcessing {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer !== null) clearTimeout(this.timer);
+    await this.placement.stop();
     await this.reconciling;
     await Promise.all([...this.tasks.values()].map((task) => task.stop()));
     this.tasks.clear();
@@ -151,26 +159,37 @@ export class ViewHost implements ViewProcessing {
         });
       }
     }
+    this.placement.declared([...wanted.keys()]);
+    for (const key of wanted.keys()) if (!this.placement.owns(key)) wanted.delete(key);
     for (const [key, task] of this.tasks) {
       if (!wanted.has(key)) await this.retire(key, task);
     }
     for (const [key, { name, declared, rebuild }] of wanted) {
       if (this.tasks.has(key)) continue;
-      const task = new ViewTask(
-        { ...declared, sourceTopic: topicOf(views, declared.view.from) },
-        path.join(this.options.dataDir, key),
+      const dir = path.join(this.options.dataDir, key);
+      const { takeover } = this.placement;
+      // Whatever state a taken-over task left here is older than what its last owner published.
+      if (takeover) rmSync(dir, { recursive: true, force: true });
+      const task: ViewTask = new ViewTask(
+        { ...declared, sourceTopic: topicOf(views, declared.view.from), takeover },
+        dir,
         this.partitions,
         this.options.log,
         this.options.logger,
         this.limits,
-        rebuild
-          ? () => this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets)
-          : undefined,
+        () => {
+          this.placement.published(key, {
+            topic: task.topic,
+            progress: task.progress(),
+            ends: task.viewEnds(),
+          });
+          if (rebuild) this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets);
+        },
       );
       this.tasks.set(key, task);
       task.start();
     }
-    // State of views dropped while no processor ran.
+    // State of views dropped while no processor ran, or of tasks run elsewhere now.
     for (const entry of readdirSync(this.options.dataDir)) {
       if (!wanted.has(entry))
         rmSync(path.join(this.options.dataDir, entry), { recursive: true, force: true });

@@ -25,6 +25,7 @@ import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ViewProgress } from '../shared/view-api.js';
 import type { ParsedView } from '../shared/view-definition.js';
+import { claimHeaders, claimKey, epochHeader } from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
 import { ViewState } from './view-state.js';
@@ -64,6 +65,12 @@ export interface ViewTaskTarget {
   topic: string;
   /** The topic of its source: a collection's, or a source view's serving version's. */
   sourceTopic: string;
+  /**
+   * Taken over from another processor (a cluster's placement): its state starts empty and its
+   * output is held back until it has processed the source as far as the log held when it
+   * claimed the view, so no reader sees the view go back to a partial state.
+   */
+  takeover: boolean;
 }
 
 export class ViewTask {
@@ -79,6 +86,11 @@ export class ViewTask {
   readonly waiters: FrontierWaiters;
   private readonly abort = new AbortController();
   private loop: Promise<void> | null = null;
+  private readonly takeover: boolean;
+  /** The epoch this run claimed (shared/view-epoch.ts): every record it appends carries it. */
+  private epoch: number | null = null;
+  /** A takeover's source end offsets at its claim: output waits until the state reaches them. */
+  private holdUntil: Map<number, number> | null = null;
 
   constructor(
     target: ViewTaskTarget,
@@ -95,6 +107,7 @@ export class ViewTask {
     this.version = target.version;
     this.topic = target.topic;
     this.sourceTopic = target.sourceTopic;
+    this.takeover = target.takeover;
     mkdirSync(dir, { recursive: true });
     this.state = new ViewState(path.join(dir, STATE_FILE));
     this.grouping = view.kind === 'grouping' ? new GroupingArithmetic(view, this.state) : null;
@@ -161,13 +174,20 @@ export class ViewTask {
           // What earlier runs produced is in the topic below its end offsets: those cover the
           // frontiers. Retried like any round: a log busy or electing a leader at start is not
           // a reason to stop processing for good.
-          await this.produceOutbox();
-          this.waiters.publish(this.frontiers(), await this.topicEnds());
-          this.onPublish();
+          this.epoch ??= await this.claim();
+          // The source as it is after the claim: all an earlier owner can have processed.
+          if (this.takeover) this.holdUntil ??= await this.endOffsets(this.sourceTopic);
+          else await this.publishResumed();
           resumed = true;
           continue;
         }
         const applied = await this.fetchAndApply();
+        if (this.holdUntil !== null) {
+          if (!this.processedThrough(this.holdUntil)) continue;
+          this.holdUntil = null;
+          await this.publishResumed();
+          continue;
+        }
         const produced = await this.produceOutbox();
         if (applied || produced.size > 0) {
           this.waiters.publish(this.frontiers(), produced);
@@ -181,6 +201,49 @@ export class ViewTask {
     }
   }
 
+  /** Produces what the outbox holds, then publishes the frontiers with the topic's end offsets. */
+  private async publishResumed(): Promise<void> {
+    await this.produceOutbox();
+    this.waiters.publish(this.frontiers(), await this.topicEnds());
+    this.onPublish();
+  }
+
+  /**
+   * Appends a claim to every partition of the view's topic, partition 0's first: its offset is
+   * this run's epoch, above every earlier run's, so whatever an earlier owner appends after the
+   * claim in a partition is skipped by whoever applies it (shared/view-epoch.ts).
+   */
+  private async claim(): Promise<number> {
+    const claimOf = (partition: number, epoch: number | null) =>
+      encodeBatch([
+        {
+          key: claimKey(partition, this.partitions.length),
+          value: null,
+          timestampMs: Date.now(),
+          headers: claimHeaders(epoch),
+        },
+      ]);
+    const { lastOffset: epoch } = await this.log.append(this.topic, 0, claimOf(0, null));
+    await Promise.all(
+      this.partitions
+        .filter((partition) => partition !== 0)
+        .map((partition) => this.log.append(this.topic, partition, claimOf(partition, epoch))),
+    );
+    this.logger.info({ view: this.view.name, topic: this.topic, epoch }, 'view claimed');
+    return epoch;
+  }
+
+  /** A topic's end offsets (partition → next offset; absent: the topic does not exist). */
+  private async endOffsets(topic: string): Promise<Map<number, number>> {
+    const offsets = await topicOffsets(this.log, topic, this.partitions);
+    return new Map([...offsets].map(([partition, { endOffset }]) => [partition, endOffset]));
+  }
+
+  /** Whether the state has processed every source partition up to `ends`. */
+  private processedThrough(ends: ReadonlyMap<number, number>): boolean {
+    return [...ends].every(([partition, end]) => this.state.frontier(partition) >= end);
+  }
+
   private frontiers(): Map<number, number> {
     return new Map(this.partitions.map((p) => [p, this.state.frontier(p)]));
   }
@@ -188,12 +251,8 @@ export class ViewTask {
   /** The view topic's last offset per partition (absent: empty). */
   private async topicEnds(): Promise<Map<number, number>> {
     const ends = new Map<number, number>();
-    for (const [partition, { endOffset }] of await topicOffsets(
-      this.log,
-      this.topic,
-      this.partitions,
-    )) {
-      if (endOffset > 0) ends.set(partition, endOffset - 1);
+    for (const [partition, end] of await this.endOffsets(this.topic)) {
+      if (end > 0) ends.set(partition, end - 1);
     }
     return ends;
   }
@@ -329,6 +388,7 @@ export class ViewTask {
           key,
           value: value.json === null ? null : encoder.encode(value.json),
           timestampMs: now,
+          headers: [epochHeader(this.epoch!)],
         };
         byPartition.set(p, [...(byPartition.get(p) ?? []), record]);
       }

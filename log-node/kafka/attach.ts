@@ -69,6 +69,7 @@ export async function attachKafkaFace(
     host: face.host,
     port: face.port,
     apiKeys: face.apiKeys,
+    viewWriterSecret: config.clusterSecret,
     advertisedHost: face.advertisedHost,
     advertisedPort: face.advertisedPort,
     topicConfigDefaults: (topic) => defaultTopicConfigs(config, topic),

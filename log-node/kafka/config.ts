@@ -74,6 +74,12 @@ export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {
   advertisedPort?: number;
   /** SASL/PLAIN passwords (the HTTP API keys); any key makes authentication required. */
   apiKeys?: readonly ApiKey[];
+  /**
+   * The cluster secret: a connection that authenticates with it (sasl.ts, VIEW_WRITER_USERNAME)
+   * is a view processor, which may produce to views' topics. SASL is then offered even where it
+   * is not required.
+   */
+  viewWriterSecret?: string;
   /** Metadata creates a missing collection topic when the client allows it (Kafka's default). */
   autoCreateTopics?: boolean;
   /** A topic's configs when nothing overrides them, so DescribeConfigs can say which are defaults. */
@@ -98,6 +104,9 @@ export interface KafkaListenerConfig extends KafkaListenerLimits {
   autoCreateTopics: boolean;
   /** Whether a connection must authenticate before any API but ApiVersions and SASL. */
   saslRequired: boolean;
+  viewWriterSecret: string | null;
+  /** Whether SASL is spoken at all: required, or offered to view processors. */
+  saslOffered: boolean;
 }
 
 /** The options with their defaults, checked: a bad limit is an error at start, not at the first request. */
@@ -127,5 +136,7 @@ export function kafkaListenerConfig(options: KafkaListenerOptions): KafkaListene
     apiKeys,
     autoCreateTopics: options.autoCreateTopics ?? true,
     saslRequired: !isLoopback(host) || apiKeys.length > 0,
+    viewWriterSecret: options.viewWriterSecret || null,
+    saslOffered: !isLoopback(host) || apiKeys.length > 0 || Boolean(options.viewWriterSecret),
   };
 }

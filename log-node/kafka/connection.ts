@@ -27,7 +27,12 @@ import {
   type KafkaHandlers,
   type KafkaRequestContext,
 } from './handler.js';
-import { authenticatePlain, PLAIN_MECHANISM, type KafkaPrincipal } from './sasl.js';
+import {
+  authenticatePlain,
+  authenticateViewWriter,
+  PLAIN_MECHANISM,
+  type KafkaPrincipal,
+} from './sasl.js';
 
 /** What a request comes to: bytes to write (maybe none), then maybe the connection's end. */
 interface Outcome {
@@ -204,8 +209,8 @@ export class KafkaConnection {
       return this.closeWith('a request that does not decode', error);
     }
     if (request.kind !== 'request') return this.unsupported(request);
-    if (this.config.saslRequired && this.principal === null) {
-      if (!PRE_AUTHENTICATION_APIS.has(request.apiKey)) {
+    if (this.config.saslOffered && this.principal === null) {
+      if (this.config.saslRequired && !PRE_AUTHENTICATION_APIS.has(request.apiKey)) {
         return this.closeWith(`API ${request.apiKey} before SASL authentication`);
       }
       if (request.apiKey === ApiKey.SaslHandshake) return this.handshake(request);
@@ -260,6 +265,7 @@ export class KafkaConnection {
       connectionId: this.id,
       clientId: request.clientId,
       principal: this.principal?.username ?? null,
+      viewWriter: this.principal?.viewWriter === true,
       may: (scope) =>
         !this.config.saslRequired || (this.principal?.scopes.includes(scope) ?? false),
       apiVersion: request.apiVersion,
@@ -326,7 +332,9 @@ export class KafkaConnection {
   }
 
   private authenticate(message: Buffer): boolean {
-    this.principal = authenticatePlain(message, this.config.apiKeys);
+    this.principal =
+      authenticatePlain(message, this.config.apiKeys) ??
+      authenticateViewWriter(message, this.config.viewWriterSecret);
     if (this.principal === null) return false;
     this.splitter.frameBytesMax = this.config.frameBytesMax;
     if (this.authenticateTimer) clearTimeout(this.authenticateTimer);

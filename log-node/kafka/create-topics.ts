@@ -54,6 +54,11 @@ export function createTopicsHandler({ log, topicConfigDefaults }: HandlerDeps): 
       if (existingNames.has(name)) {
         return failed(ErrorCode.TOPIC_ALREADY_EXISTS, `topic ${name} already exists`);
       }
+      // A view processor writes topics its gateway created; one that has not yet seen its view
+      // dropped would create the view's topic again, as a collection.
+      if (context.viewWriter) {
+        return failed(ErrorCode.POLICY_VIOLATION, 'a view processor creates no topic');
+      }
       const internal = isInternalTopic(name);
       if (!isCollectionTopic(name) && !internal) {
         return failed(

@@ -19,6 +19,8 @@ export interface KafkaRequestContext {
   clientId: string | null;
   /** The SASL/PLAIN username once authenticated; null on a listener that needs no SASL. */
   principal: string | null;
+  /** Whether the connection authenticated with the cluster secret as a view processor (sasl.ts). */
+  viewWriter: boolean;
   /**
    * Whether the connection's key has this scope (read: consume, groups, offsets; write: produce;
    * admin: create topics). Always true on a listener without SASL (loopback, no keys).

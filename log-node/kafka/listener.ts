@@ -70,7 +70,7 @@ export async function startKafkaListener(options: KafkaListenerOptions): Promise
   const served = new Set([
     ...Object.keys(handlers).map(Number),
     ApiKey.ApiVersions,
-    ...(config.saslRequired ? SASL_API_KEYS : []),
+    ...(config.saslOffered ? SASL_API_KEYS : []),
   ]);
   handlers[ApiKey.ApiVersions] = apiVersionsHandler(served);
 

@@ -110,10 +110,12 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
         `topic ${topic.slice(0, 80)} is not a collection name (^[a-z][a-z0-9_-]{0,63}$)`,
       );
     }
-    const viewRefusal = await viewTopics.refusal(topic);
+    const viewRefusal = context.viewWriter ? null : await viewTopics.refusal(topic);
     if (viewRefusal !== null) return failed(index, viewRefusal.errorCode, viewRefusal.message);
     const partitions = await topics.partitions(topic);
-    if (partitions === null && !config.autoCreateTopics) {
+    // A view processor writes only topics that exist: one that has not yet seen its view dropped
+    // must not create the topic again as a collection.
+    if (partitions === null && (!config.autoCreateTopics || context.viewWriter)) {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
     }
     const batch = oneBatch(records);

@@ -7,10 +7,13 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { ApiKey, Scope } from '../../shared/api-keys.js';
+import { VIEW_WRITER_USERNAME } from '../../shared/view-api.js';
 
 export interface KafkaPrincipal {
   username: string;
   scopes: readonly Scope[];
+  /** A view processor (authenticated with the cluster secret): it may write views' topics. */
+  viewWriter?: boolean;
 }
 
 export const PLAIN_MECHANISM = 'PLAIN';
@@ -31,6 +34,21 @@ export function authenticatePlain(
     if (timingSafeEqual(given, digest(key.key))) matched = key;
   }
   return matched === null ? null : { username, scopes: matched.scopes };
+}
+
+/**
+ * A view processor: VIEW_WRITER_USERNAME with the cluster secret as its password. A Kafka client
+ * that does not know the secret cannot claim it, whatever it calls itself; one that does is as
+ * trusted as any node of the cluster, and gets every scope.
+ */
+export function authenticateViewWriter(
+  message: Buffer,
+  secret: string | null,
+): KafkaPrincipal | null {
+  const parts = message.toString('utf8').split('\0');
+  if (secret === null || parts.length !== 3 || parts[1] !== VIEW_WRITER_USERNAME) return null;
+  if (!timingSafeEqual(digest(parts[2]), digest(secret))) return null;
+  return { username: VIEW_WRITER_USERNAME, scopes: ['read', 'write', 'admin'], viewWriter: true };
 }
 
 /** Equal-length inputs for timingSafeEqual, whatever the lengths of the keys. */

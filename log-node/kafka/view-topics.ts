@@ -1,10 +1,11 @@
 /**
  * The topics of views, which only their processors write: a Kafka Produce to one is refused with
- * POLICY_VIOLATION, changing nothing. The processor identifies itself by the path it takes, not
- * by anything a Kafka client says: it runs in `tailbase start` beside the log-node and appends
- * through the node's in-process binding, which never passes this listener. A client id is a
- * label any client sets (`kcat -X client.id=...`), and on loopback there is no principal to tell
- * a processor from kcat, so every Kafka client is refused. Which topics are views' is read from
+ * POLICY_VIOLATION, changing nothing. The processor identifies itself by what no other client
+ * has: in `tailbase start` it appends through the node's in-process binding, which never passes
+ * this listener; on a cluster's serve-node it authenticates with the cluster secret as the view
+ * processor (sasl.ts), and produce.ts asks nothing of this check for such a connection. A client
+ * id is a label any client sets (`kcat -X client.id=...`), and a record header is read back by
+ * whoever reads the topic, so neither could tell a processor from kcat. Which topics are views' is read from
  * the views topic in this node's own log (view-catalog.ts: the view's name, the topic of the
  * version that serves and of one being rebuilt), so a view declared a moment ago is refused at
  * once. A log-node that does not hold the views topic (it lives with partition 0) refuses nothing.

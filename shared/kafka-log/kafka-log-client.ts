@@ -24,6 +24,8 @@ import { BrokerPool } from './broker-pool.js';
 import { ClusterMetadata } from './cluster-metadata.js';
 import { kafkaLogConfig, type KafkaLogConfig, type KafkaLogOptions } from './config.js';
 import { Fetcher } from './fetcher.js';
+import { GroupCoordinators, type CommittedOffset } from './group-coordinator.js';
+import { GroupMember, type GroupMemberOptions } from './group-member.js';
 import { LogDirs } from './log-dirs.js';
 import { OffsetReader } from './offsets.js';
 import { PartitionHosting } from './partition-hosting.js';
@@ -40,6 +42,7 @@ export class KafkaLogClient implements LogClient {
   private readonly fetcher: Fetcher;
   private readonly offsetReader: OffsetReader;
   private readonly logDirs: LogDirs;
+  private readonly coordinators: GroupCoordinators;
 
   private constructor(config: KafkaLogConfig) {
     this.config = config;
@@ -52,6 +55,7 @@ export class KafkaLogClient implements LogClient {
     this.fetcher = new Fetcher(parts);
     this.offsetReader = new OffsetReader(parts);
     this.logDirs = new LogDirs(parts);
+    this.coordinators = new GroupCoordinators(parts);
   }
 
   /** A client whose first Metadata has answered, retried for bootstrapWaitMs while none does. */
@@ -137,6 +141,16 @@ export class KafkaLogClient implements LogClient {
 
   diskBytes(): Promise<PartitionBytes[]> {
     return this.logDirs.diskBytes();
+  }
+
+  /** A member of a consumer group, not yet joined (start() joins it). */
+  groupMember(options: GroupMemberOptions): GroupMember {
+    return new GroupMember(this.config, this.coordinators, options);
+  }
+
+  /** Every offset a consumer group committed, with its metadata. */
+  committedOffsets(groupId: string): Promise<CommittedOffset[]> {
+    return this.coordinators.committed(groupId);
   }
 
   close(): void {

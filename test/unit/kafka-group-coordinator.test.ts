@@ -17,6 +17,7 @@ const context = {
   connectionId: 1,
   clientId: 'c',
   principal: null,
+  viewWriter: false,
   apiVersion: 8,
   signal: new AbortController().signal,
   broker: { nodeId: 0, host: '127.0.0.1', port: 9092 },

@@ -1,0 +1,110 @@
+// Proves the rule that fences a view's old writers (shared/view-epoch.ts) and how views' tasks
+// are dealt (views/task-assignment.ts): a record of an epoch below the greatest seen before it
+// in its partition is skipped, claims change no document, a record without an epoch passes in a
+// collection's partition and is skipped in a view's, the rule picks up after a checkpoint from
+// the greatest epoch kept there and gives the same records as a run over the whole log; the
+// assignment is the same whatever order the members come in, deals every task once, and leaves a
+// task with the member that runs it while that member holds no more than its share.
+import { describe, expect, it } from 'vitest';
+import type { StoredRecord } from '../../shared/batch-codec.js';
+import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../../shared/view-epoch.js';
+import { partitionFor } from '../../shared/partitioner.js';
+import { fenceViewRecords } from '../../serve-node/view-fence.js';
+import {
+  assignTasks,
+  decodeMember,
+  decodeTasks,
+  encodeMember,
+  encodeTasks,
+} from '../../views/task-assignment.js';
+
+const out = (offset: number, key: string, epoch: number | null): StoredRecord => ({
+  offset,
+  key,
+  value: new TextEncoder().encode('{}'),
+  timestampMs: 0,
+  ...(epoch === null ? {} : { headers: [epochHeader(epoch)] }),
+});
+const claim = (offset: number, epoch: number | null): StoredRecord => ({
+  offset,
+  key: 'claim',
+  value: null,
+  timestampMs: 0,
+  headers: claimHeaders(epoch),
+});
+
+describe('view fencing', () => {
+  const log = [
+    claim(0, null), // epoch 0: partition 0's claim is its own offset
+    out(1, 'a', 0),
+    claim(2, null), // epoch 2: a new owner
+    out(3, 'a', 0), // the old owner, late
+    out(4, 'b', 2),
+    out(5, 'c', null), // no epoch: not the processor's
+    out(6, 'a', 2),
+  ];
+
+  it('skips what an older epoch wrote after a newer claim, and claims themselves', () => {
+    const { kept, epochAfter } = fenceRecords(log, -1);
+    expect(kept.map((r) => r.offset)).toEqual([1, 4, 6]);
+    expect(epochAfter).toBe(2);
+  });
+
+  it('lets a collection through whole', () => {
+    const records = [out(0, 'a', null), out(1, 'b', null)];
+    expect(fenceRecords(records, -1)).toEqual({ kept: records, epochAfter: -1 });
+  });
+
+  it('resumes from a checkpoint as if it had run all along', () => {
+    const whole = fenceViewRecords(log, -1);
+    for (let cut = 0; cut <= log.length; cut++) {
+      const before = fenceViewRecords(log.slice(0, cut), -1);
+      const after = fenceViewRecords(log.slice(cut), before.epochBefore(cut));
+      expect([...before.kept, ...after.kept]).toEqual(whole.kept);
+      expect(after.epochBefore(log.length)).toBe(whole.epochBefore(log.length));
+    }
+  });
+
+  it('claims with a key the default partitioner places in their partition', () => {
+    for (let p = 0; p < 8; p++) expect(partitionFor(claimKey(p, 8), 8)).toBe(p);
+  });
+});
+
+describe('view task assignment', () => {
+  it('deals sorted tasks round-robin over sorted members, whatever order they come in', () => {
+    const members = [
+      { memberId: 'm-b', tasks: ['v@3', 'u@0'], owned: [] },
+      { memberId: 'm-a', tasks: ['w@7', 'u@0'], owned: [] },
+    ];
+    const dealt = assignTasks(members);
+    expect(Object.fromEntries(dealt)).toEqual({ 'm-a': ['u@0', 'w@7'], 'm-b': ['v@3'] });
+    expect(assignTasks([...members].reverse())).toEqual(dealt);
+  });
+
+  it('leaves tasks where they run when a view is declared, and moves only past a share', () => {
+    const tasks = ['a@0', 'b@1', 'c@2'];
+    // Running b and c (one each), a view `a@0` sorting first is declared: neither moves (dealt
+    // round-robin anew, b would go to m-b and c to m-a, and both be rebuilt).
+    const dealt = assignTasks([
+      { memberId: 'm-a', tasks, owned: ['b@1'] },
+      { memberId: 'm-b', tasks, owned: ['c@2'] },
+    ]);
+    expect(Object.fromEntries(dealt)).toEqual({ 'm-a': ['a@0', 'b@1'], 'm-b': ['c@2'] });
+    // A member that ran everything keeps its share; a newcomer gets the rest.
+    const joined = assignTasks([
+      { memberId: 'm-a', tasks, owned: tasks },
+      { memberId: 'm-c', tasks, owned: [] },
+    ]);
+    expect(Object.fromEntries(joined)).toEqual({ 'm-a': ['a@0', 'b@1'], 'm-c': ['c@2'] });
+  });
+
+  it('reads back what it encodes, and nothing from bytes of another protocol', () => {
+    expect(decodeTasks(encodeTasks(['b@1', 'a@0']))).toEqual(['a@0', 'b@1']);
+    expect(decodeTasks(Buffer.from([0, 1, 2]))).toEqual([]);
+    expect(decodeMember(encodeMember(['b@1', 'a@0'], ['b@1']))).toEqual({
+      tasks: ['a@0', 'b@1'],
+      owned: ['b@1'],
+    });
+    expect(decodeMember(Buffer.from('[1]'))).toEqual({ tasks: [], owned: [] });
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * Where a view's tasks run. `tailbase start`, whose log is in its own process, runs them all
+ * (`standalonePlacement`); a cluster's serve-nodes share them as members of one consumer group
+ * (`GroupPlacement`): the group's leader deals the tasks out (task-assignment.ts), each member
+ * runs those it is dealt, and a member that dies (its session expires) has its tasks dealt to
+ * the others. A task a member takes starts from an empty state (views/README.md, Placement), and
+ * its published frontiers go to the gateways as offsets committed for the group
+ * (published-frontiers.ts), which only a member of the current generation can commit.
+ */
+import type { GroupMember, GroupMemberLimits, KafkaLogClient } from '../shared/kafka-log/index.js';
+import type { Logger } from '../shared/logger.js';
+import type { ViewProgress } from '../shared/view-api.js';
+import { publishedCommits } from './published-frontiers.js';
+import {
+  assignTasks,
+  decodeMember,
+  decodeTasks,
+  encodeMember,
+  encodeTasks,
+} from './task-assignment.js';
+
+/**
+ * The consumer group of every view processor of a cluster, under its topic prefix: tailbases
+ * that share one Kafka cluster deal their views among their own processors only.
+ */
+export function viewsGroupOf(log: KafkaLogClient): string {
+  return `${log.config.topicPrefix}__tailbase_views`;
+}
+const PROTOCOL_TYPE = 'tailbase-views';
+const PROTOCOL_NAME = 'round-robin';
+
+/** What a task publishes: its topic, its progress and the view ends that cover it. */
+export interface TaskPublication {
+  topic: string;
+  progress: ViewProgress;
+  ends: ReadonlyMap<number, number>;
+}
+
+export interface ViewPlacement {
+  /** Whether a task taken here starts empty and holds its output until caught up. */
+  readonly takeover: boolean;
+  /** Whether this process runs the task now. */
+  owns(key: string): boolean;
+  /** The task keys the views topic declares, as this process last read it. */
+  declared(keys: readonly string[]): void;
+  /** A task's published round, for readers in other processes. */
+  published(key: string, publication: TaskPublication): void;
+  /** Begins placing; `changed` is called when what this process owns changes. */
+  start(changed: () => Promise<void>): void;
+  stop(): Promise<void>;
+}
+
+/** Every task here: the process holds the log and is the one place views run. */
+export const standalonePlacement: ViewPlacement = {
+  takeover: false,
+  owns: () => true,
+  declared: () => undefined,
+  published: () => undefined,
+  start: () => undefined,
+  stop: () => Promise.resolve(),
+};
+
+export interface GroupPlacementOptions {
+  log: KafkaLogClient;
+  logger: Logger;
+  limits?: Partial<GroupMemberLimits>;
+  /** The rest before a publication the coordinator did not take is committed again, ms. */
+  retryMs: number;
+}
+
+export class GroupPlacement implements ViewPlacement {
+  readonly takeover = true;
+  private readonly member: GroupMember;
+  private owned = new Set<string>();
+  /** The task keys this member's last join told the leader of. */
+  private told: string | null = null;
+  private known: readonly string[] = [];
+  private changed: () => Promise<void> = () => Promise.resolve();
+  /** The latest publication not yet committed, by task key; one commit in flight a task. */
+  private readonly pending = new Map<string, TaskPublication>();
+  private readonly committing = new Set<string>();
+  private stopped = false;
+
+  constructor(private readonly options: GroupPlacementOptions) {
+    this.member = options.log.groupMember({
+      groupId: viewsGroupOf(options.log),
+      protocolType: PROTOCOL_TYPE,
+      protocolName: PROTOCOL_NAME,
+      limits: options.limits,
+      logger: options.logger,
+      metadata: () => {
+        this.told = encodeTasks(this.known).toString('utf8');
+        return encodeMember(this.known, [...this.owned]);
+      },
+      assign: (members) => {
+        const dealt = assignTasks(
+          members.map((m) => ({ memberId: m.memberId, ...decodeMember(m.metadata) })),
+        );
+        options.logger.info(
+          { assignment: Object.fromEntries(dealt) },
+          'view tasks assigned (this member leads the group)',
+        );
+        return new Map([...dealt].map(([id, tasks]) => [id, encodeTasks(tasks)]));
+      },
+      assigned: async (generation, assignment) => {
+        this.owned = new Set(decodeTasks(assignment));
+        options.logger.info(
+          { generation: generation.generationId, tasks: [...this.owned] },
+          'view tasks of this member',
+        );
+        await this.changed();
+      },
+      revoked: async () => {
+        this.owned = new Set();
+        await this.changed();
+      },
+    });
+  }
+
+  owns(key: string): boolean {
+    return this.owned.has(key);
+  }
+
+  declared(keys: readonly string[]): void {
+    this.known = [...keys].sort();
+    // A view declared or dropped since this member last joined: the leader deals again.
+    if (this.told !== null && encodeTasks(this.known).toString('utf8') !== this.told) {
+      this.member.rejoin();
+    }
+  }
+
+  published(key: string, publication: TaskPublication): void {
+    this.pending.set(key, publication);
+    if (!this.committing.has(key)) void this.commit(key);
+  }
+
+  start(changed: () => Promise<void>): void {
+    this.changed = changed;
+    this.member.start();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.member.stop();
+  }
+
+  /**
+   * Commits a task's latest publication, and again after a rest while the coordinator refuses it
+   * (between generations): an idle view publishes once, and its readers must get that one.
+   */
+  private async commit(key: string): Promise<void> {
+    this.committing.add(key);
+    try {
+      for (;;) {
+        const publication = this.pending.get(key);
+        if (publication === undefined || this.stopped || !this.owned.has(key)) return;
+        this.pending.delete(key);
+        try {
+          await this.member.commit(
+            publication.topic,
+            publishedCommits(publication.progress, publication.ends),
+          );
+        } catch (error) {
+          this.options.logger.debug({ err: error, task: key }, 'publishing view frontiers failed');
+          if (!this.pending.has(key)) this.pending.set(key, publication);
+          await new Promise((resolve) => setTimeout(resolve, this.options.retryMs));
+        }
+      }
+    } finally {
+      this.committing.delete(key);
+    }
+  }
+}
