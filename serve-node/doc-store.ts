@@ -132,15 +132,18 @@ export class DocStore {
 
   /**
    * The first step of dropping a collection, in one transaction: the durable mark that the drop
-   * is under way (a restart resumes it) and the removal of the collection's checkpoints, so no
-   * read relies on the documents it still holds.
+   * is under way (a restart resumes it) and the removal of the collection's checkpoints and
+   * view epochs, so no read relies on the documents it still holds and a view declared again
+   * under the name starts below no fence.
    */
   markDropping(collection: string): void {
     this.env.transactionSync(() => {
       this.meta.put(DROPPING_PREFIX + collection, true);
       this.meta.remove(INCARNATION_PREFIX + collection);
       for (const { topic, partition } of this.checkpointed()) {
-        if (topic === collection) this.meta.remove(appliedKey(topic, partition));
+        if (topic !== collection) continue;
+        this.meta.remove(appliedKey(topic, partition));
+        this.meta.remove(epochKey(topic, partition));
       }
     });
   }
