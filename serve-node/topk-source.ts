@@ -30,6 +30,7 @@ export class FtsPostings {
   private readonly stats: FtsStats;
   private readonly instances: Statement;
   private readonly copy: Statement;
+  private readonly documents: Statement;
 
   constructor(
     db: Database.Database,
@@ -47,12 +48,22 @@ export class FtsPostings {
     );
     this.copy = db.prepare(
       `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms ` +
-        'ORDER BY term',
+        'WHERE doc >= ? ORDER BY term',
     );
+    this.documents = db.prepare(`SELECT doc FROM temp.${table.name}_terms WHERE term = ?`).pluck();
   }
 
-  copyFrequencies(tableId: number): void {
-    this.copy.run(tableId);
+  /** The document frequency of every term in at least `dfMin` rows, into `topk_terms`. */
+  copyFrequencies(tableId: number, dfMin: number): void {
+    this.copy.run(tableId, dfMin);
+  }
+
+  /**
+   * The rows holding `term` (0: none), this connection's writes included: FTS5 counts them from
+   * the term's postings, so a term in few rows costs little.
+   */
+  documentFrequency(term: string): number {
+    return (this.documents.get(term) as number | undefined) ?? 0;
   }
 
   /** Each row holding `term`: its weighted frequency (`tf`) and tokens (`len`), in row order. */
