@@ -84,6 +84,16 @@ interface RowTerms {
   len: number;
 }
 
+/**
+ * What this connection knows of a table's terms. `complete` when it has known them since the
+ * table had no row (a replay, a new table): a term it does not hold is then in no row, and no
+ * count is read from FTS5.
+ */
+interface KnownTerms {
+  terms: Map<string, KnownTerm>;
+  complete: boolean;
+}
+
 /** What this connection knows of a term of a table, exact as of its last statement. */
 interface KnownTerm {
   df: number;
@@ -107,8 +117,8 @@ interface StoredBlock {
 export class TopkIndex {
   private readonly pending = new Map<number, { table: FtsTable; changes: RowChange[] }>();
   private readonly tokenizers: FtsTokenizers;
-  /** table id → term → its document frequency and id, for the terms written since it was cleared. */
-  private readonly known = new Map<number, Map<string, KnownTerm>>();
+  /** table id → the terms written since it was cleared, each with its document frequency and id. */
+  private readonly known = new Map<number, KnownTerms>();
   private knownTerms = 0;
   /** By table object, not id: an id given again comes with another table. */
   private readonly sources = new WeakMap<FtsTable, FtsPostings>();
@@ -223,7 +233,7 @@ export class TopkIndex {
   /** A table dropped in this transaction: its lists go with its other rows (retired-tables.ts). */
   dropped(tableId: number): void {
     this.pending.delete(tableId);
-    this.knownTerms -= this.known.get(tableId)?.size ?? 0;
+    this.knownTerms -= this.known.get(tableId)?.terms.size ?? 0;
     this.known.delete(tableId);
   }
 
@@ -258,23 +268,29 @@ export class TopkIndex {
    * What is known of `term` before this transaction's `delta` rows: from memory, else its row in
    * `topk_terms` (a listed term), else FTS5's count, which already holds the transaction's rows.
    */
-  private knownTerm(table: FtsTable, term: string, delta: number): KnownTerm {
-    let ofTable = this.known.get(table.id);
-    if (ofTable === undefined) {
-      ofTable = new Map();
-      this.known.set(table.id, ofTable);
-    }
-    let known = ofTable.get(term);
+  private knownTerm(ofTable: KnownTerms, table: FtsTable, term: string, delta: number): KnownTerm {
+    let known = ofTable.terms.get(term);
     if (known === undefined) {
-      const stored = this.statements.listedTerm.get(table.id, term) as [number, number] | undefined;
-      known =
-        stored === undefined
-          ? { df: this.sourceOf(table).documentFrequency(term) - delta, id: null }
-          : { df: stored[1], id: stored[0] };
-      ofTable.set(term, known);
+      const stored = ofTable.complete
+        ? undefined
+        : (this.statements.listedTerm.get(table.id, term) as [number, number] | undefined);
+      if (stored !== undefined) known = { df: stored[1], id: stored[0] };
+      else if (ofTable.complete) known = { df: 0, id: null };
+      else known = { df: this.sourceOf(table).documentFrequency(term) - delta, id: null };
+      ofTable.terms.set(term, known);
       this.knownTerms += 1;
     }
     return known;
+  }
+
+  /** What is known of the table's terms; `rowsAdded` the rows this transaction added, net. */
+  private knownOf(table: FtsTable, rowsAdded: number): KnownTerms {
+    let ofTable = this.known.get(table.id);
+    if (ofTable === undefined) {
+      ofTable = { terms: new Map(), complete: !this.sourceOf(table).holdsMoreThan(rowsAdded) };
+      this.known.set(table.id, ofTable);
+    }
+    return ofTable;
   }
 
   private settleTable(table: FtsTable, changes: readonly RowChange[]): void {
@@ -295,8 +311,11 @@ export class TopkIndex {
     const built: Array<[number, string]> = [];
     const unlisted: number[] = [];
     const dfs: Record<number, number> = {};
+    let rowsAdded = 0;
+    for (const { added } of changes) rowsAdded += added ? 1 : -1;
+    const ofTable = this.knownOf(table, rowsAdded);
     for (const [term, delta] of deltas) {
-      const known = this.knownTerm(table, term, delta);
+      const known = this.knownTerm(ofTable, table, term, delta);
       const after = known.df + delta;
       assert(after >= 0, `term ${term} of table ${table.id} would be in ${after} rows`);
       const isListed = after >= this.listedDfMin;
@@ -314,7 +333,7 @@ export class TopkIndex {
       }
       known.df = after;
       if (after === 0) {
-        this.known.get(table.id)!.delete(term);
+        ofTable.terms.delete(term);
         this.knownTerms -= 1;
       }
     }

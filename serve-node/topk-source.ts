@@ -31,6 +31,7 @@ export class FtsPostings {
   private readonly instances: Statement;
   private readonly copy: Statement;
   private readonly documents: Statement;
+  private readonly rowsUpTo: Statement;
 
   constructor(
     db: Database.Database,
@@ -50,7 +51,19 @@ export class FtsPostings {
       `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms ` +
         'WHERE doc >= ? ORDER BY term',
     );
+    this.rowsUpTo = db
+      .prepare(`SELECT count(*) FROM (SELECT 1 FROM ${table.name}_docsize LIMIT ?)`)
+      .pluck();
     this.documents = db.prepare(`SELECT doc FROM temp.${table.name}_terms WHERE term = ?`).pluck();
+  }
+
+  /**
+   * Whether the table holds more than `rows` rows, this connection's writes included: counted
+   * from `_docsize`, which FTS5 writes at once (its averages record waits for a commit or a
+   * savepoint), reading at most `rows + 1` of them.
+   */
+  holdsMoreThan(rows: number): boolean {
+    return rows < 0 || (this.rowsUpTo.get(rows + 1) as number) > rows;
   }
 
   /** The document frequency of every term in at least `dfMin` rows, into `topk_terms`. */
