@@ -101,6 +101,18 @@ interface KnownTerm {
   id: number | null;
 }
 
+/**
+ * A table of at most this many times `listedDfMin` rows has its terms' counts read in one scan of
+ * FTS5's terms when first written, rather than one lookup a term.
+ */
+const KNOWN_SCAN_LISTED_DF_MINS = 4;
+/** ... and of at most this many rows, whatever `listedDfMin`. */
+const KNOWN_SCAN_ROWS_MAX = 100_000;
+
+function knownScanRowsMax(listedDfMin: number): number {
+  return Math.min(listedDfMin * KNOWN_SCAN_LISTED_DF_MINS, KNOWN_SCAN_ROWS_MAX);
+}
+
 /** A posting a transaction adds (+1) to or removes (-1) from a list. */
 interface PostingChange extends Posting {
   tf: number;
@@ -126,6 +138,7 @@ export class TopkIndex {
     | 'settings'
     | 'setSettings'
     | 'listedTerm'
+    | 'tableTerms'
     | 'insertTerm'
     | 'setDfs'
     | 'floorBlock'
@@ -177,6 +190,7 @@ export class TopkIndex {
           'ON CONFLICT (id) DO UPDATE SET listed_df_min = excluded.listed_df_min',
       ),
       listedTerm: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
+      tableTerms: prepare('SELECT id, term, df FROM topk_terms WHERE table_id = ?').raw(),
       insertTerm: prepare('INSERT INTO topk_terms (table_id, term, df) VALUES (?, ?, ?)'),
       // One statement for every listed term a transaction moved: {id: df}.
       setDfs: prepare(
@@ -233,6 +247,10 @@ export class TopkIndex {
   /** A table dropped in this transaction: its lists go with its other rows (retired-tables.ts). */
   dropped(tableId: number): void {
     this.pending.delete(tableId);
+    this.forgetTable(tableId);
+  }
+
+  private forgetTable(tableId: number): void {
     this.knownTerms -= this.known.get(tableId)?.terms.size ?? 0;
     this.known.delete(tableId);
   }
@@ -283,17 +301,62 @@ export class TopkIndex {
     return known;
   }
 
-  /** What is known of the table's terms; `rowsAdded` the rows this transaction added, net. */
-  private knownOf(table: FtsTable, rowsAdded: number): KnownTerms {
+  /**
+   * What is known of the table's terms; `rowsAdded` the rows this transaction added, net, and
+   * `deltas` its rows a term. A table that had no row is known whole at once; one of a few times
+   * `listedDfMin` rows is read whole from FTS5 (a scan of its terms costs less than a lookup a
+   * term written); a larger one is learnt a term at a time.
+   */
+  private knownOf(
+    table: FtsTable,
+    rowsAdded: number,
+    deltas: ReadonlyMap<string, number>,
+  ): KnownTerms {
     let ofTable = this.known.get(table.id);
     if (ofTable === undefined) {
-      ofTable = { terms: new Map(), complete: !this.sourceOf(table).holdsMoreThan(rowsAdded) };
+      const source = this.sourceOf(table);
+      if (!source.holdsMoreThan(rowsAdded)) ofTable = { terms: new Map(), complete: true };
+      else if (source.holdsMoreThan(rowsAdded + knownScanRowsMax(this.listedDfMin))) {
+        ofTable = { terms: new Map(), complete: false };
+      } else {
+        ofTable = { terms: this.scannedTerms(table, deltas), complete: true };
+      }
       this.known.set(table.id, ofTable);
+      this.knownTerms += ofTable.terms.size;
     }
     return ofTable;
   }
 
+  /** Every term of the table before this transaction's `deltas`, from FTS5 and `topk_terms`. */
+  private scannedTerms(
+    table: FtsTable,
+    deltas: ReadonlyMap<string, number>,
+  ): Map<string, KnownTerm> {
+    const terms = new Map<string, KnownTerm>();
+    const scanned = this.sourceOf(table).documentFrequencies();
+    for (const [term, df] of scanned) {
+      const before = df - (deltas.get(term) ?? 0);
+      if (before > 0) terms.set(term, { df: before, id: null });
+    }
+    // A term whose every row this transaction removed is in FTS5 no more.
+    for (const [term, delta] of deltas) {
+      if (delta < 0 && !scanned.has(term)) terms.set(term, { df: -delta, id: null });
+    }
+    for (const [id, term, df] of this.statements.tableTerms.all(table.id) as Array<
+      [number, string, number]
+    >) {
+      terms.set(term, { df, id });
+    }
+    return terms;
+  }
+
   private settleTable(table: FtsTable, changes: readonly RowChange[]): void {
+    if (this.sourceOf(table).rowsSynced() + changes.length < this.listedDfMin) {
+      // Fewer rows than listedDfMin before and after: no term is listed or can be, nothing is
+      // tokenized, and what was known of the terms is stale.
+      this.forgetTable(table.id);
+      return;
+    }
     const rows = this.rowTerms(table, changes);
     const deltas = new Map<string, number>();
     for (const { change, columns } of rows) {
@@ -313,7 +376,7 @@ export class TopkIndex {
     const dfs: Record<number, number> = {};
     let rowsAdded = 0;
     for (const { added } of changes) rowsAdded += added ? 1 : -1;
-    const ofTable = this.knownOf(table, rowsAdded);
+    const ofTable = this.knownOf(table, rowsAdded, deltas);
     for (const [term, delta] of deltas) {
       const known = this.knownTerm(ofTable, table, term, delta);
       const after = known.df + delta;

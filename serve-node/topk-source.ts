@@ -32,6 +32,7 @@ export class FtsPostings {
   private readonly copy: Statement;
   private readonly documents: Statement;
   private readonly rowsUpTo: Statement;
+  private readonly everyTerm: Statement;
 
   constructor(
     db: Database.Database,
@@ -54,7 +55,21 @@ export class FtsPostings {
     this.rowsUpTo = db
       .prepare(`SELECT count(*) FROM (SELECT 1 FROM ${table.name}_docsize LIMIT ?)`)
       .pluck();
+    this.everyTerm = db.prepare(`SELECT term, doc FROM temp.${table.name}_terms`).raw();
     this.documents = db.prepare(`SELECT doc FROM temp.${table.name}_terms WHERE term = ?`).pluck();
+  }
+
+  /**
+   * The table's rows as of its last commit or savepoint (FTS5's averages record): with the rows a
+   * transaction changed since it began, a bound on the rows before and after it.
+   */
+  rowsSynced(): number {
+    return this.stats.totals().rows;
+  }
+
+  /** Every term's document frequency, this connection's writes included: a scan of them all. */
+  documentFrequencies(): Map<string, number> {
+    return new Map(this.everyTerm.all() as Array<[string, number]>);
   }
 
   /**

@@ -1,7 +1,8 @@
 // Proves the writer's memory of term counts (topk-index.ts: unlisted terms' counts read from FTS5
 // once, then kept) changes no list: writes after the store is reopened (every count read from
 // FTS5) and with the memory bounded to nothing (forgotten after every write) leave the same terms
-// and postings as the lists built from FTS5 at once.
+// and postings as the lists built from FTS5 at once, and list exactly FTS5's terms of at least the
+// threshold's rows after every write.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -47,13 +48,19 @@ class Writer {
     this.replica = this.open();
   }
 
-  write(random: Random, keys: number, deletes: boolean): void {
+  write(
+    random: Random,
+    keys: number,
+    deletes: boolean,
+    batchRecords = BATCH_RECORDS,
+    words = WORDS,
+  ): void {
     for (let p = 0; p < PARTITIONS; p++) {
       const records: LogRecord[] = [];
-      for (let i = 0; i < BATCH_RECORDS; i++) {
+      for (let i = 0; i < batchRecords; i++) {
         const key = `k${random.int(0, keys - 1) * PARTITIONS + p}`;
         const text = Array.from({ length: random.int(1, 8) }, () =>
-          random.pick(WORDS.slice(0, random.int(1, WORDS.length))),
+          random.pick(words.slice(0, random.int(1, words.length))),
         ).join(' ');
         const value = deletes && random.next() < 0.3 ? null : Buffer.from(JSON.stringify({ text }));
         records.push({ key, value, timestampMs: 1_700_000_000_000 });
@@ -63,6 +70,23 @@ class Writer {
       this.replica.applyMany([{ topic: 'docs', partition: p, fromOffset: at, batches }]);
       this.next.set(p, at + records.length);
     }
+  }
+}
+
+/** The listed terms with their counts, and the terms FTS5 holds in at least LISTED_DF_MIN rows. */
+function listedAndFts5(dir: string): { listed: string[]; fts5: string[] } {
+  const db = new Database(join(dir, SEARCH_FILE), { readonly: true });
+  try {
+    const table = db.prepare('SELECT table_id FROM collection_tables').pluck().get() as number;
+    db.exec(`CREATE VIRTUAL TABLE temp.terms USING fts5vocab(main, fts_${table}, row)`);
+    const lines = (sql: string) =>
+      (db.prepare(sql).raw().all() as unknown[][]).map((row) => row.join(' '));
+    return {
+      listed: lines('SELECT term, df FROM topk_terms ORDER BY term'),
+      fts5: lines(`SELECT term, doc FROM temp.terms WHERE doc >= ${LISTED_DF_MIN} ORDER BY term`),
+    };
+  } finally {
+    db.close();
   }
 }
 
@@ -99,9 +123,18 @@ describe('top-k lists written with counts kept in memory', () => {
       const dir = mkdtempSync(join(tmpdir(), 'search-topk-known-'));
       dirs.push(dir);
       const writer = new Writer(dir, knownTermsMax);
-      for (let i = 0; i < 6; i++) writer.write(random, 40, false);
+      // After every write, the listed terms are FTS5's terms of at least LISTED_DF_MIN rows.
+      const writeAndCheck = (deletes: boolean, batchRecords?: number, words?: string[]) => {
+        writer.write(random, 40, deletes, batchRecords, words);
+        const { listed, fts5 } = listedAndFts5(dir);
+        expect(listed, `seed ${seed}`).toEqual(fts5);
+      };
+      // A row a partition at a time first, of three words: the table and its words grow past the
+      // threshold by small writes.
+      for (let i = 0; i < 8; i++) writeAndCheck(false, 1, WORDS.slice(0, 3));
+      for (let i = 0; i < 6; i++) writeAndCheck(false);
       await writer.reopen();
-      for (let i = 0; i < 12; i++) writer.write(random, 40, true);
+      for (let i = 0; i < 12; i++) writeAndCheck(true);
       for (let i = 0; i < 6; i++) writer.write(random, 40, true);
       const lived = dump(dir);
       expect(lived.filter((line) => line.split(' ').length === 2).length).toBeGreaterThan(3);
