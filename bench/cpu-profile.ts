@@ -113,3 +113,13 @@ export function printSelfTimes(label: string, times: SelfTimes): void {
     console.log(`${share}% ${(ms / 1000).toFixed(2).padStart(7)} s  ${name}`);
   }
 }
+
+/** The profile of the thread that ran the serve-node's apply (it holds search-store.js frames). */
+export function serveProfile(dir: string): CpuProfile | null {
+  // The main thread and the read threads read the search store too (key reads here, searches).
+  const applies = (profile: CpuProfile) =>
+    profile.threadId !== 0 &&
+    !ranFile(profile, 'read-node.js') &&
+    ranFile(profile, 'search-store.js');
+  return readProfiles(dir).find(applies) ?? null;
+}

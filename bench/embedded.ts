@@ -39,13 +39,15 @@ export async function startEmbedded(
     nodeFlags?: string[];
     env?: Record<string, string>;
     readyWaitMsMax?: number;
+    /** Another build's `bin/tailbase.js`, to set two builds side by side (replay-rate.ts). */
+    bin?: string;
   } = {},
 ) {
   const port = await freePort();
   return spawnServer({
     args: [
       ...(options.nodeFlags ?? []),
-      TAILBASE_BIN,
+      options.bin ?? TAILBASE_BIN,
       'start',
       '--data',
       dir,

@@ -11,14 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Command } from 'commander';
 import { request } from './api-workloads.js';
-import {
-  monotonicUs,
-  printSelfTimes,
-  ranFile,
-  readProfiles,
-  selfTimes,
-  type CpuProfile,
-} from './cpu-profile.js';
+import { monotonicUs, printSelfTimes, selfTimes, serveProfile } from './cpu-profile.js';
 import { startEmbedded } from './embedded.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
 import { writeScaleCorpus } from './scale-corpus.js';
@@ -77,16 +70,6 @@ function ftsSegments(dataDir: string): number {
     }
   }
   return segments;
-}
-
-/** The profile of the thread that ran the serve-node's apply (it holds search-store.js frames). */
-function serveProfile(dir: string): CpuProfile | null {
-  // The main thread and the read threads read the search store too (key reads here, searches).
-  const applies = (profile: CpuProfile) =>
-    profile.threadId !== 0 &&
-    !ranFile(profile, 'read-node.js') &&
-    ranFile(profile, 'search-store.js');
-  return readProfiles(dir).find(applies) ?? null;
 }
 
 async function main(): Promise<void> {

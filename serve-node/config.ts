@@ -63,6 +63,12 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * another value builds its lists again on opening.
    */
   searchTopkListedDfMin: number;
+  /**
+   * Terms of the search store whose document frequency the apply thread keeps in memory between
+   * writes (topk-index.ts: the unlisted terms' are FTS5's, read as a term is first written); past
+   * it they are all forgotten and read again. About 100 bytes a term.
+   */
+  searchTopkKnownTermsMax: number;
   queryBytesMax: number;
   queryTermsMax: number;
   /** /readyz answers 200 when every hosted partition lags the log end by at most this many offsets. */
@@ -163,6 +169,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   searchDepthMax: 1_000,
   searchTotalExactMax: 10_000,
   searchTopkListedDfMin: 1_000,
+  searchTopkKnownTermsMax: 1_000_000,
   queryBytesMax: 1_024,
   queryTermsMax: 32,
   readyLagMax: 1_000,
@@ -188,11 +195,13 @@ export const DEFAULT_HOST = '127.0.0.1';
 /** What a connection to the search store is opened with, of the node's limits. */
 export function searchStoreOptions(limits: ServeNodeLimits): {
   topkListedDfMin: number;
+  topkKnownTermsMax: number;
   cacheBytesMax: number;
   mmapBytesMax: number;
 } {
   return {
     topkListedDfMin: limits.searchTopkListedDfMin,
+    topkKnownTermsMax: limits.searchTopkKnownTermsMax,
     cacheBytesMax: limits.sqliteCacheBytesMax,
     mmapBytesMax: limits.sqliteMmapBytesMax,
   };

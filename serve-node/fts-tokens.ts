@@ -1,14 +1,16 @@
 /**
  * Texts tokenized as FTS5 tokenizes them, so the terms the top-k lists (topk-index.ts) hold and
- * look up are exactly those of the collection's table whatever its tokenizer. An ASCII text
- * under unicode61 is tokenized here: unicode61 takes the ASCII letters and digits as token
- * characters (the categories L* and N*), every other ASCII character as a separator, and lowers
- * A-Z, with nothing else to it (test/unit/fts-tokens.test.ts checks every ASCII character and
- * seeded texts against FTS5). Every other text goes through FTS5 itself: into a temporary
- * contentless FTS5 table of that tokenizer and back out of an fts5vocab 'instance' table over it,
- * then one 'delete-all' clears it (about 40% of a write's cost of the lists when every text took
- * that way). Temporary tables belong to the connection, so each connection (each thread's
- * handle) tokenizes on its own.
+ * look up are exactly those of the collection's table whatever its tokenizer. Under unicode61 a
+ * text is cut here: unicode61 takes the ASCII letters and digits as token characters (the
+ * categories L* and N*), every other ASCII character as a separator, and lowers A-Z, with
+ * nothing else to it (test/unit/fts-tokens.test.ts checks every ASCII character and seeded texts
+ * against FTS5), so a run of ASCII letters and digits between ASCII separators is a token, and
+ * only the runs holding other characters (an accented name in an English text) go through FTS5
+ * itself, as every text of another tokenizer does: into a temporary contentless FTS5 table of
+ * that tokenizer and back out of an fts5vocab 'instance' table over it, then one 'delete-all'
+ * clears it (about 40% of a write's cost of the lists when every text took that way; 15% when a
+ * text with one such character went whole). Temporary tables belong to the connection, so each
+ * connection (each thread's handle) tokenizes on its own.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
@@ -16,7 +18,7 @@ import { assert } from '../shared/assert.js';
 import { TOKENIZERS } from './collection-settings.js';
 
 export interface TokenizedText {
-  /** Each term and the times it occurs, in term order. */
+  /** Each term and the times it occurs, in term order (unless the caller asked for any order). */
   counts: Map<string, number>;
   /** Tokens in the text: FTS5's size of it. */
   tokens: number;
@@ -30,26 +32,56 @@ interface Tokenizer {
 
 /** The tokenizer whose ASCII texts are tokenized here. */
 const UNICODE61: (typeof TOKENIZERS)[number] = 'unicode61 remove_diacritics 2';
-const NOT_ASCII = /[^\x00-\x7f]/;
-const ASCII_TOKEN = /[a-z0-9]+/g;
+const FIRST_NOT_ASCII = 0x80;
+/** 1 for the ASCII characters unicode61 takes into tokens: letters and digits. */
+const ASCII_TOKEN_CHAR = Uint8Array.from({ length: FIRST_NOT_ASCII }, (_, c) =>
+  /[A-Za-z0-9]/.test(String.fromCharCode(c)) ? 1 : 0,
+);
 /**
  * FTS5_MAX_TOKEN_SIZE: FTS5 indexes a longer token's first bytes only; a text with one goes
  * through FTS5 rather than copy that rule.
  */
 const TOKEN_BYTES_MAX = 32_768;
 
-/** An ASCII text as unicode61 tokenizes it, or null where it holds a token past FTS5's size. */
-function asciiTokens(text: string): TokenizedText | null {
+/**
+ * A text cut where unicode61 always cuts, at its ASCII separators: each run of ASCII letters and
+ * digits is one token, lowered, counted here; each run holding another character is left for FTS5
+ * (`others`, as many times as it occurs). Null where an ASCII run is past FTS5's token size.
+ */
+function splitText(text: string): (TokenizedText & { others: string[] }) | null {
   const counts = new Map<string, number>();
+  const others: string[] = [];
   let tokens = 0;
-  for (const [term] of text.toLowerCase().matchAll(ASCII_TOKEN)) {
-    if (term.length > TOKEN_BYTES_MAX) return null;
+  let start = -1;
+  let ascii = true;
+  // A loop over char codes, not a regular expression's matches: a write tokenizes every text
+  // it indexes, and the matches' arrays were a fifth of a write's cost of the lists.
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0;
+    if (c >= FIRST_NOT_ASCII || ASCII_TOKEN_CHAR[c] === 1) {
+      if (start < 0) [start, ascii] = [i, true];
+      if (c >= FIRST_NOT_ASCII) ascii = false;
+      continue;
+    }
+    if (start < 0) continue;
+    const run = text.slice(start, i);
+    start = -1;
+    if (!ascii) {
+      others.push(run);
+      continue;
+    }
+    if (run.length > TOKEN_BYTES_MAX) return null;
+    const term = run.toLowerCase();
     counts.set(term, (counts.get(term) ?? 0) + 1);
     tokens += 1;
   }
-  // In FTS5's order (its terms' bytes): a rebuild and a write then meet terms alike.
-  const terms = [...counts.keys()].sort();
-  return { counts: new Map(terms.map((term) => [term, counts.get(term)!])), tokens };
+  return { counts, tokens, others };
+}
+
+/** `counts` in FTS5's order: its terms' bytes (UTF-16 order differs only past the BMP). */
+function sortedCounts(counts: Map<string, number>): Map<string, number> {
+  const terms = [...counts.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+  return new Map(terms.map((term) => [term, counts.get(term)!]));
 }
 
 export class FtsTokenizers {
@@ -57,15 +89,33 @@ export class FtsTokenizers {
 
   constructor(private readonly db: Database.Database) {}
 
-  /** Each of `texts` as FTS5 tokenizes it with `tokenizer` (one of TOKENIZERS). */
-  tokenize(tokenizer: string, texts: readonly string[]): TokenizedText[] {
+  /**
+   * Each of `texts` as FTS5 tokenizes it with `tokenizer` (one of TOKENIZERS), its terms in
+   * FTS5's order, or (`sorted` false, for a caller that only counts them) in any order.
+   */
+  tokenize(tokenizer: string, texts: readonly string[], sorted = true): TokenizedText[] {
     if (tokenizer !== UNICODE61) return this.tokenizeByFts5(tokenizer, texts);
-    const result = texts.map((text) => (NOT_ASCII.test(text) ? null : asciiTokens(text)));
-    const rest = texts.filter((_, i) => result[i] === null);
-    if (rest.length === 0) return result as TokenizedText[];
-    const byFts5 = this.tokenizeByFts5(tokenizer, rest);
-    let at = 0;
-    return result.map((text) => text ?? byFts5[at++]);
+    const split = texts.map(splitText);
+    // Only the runs FTS5 must tokenize go through it, each distinct run once.
+    const runs = new Set<string>();
+    split.forEach((text, i) => {
+      if (text === null) runs.add(texts[i]);
+      else for (const run of text.others) runs.add(run);
+    });
+    const distinct = [...runs];
+    const byFts5 = this.tokenizeByFts5(tokenizer, distinct);
+    const ofRun = new Map(distinct.map((run, i) => [run, byFts5[i]]));
+    return split.map((text, i) => {
+      if (text === null) return ofRun.get(texts[i])!;
+      for (const run of text.others) {
+        const tokenized = ofRun.get(run)!;
+        for (const [term, n] of tokenized.counts)
+          text.counts.set(term, (text.counts.get(term) ?? 0) + n);
+        text.tokens += tokenized.tokens;
+      }
+      const counts = sorted ? sortedCounts(text.counts) : text.counts;
+      return { counts, tokens: text.tokens };
+    });
   }
 
   /** Each of `texts` tokenized by FTS5 itself, whatever they hold. */

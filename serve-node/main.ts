@@ -45,7 +45,7 @@ export function searchTopkListedDfMinOption(): Option {
 /** The bounds of the serve-node's caches, flags of `serve-node` and of `tailbase start`. */
 export type MemoryLimits = Pick<
   ServeNodeLimits,
-  'sqliteCacheBytesMax' | 'sqliteMmapBytesMax' | 'facetValuesHeldMax'
+  'sqliteCacheBytesMax' | 'sqliteMmapBytesMax' | 'facetValuesHeldMax' | 'searchTopkKnownTermsMax'
 >;
 
 export function memoryLimitOptions(): Option[] {
@@ -71,6 +71,13 @@ export function memoryLimitOptions(): Option[] {
       DEFAULT_LIMITS.facetValuesHeldMax,
       0,
     ),
+    integerOption(
+      '--search-topk-known-terms-max <terms>',
+      "terms whose document frequency the apply thread keeps in memory between writes (the top-k lists'); past it they are read again",
+      'TAILBASE_SEARCH_TOPK_KNOWN_TERMS_MAX',
+      DEFAULT_LIMITS.searchTopkKnownTermsMax,
+      0,
+    ),
   ];
 }
 
@@ -79,6 +86,7 @@ export function memoryLimitValues(flags: Record<string, unknown>): MemoryLimits 
     sqliteCacheBytesMax: flags.sqliteCacheBytesMax as number,
     sqliteMmapBytesMax: flags.sqliteMmapBytesMax as number,
     facetValuesHeldMax: flags.facetValuesHeldMax as number,
+    searchTopkKnownTermsMax: flags.searchTopkKnownTermsMax as number,
   };
 }
 

@@ -80,6 +80,15 @@ export function memoryBounds(facts: MemoryFacts): MemoryBound[] {
       kind: 'anonymous',
     },
     {
+      name: 'top-k terms known',
+      flag: 'search-topk-known-terms-max',
+      scope: 'apply thread',
+      limit: limits.searchTopkKnownTermsMax,
+      unit: 'entries',
+      current: null,
+      kind: 'anonymous',
+    },
+    {
       name: 'waiting reads',
       flag: 'waiters-max',
       scope: 'each thread',

@@ -52,10 +52,13 @@ export const WAL_SUFFIX = '-wal';
  * of version 5 finding version 6 replays rather than leave the lists behind its writes. Version 6
  * kept each posting's term text where 7 keeps a term id, and 7 a B-tree entry a posting where 8
  * packs them into blocks: opening either drops its lists and builds them again; a serve-node of
- * version 6 finding version 7, or of 7 finding 8, replays.
+ * version 6 finding version 7, or of 7 finding 8, replays. Version 8 kept every term's document
+ * frequency where 9 keeps the listed terms' (the others are FTS5's): opening drops the others'
+ * rows; a serve-node of version 8 finding version 9 replays rather than read a missing row as a
+ * term in no row.
  */
-const SEARCH_LAYOUT_VERSION = 8;
-const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6, 7];
+const SEARCH_LAYOUT_VERSION = 9;
+const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6, 7, 8];
 
 /** One connection's memory bounds as SQLite says them (PRAGMA cache_size and mmap_size). */
 export interface SqliteConnectionMemory {
@@ -84,6 +87,8 @@ export interface DocView {
 export interface SearchStoreOptions {
   /** Rows a term must be in to have a top-k list (ServeNodeLimits.searchTopkListedDfMin). */
   topkListedDfMin: number;
+  /** Terms whose document frequency the writer keeps in memory (ServeNodeLimits.searchTopkKnownTermsMax). */
+  topkKnownTermsMax?: number;
   /** This connection's page cache (ServeNodeLimits.sqliteCacheBytesMax); absent: SQLite's. */
   cacheBytesMax?: number;
   /** This connection's memory map (ServeNodeLimits.sqliteMmapBytesMax); absent: SQLite's. */
@@ -185,7 +190,12 @@ export class SearchStore {
     this.fields = new FieldIndex(this.db);
     this.builds = new TableBuilds(this.db);
     // Before RetiredTables, which deletes from its tables.
-    this.topk = new TopkIndex(this.db, options.topkListedDfMin);
+    this.topk = new TopkIndex(
+      this.db,
+      options.topkListedDfMin,
+      options.topkKnownTermsMax ?? DEFAULT_LIMITS.searchTopkKnownTermsMax,
+      options.reader !== true,
+    );
     this.retired = new RetiredTables(this.db);
     // Once every table of the layout is there (a version-4 store gains table_builds and
     // retired_tables here).

@@ -36,14 +36,22 @@ export function comparePostings(a: Posting, b: Posting): number {
   return a.len - b.len || partitionOfRow(a.row) - partitionOfRow(b.row) || a.row - b.row;
 }
 
-function writeVarint(out: number[], value: number): void {
+/** A varint of a safe integer takes at most 8 bytes; a posting at most three of them. */
+const BLOCK_BYTES_MAX = BLOCK_POSTINGS_MAX * 3 * 8;
+/** Where blocks are encoded before being copied out at their length (one writer a thread). */
+const scratch = new Uint8Array(BLOCK_BYTES_MAX);
+
+/** Writes `value` at `at` in `scratch`; answers the position after it. */
+function writeVarint(at: number, value: number): number {
   assert(Number.isSafeInteger(value) && value >= 0, `no varint of ${value}`);
   let rest = value;
+  let end = at;
   while (rest >= 0x80) {
-    out.push((rest % 0x80) | 0x80);
+    scratch[end++] = (rest % 0x80) | 0x80;
     rest = Math.floor(rest / 0x80);
   }
-  out.push(rest);
+  scratch[end++] = rest;
+  return end;
 }
 
 /**
@@ -53,23 +61,23 @@ function writeVarint(out: number[], value: number): void {
  */
 export function encodeBlock(postings: readonly Posting[]): Buffer {
   assert(postings.length > 0 && postings.length <= BLOCK_POSTINGS_MAX, 'a block is 1..max');
-  const out: number[] = [];
+  let at = 0;
   let [len, partition, offset] = [0, -1, 0];
   for (const posting of postings) {
     const [p, o] = [partitionOfRow(posting.row), offsetOfRow(posting.row)];
     assert(posting.len >= len, 'postings come in order');
     const fresh = posting.len !== len || p !== partition;
-    writeVarint(out, (posting.len - len) * 2 + (fresh ? 1 : 0));
+    at = writeVarint(at, (posting.len - len) * 2 + (fresh ? 1 : 0));
     if (fresh) {
-      writeVarint(out, p);
-      writeVarint(out, o);
+      at = writeVarint(at, p);
+      at = writeVarint(at, o);
     } else {
       assert(o > offset, 'postings come in order, each row once');
-      writeVarint(out, o - offset);
+      at = writeVarint(at, o - offset);
     }
     [len, partition, offset] = [posting.len, p, o];
   }
-  return Buffer.from(out);
+  return Buffer.from(scratch.subarray(0, at));
 }
 
 /** Reads a block's postings one at a time, so a search decodes only what it merges. */

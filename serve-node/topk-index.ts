@@ -1,12 +1,14 @@
 /**
- * The top-k lists kept beside each FTS5 table (FORMAT.md): every term's document frequency,
- * and for each term in at least `listedDfMin` rows (a listed term) its postings ordered by
+ * The top-k lists kept beside each FTS5 table (FORMAT.md): for each term in at least
+ * `listedDfMin` rows (a listed term) its document frequency and its postings ordered by
  * (weighted frequency, row tokens, partition, row). Within one frequency the rows come in
  * descending bm25 contribution for any average row length, so a search of a listed term merges
  * one run per frequency and reads about k postings, not every match (topk-reads.ts).
  *
  * Writes are gathered during a transaction (changed) and folded in before it commits (settle),
- * tokenized as FTS5 tokenizes (fts-tokens.ts). Which terms are listed, and what their lists hold,
+ * tokenized as FTS5 tokenizes (fts-tokens.ts). Other terms' document frequencies are FTS5's own
+ * (an fts5vocab 'row' table), read once a term is first written and then kept in memory, so a
+ * write costs a map lookup a term rather than a B-tree entry. Which terms are listed, and what their lists hold,
  * is a function of the table's rows alone, never of the order or the batches they came in, so
  * a replay or a re-index makes the same lists.
  */
@@ -14,7 +16,7 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { assert } from '../shared/assert.js';
 import { rowOf, type FtsTable } from './fts-table.js';
-import { FtsTokenizers } from './fts-tokens.js';
+import { FtsTokenizers, type TokenizedText } from './fts-tokens.js';
 import { FtsPostings, weightedFrequency } from './topk-source.js';
 import {
   comparePostings,
@@ -52,6 +54,17 @@ function dropEarlierLists(db: Database.Database): void {
   );
 }
 
+/**
+ * Layout 8 kept every term's document frequency in `topk_terms`; this one keeps the listed terms'
+ * only (no other term has blocks, so nothing else refers to their rows).
+ */
+function dropUnlistedTerms(db: Database.Database): void {
+  if (db.pragma('user_version', { simple: true }) !== 8) return;
+  db.exec(
+    'DELETE FROM topk_terms WHERE df < (SELECT listed_df_min FROM topk_settings WHERE id = 0)',
+  );
+}
+
 /** A trigram table's words are phrases of several tokens: no list answers one. */
 export function hasTopkLists(table: FtsTable): boolean {
   return table.settings.tokenizer !== 'trigram';
@@ -66,8 +79,38 @@ interface RowChange {
 
 interface RowTerms {
   change: RowChange;
-  tf: Map<string, number>;
+  /** Each column's terms, in no order. */
+  columns: TokenizedText[];
   len: number;
+}
+
+/**
+ * What this connection knows of a table's terms. `complete` when it has known them since the
+ * table had no row (a replay, a new table): a term it does not hold is then in no row, and no
+ * count is read from FTS5.
+ */
+interface KnownTerms {
+  terms: Map<string, KnownTerm>;
+  complete: boolean;
+}
+
+/** What this connection knows of a term of a table, exact as of its last statement. */
+interface KnownTerm {
+  df: number;
+  /** Its row in `topk_terms` while it is listed, else null (it has none). */
+  id: number | null;
+}
+
+/**
+ * A table of at most this many times `listedDfMin` rows has its terms' counts read in one scan of
+ * FTS5's terms when first written, rather than one lookup a term.
+ */
+const KNOWN_SCAN_LISTED_DF_MINS = 4;
+/** ... and of at most this many rows, whatever `listedDfMin`. */
+const KNOWN_SCAN_ROWS_MAX = 100_000;
+
+function knownScanRowsMax(listedDfMin: number): number {
+  return Math.min(listedDfMin * KNOWN_SCAN_LISTED_DF_MINS, KNOWN_SCAN_ROWS_MAX);
 }
 
 /** A posting a transaction adds (+1) to or removes (-1) from a list. */
@@ -86,10 +129,18 @@ interface StoredBlock {
 export class TopkIndex {
   private readonly pending = new Map<number, { table: FtsTable; changes: RowChange[] }>();
   private readonly tokenizers: FtsTokenizers;
+  /** table id → the terms written since it was cleared, each with its document frequency and id. */
+  private readonly known = new Map<number, KnownTerms>();
+  private knownTerms = 0;
+  /** By table object, not id: an id given again comes with another table. */
+  private readonly sources = new WeakMap<FtsTable, FtsPostings>();
   private readonly statements: Record<
     | 'settings'
     | 'setSettings'
-    | 'addDfs'
+    | 'listedTerm'
+    | 'tableTerms'
+    | 'insertTerm'
+    | 'setDfs'
     | 'floorBlock'
     | 'firstBlock'
     | 'nextBlock'
@@ -111,10 +162,23 @@ export class TopkIndex {
      * a match); above it a list costs a posting for each row written.
      */
     private readonly listedDfMin: number,
+    /**
+     * Terms whose document frequency is kept in memory between writes, over every table: past
+     * it they are all forgotten, and read again from FTS5 as they are next written.
+     */
+    private readonly knownTermsMax: number,
+    /** Only the writer's connection upgrades the lists of an earlier layout. */
+    writer: boolean,
   ) {
     assert(Number.isSafeInteger(listedDfMin) && listedDfMin >= 1, 'listedDfMin is at least 1');
-    dropEarlierLists(db);
-    db.exec(TOPK_SCHEMA);
+    assert(Number.isSafeInteger(knownTermsMax) && knownTermsMax >= 0, 'knownTermsMax is >= 0');
+    if (writer) {
+      dropEarlierLists(db);
+      db.exec(TOPK_SCHEMA);
+      dropUnlistedTerms(db);
+    } else {
+      db.exec(TOPK_SCHEMA);
+    }
     this.tokenizers = new FtsTokenizers(db);
     const prepare = (sql: string) => db.prepare(sql);
     const blocks = 'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ?';
@@ -125,12 +189,14 @@ export class TopkIndex {
         'INSERT INTO topk_settings (id, listed_df_min) VALUES (0, ?) ' +
           'ON CONFLICT (id) DO UPDATE SET listed_df_min = excluded.listed_df_min',
       ),
-      // `WHERE true`: an upsert's SELECT must not end where its ON CONFLICT could be a join's.
-      addDfs: prepare(
-        'INSERT INTO topk_terms (table_id, term, df) SELECT ?, key, value FROM json_each(?) ' +
-          'WHERE true ON CONFLICT (table_id, term) DO UPDATE SET df = df + excluded.df ' +
-          'RETURNING id, term, df',
-      ).raw(),
+      listedTerm: prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
+      tableTerms: prepare('SELECT id, term, df FROM topk_terms WHERE table_id = ?').raw(),
+      insertTerm: prepare('INSERT INTO topk_terms (table_id, term, df) VALUES (?, ?, ?)'),
+      // One statement for every listed term a transaction moved: {id: df}.
+      setDfs: prepare(
+        'UPDATE topk_terms SET df = d.value FROM json_each(?) AS d ' +
+          'WHERE topk_terms.id = CAST(d.key AS INTEGER)',
+      ),
       deleteTerms: prepare('DELETE FROM topk_terms WHERE id IN (SELECT value FROM json_each(?))'),
       floorBlock: prepare(`${blocks} AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1`),
       firstBlock: prepare(`${blocks} ORDER BY len, tie LIMIT 1`),
@@ -160,6 +226,7 @@ export class TopkIndex {
    */
   open(tables: readonly FtsTable[]): void {
     if (this.statements.settings.get() === this.listedDfMin) return;
+    this.forgetTerms();
     this.db.transaction(() => {
       for (const table of tables) this.rebuild(table);
       this.statements.setSettings.run(this.listedDfMin);
@@ -180,73 +247,190 @@ export class TopkIndex {
   /** A table dropped in this transaction: its lists go with its other rows (retired-tables.ts). */
   dropped(tableId: number): void {
     this.pending.delete(tableId);
+    this.forgetTable(tableId);
   }
 
-  /** The transaction rolled back: what it gathered is forgotten. */
+  private forgetTable(tableId: number): void {
+    this.knownTerms -= this.known.get(tableId)?.terms.size ?? 0;
+    this.known.delete(tableId);
+  }
+
+  /** The transaction rolled back: what it gathered, and what is known of terms, is forgotten. */
   forget(): void {
     this.pending.clear();
+    this.forgetTerms();
   }
 
   /** Folds the transaction's changes into the lists; called last in every writing transaction. */
   settle(): void {
     for (const { table, changes } of this.pending.values()) this.settleTable(table, changes);
     this.pending.clear();
+    if (this.knownTerms > this.knownTermsMax) this.forgetTerms();
+  }
+
+  private forgetTerms(): void {
+    this.known.clear();
+    this.knownTerms = 0;
+  }
+
+  private sourceOf(table: FtsTable): FtsPostings {
+    let source = this.sources.get(table);
+    if (source === undefined) {
+      source = new FtsPostings(this.db, table);
+      this.sources.set(table, source);
+    }
+    return source;
+  }
+
+  /**
+   * What is known of `term` before this transaction's `delta` rows: from memory, else its row in
+   * `topk_terms` (a listed term), else FTS5's count, which already holds the transaction's rows.
+   */
+  private knownTerm(ofTable: KnownTerms, table: FtsTable, term: string, delta: number): KnownTerm {
+    let known = ofTable.terms.get(term);
+    if (known === undefined) {
+      const stored = ofTable.complete
+        ? undefined
+        : (this.statements.listedTerm.get(table.id, term) as [number, number] | undefined);
+      if (stored !== undefined) known = { df: stored[1], id: stored[0] };
+      else if (ofTable.complete) known = { df: 0, id: null };
+      else known = { df: this.sourceOf(table).documentFrequency(term) - delta, id: null };
+      ofTable.terms.set(term, known);
+      this.knownTerms += 1;
+    }
+    return known;
+  }
+
+  /**
+   * What is known of the table's terms; `rowsAdded` the rows this transaction added, net, and
+   * `deltas` its rows a term. A table that had no row is known whole at once; one of a few times
+   * `listedDfMin` rows is read whole from FTS5 (a scan of its terms costs less than a lookup a
+   * term written); a larger one is learnt a term at a time.
+   */
+  private knownOf(
+    table: FtsTable,
+    rowsAdded: number,
+    deltas: ReadonlyMap<string, number>,
+  ): KnownTerms {
+    let ofTable = this.known.get(table.id);
+    if (ofTable === undefined) {
+      const source = this.sourceOf(table);
+      if (!source.holdsMoreThan(rowsAdded)) ofTable = { terms: new Map(), complete: true };
+      else if (source.holdsMoreThan(rowsAdded + knownScanRowsMax(this.listedDfMin))) {
+        ofTable = { terms: new Map(), complete: false };
+      } else {
+        ofTable = { terms: this.scannedTerms(table, deltas), complete: true };
+      }
+      this.known.set(table.id, ofTable);
+      this.knownTerms += ofTable.terms.size;
+    }
+    return ofTable;
+  }
+
+  /** Every term of the table before this transaction's `deltas`, from FTS5 and `topk_terms`. */
+  private scannedTerms(
+    table: FtsTable,
+    deltas: ReadonlyMap<string, number>,
+  ): Map<string, KnownTerm> {
+    const terms = new Map<string, KnownTerm>();
+    const scanned = this.sourceOf(table).documentFrequencies();
+    for (const [term, df] of scanned) {
+      const before = df - (deltas.get(term) ?? 0);
+      if (before > 0) terms.set(term, { df: before, id: null });
+    }
+    // A term whose every row this transaction removed is in FTS5 no more.
+    for (const [term, delta] of deltas) {
+      if (delta < 0 && !scanned.has(term)) terms.set(term, { df: -delta, id: null });
+    }
+    for (const [id, term, df] of this.statements.tableTerms.all(table.id) as Array<
+      [number, string, number]
+    >) {
+      terms.set(term, { df, id });
+    }
+    return terms;
   }
 
   private settleTable(table: FtsTable, changes: readonly RowChange[]): void {
+    if (this.sourceOf(table).rowsSynced() + changes.length < this.listedDfMin) {
+      // Fewer rows than listedDfMin before and after: no term is listed or can be, nothing is
+      // tokenized, and what was known of the terms is stale.
+      this.forgetTable(table.id);
+      return;
+    }
     const rows = this.rowTerms(table, changes);
     const deltas = new Map<string, number>();
-    for (const { change, tf } of rows) {
-      for (const term of tf.keys()) {
-        deltas.set(term, (deltas.get(term) ?? 0) + (change.added ? 1 : -1));
-      }
+    for (const { change, columns } of rows) {
+      const net = change.added ? 1 : -1;
+      columns.forEach(({ counts }, column) => {
+        for (const term of counts.keys()) {
+          if (column > 0 && inEarlierColumn(columns, column, term)) continue;
+          deltas.set(term, (deltas.get(term) ?? 0) + net);
+        }
+      });
     }
     // Terms listed before and after take the changes block by block; terms crossing the
     // threshold get their list built or dropped whole, once, from the table as it now stands.
     const kept = new Map<string, number>();
     const built: Array<[number, string]> = [];
-    const emptied: number[] = [];
-    // Every term's count moved in one statement: a statement a term was most of a write's cost
-    // of the lists, most terms being in too few rows to be listed.
-    const moved = this.statements.addDfs.all(table.id, JSON.stringify(Object.fromEntries(deltas)));
-    for (const [id, term, after] of moved as Array<[number, string, number]>) {
-      const before = after - deltas.get(term)!;
+    const unlisted: number[] = [];
+    const dfs: Record<number, number> = {};
+    let rowsAdded = 0;
+    for (const { added } of changes) rowsAdded += added ? 1 : -1;
+    const ofTable = this.knownOf(table, rowsAdded, deltas);
+    for (const [term, delta] of deltas) {
+      const known = this.knownTerm(ofTable, table, term, delta);
+      const after = known.df + delta;
       assert(after >= 0, `term ${term} of table ${table.id} would be in ${after} rows`);
-      const wasListed = before >= this.listedDfMin;
       const isListed = after >= this.listedDfMin;
-      // A term's list goes before its id can: a new term may be given the id again.
-      if (wasListed && !isListed) this.statements.deleteList.run(id);
-      if (after === 0) emptied.push(id);
-      if (wasListed && isListed) kept.set(term, id);
-      else if (isListed) built.push([id, term]);
-    }
-    if (emptied.length > 0) this.statements.deleteTerms.run(JSON.stringify(emptied));
-    const changed = new Map<number, Map<number, PostingChange>>();
-    for (const { change, tf, len } of rows) {
-      for (const [term, frequency] of tf) {
-        const id = kept.get(term);
-        if (id === undefined) continue;
-        let list = changed.get(id);
-        if (list === undefined) {
-          list = new Map();
-          changed.set(id, list);
-        }
-        // A row added and removed in one transaction (written twice in a batch) nets out.
-        const net = change.added ? 1 : -1;
-        const earlier = list.get(change.row);
-        if (earlier === undefined) {
-          list.set(change.row, { tf: frequency, len, row: change.row, net });
-        } else {
-          assert(earlier.tf === frequency && earlier.len === len, `row ${change.row} changed`);
-          earlier.net += net;
-        }
+      if (known.id !== null && !isListed) {
+        // A term's list goes before its id can: a new term may be given the id again.
+        this.statements.deleteList.run(known.id);
+        unlisted.push(known.id);
+        known.id = null;
+      } else if (known.id !== null) {
+        kept.set(term, known.id);
+        if (delta !== 0) dfs[known.id] = after;
+      } else if (isListed) {
+        known.id = Number(this.statements.insertTerm.run(table.id, term, after).lastInsertRowid);
+        built.push([known.id, term]);
+      }
+      known.df = after;
+      if (after === 0) {
+        ofTable.terms.delete(term);
+        this.knownTerms -= 1;
       }
     }
-    for (const [id, list] of changed) this.changeList(id, [...list.values()]);
-    if (built.length > 0) {
-      const source = new FtsPostings(this.db, table);
-      for (const [id, term] of built) this.buildList(source, id, term);
+    if (unlisted.length > 0) this.statements.deleteTerms.run(JSON.stringify(unlisted));
+    if (Object.keys(dfs).length > 0) this.statements.setDfs.run(JSON.stringify(dfs));
+    const changed = new Map<number, Map<number, PostingChange>>();
+    for (const { change, columns, len } of rows) {
+      columns.forEach(({ counts }, column) => {
+        for (const term of counts.keys()) {
+          const id = kept.get(term);
+          if (id === undefined || (column > 0 && inEarlierColumn(columns, column, term))) continue;
+          const frequency = weightedFrequency(
+            columnCounts(columns, column, term),
+            table.layout.weights,
+          );
+          let list = changed.get(id);
+          if (list === undefined) {
+            list = new Map();
+            changed.set(id, list);
+          }
+          // A row added and removed in one transaction (written twice in a batch) nets out.
+          const net = change.added ? 1 : -1;
+          const earlier = list.get(change.row);
+          if (earlier === undefined) {
+            list.set(change.row, { tf: frequency, len, row: change.row, net });
+          } else {
+            assert(earlier.tf === frequency && earlier.len === len, `row ${change.row} changed`);
+            earlier.net += net;
+          }
+        }
+      });
     }
+    for (const [id, list] of changed) this.changeList(id, [...list.values()]);
+    for (const [id, term] of built) this.buildList(this.sourceOf(table), id, term);
   }
 
   /** A term's posting changes, each run's in order, applied a block at a time. */
@@ -310,34 +494,19 @@ export class TopkIndex {
     }
   }
 
-  /** Each changed row's terms with their weighted frequencies, and its tokens. */
+  /** Each changed row's terms by column, and its tokens. */
   private rowTerms(table: FtsTable, changes: readonly RowChange[]): RowTerms[] {
     const columns = table.layout.weights.length;
     const texts = changes.flatMap((change) => {
       assert(change.texts.length === columns, `a row of table ${table.id} has ${columns} columns`);
       return change.texts;
     });
-    const tokenized = this.tokenizers.tokenize(table.settings.tokenizer, texts);
+    const tokenized = this.tokenizers.tokenize(table.settings.tokenizer, texts, false);
     return changes.map((change, i) => {
-      const counts = new Map<string, Array<[number, number]>>();
+      const ofRow = tokenized.slice(i * columns, (i + 1) * columns);
       let len = 0;
-      for (let column = 0; column < columns; column++) {
-        const text = tokenized[i * columns + column];
-        len += text.tokens;
-        for (const [term, n] of text.counts) {
-          let termCounts = counts.get(term);
-          if (termCounts === undefined) {
-            termCounts = [];
-            counts.set(term, termCounts);
-          }
-          termCounts.push([column, n]);
-        }
-      }
-      const tf = new Map<string, number>();
-      for (const [term, termCounts] of counts) {
-        tf.set(term, weightedFrequency(termCounts, table.layout.weights));
-      }
-      return { change, tf, len };
+      for (const text of ofRow) len += text.tokens;
+      return { change, columns: ofRow, len };
     });
   }
 
@@ -354,13 +523,33 @@ export class TopkIndex {
     this.statements.deleteBlocks.run(table.id);
     this.statements.deleteTableTerms.run(table.id);
     if (!hasTopkLists(table)) return;
-    const source = new FtsPostings(this.db, table);
-    source.copyFrequencies(table.id);
+    const source = this.sourceOf(table);
+    source.copyFrequencies(table.id, this.listedDfMin);
     const listed = this.statements.listedTerms.all(table.id, this.listedDfMin) as Array<
       [number, string]
     >;
     for (const [id, term] of listed) this.buildList(source, id, term);
   }
+}
+
+/** Whether a column before `column` of a row holds `term` (the row counted there). */
+function inEarlierColumn(columns: readonly TokenizedText[], column: number, term: string): boolean {
+  for (let i = 0; i < column; i++) if (columns[i].counts.has(term)) return true;
+  return false;
+}
+
+/** [column, instances] of `term` in a row, ascending from `first` (the first column holding it). */
+function columnCounts(
+  columns: readonly TokenizedText[],
+  first: number,
+  term: string,
+): Array<[number, number]> {
+  const counts: Array<[number, number]> = [];
+  for (let i = first; i < columns.length; i++) {
+    const n = columns[i].counts.get(term);
+    if (n !== undefined) counts.push([i, n]);
+  }
+  return counts;
 }
 
 /** Postings grouped by frequency, each group in the run's order. */

@@ -238,8 +238,9 @@ export class TopkReads {
     if (tokenized.tokens !== 1) return null;
     const [term] = tokenized.counts.keys();
     const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
-    const df = stored?.[1] ?? 0;
-    return { term, termId: df >= listedDfMin ? stored![0] : null, df };
+    // Only listed terms have a row (topk-index.ts); FTS5 counts another's few rows quickly.
+    const df = stored?.[1] ?? this.postingsOf(table).documentFrequency(term);
+    return { term, termId: stored !== undefined && df >= listedDfMin ? stored[0] : null, df };
   }
 
   /** The rows of a MATCH of the table, in no order, without ranking them. */

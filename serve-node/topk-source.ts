@@ -30,6 +30,9 @@ export class FtsPostings {
   private readonly stats: FtsStats;
   private readonly instances: Statement;
   private readonly copy: Statement;
+  private readonly documents: Statement;
+  private readonly rowsUpTo: Statement;
+  private readonly everyTerm: Statement;
 
   constructor(
     db: Database.Database,
@@ -47,12 +50,48 @@ export class FtsPostings {
     );
     this.copy = db.prepare(
       `INSERT INTO topk_terms (table_id, term, df) SELECT ?, term, doc FROM temp.${table.name}_terms ` +
-        'ORDER BY term',
+        'WHERE doc >= ? ORDER BY term',
     );
+    this.rowsUpTo = db
+      .prepare(`SELECT count(*) FROM (SELECT 1 FROM ${table.name}_docsize LIMIT ?)`)
+      .pluck();
+    this.everyTerm = db.prepare(`SELECT term, doc FROM temp.${table.name}_terms`).raw();
+    this.documents = db.prepare(`SELECT doc FROM temp.${table.name}_terms WHERE term = ?`).pluck();
   }
 
-  copyFrequencies(tableId: number): void {
-    this.copy.run(tableId);
+  /**
+   * The table's rows as of its last commit or savepoint (FTS5's averages record): with the rows a
+   * transaction changed since it began, a bound on the rows before and after it.
+   */
+  rowsSynced(): number {
+    return this.stats.totals().rows;
+  }
+
+  /** Every term's document frequency, this connection's writes included: a scan of them all. */
+  documentFrequencies(): Map<string, number> {
+    return new Map(this.everyTerm.all() as Array<[string, number]>);
+  }
+
+  /**
+   * Whether the table holds more than `rows` rows, this connection's writes included: counted
+   * from `_docsize`, which FTS5 writes at once (its averages record waits for a commit or a
+   * savepoint), reading at most `rows + 1` of them.
+   */
+  holdsMoreThan(rows: number): boolean {
+    return rows < 0 || (this.rowsUpTo.get(rows + 1) as number) > rows;
+  }
+
+  /** The document frequency of every term in at least `dfMin` rows, into `topk_terms`. */
+  copyFrequencies(tableId: number, dfMin: number): void {
+    this.copy.run(tableId, dfMin);
+  }
+
+  /**
+   * The rows holding `term` (0: none), this connection's writes included: FTS5 counts them from
+   * the term's postings, so a term in few rows costs little.
+   */
+  documentFrequency(term: string): number {
+    return (this.documents.get(term) as number | undefined) ?? 0;
   }
 
   /** Each row holding `term`: its weighted frequency (`tf`) and tokens (`len`), in row order. */

@@ -78,6 +78,7 @@ describe('memory bounded by configuration', () => {
         'sqlite-mmap-bytes-max',
         null,
         'facet-values-held-max',
+        'search-topk-known-terms-max',
         'log-read-bytes-max',
         'waiters-max',
       ]),

@@ -1,13 +1,15 @@
 // Proves a serve-node never opens a search store of an older layout (FTS5 tables per partition,
 // before one table per collection): it starts new stores, says why in its status, replays the log
 // and serves every document and search hit again; and that layout 4 (before table_builds) is
-// upgraded in place, without a replay, as are layouts 6 (top-k postings naming their term by text)
-// and 7 (a B-tree entry a posting) (test/integration/serve-node-partitions.test.ts
+// upgraded in place, without a replay, as are layouts 6 (top-k postings naming their term by text),
+// 7 (a B-tree entry a posting) and 8 (every term's document frequency, not only the listed
+// terms') (test/integration/serve-node-partitions.test.ts
 // covers stores holding partitions the node no longer hosts).
 import fs from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_LIMITS } from '../../serve-node/config.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
 import { logAndServeNodes } from '../harness/index.js';
 
@@ -15,6 +17,9 @@ const nodes = logAndServeNodes('store-layout');
 const layoutFour = logAndServeNodes('store-layout-4');
 const layoutSix = logAndServeNodes('store-layout-6');
 const layoutSeven = logAndServeNodes('store-layout-7');
+const layoutEight = logAndServeNodes('store-layout-8');
+/** Every term listed, so the upgraded lists show each word's document frequency. */
+const everyTermListed = { limits: { ...DEFAULT_LIMITS, searchTopkListedDfMin: 1 } };
 
 const storeDirs = () => nodes.storeDirs();
 
@@ -35,30 +40,31 @@ function writeLayoutZero(file: string): void {
 async function stoppedStore(fixture: typeof layoutFour): Promise<{ first: string; file: string }> {
   const log = await fixture.startLog({ partitions: 2 });
   const waitFor = await fixture.appendFourWords(log);
-  const serve = await fixture.startServe();
+  const serve = await fixture.startServe(everyTermListed);
   await serve.scan('c', { waitFor, waitMs: 10_000 });
   await fixture.serveNode!.stop();
   const [first] = fixture.storeDirs();
   return { first, file: path.join(first, SEARCH_FILE) };
 }
 
-/** The store opened again by a serve-node, which upgraded it in place to layout 8. */
+/** The store opened again by a serve-node, which upgraded it in place to layout 9. */
 async function reopenedInPlace(
   fixture: typeof layoutFour,
   first: string,
   file: string,
+  options: Parameters<typeof fixture.startServe>[0] = everyTermListed,
 ): Promise<Database.Database> {
-  const serve = await fixture.startServe();
+  const serve = await fixture.startServe(options);
   expect((await serve.status()).lastRebuild).toBeUndefined();
   expect(fixture.storeDirs()).toEqual([first]);
   expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
   const upgraded = new Database(file, { readonly: true });
-  expect(upgraded.pragma('user_version', { simple: true })).toBe(8);
+  expect(upgraded.pragma('user_version', { simple: true })).toBe(9);
   return upgraded;
 }
 
 /**
- * The lists of layout 8, built from the FTS5 table: its terms (not the stale one the old lists
+ * The lists of layout 9, built from the FTS5 table: its terms (not the stale one the old lists
  * held), blocks of postings, and no table of an earlier layout's.
  */
 function expectListsRebuilt(db: Database.Database): void {
@@ -72,7 +78,7 @@ function expectListsRebuilt(db: Database.Database): void {
 }
 
 describe('serve-node search store layout', () => {
-  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 8', async () => {
+  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 9', async () => {
     const { first, file } = await stoppedStore(layoutFour);
     const old = new Database(file);
     old.exec(
@@ -128,6 +134,25 @@ describe('serve-node search store layout', () => {
 
     const upgraded = await reopenedInPlace(layoutSeven, first, file);
     expectListsRebuilt(upgraded);
+    upgraded.close();
+  });
+
+  it('opens a layout-8 store (every term in topk_terms) in place and keeps the listed terms only', async () => {
+    const { first, file } = await stoppedStore(layoutEight);
+    const old = new Database(file);
+    // Layout 8 held every term: at the default threshold, none of the four words is listed.
+    old.exec(`
+      UPDATE topk_settings SET listed_df_min = ${DEFAULT_LIMITS.searchTopkListedDfMin};
+      DELETE FROM topk_blocks; DELETE FROM topk_terms;
+      INSERT INTO topk_terms (table_id, term, df)
+        SELECT t.id, 'word' || n.value, 1 FROM fts_tables t, json_each('[0, 1, 2, 3]') AS n;
+      PRAGMA user_version = 8;
+    `);
+    expect(old.prepare('SELECT count(*) FROM topk_terms').pluck().get()).toBe(4);
+    old.close();
+
+    const upgraded = await reopenedInPlace(layoutEight, first, file, {});
+    expect(upgraded.prepare('SELECT count(*) FROM topk_terms').pluck().get()).toBe(0);
     upgraded.close();
   });
 

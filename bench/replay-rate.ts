@@ -1,0 +1,104 @@
+/**
+ * The serve-node's replay rate alone, repeatable, for finding what slowed it (issue 26 item 4):
+ * `node dist/bench/replay-rate.js [--docs N] [--rounds R] [--bin other/dist/bin/tailbase.js]
+ * [--cpu-prof] [-- tailbase start flags]` loads the first N corpus documents into a fresh
+ * `tailbase start`, rebuilds its serve-node R times (as the embedded group's replay does), and
+ * prints each round's docs/s beside a bare FTS5 insert loop of the same documents timed right
+ * after it, so a loaded machine slows both. Several `--bin` set builds side by side, each round
+ * alternating between them.
+ */
+import { rmSync } from 'node:fs';
+import { Command } from 'commander';
+import { request } from './api-workloads.js';
+import { loadCorpus } from './corpus.js';
+import { monotonicUs, printSelfTimes, selfTimes, serveProfile } from './cpu-profile.js';
+import { rebuildServeNode, startEmbedded } from './embedded.js';
+import { TAILBASE_BIN } from './processes.js';
+import { makeBenchDir, removeBenchDirs } from './references.js';
+import { rawFtsInsertRate } from './serve.js';
+
+const BULK_CHUNK = 500;
+const COLLECTION = 'corpus';
+
+interface Build {
+  bin: string;
+  server: Awaited<ReturnType<typeof startEmbedded>>;
+  dataDir: string;
+  profileDir: string | null;
+  /** The rebuilds' windows on the profiles' clock, µs. */
+  windowsUs: Array<[number, number]>;
+}
+
+async function startBuild(
+  bin: string,
+  flags: string[],
+  cpuProf: boolean,
+  docs: ReadonlyArray<{ key: string; value: unknown }>,
+): Promise<Build> {
+  const dataDir = makeBenchDir('replay-rate');
+  const profileDir = cpuProf ? makeBenchDir('replay-rate-cpu') : null;
+  const server = await startEmbedded(dataDir, {
+    bin,
+    flags,
+    nodeFlags: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+  });
+  for (let i = 0; i < docs.length; i += BULK_CHUNK) {
+    const chunk = docs.slice(i, i + BULK_CHUNK).map((d) => ({ key: d.key, value: d.value }));
+    await request(`${server.url}/v1/collections/${COLLECTION}/docs`, {
+      method: 'POST',
+      body: JSON.stringify(chunk),
+    });
+  }
+  return { bin, server, dataDir, profileDir, windowsUs: [] };
+}
+
+async function main(): Promise<void> {
+  const opts = new Command()
+    .option('--docs <n>', 'corpus documents to load (the corpus has ~3,500)', '100000')
+    .option('--rounds <n>', 'rebuilds of each build', '3')
+    .option('--bin <path...>', 'bin/tailbase.js of each build to compare', [TAILBASE_BIN])
+    .option('--cpu-prof', 'profile the serve thread over the rebuilds', false)
+    .argument('[flags...]', 'flags for tailbase start')
+    .parse(process.argv);
+  const o = opts.opts<{ docs: string; rounds: string; bin: string[]; cpuProf: boolean }>();
+  const docs = (await loadCorpus()).docs.slice(0, Number(o.docs));
+  const builds: Build[] = [];
+  try {
+    for (const bin of o.bin) builds.push(await startBuild(bin, opts.args, o.cpuProf, docs));
+    console.log(`${docs.length} documents; flags: ${opts.args.join(' ') || '(none)'}`);
+    for (let round = 0; round < Number(o.rounds); round++) {
+      for (const build of builds) {
+        const fromUs = monotonicUs();
+        const seconds = (await rebuildServeNode(build.server.url, COLLECTION)) / 1000;
+        build.windowsUs.push([fromUs, monotonicUs()]);
+        const perSec = docs.length / seconds;
+        const barePerSec = rawFtsInsertRate(docs);
+        console.log(
+          `round ${round} ${build.bin}: ${perSec.toFixed(0)} docs/s, bare FTS5 ${barePerSec.toFixed(0)} docs/s, ratio ${(perSec / barePerSec).toFixed(2)}`,
+        );
+      }
+    }
+    for (const build of builds) {
+      await build.server.stop();
+      if (build.profileDir === null) continue;
+      const profile = serveProfile(build.profileDir);
+      if (profile === null) {
+        console.log(`no profile of the serve thread in ${build.profileDir}`);
+        continue;
+      }
+      const [from] = build.windowsUs[0];
+      const to = build.windowsUs[build.windowsUs.length - 1][1];
+      printSelfTimes(`serve thread of ${build.bin}, the rebuilds`, selfTimes(profile, from, to));
+    }
+  } finally {
+    for (const build of builds) {
+      await build.server.stop();
+      for (const dir of [build.dataDir, build.profileDir]) {
+        if (dir !== null) rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    removeBenchDirs();
+  }
+}
+
+await main();
