@@ -42,6 +42,7 @@ import type { FetchPosition, PartitionOffsets } from '../shared/log-api.js';
 import { collectionId, mergeTokenOffsets, offsetsOf, type TokenOffsets } from '../shared/token.js';
 import { isCollectionTopic, type TopicInfo } from '../shared/topics.js';
 import type { CatalogView } from '../shared/view-catalog.js';
+import { fenceRecords } from '../shared/view-epoch.js';
 import { TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
@@ -304,11 +305,27 @@ async function openFeed(
       round = new AbortController();
       return true;
     };
+    /**
+     * Per topic-partition, the greatest view epoch read so far: the feed leaves out what the
+     * serve-nodes leave out of a view's topic (its processors' claims, a fenced writer's records:
+     * shared/view-epoch.ts), counting the epochs from where it began to read.
+     */
+    const epochs = new Map<string, number>();
     /** Sends what one topic-partition's read holds past `offset`; answers the offset to read next. */
     const send = async (topic: string, partition: number, offset: number, batches: Buffer) => {
+      const id = `${topic}/${partition}`;
       for (const batch of iterateBatches(batches)) {
-        for (const record of decodeRecords(batch.bytes)) {
+        const records = decodeRecords(batch.bytes);
+        const fenced = fenceRecords(records, epochs.get(id) ?? -1);
+        epochs.set(id, fenced.epochAfter);
+        const kept = new Set(fenced.kept);
+        for (const record of records) {
           if (record.offset < offset) continue;
+          if (!kept.has(record)) {
+            // A view's claim, or a fenced writer's record: no document changed.
+            feed.sent(topic, partition, record.offset);
+            continue;
+          }
           const value = recordValue(record.value);
           if (
             request.filter !== null &&
