@@ -190,8 +190,8 @@ function roundsOf(quick: boolean): number {
   return Number.isSafeInteger(asked) && asked > 0 ? asked : ROUNDS_DEFAULT;
 }
 
-/** A variant's rounds as one: the mean of each figure, and each round's p99. */
-function meanOf(runs: Run[]): { run: Run; p99sMs: string } {
+/** A variant's rounds as one: the mean of each figure, and each round's rate and p99. */
+function meanOf(runs: Run[]): { run: Run; p99sMs: string; rates: string } {
   const mean = (pick: (run: Run) => number) =>
     runs.reduce((sum, run) => sum + pick(run), 0) / runs.length;
   const latency: LatencySummary = {
@@ -208,6 +208,7 @@ function meanOf(runs: Run[]): { run: Run; p99sMs: string } {
       latency,
     },
     p99sMs: runs.map((r) => r.latency.p99Ms.toFixed(2)).join(' / '),
+    rates: runs.map((r) => r.requestsPerSec.toFixed(0)).join(' / '),
   };
 }
 
@@ -284,7 +285,12 @@ export async function runCoresBench(options: BenchOptions): Promise<WorkloadResu
           description: `${kind === 'singleGet' ? 'GET by key' : 'search, top 10'} from one wrk connection, ${docs} documents`,
           throughput: { value: figures[kind].run.requestsPerSec, unit: 'req/s' },
           latency: figures[kind].run.latency,
-          figures: { docs, cores: figures[kind].run.cores, roundP99sMs: figures[kind].p99sMs },
+          figures: {
+            docs,
+            cores: figures[kind].run.cores,
+            roundP99sMs: figures[kind].p99sMs,
+            roundRates: figures[kind].rates,
+          },
           ratios: [],
           peakRssBytes: {},
           ...(isAfter && pgSingle && kind === 'singleGet'
@@ -309,6 +315,7 @@ export async function runCoresBench(options: BenchOptions): Promise<WorkloadResu
             docs,
             cores: Number(figures[kind].run.cores.toFixed(2)),
             roundP99sMs: figures[kind].p99sMs,
+            roundRates: figures[kind].rates,
           },
           ratios: compared
             ? [
