@@ -3,12 +3,12 @@
  * (`TAILBASE_BENCH_CORES_DOCS` documents, 100,000 by default; 1,000,000 is the issue's figure),
  * measured on the same data directory in one run under each read configuration: `--read-threads
  * 0` (every read on the serve-node's one thread: before), one and two read threads, key reads on
- * the HTTP thread, on the read threads, or on the HTTP thread while it is not saturated. The
- * configurations alternate, `TAILBASE_BENCH_CORES_ROUNDS` rounds (2 by default, the second in
- * reverse order), so a machine whose other load drifts weighs on each alike; a row holds the mean
- * of its rounds and each round's rate and p99. For each: one client's GET and search p50/p99
- * (wrk, one connection), GET and search throughput at 16 connections and the cores the process
- * used meanwhile; beside PostgreSQL's SELECT by key over the same documents, one client and 16.
+ * the HTTP thread or on the read threads. The configurations alternate, `TAILBASE_BENCH_CORES_ROUNDS`
+ * rounds (2 by default, the second in reverse order), so a machine whose other load drifts weighs
+ * on each alike; a row holds the mean of its rounds and each round's p99. For each: one client's
+ * GET and search p50/p99 (wrk, one connection), GET and search throughput at 16 connections and
+ * the cores the process used meanwhile; beside PostgreSQL's SELECT by key over the same
+ * documents, one client and 16.
  */
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -140,10 +140,6 @@ const VARIANTS: Variant[] = [
   {
     name: 'two read threads, key reads on them',
     args: ['--read-threads', '2', '--key-reads', 'threads'],
-  },
-  {
-    name: 'two read threads, key reads here while the HTTP thread is not saturated',
-    args: ['--read-threads', '2', '--key-reads', 'auto'],
   },
 ];
 

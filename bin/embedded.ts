@@ -32,7 +32,7 @@ import {
 } from '../gateway/index.js';
 import { addGatewayLimitOptions, gatewayLimitValues } from '../gateway/main.js';
 import { DEFAULT_LIMITS } from '../serve-node/config.js';
-import { BusyGate, readChannelName } from '../serve-node/index.js';
+import { readChannelName } from '../serve-node/index.js';
 import {
   memoryLimitOptions,
   memoryLimitValues,
@@ -81,12 +81,10 @@ export interface EmbeddedOptions {
   /** Threads that answer reads; 0: the serve-node's apply thread answers them too. */
   readThreads: number;
   /**
-   * With read threads, where key reads are answered: on the main thread from its own read
-   * handles, with no hop to another thread (`here`), on the read threads (`threads`), or here
-   * while the main thread's event loop is not saturated and on the read threads while it is
-   * (`auto`, serve-node/busy-gate.ts). Default KEY_READS_DEFAULT.
+   * With read threads: key reads answered on the main thread from its own read handles, with no
+   * hop to another thread (default true).
    */
-  keyReads?: KeyReads;
+  keyReadsHere?: boolean;
   /**
    * With key reads here: scans in key order (no filter or sort) of at most this many documents
    * are answered on the main thread too (default SCAN_HERE_LIMIT_MAX_DEFAULT; 0: none).
@@ -116,10 +114,6 @@ const READY_POLL_MS = 100;
  * to spare. On a machine whose cores are busy anyway, the saving is worth it.
  */
 export const SCAN_HERE_LIMIT_MAX_DEFAULT = 0;
-
-export const KEY_READS = ['here', 'threads', 'auto'] as const;
-export type KeyReads = (typeof KEY_READS)[number];
-export const KEY_READS_DEFAULT: KeyReads = 'here';
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   if (options.log) return startOnLog(options, options.log);
@@ -315,8 +309,7 @@ async function withReadThreads(
     channel,
     applier,
     onDeath,
-    keyReadsHere: (options.keyReads ?? KEY_READS_DEFAULT) !== 'threads',
-    hereGate: (options.keyReads ?? KEY_READS_DEFAULT) === 'auto' ? new BusyGate() : undefined,
+    keyReadsHere: options.keyReadsHere ?? true,
     scanHereLimitMax: options.scanHereLimitMax ?? SCAN_HERE_LIMIT_MAX_DEFAULT,
     logger: createLogger('tailbase').child({ role: 'serve-node-reads' }),
   });
@@ -409,12 +402,12 @@ export function registerStartCommand(program: Command): void {
     )
     .addOption(
       new Option(
-        '--key-reads <here|threads|auto>',
-        'with read threads: key reads on the HTTP thread from its own read handles (here), on the read threads, or here while the HTTP thread is not saturated (auto)',
+        '--key-reads <here|threads>',
+        'with read threads: key reads on the HTTP thread from its own read handles (here), or on the read threads',
       )
         .env('TAILBASE_KEY_READS')
-        .choices(KEY_READS)
-        .default(KEY_READS_DEFAULT),
+        .choices(['here', 'threads'])
+        .default('here'),
     )
     .addOption(
       integerOption(
@@ -450,7 +443,7 @@ export function registerStartCommand(program: Command): void {
         kafkaAdvertisedPort?: number;
         readyWaitMsMax: number;
         readThreads: number;
-        keyReads: KeyReads;
+        keyReads: 'here' | 'threads';
         scanHereLimitMax: number;
         searchTopkListedDfMin: number;
         log?: string[];
@@ -469,7 +462,7 @@ export function registerStartCommand(program: Command): void {
         kafkaAdvertised: { host: flags.kafkaAdvertisedHost, port: flags.kafkaAdvertisedPort },
         readyWaitMsMax: flags.readyWaitMsMax,
         readThreads: flags.readThreads,
-        keyReads: flags.keyReads,
+        keyReadsHere: flags.keyReads === 'here',
         scanHereLimitMax: flags.scanHereLimitMax,
         gateway: gatewayLimitValues(flags),
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,

@@ -4,7 +4,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { MessageChannel } from 'node:worker_threads';
-import { LocalServeClient, ReadNode, ReadPoolClient, type HereGate } from '../serve-node/index.js';
+import { LocalServeClient, ReadNode, ReadPoolClient } from '../serve-node/index.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import type { Logger } from '../shared/logger.js';
 import type { ServeClient } from '../shared/serve-api.js';
@@ -37,7 +37,6 @@ export async function startReadPool({
   applier,
   onDeath,
   keyReadsHere,
-  hereGate,
   scanHereLimitMax = 0,
   logger,
 }: {
@@ -48,8 +47,6 @@ export async function startReadPool({
   /** A read thread died outside stop(). */
   onDeath: (error: Error) => void;
   keyReadsHere: boolean;
-  /** With `keyReadsHere`: when this thread answers them itself (always, without one). */
-  hereGate?: HereGate;
   /** With `keyReadsHere`: scans in key order of at most this many documents are answered here too. */
   scanHereLimitMax?: number;
   logger: Logger;
@@ -96,9 +93,5 @@ export async function startReadPool({
   }
   const keyReader = here === null ? null : new LocalServeClient(here, () => undefined);
   const readers = clients.length > 0 || keyReader === null ? clients : [keyReader];
-  return {
-    client: new ReadPoolClient(readers, applier, keyReader, scanHereLimitMax, hereGate),
-    here,
-    stop,
-  };
+  return { client: new ReadPoolClient(readers, applier, keyReader, scanHereLimitMax), here, stop };
 }

@@ -1,10 +1,9 @@
 /**
  * The serve contract over a serve-node's threads: key reads to `keyReader` when there is one (a
- * reader on the caller's own thread: no hop) and its `hereGate` is open, and short scans too (in
- * key order, no filter, at most `scanHereLimitMax` documents: a few key reads' work, where the
- * hop cost the HTTP thread more than the scan, issue 28); other reads (and every read without
- * it, or while the gate is shut) to the read thread with the fewest calls out, everything else
- * to the apply thread.
+ * reader on the caller's own thread: no hop), and short scans too (in key order, no filter, at
+ * most `scanHereLimitMax` documents: a few key reads' work, where the hop cost the HTTP thread
+ * more than the scan, issue 28); other reads (and every read without it) to the read thread
+ * with the fewest calls out, everything else to the apply thread.
  */
 import type {
   CollectionStoreBytes,
@@ -19,13 +18,6 @@ import type {
   SnapshotResult,
 } from '../shared/serve-api.js';
 
-/** Whether the caller's thread answers a key read itself now (busy-gate.ts); always, by default. */
-export interface HereGate {
-  isOpen(): boolean;
-}
-
-const ALWAYS_HERE: HereGate = { isOpen: () => true };
-
 export class ReadPoolClient implements ServeClient {
   /** Calls out to each reader, by its index. */
   private readonly out: number[];
@@ -35,21 +27,18 @@ export class ReadPoolClient implements ServeClient {
     private readonly applier: ServeClient,
     private readonly keyReader: ServeClient | null = null,
     private readonly scanHereLimitMax = 0,
-    private readonly hereGate: HereGate = ALWAYS_HERE,
   ) {
     if (readers.length === 0) throw new Error('a read pool needs at least one reader');
     this.out = readers.map(() => 0);
   }
 
   get(collection: string, key: string, options?: ServeReadOptions): Promise<GetResult> {
-    if (this.keyReader !== null && this.hereGate.isOpen()) {
-      return this.keyReader.get(collection, key, options);
-    }
+    if (this.keyReader !== null) return this.keyReader.get(collection, key, options);
     return this.read((reader) => reader.get(collection, key, options));
   }
 
   scan(collection: string, options: ScanOptions = {}): Promise<ScanResult> {
-    if (this.keyReader !== null && this.scansHere(options) && this.hereGate.isOpen()) {
+    if (this.keyReader !== null && this.scansHere(options)) {
       return this.keyReader.scan(collection, options);
     }
     return this.read((reader) => reader.scan(collection, options));

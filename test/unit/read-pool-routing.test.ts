@@ -1,9 +1,8 @@
 // Proves which thread a serve-node's read pool (serve-node/read-pool-client.ts) sends a read to:
 // key reads and short scans in key order to the reader on the HTTP thread, a filtered, sorted or
 // long scan and every search to a read thread, and everything to the read threads when there is
-// no reader here, or while the HTTP thread's busy gate (serve-node/busy-gate.ts) is shut.
+// no reader here.
 import { describe, expect, it } from 'vitest';
-import { BusyGate } from '../../serve-node/busy-gate.js';
 import { ReadPoolClient } from '../../serve-node/read-pool-client.js';
 import type { ScanOptions, ServeClient } from '../../shared/serve-api.js';
 
@@ -65,55 +64,5 @@ describe('the read pool', () => {
     await pool.get('c', 'k');
     await pool.scan('c', { limit: 1 });
     expect(log).toEqual(['thread', 'thread']);
-  });
-
-  it('answers key reads and short scans here only while the gate is open', async () => {
-    const log: string[] = [];
-    let open = false;
-    const gate = { isOpen: () => open };
-    const pool = new ReadPoolClient(
-      [recorder('thread', log)],
-      recorder('applier', log),
-      recorder('here', log),
-      SCAN_HERE_LIMIT_MAX,
-      gate,
-    );
-    await pool.get('c', 'k');
-    await pool.scan('c', { limit: 1 });
-    open = true;
-    await pool.get('c', 'k');
-    await pool.scan('c', { limit: 1 });
-    expect(log).toEqual(['thread', 'thread', 'here', 'here']);
-  });
-});
-
-describe('the busy gate', () => {
-  it('shuts for a sample after one whose event loop was busy past the bound, and opens after', () => {
-    let nowMs = 0;
-    const used = { idle: 0, active: 0, utilization: 0 };
-    const gate = new BusyGate(
-      { busyFractionMax: 0.9, sampleMs: 50 },
-      () => ({ ...used }),
-      () => nowMs,
-    );
-    const spend = (activeMs: number, idleMs: number) => {
-      used.active += activeMs;
-      used.idle += idleMs;
-      nowMs += activeMs + idleMs;
-    };
-    expect(gate.isOpen()).toBe(true);
-    spend(49, 0);
-    // Within the sample: the state of the last one holds.
-    expect(gate.isOpen()).toBe(true);
-    spend(1, 0);
-    expect(gate.isOpen()).toBe(false);
-    spend(45, 5);
-    expect(gate.isOpen()).toBe(true);
-    spend(46, 3);
-    expect(gate.isOpen()).toBe(true);
-    spend(1, 0);
-    expect(gate.isOpen()).toBe(false);
-    spend(10, 40);
-    expect(gate.isOpen()).toBe(true);
   });
 });
