@@ -127,19 +127,22 @@ interface Variant {
 /** The first is the baseline the others are compared with. */
 const VARIANTS: Variant[] = [
   { name: 'before (--read-threads 0)', args: ['--read-threads', '0'] },
-  { name: 'one read thread, key reads here', args: ['--read-threads', '1'] },
   {
-    name: 'two read threads (one a core), key reads here',
-    args: ['--read-threads', '2'],
-    targeted: true,
+    name: 'one read thread, key reads here',
+    args: ['--read-threads', '1', '--key-reads', 'here'],
+  },
+  {
+    name: 'two read threads, key reads here',
+    args: ['--read-threads', '2', '--key-reads', 'here'],
   },
   {
     name: 'one read thread, key reads on it',
     args: ['--read-threads', '1', '--key-reads', 'threads'],
   },
   {
-    name: 'two read threads, key reads on them',
-    args: ['--read-threads', '2', '--key-reads', 'threads'],
+    name: 'the defaults: a read thread a core, key reads on them',
+    args: [],
+    targeted: true,
   },
 ];
 
