@@ -7,9 +7,13 @@
  * request of the main thread (HTTP, gateway, key reads) and of the read threads, their heaviest
  * functions, and the main thread's time by origin (Node, hono, lmdb, tailbase's folders).
  * `--flags` passes flags to `tailbase start` (`--read-threads 0`); `--keep-profiles` keeps the
- * profiles for a closer look (Chrome DevTools, or a call tree).
+ * profiles for a closer look (Chrome DevTools, or a call tree). Then the bare hono handler
+ * (bare-hono-server.ts) under the reference load of references.ts, profiled the same way, so each
+ * workload's rate and busy µs a request stand beside the bare handler's of the same run.
  */
 import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { request } from './api-workloads.js';
 import {
@@ -22,9 +26,12 @@ import {
   type CpuProfile,
   type SelfTimes,
 } from './cpu-profile.js';
+import { ThreadCpuWindow } from './cpu-share.js';
 import { startEmbedded } from './embedded.js';
 import { runLoad } from './load.js';
-import { makeBenchDir, removeBenchDirs } from './references.js';
+import type { WrkRun } from './wrk.js';
+import { freePort, spawnServer } from './processes.js';
+import { HONO_BODY_BYTES, makeBenchDir, removeBenchDirs } from './references.js';
 import { DOCUMENT, keyOf } from './workload.js';
 
 const BULK_CHUNK = 500;
@@ -35,7 +42,11 @@ interface Window {
   toUs: number;
   requestsPerSec: number;
   requests: number;
+  /** The main thread's CPU (user + system, /proc) a request, µs: wall-clock samples count preemption too. */
+  mainCpuUs: number;
 }
+
+const THREAD_NAMES = { main: 'main', busiest: 'busiest', second: 'second', rest: 'rest' };
 
 async function main(): Promise<void> {
   const opts = new Command()
@@ -88,26 +99,21 @@ async function main(): Promise<void> {
         ],
       ];
       for (const [name, paths] of workloads) {
-        const fromUs = monotonicUs();
-        const run = await runLoad({
-          baseUrl: server.url,
-          method: 'GET',
-          targets: paths.map((path) => ({ path })),
-          connections: Number(opts.connections),
-          threads: 2,
-          durationS: seconds,
-        });
-        windows.push({
-          name,
-          fromUs,
-          toUs: monotonicUs(),
-          requestsPerSec: run.requestsPerSec,
-          requests: run.requests,
-        });
+        windows.push(
+          await measuredWindow(name, server.pid, {
+            baseUrl: server.url,
+            method: 'GET',
+            targets: paths.map((path) => ({ path })),
+            connections: Number(opts.connections),
+            threads: 2,
+            durationS: seconds,
+          }),
+        );
       }
     } finally {
       await server.stop();
     }
+    const bare = await profileBare(opts, join(profileDir, 'bare'));
     const profiles = readProfiles(profileDir);
     const main = profiles.find((p) => p.threadId === 0);
     // A read thread answers every read through its ReadNode; the apply thread has none.
@@ -126,17 +132,76 @@ async function main(): Promise<void> {
           `${label} ${(((times.totalMs - times.idleMs) * 1000) / window.requests).toFixed(0)}`,
       );
       console.log(`busy µs per request: ${perRequest.join(', ')}`);
+      console.log(`main thread CPU µs per request: ${window.mainCpuUs.toFixed(0)}`);
       for (const [label, times] of busy) printSelfTimes(label, times);
       if (main !== undefined) {
         const origins = selfTimes(main, window.fromUs, window.toUs, originOf);
         printSelfTimes('main thread by origin', origins);
       }
     }
+    console.log(
+      `\nbare hono handler (POST /echo): ${bare.requestsPerSec.toFixed(0)} req/s, busy µs per request ${bare.busyUs.toFixed(0)}, main thread CPU µs per request ${bare.mainCpuUs.toFixed(0)}`,
+    );
+    printSelfTimes('bare hono handler', bare.times);
+    for (const window of windows) {
+      const ratio = (window.requestsPerSec / bare.requestsPerSec).toFixed(2);
+      const cpuRatio = (window.mainCpuUs / bare.mainCpuUs).toFixed(2);
+      console.log(
+        `${window.name} / bare hono handler: rate ${ratio}x, main thread CPU a request ${cpuRatio}x`,
+      );
+    }
   } finally {
     rmSync(dataDir, { recursive: true, force: true });
     if (opts.keepProfiles === undefined) rmSync(profileDir, { recursive: true, force: true });
     removeBenchDirs();
   }
+}
+
+/** A load on the process `pid`, timed on the profiles' clock, its main thread's CPU measured. */
+async function measuredWindow(name: string, pid: number, run: WrkRun): Promise<Window> {
+  const cpu = new ThreadCpuWindow(pid, THREAD_NAMES);
+  const fromUs = monotonicUs();
+  const result = await runLoad(run);
+  return {
+    name,
+    fromUs,
+    toUs: monotonicUs(),
+    requestsPerSec: result.requestsPerSec,
+    requests: result.requests,
+    mainCpuUs: cpu.microsPerRequest(result.requests).main,
+  };
+}
+
+/** The bare hono handler's process under the reference load, for as long as each workload. */
+async function profileBare(
+  opts: { seconds: string; connections: string },
+  profileDir: string,
+): Promise<{ requestsPerSec: number; busyUs: number; mainCpuUs: number; times: SelfTimes }> {
+  const port = await freePort();
+  const script = fileURLToPath(new URL('./bare-hono-server.js', import.meta.url));
+  const server = await spawnServer({
+    args: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`, script, String(port)],
+    port,
+    readyPath: '/healthz',
+  });
+  let window: Window;
+  try {
+    window = await measuredWindow('bare', server.pid, {
+      baseUrl: server.url,
+      method: 'POST',
+      targets: [{ path: '/echo', body: Buffer.alloc(HONO_BODY_BYTES, 0x63) }],
+      connections: Number(opts.connections),
+      threads: 2,
+      durationS: Number(opts.seconds),
+    });
+  } finally {
+    await server.stop();
+  }
+  const main = readProfiles(profileDir).find((p) => p.threadId === 0);
+  if (main === undefined) throw new Error('the bare hono handler wrote no profile');
+  const times = selfTimes(main, window.fromUs, window.toUs);
+  const busyUs = ((times.totalMs - times.idleMs) * 1000) / window.requests;
+  return { requestsPerSec: window.requestsPerSec, busyUs, mainCpuUs: window.mainCpuUs, times };
 }
 
 /** The self times of several threads over one window, summed. */

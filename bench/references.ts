@@ -24,7 +24,8 @@ import type { BenchOptions, Reference, References } from './types.js';
 const FSYNC_BLOCK_BYTES = 4096;
 const FSYNC_COUNT_MAX = 200_000;
 const SEQ_CHUNK_BYTES = 1 << 20;
-const HONO_BODY_BYTES = 160;
+/** The body the bare handler's reference load posts, bytes. */
+export const HONO_BODY_BYTES = 160;
 const HONO_CONNECTIONS = 64;
 
 /** Where benchmarks put their data: the filesystem whose limits the references measure. */

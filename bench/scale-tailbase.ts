@@ -95,7 +95,11 @@ export async function strongSearch(url: string, documents: number): Promise<void
     await response.arrayBuffer();
     if (response.ok) return;
     if (Date.now() - startedMs > waitMsMax(documents)) {
-      throw new Error(`a strong search still answers ${response.status} after the load`);
+      // Whether the apply is slow or stopped: the records it had left, and its rate.
+      const { body } = await request(`${url}/v1/status`);
+      throw new Error(
+        `a strong search still answers ${response.status} ${waitMsMax(documents)} ms after the load: ${body.lagRecords} records not applied (status: ${JSON.stringify(body.collections)})`,
+      );
     }
   }
 }
@@ -261,12 +265,22 @@ export async function runTailbaseAtSize(
     let loading = true;
     let duringLoad: Promise<LatencyHistogram> = Promise.resolve(new LatencyHistogram());
     const url = server.url;
-    await postCorpus(url, corpusFile, () => {
-      duringLoad = probeReads(url, () => !loading, PROBE_READS_LOAD_MAX);
-    });
-    const ackS = (performance.now() - started) / 1000;
-    await strongSearch(url, documents);
-    const searchableS = (performance.now() - started) / 1000;
+    let ackS: number;
+    let searchableS: number;
+    try {
+      await postCorpus(url, corpusFile, () => {
+        duringLoad = probeReads(url, () => !loading, PROBE_READS_LOAD_MAX);
+      });
+      ackS = (performance.now() - started) / 1000;
+      await strongSearch(url, documents);
+      searchableS = (performance.now() - started) / 1000;
+    } catch (error) {
+      // The probe ends before the server stops, or its refused connection would be the error
+      // reported instead of this one.
+      loading = false;
+      await duringLoad.catch(() => undefined);
+      throw error;
+    }
     loading = false;
     await settled(url, waitMsMax(documents));
     const settledS = (performance.now() - started) / 1000;

@@ -2,14 +2,15 @@
  * Prometheus metrics (prom-client), in a registry of this gateway's own so several gateways in
  * one process (tests, the embedded mode) do not collide.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Gauge, Histogram, Registry } from 'prom-client';
 import type { ServePartitionStatus } from '../shared/serve-api.js';
+import { RequestMetrics } from './request-metrics.js';
 import type { ServeTopology } from './topology.js';
 
 export interface GatewayMetrics {
   registry: Registry;
-  requests: Counter<'method' | 'route' | 'status'>;
-  requestSeconds: Histogram<'method' | 'route'>;
+  /** `tailbase_gateway_requests_total` and `tailbase_gateway_request_duration_seconds`. */
+  requests: RequestMetrics;
   batchRecords: Histogram<'topic' | 'partition'>;
   batchBytes: Histogram<'topic' | 'partition'>;
   appendSeconds: Histogram<'topic' | 'partition'>;
@@ -33,18 +34,12 @@ export function createMetrics(topology: ServeTopology): GatewayMetrics {
   );
   return {
     registry,
-    requests: new Counter({
-      name: 'tailbase_gateway_requests_total',
-      help: 'HTTP requests answered, by route and status',
-      labelNames: ['method', 'route', 'status'] as const,
-      registers: [registry],
-    }),
-    requestSeconds: new Histogram({
-      name: 'tailbase_gateway_request_duration_seconds',
-      help: 'HTTP request latency',
-      labelNames: ['method', 'route'] as const,
-      buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
-      registers: [registry],
+    requests: new RequestMetrics(registry, {
+      countName: 'tailbase_gateway_requests_total',
+      countHelp: 'HTTP requests answered, by route and status',
+      secondsName: 'tailbase_gateway_request_duration_seconds',
+      secondsHelp: 'HTTP request latency',
+      bucketsSeconds: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
     }),
     batchRecords: new Histogram({
       name: 'tailbase_gateway_batch_records',

@@ -24,8 +24,7 @@ export function observe(logger: Logger, metrics: GatewayMetrics): MiddlewareHand
     await next();
     const route = routePath(c, -1);
     const seconds = (performance.now() - startedMs) / 1000;
-    metrics.requests.inc({ method: c.req.method, route, status: String(c.res.status) });
-    metrics.requestSeconds.observe({ method: c.req.method, route }, seconds);
+    metrics.requests.observe(c.req.method, route, c.res.status, seconds);
     if (logger.isLevelEnabled('debug') || c.res.status >= 500) {
       logger[c.res.status >= 500 ? 'error' : 'debug'](
         { reqId: requestId, method: c.req.method, route, status: c.res.status, ms: seconds * 1000 },

@@ -47,8 +47,17 @@ export function murmur2(bytes: Uint8Array, start = 0, end = bytes.length): numbe
   return h | 0;
 }
 
+/**
+ * Keys are encoded into this to be hashed: a fresh array each key was an allocation on every key
+ * read and write of the HTTP thread (issue 28). Keys are hashed synchronously, so one is enough.
+ */
+const keyScratch = new Uint8Array(4096);
+
 export function partitionFor(key: string, partitions: number): number {
-  return partitionOfKeyBytes(utf8.encode(key), partitions);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a key that might not fit is encoded apart.
+  if (key.length * 3 > keyScratch.length) return partitionOfKeyBytes(utf8.encode(key), partitions);
+  const { written } = utf8.encodeInto(key, keyScratch);
+  return partitionOfKeyAt(keyScratch, 0, written, partitions);
 }
 
 /** partitionFor of a key already in bytes, as a Kafka record carries it. */

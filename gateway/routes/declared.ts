@@ -11,7 +11,8 @@ export type DeclaredRoutes = (route: RouteDeclaration, handler: Handler) => void
 export function declaredRoutes(app: Hono, guard: ScopeGuard): DeclaredRoutes {
   return (route, handler) => {
     const path = honoPath(route.path);
-    if (route.scope === undefined) app.on(route.method.toUpperCase(), path, handler);
-    else app.on(route.method.toUpperCase(), path, guard(route.scope), handler);
+    const required = route.scope === undefined ? null : guard(route.scope);
+    if (required === null) app.on(route.method.toUpperCase(), path, handler);
+    else app.on(route.method.toUpperCase(), path, required, handler);
   };
 }

@@ -6,9 +6,10 @@ import { partitionFor } from '../../shared/partitioner.js';
 import { jsonText } from '../../shared/http-server.js';
 import { API_ROUTES, type BulkAnswer, type WriteAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
-import { planRead, readOn, requestToken, servedToken, TOKEN_HEADER } from '../consistency.js';
+import { planRead, readOn, requestToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
 import { setEdgeHeader } from '../edge-headers.js';
+import { ServedTokens } from '../served-tokens.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { declaredRoutes } from './declared.js';
@@ -39,6 +40,7 @@ export function docTarget(c: Context, services: GatewayServices) {
 export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
   const { tokens } = services;
+  const servedTokens = new ServedTokens(tokens);
   const on = declaredRoutes(app, guard);
 
   /** Names, key and token are checked before the body is read, so a bad one costs no upload. */
@@ -92,8 +94,11 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const result = await services.topology.onReplica(partition, (node) =>
       readOn(plan, collection, node, [partition], (wait) => node.client.get(collection, key, wait)),
     );
-    const served = servedToken(plan, collection, result.applied, [partition]);
-    setEdgeHeader(c, TOKEN_HEADER, tokens.encode(served));
+    setEdgeHeader(
+      c,
+      TOKEN_HEADER,
+      servedTokens.text(plan, collection, result.applied, [partition]),
+    );
     if (result.doc === null) {
       const message = `no document ${key} in ${name}`;
       return c.json({ error: { code: 'document_not_found', message, collection: name, key } }, 404);

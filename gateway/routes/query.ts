@@ -8,6 +8,7 @@ import type { ScopeGuard } from '../auth.js';
 import { planRead, readOn, servedToken, TOKEN_HEADER } from '../consistency.js';
 import { parseFieldParams } from '../../shared/filter-params.js';
 import { setEdgeHeader } from '../edge-headers.js';
+import { ServedTokens } from '../served-tokens.js';
 import { mergeFacets } from '../facets.js';
 import { checkCursorVersion, decodePosition, encodePosition, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
@@ -20,6 +21,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
   const { limits } = services.config;
   const { tokens, topology } = services;
   const on = declaredRoutes(app, guard);
+  const servedTokens = new ServedTokens(tokens);
   const all = Array.from({ length: services.cluster.partitions }, (_, p) => p);
 
   const bounded = (query: Map<string, string>, name: string) => {
@@ -63,8 +65,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       ),
     );
     const merged = mergeScanPages(pages, limit, sort);
-    const served = servedToken(plan, collection, merged.applied, all);
-    setEdgeHeader(c, TOKEN_HEADER, tokens.encode(served));
+    setEdgeHeader(c, TOKEN_HEADER, servedTokens.text(plan, collection, merged.applied, all));
     const items = merged.items.map(
       ({ key, json, offset, sort: values }) =>
         `{"key":${JSON.stringify(key)},"value":${json},"offset":${offset}` +

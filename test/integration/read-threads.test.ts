@@ -69,6 +69,27 @@ async function cluster(): Promise<string> {
   return gateway.url;
 }
 
+/** The offsets a token names, in its order (shared/token.ts has the layout). */
+function tokenOffsets(text: string): number[] {
+  const bytes = Buffer.from(text, 'base64url');
+  const offsets: number[] = [];
+  let at = 5;
+  const varint = () => {
+    let value = 0;
+    for (let scale = 1; ; scale *= 0x80) {
+      const byte = bytes[at++];
+      value += (byte & 0x7f) * scale;
+      if (byte < 0x80) return value;
+    }
+  };
+  while (at < bytes.length) {
+    at += 4;
+    varint();
+    offsets.push(varint());
+  }
+  return offsets;
+}
+
 describe.each([
   ['tailbase start, key reads and short scans on the HTTP thread', () => embedded('here')],
   ['tailbase start, key reads on the read threads', () => embedded('threads')],
@@ -103,6 +124,26 @@ describe.each([
     };
     await Promise.all(Array.from({ length: SESSIONS }, (_, s) => session(s)));
     expect(wrong).toEqual([]);
+  });
+
+  it('a key read without a token answers one that covers the version it read', async () => {
+    const under: string[] = [];
+    for (let version = 0; version < OVERWRITES; version++) {
+      const put = await call(url, 'PUT', '/v1/collections/over/docs/eventual', { version });
+      expect(put.status).toBe(200);
+      const path = `/v1/collections/over/docs/eventual?wait_ms=${WAIT_MS}`;
+      const atToken = await call(url, 'GET', path, undefined, { 'tailbase-token': put.body.token });
+      expect(atToken.body?.value?.version).toBe(version);
+      // No token: whatever that reader has applied; the token it answers must reach the offset
+      // of the version it read, or a client carrying it could be served an older one after.
+      const eventual = await call(url, 'GET', path);
+      expect(eventual.status).toBe(200);
+      const offsets = tokenOffsets(eventual.token ?? '');
+      if (offsets.length !== 1 || offsets[0] < eventual.body.offset) {
+        under.push(`version ${eventual.body.value.version} at ${eventual.body.offset}: ${offsets}`);
+      }
+    }
+    expect(under).toEqual([]);
   });
 
   it('a settings change is read at its token on every read thread', async () => {

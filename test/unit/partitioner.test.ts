@@ -49,7 +49,11 @@ describe('partitioner', () => {
       ),
       { numRuns: 2000 },
     );
-    for (const key of ['alice', 'ключ', '🙂', 'a'.repeat(1024)]) {
+    // Keys around the length whose UTF-8 might not fit the encoding scratch, and lone halves.
+    const long = ['a', 'é', '🙂', '\uD800'].flatMap((unit) =>
+      [1364, 1365, 1366, 2048, 4096].map((n) => unit.repeat(Math.ceil(n / unit.length))),
+    );
+    for (const key of ['alice', 'ключ', '🙂', 'a\uDC00b', 'a'.repeat(1024), ...long]) {
       expect(partitionFor(key, 8)).toBe(kafkajsPartition(key, 8));
     }
   });
