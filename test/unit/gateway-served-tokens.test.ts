@@ -10,6 +10,7 @@ const codec = new TokenCodec('cluster-a', 8);
 function planOf(token: ReadPlan['token'], incarnation = 0): ReadPlan {
   return {
     topic: 'books',
+    version: null,
     token,
     incarnation,
     waitFor: {},
