@@ -535,7 +535,9 @@ describe('top-k lists', () => {
       const tokenizers = new FtsTokenizers(db);
       const words = ['Hello', 'ABC123', 'x9', 'Café', 'naïve', 'foo-bar', 'Running'];
       const terms = (tokenizer: string) =>
-        tokenizers.tokenize(tokenizer, words).map((text) => [...text.counts.keys()].join(' '));
+        tokenizers
+          .tokenize(tokenizer, words)
+          .map((text) => [...text.counts.keys()].sort().join(' '));
       expect(terms('unicode61 remove_diacritics 2')).toEqual([
         'hello',
         'abc123',
