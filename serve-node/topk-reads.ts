@@ -92,7 +92,7 @@ export interface TopkWords {
 
 /**
  * Rows a filtered search may expect to take, depth over the filter's share, at most for each
- * match FTS5 would walk (the words' rows). One word: a row taken and probed in the field index
+ * match FTS5 would walk (TopkMatches). One word: a row taken and probed in the field index
  * costs about 0.7 us, where FTS5 walks a match, probes it and ranks it in about 2 us. Several: a
  * row taken costs lookups of the other words besides, and a filter lowers the depth-th best
  * score the prunings stop at, so rows taken grow faster than depth over the share (measured at
@@ -169,7 +169,7 @@ export class TopkReads {
     if (!listed && filter === null) return declined(null);
     const found = this.counted(table, terms);
     const totals = this.statsOf(table).totals();
-    const walked = { matches: matchesOf(found, words.all), rows: totals.rows };
+    const walked = { matches: matchesAtMost(found, words.all), rows: totals.rows };
     if (!listed) return declined(walked);
     if (words.all && !denseEnough(found, totals.rows)) return declined(walked);
     let tested: Tested | null = null;
@@ -241,7 +241,7 @@ export class TopkReads {
     const terms = listedDfMin === null ? null : this.termsOf(table, words.texts, listedDfMin);
     if (terms === null) return null;
     const found = this.counted(table, terms);
-    return { matches: matchesOf(found, words.all), rows: this.statsOf(table).totals().rows };
+    return { matches: matchesAtMost(found, words.all), rows: this.statsOf(table).totals().rows };
   }
 
   /** The least rows of a listed term, or null where the table has no lists or `words` none. */
@@ -329,7 +329,7 @@ export class TopkReads {
 const AND_MATCHES_PER_POSTING_MIN = 0.2;
 
 /** The rows a search of `words` can match at most (TopkMatches). */
-function matchesOf(words: readonly Word[], all: boolean): number {
+function matchesAtMost(words: readonly Word[], all: boolean): number {
   const dfs = words.map(({ df }) => df);
   return all ? Math.min(...dfs) : dfs.reduce((sum, df) => sum + df, 0);
 }
