@@ -130,9 +130,13 @@ type Term = Omit<Word, 'df'> & { df: number | null };
 export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
-  /** By table object, not name: a name given again may come with other weights. */
-  private readonly postings = new WeakMap<FtsTable, FtsPostings>();
-  private readonly matches = new WeakMap<FtsTable, Statement>();
+  /**
+   * By table name and weights, not object: a read thread's tables are new objects after every
+   * commit (search-store.ts followWriter), and a name given again may come with other weights.
+   */
+  private readonly postings = new Map<string, FtsPostings>();
+  /** By table name, as `stats`. */
+  private readonly matches = new Map<string, Statement>();
   /** By table name, as `stats`: a term's rows do not follow the weights. */
   private readonly frequencies = new Map<string, Statement>();
   private readonly streams: StreamStatements;
@@ -290,21 +294,22 @@ export class TopkReads {
 
   /** The rows of a MATCH of the table, in no order, without ranking them. */
   private matchRows(table: FtsTable): Statement {
-    let statement = this.matches.get(table);
+    let statement = this.matches.get(table.name);
     if (statement === undefined) {
       statement = this.db
         .prepare(`SELECT rowid FROM ${table.name} WHERE ${table.name} MATCH ?`)
         .pluck();
-      this.matches.set(table, statement);
+      this.matches.set(table.name, statement);
     }
     return statement;
   }
 
   private postingsOf(table: FtsTable): FtsPostings {
-    let postings = this.postings.get(table);
+    const key = `${table.name} ${table.layout.weights.join(' ')}`;
+    let postings = this.postings.get(key);
     if (postings === undefined) {
       postings = new FtsPostings(this.db, table);
-      this.postings.set(table, postings);
+      this.postings.set(key, postings);
     }
     return postings;
   }

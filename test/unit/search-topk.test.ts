@@ -529,10 +529,13 @@ describe('top-k lists', () => {
     expectSameLines(rebuilt.postings, lived.postings, 'postings rebuilt');
   });
 
-  it('ask FTS5 nothing of a word no list holds, and count one for a filter by the table name', () => {
+  it('ask FTS5 nothing of a word no list holds, and prepare nothing again for a new table object', () => {
     const { replica, dir } = tempReplica();
     const docs = feedHistory(new Feed(replica), randomOf(seed), 400);
-    const unlisted = [...frequencies(docs)].find(([, n]) => n < LISTED_DF_MIN)![0];
+    const byFrequency = [...frequencies(docs)].sort((a, b) => b[1] - a[1]);
+    const unlisted = byFrequency.find(([, n]) => n < LISTED_DF_MIN)![0];
+    const mixedText = `${byFrequency[0][0]} OR ${unlisted}`;
+    const mixed = parseQuery(mixedText, limits);
     // A reading connection of its own, given a new table object a search, as a read thread
     // is after every commit of the writer (search-store.ts followWriter).
     const db = openStore(dir);
@@ -554,14 +557,18 @@ describe('top-k lists', () => {
         ).filter((name) => name.startsWith(`${table.name}_`));
       const query = parseQuery(unlisted, limits);
       const all = Array.from({ length: PARTITIONS }, (_, p) => p);
-      const search = (fields?: FieldQuery) =>
-        reads.search('docs', all, query, DEPTH, TOTAL_EXACT_MAX, fields);
+      const search = (fields?: FieldQuery, asked = query) =>
+        reads.search('docs', all, asked, DEPTH, TOTAL_EXACT_MAX, fields);
       const fts5 = ftsRanking(db, unlisted);
       expectSameTop(search().matches, fts5.slice(0, DEPTH));
       expect(temporary(), `seed ${seed}`).toEqual([]);
       const filtered = { filter: parseFilter('n >= 0'), sort: [] };
       expectSameTop(search(filtered).matches, fts5.slice(0, DEPTH));
       expect(temporary(), `seed ${seed}`).toEqual([`${table.name}_terms`]);
+      // A listed word beside it: the unlisted one's postings read from FTS5.
+      const mixedFound = search(undefined, mixed);
+      expect(mixedFound.examined, `seed ${seed}`).toBeDefined();
+      expectSameTop(mixedFound.matches, ftsRanking(db, mixedText).slice(0, DEPTH));
       let prepared = 0;
       const prepare = db.prepare.bind(db);
       db.prepare = ((sql: string) => {
@@ -572,6 +579,7 @@ describe('top-k lists', () => {
         table = { ...table };
         search(filtered);
         search();
+        search(undefined, mixed);
       }
       expect(prepared, `seed ${seed}`).toBe(0);
     } finally {
