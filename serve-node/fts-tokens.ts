@@ -18,7 +18,7 @@ import { assert } from '../shared/assert.js';
 import { TOKENIZERS } from './collection-settings.js';
 
 export interface TokenizedText {
-  /** Each term and the times it occurs, in term order (unless the caller asked for any order). */
+  /** Each term and the times it occurs, in no particular order. */
   counts: Map<string, number>;
   /** Tokens in the text: FTS5's size of it. */
   tokens: number;
@@ -78,22 +78,13 @@ function splitText(text: string): (TokenizedText & { others: string[] }) | null 
   return { counts, tokens, others };
 }
 
-/** `counts` in FTS5's order: its terms' bytes (UTF-16 order differs only past the BMP). */
-function sortedCounts(counts: Map<string, number>): Map<string, number> {
-  const terms = [...counts.keys()].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
-  return new Map(terms.map((term) => [term, counts.get(term)!]));
-}
-
 export class FtsTokenizers {
   private readonly byTokenizer = new Map<string, Tokenizer>();
 
   constructor(private readonly db: Database.Database) {}
 
-  /**
-   * Each of `texts` as FTS5 tokenizes it with `tokenizer` (one of TOKENIZERS), its terms in
-   * FTS5's order, or (`sorted` false, for a caller that only counts them) in any order.
-   */
-  tokenize(tokenizer: string, texts: readonly string[], sorted = true): TokenizedText[] {
+  /** Each of `texts` as FTS5 tokenizes it with `tokenizer` (one of TOKENIZERS). */
+  tokenize(tokenizer: string, texts: readonly string[]): TokenizedText[] {
     if (tokenizer !== UNICODE61) return this.tokenizeByFts5(tokenizer, texts);
     const split = texts.map(splitText);
     // Only the runs FTS5 must tokenize go through it, each distinct run once.
@@ -113,8 +104,7 @@ export class FtsTokenizers {
           text.counts.set(term, (text.counts.get(term) ?? 0) + n);
         text.tokens += tokenized.tokens;
       }
-      const counts = sorted ? sortedCounts(text.counts) : text.counts;
-      return { counts, tokens: text.tokens };
+      return { counts: text.counts, tokens: text.tokens };
     });
   }
 

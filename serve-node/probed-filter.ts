@@ -30,9 +30,6 @@ const PROBE_ROWS_GATHERED = 2;
 const powerOfTwoAtLeast = (n: number) => 2 ** Math.ceil(Math.log2(Math.max(n, 1)));
 
 export class ProbedFilter implements RowFilter {
-  /** The table's rows, as the lists' search last gave them. */
-  private rows = 0;
-
   constructor(
     private readonly queries: QueryCache,
     private readonly shares: FilterShares,
@@ -50,7 +47,6 @@ export class ProbedFilter implements RowFilter {
   }
 
   share(shareMin: number, rows: number): number {
-    this.rows = rows;
     const bound = powerOfTwoAtLeast(shareMin * rows * SHARE_ENTRIES_COUNTED_SLACK);
     return this.shares.share(
       this.filter,
@@ -62,14 +58,11 @@ export class ProbedFilter implements RowFilter {
 
   /**
    * How FTS5 counts the matches the filter passes, up to `countMax`, given the words' rows
-   * (`matches`) and the share of the rows the lists tested that passed: matches walked at that
-   * share until `countMax` pass, or all of them (FilterAccess.walkAccess).
+   * (`matches`), the table's `rows` and the share of the rows the lists tested that passed:
+   * matches walked at that share until `countMax` pass, or all of them (walkAccess).
    */
-  countAccess(matches: number, passedShare: number, countMax: number): FilterAccess {
-    return this.walkAccess(
-      Math.min(matches, countMax / Math.max(passedShare, 1 / matches)),
-      this.rows,
-    );
+  countAccess(matches: number, rows: number, passedShare: number, countMax: number): FilterAccess {
+    return this.walkAccess(Math.min(matches, countMax / Math.max(passedShare, 1 / matches)), rows);
   }
 
   /**
@@ -78,7 +71,6 @@ export class ProbedFilter implements RowFilter {
    * counted only as far as that decides (about 60 ns an entry), a fraction of the walk's cost.
    */
   walkAccess(walked: number, rows: number): FilterAccess {
-    this.rows = rows;
     const gathered = walked * PROBE_ROWS_GATHERED;
     const share = this.shares.share(this.filter, this.tableId, rows, powerOfTwoAtLeast(gathered));
     return gathered <= share * rows ? 'probe' : 'set';

@@ -28,7 +28,13 @@ import {
   type ScanShape,
   type SortValues,
 } from './search-sql.js';
-import { TopkReads, type TopkFound, type TopkWords } from './topk-reads.js';
+import {
+  TopkReads,
+  type TopkFound,
+  type TopkMatches,
+  type TopkSearch,
+  type TopkWords,
+} from './topk-reads.js';
 import { writeStamp } from './write-stamp.js';
 
 export interface SearchMatch {
@@ -148,7 +154,7 @@ export class SearchReads {
       fields.filter === null
         ? null
         : new ProbedFilter(this.queries, this.filterShares, table.id, fields.filter);
-    const found =
+    const listed: TopkSearch | null =
       plan === 'auto' && query.words !== null && fields.sort.length === 0
         ? this.topk.search(
             table,
@@ -158,10 +164,14 @@ export class SearchReads {
             filter,
           )
         : null;
-    if (found !== null) {
-      return this.topkAnswer(shape, query.words!, found, depth, totalExactMax, filter);
+    if (listed !== null && listed.found !== null) {
+      return this.topkAnswer(shape, query.words!, listed, depth, totalExactMax, filter);
     }
-    if (plan === 'auto' && filter !== null) this.readFilterAs(shape, query, filter);
+    if (plan === 'auto' && filter !== null) {
+      // A search the lists declined has counted its matches already.
+      const walked = listed === null ? this.walkedOf(shape, query) : listed.walked;
+      this.readFilterAs(shape, filter, walked);
+    }
     const { sql, params } = searchQuery(shape, fields.sort, depth);
     const rows = this.queries.statement(sql).all(...params) as SearchRow[];
     const matches: SearchMatch[] = rows.map((row) => ({
@@ -178,7 +188,7 @@ export class SearchReads {
   private topkAnswer(
     shape: MatchShape,
     words: TopkWords,
-    found: TopkFound,
+    { found, walked }: { found: TopkFound; walked: TopkMatches },
     depth: number,
     totalExactMax: number,
     filter: ProbedFilter | null,
@@ -193,8 +203,12 @@ export class SearchReads {
     if (filter !== null && found.filtered !== undefined) {
       // Those the filter passes FTS5 counts, the filter read the cheaper way.
       const { tested, passed } = found.filtered;
-      const rows = found.dfs.reduce((sum, df) => sum + df, 0);
-      const filterAccess = filter.countAccess(rows, passed / Math.max(tested, 1), totalExactMax);
+      const filterAccess = filter.countAccess(
+        walked.matches,
+        walked.rows,
+        passed / Math.max(tested, 1),
+        totalExactMax,
+      );
       const total = this.total({ ...shape, filterAccess }, matches.length, depth, totalExactMax);
       return { matches, ...total, examined: found.examined };
     }
@@ -257,8 +271,8 @@ export class SearchReads {
     if (filter !== null) {
       this.readFilterAs(
         shape,
-        query,
         new ProbedFilter(this.queries, this.filterShares, table.id, filter),
+        this.walkedOf(shape, query),
       );
     }
     const add = (field: string, kind: number, value: number | string, n: number) => {
@@ -352,12 +366,16 @@ export class SearchReads {
     return loaded ? { plan: 'held', fields: loaded } : { plan: 'byValue' };
   }
 
+  /** The matches FTS5 walks for `query`, where they are known: of words with lists. */
+  private walkedOf(shape: MatchShape, query: ParsedQuery): TopkMatches | null {
+    return query.words === null ? null : this.topk.matchesOf(shape.table, query.words);
+  }
+
   /**
-   * FTS5 walks every match of a query: of words, whose matches are known, the filter is probed a
+   * FTS5 walks every match of a query: where they are known (`walked`), the filter is probed a
    * match where that costs less than gathering its rows (ProbedFilter.walkAccess).
    */
-  private readFilterAs(shape: MatchShape, query: ParsedQuery, filter: ProbedFilter): void {
-    const walked = query.words === null ? null : this.topk.rowsOf(shape.table, query.words);
+  private readFilterAs(shape: MatchShape, filter: ProbedFilter, walked: TopkMatches | null): void {
     if (walked !== null) shape.filterAccess = filter.walkAccess(walked.matches, walked.rows);
   }
 

@@ -501,7 +501,7 @@ export class TopkIndex {
       assert(change.texts.length === columns, `a row of table ${table.id} has ${columns} columns`);
       return change.texts;
     });
-    const tokenized = this.tokenizers.tokenize(table.settings.tokenizer, texts, false);
+    const tokenized = this.tokenizers.tokenize(table.settings.tokenizer, texts);
     return changes.map((change, i) => {
       const ofRow = tokenized.slice(i * columns, (i + 1) * columns);
       let len = 0;

@@ -30,7 +30,7 @@ import { FtsStats } from './fts-stats.js';
 import { partitionOfRow, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { hasTopkLists } from './topk-index.js';
-import { FtsPostings } from './topk-source.js';
+import { documentFrequencyStatement, FtsPostings } from './topk-source.js';
 import {
   before,
   bm25Idf,
@@ -56,6 +56,23 @@ export interface TopkFound {
   filtered?: { tested: number; passed: number };
 }
 
+/**
+ * The rows a search of words can match at most, and the table's rows: what a plan is chosen by.
+ * The matches are the sum of the words' rows for OR (and one word), the fewest for AND.
+ */
+export interface TopkMatches {
+  matches: number;
+  rows: number;
+}
+
+/**
+ * A search by the lists: what they `found` (null: they do not answer it), and its matches where
+ * its texts are terms of a table with lists (null: they are not, or were not counted, the search
+ * having no filter to read by them and no list to answer it).
+ */
+export type TopkSearch =
+  { found: TopkFound; walked: TopkMatches } | { found: null; walked: TopkMatches | null };
+
 /** A search's filter, tested on the rows the lists yield (search-reads.ts). */
 export interface RowFilter {
   /** Of `rows`, those the filter passes. */
@@ -75,7 +92,7 @@ export interface TopkWords {
 
 /**
  * Rows a filtered search may expect to take, depth over the filter's share, at most for each
- * match FTS5 would walk (the words' rows). One word: a row taken and probed in the field index
+ * match FTS5 would walk (TopkMatches). One word: a row taken and probed in the field index
  * costs about 0.7 us, where FTS5 walks a match, probes it and ranks it in about 2 us. Several: a
  * row taken costs lookups of the other words besides, and a filter lowers the depth-th best
  * score the prunings stop at, so rows taken grow faster than depth over the share (measured at
@@ -107,12 +124,21 @@ interface Word {
   df: number;
 }
 
+/** A word as `topk_terms` knows it: its rows only where it is listed there (null: uncounted). */
+type Term = Omit<Word, 'df'> & { df: number | null };
+
 export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
-  /** By table object, not name: a name given again may come with other weights. */
-  private readonly postings = new WeakMap<FtsTable, FtsPostings>();
-  private readonly matches = new WeakMap<FtsTable, Statement>();
+  /**
+   * By table name and weights, not object: a read thread's tables are new objects after every
+   * commit (search-store.ts followWriter), and a name given again may come with other weights.
+   */
+  private readonly postings = new Map<string, FtsPostings>();
+  /** By table name, as `stats`. */
+  private readonly matches = new Map<string, Statement>();
+  /** By table name, as `stats`: a term's rows do not follow the weights. */
+  private readonly frequencies = new Map<string, Statement>();
   private readonly streams: StreamStatements;
   private readonly statements: Record<'settings' | 'term', Statement>;
 
@@ -126,8 +152,8 @@ export class TopkReads {
   }
 
   /**
-   * The best `depth` rows of `words` in `partitions` (null: all), or null when no list answers
-   * them: a text is not one token of the table's tokenizer, or its term is not listed.
+   * The best `depth` rows of `words` in `partitions` (null: all), or found null when no list
+   * answers them: a text is not one token of the table's tokenizer, or no term is listed.
    */
   search(
     table: FtsTable,
@@ -135,28 +161,27 @@ export class TopkReads {
     depth: number,
     partitions: ReadonlySet<number> | null,
     filter: RowFilter | null = null,
-  ): TopkFound | null {
-    if (!hasTopkLists(table) || words.texts.length === 0) return null;
-    const listedDfMin = this.statements.settings.get() as number | undefined;
-    if (listedDfMin === undefined) return null;
-    const found: Word[] = [];
-    for (const text of words.texts) {
-      const word = this.word(table, text, listedDfMin);
-      if (word === null) return null;
-      found.push(word);
-    }
+  ): TopkSearch {
+    const declined = (walked: TopkMatches | null): TopkSearch => ({ found: null, walked });
+    const listedDfMin = this.listedDfMin(table, words);
+    if (listedDfMin === null) return declined(null);
+    const terms = this.termsOf(table, words.texts, listedDfMin);
+    if (terms === null) return declined(null);
     // Words without a list are read whole from FTS5: cheap beside a listed word, and FTS5's
-    // answer to words that are all of them.
-    if (found.every((word) => word.termId === null)) return null;
+    // answer to words that are all of them, whose rows only a filter's plan needs.
+    const listed = terms.some(({ termId }) => termId !== null);
+    if (!listed && filter === null) return declined(null);
+    const found = this.counted(table, terms);
     const totals = this.statsOf(table).totals();
-    if (words.all && !denseEnough(found, totals.rows)) return null;
+    const walked = { matches: matchesAtMost(found, words.all), rows: totals.rows };
+    if (!listed) return declined(walked);
+    if (words.all && !denseEnough(found, totals.rows)) return declined(walked);
     let tested: Tested | null = null;
     if (filter !== null) {
-      const matches = found.reduce((sum, { df }) => sum + df, 0);
       const perMatch = FILTERED_ROWS_PER_MATCH_MAX[found.length === 1 ? 'one' : 'several'];
-      const shareMin = depth / (matches * perMatch);
+      const shareMin = depth / (walked.matches * perMatch);
       const share = shareMin > 1 ? 0 : filter.share(shareMin, totals.rows);
-      if (share < shareMin) return null;
+      if (share < shareMin) return declined(walked);
       tested = {
         filter,
         batchRows: Math.min(depth * 2, FILTER_BATCH_ROWS_MAX),
@@ -203,63 +228,88 @@ export class TopkReads {
     // The lists hold every match, not those the filter passes: FTS5 counts those.
     const count = tested === null ? countRows([...byTerm.values()], words.all, partitions) : null;
     return {
-      rows,
-      dfs: found.map(({ df }) => df),
-      examined,
-      ...(count === null ? {} : { count }),
-      ...(tested === null ? {} : { filtered: { tested: tested.tested, passed: tested.passed } }),
+      found: {
+        rows,
+        dfs: found.map(({ df }) => df),
+        examined,
+        ...(count === null ? {} : { count }),
+        ...(tested === null ? {} : { filtered: { tested: tested.tested, passed: tested.passed } }),
+      },
+      walked,
     };
   }
 
-  /**
-   * The rows a search of `words` can match at most (the sum of its words' rows; for AND, the
-   * fewest), and the table's rows; null when a text is not one term.
-   */
-  rowsOf(table: FtsTable, words: TopkWords): { matches: number; rows: number } | null {
-    // The terms' rows are kept with the lists, for the tables that have them.
+  /** The matches of `words` (TopkMatches), or null where its texts are not terms with lists. */
+  matchesOf(table: FtsTable, words: TopkWords): TopkMatches | null {
+    const listedDfMin = this.listedDfMin(table, words);
+    const terms = listedDfMin === null ? null : this.termsOf(table, words.texts, listedDfMin);
+    if (terms === null) return null;
+    const found = this.counted(table, terms);
+    return { matches: matchesAtMost(found, words.all), rows: this.statsOf(table).totals().rows };
+  }
+
+  /** The least rows of a listed term, or null where the table has no lists or `words` none. */
+  private listedDfMin(table: FtsTable, words: TopkWords): number | null {
     if (!hasTopkLists(table) || words.texts.length === 0) return null;
-    if (this.statements.settings.get() === undefined) return null;
-    const dfs: number[] = [];
-    for (const text of words.texts) {
-      const word = this.word(table, text, Infinity);
-      if (word === null) return null;
-      dfs.push(word.df);
-    }
-    const matches = words.all ? Math.min(...dfs) : dfs.reduce((sum, df) => sum + df, 0);
-    return { matches, rows: this.statsOf(table).totals().rows };
+    return (this.statements.settings.get() as number | undefined) ?? null;
   }
 
   /**
-   * The one term FTS5 makes of `text` and its rows, with its list's id where it has one (in at
-   * least `listedDfMin` rows); null when `text` is not one term.
+   * The one term FTS5 makes of each text, with its list's id and rows where it has one (in at
+   * least `listedDfMin` rows), read from `topk_terms` alone; null when a text is not one term.
    */
-  private word(table: FtsTable, text: string, listedDfMin: number): Word | null {
-    const [tokenized] = this.tokenizers.tokenize(table.settings.tokenizer, [text]);
-    if (tokenized.tokens !== 1) return null;
-    const [term] = tokenized.counts.keys();
-    const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
-    // Only listed terms have a row (topk-index.ts); FTS5 counts another's few rows quickly.
-    const df = stored?.[1] ?? this.postingsOf(table).documentFrequency(term);
-    return { term, termId: stored !== undefined && df >= listedDfMin ? stored[0] : null, df };
+  private termsOf(table: FtsTable, texts: readonly string[], listedDfMin: number): Term[] | null {
+    const terms: Term[] = [];
+    for (const tokenized of this.tokenizers.tokenize(table.settings.tokenizer, texts)) {
+      if (tokenized.tokens !== 1) return null;
+      const [term] = tokenized.counts.keys();
+      const stored = this.statements.term.get(table.id, term) as [number, number] | undefined;
+      const listed = stored !== undefined && stored[1] >= listedDfMin;
+      terms.push({ term, termId: listed ? stored[0] : null, df: stored?.[1] ?? null });
+    }
+    return terms;
+  }
+
+  /**
+   * `terms` with their rows: only listed terms have a row in `topk_terms` (topk-index.ts), FTS5
+   * counts another's few rows quickly.
+   */
+  private counted(table: FtsTable, terms: readonly Term[]): Word[] {
+    return terms.map(({ term, termId, df }) => ({
+      term,
+      termId,
+      df: df ?? this.documentFrequency(table, term),
+    }));
+  }
+
+  /** The rows holding `term` (0: none), counted by FTS5. */
+  private documentFrequency(table: FtsTable, term: string): number {
+    let statement = this.frequencies.get(table.name);
+    if (statement === undefined) {
+      statement = documentFrequencyStatement(this.db, table.name);
+      this.frequencies.set(table.name, statement);
+    }
+    return (statement.get(term) as number | undefined) ?? 0;
   }
 
   /** The rows of a MATCH of the table, in no order, without ranking them. */
   private matchRows(table: FtsTable): Statement {
-    let statement = this.matches.get(table);
+    let statement = this.matches.get(table.name);
     if (statement === undefined) {
       statement = this.db
         .prepare(`SELECT rowid FROM ${table.name} WHERE ${table.name} MATCH ?`)
         .pluck();
-      this.matches.set(table, statement);
+      this.matches.set(table.name, statement);
     }
     return statement;
   }
 
   private postingsOf(table: FtsTable): FtsPostings {
-    let postings = this.postings.get(table);
+    const key = `${table.name} ${table.layout.weights.join(' ')}`;
+    let postings = this.postings.get(key);
     if (postings === undefined) {
       postings = new FtsPostings(this.db, table);
-      this.postings.set(table, postings);
+      this.postings.set(key, postings);
     }
     return postings;
   }
@@ -282,6 +332,12 @@ export class TopkReads {
  * 14 ms by FTS5; any of them, 48,554 matches, 16 and 54 ms).
  */
 const AND_MATCHES_PER_POSTING_MIN = 0.2;
+
+/** The rows a search of `words` can match at most (TopkMatches). */
+function matchesAtMost(words: readonly Word[], all: boolean): number {
+  const dfs = words.map(({ df }) => df);
+  return all ? Math.min(...dfs) : dfs.reduce((sum, df) => sum + df, 0);
+}
 
 /** Whether an AND's matches, estimated as if its words fell on rows independently, are many. */
 function denseEnough(listed: readonly Word[], rows: number): boolean {

@@ -25,6 +25,17 @@ export function weightedFrequency(
   return tf;
 }
 
+/**
+ * The rows holding a term, counted by FTS5 from its postings (none: no result), through a
+ * temporary fts5vocab 'row' table over the table `name`, made here if the connection has none.
+ */
+export function documentFrequencyStatement(db: Database.Database, name: string): Statement {
+  db.exec(
+    `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${name}_terms USING fts5vocab(main, ${name}, row)`,
+  );
+  return db.prepare(`SELECT doc FROM temp.${name}_terms WHERE term = ?`).pluck();
+}
+
 /** FTS5's own view of a table's terms: fts5vocab tables over it (temporary, per connection). */
 export class FtsPostings {
   private readonly stats: FtsStats;
@@ -38,11 +49,10 @@ export class FtsPostings {
     db: Database.Database,
     private readonly table: FtsTable,
   ) {
+    this.documents = documentFrequencyStatement(db, table.name);
     db.exec(
       `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_instances ` +
-        `USING fts5vocab(main, ${table.name}, instance);` +
-        `CREATE VIRTUAL TABLE IF NOT EXISTS temp.${table.name}_terms ` +
-        `USING fts5vocab(main, ${table.name}, row);`,
+        `USING fts5vocab(main, ${table.name}, instance);`,
     );
     this.stats = new FtsStats(db, table.name);
     this.instances = db.prepare(
@@ -56,7 +66,6 @@ export class FtsPostings {
       .prepare(`SELECT count(*) FROM (SELECT 1 FROM ${table.name}_docsize LIMIT ?)`)
       .pluck();
     this.everyTerm = db.prepare(`SELECT term, doc FROM temp.${table.name}_terms`).raw();
-    this.documents = db.prepare(`SELECT doc FROM temp.${table.name}_terms WHERE term = ?`).pluck();
   }
 
   /**
