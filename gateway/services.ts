@@ -18,6 +18,7 @@ import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
 import { CollectionIncarnations } from './incarnations.js';
 import { ViewCatalog } from '../shared/view-catalog.js';
+import { ServedTokens } from './served-tokens.js';
 import { ServeTopology } from './topology.js';
 import { WriterPool } from './writer-pool.js';
 
@@ -26,6 +27,8 @@ export interface GatewayServices {
   cluster: ClusterInfo;
   log: LogClient;
   tokens: TokenCodec;
+  /** The token texts of reads that sent none, kept until their offsets move (served-tokens.ts). */
+  servedTokens: ServedTokens;
   writers: WriterPool;
   topology: ServeTopology;
   metrics: GatewayMetrics;
@@ -67,11 +70,13 @@ export function createGatewayServices(
     metrics.batchBytes.observe(labels, bytes);
     metrics.appendSeconds.observe(labels, durationMs / 1000);
   };
+  const tokens = new TokenCodec(cluster.clusterId, cluster.partitions);
   return {
     config,
     cluster,
     log,
-    tokens: new TokenCodec(cluster.clusterId, cluster.partitions),
+    tokens,
+    servedTokens: new ServedTokens(tokens),
     writers: new WriterPool(log, config.writer, logger, observe),
     topology,
     metrics,

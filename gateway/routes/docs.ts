@@ -9,7 +9,6 @@ import type { ScopeGuard } from '../auth.js';
 import { planRead, readOn, requestToken, TOKEN_HEADER } from '../consistency.js';
 import { parseBulk } from '../bulk.js';
 import { setEdgeHeader } from '../edge-headers.js';
-import { ServedTokens } from '../served-tokens.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { declaredRoutes } from './declared.js';
@@ -39,8 +38,7 @@ export function docTarget(c: Context, services: GatewayServices) {
 
 export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
-  const { tokens } = services;
-  const servedTokens = new ServedTokens(tokens);
+  const { tokens, servedTokens } = services;
   const on = declaredRoutes(app, guard);
 
   /** Names, key and token are checked before the body is read, so a bad one costs no upload. */

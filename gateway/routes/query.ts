@@ -5,10 +5,9 @@ import { jsonText } from '../../shared/http-server.js';
 import type { SearchResult } from '../../shared/serve-api.js';
 import { API_ROUTES } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
-import { planRead, readOn, servedToken, TOKEN_HEADER } from '../consistency.js';
+import { planRead, readOn, TOKEN_HEADER } from '../consistency.js';
 import { parseFieldParams } from '../../shared/filter-params.js';
 import { setEdgeHeader } from '../edge-headers.js';
-import { ServedTokens } from '../served-tokens.js';
 import { mergeFacets } from '../facets.js';
 import { checkCursorVersion, decodePosition, encodePosition, mergeScanPages } from '../scan.js';
 import { mergeSearchHits } from '../search.js';
@@ -19,9 +18,8 @@ import { docTarget } from './docs.js';
 
 export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGuard) {
   const { limits } = services.config;
-  const { tokens, topology } = services;
+  const { servedTokens, topology } = services;
   const on = declaredRoutes(app, guard);
-  const servedTokens = new ServedTokens(tokens);
   const all = Array.from({ length: services.cluster.partitions }, (_, p) => p);
 
   const bounded = (query: Map<string, string>, name: string) => {
@@ -135,8 +133,7 @@ export function queryRoutes(app: Hono, services: GatewayServices, guard: ScopeGu
       return top;
     });
     const merged = mergeSearchHits(pages, offset, limit, fields.sort);
-    const served = servedToken(plan, collection, merged.applied, all);
-    setEdgeHeader(c, TOKEN_HEADER, tokens.encode(served));
+    setEdgeHeader(c, TOKEN_HEADER, servedTokens.text(plan, collection, merged.applied, all));
     const hits = merged.hits.map(({ key, score, json, highlights, sort }) => {
       const marked = highlights ? `,"highlights":${JSON.stringify(highlights)}` : '';
       const sorted = sort ? `,"sort":${JSON.stringify(sort)}` : '';
