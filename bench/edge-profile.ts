@@ -35,6 +35,8 @@ import { HONO_BODY_BYTES, makeBenchDir, removeBenchDirs } from './references.js'
 import { DOCUMENT, keyOf } from './workload.js';
 
 const BULK_CHUNK = 500;
+/** The unmeasured load before each measured one. */
+const WARM_UP_S = 1;
 
 interface Window {
   name: string;
@@ -157,8 +159,13 @@ async function main(): Promise<void> {
   }
 }
 
-/** A load on the process `pid`, timed on the profiles' clock, its main thread's CPU measured. */
+/**
+ * A load on the process `pid`, timed on the profiles' clock, its main thread's CPU measured,
+ * after a second of the same load unmeasured (as references.ts warms the bare handler), so
+ * neither side is measured while its code is still being compiled.
+ */
 async function measuredWindow(name: string, pid: number, run: WrkRun): Promise<Window> {
+  await runLoad({ ...run, durationS: WARM_UP_S });
   const cpu = new ThreadCpuWindow(pid, THREAD_NAMES);
   const fromUs = monotonicUs();
   const result = await runLoad(run);

@@ -95,8 +95,11 @@ export async function strongSearch(url: string, documents: number): Promise<void
     await response.arrayBuffer();
     if (response.ok) return;
     if (Date.now() - startedMs > waitMsMax(documents)) {
-      // Whether the apply is slow or stopped: the records it had left, and its rate.
-      const { body } = await request(`${url}/v1/status`);
+      // Whether the apply is slow or stopped: the records it had left (when the status answers:
+      // its own failure must not hide this one).
+      const { body } = await request(`${url}/v1/status`).catch(() => ({
+        body: {} as Record<string, unknown>,
+      }));
       throw new Error(
         `a strong search still answers ${response.status} ${waitMsMax(documents)} ms after the load: ${body.lagRecords} records not applied (status: ${JSON.stringify(body.collections)})`,
       );
