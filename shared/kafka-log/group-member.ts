@@ -144,9 +144,17 @@ export class GroupMember {
         if (this.stopped) break;
         this.options.logger.warn({ err: error, group: this.options.groupId }, 'group round failed');
         reason = 'coordinator';
-        // Unheard for a whole session, the coordinator has dealt our share to others.
-        if (this.current !== null && this.silentForSession())
-          reason = await this.expire('expelled');
+        // Unheard for a whole session, the coordinator has dealt our share to others. Nobody
+        // awaits this loop: a revoked callback that fails too is logged, not let out.
+        if (this.current !== null && this.silentForSession()) {
+          reason = await this.expire('expelled').catch((failure: unknown) => {
+            this.options.logger.warn(
+              { err: failure, group: this.options.groupId },
+              'revoking the expelled member failed',
+            );
+            return 'expelled' as const;
+          });
+        }
         await this.pause(this.limits.retryMs);
       }
       if (reason !== 'rebalance') {
