@@ -141,7 +141,9 @@ export class ClusterFrontiers implements ViewProcessing {
       { partition: number; offset: number; metadata: string | null }[]
     >();
     for (const c of await this.log.committedOffsets(viewsGroupOf(this.log))) {
-      byTopic.set(c.topic, [...(byTopic.get(c.topic) ?? []), c]);
+      let committed = byTopic.get(c.topic);
+      if (committed === undefined) byTopic.set(c.topic, (committed = []));
+      committed.push(c);
     }
     for (const [name, entry] of this.views) {
       const versions = [{ version: entry.version, topic: entry.topic }];

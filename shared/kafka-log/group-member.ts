@@ -98,11 +98,6 @@ export class GroupMember {
     }
   }
 
-  /** This member's generation while it holds an assignment; null between generations. */
-  get generation(): GroupGeneration | null {
-    return this.current;
-  }
-
   start(): void {
     this.loop ??= this.run();
   }
