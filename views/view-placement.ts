@@ -104,6 +104,7 @@ export class GroupPlacement implements ViewPlacement {
       },
       assigned: async (generation, assignment) => {
         this.owned = new Set(decodeTasks(assignment));
+        this.forgetUnowned();
         options.logger.info(
           { generation: generation.generationId, tasks: [...this.owned] },
           'view tasks of this member',
@@ -112,6 +113,7 @@ export class GroupPlacement implements ViewPlacement {
       },
       revoked: async () => {
         this.owned = new Set();
+        this.forgetUnowned();
         await this.settle();
       },
     });
@@ -142,6 +144,11 @@ export class GroupPlacement implements ViewPlacement {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.member.stop();
+  }
+
+  /** Publications of tasks another member runs now: their new owner publishes its own. */
+  private forgetUnowned(): void {
+    for (const key of this.pending.keys()) if (!this.owned.has(key)) this.pending.delete(key);
   }
 
   /**
