@@ -313,36 +313,37 @@ export class GroupMember {
     if (generation === null) {
       throw new TailbaseError(409, 'group_generation_over', 'this member holds no assignment');
     }
-    const connection = await this.coordinators.connection(this.options.groupId);
-    const answer = await connection.request(
-      ApiKey.OffsetCommit,
-      {
-        groupId: this.options.groupId,
-        generationIdOrMemberEpoch: generation.generationId,
-        memberId: generation.memberId,
-        topics: [
-          {
-            name: wireName(this.config, topic),
-            partitions: partitions.map((p) => ({
-              partitionIndex: p.partition,
-              committedOffset: p.offset,
-              committedMetadata: p.metadata,
-            })),
-          },
-        ],
-      },
-      { timeoutMs: this.config.answerMsMax },
-    );
-    for (const t of answer.topics) {
-      for (const p of t.partitions) {
-        if (p.errorCode !== ErrorCode.NONE) {
-          throw coordinatorError(
-            p.errorCode,
-            `committing ${topic} for group ${this.options.groupId}`,
-          );
+    await this.coordinators.ask(this.options.groupId, async (connection) => {
+      const answer = await connection.request(
+        ApiKey.OffsetCommit,
+        {
+          groupId: this.options.groupId,
+          generationIdOrMemberEpoch: generation.generationId,
+          memberId: generation.memberId,
+          topics: [
+            {
+              name: wireName(this.config, topic),
+              partitions: partitions.map((p) => ({
+                partitionIndex: p.partition,
+                committedOffset: p.offset,
+                committedMetadata: p.metadata,
+              })),
+            },
+          ],
+        },
+        { timeoutMs: this.config.answerMsMax },
+      );
+      for (const t of answer.topics) {
+        for (const p of t.partitions) {
+          if (p.errorCode !== ErrorCode.NONE) {
+            throw coordinatorError(
+              p.errorCode,
+              `committing ${topic} for group ${this.options.groupId}`,
+            );
+          }
         }
       }
-    }
+    });
   }
 
   private pause(ms: number): Promise<void> {
