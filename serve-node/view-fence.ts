@@ -5,7 +5,7 @@
  * restart. A partition whose records carry no epoch (a collection's) passes whole.
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
-import { fenceRecords } from '../shared/view-epoch.js';
+import { epochOf } from '../shared/view-epoch.js';
 
 export interface FencedRecords {
   kept: StoredRecord[];
@@ -14,22 +14,38 @@ export interface FencedRecords {
 }
 
 export function fenceViewRecords(records: StoredRecord[], epochAtStart: number): FencedRecords {
-  const steps: { offset: number; epoch: number }[] = [];
+  // The apply hot path: a collection's records carry no header and its partition no epoch.
+  if (epochAtStart < 0 && records.every((record) => !record.headers?.length)) {
+    return { kept: records, epochBefore: () => epochAtStart };
+  }
+  /** Where the greatest epoch rose, in offset order: offsets and the epoch from each on. */
+  const stepOffsets: number[] = [];
+  const stepEpochs: number[] = [];
   const kept: StoredRecord[] = [];
-  let epoch = epochAtStart;
+  let greatest = epochAtStart;
   for (const record of records) {
-    const fenced = fenceRecords([record], epoch);
-    if (fenced.epochAfter !== epoch)
-      steps.push({ offset: record.offset, epoch: fenced.epochAfter });
-    epoch = fenced.epochAfter;
-    kept.push(...fenced.kept);
+    const said = epochOf(record);
+    const epoch = said?.epoch ?? -1;
+    if (epoch < greatest) continue;
+    if (epoch > greatest) {
+      stepOffsets.push(record.offset);
+      stepEpochs.push(epoch);
+      greatest = epoch;
+    }
+    if (said?.claim !== true) kept.push(record);
   }
   return {
     kept,
     epochBefore: (offset) => {
-      let before = epochAtStart;
-      for (const step of steps) if (step.offset < offset) before = step.epoch;
-      return before;
+      // The last step below `offset`, by binary search: a partition may have seen many claims.
+      let low = 0;
+      let high = stepOffsets.length;
+      while (low < high) {
+        const middle = (low + high) >>> 1;
+        if (stepOffsets[middle] < offset) low = middle + 1;
+        else high = middle;
+      }
+      return low === 0 ? epochAtStart : stepEpochs[low - 1];
     },
   };
 }

@@ -336,12 +336,14 @@ export function checkRecordSpans(
   return check.ok ? { ok: true, header: check.header, records: check.layouts } : check;
 }
 
-/** Where a record's key and value lie in its batch; a length of −1 is null. */
+/** Where a record's key, value and headers lie in its batch; a length of −1 is null. */
 export interface RecordSpan {
   keyAt: number;
   keyLength: number;
   valueAt: number;
   valueLength: number;
+  headersAt: number;
+  headerCount: number;
 }
 
 /**
@@ -387,8 +389,6 @@ interface RecordLayout extends RecordSpan {
   sizeBytes: number;
   timestampDelta: number;
   offsetDelta: number;
-  headersAt: number;
-  headerCount: number;
 }
 
 /**

@@ -141,14 +141,18 @@ export class ClusterFrontiers implements ViewProcessing {
       { partition: number; offset: number; metadata: string | null }[]
     >();
     for (const c of await this.log.committedOffsets(viewsGroupOf(this.log))) {
-      byTopic.set(c.topic, [...(byTopic.get(c.topic) ?? []), c]);
+      let committed = byTopic.get(c.topic);
+      if (committed === undefined) byTopic.set(c.topic, (committed = []));
+      committed.push(c);
     }
+    const live = new Set<string>();
     for (const [name, entry] of this.views) {
       const versions = [{ version: entry.version, topic: entry.topic }];
       if (entry.rebuild !== null) {
         versions.push({ version: entry.rebuild.version, topic: entry.rebuild.topic });
       }
       for (const { version, topic } of versions) {
+        live.add(topic);
         const published = readPublished(version, byTopic.get(topic) ?? []);
         if (published === null || published.progress.frontiers.length === 0) continue;
         this.progresses.set(topic, published.progress);
@@ -157,6 +161,12 @@ export class ClusterFrontiers implements ViewProcessing {
           published.ends,
         );
       }
+    }
+    // A dropped view's or retired version's topic: forgotten, but for waits under way (a view
+    // declared since this catalog was read may have readers waiting on its topic already).
+    for (const topic of this.progresses.keys()) if (!live.has(topic)) this.progresses.delete(topic);
+    for (const [topic, waiters] of this.waiters) {
+      if (!live.has(topic) && waiters.waiting === 0) this.waiters.delete(topic);
     }
   }
 }

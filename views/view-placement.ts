@@ -104,15 +104,17 @@ export class GroupPlacement implements ViewPlacement {
       },
       assigned: async (generation, assignment) => {
         this.owned = new Set(decodeTasks(assignment));
+        this.forgetUnowned();
         options.logger.info(
           { generation: generation.generationId, tasks: [...this.owned] },
           'view tasks of this member',
         );
-        await this.changed();
+        await this.settle();
       },
       revoked: async () => {
         this.owned = new Set();
-        await this.changed();
+        this.forgetUnowned();
+        await this.settle();
       },
     });
   }
@@ -142,6 +144,27 @@ export class GroupPlacement implements ViewPlacement {
   async stop(): Promise<void> {
     this.stopped = true;
     await this.member.stop();
+  }
+
+  /** Publications of tasks another member runs now: their new owner publishes its own. */
+  private forgetUnowned(): void {
+    for (const key of this.pending.keys()) if (!this.owned.has(key)) this.pending.delete(key);
+  }
+
+  /**
+   * Tells the host what it owns now. Its reconcile fails while the log is down (it reads the
+   * views topic), and reconciles again within its definition poll: a failure here is logged, so
+   * that neither the member's loop nor its round ends on it.
+   */
+  private async settle(): Promise<void> {
+    try {
+      await this.changed();
+    } catch (error) {
+      this.options.logger.warn(
+        { err: error },
+        'view tasks not yet settled after a change of owner',
+      );
+    }
   }
 
   /**

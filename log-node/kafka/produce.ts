@@ -5,7 +5,8 @@
  * a partition's answer is all or nothing. A collection topic holds documents: each record needs a
  * key in its murmur2 partition (where tailbase reads that key; librdkafka's default partitioner
  * is another, `partitioner=murmur2_random` is Kafka's) and a value that is null (a tombstone) or
- * a JSON object. A record that is not fails its partition, naming it, before anything is written.
+ * a JSON object; a header of view fencing (tailbase-epoch, tailbase-claim) only the view processor
+ * sends. A record that is not fails its partition, naming it, before anything is written.
  * A topic that does not exist is created by the append (as Metadata creates it) unless the
  * listener's autoCreateTopics is off. A retried batch the log already holds is answered, as Kafka
  * answers it, with its original offsets and no error; the answer's errorMessage says it was a
@@ -21,6 +22,8 @@ import {
 import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyAt } from '../../shared/partitioner.js';
+import { readVarint } from '../../shared/varint.js';
+import { CLAIM_HEADER, EPOCH_HEADER } from '../../shared/view-epoch.js';
 import { ApiKey, ErrorCode, type RequestBody } from '../../shared/kafka/index.js';
 import { isCollectionTopic, isGatewayTopic, isInternalTopic } from '../../shared/topics.js';
 import { kafkaErrorCode, kafkaErrorMessage } from './error-codes.js';
@@ -133,10 +136,12 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
         `record batch is corrupt: ${refused.corrupt}`,
       );
     }
-    if (refused !== null) {
+    const forged =
+      refused ?? (context.viewWriter ? null : firstFenceHeader(batch.batch, batch.records));
+    if (forged !== null) {
       return {
-        ...failed(index, ErrorCode.INVALID_RECORD, refused.message),
-        recordErrors: [{ batchIndex: refused.index, batchIndexErrorMessage: refused.message }],
+        ...failed(index, ErrorCode.INVALID_RECORD, forged.message),
+        recordErrors: [{ batchIndex: forged.index, batchIndexErrorMessage: forged.message }],
       };
     }
     try {
@@ -227,6 +232,39 @@ function firstNonDocument(
   }
   return null;
 }
+
+/**
+ * The first record carrying a header of view fencing (shared/view-epoch.ts), or null. Whoever
+ * applies a view's topic reads those headers as epochs and claims, so only the view processor may
+ * write them: from any other client one would fence a partition's every later record.
+ */
+function firstFenceHeader(
+  batch: Buffer,
+  records: readonly RecordSpan[],
+): { index: number; message: string } | null {
+  for (const [index, { headersAt, headerCount }] of records.entries()) {
+    let at = headersAt;
+    for (let h = 0; h < headerCount; h++) {
+      // checkRecordSpans has walked these headers: every varint is whole.
+      const keyLength = readVarint(batch, at) as { value: number; next: number };
+      const key = batch.subarray(keyLength.next, keyLength.next + keyLength.value);
+      if (FENCE_HEADER_KEYS.some((fence) => fence.equals(key))) {
+        return {
+          index,
+          message: `record ${index}: header ${key.toString()} is the view processor's to write`,
+        };
+      }
+      const valueLength = readVarint(batch, keyLength.next + keyLength.value) as {
+        value: number;
+        next: number;
+      };
+      at = valueLength.next + Math.max(valueLength.value, 0);
+    }
+  }
+  return null;
+}
+
+const FENCE_HEADER_KEYS = [EPOCH_HEADER, CLAIM_HEADER].map((key) => Buffer.from(key));
 
 /**
  * The topics the log holds and their partition counts, asked of the log again only for a name it

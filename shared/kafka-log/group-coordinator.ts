@@ -30,6 +30,8 @@ export interface CommittedOffset {
 }
 
 export class GroupCoordinators extends ClientPart {
+  private readonly known = new Map<string, BrokerAddress>();
+
   /** The broker that coordinates `groupId`. */
   find(groupId: string): Promise<BrokerAddress> {
     return this.metadata.admin(async (connection) => {
@@ -50,14 +52,34 @@ export class GroupCoordinators extends ClientPart {
     });
   }
 
-  /** The coordinator's shared connection (for short requests: OffsetFetch, OffsetCommit). */
-  async connection(groupId: string): Promise<BrokerConnection> {
-    return this.pool.connection(await this.find(groupId));
+  /**
+   * Runs a short request (OffsetFetch, OffsetCommit) on the coordinator's shared connection. The
+   * coordinator found is kept per group, since frontier reads ask every poll; any failure (a
+   * coordinator error, a connection lost) forgets it, and the next request finds it again.
+   */
+  async ask<T>(groupId: string, request: (connection: BrokerConnection) => Promise<T>): Promise<T> {
+    let address = this.known.get(groupId);
+    try {
+      if (address === undefined) {
+        address = await this.find(groupId);
+        this.known.set(groupId, address);
+      }
+      return await request(await this.pool.connection(address));
+    } catch (error) {
+      this.known.delete(groupId);
+      throw error;
+    }
   }
 
   /** Every offset the group committed (topics as the log contract names them). */
-  async committed(groupId: string): Promise<CommittedOffset[]> {
-    const connection = await this.connection(groupId);
+  committed(groupId: string): Promise<CommittedOffset[]> {
+    return this.ask(groupId, (connection) => this.fetchCommitted(connection, groupId));
+  }
+
+  private async fetchCommitted(
+    connection: BrokerConnection,
+    groupId: string,
+  ): Promise<CommittedOffset[]> {
     const answer = await connection.request(
       ApiKey.OffsetFetch,
       { groupId, topics: null, groups: [{ groupId, topics: null }] },

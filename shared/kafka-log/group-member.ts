@@ -98,11 +98,6 @@ export class GroupMember {
     }
   }
 
-  /** This member's generation while it holds an assignment; null between generations. */
-  get generation(): GroupGeneration | null {
-    return this.current;
-  }
-
   start(): void {
     this.loop ??= this.run();
   }
@@ -144,9 +139,17 @@ export class GroupMember {
         if (this.stopped) break;
         this.options.logger.warn({ err: error, group: this.options.groupId }, 'group round failed');
         reason = 'coordinator';
-        // Unheard for a whole session, the coordinator has dealt our share to others.
-        if (this.current !== null && this.silentForSession())
-          reason = await this.expire('expelled');
+        // Unheard for a whole session, the coordinator has dealt our share to others. Nobody
+        // awaits this loop: a revoked callback that fails too is logged, not let out.
+        if (this.current !== null && this.silentForSession()) {
+          reason = await this.expire('expelled').catch((failure: unknown) => {
+            this.options.logger.warn(
+              { err: failure, group: this.options.groupId },
+              'revoking the expelled member failed',
+            );
+            return 'expelled' as const;
+          });
+        }
         await this.pause(this.limits.retryMs);
       }
       if (reason !== 'rebalance') {
@@ -310,36 +313,37 @@ export class GroupMember {
     if (generation === null) {
       throw new TailbaseError(409, 'group_generation_over', 'this member holds no assignment');
     }
-    const connection = await this.coordinators.connection(this.options.groupId);
-    const answer = await connection.request(
-      ApiKey.OffsetCommit,
-      {
-        groupId: this.options.groupId,
-        generationIdOrMemberEpoch: generation.generationId,
-        memberId: generation.memberId,
-        topics: [
-          {
-            name: wireName(this.config, topic),
-            partitions: partitions.map((p) => ({
-              partitionIndex: p.partition,
-              committedOffset: p.offset,
-              committedMetadata: p.metadata,
-            })),
-          },
-        ],
-      },
-      { timeoutMs: this.config.answerMsMax },
-    );
-    for (const t of answer.topics) {
-      for (const p of t.partitions) {
-        if (p.errorCode !== ErrorCode.NONE) {
-          throw coordinatorError(
-            p.errorCode,
-            `committing ${topic} for group ${this.options.groupId}`,
-          );
+    await this.coordinators.ask(this.options.groupId, async (connection) => {
+      const answer = await connection.request(
+        ApiKey.OffsetCommit,
+        {
+          groupId: this.options.groupId,
+          generationIdOrMemberEpoch: generation.generationId,
+          memberId: generation.memberId,
+          topics: [
+            {
+              name: wireName(this.config, topic),
+              partitions: partitions.map((p) => ({
+                partitionIndex: p.partition,
+                committedOffset: p.offset,
+                committedMetadata: p.metadata,
+              })),
+            },
+          ],
+        },
+        { timeoutMs: this.config.answerMsMax },
+      );
+      for (const t of answer.topics) {
+        for (const p of t.partitions) {
+          if (p.errorCode !== ErrorCode.NONE) {
+            throw coordinatorError(
+              p.errorCode,
+              `committing ${topic} for group ${this.options.groupId}`,
+            );
+          }
         }
       }
-    }
+    });
   }
 
   private pause(ms: number): Promise<void> {

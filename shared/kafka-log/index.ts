@@ -13,12 +13,10 @@ export {
   type KafkaTls,
 } from './config.js';
 export { DUPLICATE_BATCH_MESSAGE } from './errors.js';
-export type { CommittedOffset } from './group-coordinator.js';
 export {
   groupMemberDefaults,
   type GroupGeneration,
   type GroupMember,
   type GroupMemberLimits,
   type GroupMemberOptions,
-  type MemberMetadata,
 } from './group-member.js';

@@ -27,8 +27,14 @@ describe.skipIf(!KCAT_INSTALLED)("views: a Kafka produce to a view's topic is re
   });
 
   /** kcat -P of one keyed JSON record; answers its failure's text, or null when it was acked. */
-  const produce = async (topic: string, key: string, value: unknown): Promise<string | null> => {
+  const produce = async (
+    topic: string,
+    key: string,
+    value: unknown,
+    headers: string[] = [],
+  ): Promise<string | null> => {
     const args = ['-P', '-b', broker, '-t', topic, '-K', '\t', '-X', 'partitioner=murmur2_random'];
+    for (const header of headers) args.push('-H', header);
     try {
       await kcat([...args, ...CLIENT_TIMEOUT], { input: `${key}\t${JSON.stringify(value)}\n` });
       return null;
@@ -97,5 +103,21 @@ describe.skipIf(!KCAT_INSTALLED)("views: a Kafka produce to a view's topic is re
     const values = (await kcat(consume)).trim().split('\n').filter(Boolean);
     expect(values.length).toBeGreaterThan(0);
     expect(values.filter((value) => value.includes('1000'))).toEqual([]);
+  });
+
+  // A header of view fencing in a collection would read as an epoch to every serve-node applying
+  // it, and fence out every later ordinary write to that partition: only the processor sends one.
+  it('refuses a record carrying an epoch or claim header with INVALID_RECORD, changing nothing', async () => {
+    expect(await produce('forged', 'a', { n: 1 })).toBeNull();
+    const before = await endsOf('forged');
+    for (const header of ['tailbase-epoch=9007199254740991', 'tailbase-claim=']) {
+      expect(await produce('forged', 'a', { n: 2 }, ['other=x', header])).toMatch(
+        /failed to validate record/,
+      );
+    }
+    expect(await endsOf('forged')).toEqual(before);
+    expect(await produce('forged', 'a', { n: 3 }, ['other=x'])).toBeNull();
+    const read = await call(url, 'GET', '/v1/collections/forged/docs/a?consistency=strong');
+    expect(read.body.value).toEqual({ n: 3 });
   });
 });

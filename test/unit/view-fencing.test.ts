@@ -65,6 +65,18 @@ describe('view fencing', () => {
     }
   });
 
+  it("answers the epoch before every offset as fenceRecords does, a collection's records as they are", () => {
+    const fenced = fenceViewRecords(log, -1);
+    expect(fenced.kept).toEqual(fenceRecords(log, -1).kept);
+    for (let cut = 0; cut <= log.length; cut++) {
+      expect(fenced.epochBefore(cut)).toBe(fenceRecords(log.slice(0, cut), -1).epochAfter);
+    }
+    const records = [out(0, 'a', null), out(1, 'b', null)];
+    const collection = fenceViewRecords(records, -1);
+    expect(collection.kept).toBe(records);
+    expect(collection.epochBefore(2)).toBe(-1);
+  });
+
   it('claims with a key the default partitioner places in their partition', () => {
     for (let p = 0; p < 8; p++) expect(partitionFor(claimKey(p, 8), 8)).toBe(p);
   });
