@@ -111,6 +111,7 @@ export async function changeFeed(
       token,
       from,
       collection,
+      view,
       followed,
       version,
       limit,
@@ -130,6 +131,11 @@ interface FeedRequest {
   from: 'start' | 'now';
   /** The name events carry: the collection's, or the view's. */
   collection: string | undefined;
+  /**
+   * The view as the feed opened on it, looked up once: a second look could find a swap's new
+   * version and follow the retired one with a reset.
+   */
+  view: CatalogView | undefined;
   /** The topic followed: the collection's, or the serving version's of a view (it moves at a swap). */
   followed: string | undefined;
   /** A view's serving version (its definition's offset in the views topic); null for a collection. */
@@ -240,15 +246,11 @@ async function openFeed(
   request: FeedRequest,
 ): Promise<Response> {
   const { config, cluster, log, tokens, logger } = services;
-  const { collection, limit, sse } = request;
+  const { collection, limit, sse, view } = request;
   const { incarnations } = services;
   const topics = await log.topics();
   incarnations.update(topics);
   const feed = new FeedPositions(request, (topic) => incarnations.cached(topic));
-  const view =
-    request.collection === undefined
-      ? undefined
-      : (await services.views.current()).get(request.collection);
   const stale = view === undefined ? [] : staleVersionIds(view, topics, feed.position);
   for (const id of stale) feed.position.delete(id);
   feed.join(await log.offsets());
