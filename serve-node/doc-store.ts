@@ -152,10 +152,15 @@ export class DocStore {
     this.env.transactionSync(() => {
       this.meta.put(DROPPING_PREFIX + collection, true);
       this.meta.remove(INCARNATION_PREFIX + collection);
-      for (const { topic, partition } of this.checkpointed()) {
-        if (topic !== collection) continue;
-        this.meta.remove(appliedKey(topic, partition));
-        this.meta.remove(epochKey(topic, partition));
+      // Its checkpoints' keys only ('0' follows '/'), not every topic's.
+      const start = `${APPLIED_PREFIX}${collection}/`;
+      const keys = [...this.meta.getKeys({ start, end: `${APPLIED_PREFIX}${collection}0` })];
+      for (const key of keys) {
+        const partition = key.slice(start.length);
+        // A topic whose name goes on past a slash is another topic.
+        if (!/^\d+$/.test(partition)) continue;
+        this.meta.remove(key);
+        this.meta.remove(epochKey(collection, Number(partition)));
       }
     });
     this.droppingSeen = null;
