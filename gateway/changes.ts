@@ -310,7 +310,10 @@ async function openFeed(
     /**
      * Per topic-partition, the greatest view epoch read so far: the feed leaves out what the
      * serve-nodes leave out of a view's topic (its processors' claims, a fenced writer's records:
-     * shared/view-epoch.ts), counting the epochs from where it began to read.
+     * shared/view-epoch.ts), counting the epochs from where it began to read. The limit: a feed
+     * starts at epoch −1 (from=now, a resumed token), so it knows only the claims of the batches
+     * it reads; a fenced writer's record after a claim in an earlier batch reaches a feed that
+     * started between the two, which a serve-node (its epoch kept at its checkpoint) leaves out.
      */
     const epochs = new Map<string, number>();
     /** Sends what one topic-partition's read holds past `offset`; answers the offset to read next. */

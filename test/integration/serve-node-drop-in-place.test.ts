@@ -148,7 +148,7 @@ describe('dropping a collection in place', () => {
     const bigReader = (async () => {
       for (let i = 0; dropping; i = (i + 1) % BIG_DOCS) {
         for (const serve of cluster.serves) {
-          const scanned = await serve.client.scan('big', { limit: 1000 });
+          const scanned = await serve.client.scan('big', { limit: 10 });
           const got = await serve.client.get('big', `big-${i}`);
           for (const { applied, found } of [
             { applied: scanned.applied, found: scanned.items.length },
