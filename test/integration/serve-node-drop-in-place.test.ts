@@ -146,7 +146,8 @@ describe('dropping a collection in place', () => {
     // (applied 0), the documents its later steps have yet to delete must not be answered.
     const bigReads: Array<{ applied: number; found: number }> = [];
     const bigReader = (async () => {
-      for (let i = 0; dropping; i = (i + 1) % BIG_DOCS) {
+      for (let i = 0; dropping && i < BIG_DOCS; i++) {
+        await sleep(POLL_MS);
         for (const serve of cluster.serves) {
           const scanned = await serve.client.scan('big', { limit: 10 });
           const got = await serve.client.get('big', `big-${i}`);
