@@ -111,6 +111,7 @@ export async function changeFeed(
       token,
       from,
       collection,
+      view,
       followed,
       version,
       limit,
@@ -130,6 +131,11 @@ interface FeedRequest {
   from: 'start' | 'now';
   /** The name events carry: the collection's, or the view's. */
   collection: string | undefined;
+  /**
+   * The view as the feed opened on it, looked up once: a second look could find a swap's new
+   * version and follow the retired one with a reset.
+   */
+  view: CatalogView | undefined;
   /** The topic followed: the collection's, or the serving version's of a view (it moves at a swap). */
   followed: string | undefined;
   /** A view's serving version (its definition's offset in the views topic); null for a collection. */
@@ -240,15 +246,11 @@ async function openFeed(
   request: FeedRequest,
 ): Promise<Response> {
   const { config, cluster, log, tokens, logger } = services;
-  const { collection, limit, sse } = request;
+  const { collection, limit, sse, view } = request;
   const { incarnations } = services;
   const topics = await log.topics();
   incarnations.update(topics);
   const feed = new FeedPositions(request, (topic) => incarnations.cached(topic));
-  const view =
-    request.collection === undefined
-      ? undefined
-      : (await services.views.current()).get(request.collection);
   const stale = view === undefined ? [] : staleVersionIds(view, topics, feed.position);
   for (const id of stale) feed.position.delete(id);
   feed.join(await log.offsets());
@@ -308,7 +310,10 @@ async function openFeed(
     /**
      * Per topic-partition, the greatest view epoch read so far: the feed leaves out what the
      * serve-nodes leave out of a view's topic (its processors' claims, a fenced writer's records:
-     * shared/view-epoch.ts), counting the epochs from where it began to read.
+     * shared/view-epoch.ts), counting the epochs from where it began to read. The limit: a feed
+     * starts at epoch −1 (from=now, a resumed token), so it knows only the claims of the batches
+     * it reads; a fenced writer's record after a claim in an earlier batch reaches a feed that
+     * started between the two, which a serve-node (its epoch kept at its checkpoint) leaves out.
      */
     const epochs = new Map<string, number>();
     /** Sends what one topic-partition's read holds past `offset`; answers the offset to read next. */

@@ -5,6 +5,7 @@
  *
  * 1. LMDB, one transaction: the durable mark `dropping:<collection>` and the removal of the
  *    collection's checkpoints there. A restart finding the mark resumes the drop (step 2 on).
+ *    While the mark stands, LMDB reads answer nothing of the collection (doc-store.ts).
  * 2. SQLite, one transaction: each of its tables retired (the FTS5 table dropped whole, its rows
  *    in the shared B-trees left to the background steps, retired-tables.ts), its build and its
  *    checkpoints gone. Reads hear of it at once, so no read thread answers from a dropped table.

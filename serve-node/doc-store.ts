@@ -73,6 +73,18 @@ export class DocStore {
     this.meta = this.env.openDB<unknown, string>({ name: 'meta', encoding: 'json' });
   }
 
+  /**
+   * The collections marked as being dropped in this thread's snapshot, read once a snapshot: their
+   * checkpoints are gone but their documents are deleted over many steps, and no read may see
+   * what is left of them (nor mistake it for a collection created again under the name).
+   */
+  private droppingSeen: Set<string> | null = null;
+
+  private dropping(collection: string): boolean {
+    this.droppingSeen ??= new Set(this.droppingCollections());
+    return this.droppingSeen.has(collection);
+  }
+
   /** The topic-partition's next unapplied offset, or null when nothing of it was ever applied. */
   applied(topic: string, partition: number): number | null {
     const value = this.meta.get(appliedKey(topic, partition));
@@ -140,12 +152,18 @@ export class DocStore {
     this.env.transactionSync(() => {
       this.meta.put(DROPPING_PREFIX + collection, true);
       this.meta.remove(INCARNATION_PREFIX + collection);
-      for (const { topic, partition } of this.checkpointed()) {
-        if (topic !== collection) continue;
-        this.meta.remove(appliedKey(topic, partition));
-        this.meta.remove(epochKey(topic, partition));
+      // Its checkpoints' keys only ('0' follows '/'), not every topic's.
+      const start = `${APPLIED_PREFIX}${collection}/`;
+      const keys = [...this.meta.getKeys({ start, end: `${APPLIED_PREFIX}${collection}0` })];
+      for (const key of keys) {
+        const partition = key.slice(start.length);
+        // A topic whose name goes on past a slash is another topic.
+        if (!/^\d+$/.test(partition)) continue;
+        this.meta.remove(key);
+        this.meta.remove(epochKey(collection, Number(partition)));
       }
     });
+    this.droppingSeen = null;
   }
 
   /**
@@ -191,6 +209,7 @@ export class DocStore {
     this.env.transactionSync(() => {
       this.meta.remove(DROPPING_PREFIX + collection);
     });
+    this.droppingSeen = null;
   }
 
   /**
@@ -200,9 +219,12 @@ export class DocStore {
    */
   resetReadTxn(): void {
     this.env.resetReadTxn();
+    this.droppingSeen = null;
   }
 
+  /** Nothing of a collection being dropped, as with scan and countDocuments. */
   get(collection: string, key: string): StoredDoc | undefined {
+    if (this.dropping(collection)) return undefined;
     const value = this.docs.get(docKey(collection, key));
     return value === undefined ? undefined : decodeValue(key, value);
   }
@@ -220,7 +242,7 @@ export class DocStore {
     bytesMax = Infinity,
   ): { items: StoredDoc[]; more: boolean } {
     const bounds = keyBounds(collection, range);
-    if (bounds === null) return { items: [], more: false };
+    if (bounds === null || this.dropping(collection)) return { items: [], more: false };
     const prefixBytes = Buffer.byteLength(collection) + 1;
     const items: StoredDoc[] = [];
     let bytes = 0;
@@ -263,6 +285,7 @@ export class DocStore {
    * but neither a key nor a document is decoded).
    */
   countDocuments(collection: string, partitions: ReadonlySet<number> | null): number {
+    if (this.dropping(collection)) return 0;
     if (partitions === null) return this.countAfter(collection, null);
     const bounds = keyBounds(collection, {});
     if (bounds === null) return 0;

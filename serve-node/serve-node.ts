@@ -247,6 +247,8 @@ export class ServeNode implements ServeNodeCore {
   /** Whether the collection's topic is tailed; if not, the log's topics are looked at again now. */
   tails(collection: string): boolean {
     if (this.topics.has(collection)) return true;
+    // The drop's end looks at the log: a look per read meanwhile would find nothing more.
+    if (this.drops.has(collection)) return false;
     void this.discover();
     return false;
   }

@@ -42,6 +42,7 @@ export function App() {
   const [views, setViews] = useState<ViewInfo[] | null>(null);
   const [viewsError, setViewsError] = useState<string | null>(null);
 
+  const listingViews = useRef(false);
   const count = useCallback(async () => {
     countedAtMs.current = performance.now();
     try {
@@ -54,16 +55,25 @@ export function App() {
 
   /** Reads the status; answers false when the gateway refused the key (or its absence). */
   const refresh = useCallback(async (): Promise<boolean> => {
-    // Read with the status, so a redefinition's progress moves at the status's pace.
-    void api.views().then(
-      (listed) => {
-        setViews(listed);
-        setViewsError(null);
-      },
-      (error: unknown) => {
-        if (!isAuthError(error)) setViewsError((error as Error).message);
-      },
-    );
+    // Read with the status, so a redefinition's progress moves at the status's pace; a slow
+    // listing is not asked for again before it answers, so calls do not pile up.
+    if (!listingViews.current) {
+      listingViews.current = true;
+      void api
+        .views()
+        .then(
+          (listed) => {
+            setViews(listed);
+            setViewsError(null);
+          },
+          (error: unknown) => {
+            if (!isAuthError(error)) setViewsError((error as Error).message);
+          },
+        )
+        .finally(() => {
+          listingViews.current = false;
+        });
+    }
     try {
       setStatus(await api.status());
       setUpdatedAt(new Date());

@@ -42,4 +42,47 @@ describe('DocStore drop', () => {
     expect(store.applied('other', 0)).toBe(8);
     expect(store.epoch('other', 0)).toBe(7);
   });
+
+  it('answers nothing of a collection marked as being dropped, before a restart and after', async () => {
+    dir = tempDir('doc-store-dropping-reads');
+    store = new DocStore(dir.path, { noSync: false });
+    const record = (topic: string, offset: number) =>
+      prepareRecord(
+        { offset, key: `k${offset}`, value: new TextEncoder().encode('{"n":1}'), timestampMs: 0 },
+        topic,
+        0,
+      );
+    const apply = (target: DocStore) =>
+      target.applyMany(
+        ['counts', 'other'].map((topic) => ({
+          topic,
+          partition: 0,
+          records: [0, 1, 2].map((offset) => record(topic, offset)),
+          nextOffset: 3,
+        })),
+      );
+    apply(store);
+    const visible = (target: DocStore, topic: string) => [
+      target.get(topic, 'k0') === undefined ? 0 : 1,
+      target.scan(topic, {}, 10).items.length,
+      target.countDocuments(topic, null),
+      target.countDocuments(topic, new Set([0])),
+    ];
+    expect(visible(store, 'counts')).toEqual([1, 3, 3, 3]);
+    store.markDropping('counts');
+    // The documents are still stored (the drop's later steps delete them), yet none is read.
+    expect(store.countAfter('counts', null)).toBe(3);
+    expect(visible(store, 'counts')).toEqual([0, 0, 0, 0]);
+    expect(visible(store, 'other')).toEqual([1, 3, 3, 3]);
+    // A restart finds the mark: a drop it resumes in the background is not read from either.
+    await store.close();
+    store = new DocStore(dir.path, { noSync: false });
+    expect(visible(store, 'counts')).toEqual([0, 0, 0, 0]);
+    expect(store.deleteSome('counts', 2)).toBe(2);
+    expect(store.deleteSome('counts', 2)).toBe(1);
+    store.unmarkDropping('counts');
+    // Created again once the drop ended: its documents are read.
+    apply(store);
+    expect(visible(store, 'counts')).toEqual([1, 3, 3, 3]);
+  });
 });
