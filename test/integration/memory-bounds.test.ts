@@ -1,6 +1,7 @@
 /**
  * The serve-node's cache bounds reach its stores: `tailbase start --sqlite-cache-bytes-max
- * --sqlite-mmap-bytes-max` with two read threads reports, in /v1/status, every connection to the
+ * --sqlite-mmap-bytes-max` with two read threads and key reads on the HTTP thread (`--key-reads
+ * here`, so that every kind of connection is there) reports, in /v1/status, every connection to the
  * search store (the apply thread's, the key reader's and each read thread's) under those bounds as
  * SQLite reads them back (PRAGMA cache_size and mmap_size on that very connection); without the
  * flags, SQLite's defaults. Each other cache is named with the flag that bounds it, the
@@ -38,7 +39,9 @@ async function boundsOf(args: string[]): Promise<Bound[]> {
 }
 
 async function statusOf(args: string[]): Promise<{ serve: Bound[]; gateway: Bound[] }> {
-  const node = await spawnEmbedded({ args: ['--read-threads', String(READ_THREADS), ...args] });
+  const node = await spawnEmbedded({
+    args: ['--read-threads', String(READ_THREADS), '--key-reads', 'here', ...args],
+  });
   running.push(node);
   const deadline = Date.now() + REPORT_WAIT_MS_MAX;
   for (;;) {
