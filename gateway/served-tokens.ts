@@ -10,7 +10,7 @@ import type { TokenCodec } from '../shared/token.js';
 import { servedToken, type ReadPlan } from './consistency.js';
 
 /** Entries kept; names come from requests, so past this many the kept ones are dropped. */
-export const SERVED_TOKENS_KEPT_MAX = 4096;
+const SERVED_TOKENS_KEPT_MAX = 4096;
 
 interface Kept {
   /** The applied offset of each partition read, in the read's order (-1: none answered). */

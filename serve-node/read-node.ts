@@ -15,24 +15,12 @@ import type { ToApplyThread, ToReadThreads } from './read-threads.js';
 
 type State = Extract<ToReadThreads, { type: 'state' }>;
 
-/**
- * Collections whose applied offsets a read node keeps between commits; names come from requests,
- * so past this many the kept ones are dropped.
- */
-export const APPLIED_KEPT_COLLECTIONS_MAX = 1024;
-
 export class ReadNode implements LocalServeCore {
   readonly hosted: readonly number[];
   readonly limits: ServeNodeLimits;
   readonly waiters: OffsetWaiters;
   private current: ReadReplica;
   private topics: ReadonlySet<string>;
-  /**
-   * Each collection's applied offsets as of the current snapshot, frozen: every read answers
-   * them, and building the object over every hosted partition was work on each key read of the
-   * HTTP thread (issue 28). Emptied whenever the snapshot moves.
-   */
-  private readonly appliedKept = new Map<string, AppliedOffsets>();
 
   private constructor(
     private readonly channel: BroadcastChannel,
@@ -106,15 +94,7 @@ export class ReadNode implements LocalServeCore {
   }
 
   applied(collection: string): AppliedOffsets {
-    const kept = this.appliedKept.get(collection);
-    if (kept !== undefined) return kept;
-    const applied: AppliedOffsets = {};
-    for (const partition of this.hosted) {
-      applied[partition] = this.current.applied(collection, partition);
-    }
-    if (this.appliedKept.size >= APPLIED_KEPT_COLLECTIONS_MAX) this.appliedKept.clear();
-    this.appliedKept.set(collection, Object.freeze(applied));
-    return applied;
+    return this.current.appliedOf(collection, this.hosted);
   }
 
   tails(collection: string): boolean {
@@ -154,7 +134,6 @@ export class ReadNode implements LocalServeCore {
     if (message.type !== 'state' && message.type !== 'applied') return;
     if (message.type === 'applied') {
       this.current.refresh();
-      this.appliedKept.clear();
       this.waiters.notify(message.moved);
       return;
     }
@@ -170,7 +149,6 @@ export class ReadNode implements LocalServeCore {
     }
     const old = this.current;
     this.current = next;
-    this.appliedKept.clear();
     this.reportConnection();
     old.close().catch(this.onError);
   }

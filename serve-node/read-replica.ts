@@ -6,16 +6,26 @@
  */
 import { join } from 'node:path';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
+import type { AppliedOffsets } from '../shared/serve-api.js';
 import { searchStoreOptions, type ServeNodeLimits } from './config.js';
 import { DocStore, DOCS_FILE } from './doc-store.js';
 import type { ReadStores } from './reads.js';
 import { SearchStore, SEARCH_FILE } from './search-store.js';
+
+/** Collections whose applied offsets a replica keeps between commits. */
+const APPLIED_KEPT_COLLECTIONS_MAX = 1024;
 
 export class ReadReplica implements ReadStores {
   readonly docs: DocStore;
   readonly search: SearchStore;
   /** `topic/partition` → applied, as of the current snapshot; refresh() forgets it. */
   private readonly appliedCache = new Map<string, number>();
+  /**
+   * Each collection's applied offsets over the hosted partitions, frozen, as of the current
+   * snapshot: every read answers them, and building the object on each key read of the HTTP
+   * thread was work a bare handler never does (issue 28). refresh() forgets them.
+   */
+  private readonly appliedByCollection = new Map<string, AppliedOffsets>();
 
   constructor(
     readonly dir: string,
@@ -43,6 +53,20 @@ export class ReadReplica implements ReadStores {
     return applied;
   }
 
+  /** `applied` of each hosted partition of a collection. */
+  appliedOf(collection: string, hosted: readonly number[]): AppliedOffsets {
+    const kept = this.appliedByCollection.get(collection);
+    if (kept !== undefined) return kept;
+    const applied: AppliedOffsets = {};
+    for (const partition of hosted) applied[partition] = this.applied(collection, partition);
+    // Names come from requests: past this many, the kept ones are dropped.
+    if (this.appliedByCollection.size >= APPLIED_KEPT_COLLECTIONS_MAX) {
+      this.appliedByCollection.clear();
+    }
+    this.appliedByCollection.set(collection, Object.freeze(applied));
+    return applied;
+  }
+
   /** As Replica.settingsApplied: a settings record is in effect once its re-index is done. */
   settingsApplied(collection: string): number {
     const applied = this.applied(SETTINGS_TOPIC, 0);
@@ -55,6 +79,7 @@ export class ReadReplica implements ReadStores {
     this.docs.resetReadTxn();
     this.search.followWriter();
     this.appliedCache.clear();
+    this.appliedByCollection.clear();
   }
 
   async close(): Promise<void> {
