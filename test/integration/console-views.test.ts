@@ -17,7 +17,11 @@ import { call } from './gateway-harness.js';
 
 const BROWSER_WAIT_MS = 30_000;
 const ORDERS = 4_000;
-const BULK_RECORDS = 1_000;
+// Small bulks and fetches: each fetch of a source partition takes one batch of a few records, so
+// the redefinition's build takes some 200 rounds a partition (4-5 s on a loaded 2-core machine).
+// With 1,000-record bulks it took 4 rounds (0.75-1.5 s), and a build that ends between two of the
+// console's one-second polls never shows its progress.
+const BULK_RECORDS = 10;
 const BY_COUNTRY: ViewDefinition = {
   from: 'orders',
   groupBy: ['country'],
@@ -39,10 +43,9 @@ browserTests('the console views panel in Chromium', () => {
   beforeAll(async () => {
     ensureConsoleBuild();
     browser = await launchChromium();
-    // Small view fetches: the redefinition's build takes many rounds, long enough to be watched.
     node = await spawnEmbedded({
       partitions: 2,
-      args: ['--view-fetch-bytes-max', '2048', '--view-fetch-wait-ms', '50'],
+      args: ['--view-fetch-bytes-max', '256', '--view-fetch-wait-ms', '50'],
     });
   });
 
