@@ -5,6 +5,7 @@
  * documents changed but not yet acknowledged by the log. A batch of source records changes all of
  * these in one transaction, so after a crash the state is the one of a frontier, never between.
  */
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 
 /** What one source document gives its group: kept so an update or delete can take it back. */
@@ -37,6 +38,27 @@ export interface OutboxEntry {
  * documents (`outputs`). A state of another layout is rebuilt from the start of its source.
  */
 export const STATE_LAYOUT = 2;
+
+/**
+ * LMDB's meta page begins the file: its magic number, little-endian, after the page header (24
+ * bytes in the LMDB that lmdb-js builds: page number, transaction id, flags and bounds). lmdb-js
+ * crashes the process on opening a file that is not LMDB's, so the state is checked first.
+ */
+const LMDB_MAGIC = 0xbeefc0de;
+const LMDB_MAGIC_AT = 24;
+
+/** Whether `file` is absent (a new state) or begins as an LMDB file does. */
+export function stateFileReadable(file: string): boolean {
+  if (!existsSync(file)) return true;
+  const head = Buffer.alloc(LMDB_MAGIC_AT + 4);
+  const fd = openSync(file, 'r');
+  try {
+    const read = readSync(fd, head, 0, head.length, 0);
+    return read === head.length && head.readUInt32LE(LMDB_MAGIC_AT) === LMDB_MAGIC;
+  } finally {
+    closeSync(fd);
+  }
+}
 
 export class ViewState {
   readonly env: RootDatabase;

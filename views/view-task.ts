@@ -29,7 +29,7 @@ import type { ParsedView } from '../shared/view-definition.js';
 import { claimHeaders, claimKey, epochHeader } from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
-import { ViewState } from './view-state.js';
+import { stateFileReadable, ViewState } from './view-state.js';
 import { FrontierWaiters } from './frontier-waiters.js';
 import { watchRecords } from './fence-watch.js';
 
@@ -134,6 +134,7 @@ export class ViewTask {
     const file = path.join(dir, STATE_FILE);
     try {
       mkdirSync(dir, { recursive: true });
+      if (!stateFileReadable(file)) throw new Error(`${file} is not an LMDB file`);
       const state = new ViewState(file);
       state.empty();
       return state;
