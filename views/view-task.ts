@@ -7,7 +7,9 @@
  * nothing. Only after the outbox of a round is acknowledged does the round's frontier become the
  * one read-your-writes waits on, with the view topic's offsets that cover it. Transactions commit
  * on lmdb-js's write thread (`transaction`, not `transactionSync`): the processors share the main
- * thread with the gateway, which must not stop for their fsyncs.
+ * thread with the gateway, which must not stop for their fsyncs. A run resumes from the state its
+ * directory holds, unless it is unusable (views/README.md, State when a task moves); on a cluster's
+ * member it also reads its own topic back for fenced records (fence-watch.ts).
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -81,8 +83,8 @@ export class ViewTask {
   readonly version: number;
   readonly topic: string;
   private readonly sourceTopic: string;
-  private state: ViewState;
-  private grouping: GroupingArithmetic | null;
+  private readonly state: ViewState;
+  private readonly grouping: GroupingArithmetic | null;
   /**
    * The frontiers this run began from, when it resumed from a checkpoint (views/README.md, State
    * when a task moves); null when it began from the source's start.
@@ -100,10 +102,13 @@ export class ViewTask {
   /** The epoch this run claimed (shared/view-epoch.ts): every record it appends carries it. */
   private epoch: number | null = null;
   /** The offsets of this run's claims in the view's topic, by partition. */
-  private claims = new Map<number, number>();
+  private readonly claims = new Map<number, number>();
   /** A claim above this run's was read back from the view's topic: another processor runs it. */
   private deposed = false;
-  /** A takeover's source end offsets at its claim: output waits until the state reaches them. */
+  /**
+   * The source's end offsets at the claim, where output is held (a cluster's member, or a state
+   * discarded at start): nothing is appended until the state reaches them.
+   */
   private holdUntil: Map<number, number> | null = null;
 
   constructor(
@@ -224,9 +229,11 @@ export class ViewTask {
             // Read back from the claim, or from where an earlier run of this state stopped.
             if (!this.takeover) return;
             for (const [partition, claim] of this.claims) {
-              if (this.resumedFrom === null) this.state.setWatched(partition, claim, -1);
-              else if (this.state.watched(partition) === null)
+              if (this.resumedFrom === null) {
+                this.state.setWatched(partition, claim, -1);
+              } else if (this.state.watched(partition) === null) {
                 this.state.setWatched(partition, 0, -1);
+              }
             }
           });
           if (this.takeover || this.discarded) this.holdUntil = ends;
