@@ -377,7 +377,13 @@ export class ViewTask {
     }
     if (read.deposedAt !== null) this.deposed = true;
     const next = read.deposedAt === null ? Math.max(read.next, end) : read.next;
-    this.state.setWatched(partition, next, read.epochAfter);
+    // An idle round reads nothing: no write, so no commit to sync.
+    if (
+      next !== this.state.watched(partition) ||
+      read.epochAfter !== this.state.watchEpoch(partition)
+    ) {
+      this.state.setWatched(partition, next, read.epochAfter);
+    }
   }
 
   /** Whether the state has processed every source partition up to `ends`. */
