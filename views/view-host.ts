@@ -160,20 +160,20 @@ export class ViewHost implements ViewProcessing {
         });
       }
     }
-    const declared = new Set(wanted.keys());
+    const declaredKeys = new Set(wanted.keys());
     // State of views dropped while no processor ran here, or of versions retired: gone. The
     // state of a task run elsewhere now stays, so being dealt it again resumes from it.
     const held = new Set<string>();
     for (const entry of readdirSync(this.options.dataDir)) {
-      if (declared.has(entry)) held.add(entry);
+      if (declaredKeys.has(entry)) held.add(entry);
       else if (!this.tasks.has(entry)) {
         rmSync(path.join(this.options.dataDir, entry), { recursive: true, force: true });
       }
     }
-    this.placement.declared([...declared], [...held]);
-    for (const key of declared) if (!this.placement.owns(key)) wanted.delete(key);
+    this.placement.declared([...declaredKeys], [...held]);
+    for (const key of declaredKeys) if (!this.placement.owns(key)) wanted.delete(key);
     for (const [key, task] of this.tasks) {
-      if (!wanted.has(key)) await this.retire(key, task, declared.has(key));
+      if (!wanted.has(key)) await this.retire(key, task, declaredKeys.has(key));
     }
     for (const [key, { name, declared, rebuild }] of wanted) {
       if (this.tasks.has(key)) continue;
