@@ -28,6 +28,12 @@ export interface ViewPartitionProgress {
    * below): the view covers only what the log still held. Absent: it covers the whole log.
    */
   coversFrom?: number;
+  /**
+   * The source offset this run of the processor began from, when it resumed from the state it
+   * kept (a restart, or a cluster member dealt again a view it ran before). Absent: it began
+   * from the start of the source log (a new view, a redefinition, a state it could not use).
+   */
+  resumedFrom?: number;
 }
 
 export interface ViewProgress {

@@ -15,6 +15,7 @@ interface PartitionMetadata {
   processed: number;
   lag: number;
   coversFrom?: number;
+  resumedFrom?: number;
   /** The view's counters, in every partition's metadata (any one of them is enough). */
   refused: number;
   late: number;
@@ -37,6 +38,7 @@ export function publishedCommits(
       processed: p.processed,
       lag: p.lag,
       ...(p.coversFrom === undefined ? {} : { coversFrom: p.coversFrom }),
+      ...(p.resumedFrom === undefined ? {} : { resumedFrom: p.resumedFrom }),
       refused: progress.refusedRecords,
       late: progress.lateRecords,
     };
@@ -70,6 +72,7 @@ export function readPublished(
       lag: metadata.lag,
       processed: metadata.processed,
       ...(metadata.coversFrom === undefined ? {} : { coversFrom: metadata.coversFrom }),
+      ...(metadata.resumedFrom === undefined ? {} : { resumedFrom: metadata.resumedFrom }),
     });
   }
   return {

@@ -5,8 +5,11 @@
  * the fewest so far. Sticky as Streams' assignor is: a task stays with the member that runs it
  * while that member holds no more than its share (the task count over the member count, rounded
  * up), so declaring a view does not move the others, each of which a new owner would rebuild. The
- * same metadata always gives the same assignment. A member's metadata is the task keys it knows
- * (its reading of the views topic) and those it runs; its assignment, the keys it is to run.
+ * same metadata always gives the same assignment. A task no member runs goes first to a member
+ * that holds its state (one restarted, or dealt it before), which resumes instead of rebuilding,
+ * as Streams prefers a client whose state is caught up. A member's metadata is the task keys it
+ * knows (its reading of the views topic), those it runs and those whose state it holds; its
+ * assignment, the keys it is to run.
  */
 import { Buffer } from 'node:buffer';
 
@@ -16,6 +19,8 @@ export interface MemberTasks {
   tasks: readonly string[];
   /** The task keys it runs now. */
   owned: readonly string[];
+  /** The task keys whose state it holds (from an earlier run): it would resume, not rebuild. */
+  held?: readonly string[];
 }
 
 /** member id → the task keys it is to run. */
@@ -28,6 +33,7 @@ export function assignTasks(members: readonly MemberTasks[]): Map<string, string
   for (const member of [...members].sort((a, b) => (a.memberId < b.memberId ? -1 : 1))) {
     for (const task of member.owned) if (!owners.has(task)) owners.set(task, member.memberId);
   }
+  const heldBy = new Map(members.map((m) => [m.memberId, new Set(m.held ?? [])]));
   const dealt = new Set<string>();
   for (const task of tasks) {
     const owner = owners.get(task);
@@ -36,6 +42,17 @@ export function assignTasks(members: readonly MemberTasks[]): Map<string, string
       held.push(task);
       dealt.add(task);
     }
+  }
+  // A task no member runs within its share goes to a member that kept its state, if one has
+  // room: it resumes where a member without the state would replay the source from its start.
+  for (const task of tasks) {
+    if (dealt.has(task)) continue;
+    const holder = ids.find(
+      (id) => heldBy.get(id)?.has(task) === true && assignment.get(id)!.length < share,
+    );
+    if (holder === undefined) continue;
+    assignment.get(holder)!.push(task);
+    dealt.add(task);
   }
   for (const task of tasks) {
     if (dealt.has(task)) continue;
@@ -48,20 +65,32 @@ export function assignTasks(members: readonly MemberTasks[]): Map<string, string
   return assignment;
 }
 
-/** A member's metadata: the tasks it knows and those it runs (JSON). */
-export function encodeMember(tasks: readonly string[], owned: readonly string[]): Buffer {
+/** A member's metadata: the tasks it knows, those it runs and those whose state it holds (JSON). */
+export function encodeMember(
+  tasks: readonly string[],
+  owned: readonly string[],
+  held: readonly string[] = [],
+): Buffer {
   return Buffer.from(
-    JSON.stringify({ tasks: [...tasks].sort(), owned: [...owned].sort() }),
+    JSON.stringify({ tasks: [...tasks].sort(), owned: [...owned].sort(), held: [...held].sort() }),
     'utf8',
   );
 }
 
 /** A member's metadata read back; anything else (another protocol's) knows and runs nothing. */
-export function decodeMember(bytes: Uint8Array): { tasks: string[]; owned: string[] } {
+export function decodeMember(bytes: Uint8Array): {
+  tasks: string[];
+  owned: string[];
+  held: string[];
+} {
   const value = parseJson(bytes);
   const record =
     typeof value === 'object' && value !== null ? (value as Record<string, unknown>) : {};
-  return { tasks: stringsOf(record.tasks), owned: stringsOf(record.owned) };
+  return {
+    tasks: stringsOf(record.tasks),
+    owned: stringsOf(record.owned),
+    held: stringsOf(record.held),
+  };
 }
 
 /** An assignment's task keys as bytes (JSON). */

@@ -11,7 +11,8 @@
  * `definitionPollMs`, and at once when asked (settle(): a drop waits for its processor to stop
  * before the view's topic goes). Which tasks run here is the placement's (view-placement.ts):
  * all of them in `tailbase start`, this member's share of the views group on a cluster's
- * serve-node, where a task taken over starts from an empty state.
+ * serve-node. A task resumes from the state its directory holds (views/README.md, State when a
+ * task moves), which stays while its version is declared, even while it runs elsewhere.
  */
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -159,17 +160,25 @@ export class ViewHost implements ViewProcessing {
         });
       }
     }
-    this.placement.declared([...wanted.keys()]);
-    for (const key of wanted.keys()) if (!this.placement.owns(key)) wanted.delete(key);
+    const declaredKeys = new Set(wanted.keys());
+    // State of views dropped while no processor ran here, or of versions retired: gone. The
+    // state of a task run elsewhere now stays, so being dealt it again resumes from it.
+    const held = new Set<string>();
+    for (const entry of readdirSync(this.options.dataDir)) {
+      if (declaredKeys.has(entry)) held.add(entry);
+      else if (!this.tasks.has(entry)) {
+        rmSync(path.join(this.options.dataDir, entry), { recursive: true, force: true });
+      }
+    }
+    this.placement.declared([...declaredKeys], [...held]);
+    for (const key of declaredKeys) if (!this.placement.owns(key)) wanted.delete(key);
     for (const [key, task] of this.tasks) {
-      if (!wanted.has(key)) await this.retire(key, task);
+      if (!wanted.has(key)) await this.retire(key, task, declaredKeys.has(key));
     }
     for (const [key, { name, declared, rebuild }] of wanted) {
       if (this.tasks.has(key)) continue;
       const dir = path.join(this.options.dataDir, key);
       const { takeover } = this.placement;
-      // Whatever state a taken-over task left here is older than what its last owner published.
-      if (takeover) rmSync(dir, { recursive: true, force: true });
       const task: ViewTask = new ViewTask(
         { ...declared, sourceTopic: topicOf(views, declared.view.from), takeover },
         dir,
@@ -188,11 +197,6 @@ export class ViewHost implements ViewProcessing {
       );
       this.tasks.set(key, task);
       task.start();
-    }
-    // State of views dropped while no processor ran, or of tasks run elsewhere now.
-    for (const entry of readdirSync(this.options.dataDir)) {
-      if (!wanted.has(entry))
-        rmSync(path.join(this.options.dataDir, entry), { recursive: true, force: true });
     }
     await this.deleteRetired(views);
   }
@@ -274,10 +278,11 @@ export class ViewHost implements ViewProcessing {
     for (const topic of retired) if (!live.has(topic)) this.deleted.add(topic);
   }
 
-  private async retire(key: string, task: ViewTask): Promise<void> {
+  /** Stops a task; its state stays while its version is declared (dealt elsewhere, not dropped). */
+  private async retire(key: string, task: ViewTask, declared: boolean): Promise<void> {
     this.tasks.delete(key);
     await task.stop();
-    rmSync(path.join(this.options.dataDir, key), { recursive: true, force: true });
+    if (!declared) rmSync(path.join(this.options.dataDir, key), { recursive: true, force: true });
   }
 }
 

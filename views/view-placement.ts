@@ -3,8 +3,8 @@
  * (`standalonePlacement`); a cluster's serve-nodes share them as members of one consumer group
  * (`GroupPlacement`): the group's leader deals the tasks out (task-assignment.ts), each member
  * runs those it is dealt, and a member that dies (its session expires) has its tasks dealt to
- * the others. A task a member takes starts from an empty state (views/README.md, Placement), and
- * its published frontiers go to the gateways as offsets committed for the group
+ * the others. A task a member takes resumes from the state it kept of it, or starts from an empty
+ * one (views/README.md, State when a task moves), and its published frontiers go to the gateways as offsets committed for the group
  * (published-frontiers.ts), which only a member of the current generation can commit.
  */
 import type { GroupMember, GroupMemberLimits, KafkaLogClient } from '../shared/kafka-log/index.js';
@@ -37,12 +37,18 @@ export interface TaskPublication {
 }
 
 export interface ViewPlacement {
-  /** Whether a task taken here starts empty and holds its output until caught up. */
+  /**
+   * Whether a task run here may have run elsewhere since: it holds its output until caught up
+   * with the source as the log held it at its claim.
+   */
   readonly takeover: boolean;
   /** Whether this process runs the task now. */
   owns(key: string): boolean;
-  /** The task keys the views topic declares, as this process last read it. */
-  declared(keys: readonly string[]): void;
+  /**
+   * The task keys the views topic declares, as this process last read it, and those of them
+   * whose state this process holds (it resumes from it when dealt the task).
+   */
+  declared(keys: readonly string[], held: readonly string[]): void;
   /** A task's published round, for readers in other processes. */
   published(key: string, publication: TaskPublication): void;
   /** Begins placing; `changed` is called when what this process owns changes. */
@@ -75,6 +81,7 @@ export class GroupPlacement implements ViewPlacement {
   /** The task keys this member's last join told the leader of. */
   private told: string | null = null;
   private known: readonly string[] = [];
+  private held: readonly string[] = [];
   private changed: () => Promise<void> = () => Promise.resolve();
   /** The latest publication not yet committed, by task key; one commit in flight a task. */
   private readonly pending = new Map<string, TaskPublication>();
@@ -90,7 +97,7 @@ export class GroupPlacement implements ViewPlacement {
       logger: options.logger,
       metadata: () => {
         this.told = encodeTasks(this.known).toString('utf8');
-        return encodeMember(this.known, [...this.owned]);
+        return encodeMember(this.known, [...this.owned], this.held);
       },
       assign: (members) => {
         const dealt = assignTasks(
@@ -123,8 +130,9 @@ export class GroupPlacement implements ViewPlacement {
     return this.owned.has(key);
   }
 
-  declared(keys: readonly string[]): void {
+  declared(keys: readonly string[], held: readonly string[]): void {
     this.known = [...keys].sort();
+    this.held = [...held].sort();
     // A view declared or dropped since this member last joined: the leader deals again.
     if (this.told !== null && encodeTasks(this.known).toString('utf8') !== this.told) {
       this.member.rejoin();

@@ -5,6 +5,7 @@
  * documents changed but not yet acknowledged by the log. A batch of source records changes all of
  * these in one transaction, so after a crash the state is the one of a frontier, never between.
  */
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { open, type Database, type RootDatabase } from 'lmdb';
 
 /** What one source document gives its group: kept so an update or delete can take it back. */
@@ -32,6 +33,33 @@ export interface OutboxEntry {
   json: string | null;
 }
 
+/**
+ * The layout of the state (FORMAT in views/README.md): 2 since projections keep their output
+ * documents (`outputs`). A state of another layout is rebuilt from the start of its source.
+ */
+export const STATE_LAYOUT = 2;
+
+/**
+ * LMDB's meta page begins the file: its magic number, little-endian, after the page header (24
+ * bytes in the LMDB that lmdb-js builds: page number, transaction id, flags and bounds). lmdb-js
+ * crashes the process on opening a file that is not LMDB's, so the state is checked first.
+ */
+const LMDB_MAGIC = 0xbeefc0de;
+const LMDB_MAGIC_AT = 24;
+
+/** Whether `file` is absent (a new state) or begins as an LMDB file does. */
+export function stateFileReadable(file: string): boolean {
+  if (!existsSync(file)) return true;
+  const head = Buffer.alloc(LMDB_MAGIC_AT + 4);
+  const fd = openSync(file, 'r');
+  try {
+    const read = readSync(fd, head, 0, head.length, 0);
+    return read === head.length && head.readUInt32LE(LMDB_MAGIC_AT) === LMDB_MAGIC;
+  } finally {
+    closeSync(fd);
+  }
+}
+
 export class ViewState {
   readonly env: RootDatabase;
   /** Source key → Contribution (groupings) or true (a projection's members). */
@@ -43,9 +71,16 @@ export class ViewState {
   readonly latest: Database<string, string>;
   readonly outbox: Database<OutboxEntry, string>;
   /**
+   * A projection's output documents as JSON text, by output key: what its owner appends again
+   * for a key whose last record in the view's topic is fenced (fence-watch.ts).
+   */
+  readonly outputs: Database<string, string>;
+  /**
    * `frontier:<p>` → next unprocessed source offset; `streamTime:<p>` → greatest event time seen
    * (windowed views); `coversFrom:<p>` → the log start it skipped to when retention had removed
-   * records it never saw; `refused`, `late` → records refused, records late.
+   * records it never saw; `refused`, `late` → records refused, records late; `watched:<p>`,
+   * `watchEpoch:<p>` → the next offset of the view's topic partition p its owner has not read
+   * back, and the greatest epoch before it; `layout` → STATE_LAYOUT.
    */
   readonly meta: Database<number, string>;
 
@@ -57,7 +92,32 @@ export class ViewState {
     this.extremes = json('extremes') as Database<number, string>;
     this.latest = json('latest') as Database<string, string>;
     this.outbox = json('outbox') as Database<OutboxEntry, string>;
+    this.outputs = json('outputs') as Database<string, string>;
     this.meta = json('meta') as Database<number, string>;
+  }
+
+  /** Whether the state was written by this layout (or is empty): else it is rebuilt. */
+  ofThisLayout(): boolean {
+    return this.empty() || this.meta.get('layout') === STATE_LAYOUT;
+  }
+
+  setLayout(): void {
+    this.meta.put('layout', STATE_LAYOUT);
+  }
+
+  /** The next offset of the view topic's partition its owner has not read back; null: none. */
+  watched(partition: number): number | null {
+    return this.meta.get(`watched:${partition}`) ?? null;
+  }
+
+  /** The greatest epoch in the view topic's partition before `watched` (−1: none). */
+  watchEpoch(partition: number): number {
+    return this.meta.get(`watchEpoch:${partition}`) ?? -1;
+  }
+
+  setWatched(partition: number, next: number, epoch: number): void {
+    this.meta.put(`watched:${partition}`, next);
+    this.meta.put(`watchEpoch:${partition}`, epoch);
   }
 
   frontier(partition: number): number {
@@ -86,6 +146,12 @@ export class ViewState {
     this.meta.put(`coversFrom:${partition}`, offset);
   }
 
+  /** Whether nothing was ever written here: a state that begins from the source's start. */
+  empty(): boolean {
+    for (const _ of this.meta.getKeys({ limit: 1 })) return false;
+    return true;
+  }
+
   late(): number {
     return this.meta.get('late') ?? 0;
   }
@@ -100,6 +166,21 @@ export class ViewState {
 
   addRefused(count: number): void {
     this.meta.put('refused', this.refused() + count);
+  }
+
+  /**
+   * Empties the state in one transaction but for the outbox, which gets a tombstone for every
+   * output key it held (`outputKeys`: the groups, or a projection's members): a rebuild from the
+   * source's start overwrites those that still have a document, and the rest leave the view.
+   */
+  async discard(outputKeys: 'groups' | 'docs'): Promise<void> {
+    await this.env.transaction(() => {
+      for (const key of [...this[outputKeys].getKeys()]) this.outbox.put(key, { json: null });
+      const dbs = [this.docs, this.groups, this.extremes, this.latest, this.outputs, this.meta];
+      for (const db of dbs) {
+        for (const key of [...db.getKeys()]) db.remove(key);
+      }
+    });
   }
 
   async close(): Promise<void> {

@@ -7,18 +7,21 @@
  * nothing. Only after the outbox of a round is acknowledged does the round's frontier become the
  * one read-your-writes waits on, with the view topic's offsets that cover it. Transactions commit
  * on lmdb-js's write thread (`transaction`, not `transactionSync`): the processors share the main
- * thread with the gateway, which must not stop for their fsyncs.
+ * thread with the gateway, which must not stop for their fsyncs. A run resumes from the state its
+ * directory holds, unless it is unusable (views/README.md, State when a task moves); on a cluster's
+ * member it also reads its own topic back for fenced records (fence-watch.ts).
  */
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import {
   decodeRecords,
   encodeBatch,
   iterateBatches,
   type LogRecord,
+  type StoredRecord,
 } from '../shared/batch-codec.js';
 import { matches } from '../shared/filter/index.js';
-import type { FetchOutcome } from '../shared/fetch-answer.js';
+import type { FetchedPartition, FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
 import { topicOffsets } from '../shared/topic-offsets.js';
 import type { Logger } from '../shared/logger.js';
@@ -28,8 +31,9 @@ import type { ParsedView } from '../shared/view-definition.js';
 import { claimHeaders, claimKey, epochHeader } from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
-import { ViewState } from './view-state.js';
+import { stateFileReadable, ViewState } from './view-state.js';
 import { FrontierWaiters } from './frontier-waiters.js';
+import { watchRecords } from './fence-watch.js';
 
 export interface ViewTaskLimits {
   /** Bytes one fetch asks of each source partition. */
@@ -66,9 +70,10 @@ export interface ViewTaskTarget {
   /** The topic of its source: a collection's, or a source view's serving version's. */
   sourceTopic: string;
   /**
-   * Taken over from another processor (a cluster's placement): its state starts empty and its
-   * output is held back until it has processed the source as far as the log held when it
-   * claimed the view, so no reader sees the view go back to a partial state.
+   * Run where another processor may have run it since (a cluster's placement): the view's topic
+   * may hold output ahead of the state kept here (empty, or its checkpoint from an earlier run),
+   * so its output is held back until it has processed the source as far as the log held when it
+   * claimed the view, and no reader sees the view go back.
    */
   takeover: boolean;
 }
@@ -80,6 +85,13 @@ export class ViewTask {
   private readonly sourceTopic: string;
   private readonly state: ViewState;
   private readonly grouping: GroupingArithmetic | null;
+  /**
+   * The frontiers this run began from, when it resumed from a checkpoint (views/README.md, State
+   * when a task moves); null when it began from the source's start.
+   */
+  private resumedFrom: Map<number, number> | null = null;
+  /** The state was found unusable at start and emptied: output is held as after a takeover. */
+  private discarded = false;
   private readonly partitions: number[];
   /** Source end offsets as of the last fetch, for the lag. */
   private readonly sourceEnds = new Map<number, number>();
@@ -89,7 +101,14 @@ export class ViewTask {
   private readonly takeover: boolean;
   /** The epoch this run claimed (shared/view-epoch.ts): every record it appends carries it. */
   private epoch: number | null = null;
-  /** A takeover's source end offsets at its claim: output waits until the state reaches them. */
+  /** The offsets of this run's claims in the view's topic, by partition. */
+  private readonly claims = new Map<number, number>();
+  /** A claim above this run's was read back from the view's topic: another processor runs it. */
+  private deposed = false;
+  /**
+   * The source's end offsets at the claim, where output is held (a cluster's member, or a state
+   * discarded at start): nothing is appended until the state reaches them.
+   */
   private holdUntil: Map<number, number> | null = null;
 
   constructor(
@@ -108,11 +127,32 @@ export class ViewTask {
     this.topic = target.topic;
     this.sourceTopic = target.sourceTopic;
     this.takeover = target.takeover;
-    mkdirSync(dir, { recursive: true });
-    this.state = new ViewState(path.join(dir, STATE_FILE));
-    this.grouping = view.kind === 'grouping' ? new GroupingArithmetic(view, this.state) : null;
     this.partitions = Array.from({ length: partitionCount }, (_, p) => p);
     this.waiters = new FrontierWaiters(view.name, limits.waitersMax);
+    this.state = this.openState(dir);
+    this.grouping = view.kind === 'grouping' ? new GroupingArithmetic(view, this.state) : null;
+    if (!this.state.empty()) this.resumedFrom = this.frontiers();
+  }
+
+  /** The state kept in `dir`; one that fails to open is deleted and begins empty. */
+  private openState(dir: string): ViewState {
+    const file = path.join(dir, STATE_FILE);
+    try {
+      mkdirSync(dir, { recursive: true });
+      if (!stateFileReadable(file)) throw new Error(`${file} is not an LMDB file`);
+      const state = new ViewState(file);
+      state.empty();
+      return state;
+    } catch (error) {
+      this.logger.warn(
+        { err: error, view: this.view.name, dir },
+        'view state unreadable: deleted, the view is rebuilt from the start of its source',
+      );
+      this.discarded = true;
+      rmSync(dir, { recursive: true, force: true });
+      mkdirSync(dir, { recursive: true });
+      return new ViewState(file);
+    }
   }
 
   start(): void {
@@ -137,9 +177,15 @@ export class ViewTask {
         const coversFrom = this.state.coversFrom(partition);
         const lag = Math.max(0, end - frontier);
         const processed = this.state.frontier(partition);
-        return coversFrom === null
-          ? { partition, frontier, lag, processed }
-          : { partition, frontier, lag, processed, coversFrom };
+        const resumedFrom = this.resumedFrom?.get(partition);
+        return {
+          partition,
+          frontier,
+          lag,
+          processed,
+          ...(coversFrom === null ? {} : { coversFrom }),
+          ...(resumedFrom === undefined ? {} : { resumedFrom }),
+        };
       }),
       refusedRecords: this.state.refused(),
       lateRecords: this.state.late(),
@@ -176,14 +222,35 @@ export class ViewTask {
           // a reason to stop processing for good.
           this.epoch ??= await this.claim();
           // The source as it is after the claim: all an earlier owner can have processed.
-          if (this.takeover) this.holdUntil ??= await this.endOffsets(this.sourceTopic);
+          const ends = await this.endOffsets(this.sourceTopic);
+          await this.discardUnusable(ends);
+          await this.state.env.transaction(() => {
+            this.state.setLayout();
+            // Read back from the claim, or from where an earlier run of this state stopped.
+            if (!this.takeover) return;
+            for (const [partition, claim] of this.claims) {
+              if (this.resumedFrom === null) {
+                this.state.setWatched(partition, claim, -1);
+              } else if (this.state.watched(partition) === null) {
+                this.state.setWatched(partition, 0, -1);
+              }
+            }
+          });
+          if (this.takeover || this.discarded) this.holdUntil = ends;
           else await this.publishResumed();
           resumed = true;
           continue;
         }
         const applied = await this.fetchAndApply();
+        if (this.deposed) {
+          this.logger.warn(
+            { view: this.view.name, topic: this.topic, epoch: this.epoch },
+            'view claimed by another processor: this one stops',
+          );
+          return;
+        }
         if (this.holdUntil !== null) {
-          if (!this.processedThrough(this.holdUntil)) continue;
+          if (!this.processedThrough(this.holdUntil) || !this.watchedThroughClaims()) continue;
           this.holdUntil = null;
           await this.publishResumed();
           continue;
@@ -199,6 +266,33 @@ export class ViewTask {
         await new Promise((resolve) => setTimeout(resolve, this.limits.retryMs));
       }
     }
+  }
+
+  /**
+   * Empties a state of another layout, or whose checkpoint is past the source's end (the source
+   * dropped and declared again, its log truncated: it is of another log): the view is rebuilt
+   * from the start.
+   */
+  private async discardUnusable(ends: ReadonlyMap<number, number>): Promise<void> {
+    const past = this.partitions.filter((p) => this.state.frontier(p) > (ends.get(p) ?? 0));
+    if (past.length === 0 && this.state.ofThisLayout()) return;
+    this.logger.warn(
+      {
+        view: this.view.name,
+        partitions: past.map((p) => ({
+          partition: p,
+          checkpoint: this.state.frontier(p),
+          end: ends.get(p) ?? 0,
+        })),
+        layout: this.state.ofThisLayout() ? undefined : 'older',
+      },
+      past.length > 0
+        ? "view state past its source's end: discarded, the view is rebuilt from the start of its source"
+        : 'view state of an older layout: discarded, the view is rebuilt from the start of its source',
+    );
+    await this.state.discard(this.view.kind === 'grouping' ? 'groups' : 'docs');
+    this.resumedFrom = null;
+    this.discarded = true;
   }
 
   /** Produces what the outbox holds, then publishes the frontiers with the topic's end offsets. */
@@ -224,10 +318,18 @@ export class ViewTask {
         },
       ]);
     const { lastOffset: epoch } = await this.log.append(this.topic, 0, claimOf(0, null));
+    this.claims.set(0, epoch);
     await Promise.all(
       this.partitions
         .filter((partition) => partition !== 0)
-        .map((partition) => this.log.append(this.topic, partition, claimOf(partition, epoch))),
+        .map(async (partition) => {
+          const { lastOffset } = await this.log.append(
+            this.topic,
+            partition,
+            claimOf(partition, epoch),
+          );
+          this.claims.set(partition, lastOffset);
+        }),
     );
     this.logger.info({ view: this.view.name, topic: this.topic, epoch }, 'view claimed');
     return epoch;
@@ -237,6 +339,51 @@ export class ViewTask {
   private async endOffsets(topic: string): Promise<Map<number, number>> {
     const offsets = await topicOffsets(this.log, topic, this.partitions);
     return new Map([...offsets].map(([partition, { endOffset }]) => [partition, endOffset]));
+  }
+
+  /** Whether this run has read its own topic back past its claims (fence-watch.ts). */
+  private watchedThroughClaims(): boolean {
+    if (!this.takeover) return true;
+    return [...this.claims].every(([p, claim]) => (this.state.watched(p) ?? 0) > claim);
+  }
+
+  /** The output document of a key as the state has it now, as JSON text; null: none. */
+  private currentOutput(key: string): string | null {
+    return this.grouping === null
+      ? (this.state.outputs.get(key) ?? null)
+      : this.grouping.output(key);
+  }
+
+  /**
+   * Reads back a fetched partition of the view's own topic (in the round's transaction): the keys
+   * of fenced records go to the outbox with their current value, to be appended after them.
+   */
+  private watch(outcome: FetchedPartition): void {
+    const { partition } = outcome;
+    const from = Math.max(this.state.watched(partition) ?? 0, outcome.logStartOffset);
+    const records: StoredRecord[] = [];
+    let end = from;
+    for (const batch of iterateBatches(outcome.batches)) {
+      records.push(...decodeRecords(batch.bytes));
+      end = Math.max(end, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
+    }
+    const read = watchRecords(records, from, this.state.watchEpoch(partition), this.epoch!);
+    for (const key of read.fenced) this.state.outbox.put(key, { json: this.currentOutput(key) });
+    if (read.fenced.length > 0) {
+      this.logger.info(
+        { view: this.view.name, partition, keys: read.fenced.length },
+        'fenced records in the view topic: their keys are appended again',
+      );
+    }
+    if (read.deposedAt !== null) this.deposed = true;
+    const next = read.deposedAt === null ? Math.max(read.next, end) : read.next;
+    // An idle round reads nothing: no write, so no commit to sync.
+    if (
+      next !== this.state.watched(partition) ||
+      read.epochAfter !== this.state.watchEpoch(partition)
+    ) {
+      this.state.setWatched(partition, next, read.epochAfter);
+    }
   }
 
   /** Whether the state has processed every source partition up to `ends`. */
@@ -264,15 +411,34 @@ export class ViewTask {
       partition,
       offset: this.state.frontier(partition),
     }));
-    const outcomes = await this.log.fetch(positions, {
+    // Its own topic too, where another processor may run the view (fence-watch.ts).
+    const ownPositions = this.takeover
+      ? this.partitions.map((partition) => ({
+          topic: this.topic,
+          partition,
+          offset: this.state.watched(partition) ?? 0,
+        }))
+      : [];
+    const fetched = await this.log.fetch([...positions, ...ownPositions], {
       maxBytes: this.limits.fetchBytesMax,
       waitMs: this.limits.fetchWaitMs,
       signal: this.abort.signal,
     });
     if (this.stopped) return false;
-    const starts = await this.logStartsPast(outcomes);
+    const outcomes = fetched.slice(0, positions.length);
+    const own = fetched.slice(positions.length);
+    const starts = await this.logStartsPast(outcomes, this.sourceTopic);
+    const ownStarts = await this.logStartsPast(own, this.topic);
     let moved = false;
     await this.state.env.transaction(() => {
+      for (const outcome of own) {
+        if (!('error' in outcome)) this.watch(outcome);
+        else if (ownStarts.has(outcome.partition)) {
+          const { partition } = outcome;
+          const start = ownStarts.get(partition)!;
+          this.state.setWatched(partition, start, this.state.watchEpoch(partition));
+        } else throw outcome.error;
+      }
       // Retention removed records the view never saw, all its fetch asked for: it goes on from
       // the log start, and says so.
       for (const [partition, start] of starts) {
@@ -334,19 +500,22 @@ export class ViewTask {
   }
 
   /**
-   * The source partitions whose fetch was refused because the frontier is below the log start,
-   * with that log start (partition → offset).
+   * The partitions of `topic` (the source, or its own) whose fetch was refused because the position
+   * asked for is below the log start, with that log start (partition → offset).
    */
-  private async logStartsPast(outcomes: readonly FetchOutcome[]): Promise<Map<number, number>> {
+  private async logStartsPast(
+    outcomes: readonly FetchOutcome[],
+    topic: string,
+  ): Promise<Map<number, number>> {
     const starts = new Map<number, number>();
     const refused = outcomes.filter((o) => 'error' in o && o.error.code === 'offset_out_of_range');
     if (refused.length === 0) return starts;
+    const position = (p: number) =>
+      topic === this.sourceTopic ? this.state.frontier(p) : (this.state.watched(p) ?? 0);
     for (const o of await this.log.offsets()) {
-      if (o.topic !== this.sourceTopic) continue;
+      if (o.topic !== topic) continue;
       if (!refused.some((r) => r.partition === o.partition)) continue;
-      if (o.logStartOffset > this.state.frontier(o.partition)) {
-        starts.set(o.partition, o.logStartOffset);
-      }
+      if (o.logStartOffset > position(o.partition)) starts.set(o.partition, o.logStartOffset);
     }
     return starts;
   }

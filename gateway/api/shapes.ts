@@ -277,6 +277,13 @@ export const ViewFrontier = Type.Object({
         "the source partition's log start it began from: retention had removed the records before it, which the view does not cover",
     }),
   ),
+  resumedFrom: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      description:
+        'the source offset its processor began from when it resumed from the state it kept (a restart); absent: it began from the start of the source',
+    }),
+  ),
 });
 
 export const ViewRebuildPartition = Type.Object({

@@ -8,10 +8,8 @@
 // paused, appends its output late, and the view neither goes back nor stays wrong (the epochs
 // of shared/view-epoch.ts fence it). Every read carrying a token reflects its write: 0 stale.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { kafkaFace, type KafkaFace } from '../harness/kafka-face.js';
 import { kcat, KCAT_INSTALLED } from '../harness/kafka.js';
-import { sleep, spawnNode, type SpawnedNode } from '../harness/spawn-node.js';
-import { tempDir, type TempDir } from '../harness/temp-dir.js';
+import { sleep, type SpawnedNode } from '../harness/spawn-node.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { VIEW_WRITER_USERNAME } from '../../shared/view-api.js';
@@ -19,6 +17,7 @@ import { epochHeader } from '../../shared/view-epoch.js';
 import { call } from './gateway-harness.js';
 import { expectedView, readSourceDocuments } from './view-check.js';
 import { caughtUpView } from './view-harness.js';
+import { startViewsCluster, type ViewsCluster } from './views-cluster-harness.js';
 
 const PARTITIONS = 4;
 const SECRET = 'views-placement-secret';
@@ -40,55 +39,21 @@ const READ_WAIT_MS = 15_000;
 const BULK_DOCS = 2_000;
 
 describe('views processed in a cluster: one owner, moved when it dies, fenced when it wakes', () => {
-  const dirs: TempDir[] = [];
-  const serves: (SpawnedNode | null)[] = [null, null];
-  let log: SpawnedNode;
+  let cluster: ViewsCluster;
+  let kafka: ViewsCluster['kafka'];
   let gateway: SpawnedNode;
-  let kafka: KafkaFace;
+  let serves: (SpawnedNode | null)[];
   /** Orders written per country, and token reads that did not reflect their write. */
   const written = new Map<string, number>();
   let stale = 0;
   let fresh = 0;
   let sequence = 0;
 
-  const startServe = async (i: number): Promise<SpawnedNode> => {
-    const node = await spawnNode(
-      'serve-node',
-      [
-        ...['--data', dirs[1 + i].path, '--port', '0', '--log', kafka.url],
-        ...['--cluster-secret', SECRET, '--view-session-timeout-ms', String(SESSION_MS)],
-        ...['--view-heartbeat-ms', '500', '--view-fetch-wait-ms', String(FETCH_WAIT_MS)],
-      ],
-      { env: { TAILBASE_LOG_LEVEL: 'info' }, readyTimeoutMs: 30_000 },
-    );
-    serves[i] = node;
-    return node;
-  };
-
   /** The index of the serve-node whose latest assignment holds the view, or null. */
-  const ownerOf = (version: number, among: readonly number[] = [0, 1]): number | null => {
-    const task = `${VIEW}@${version}`;
-    for (const i of among) {
-      const lines = (serves[i]?.output() ?? '')
-        .split('\n')
-        .filter((line) => line.includes('view tasks of this member'));
-      const last = lines.at(-1);
-      if (last !== undefined && (JSON.parse(last) as { tasks: string[] }).tasks.includes(task)) {
-        return i;
-      }
-    }
-    return null;
-  };
-
-  const waitForOwner = async (version: number, among: readonly number[]): Promise<number> => {
-    const deadline = Date.now() + TAKEOVER_MS_MAX;
-    for (;;) {
-      const owner = ownerOf(version, among);
-      if (owner !== null) return owner;
-      if (Date.now() > deadline) throw new Error(`no member of ${among} took ${VIEW}`);
-      await sleep(100);
-    }
-  };
+  const ownerOf = (version: number, among: readonly number[] = [0, 1]): number | null =>
+    cluster.ownerOf(`${VIEW}@${version}`, among);
+  const waitForOwner = (version: number, among: readonly number[]): Promise<number> =>
+    cluster.waitForOwner(`${VIEW}@${version}`, among, TAKEOVER_MS_MAX);
 
   /** One order, then a read of its country's group with the write's token. */
   const writeAndRead = async (country: string): Promise<void> => {
@@ -128,26 +93,8 @@ describe('views processed in a cluster: one owner, moved when it dies, fenced wh
   };
 
   /** Waits until the published frontiers (GET /v1/views) reach the source's end offsets. */
-  const publishedThroughSourceEnds = async () => {
-    const client = await kafka.connect();
-    try {
-      const ends = new Map(
-        (await client.offsets())
-          .filter((o) => o.topic === 'orders')
-          .map((o) => [o.partition, o.endOffset]),
-      );
-      const deadline = Date.now() + TAKEOVER_MS_MAX;
-      for (;;) {
-        const info = await call(gateway.url, 'GET', `/v1/views/${VIEW}`);
-        const frontiers = info.body.frontiers as { partition: number; frontier: number }[] | null;
-        if (frontiers?.every((f) => f.frontier >= (ends.get(f.partition) ?? 0))) return;
-        if (Date.now() > deadline) throw new Error(`not published: ${JSON.stringify(info.body)}`);
-        await sleep(100);
-      }
-    } finally {
-      client.close();
-    }
-  };
+  const publishedThroughSourceEnds = () =>
+    cluster.publishedThroughSourceEnds(VIEW, 'orders', TAKEOVER_MS_MAX);
 
   /** The epoch of the last claim a serve-node made of the view (its log line). */
   const sleeperEpoch = (node: SpawnedNode): number => {
@@ -178,24 +125,21 @@ describe('views processed in a cluster: one owner, moved when it dies, fenced wh
   };
 
   beforeAll(async () => {
-    dirs.push(tempDir('views-place-log'), tempDir('views-place-s0'), tempDir('views-place-s1'));
-    kafka = await kafkaFace();
-    log = await spawnNode('log-node', [
-      ...['--data', dirs[0].path, '--port', '0', '--partitions', String(PARTITIONS)],
-      ...['--cluster-secret', SECRET, ...kafka.args],
-    ]);
-    await Promise.all([startServe(0), startServe(1)]);
-    gateway = await spawnNode('gateway', [
-      ...['--port', '0', '--log', kafka.url, '--cluster-secret', SECRET],
-      ...['--serve', serves.map((s) => s!.url).join(',')],
-    ]);
+    cluster = await startViewsCluster({
+      name: 'views-place',
+      partitions: PARTITIONS,
+      secret: SECRET,
+      serveNodes: 2,
+      serveArgs: [
+        ...['--view-session-timeout-ms', String(SESSION_MS), '--view-heartbeat-ms', '500'],
+        ...['--view-fetch-wait-ms', String(FETCH_WAIT_MS)],
+      ],
+    });
+    ({ kafka, gateway, serves } = cluster);
   }, 90_000);
 
   afterAll(async () => {
-    await gateway?.stop();
-    await Promise.all(serves.map((s) => s?.stop()));
-    await log?.stop();
-    for (const dir of dirs) dir.cleanup();
+    await cluster?.stop();
   });
 
   let version = 0;
@@ -285,7 +229,7 @@ describe('views processed in a cluster: one owner, moved when it dies, fenced wh
     })();
     expect(await waitForOwner(version, [1 - owner])).toBe(1 - owner);
     await writing;
-    await startServe(owner);
+    await cluster.startServe(owner);
     for (let i = 0; i < 10; i++) await writeAndRead(COUNTRIES[i % COUNTRIES.length]);
     expect(stale).toBe(0);
     await expectBruteForce();

@@ -3,13 +3,16 @@
 // in its partition is skipped, claims change no document, a record without an epoch passes in a
 // collection's partition and is skipped in a view's, the rule picks up after a checkpoint from
 // the greatest epoch kept there and gives the same records as a run over the whole log; the
-// assignment is the same whatever order the members come in, deals every task once, and leaves a
-// task with the member that runs it while that member holds no more than its share.
+// assignment is the same whatever order the members come in, deals every task once, leaves a
+// task with the member that runs it while that member holds no more than its share, and deals
+// one no member runs to a member that kept its state; an owner reading its topic back is given
+// the keys of fenced records and stops at a claim above its own.
 import { describe, expect, it } from 'vitest';
 import type { StoredRecord } from '../../shared/batch-codec.js';
 import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../../shared/view-epoch.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { fenceViewRecords } from '../../serve-node/view-fence.js';
+import { watchRecords } from '../../views/fence-watch.js';
 import {
   assignTasks,
   decodeMember,
@@ -77,6 +80,25 @@ describe('view fencing', () => {
     expect(collection.epochBefore(2)).toBe(-1);
   });
 
+  it("gives its owner the keys of fenced records, and stops at a claim above the owner's", () => {
+    // The owner of epoch 2 reads its topic back from its claim: a's late record is fenced.
+    expect(watchRecords(log, 2, -1, 2)).toEqual({
+      fenced: ['a', 'c'],
+      epochAfter: 2,
+      next: 7,
+      deposedAt: null,
+    });
+    // From the start, as a resumed owner of an older state reads: the same records are fenced.
+    expect(watchRecords(log, 0, -1, 2).fenced).toEqual(['a', 'c']);
+    // The owner of epoch 0 is deposed at the claim of epoch 2, which is read again next time.
+    expect(watchRecords(log, 0, -1, 0)).toEqual({
+      fenced: [],
+      epochAfter: 0,
+      next: 2,
+      deposedAt: 2,
+    });
+  });
+
   it('claims with a key the default partitioner places in their partition', () => {
     for (let p = 0; p < 8; p++) expect(partitionFor(claimKey(p, 8), 8)).toBe(p);
   });
@@ -110,13 +132,36 @@ describe('view task assignment', () => {
     expect(Object.fromEntries(joined)).toEqual({ 'm-a': ['a@0', 'b@1'], 'm-c': ['c@2'] });
   });
 
+  it('deals a task no member runs to a member that holds its state, within its share', () => {
+    const tasks = ['a@0', 'b@1'];
+    // A member restarted after kill -9 runs nothing but kept the state of a@0; round-robin
+    // alone would give a@0 to m-a, which would rebuild it from the source's start.
+    const dealt = assignTasks([
+      { memberId: 'm-a', tasks, owned: [] },
+      { memberId: 'm-b', tasks, owned: [], held: ['a@0'] },
+    ]);
+    expect(Object.fromEntries(dealt)).toEqual({ 'm-a': ['b@1'], 'm-b': ['a@0'] });
+    // The member that runs a task keeps it; a holder gets no more than its share.
+    const running = assignTasks([
+      { memberId: 'm-a', tasks, owned: ['a@0'] },
+      { memberId: 'm-b', tasks, owned: [], held: tasks },
+    ]);
+    expect(Object.fromEntries(running)).toEqual({ 'm-a': ['a@0'], 'm-b': ['b@1'] });
+    const crowded = assignTasks([
+      { memberId: 'm-a', tasks, owned: [] },
+      { memberId: 'm-b', tasks, owned: [], held: tasks },
+    ]);
+    expect(Object.fromEntries(crowded)).toEqual({ 'm-a': ['b@1'], 'm-b': ['a@0'] });
+  });
+
   it('reads back what it encodes, and nothing from bytes of another protocol', () => {
     expect(decodeTasks(encodeTasks(['b@1', 'a@0']))).toEqual(['a@0', 'b@1']);
     expect(decodeTasks(Buffer.from([0, 1, 2]))).toEqual([]);
-    expect(decodeMember(encodeMember(['b@1', 'a@0'], ['b@1']))).toEqual({
+    expect(decodeMember(encodeMember(['b@1', 'a@0'], ['b@1'], ['a@0']))).toEqual({
       tasks: ['a@0', 'b@1'],
       owned: ['b@1'],
+      held: ['a@0'],
     });
-    expect(decodeMember(Buffer.from('[1]'))).toEqual({ tasks: [], owned: [] });
+    expect(decodeMember(Buffer.from('[1]'))).toEqual({ tasks: [], owned: [], held: [] });
   });
 });

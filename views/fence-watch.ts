@@ -1,0 +1,53 @@
+/**
+ * What a view's owner reads back from its own topic (views/README.md, Fenced records and
+ * compaction). Every serve-node skips a record whose epoch is below the greatest seen before it in
+ * its partition (shared/view-epoch.ts), but log compaction keeps a key's last record whatever its
+ * epoch: were a fenced record a key's last, a replica rebuilt from the compacted topic would find
+ * neither it nor the owner's value it hid. So the owner reads its topic, and every key of a fenced
+ * record is appended again with the owner's current value, a record of its own epoch after it. A
+ * claim of an epoch above the owner's says that another processor runs the view now.
+ */
+import type { StoredRecord } from '../shared/batch-codec.js';
+import { epochOf } from '../shared/view-epoch.js';
+
+export interface WatchedRecords {
+  /** Keys of records that are fenced (below the greatest epoch before them), to append again. */
+  fenced: string[];
+  /** The greatest epoch after the last record read (before `deposedAt`, when there is one). */
+  epochAfter: number;
+  /** The next offset to read: past the last record, or the claim of a greater epoch. */
+  next: number;
+  /** The offset of a claim of an epoch above `ownEpoch`: the view was claimed by another. */
+  deposedAt: number | null;
+}
+
+/**
+ * Reads one partition's records in offset order, from `from`, with `epochBefore` the greatest
+ * epoch of the records before it. Stops at a claim above `ownEpoch`, which is read again next time.
+ */
+export function watchRecords(
+  records: readonly StoredRecord[],
+  from: number,
+  epochBefore: number,
+  ownEpoch: number,
+): WatchedRecords {
+  const fenced = new Set<string>();
+  let greatest = epochBefore;
+  let next = from;
+  for (const record of records) {
+    if (record.offset < next) continue;
+    const said = epochOf(record) ?? { epoch: -1, claim: false };
+    if (said.claim && said.epoch > ownEpoch) {
+      return {
+        fenced: [...fenced],
+        epochAfter: greatest,
+        next: record.offset,
+        deposedAt: record.offset,
+      };
+    }
+    if (!said.claim && said.epoch < greatest) fenced.add(record.key);
+    greatest = Math.max(greatest, said.epoch);
+    next = record.offset + 1;
+  }
+  return { fenced: [...fenced], epochAfter: greatest, next, deposedAt: null };
+}
