@@ -56,8 +56,8 @@ const FILTERS = [
   ['0.1%', 'n = 7'],
 ] as const;
 /** A threshold no word reaches: a store without lists, for the load's cost of them. */
-const LISTS_NONE = Number.MAX_SAFE_INTEGER;
-const LISTS_DEFAULT = 1_000;
+export const LISTS_NONE = Number.MAX_SAFE_INTEGER;
+export const LISTS_DEFAULT = 1_000;
 
 /** A deterministic 32-bit generator (mulberry32), so every run loads the same corpus. */
 function generator(seed: number): () => number {
@@ -117,8 +117,11 @@ function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
   }
 }
 
-/** A store holding `count` documents, and the load's documents/s. */
-function load(
+/**
+ * A store holding `count` documents applied RECORDS_A_BATCH a transaction (lists for terms in
+ * `listedDfMin` rows, LISTS_NONE: none), the load's documents/s and its CPU time a document.
+ */
+export function load(
   count: number,
   listedDfMin: number,
 ): { replica: Replica; dir: string; docsPerSec: number; cpuUsPerDoc: number } {
