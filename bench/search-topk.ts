@@ -77,8 +77,13 @@ function wordOf(rank: number): string {
   return `${word}q`;
 }
 
-/** Documents whose words follow Zipf's law (s = 1) over VOCABULARY_WORDS words. */
-function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
+/**
+ * Documents whose words follow Zipf's law (s = 1) over VOCABULARY_WORDS words; bodies of
+ * BODY_WORDS words, or with `bodyWordsSpread` of BODY_WORDS - spread to BODY_WORDS + spread
+ * (uniform, from a generator of their own, so the texts of a spread of 0 stay the group's).
+ */
+function* zipfDocs(count: number, bodyWordsSpread = 0): Generator<{ key: string; value: string }> {
+  const lengthRandom = generator(29);
   const random = generator(27);
   const fieldRandom = generator(28);
   let categoriesSum = 0;
@@ -109,7 +114,10 @@ function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
   for (let i = 0; i < count; i++) {
     const value = {
       title: text(TITLE_WORDS),
-      body: text(BODY_WORDS),
+      body: text(
+        BODY_WORDS +
+          (bodyWordsSpread === 0 ? 0 : Math.round((lengthRandom() * 2 - 1) * bodyWordsSpread)),
+      ),
       category: category(),
       n: Math.floor(fieldRandom() * N_VALUES),
     };
@@ -119,11 +127,13 @@ function* zipfDocs(count: number): Generator<{ key: string; value: string }> {
 
 /**
  * A store holding `count` documents applied RECORDS_A_BATCH a transaction (lists for terms in
- * `listedDfMin` rows, LISTS_NONE: none), the load's documents/s and its CPU time a document.
+ * `listedDfMin` rows, LISTS_NONE: none; bodies as zipfDocs), the load's documents/s and its CPU
+ * time a document.
  */
 export function load(
   count: number,
   listedDfMin: number,
+  bodyWordsSpread = 0,
 ): { replica: Replica; dir: string; docsPerSec: number; cpuUsPerDoc: number } {
   const dir = makeBenchDir('search-topk');
   const replica = new Replica(dir, { topkListedDfMin: listedDfMin });
@@ -150,7 +160,7 @@ export function load(
     replica.flush();
   };
   let i = 0;
-  for (const doc of zipfDocs(count)) {
+  for (const doc of zipfDocs(count, bodyWordsSpread)) {
     const record = { key: doc.key, value: Buffer.from(doc.value), timestampMs: 0 };
     pending[i % PARTITIONS].push(record);
     i += 1;
