@@ -275,8 +275,11 @@ export class ServeNode implements ServeNodeCore {
 
   /**
    * Drops the collection from the stores in place (collection-drops.ts), once no longer tailed;
-   * settles once it is gone. The log's topics are looked at again after: a collection the log
-   * (still, or again) holds under the name is tailed from its start.
+   * settles once its tables and checkpoints are gone and reads answer nothing of it (steps 1 and
+   * 2). Its documents are deleted in the background, the collection listed in status `dropping`
+   * until they are (a failure there is logged; a stop's is resumed at start). The log's topics are
+   * looked at again after: a collection the log (still, or again) holds under the name is tailed
+   * from its start.
    */
   dropCollection(collection: string, reason: string): Promise<void> {
     this.fences.forget(collection);
@@ -284,17 +287,19 @@ export class ServeNode implements ServeNodeCore {
       for (const fetcher of this.fetchers) fetcher.untail(collection);
       this.readThreads?.changed();
     }
-    const drop = this.drops.drop(collection, reason);
-    void drop.catch(() => undefined).then(() => this.discover());
-    return drop;
+    const { marked, done } = this.drops.drop(collection, reason);
+    void done
+      .catch((error: unknown) => {
+        if (this.stopped) return;
+        this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
+      })
+      .then(() => this.discover());
+    return marked;
   }
 
-  /** A drop no caller waits for: its failure is logged (a stop's is resumed at start). */
+  /** A drop no caller waits for: its failure is logged by dropCollection. */
   private dropInBackground(collection: string, reason: string): void {
-    this.dropCollection(collection, reason).catch((error: unknown) => {
-      if (this.stopped) return;
-      this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
-    });
+    this.dropCollection(collection, reason).catch(() => undefined);
   }
 
   /**
