@@ -24,6 +24,10 @@
  * catalog lists as retired, or a topic the log no longer holds) gets the same: the reset line
  * first, then the serving version from its start.
  *
+ * Of a view's topic the feed sends what the serve-nodes apply: its processors' claims and a fenced
+ * writer's records are left out, epochs counted from the partition's log start whatever offset the
+ * feed starts at; a collection's records all go out (feed-fences.ts).
+ *
  * Each feed reads its topic-partitions with one multi-partition long-poll per log-node, and at most
  * `feedsMax` feeds are open at once (503 `too_many_feeds` before the stream starts), so feeds
  * cannot take the sockets appends and reads need. Writes to the stream are awaited, so a slow
@@ -42,10 +46,10 @@ import type { FetchPosition, PartitionOffsets } from '../shared/log-api.js';
 import { collectionId, mergeTokenOffsets, offsetsOf, type TokenOffsets } from '../shared/token.js';
 import { isCollectionTopic, type TopicInfo } from '../shared/topics.js';
 import type { CatalogView } from '../shared/view-catalog.js';
-import { fenceRecords } from '../shared/view-epoch.js';
 import { TOKEN_HEADER } from './consistency.js';
 import type { GatewayServices } from './services.js';
 import { enumParam, intParam } from './validation.js';
+import { FeedFences } from './feed-fences.js';
 
 const utf8 = new TextDecoder('utf-8');
 /** A feed's first wait after a partition's outage; each next one doubles, to feedRetryMsMax. */
@@ -307,26 +311,24 @@ async function openFeed(
       round = new AbortController();
       return true;
     };
-    /**
-     * Per topic-partition, the greatest view epoch read so far: the feed leaves out what the
-     * serve-nodes leave out of a view's topic (its processors' claims, a fenced writer's records:
-     * shared/view-epoch.ts), counting the epochs from where it began to read. The limit: a feed
-     * starts at epoch −1 (from=now, a resumed token), so it knows only the claims of the batches
-     * it reads; a fenced writer's record after a claim in an earlier batch reaches a feed that
-     * started between the two, which a serve-node (its epoch kept at its checkpoint) leaves out.
-     */
-    const epochs = new Map<string, number>();
+    /** What the feed leaves out of views' topics, as the serve-nodes do (feed-fences.ts). */
+    const fences = new FeedFences(log, services.views, config.feedReadBytesMax, stop.signal);
     /** Sends what one topic-partition's read holds past `offset`; answers the offset to read next. */
     const send = async (topic: string, partition: number, offset: number, batches: Buffer) => {
-      const id = `${topic}/${partition}`;
-      for (const batch of iterateBatches(batches)) {
-        const records = decodeRecords(batch.bytes);
-        const fenced = fenceRecords(records, epochs.get(id) ?? -1);
-        epochs.set(id, fenced.epochAfter);
-        const kept = new Set(fenced.kept);
-        for (const record of records) {
+      const read = [...iterateBatches(batches)].map((batch) => ({
+        header: batch.header,
+        records: decodeRecords(batch.bytes),
+      }));
+      const keptOf = await fences.kept(
+        topic,
+        partition,
+        read.map((batch) => batch.records),
+      );
+      for (const [i, batch] of read.entries()) {
+        const kept = keptOf[i];
+        for (const record of batch.records) {
           if (record.offset < offset) continue;
-          if (!kept.has(record)) {
+          if (kept !== null && !kept.has(record)) {
             // A view's claim, or a fenced writer's record: no document changed.
             feed.sent(topic, partition, record.offset);
             continue;
@@ -402,7 +404,22 @@ async function openFeed(
           const offsets = feed.next.get(topic);
           if (offsets === undefined) continue;
           const offset = offsets.get(partition) as number;
-          offsets.set(partition, await send(topic, partition, offset, outcome.batches));
+          let next: number;
+          try {
+            next = await send(topic, partition, offset, outcome.batches);
+          } catch (error) {
+            // A read of what came before the feed's start, or of the views topic, failed.
+            if (stop.signal.aborted) return;
+            if (await swappedAway(error, topic)) break;
+            if (!passing(error)) throw error;
+            logger.warn(
+              { err: error, topic, partition },
+              'change feed fence read failed; retrying',
+            );
+            paused.pause(topic, partition);
+            continue;
+          }
+          offsets.set(partition, next);
           if (stop.signal.aborted) return;
         }
       }

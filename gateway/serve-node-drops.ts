@@ -10,7 +10,11 @@ import { TailbaseError, unavailable } from '../shared/errors.js';
 import type { GatewayConfig } from './config.js';
 import type { ServeNode } from './topology.js';
 
-/** Has every node drop every topic; resolves once each has, within `waitMsMax` a node. */
+/**
+ * Has every node drop every topic; resolves once each has marked them dropping and dropped their
+ * tables (no read answers from them; the documents go after, in the background), within
+ * `waitMsMax` a node.
+ */
 export async function dropFromServeNodes(
   config: GatewayConfig,
   nodes: readonly ServeNode[],

@@ -33,6 +33,12 @@ export interface CollectionDropsOptions {
   onTablesDropped(collection: string): void;
 }
 
+/** A drop under way: its first two steps done (`marked`), and all of it (`done`). */
+export interface Drop {
+  marked: Promise<void>;
+  done: Promise<void>;
+}
+
 export interface DropRecord {
   collection: string;
   reason: string;
@@ -41,7 +47,7 @@ export interface DropRecord {
 
 export class CollectionDrops {
   /** The drops asked for and not finished, by collection. */
-  private readonly under = new Map<string, Promise<void>>();
+  private readonly under = new Map<string, Drop>();
   /** The last drop asked for: the next begins after it. */
   private tail: Promise<void> = Promise.resolve();
   private lastDone: DropRecord | undefined;
@@ -69,19 +75,22 @@ export class CollectionDrops {
   }
 
   /**
-   * Drops the collection from the stores; settles once it is gone (the same promise for a drop
-   * already asked for). Fails `stopping` when the node stops first: the mark stays, and the next
-   * start finishes the drop.
+   * Drops the collection from the stores (the same drop for one already asked for): `marked`
+   * settles once step 2 is done (reads answer nothing of it), `done` once it is gone. Both fail
+   * `stopping` when the node stops first: the mark stays, and the next start finishes the drop.
    */
-  drop(collection: string, reason: string): Promise<void> {
+  drop(collection: string, reason: string): Drop {
     const asked = this.under.get(collection);
     if (asked !== undefined) return asked;
-    const drop = this.tail
-      .then(() => this.run(collection, reason))
+    let onMarked = () => {};
+    const marked = new Promise<void>((resolve) => (onMarked = resolve));
+    const done = this.tail
+      .then(() => this.run(collection, reason, onMarked))
       .finally(() => this.under.delete(collection));
-    this.under.set(collection, drop);
-    this.tail = drop.catch(() => undefined);
-    return drop;
+    const entry = { marked: Promise.race([marked, done]), done };
+    this.under.set(collection, entry);
+    this.tail = done.catch(() => undefined);
+    return entry;
   }
 
   /** Settles once every drop asked for has ended, however. */
@@ -89,11 +98,12 @@ export class CollectionDrops {
     return this.tail;
   }
 
-  private async run(collection: string, reason: string): Promise<void> {
+  private async run(collection: string, reason: string, onMarked: () => void): Promise<void> {
     await this.options.rebuilt();
     const replica = await this.stepOn();
     replica.beginDrop(collection);
     this.options.onTablesDropped(collection);
+    onMarked();
     for (;;) {
       await nextTurn();
       const current = await this.stepOn();

@@ -131,7 +131,7 @@ export class LocalServeClient implements ServeClient, BatchedGetter {
     this.core.rebuild('admin_request').catch(this.onRebuildError);
   }
 
-  /** Settles once the node has dropped the collection (its caller bounds the wait). */
+  /** Settles once no read answers from the collection (its caller bounds the wait). */
   dropCollection(collection: string): Promise<void> {
     return this.core.dropCollection(checkCollection(collection), 'admin_request');
   }

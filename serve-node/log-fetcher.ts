@@ -136,6 +136,19 @@ export class LogFetcher {
     this.interrupt = new AbortController();
   }
 
+  /**
+   * The partitions of `topic` held back for what is settled now (the kind of topic it is,
+   * view-fence.ts) are read again at once: a read in flight without them is abandoned.
+   */
+  release(topic: string): void {
+    const ofTopic = this.byTopic.get(topic);
+    if (ofTopic === undefined) return;
+    for (const tailed of ofTopic.values()) tailed.retryAtMs = 0;
+    this.interrupt.abort();
+    this.interrupt = new AbortController();
+    this.lingering.wake?.();
+  }
+
   /** A read waits for one of this fetcher's partitions: it reads the log now, not after a pause. */
   hurry(): void {
     this.lastWaitMs = Date.now();

@@ -14,7 +14,7 @@ import { DocStore, DOCS_FILE } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX, type SearchStoreOptions } from './search-store.js';
 import { StepView } from './step-view.js';
-import { fenceViewRecords } from './view-fence.js';
+import { fenceViewRecords, NO_VIEW_TOPICS, type TopicFences } from './view-fence.js';
 import type { CollectionMergeStep, MergePolicy } from './segment-merges.js';
 import { currentBootId } from '../shared/boot-id.js';
 import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
@@ -59,6 +59,8 @@ export class Replica {
   constructor(
     readonly dir: string,
     searchOptions?: SearchStoreOptions,
+    /** Which topics are views', whose records the epoch rule fences (view-fence.ts). */
+    private readonly fences: TopicFences = NO_VIEW_TOPICS,
   ) {
     const bootId = currentBootId();
     this.unflushed = bootId !== null;
@@ -184,7 +186,15 @@ export class Replica {
       const end = Math.min(header.baseOffset + header.lastOffsetDelta + 1, untilOffset);
       nextOffset = Math.max(nextOffset, end);
     }
-    const fence = fenceViewRecords(records, this.docs.epoch(topic, partition));
+    const fence = fenceViewRecords(
+      records,
+      this.docs.epoch(topic, partition),
+      this.fences.of(topic),
+    );
+    if (fence.holdAt !== undefined) {
+      this.fences.ask(topic);
+      nextOffset = fence.holdAt;
+    }
     const prepared = fence.kept.map((record) => prepareRecord(record, topic, partition));
     return { topic, partition, prepared, nextOffset, docsFrom, searchFrom, fence };
   }

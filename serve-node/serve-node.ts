@@ -41,6 +41,7 @@ import {
   SNAPSHOT_MANIFEST,
 } from './store-dirs.js';
 import { rollBackToLastFlush, unflushedSinceEarlierBoot } from './unflushed-marker.js';
+import { ViewTopicFences } from './view-topic-fences.js';
 
 export interface ServeNodeParts {
   nodeId: string;
@@ -101,8 +102,18 @@ export class ServeNode implements ServeNodeCore {
   private readThreads: ReadThreadsLink | null = null;
   /** Collections dropped in place, one at a time; a topic being dropped is not tailed. */
   private readonly drops: CollectionDrops;
+  /** Which topics are views', whose records the epoch rule fences (view-fence.ts). */
+  private readonly fences: ViewTopicFences;
 
   constructor(private readonly parts: ServeNodeParts) {
+    this.fences = new ViewTopicFences(
+      parts.log,
+      parts.limits.logReadBytesMax,
+      parts.logger,
+      (topic) => {
+        for (const fetcher of this.fetchers) fetcher.release(topic);
+      },
+    );
     this.hosted = parts.hosted;
     this.limits = parts.limits;
     this.mergePolicy = {
@@ -125,7 +136,7 @@ export class ServeNode implements ServeNodeCore {
       removeGeneration(parts.dataDir, parts.generation);
       this.current = this.openNextGeneration(reason);
     } else {
-      this.current = new Replica(dir, this.searchOptions());
+      this.current = new Replica(dir, this.searchOptions(), this.fences);
       if (afterReboot) {
         const checkpoints = this.current.checkpoints();
         this.lastResume = { atMs: Date.now(), checkpoints };
@@ -264,25 +275,31 @@ export class ServeNode implements ServeNodeCore {
 
   /**
    * Drops the collection from the stores in place (collection-drops.ts), once no longer tailed;
-   * settles once it is gone. The log's topics are looked at again after: a collection the log
-   * (still, or again) holds under the name is tailed from its start.
+   * settles once its tables and checkpoints are gone and reads answer nothing of it (steps 1 and
+   * 2). Its documents are deleted in the background, the collection listed in status `dropping`
+   * until they are (a failure there is logged; a stop's is resumed at start). The log's topics are
+   * looked at again after: a collection the log (still, or again) holds under the name is tailed
+   * from its start.
    */
   dropCollection(collection: string, reason: string): Promise<void> {
+    this.fences.forget(collection);
     if (this.topics.delete(collection)) {
       for (const fetcher of this.fetchers) fetcher.untail(collection);
       this.readThreads?.changed();
     }
-    const drop = this.drops.drop(collection, reason);
-    void drop.catch(() => undefined).then(() => this.discover());
-    return drop;
+    const { marked, done } = this.drops.drop(collection, reason);
+    void done
+      .catch((error: unknown) => {
+        if (this.stopped) return;
+        this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
+      })
+      .then(() => this.discover());
+    return marked;
   }
 
-  /** A drop no caller waits for: its failure is logged (a stop's is resumed at start). */
+  /** A drop no caller waits for: its failure is logged by dropCollection. */
   private dropInBackground(collection: string, reason: string): void {
-    this.dropCollection(collection, reason).catch((error: unknown) => {
-      if (this.stopped) return;
-      this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
-    });
+    this.dropCollection(collection, reason).catch(() => undefined);
   }
 
   /**
@@ -572,7 +589,8 @@ export class ServeNode implements ServeNodeCore {
   private openNextGeneration(reason: string): Replica {
     this.generation += 1;
     this.lastRebuild = { reason, atMs: Date.now() };
-    return new Replica(createGeneration(this.parts.dataDir, this.generation), this.searchOptions());
+    const dir = createGeneration(this.parts.dataDir, this.generation);
+    return new Replica(dir, this.searchOptions(), this.fences);
   }
 
   private searchOptions(): SearchStoreOptions {

@@ -292,3 +292,18 @@ export function sourceChain(views: ReadonlyMap<string, DeclaredView>, from: stri
   }
   return chain;
 }
+
+/**
+ * The topics views' processors write, which the epoch rule fences (shared/view-epoch.ts): each
+ * view's name, the topic of the version that serves, of the one being rebuilt, and of versions
+ * retired but perhaps not yet deleted.
+ */
+export function viewTopics(views: ReadonlyMap<string, CatalogView>): Set<string> {
+  const topics = new Set<string>();
+  for (const view of views.values()) {
+    topics.add(view.view.name).add(view.topic);
+    if (view.rebuild !== null) topics.add(view.rebuild.topic);
+    for (const retired of view.retired) topics.add(retired);
+  }
+  return topics;
+}

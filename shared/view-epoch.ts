@@ -7,11 +7,12 @@
  * per partition, the greatest epoch seen so far and skips a record whose epoch is below it: a
  * paused processor that wakes after its view moved appends with the old epoch, after the new
  * owner's claim, and changes nothing. The rule reads the log alone, so a replica rebuilt from the
- * log skips exactly what one running all along skipped. A record without the header is of epoch
- * −1: a collection's records, which never see a claim, all pass; in a view's partition, one
- * that someone else wrote there (a Kafka client given the cluster secret) is skipped. Claims are tombstones of a key no output
- * document has, with a header that says what they are: a reader that knows nothing of epochs
- * (kcat) sees a delete of a key that never existed.
+ * log skips exactly what one running all along skipped. The rule holds in views' topics only
+ * (serve-node/view-fence.ts): a collection's records are applied whatever headers they carry. A
+ * record without the header is of epoch −1: in a view's partition, one that someone else wrote
+ * there (a Kafka client given the cluster secret) is skipped. Claims are tombstones of a key no
+ * output document has, with a header that says what they are: a reader that knows nothing of
+ * epochs (kcat) sees a delete of a key that never existed.
  */
 import type { RecordHeader, StoredRecord } from './batch-codec.js';
 import { partitionFor } from './partitioner.js';

@@ -3,16 +3,24 @@ import { type Command, Option } from 'commander';
 import { clientAction, clientCommand, collectionName, integerAtLeast } from '../command-kit.js';
 import { summarizeJson, valueWidth } from '../format.js';
 import {
-  type ChangeEvent,
+  type ChangeLine,
   FEED_BACKOFF_MS_FIRST,
   FEED_BACKOFF_MS_MAX,
   FEED_RECONNECTS_MAX_DEFAULT,
+  isReset,
 } from '../sdk/index.js';
 import type { ClientIo } from '../io.js';
 
 export const RECONNECTS_MAX_DEFAULT = FEED_RECONNECTS_MAX_DEFAULT;
 
-export function formatChange(event: ChangeEvent, columns: number | undefined): string {
+/**
+ * One line of the feed as a person reads it; a view's reset says what it means: what was printed
+ * of the view before it is of a version that no longer serves.
+ */
+export function formatChange(event: ChangeLine, columns: number | undefined): string {
+  if (isReset(event)) {
+    return `reset  ${event.collection}  (version ${event.version} follows from its start; forget what came before)`;
+  }
   const head = `${event.partition}:${event.offset}  ${event.collection}/${event.key}`;
   const body =
     event.value === null

@@ -4,10 +4,15 @@
  * yielded (or the position the stream opened at), so no event is missed and none is seen twice.
  * Failed connections in a row are bounded by `reconnectsMax`; a 4xx answer (a bad token, a bad
  * collection) is not retried.
+ *
+ * It yields two kinds of lines: a document's change (`ChangeEvent`), and, on a view's feed, a
+ * reset (`ChangeReset`, `reset: true`) when the view's version is replaced: the consumer forgets
+ * the view's documents it holds, and the new version's documents follow from its start. `isReset`
+ * tells them apart; a reset is no event for `limit`.
  */
 import { errorInBody, TailbaseError } from '../../shared/errors.js';
 import { TOKEN_HEADER } from '../../gateway/api/constants.js';
-import type { ChangeEvent, ChangesQuery } from '../../gateway/api/index.js';
+import type { ChangeLine, ChangeReset, ChangesQuery } from '../../gateway/api/index.js';
 import { pause } from './retry.js';
 import type { Transport } from './transport.js';
 
@@ -36,6 +41,11 @@ export const FEED_BACKOFF_MS_FIRST = 200;
 export const FEED_BACKOFF_MS_MAX = 5000;
 /** A change-feed line holds one document, and documents are bounded by the gateway (1 MiB). */
 export const FEED_LINE_CHARS_MAX = 16 * 1024 * 1024;
+
+/** Whether a feed line is a view's reset, not a document's change. */
+export function isReset(line: ChangeLine): line is ChangeReset {
+  return 'reset' in line && line.reset === true;
+}
 
 const isPermanent = (error: unknown) =>
   error instanceof TailbaseError &&
@@ -93,18 +103,18 @@ export async function openChanges(transport: Transport, options: ChangesOptions)
     signal: options.signal,
   });
   const body = response.body;
-  async function* events(): AsyncGenerator<ChangeEvent> {
+  async function* events(): AsyncGenerator<ChangeLine> {
     if (body === null) return;
     for await (const line of lines(body)) {
       if (line.trim() === '') continue;
-      const parsed = JSON.parse(line) as ChangeEvent | { error?: unknown };
+      const parsed = JSON.parse(line) as ChangeLine | { error?: unknown };
       if ('error' in parsed && parsed.error !== undefined) {
         throw (
           errorInBody(502, parsed) ??
           new TailbaseError(502, 'http_error', 'the change feed sent a malformed error')
         );
       }
-      yield parsed as ChangeEvent;
+      yield parsed as ChangeLine;
     }
   }
   return { token: response.headers.get(TOKEN_HEADER) ?? undefined, events: events() };
@@ -113,7 +123,7 @@ export async function openChanges(transport: Transport, options: ChangesOptions)
 export async function* followChanges(
   transport: Transport,
   options: ChangesOptions = {},
-): AsyncGenerator<ChangeEvent> {
+): AsyncGenerator<ChangeLine> {
   const reconnectsMax = options.reconnectsMax ?? FEED_RECONNECTS_MAX_DEFAULT;
   const backoffMsFirst = options.backoffMsFirst ?? FEED_BACKOFF_MS_FIRST;
   const backoffMsMax = options.backoffMsMax ?? FEED_BACKOFF_MS_MAX;
@@ -133,6 +143,7 @@ export async function* followChanges(
         position = event.token;
         failures = 0;
         yield event;
+        if (isReset(event)) continue;
         if (remaining !== undefined && --remaining === 0) return;
       }
     } catch (error) {

@@ -16,6 +16,7 @@ export {
   FEED_BACKOFF_MS_FIRST,
   FEED_BACKOFF_MS_MAX,
   FEED_RECONNECTS_MAX_DEFAULT,
+  isReset,
 } from './change-feed.js';
 export { RETRY_DEFAULT, type RetryPolicy } from './retry.js';
 export { REQUEST_TIMEOUT_MS_DEFAULT } from './transport.js';
@@ -31,6 +32,8 @@ export type * from './types.js';
 export type {
   BulkAnswer,
   ChangeEvent,
+  ChangeLine,
+  ChangeReset,
   CollectionBytes,
   CollectionList,
   CollectionSummary,

@@ -8,7 +8,7 @@ import { ChangesQuery, ReadQuery, ScanQuery, SearchQuery, WriteQuery } from './p
 import {
   BulkAnswer,
   BulkItem,
-  ChangeEvent,
+  ChangeLine,
   CollectionList,
   DropAnswer,
   Health,
@@ -65,7 +65,7 @@ function errors(...lists: ErrorCodes[]): ErrorCodes {
 }
 
 const ndjson = (description: string) => ({
-  schema: ChangeEvent,
+  schema: ChangeLine,
   contentTypes: ['application/x-ndjson', 'text/event-stream'],
   description,
 });
@@ -248,7 +248,13 @@ export const API_ROUTES = {
     scope: 'read',
     token: true,
     query: ChangesQuery,
-    answers: { 200: ndjson('one event a line; a last line {error} when the feed fails') },
+    answers: {
+      200: ndjson(
+        "one event a line: a change, or on a view's feed a reset (`reset: true`: forget the " +
+          "view's documents, its new version follows from its start); a last line {error} when " +
+          'the feed fails',
+      ),
+    },
     errors: errors({
       400: ['invalid_token', 'invalid_parameter', 'invalid_collection', ...FILTER_ERRORS],
       410: ['records_removed'],

@@ -369,6 +369,26 @@ export const ChangeEvent = Type.Object({
 });
 export type ChangeEvent = Static<typeof ChangeEvent>;
 
+/**
+ * The line a view's feed sends when the version it follows is replaced (a redefinition swapped
+ * in, or a resumed token of an earlier version): forget the view's documents, the new version
+ * follows from its start.
+ */
+export const ChangeReset = Type.Object({
+  collection: Type.String({ description: 'the view' }),
+  reset: Type.Literal(true),
+  version: Type.Integer({
+    minimum: 0,
+    description: "the version followed from now on: its definition's offset in the views topic",
+  }),
+  token: Type.String({ description: 'resumes the feed right after this line' }),
+});
+export type ChangeReset = Static<typeof ChangeReset>;
+
+/** One line of the change feed: a document's change, or (a view's feed) a reset. */
+export const ChangeLine = Type.Union([ChangeEvent, ChangeReset]);
+export type ChangeLine = Static<typeof ChangeLine>;
+
 const MemoryBound = Type.Object(
   {
     name: Type.String(),

@@ -7,7 +7,8 @@
  * created again under the name starts with the default settings) and has every serve-node drop it
  * from its stores in place (serve-node-drops.ts): its documents, tables and checkpoints go, the
  * other collections are applied and read throughout. The answer comes once each serve-node has
- * dropped it.
+ * marked it dropping and dropped its tables and checkpoints, so that no read answers from it; the
+ * documents are deleted after, in the background (the node's status lists it in `dropping`).
  */
 import type { Hono } from 'hono';
 import { notFound, TailbaseError } from '../../shared/errors.js';

@@ -1,13 +1,18 @@
 // Proves the typed client's change feed resumes by token after its connection is cut: a consumer
 // reading through a TCP proxy has every connection cut twice while a writer keeps writing, and it
-// still receives every write exactly once, in offset order per partition.
+// still receives every write exactly once, in offset order per partition. And that a view's reset
+// line reaches the consumer as its own kind (`isReset`), not as a document's change: a feed
+// resumed with a token of a view's version replaced since yields the reset, then the new
+// version's documents, `limit` counting only those.
 import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Tailbase, type ChangeEvent } from '../../client/sdk/index.js';
-import { spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
+import { isReset, Tailbase, type ChangeEvent, type ChangeLine } from '../../client/sdk/index.js';
+import { sleep, spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
 
 const WRITES = 300;
 const CUT_AFTER = [60, 180];
+/** How long a redefined view may take to be swapped in. */
+const SWAP_MS_MAX = 30_000;
 
 /** A TCP proxy whose open connections can be cut (both sockets destroyed) at any moment. */
 async function startCuttingProxy(target: string) {
@@ -58,6 +63,7 @@ describe('typed client change feed', () => {
         onReconnect: (_attempt, error) => reconnects.push(error),
       });
       for await (const event of events) {
+        if (isReset(event)) throw new Error(`a collection's feed sent a reset: ${event.token}`);
         received.push(event);
         if (CUT_AFTER.includes(received.length)) proxy.cut();
         if (received.length === WRITES) break;
@@ -73,5 +79,36 @@ describe('typed client change feed', () => {
     } finally {
       await proxy.close();
     }
+  });
+
+  it("yields a view's reset as a kind of its own, then the new version's documents", async () => {
+    const db = new Tailbase({ url: node.url });
+    await db.collection('reset_orders').bulk([
+      { key: 'o1', value: { country: 'FR', status: 'paid' } },
+      { key: 'o2', value: { country: 'DE', status: 'open' } },
+    ]);
+    const view = db.view('reset_view');
+    await view.define({ from: 'reset_orders', groupBy: ['country'], aggregates: { n: 'count()' } });
+    let oldToken: string | undefined;
+    for await (const line of view.changes({ from: 'start', limit: 1 })) oldToken = line.token;
+    const first = (await view.info()).version;
+
+    await view.define({ from: 'reset_orders', groupBy: ['status'], aggregates: { n: 'count()' } });
+    const deadline = Date.now() + SWAP_MS_MAX;
+    let info = await view.info();
+    while ((info.version === first || info.rebuilding !== null) && Date.now() < deadline) {
+      await sleep(50);
+      info = await view.info();
+    }
+    expect(info.version).not.toBe(first);
+
+    const lines: ChangeLine[] = [];
+    for await (const line of view.changes({ token: oldToken, limit: 2 })) lines.push(line);
+    expect(lines).toHaveLength(3);
+    const [reset, ...changes] = lines;
+    expect(isReset(reset)).toBe(true);
+    expect(reset).toMatchObject({ collection: 'reset_view', reset: true, version: info.version });
+    const keys = changes.map((line) => (isReset(line) ? 'reset' : line.key)).sort();
+    expect(keys).toEqual(['["open"]', '["paid"]']);
   });
 });

@@ -1,10 +1,14 @@
 // Proves the gateway's answers match the shapes /openapi.json declares for them: each public
 // route is called on a real `tailbase start` and its body checked against the route's declared
-// schema (TypeBox's Value.Check), including the bodies the routes splice together as text.
+// schema (TypeBox's Value.Check), including the bodies the routes splice together as text, and
+// the change feed's lines: a document's change, and the reset line of a view's feed.
 import { Value } from '@sinclair/typebox/value';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_ROUTES, type ApiRouteName, TOKEN_HEADER } from '../../gateway/api/index.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
+
+/** How long a redefined view may take to be swapped in. */
+const SWAP_MS_MAX = 30_000;
 
 let node: SpawnedEmbedded;
 let token = '';
@@ -66,5 +70,44 @@ describe('answers match their declarations', () => {
     const event = API_ROUTES.changes.answers[200]?.schema as never;
     for (const line of lines) expect([...Value.Errors(event, JSON.parse(line))]).toEqual([]);
     await conforms('rebuild', '/v1/admin/serve-nodes/0/rebuild', { method: 'POST' });
+  });
+
+  it("for a view's feed: its reset line and the new version's changes", async () => {
+    const doc = '/v1/collections/reset_source/docs';
+    await conforms('bulk', doc, {
+      method: 'POST',
+      body: JSON.stringify([{ key: 'a', value: { kind: 'x', shade: 'red' } }]),
+    });
+    const view = (kind: string) => ({
+      from: 'reset_source',
+      groupBy: [kind],
+      aggregates: { n: 'count()' },
+    });
+    await conforms('putView', '/v1/views/resets', {
+      method: 'PUT',
+      body: JSON.stringify(view('kind')),
+    });
+    const first = await fetch(`${node.url}/v1/changes?collection=resets&limit=1`);
+    const oldToken = (JSON.parse((await first.text()).trim()) as { token: string }).token;
+    const before = (await conforms('getView', '/v1/views/resets')).version as number;
+    await conforms('putView', '/v1/views/resets', {
+      method: 'PUT',
+      body: JSON.stringify(view('shade')),
+    });
+    const deadline = Date.now() + SWAP_MS_MAX;
+    for (;;) {
+      const info = await conforms('getView', '/v1/views/resets');
+      if (info.version !== before && info.rebuilding === null) break;
+      expect(Date.now(), 'the swap').toBeLessThan(deadline);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    const feed = await fetch(`${node.url}/v1/changes?collection=resets&token=${oldToken}&limit=1`);
+    const lines = (await feed.text())
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
+    expect(lines.map((line) => line.reset ?? false)).toEqual([true, false]);
+    const event = API_ROUTES.changes.answers[200]?.schema as never;
+    for (const line of lines) expect([...Value.Errors(event, line)]).toEqual([]);
   });
 });

@@ -1,6 +1,7 @@
 // Proves GET /openapi.json is a valid OpenAPI 3.1 document (checked by a maintained validator)
 // that describes exactly the routes the gateway's hono app serves: none missing, none extra,
-// each with the scope its handler is guarded by.
+// each with the scope its handler is guarded by; and that it describes both lines of the change
+// feed, a document's change and a view's reset.
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { API_ROUTES, honoPath } from '../../gateway/api/index.js';
@@ -80,5 +81,20 @@ describe('GET /openapi.json', () => {
     }
     expect(codesOf('/v1/collections/{collection}/docs', '400')).toContain('field_not_sortable');
     expect(codesOf('/v1/changes', '400')).toContain('field_not_filterable');
+  });
+
+  it("describes the change feed's two lines: a change, and a view's reset", () => {
+    const responses = document.paths['/v1/changes'].get.responses as Record<
+      string,
+      { content: Record<string, { schema: { anyOf?: { required: string[]; properties: any }[] } }> }
+    >;
+    for (const type of ['application/x-ndjson', 'text/event-stream']) {
+      const lines = responses['200'].content[type].schema.anyOf ?? [];
+      expect(lines.map((line) => [...line.required].sort())).toEqual([
+        ['collection', 'key', 'offset', 'partition', 'token', 'value'],
+        ['collection', 'reset', 'token', 'version'],
+      ]);
+      expect(lines[1].properties.reset.const).toBe(true);
+    }
   });
 });

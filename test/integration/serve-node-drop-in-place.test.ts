@@ -1,4 +1,6 @@
-// Proves a collection's drop removes it from each serve-node in place, without a replay: reads of
+// Proves a collection's drop removes it from each serve-node in place, without a replay: the
+// drop answers once reads answer nothing of it, its documents deleted after (status `dropping`,
+// then `lastDrop`, after the answer); reads of
 // another collection answer all of its documents throughout and right after, no serve-node
 // rebuilds, and each node then answers exactly as a node rebuilt from the log without the topic
 // (documents, scores, facets, applied offsets), its retired rows deleted; a drop that a restart
@@ -161,22 +163,29 @@ describe('dropping a collection in place', () => {
       }
     })();
     const drop = await call(url, 'DELETE', '/v1/collections/big');
+    const answeredAtMs = Date.now();
+    expect(drop.status).toBe(200);
+    // Right after the answer too: nothing is being replayed.
+    expect(await readKept()).toBe(keptDocs);
+    // The answer comes once reads answer nothing of it; its documents go after, in the background.
+    await until('each node done with the drop', async () => {
+      const statuses = await Promise.all(cluster.serves.map((serve) => serve.client.status()));
+      return statuses.every((status) => (status.dropping ?? []).length === 0);
+    });
     dropping = false;
     await reader;
     await bigReader;
-    expect(drop.status).toBe(200);
     expect(during.length).toBeGreaterThan(0);
     expect(during.every((count) => count === keptDocs)).toBe(true);
     const afterMark = bigReads.filter((read) => read.applied === 0);
     expect(afterMark.length).toBeGreaterThan(0);
     expect(afterMark.filter((read) => read.found > 0)).toEqual([]);
-    // Right after the answer too: nothing is being replayed.
-    expect(await readKept()).toBe(keptDocs);
 
     for (const serve of cluster.serves) {
       const status = await serve.client.status();
       expect(status.lastRebuild).toBeUndefined();
       expect(status.lastDrop).toMatchObject({ collection: 'big' });
+      expect(status.lastDrop!.atMs).toBeGreaterThanOrEqual(answeredAtMs);
       expect(status.dropping).toEqual([]);
       // A read of the dropped collection finds no table to answer from, and no error.
       expect(await serve.client.search('big', { q: 'river' })).toMatchObject({

@@ -69,6 +69,13 @@ describe('formatting', () => {
     expect(formatChange({ ...event, value: null }, 80)).toBe('2:7  c/k  (deleted)');
   });
 
+  it("prints a view's reset as a reset, not as a change", () => {
+    const reset = { collection: 'v', reset: true as const, version: 42, token: 't' };
+    expect(formatChange(reset, 80)).toBe(
+      'reset  v  (version 42 follows from its start; forget what came before)',
+    );
+  });
+
   it('names the source line of a record the gateway rejected by line or by index', () => {
     const chunk = { body: '', lineNumbers: [10, 12, 15], sourceBytes: 0 };
     const byLine = locateRejection(

@@ -1,7 +1,9 @@
 // Proves the rule that fences a view's old writers (shared/view-epoch.ts) and how views' tasks
 // are dealt (views/task-assignment.ts): a record of an epoch below the greatest seen before it
 // in its partition is skipped, claims change no document, a record without an epoch passes in a
-// collection's partition and is skipped in a view's, the rule picks up after a checkpoint from
+// collection's partition and is skipped in a view's, a collection's topic is never fenced whatever
+// headers its records carry, a topic of unknown kind is held at its first fence header until its
+// kind is known, the rule picks up after a checkpoint from
 // the greatest epoch kept there and gives the same records as a run over the whole log; the
 // assignment is the same whatever order the members come in, deals every task once, leaves a
 // task with the member that runs it while that member holds no more than its share, and deals
@@ -97,6 +99,30 @@ describe('view fencing', () => {
       next: 2,
       deposedAt: 2,
     });
+  });
+
+  it("applies a collection's records whatever headers they carry", () => {
+    const forged = [out(0, 'a', 1_000_000), claim(1, null), out(2, 'b', null), out(3, 'c', 0)];
+    const fenced = fenceViewRecords(forged, -1, 'collection');
+    expect(fenced.kept).toBe(forged);
+    expect(fenced.epochBefore(4)).toBe(-1);
+    expect(fenced.holdAt).toBeUndefined();
+  });
+
+  it('holds a topic of unknown kind at its first fence header, or at once when it kept an epoch', () => {
+    const records = [out(0, 'a', null), out(1, 'b', null), claim(2, null), out(3, 'c', 2)];
+    const unknown = fenceViewRecords(records, -1, 'unknown');
+    expect(unknown.kept.map((r) => r.offset)).toEqual([0, 1]);
+    expect(unknown.holdAt).toBe(2);
+    // Asked, and found to be a view's: the rule then runs from where it held, as if all along.
+    const after = fenceViewRecords(records.slice(2), unknown.epochBefore(2), 'view');
+    expect([...unknown.kept, ...after.kept]).toEqual(fenceViewRecords(records, -1).kept);
+    const headerless = [out(0, 'a', null)];
+    expect(fenceViewRecords(headerless, -1, 'unknown')).toMatchObject({ kept: headerless });
+    expect(fenceViewRecords(headerless, -1, 'unknown').holdAt).toBeUndefined();
+    const resumed = fenceViewRecords([out(7, 'x', null)], 4, 'unknown');
+    expect(resumed.kept).toEqual([]);
+    expect(resumed.holdAt).toBe(7);
   });
 
   it('claims with a key the default partitioner places in their partition', () => {
