@@ -1,0 +1,96 @@
+/**
+ * Which serve-node of the cluster runs each view, as the serve-nodes say it: each member logs the
+ * tasks it was dealt after every rebalance (`view tasks of this member`, views/view-placement.ts;
+ * a task is `<view>@<version>`). The gateway's GET /v1/views does not name the member, and the
+ * log-node serves no DescribeGroups, so the nemesis aims at a view's owner from these lines.
+ * A node's tasks are forgotten when it restarts (a new member), and a task dealt to another
+ * process than the one that last held it is a move, counted per view.
+ */
+import { now } from './history.js';
+import type { ChaosNode } from './nodes.js';
+
+/** One assignment a member logged. */
+export interface Dealt {
+  node: string;
+  /** The node's start it came from: a restarted node is a new member. */
+  start: number;
+  /** When it was heard, on the history's clock. */
+  atMs: number;
+  tasks: string[];
+}
+
+const viewOf = (task: string) => task.slice(0, task.lastIndexOf('@'));
+
+export class ViewOwners {
+  readonly dealt: Dealt[] = [];
+  /** Per view: how many times its task went to another process than the one that held it. */
+  readonly moves: Record<string, number> = {};
+  /** Per view: of those, the moves to another serve-node (not a restart of the same one). */
+  readonly movesAcross: Record<string, number> = {};
+  /** By node name: its latest assignment. */
+  private readonly latest = new Map<string, Dealt>();
+  /** By task: the process that held it last. */
+  private readonly holders = new Map<string, { node: string; start: number }>();
+
+  constructor(private readonly nodes: readonly ChaosNode[]) {
+    for (const node of nodes) node.onLine((line) => this.heard(node, line));
+  }
+
+  /**
+   * The running, unpaused serve-node whose latest assignment holds a task of `view`; when two
+   * do (one not yet told it lost it), the one dealt it last. Null while none is known.
+   */
+  ownerOf(view: string): ChaosNode | null {
+    let owner: { node: ChaosNode; atMs: number } | null = null;
+    for (const node of this.nodes) {
+      const dealt = this.latest.get(node.name);
+      if (!node.alive || node.paused || dealt === undefined || dealt.start !== node.starts) {
+        continue;
+      }
+      if (!dealt.tasks.some((task) => viewOf(task) === view)) continue;
+      if (owner === null || dealt.atMs > owner.atMs) owner = { node, atMs: dealt.atMs };
+    }
+    return owner?.node ?? null;
+  }
+
+  /** Whether a task of `view` was dealt to a serve-node other than `node` in [fromMs, toMs]. */
+  movedAway(view: string, node: string, fromMs: number, toMs: number): boolean {
+    return this.dealt.some(
+      (d) =>
+        d.node !== node &&
+        d.atMs >= fromMs &&
+        d.atMs <= toMs &&
+        d.tasks.some((task) => viewOf(task) === view),
+    );
+  }
+
+  private heard(node: ChaosNode, line: string): void {
+    if (!line.includes('"view tasks of this member"')) return;
+    let tasks: unknown;
+    try {
+      tasks = (JSON.parse(line) as { tasks?: unknown }).tasks;
+    } catch {
+      return;
+    }
+    if (!Array.isArray(tasks)) return;
+    const dealt: Dealt = {
+      node: node.name,
+      start: node.starts,
+      atMs: now(),
+      tasks: tasks.filter((t): t is string => typeof t === 'string'),
+    };
+    this.dealt.push(dealt);
+    this.latest.set(node.name, dealt);
+    for (const task of dealt.tasks) {
+      const before = this.holders.get(task);
+      if (before !== undefined && (before.node !== node.name || before.start !== node.starts)) {
+        const view = viewOf(task);
+        this.moves[view] = (this.moves[view] ?? 0) + 1;
+        if (before.node !== node.name) {
+          this.movesAcross[view] = (this.movesAcross[view] ?? 0) + 1;
+        }
+      }
+      this.holders.set(task, { node: node.name, start: node.starts });
+    }
+  }
+}
