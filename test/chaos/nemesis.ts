@@ -39,6 +39,8 @@ export interface FaultWindow {
 export interface ViewTargets {
   views: readonly string[];
   ownerOf(view: string): ChaosNode | null;
+  /** Whether every running serve-node is in the group's current generation. */
+  settled(): boolean;
 }
 
 export interface NemesisOptions {
@@ -185,12 +187,17 @@ export function startNemesis(
     options.pauses !== undefined ||
     options.viewFaults !== undefined;
 
-  /** The node a fault aimed at a view hits, once the group names the view's owner; or null. */
-  const aimAt = async (aim: ViewAim, view: string): Promise<ChaosNode | null> => {
+  /**
+   * The node a fault aimed at a view hits, once the group names the view's owner (and, for a
+   * pause, has every running serve-node in its current generation, so the view has somewhere
+   * to move); or null.
+   */
+  const aimAt = async (step: Step & { aim: ViewAim }): Promise<ChaosNode | null> => {
+    const { aim, view } = step;
     const deadline = now() + OWNER_WAIT_MS_MAX;
     while (!stopped && now() < deadline) {
       const owner = viewTargets!.ownerOf(view);
-      if (owner !== null) {
+      if (owner !== null && (step.fault === 'kill' || viewTargets!.settled())) {
         if (aim === 'view-owner') return owner;
         const others = target.nodes.filter(
           (n) => n.role === 'serve-node' && n !== owner && n.alive,
@@ -261,7 +268,7 @@ export function startNemesis(
             : KILL_HOLD_MS),
       );
       const view = step.aim === undefined ? undefined : step.view;
-      const node = step.aim === undefined ? step.node : await aimAt(step.aim, step.view);
+      const node = step.aim === undefined ? step.node : await aimAt(step);
       const role = step.aim ?? node?.role;
       if (node === null) {
         log(`nemesis: ${fault} ${role} of ${view}: no owner named in time, skipped`);

@@ -68,7 +68,10 @@ export interface ChaosOptions {
    * and SIGSTOP the one that runs a view past the views group's session, each this many times.
    */
   viewFaults?: number;
-  /** Redefine `cv_docs` once this many operations have started (none when absent). */
+  /**
+   * Redefine `cv_docs` once this many operations have started and a read saw its documents (none
+   * when absent).
+   */
   redefineAfterOps?: number;
   /** Operations per session at most (the load is bounded by count and by time). */
   opsPerSession?: number;
@@ -264,7 +267,10 @@ async function sessionLoop(
     // Its own PRNG: the operations above stay what the seed made them before views were added.
     if (views.random.int(1, VIEW_READ_EVERY) === 1) {
       declared ||= await views.views.declare();
-      if (declared && load.started >= load.redefineAfterOps) await views.views.redefine(true);
+      // Once a read saw the first version's documents, so the reads see both.
+      if (declared && load.started >= load.redefineAfterOps && views.views.sawVersion(1)) {
+        await views.views.redefine(true);
+      }
       if (declared) await views.views.readAs(session, views.random.int(1, VIEW_SCAN_EVERY));
     }
     // A node down answers at once: do not spin on it.
@@ -457,7 +463,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         viewTargets:
           owners === null
             ? undefined
-            : { views: Object.keys(CHAOS_VIEWS), ownerOf: (view) => owners.ownerOf(view) },
+            : {
+                views: Object.keys(CHAOS_VIEWS),
+                ownerOf: (view) => owners.ownerOf(view),
+                settled: () => owners.settled(),
+              },
       },
       log,
     );
@@ -471,7 +481,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         () =>
           Promise.resolve(
             views.okReadsSince(healedMs) >= VIEW_READS_AFTER_FAULTS &&
-              (options.redefineAfterOps === undefined || views.sawRedefinition()),
+              (options.redefineAfterOps === undefined || views.sawVersion(2)),
           ),
         VIEW_LOAD_AFTER_FAULTS_MS_MAX,
       );

@@ -16,6 +16,8 @@ export interface Dealt {
   start: number;
   /** When it was heard, on the history's clock. */
   atMs: number;
+  /** The group's generation it was dealt in. */
+  generation: number;
   tasks: string[];
 }
 
@@ -53,6 +55,22 @@ export class ViewOwners {
     return owner?.node ?? null;
   }
 
+  /**
+   * Whether every running serve-node is a member of the same generation of the group, as its
+   * latest assignment since it started says: a node paused then has a member to hand its views
+   * to, rather than one still rejoining (whose rebalance the sleeper would hold up).
+   */
+  settled(): boolean {
+    const generations = new Set<number>();
+    for (const node of this.nodes) {
+      if (!node.alive) continue;
+      const dealt = this.latest.get(node.name);
+      if (dealt === undefined || dealt.start !== node.starts) return false;
+      generations.add(dealt.generation);
+    }
+    return generations.size === 1;
+  }
+
   /** Whether a task of `view` was dealt to a serve-node other than `node` in [fromMs, toMs]. */
   movedAway(view: string, node: string, fromMs: number, toMs: number): boolean {
     return this.dealt.some(
@@ -66,17 +84,19 @@ export class ViewOwners {
 
   private heard(node: ChaosNode, line: string): void {
     if (!line.includes('"view tasks of this member"')) return;
-    let tasks: unknown;
+    let said: { tasks?: unknown; generation?: unknown };
     try {
-      tasks = (JSON.parse(line) as { tasks?: unknown }).tasks;
+      said = JSON.parse(line) as typeof said;
     } catch {
       return;
     }
-    if (!Array.isArray(tasks)) return;
+    const { tasks, generation } = said;
+    if (!Array.isArray(tasks) || typeof generation !== 'number') return;
     const dealt: Dealt = {
       node: node.name,
       start: node.starts,
       atMs: now(),
+      generation,
       tasks: tasks.filter((t): t is string => typeof t === 'string'),
     };
     this.dealt.push(dealt);

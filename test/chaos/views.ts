@@ -246,11 +246,12 @@ export class ChaosViews {
     ).length;
   }
 
-  /** Whether a read of `cv_docs` whole saw the redefinition's documents. */
-  sawRedefinition(): boolean {
+  /** Whether a read of `cv_docs` whole saw documents of `version` (1: the first, 2: redefined). */
+  sawVersion(version: 1 | 2): boolean {
     return this.scans.some(
       (scan) =>
-        scan.outcome === 'ok' && scan.shapes!.some((shape) => VERSION_SHAPES.get(shape) === 2),
+        scan.outcome === 'ok' &&
+        scan.shapes!.some((shape) => VERSION_SHAPES.get(shape) === version),
     );
   }
 }
