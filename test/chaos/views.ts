@@ -57,7 +57,9 @@ export const CHAOS_VIEWS: Readonly<Record<string, ViewDefinition>> = {
   cv_events: {
     from: VIEW_SOURCE,
     groupBy: ['s'],
-    aggregates: { n: 'count()', top: 'max(w)' },
+    // Every put an event: count and max only grow (the token reads' rule), and latest() and
+    // min() over a session's every put, across partitions, are exact only in log order.
+    aggregates: { n: 'count()', top: 'max(w)', total: 'sum(w)', low: 'min(w)', last: 'latest(w)' },
     window: { field: 'w', size: '1d' },
   },
   cv_keys: { from: VIEW_SOURCE, filter: 's != 0', select: ['s', 'w'] },
