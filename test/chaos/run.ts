@@ -435,7 +435,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const views = new ChaosViews(() => target.url, REQUEST_TIMEOUT_MS);
   const owners =
     target.kind === 'cluster'
-      ? new ViewOwners(target.replicas.map((replica) => replica.node))
+      ? new ViewOwners(
+          target.replicas.map((replica) => replica.node),
+          target.nodes.find((node) => node.role === 'log-node')!,
+        )
       : null;
   let nemesis: Nemesis | null = null;
   try {
@@ -612,6 +615,26 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       served,
       result.anomalies,
     );
+    if (owners !== null && result.anomalies.some((a) => a.rule === 'g')) {
+      // What the members said and what the nemesis did, on one clock, to explain rule (g)'s.
+      const faults = nemesis.windows.map((w) => ({
+        atMs: w.startMs,
+        text: `nemesis: ${w.fault} ${w.target} until ${w.endMs.toFixed(1)}`,
+      }));
+      for (const { atMs, text } of [...owners.timeline(), ...faults].sort(
+        (a, b) => a.atMs - b.atMs,
+      )) {
+        log(`view timeline ${atMs.toFixed(1)}: ${text}`);
+      }
+    }
+    for (const twice of owners?.dealtTwice() ?? []) {
+      result.anomalies.push({
+        rule: 'g',
+        kind: 'view-task-dealt-twice',
+        message: `view task ${twice}`,
+        ops: [],
+      });
+    }
     const report: ChaosReport = {
       seed,
       options,

@@ -263,6 +263,9 @@ function invoked(session: Session): ViewScan {
   return { session: session.id, invokeMs: now(), completeMs: Infinity, outcome: 'unknown' };
 }
 
+/** Pages of 1,000 documents a view read whole may take: far more than a run's views hold. */
+const VIEW_PAGES_MAX = 100;
+
 /** A view read whole with `consistency=strong`: key → document. */
 async function readViewWhole(
   url: string,
@@ -272,6 +275,7 @@ async function readViewWhole(
   const docs = new Map<string, unknown>();
   let cursor: string | null = null;
   for (let page = 0; page === 0 || cursor !== null; page++) {
+    if (page === VIEW_PAGES_MAX) throw new Error(`view ${name} has over ${VIEW_PAGES_MAX} pages`);
     const after: string = cursor === null ? '' : `&cursor=${cursor}`;
     const answer = await request(
       `${url}/v1/collections/${name}/docs?consistency=strong&wait_ms=${timeoutMs}&limit=1000${after}`,
@@ -451,13 +455,15 @@ function checkTokenReads(
     const n = read.seen?.n ?? 0;
     const top = read.seen?.top ?? -1;
     const needTop = below.reduce((max, e) => Math.max(max, e.writeId!), -1);
-    const describe = `view read ${index} of session ${read.session}'s group saw ${JSON.stringify(read.seen)}`;
+    const describe =
+      `view read ${index} of session ${read.session}'s group ` +
+      `[${read.invokeMs.toFixed(1)}, ${read.completeMs.toFixed(1)}] saw ${JSON.stringify(read.seen)}`;
     if (below.length > 0) stats.heldReads += 1;
     if (n < below.length || top < needTop) {
       anomalies.push({
         rule: 'g',
         kind: 'view-stale-read',
-        message: `${describe}; its token names ${below.length} puts of the session (the greatest write ${needTop}) at or below its offsets of ${VIEW_SOURCE}`,
+        message: `${describe}; its token names ${below.length} puts of the session (the greatest write ${needTop}) at or below its offsets of ${VIEW_SOURCE} (${JSON.stringify(Object.fromEntries(asked))})`,
         ops: [],
       });
     }
