@@ -6,9 +6,9 @@
  * the next round's transaction. A crash between the commit and that round re-sends full output
  * values on restart: a duplicate changes nothing. Only after the outbox of a round is acknowledged
  * does the round's frontier become the one read-your-writes waits on, with the view topic's
- * offsets that cover it. Transactions commit
- * on lmdb-js's write thread (`transaction`, not `transactionSync`): the processors share the main
- * thread with the gateway, which must not stop for their fsyncs.
+ * offsets that cover it. Transactions commit on lmdb-js's write thread (`transaction`, not
+ * `transactionSync`): every task of a process shares one thread (`tailbase start`'s view thread,
+ * a serve-node's main thread with its group heartbeats), which must not stop for their fsyncs.
  */
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
