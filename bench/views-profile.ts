@@ -77,6 +77,7 @@ async function main(): Promise<void> {
       ['main thread', profiles.find((p) => p.threadId === 0)],
       ['log-node thread', profiles.find((p) => ranFile(p, 'log-worker.js'))],
       ['serve-node apply thread', profiles.find((p) => ranFile(p, 'serve-worker.js'))],
+      ['view processors thread', profiles.find((p) => ranFile(p, 'views-worker.js'))],
     ];
     for (const [label, profile] of roles) {
       if (profile === undefined) continue;
