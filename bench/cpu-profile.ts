@@ -11,6 +11,7 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  children?: number[];
 }
 
 export interface CpuProfile {
@@ -74,7 +75,8 @@ export function selfTimes(
   profile: CpuProfile,
   fromUs: number,
   toUs: number,
-  nameOf: (frame: ProfileNode['callFrame']) => string = functionAt,
+  /** A sample's name, by its frame or, for a name from its stack, by its node's id. */
+  nameOf: (frame: ProfileNode['callFrame'], nodeId: number) => string = functionAt,
 ): SelfTimes {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const ms = new Map<string, number>();
@@ -83,7 +85,7 @@ export function selfTimes(
   profile.samples.forEach((id, i) => {
     at += profile.timeDeltas[i] ?? 0;
     if (at < fromUs || at >= toUs) return;
-    const name = nameOf(byId.get(id)!.callFrame);
+    const name = nameOf(byId.get(id)!.callFrame, id);
     const delta = (profile.timeDeltas[i] ?? 0) / 1000;
     ms.set(name, (ms.get(name) ?? 0) + delta);
     totalMs += delta;
