@@ -243,7 +243,9 @@ export class LogFetcher {
         if (nextOffset <= part.fromOffset) tailed.retryAtMs = Date.now() + RETRY_MS_MIN;
         if (part.untilOffset !== undefined && nextOffset < part.untilOffset) held.add(tailed);
       });
-      this.options.onApplied(live);
+      // The topic-partitions alone: this goes to the read threads, and a piece's batches are a
+      // view of the whole read answer, which a post would copy to each of them.
+      this.options.onApplied(live.map(({ topic, partition }) => ({ topic, partition })));
     }
   }
 
