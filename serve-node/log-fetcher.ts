@@ -9,6 +9,7 @@
  * (bounded exponential); the log-node unreachable backs off all of them. A checkpoint behind the
  * log start (retention removed what it needs) is reported to the node, which wipes and rebuilds.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { readBatchHeader } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
@@ -16,7 +17,8 @@ import type { FetchPosition, LogClient, TopicPartition } from '../shared/log-api
 import type { Logger } from '../shared/logger.js';
 import type { PartitionState } from '../shared/serve-api.js';
 import { ApplyRate } from './apply-rate.js';
-import { applySlices } from './apply-slices.js';
+import { SliceBudget } from './apply-slice-budget.js';
+import { SliceCutter } from './apply-slices.js';
 import type { ApplyPart, Replica } from './replica.js';
 
 export interface FetcherOptions {
@@ -29,9 +31,11 @@ export interface FetcherOptions {
   replica: () => Replica;
   logReadBytesMax: number;
   logWaitMs: number;
-  /** Offsets of one apply transaction (apply-slices.ts). */
+  /** How long one apply transaction should take (apply-slice-budget.ts). */
+  applySliceMsMax: number;
+  /** Offsets of one apply transaction at most (apply-slices.ts). */
   applySliceRecordsMax: number;
-  /** About this many bytes of records in one apply transaction (apply-slices.ts). */
+  /** About this many bytes of records in one apply transaction at most (apply-slices.ts). */
   applySliceBytesMax: number;
   /** Caught up with no read waiting, the fetcher waits this long before reading again. */
   applyLingerMs: number;
@@ -51,6 +55,13 @@ export interface FetcherOptions {
 }
 
 const RETRY_MS_MIN = 50;
+
+/** A slice as applied: its offsets, its record bytes and how long its transactions took. */
+export interface AppliedSlice {
+  records: number;
+  bytes: number;
+  ms: number;
+}
 
 /** One topic-partition as its fetcher tails it. */
 export class TailedPartition {
@@ -88,9 +99,17 @@ export class LogFetcher {
   private readonly lingering: Wakeable = { wake: null };
   /** When a read last waited on one of this fetcher's partitions. */
   private lastWaitMs = -Infinity;
+  private readonly budget: SliceBudget;
+  /** The last slice applied, for status. */
+  lastSlice: AppliedSlice | null = null;
 
   constructor(private readonly options: FetcherOptions) {
     this.numbers = new Set(options.partitions);
+    this.budget = new SliceBudget({
+      sliceMsMax: options.applySliceMsMax,
+      bytesMax: options.applySliceBytesMax,
+      recordsMax: options.applySliceRecordsMax,
+    });
     this.done = this.run();
   }
 
@@ -212,27 +231,38 @@ export class LogFetcher {
   }
 
   /**
-   * Applies a read answer slice by slice (apply-slices.ts), the event loop running between slices
-   * (a timer turn, so waiting reads' timers fire and reads queued meanwhile are answered). A
-   * topic-partition held back in a slice skips its later ones: the next read starts there.
+   * Applies a read answer slice by slice (apply-slices.ts), each as large as the time bound allows
+   * (apply-slice-budget.ts), the event loop running between slices (a turn of its own, in which
+   * the timers that are due fire, waiting reads' 504s among them, and reads queued meanwhile are
+   * answered). A topic-partition held back in a slice skips its later ones: the next read starts
+   * there.
    */
   private async applySliced(parts: readonly ApplyPart[], signal: AbortSignal): Promise<void> {
-    const { applySliceRecordsMax: recordsMax, applySliceBytesMax: bytesMax } = this.options;
     const held = new Set<TailedPartition>();
-    for (const [i, slice] of applySlices(parts, { recordsMax, bytesMax }).entries()) {
-      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+    const cutter = new SliceCutter(parts);
+    for (let first = true; ; first = false) {
+      if (!first) await nextTurn();
       // applyMany is synchronous: nothing can pause applying between this wait and the apply.
       for (let paused = this.options.applyPaused(); paused; paused = this.options.applyPaused()) {
         await paused;
       }
       if (signal.aborted) return;
+      const slice = cutter.next(this.budget.bounds());
+      if (slice === null) return;
       // A topic untailed meanwhile (a drop) is applied no more.
-      const live = slice.filter((part) => {
+      const live = slice.parts.filter((part) => {
         const tailed = this.tailed(part.topic, part.partition);
         return tailed !== undefined && !held.has(tailed);
       });
       if (live.length === 0) continue;
+      const startedMs = performance.now();
       const results = this.options.replica().applyMany(live);
+      const ms = performance.now() - startedMs;
+      // A slice applied in part (a topic dropped meanwhile) says nothing of what a whole one costs.
+      if (live.length === slice.parts.length) {
+        this.budget.applied(slice.records, slice.bytes, ms);
+        this.lastSlice = { records: slice.records, bytes: Math.round(slice.bytes), ms };
+      }
       live.forEach((part, j) => {
         const tailed = this.tailed(part.topic, part.partition)!;
         const { nextOffset, records } = results[j];

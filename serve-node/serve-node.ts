@@ -409,6 +409,12 @@ export class ServeNode implements ServeNodeCore {
       ...(this.lastResume === undefined ? {} : { lastResume: this.lastResume }),
       reindexing: this.current.reindexing(),
       segmentMerges: this.current.mergesDue(this.mergePolicy),
+      applySlices: {
+        msMax: this.limits.applySliceMsMax,
+        bytesMax: this.limits.applySliceBytesMax,
+        recordsMax: this.limits.applySliceRecordsMax,
+        last: this.fetchers.flatMap((fetcher) => (fetcher.lastSlice ? [fetcher.lastSlice] : [])),
+      },
       memory: memoryBounds({
         limits: this.limits,
         applyConnection: this.current.search.connectionMemory(),
@@ -593,6 +599,7 @@ export class ServeNode implements ServeNodeCore {
           log,
           replica: () => this.current,
           logReadBytesMax: limits.logReadBytesMax,
+          applySliceMsMax: limits.applySliceMsMax,
           applySliceRecordsMax: limits.applySliceRecordsMax,
           applySliceBytesMax: limits.applySliceBytesMax,
           logWaitMs: limits.logWaitMs,

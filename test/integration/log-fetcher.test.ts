@@ -60,6 +60,7 @@ describe('log fetcher', () => {
       logReadBytesMax: DEFAULT_LIMITS.logReadBytesMax,
       logWaitMs: 100,
       // Small slices: several commits, each told.
+      applySliceMsMax: DEFAULT_LIMITS.applySliceMsMax,
       applySliceRecordsMax: 100,
       applySliceBytesMax: 64 * 1024,
       applyLingerMs: 0,
