@@ -26,6 +26,13 @@ export interface ServeNodeLimits extends FieldParamLimits {
   applySliceRecordsMax: number;
   /** Record bytes of one apply transaction at most (about), whatever the time allows. */
   applySliceBytesMax: number;
+  /**
+   * A slice takes this many offsets, or `applySliceBytesMin` bytes, whichever comes first, even
+   * past the time bound: a transaction has a cost of its own, which smaller ones only multiply.
+   */
+  applySliceRecordsMin: number;
+  /** See applySliceRecordsMin. */
+  applySliceBytesMin: number;
   /** The log-node's long-poll wait when every partition of a fetcher is caught up. */
   logWaitMs: number;
   /**
@@ -159,6 +166,8 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   applySliceMsMax: 100,
   applySliceRecordsMax: 20_000,
   applySliceBytesMax: 8 * 1024 * 1024,
+  applySliceRecordsMin: 1_000,
+  applySliceBytesMin: 512 * 1024,
   logWaitMs: 2_000,
   applyLingerMs: 20,
   applyLingerIdleMs: 1_000,

@@ -37,6 +37,9 @@ export interface FetcherOptions {
   applySliceRecordsMax: number;
   /** About this many bytes of records in one apply transaction at most (apply-slices.ts). */
   applySliceBytesMax: number;
+  /** What an apply transaction takes even past its time bound (apply-slice-budget.ts). */
+  applySliceRecordsMin: number;
+  applySliceBytesMin: number;
   /** Caught up with no read waiting, the fetcher waits this long before reading again. */
   applyLingerMs: number;
   /** ...but only once no read has waited on its partitions for this long. */
@@ -107,7 +110,9 @@ export class LogFetcher {
     this.numbers = new Set(options.partitions);
     this.budget = new SliceBudget({
       sliceMsMax: options.applySliceMsMax,
+      bytesMin: options.applySliceBytesMin,
       bytesMax: options.applySliceBytesMax,
+      recordsMin: options.applySliceRecordsMin,
       recordsMax: options.applySliceRecordsMax,
     });
     this.done = this.run();

@@ -84,7 +84,11 @@ export function memoryLimitOptions(): Option[] {
 /** The bounds of one apply transaction, flags of `serve-node` and of `tailbase start`. */
 export type ApplySliceLimits = Pick<
   ServeNodeLimits,
-  'applySliceMsMax' | 'applySliceRecordsMax' | 'applySliceBytesMax'
+  | 'applySliceMsMax'
+  | 'applySliceRecordsMax'
+  | 'applySliceBytesMax'
+  | 'applySliceRecordsMin'
+  | 'applySliceBytesMin'
 >;
 
 export function applySliceOptions(): Option[] {
@@ -110,6 +114,20 @@ export function applySliceOptions(): Option[] {
       DEFAULT_LIMITS.applySliceBytesMax,
       1,
     ),
+    integerOption(
+      '--apply-slice-records-min <n>',
+      'an apply transaction takes this many offsets (or --apply-slice-bytes-min bytes, whichever comes first) even past the time bound',
+      'TAILBASE_APPLY_SLICE_RECORDS_MIN',
+      DEFAULT_LIMITS.applySliceRecordsMin,
+      1,
+    ),
+    integerOption(
+      '--apply-slice-bytes-min <bytes>',
+      'an apply transaction takes about this many record bytes (or --apply-slice-records-min offsets) even past the time bound',
+      'TAILBASE_APPLY_SLICE_BYTES_MIN',
+      DEFAULT_LIMITS.applySliceBytesMin,
+      1,
+    ),
   ];
 }
 
@@ -118,6 +136,8 @@ export function applySliceValues(flags: Record<string, unknown>): ApplySliceLimi
     applySliceMsMax: flags.applySliceMsMax as number,
     applySliceRecordsMax: flags.applySliceRecordsMax as number,
     applySliceBytesMax: flags.applySliceBytesMax as number,
+    applySliceRecordsMin: flags.applySliceRecordsMin as number,
+    applySliceBytesMin: flags.applySliceBytesMin as number,
   };
 }
 

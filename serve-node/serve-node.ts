@@ -413,6 +413,8 @@ export class ServeNode implements ServeNodeCore {
         msMax: this.limits.applySliceMsMax,
         bytesMax: this.limits.applySliceBytesMax,
         recordsMax: this.limits.applySliceRecordsMax,
+        bytesMin: this.limits.applySliceBytesMin,
+        recordsMin: this.limits.applySliceRecordsMin,
         last: this.fetchers.flatMap((fetcher) => (fetcher.lastSlice ? [fetcher.lastSlice] : [])),
       },
       memory: memoryBounds({
@@ -601,6 +603,8 @@ export class ServeNode implements ServeNodeCore {
           logReadBytesMax: limits.logReadBytesMax,
           applySliceMsMax: limits.applySliceMsMax,
           applySliceRecordsMax: limits.applySliceRecordsMax,
+          applySliceRecordsMin: limits.applySliceRecordsMin,
+          applySliceBytesMin: limits.applySliceBytesMin,
           applySliceBytesMax: limits.applySliceBytesMax,
           logWaitMs: limits.logWaitMs,
           applyLingerMs: limits.applyLingerMs,

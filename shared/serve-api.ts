@@ -210,13 +210,15 @@ export interface ServeStatus {
   memory?: MemoryBound[];
   /**
    * The bounds of an apply transaction (a slice of a log read answer): the time it should take,
-   * and the bytes and offsets it may hold whatever the time; and the last slice each fetcher
-   * applied (absent from older serve-nodes).
+   * the bytes and offsets it may hold at most and takes at least whatever the time; and the last
+   * slice each fetcher applied (absent from older serve-nodes).
    */
   applySlices?: {
     msMax: number;
     bytesMax: number;
     recordsMax: number;
+    bytesMin: number;
+    recordsMin: number;
     last: Array<{ records: number; bytes: number; ms: number }>;
   };
 }

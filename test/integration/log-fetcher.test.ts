@@ -63,6 +63,8 @@ describe('log fetcher', () => {
       applySliceMsMax: DEFAULT_LIMITS.applySliceMsMax,
       applySliceRecordsMax: 100,
       applySliceBytesMax: 64 * 1024,
+      applySliceRecordsMin: 10,
+      applySliceBytesMin: 16 * 1024,
       applyLingerMs: 0,
       applyLingerIdleMs: 0,
       retryMsMax: 1_000,
