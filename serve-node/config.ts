@@ -12,8 +12,15 @@ export interface ServeNodeLimits extends FieldParamLimits {
   waitMsDefault: number;
   /** Reads waiting for offsets at once; past it a read gets 503 `too_many_waiters`. */
   waitersMax: number;
-  /** `max_bytes` of one log read. */
+  /** `max_bytes` of one log read, a partition. */
   logReadBytesMax: number;
+  /**
+   * `max_bytes` of a fetcher's first log read, a partition, doubling at each read up to
+   * logReadBytesMax, so a replay starts applying as soon as a small answer is in: the first read
+   * of a rebuild at the full size (the corpus, 17.9 MB over 8 partitions) kept the serve thread
+   * waiting ~150 ms, and later reads are fetched while the last answer is applied.
+   */
+  logReadBytesMin: number;
   /**
    * How long one apply transaction (a slice of a read answer, both stores) should hold the serve
    * thread: a read answer is applied in slices (apply-slices.ts), the event loop running between
@@ -163,6 +170,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   waitMsDefault: 5_000,
   waitersMax: 1_000,
   logReadBytesMax: 4 * 1024 * 1024,
+  logReadBytesMin: 64 * 1024,
   applySliceMsMax: 100,
   applySliceRecordsMax: 20_000,
   applySliceBytesMax: 8 * 1024 * 1024,

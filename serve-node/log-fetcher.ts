@@ -30,6 +30,8 @@ export interface FetcherOptions {
   log: LogClient;
   replica: () => Replica;
   logReadBytesMax: number;
+  /** The first read's `max_bytes` a partition, doubling at each read up to logReadBytesMax. */
+  logReadBytesMin: number;
   logWaitMs: number;
   /** How long one apply transaction should take (apply-slice-budget.ts). */
   applySliceMsMax: number;
@@ -103,11 +105,14 @@ export class LogFetcher {
   /** When a read last waited on one of this fetcher's partitions. */
   private lastWaitMs = -Infinity;
   private readonly budget: SliceBudget;
+  /** The next log read's `max_bytes` a partition: small at first, doubling to the bound. */
+  private readBytes: number;
   /** The last slice applied, for status. */
   lastSlice: AppliedSlice | null = null;
 
   constructor(private readonly options: FetcherOptions) {
     this.numbers = new Set(options.partitions);
+    this.readBytes = Math.min(options.logReadBytesMin, options.logReadBytesMax);
     this.budget = new SliceBudget({
       sliceMsMax: options.applySliceMsMax,
       bytesMin: options.applySliceBytesMin,
@@ -329,12 +334,15 @@ export class LogFetcher {
 
   /**
    * The first read of a topic-partition does not long-poll, so its lag (and readiness) is known at
-   * once. A topic joining aborts the read.
+   * once. A topic joining aborts the read. Reads start small and double (logReadBytesMin), so the
+   * first answer of a replay is applied while the next, larger one is read.
    */
   private fetch(positions: FetchPosition[]): Promise<FetchOutcome[]> {
+    const maxBytes = this.readBytes;
+    this.readBytes = Math.min(maxBytes * 2, this.options.logReadBytesMax);
     const caughtUp = positions.every((p) => this.tailed(p.topic, p.partition)?.reachedLog ?? true);
     return this.options.log.fetch(positions, {
-      maxBytes: this.options.logReadBytesMax,
+      maxBytes,
       waitMs: caughtUp ? this.options.logWaitMs : 0,
       signal: AbortSignal.any([this.abort.signal, this.interrupt.signal]),
     });

@@ -212,9 +212,18 @@ export function registerServeNodeCommand(
     .addOption(
       integerOption(
         '--log-read-bytes-max <bytes>',
-        'bytes per log read',
+        'bytes per log read, a partition',
         'TAILBASE_LOG_READ_BYTES_MAX',
         DEFAULT_LIMITS.logReadBytesMax,
+      ),
+    )
+    .addOption(
+      integerOption(
+        '--log-read-bytes-min <bytes>',
+        "bytes a partition of a fetcher's first log read, doubling at each read up to --log-read-bytes-max",
+        'TAILBASE_LOG_READ_BYTES_MIN',
+        DEFAULT_LIMITS.logReadBytesMin,
+        1,
       ),
     )
     .addOption(
@@ -386,6 +395,7 @@ export function registerServeNodeCommand(
         waitMsMax: flags.waitMsMax as number,
         waitersMax: flags.waitersMax as number,
         logReadBytesMax: flags.logReadBytesMax as number,
+        logReadBytesMin: flags.logReadBytesMin as number,
         ...applySliceValues(flags),
         applyLingerMs: flags.applyLingerMs as number,
         applyLingerIdleMs: flags.applyLingerIdleMs as number,

@@ -601,6 +601,7 @@ export class ServeNode implements ServeNodeCore {
           log,
           replica: () => this.current,
           logReadBytesMax: limits.logReadBytesMax,
+          logReadBytesMin: limits.logReadBytesMin,
           applySliceMsMax: limits.applySliceMsMax,
           applySliceRecordsMax: limits.applySliceRecordsMax,
           applySliceRecordsMin: limits.applySliceRecordsMin,
