@@ -78,13 +78,26 @@ export function selfTimes(
   /** A sample's name, by its frame or, for a name from its stack, by its node's id. */
   nameOf: (frame: ProfileNode['callFrame'], nodeId: number) => string = functionAt,
 ): SelfTimes {
+  return selfTimesOver(profile, [[fromUs, toUs]], nameOf);
+}
+
+/**
+ * selfTimes over several windows of a run, and only them (what a run does between its windows,
+ * a reference timed in another process, stays out).
+ */
+export function selfTimesOver(
+  profile: CpuProfile,
+  windowsUs: ReadonlyArray<readonly [number, number]>,
+  /** A sample's name, by its frame or, for a name from its stack, by its node's id. */
+  nameOf: (frame: ProfileNode['callFrame'], nodeId: number) => string = functionAt,
+): SelfTimes {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const ms = new Map<string, number>();
   let totalMs = 0;
   let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     at += profile.timeDeltas[i] ?? 0;
-    if (at < fromUs || at >= toUs) return;
+    if (!windowsUs.some(([fromUs, toUs]) => at >= fromUs && at < toUs)) return;
     const name = nameOf(byId.get(id)!.callFrame, id);
     const delta = (profile.timeDeltas[i] ?? 0) / 1000;
     ms.set(name, (ms.get(name) ?? 0) + delta);

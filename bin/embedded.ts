@@ -43,6 +43,9 @@ import { readChannelName } from '../serve-node/index.js';
 import {
   memoryLimitOptions,
   memoryLimitValues,
+  applySliceOptions,
+  applySliceValues,
+  type ApplySliceLimits,
   searchTopkListedDfMinOption,
   type MemoryLimits,
 } from '../serve-node/main.js';
@@ -106,6 +109,8 @@ export interface EmbeddedOptions {
   searchTopkListedDfMin?: number;
   /** The serve-node's cache bounds (serve-node/memory-bounds.ts); absent: its defaults. */
   memoryLimits?: MemoryLimits;
+  /** The bounds of the serve-node's apply transactions; absent: its defaults. */
+  applySliceLimits?: ApplySliceLimits;
 }
 
 export interface RunningEmbedded {
@@ -330,7 +335,13 @@ async function withReadThreads(
 /** What the serve-node thread is told beyond its data and channels. */
 function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
   const listedDfMin = options.searchTopkListedDfMin ?? DEFAULT_LIMITS.searchTopkListedDfMin;
-  return { limits: { searchTopkListedDfMin: listedDfMin, ...options.memoryLimits } };
+  return {
+    limits: {
+      searchTopkListedDfMin: listedDfMin,
+      ...options.memoryLimits,
+      ...options.applySliceLimits,
+    },
+  };
 }
 
 /**
@@ -469,6 +480,7 @@ export function registerStartCommand(program: Command): void {
   for (const option of kafkaLogOptions()) command.addOption(option);
   for (const option of viewLimitOptions()) command.addOption(option);
   for (const option of memoryLimitOptions()) command.addOption(option);
+  for (const option of applySliceOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(
     async (
       flags: {
@@ -508,6 +520,7 @@ export function registerStartCommand(program: Command): void {
         viewLimits: viewLimitValues(flags),
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
         memoryLimits: memoryLimitValues(flags),
+        applySliceLimits: applySliceValues(flags),
       });
       process.stdout.write(
         readyBanner({
