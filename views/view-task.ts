@@ -31,7 +31,7 @@ import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ViewProgress } from '../shared/view-api.js';
 import type { ParsedView } from '../shared/view-definition.js';
-import { claimHeaders, claimKey, epochHeader } from '../shared/view-epoch.js';
+import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
 import { stateFileReadable, ViewState } from './view-state.js';
@@ -73,6 +73,11 @@ export interface ViewTaskTarget {
   /** The topic of its source: a collection's, or a source view's serving version's. */
   sourceTopic: string;
   /**
+   * The source is a view: its records are fenced as a serve-node fences them (claims and a
+   * deposed writer's records change nothing), so the view is computed from what its readers see.
+   */
+  sourceIsView: boolean;
+  /**
    * Run where another processor may have run it since (a cluster's placement): the view's topic
    * may hold output ahead of the state kept here (empty, or its checkpoint from an earlier run),
    * so its output is held back until it has processed the source as far as the log held when it
@@ -86,6 +91,7 @@ export class ViewTask {
   readonly version: number;
   readonly topic: string;
   private readonly sourceTopic: string;
+  private readonly sourceIsView: boolean;
   private readonly state: ViewState;
   private readonly grouping: GroupingArithmetic | null;
   /**
@@ -131,6 +137,7 @@ export class ViewTask {
     this.version = target.version;
     this.topic = target.topic;
     this.sourceTopic = target.sourceTopic;
+    this.sourceIsView = target.sourceIsView;
     this.takeover = target.takeover;
     this.partitions = Array.from({ length: partitionCount }, (_, p) => p);
     this.waiters = new FrontierWaiters(view.name, limits.waitersMax);
@@ -475,9 +482,13 @@ export class ViewTask {
         // says so.
         let next = Math.max(from, outcome.logStartOffset);
         if (next > from) this.state.setCoversFrom(partition, next);
+        const epochBefore = this.state.sourceEpoch(partition);
+        let epoch = epochBefore;
         for (const batch of iterateBatches(outcome.batches)) {
-          for (const record of decodeRecords(batch.bytes)) {
-            if (record.offset < next) continue;
+          let records = decodeRecords(batch.bytes).filter((record) => record.offset >= next);
+          if (this.sourceIsView)
+            ({ kept: records, epochAfter: epoch } = fenceRecords(records, epoch));
+          for (const record of records) {
             const source = this.sourceDocument(record.key, record.value, [
               record.timestampMs,
               partition,
@@ -503,6 +514,7 @@ export class ViewTask {
           this.state.setFrontier(partition, next);
           moved = true;
         }
+        if (epoch !== epochBefore) this.state.setSourceEpoch(partition, epoch);
       }
       if (refused > 0) this.state.addRefused(refused);
       if (late > 0) this.state.addLate(late);
