@@ -110,6 +110,12 @@ export class ViewTask {
    * discarded at start): nothing is appended until the state reaches them.
    */
   private holdUntil: Map<number, number> | null = null;
+  /**
+   * The last view offset per partition this run appended and the log acknowledged, noted as each
+   * append is: a round that fails after one of its appends (a later chunk, the read of the topic's
+   * ends) must not publish its frontiers later without the offsets that cover them.
+   */
+  private readonly appended = new Map<number, number>();
 
   constructor(
     target: ViewTaskTarget,
@@ -251,13 +257,14 @@ export class ViewTask {
         }
         if (this.holdUntil !== null) {
           if (!this.processedThrough(this.holdUntil) || !this.watchedThroughClaims()) continue;
-          this.holdUntil = null;
+          // Held until published: a failure here publishes again, with the topic's ends.
           await this.publishResumed();
+          this.holdUntil = null;
           continue;
         }
         const produced = await this.produceOutbox();
-        if (applied || produced.size > 0) {
-          this.waiters.publish(this.frontiers(), produced);
+        if (applied || produced) {
+          this.waiters.publish(this.frontiers(), this.appended);
           this.onPublish();
         }
       } catch (error) {
@@ -540,11 +547,11 @@ export class ViewTask {
   }
 
   /**
-   * Appends every outbox entry to the view's topic and removes those acknowledged; answers the
-   * last offset appended per view partition.
+   * Appends every outbox entry to the view's topic and removes those acknowledged, noting the
+   * offsets acknowledged in `appended`; answers whether it appended anything.
    */
-  private async produceOutbox(): Promise<Map<number, number>> {
-    const produced = new Map<number, number>();
+  private async produceOutbox(): Promise<boolean> {
+    let produced = false;
     const partitionCount = this.partitions.length;
     for (;;) {
       const entries = [...this.state.outbox.getRange({ limit: this.limits.appendRecordsMax })];
@@ -564,7 +571,8 @@ export class ViewTask {
       await Promise.all(
         [...byPartition].map(async ([partition, records]) => {
           const { lastOffset } = await this.log.append(this.topic, partition, encodeBatch(records));
-          produced.set(partition, Math.max(lastOffset, produced.get(partition) ?? -1));
+          this.appended.set(partition, Math.max(lastOffset, this.appended.get(partition) ?? -1));
+          produced = true;
         }),
       );
       // Only entries unchanged since they were read: this loop is their only writer, so all are.
