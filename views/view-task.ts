@@ -121,6 +121,12 @@ export class ViewTask {
   private holdUntil: Map<number, number> | null = null;
   /** Outbox entries the log acknowledged (key → the value appended), removed by the next round. */
   private readonly acknowledged = new Map<string, string | null>();
+  /**
+   * The last view offset per partition this run appended and the log acknowledged, noted as each
+   * append is: a round that fails after one of its appends (a later chunk, the read of the topic's
+   * ends) must not publish its frontiers later without the offsets that cover them.
+   */
+  private readonly appended = new Map<number, number>();
 
   constructor(
     target: ViewTaskTarget,
@@ -268,13 +274,14 @@ export class ViewTask {
         }
         if (this.holdUntil !== null) {
           if (!this.processedThrough(this.holdUntil) || !this.watchedThroughClaims()) continue;
-          this.holdUntil = null;
+          // Held until published: a failure here publishes again, with the topic's ends.
           await this.publishResumed();
+          this.holdUntil = null;
           continue;
         }
         const produced = await this.produceOutbox();
-        if (applied || produced.size > 0) {
-          this.waiters.publish(this.frontiers(), produced);
+        if (applied || produced) {
+          this.waiters.publish(this.frontiers(), this.appended);
           this.onPublish();
         }
       } catch (error) {
@@ -569,13 +576,14 @@ export class ViewTask {
 
   /**
    * Appends every outbox entry the log has not yet acknowledged to the view's topic, in one pass
-   * in key order; answers the last offset appended per view partition. What the log acknowledged
-   * leaves the outbox in the next round's transaction (removeAcknowledged), not in one of its own:
-   * the round is published without waiting for a second commit, and a crash before that round
-   * re-sends full values, which change nothing.
+   * in key order, noting the offsets acknowledged in `appended` as each append is; answers whether
+   * it appended anything. What the log acknowledged leaves the outbox in the next round's
+   * transaction (removeAcknowledged), not in one of its own: the round is published without
+   * waiting for a second commit, and a crash before that round re-sends full values, which change
+   * nothing.
    */
-  private async produceOutbox(): Promise<Map<number, number>> {
-    const produced = new Map<number, number>();
+  private async produceOutbox(): Promise<boolean> {
+    let produced = false;
     const partitionCount = this.partitions.length;
     let after: string | null = null;
     for (;;) {
@@ -605,7 +613,8 @@ export class ViewTask {
       await Promise.all(
         [...byPartition].map(async ([partition, records]) => {
           const { lastOffset } = await this.log.append(this.topic, partition, encodeBatch(records));
-          produced.set(partition, Math.max(lastOffset, produced.get(partition) ?? -1));
+          this.appended.set(partition, Math.max(lastOffset, this.appended.get(partition) ?? -1));
+          produced = true;
         }),
       );
       for (const { key, json } of entries) this.acknowledged.set(key, json);
