@@ -120,6 +120,7 @@ describe('published view frontiers always come with the view offsets that cover 
         version: 1,
         topic,
         sourceTopic: SOURCE,
+        sourceIsView: false,
         takeover,
       },
       `${dir.path}/views/${topic}`,
