@@ -598,6 +598,14 @@ export class ViewTask {
         if (entries.length === this.limits.appendRecordsMax) break;
       }
       if (entries.length === 0 || this.stopped) return produced;
+      // An outbox of many appends (a rebuild's, a takeover's, a large round's): what the log
+      // acknowledged leaves it before the next append, so a crash amid it resumes where it
+      // stopped instead of sending it all again. A round of one append leaves it in the next
+      // round's transaction, with no commit of its own.
+      if (this.acknowledged.size > 0) {
+        await this.state.env.transaction(() => this.removeAcknowledged());
+        this.acknowledged.clear();
+      }
       const byPartition = new Map<number, LogRecord[]>();
       const now = Date.now();
       for (const { key, json } of entries) {
