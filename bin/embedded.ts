@@ -373,6 +373,11 @@ async function startViewThread(
     },
     (error) => logger.error({ err: error }, 'a call from the view processors failed'),
   );
+  const closeViewPorts = (error: Error) => {
+    client.close(error);
+    calls.port1.close();
+    told.port1.close();
+  };
   const thread = await startNodeThread(
     'view processors',
     new URL('./views-worker.js', import.meta.url),
@@ -385,14 +390,17 @@ async function startViewThread(
     } satisfies ViewsWorkerData,
     [logPort, calls.port2, told.port2],
     onDeath,
-  );
+  ).catch((error: unknown) => {
+    // The thread's ends close with it, but not when it failed before taking them: these would
+    // keep an in-process caller's event loop alive.
+    closeViewPorts(new Error('the view processors did not start'));
+    throw error;
+  });
   return {
     client,
     stop: async () => {
       await thread.stop();
-      client.close(new Error('the view processors stopped'));
-      calls.port1.close();
-      told.port1.close();
+      closeViewPorts(new Error('the view processors stopped'));
     },
   };
 }
