@@ -356,10 +356,12 @@ async function startViewThread(
 ): Promise<{ client: PortViewClient; stop(): Promise<void> }> {
   const calls = new MessageChannel();
   const told = new MessageChannel();
+  const progress = new MessageChannel();
   const logger = createLogger('tailbase').child({ role: 'views' });
   const client = new PortViewClient(
     calls.port1,
     told.port1,
+    progress.port1,
     {
       // A rebuilt view is swapped in once the serve-node serves its output, not before.
       servedThrough: async (topic, offsets) => {
@@ -373,6 +375,12 @@ async function startViewThread(
     },
     (error) => logger.error({ err: error }, 'a call from the view processors failed'),
   );
+  const closeViewPorts = (error: Error) => {
+    client.close(error);
+    calls.port1.close();
+    told.port1.close();
+    progress.port1.close();
+  };
   const thread = await startNodeThread(
     'view processors',
     new URL('./views-worker.js', import.meta.url),
@@ -381,18 +389,22 @@ async function startViewThread(
       log: logPort,
       calls: calls.port2,
       told: told.port2,
+      progress: progress.port2,
       limits: options.viewLimits,
     } satisfies ViewsWorkerData,
-    [logPort, calls.port2, told.port2],
+    [logPort, calls.port2, told.port2, progress.port2],
     onDeath,
-  );
+  ).catch((error: unknown) => {
+    // The thread's ends close with it, but not when it failed before taking them: these would
+    // keep an in-process caller's event loop alive.
+    closeViewPorts(new Error('the view processors did not start'));
+    throw error;
+  });
   return {
     client,
     stop: async () => {
       await thread.stop();
-      client.close(new Error('the view processors stopped'));
-      calls.port1.close();
-      told.port1.close();
+      closeViewPorts(new Error('the view processors stopped'));
     },
   };
 }

@@ -3,7 +3,7 @@
  * fetches, decoding, arithmetic and LMDB writes take this thread, not the HTTP edge's, which
  * bounds the write rate (with one view on the main thread, the edge's busy µs a PUT went from
  * 165 to 220-300, bench/views-profile.ts). It tails the log-node's thread through `log`, and
- * answers the gateway through `calls` and `told` (shared/port-view-client.ts).
+ * answers the gateway through `calls`, `told` and `progress` (shared/port-view-client.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { createLogger } from '../shared/logger.js';
@@ -21,8 +21,10 @@ export interface ViewsWorkerData {
   log: MessagePort;
   /** The gateway's calls to the processors. */
   calls: MessagePort;
-  /** The processors' calls to the gateway: progress, and whether a topic is served. */
+  /** The processors' calls to the gateway: whether a topic is served. */
   told: MessagePort;
+  /** The processors' progress, told one way to the gateway. */
+  progress: MessagePort;
   limits?: Partial<ViewTaskLimits>;
 }
 
@@ -36,6 +38,7 @@ await runNodeWorker(
     const gateway = answerViewPort(
       data.calls,
       data.told,
+      data.progress,
       () => host!,
       (error) => logger.error({ err: error }, 'a view call failed'),
     );
@@ -45,11 +48,12 @@ await runNodeWorker(
       logger,
       limits: data.limits,
       servedThrough: (topic, offsets) => gateway.servedThrough(topic, offsets),
-      placement: standalonePlacementTelling(() => {
-        if (host !== null) gateway.tell();
-      }),
+      placement: standalonePlacementTelling((key) => gateway.published(key)),
+      reconciled: () => {
+        if (host !== null) gateway.tellAll();
+      },
     });
-    gateway.tell();
+    gateway.tellAll();
     return {
       stop: async () => {
         await host!.stop();
@@ -57,5 +61,5 @@ await runNodeWorker(
       },
     };
   },
-  () => [data.log, data.calls, data.told],
+  () => [data.log, data.calls, data.told, data.progress],
 );

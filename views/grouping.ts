@@ -27,6 +27,12 @@ const SEP = '\u001f';
 /** In place of the last SEP, the exclusive end of the range of keys that begin with the parts. */
 const RANGE_END = '\u0020';
 const utf8 = new TextEncoder();
+/**
+ * The `meta` flag of a state whose `extremes` and `latest` hold only what its aggregates read:
+ * states written before those indexes were kept only for min()/max() and latest() have entries
+ * nothing would remove, deleted once when such a state is opened.
+ */
+const INDEXES_PRUNED = 'indexesPruned';
 
 export interface SourceDocument {
   key: string;
@@ -54,6 +60,8 @@ export class GroupingArithmetic {
    * a round of a hot group reads and writes its totals once, not once a record.
    */
   private readonly round = new Map<string, RoundTotals | null>();
+  /** Whether `meta` holds INDEXES_PRUNED; a state begun empty takes it with its first round. */
+  private pruned = false;
 
   constructor(
     private readonly view: Grouping,
@@ -66,6 +74,23 @@ export class GroupingArithmetic {
     this.readFields = fieldsOf(['sum', 'avg', 'min', 'max', 'latest']);
     this.extremeFields = new Set(fieldsOf(['min', 'max']));
     this.keepsLatest = view.aggregates.some((a) => a.fn === 'latest');
+    this.pruneUnread();
+  }
+
+  /** Deletes, once, the index entries of a state written before they were kept only when read. */
+  private pruneUnread(): void {
+    this.pruned = this.state.meta.get(INDEXES_PRUNED) !== undefined;
+    if (this.pruned || this.state.empty()) return;
+    this.state.env.transactionSync(() => {
+      for (const key of this.state.extremes.getKeys()) {
+        if (!this.extremeFields.has(key.split(SEP)[1])) this.state.extremes.remove(key);
+      }
+      if (!this.keepsLatest) {
+        for (const key of this.state.latest.getKeys()) this.state.latest.remove(key);
+      }
+      this.state.meta.put(INDEXES_PRUNED, 1);
+    });
+    this.pruned = true;
   }
 
   /** Begins a round, inside its transaction: nothing of an aborted round is carried over. */
@@ -86,6 +111,10 @@ export class GroupingArithmetic {
       this.state.groups.put(group, { keys: totals.keys, count: totals.count, sums });
     }
     this.round.clear();
+    if (!this.pruned) {
+      this.state.meta.put(INDEXES_PRUNED, 1);
+      this.pruned = true;
+    }
   }
 
   /**

@@ -50,6 +50,11 @@ export interface ViewHostOptions {
   servedThrough?: (topic: string, offsets: ReadonlyMap<number, number>) => Promise<boolean>;
   /** Which tasks run here; absent: every one (`tailbase start`). */
   placement?: ViewPlacement;
+  /**
+   * Called after every reconcile, failed or not (the definition poll's too): tasks may have
+   * started or stopped, and a task whose rounds fail publishes nothing that would tell its lag.
+   */
+  reconciled?: () => void;
 }
 
 const DEFINITION_POLL_MS_DEFAULT = 250;
@@ -104,6 +109,11 @@ export class ViewHost implements ViewProcessing {
     return new Map([...this.tasks].map(([key, task]) => [key, task.progress()]));
   }
 
+  /** A running task's progress by task key; null when none runs here under it. */
+  taskProgress(key: string): ViewProgress | null {
+    return this.tasks.get(key)?.progress() ?? null;
+  }
+
   waitFor(
     view: string,
     version: number,
@@ -125,7 +135,9 @@ export class ViewHost implements ViewProcessing {
 
   /** Brings the running processors in line with the definitions acknowledged before the call. */
   settle(): Promise<void> {
-    const next = this.reconciling.then(() => this.reconcile());
+    const next = this.reconciling
+      .then(() => this.reconcile())
+      .finally(() => this.options.reconciled?.());
     // One failed read must not stop the ones after it.
     this.reconciling = next.catch((error: unknown) => {
       this.options.logger.warn({ err: error }, 'reading view definitions failed');
@@ -197,11 +209,11 @@ export class ViewHost implements ViewProcessing {
         this.options.logger,
         this.limits,
         () => {
-          this.placement.published(key, {
+          this.placement.published(key, () => ({
             topic: task.topic,
             progress: task.progress(),
             ends: task.viewEnds(),
-          });
+          }));
           if (rebuild) this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets);
         },
       );

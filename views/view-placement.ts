@@ -49,8 +49,11 @@ export interface ViewPlacement {
    * whose state this process holds (it resumes from it when dealt the task).
    */
   declared(keys: readonly string[], held: readonly string[]): void;
-  /** A task's published round, for readers in other processes. */
-  published(key: string, publication: TaskPublication): void;
+  /**
+   * A task's published round, for readers in other processes; `publication` builds what it
+   * publishes, for a placement that sends it (the standalone one reads the task's progress itself).
+   */
+  published(key: string, publication: () => TaskPublication): void;
   /** Begins placing; `changed` is called when what this process owns changes. */
   start(changed: () => Promise<void>): void;
   stop(): Promise<void>;
@@ -67,11 +70,12 @@ export const standalonePlacement: ViewPlacement = {
 };
 
 /**
- * Every task here, as `standalonePlacement`, and each published round told to `onPublished`:
- * `tailbase start` runs its processors on a thread of their own, which tells the gateway's thread.
+ * Every task here, as `standalonePlacement`, and the key of each task that published a round told
+ * to `onPublished`: `tailbase start` runs its processors on a thread of their own, which tells the
+ * gateway's thread.
  */
-export function standalonePlacementTelling(onPublished: () => void): ViewPlacement {
-  return { ...standalonePlacement, published: () => onPublished() };
+export function standalonePlacementTelling(onPublished: (key: string) => void): ViewPlacement {
+  return { ...standalonePlacement, published: (key) => onPublished(key) };
 }
 
 export interface GroupPlacementOptions {
@@ -147,8 +151,8 @@ export class GroupPlacement implements ViewPlacement {
     }
   }
 
-  published(key: string, publication: TaskPublication): void {
-    this.pending.set(key, publication);
+  published(key: string, publication: () => TaskPublication): void {
+    this.pending.set(key, publication());
     if (!this.committing.has(key)) void this.commit(key);
   }
 

@@ -86,4 +86,39 @@ describe('views: grouping arithmetic', () => {
     const first = JSON.stringify(['/', '1970-01-01T00:00:00.000Z', '1970-01-01T00:10:00.000Z']);
     expect(JSON.parse(g.output(first)!)).toMatchObject({ n: 3, low: 5 * minute });
   });
+
+  it('deletes once the index entries an older state kept for aggregates the view does not read', async () => {
+    const definition = {
+      from: 's',
+      groupBy: ['page'],
+      aggregates: { total: 'sum(v)', low: 'min(w)' },
+    };
+    const older = grouping(definition);
+    const touched = new Set<string>();
+    state!.env.transactionSync(() => {
+      older.startRound();
+      older.apply(source('a', { page: '/', v: 3, w: 4 }, 0, 0), touched);
+      older.endRound();
+      state!.setFrontier(0, 1);
+    });
+    // As a state written before the indexes were kept only when read: sum's field and latest.
+    const group = JSON.stringify(['/']);
+    state!.env.transactionSync(() => {
+      state!.extremes.put(`${group}\u001fv\u001f0\u001fa`, 3);
+      state!.latest.put(`${group}\u001f0`, 'a');
+      state!.meta.remove('indexesPruned');
+    });
+    const kept = [...state!.extremes.getKeys()].filter((key) => key.includes('\u001fw\u001f'));
+    expect(kept).toHaveLength(1);
+    const view = parseViewDefinition('v', definition);
+    if (view.kind !== 'grouping') throw new Error('a grouping');
+    const reopened = new GroupingArithmetic(view, state!);
+    expect([...state!.extremes.getKeys()]).toEqual(kept);
+    expect([...state!.latest.getKeys()]).toEqual([]);
+    expect(JSON.parse(reopened.output(group)!)).toMatchObject({ total: 3, low: 4 });
+    // Once: entries written after the flag are not looked at again.
+    state!.env.transactionSync(() => state!.latest.put(`${group}\u001f1`, 'a'));
+    new GroupingArithmetic(view, state!);
+    expect([...state!.latest.getKeys()]).toHaveLength(1);
+  });
 });
