@@ -51,6 +51,11 @@ export interface ViewPlacement {
   declared(keys: readonly string[], held: readonly string[]): void;
   /** A task's published round, for readers in other processes. */
   published(key: string, publication: TaskPublication): void;
+  /**
+   * A task stopped here because another processor claimed it: no longer run here until it is
+   * dealt here again.
+   */
+  lost(key: string): void;
   /** Begins placing; `changed` is called when what this process owns changes. */
   start(changed: () => Promise<void>): void;
   stop(): Promise<void>;
@@ -62,6 +67,7 @@ export const standalonePlacement: ViewPlacement = {
   owns: () => true,
   declared: () => undefined,
   published: () => undefined,
+  lost: () => undefined,
   start: () => undefined,
   stop: () => Promise.resolve(),
 };
@@ -142,6 +148,16 @@ export class GroupPlacement implements ViewPlacement {
   published(key: string, publication: TaskPublication): void {
     this.pending.set(key, publication);
     if (!this.committing.has(key)) void this.commit(key);
+  }
+
+  /**
+   * Not owned until dealt again, and a join at once: the leader then deals the task anew (to a
+   * member holding its state first), where the sticky deal would keep it here, run by no one.
+   */
+  lost(key: string): void {
+    this.owned.delete(key);
+    this.pending.delete(key);
+    this.member.rejoin();
   }
 
   start(changed: () => Promise<void>): void {

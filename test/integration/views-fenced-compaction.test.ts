@@ -14,7 +14,7 @@ import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-c
 import { partitionFor } from '../../shared/partitioner.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { epochHeader, epochOf } from '../../shared/view-epoch.js';
-import type { ViewPlacement } from '../../views/view-placement.js';
+import { standalonePlacement, type ViewPlacement } from '../../views/view-placement.js';
 import { ViewHost } from '../../views/view-host.js';
 import { appliedThrough } from '../harness/serve-fixture.js';
 import { sleep } from '../harness/spawn-node.js';
@@ -29,14 +29,7 @@ const WAIT_MS = 20_000;
 const FR = JSON.stringify(['FR']);
 
 /** Every task here, placed as a cluster member is dealt a task: output held until caught up. */
-const memberPlacement: ViewPlacement = {
-  takeover: true,
-  owns: () => true,
-  declared: () => undefined,
-  published: () => undefined,
-  start: () => undefined,
-  stop: () => Promise.resolve(),
-};
+const memberPlacement: ViewPlacement = { ...standalonePlacement, takeover: true };
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
