@@ -7,21 +7,19 @@
 // dealt to it, run by no one, and its frontiers never moved again. A log-node in-process with its
 // Kafka listener and the cluster secret, one member of the views group over Kafka (as a
 // serve-node's view processor).
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
-import { partitionFor } from '../../shared/partitioner.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { VIEW_WRITER_USERNAME } from '../../shared/view-api.js';
-import { claimHeaders, claimKey, epochOf, fenceRecords } from '../../shared/view-epoch.js';
+import { claimHeaders, claimKey, epochOf } from '../../shared/view-epoch.js';
 import { ViewHost } from '../../views/view-host.js';
 import { GroupPlacement } from '../../views/view-placement.js';
 import { sleep } from '../harness/spawn-node.js';
 import { tempDir } from '../harness/temp-dir.js';
 import { expectedView, readSourceDocuments } from './view-check.js';
+import { capturingLogger, viewAsApplied, writeOrders } from './view-host-harness.js';
 
 const PARTITIONS = 2;
 const VIEW = 'per_country';
@@ -38,26 +36,9 @@ describe('a member whose view task was claimed by another is dealt it again', ()
   let client: KafkaLogClient;
   let host: ViewHost | null = null;
   let version = 0;
-  const lines: string[] = [];
-  const logger = pino(
-    { level: 'info' },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        lines.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  );
-
-  const write = async (orders: [key: string, country: string][]) => {
-    for (const [key, country] of orders) {
-      await node.client.append(
-        'orders',
-        partitionFor(key, PARTITIONS),
-        encodeBatch([{ key, value: encode({ country }), timestampMs: Date.now() }]),
-      );
-    }
-  };
+  const { logger, lines } = capturingLogger('info');
+  const write = (orders: [key: string, country: string][]) =>
+    writeOrders(node.client, PARTITIONS, orders);
   /** Waits until the view processed the source to its end; answers its progress. */
   const caughtUp = async () => {
     const deadline = Date.now() + WAIT_MS;
@@ -72,19 +53,7 @@ describe('a member whose view task was claimed by another is dealt it again', ()
       await sleep(50);
     }
   };
-  /** The view's topic as a replica applies it: each key's last record the epochs keep. */
-  const viewTopic = async () => {
-    const docs = new Map<string, unknown>();
-    for (let partition = 0; partition < PARTITIONS; partition++) {
-      const read = await node.client.read(VIEW, partition, 0, { maxBytes: 1 << 20 });
-      const records = [...iterateBatches(read.batches)].flatMap((b) => decodeRecords(b.bytes));
-      for (const record of fenceRecords(records, -1).kept) {
-        if (record.value === null) docs.delete(record.key);
-        else docs.set(record.key, JSON.parse(new TextDecoder().decode(record.value)));
-      }
-    }
-    return docs;
-  };
+  const viewTopic = () => viewAsApplied(node.client, VIEW, PARTITIONS);
   /** The greatest claim in partition 0 of the view's topic. */
   const lastClaim = async () => {
     const read = await node.client.read(VIEW, 0, 0, { maxBytes: 1 << 20 });

@@ -9,20 +9,18 @@
 // (the layout changed for projections only), and that a state that processed nothing says it was
 // not resumed. A log-node in-process, the view processor on its in-process binding.
 import { writeFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
-import { fenceRecords } from '../../shared/view-epoch.js';
 import { ViewHost } from '../../views/view-host.js';
 import { standalonePlacement } from '../../views/view-placement.js';
 import { ViewState } from '../../views/view-state.js';
 import { sleep } from '../harness/spawn-node.js';
 import { tempDir } from '../harness/temp-dir.js';
 import { expectedView, readSourceDocuments } from './view-check.js';
+import { capturingLogger, viewAsApplied, writeOrders } from './view-host-harness.js';
 
 const PARTITIONS = 2;
 const VIEW = 'per_country';
@@ -36,26 +34,9 @@ describe('a view state the processor cannot use is discarded and the view rebuil
   let node: OpenLogNode;
   let version = 0;
   let host: ViewHost | null = null;
-  const warnings: string[] = [];
-  const logger = pino(
-    { level: 'warn' },
-    new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        warnings.push(chunk.toString('utf8'));
-        done();
-      },
-    }),
-  );
-
-  const write = async (orders: [key: string, country: string][]) => {
-    for (const [key, country] of orders) {
-      await node.client.append(
-        'orders',
-        partitionFor(key, PARTITIONS),
-        encodeBatch([{ key, value: encode({ country }), timestampMs: Date.now() }]),
-      );
-    }
-  };
+  const { logger, lines: warnings } = capturingLogger('warn');
+  const write = (orders: [key: string, country: string][]) =>
+    writeOrders(node.client, PARTITIONS, orders);
   /** Tasks that published a round since the host started. */
   const published = new Set<string>();
   const startHost = async (member = false) => {
@@ -104,20 +85,7 @@ describe('a view state the processor cannot use is discarded and the view rebuil
         .filter((o) => o.topic === VIEW)
         .map((o) => [o.partition, o.endOffset]),
     );
-  /** The view as a replica applies its topic: the last unfenced record of each key. */
-  const viewTopic = async () => {
-    const docs = new Map<string, unknown>();
-    for (const o of await node.client.offsets()) {
-      if (o.topic !== VIEW) continue;
-      const read = await node.client.read(VIEW, o.partition, 0, { maxBytes: 1 << 20 });
-      const records = [...iterateBatches(read.batches)].flatMap((b) => decodeRecords(b.bytes));
-      for (const record of fenceRecords(records, -1).kept) {
-        if (record.value === null) docs.delete(record.key);
-        else docs.set(record.key, JSON.parse(new TextDecoder().decode(record.value)));
-      }
-    }
-    return docs;
-  };
+  const viewTopic = () => viewAsApplied(node.client, VIEW, PARTITIONS);
   /** Waits until the view has processed the source to its end and its topic says it all. */
   const expectRecomputed = async () => {
     const expected = expectedView(
