@@ -11,6 +11,7 @@ interface ProfileNode {
   id: number;
   callFrame: { functionName: string; url: string; lineNumber: number };
   hitCount?: number;
+  children?: number[];
 }
 
 export interface CpuProfile {
@@ -74,7 +75,21 @@ export function selfTimes(
   profile: CpuProfile,
   fromUs: number,
   toUs: number,
-  nameOf: (frame: ProfileNode['callFrame']) => string = functionAt,
+  /** A sample's name, by its frame or, for a name from its stack, by its node's id. */
+  nameOf: (frame: ProfileNode['callFrame'], nodeId: number) => string = functionAt,
+): SelfTimes {
+  return selfTimesOver(profile, [[fromUs, toUs]], nameOf);
+}
+
+/**
+ * selfTimes over several windows of a run, and only them (what a run does between its windows,
+ * a reference timed in another process, stays out).
+ */
+export function selfTimesOver(
+  profile: CpuProfile,
+  windowsUs: ReadonlyArray<readonly [number, number]>,
+  /** A sample's name, by its frame or, for a name from its stack, by its node's id. */
+  nameOf: (frame: ProfileNode['callFrame'], nodeId: number) => string = functionAt,
 ): SelfTimes {
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const ms = new Map<string, number>();
@@ -82,8 +97,8 @@ export function selfTimes(
   let at = profile.startTime;
   profile.samples.forEach((id, i) => {
     at += profile.timeDeltas[i] ?? 0;
-    if (at < fromUs || at >= toUs) return;
-    const name = nameOf(byId.get(id)!.callFrame);
+    if (!windowsUs.some(([fromUs, toUs]) => at >= fromUs && at < toUs)) return;
+    const name = nameOf(byId.get(id)!.callFrame, id);
     const delta = (profile.timeDeltas[i] ?? 0) / 1000;
     ms.set(name, (ms.get(name) ?? 0) + delta);
     totalMs += delta;

@@ -5,17 +5,20 @@
  * `tailbase start`, rebuilds its serve-node R times (as the embedded group's replay does), and
  * prints each round's docs/s beside a bare FTS5 insert loop of the same documents timed right
  * after it, so a loaded machine slows both. Several `--bin` set builds side by side, each round
- * alternating between them.
+ * alternating between them. Each round also prints how the serve thread spent the rebuild's wall
+ * time (on a CPU, waiting for one, blocked: thread-sched.ts), and the profile covers the rebuilds
+ * only, not the bare loops timed between them.
  */
 import { rmSync } from 'node:fs';
 import { Command } from 'commander';
 import { request } from './api-workloads.js';
 import { loadCorpus } from './corpus.js';
-import { monotonicUs, printSelfTimes, selfTimes, serveProfile } from './cpu-profile.js';
+import { monotonicUs, printSelfTimes, selfTimesOver, serveProfile } from './cpu-profile.js';
 import { rebuildServeNode, startEmbedded } from './embedded.js';
 import { TAILBASE_BIN } from './processes.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
 import { rawFtsInsertRate } from './serve.js';
+import { formatThreadTimes, ThreadTimesWindow } from './thread-sched.js';
 
 const BULK_CHUNK = 500;
 const COLLECTION = 'corpus';
@@ -69,12 +72,14 @@ async function main(): Promise<void> {
     for (let round = 0; round < Number(o.rounds); round++) {
       for (const build of builds) {
         const fromUs = monotonicUs();
+        const threads = new ThreadTimesWindow(build.server.pid);
         const seconds = (await rebuildServeNode(build.server.url, COLLECTION)) / 1000;
         build.windowsUs.push([fromUs, monotonicUs()]);
+        const serveThread = threads.busiest();
         const perSec = docs.length / seconds;
         const barePerSec = rawFtsInsertRate(docs);
         console.log(
-          `round ${round} ${build.bin}: ${perSec.toFixed(0)} docs/s, bare FTS5 ${barePerSec.toFixed(0)} docs/s, ratio ${(perSec / barePerSec).toFixed(2)}`,
+          `round ${round} ${build.bin}: ${perSec.toFixed(0)} docs/s, bare FTS5 ${barePerSec.toFixed(0)} docs/s, ratio ${(perSec / barePerSec).toFixed(2)}; serve ${formatThreadTimes(serveThread)}`,
         );
       }
     }
@@ -86,9 +91,10 @@ async function main(): Promise<void> {
         console.log(`no profile of the serve thread in ${build.profileDir}`);
         continue;
       }
-      const [from] = build.windowsUs[0];
-      const to = build.windowsUs[build.windowsUs.length - 1][1];
-      printSelfTimes(`serve thread of ${build.bin}, the rebuilds`, selfTimes(profile, from, to));
+      printSelfTimes(
+        `serve thread of ${build.bin}, the rebuilds`,
+        selfTimesOver(profile, build.windowsUs),
+      );
     }
   } finally {
     for (const build of builds) {

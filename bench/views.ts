@@ -21,6 +21,7 @@ import { detectPeers } from './peers.js';
 import { tailbaseBuilt } from './processes.js';
 import { makeBenchDir } from './references.js';
 import type { BenchOptions, WorkloadResult } from './types.js';
+import type { WrkResult } from './wrk.js';
 import { CONNECTIONS } from './workload.js';
 
 const SOURCE_DOCS = Number(process.env.TAILBASE_BENCH_VIEWS_DOCS ?? 100_000);
@@ -75,7 +76,7 @@ const order = (i: number) => ({
   ts: 1_700_000_000_000 + i * 1000,
 });
 
-async function loadSource(url: string, docs: number): Promise<void> {
+export async function loadSource(url: string, docs: number): Promise<void> {
   for (let i = 0; i < docs; i += BULK_CHUNK) {
     const chunk = Array.from({ length: Math.min(BULK_CHUNK, docs - i) }, (_, j) => ({
       key: `o${i + j}`,
@@ -88,8 +89,34 @@ async function loadSource(url: string, docs: number): Promise<void> {
   }
 }
 
+/** The source collection with its first document, and the first `count` views over it. */
+export async function declareViews(url: string, count: number): Promise<string[]> {
+  await loadSource(url, 1);
+  const views = VIEWS.slice(0, count);
+  for (const { name, definition } of views) {
+    await request(`${url}/v1/views/${name}`, { method: 'PUT', body: JSON.stringify(definition) });
+  }
+  return views.map((view) => view.name);
+}
+
+/** The source PUT load: wrk over PUT_KEYS keys for `durationS`. */
+export function putLoad(url: string, durationS: number): Promise<WrkResult> {
+  return runLoad({
+    baseUrl: url,
+    method: 'PUT',
+    contentType: 'application/json',
+    targets: Array.from({ length: PUT_KEYS }, (_, i) => ({
+      path: `/v1/collections/orders/docs/o${i}`,
+      body: new TextEncoder().encode(JSON.stringify(order(i + 1))),
+    })),
+    connections: CONNECTIONS,
+    threads: 2,
+    durationS,
+  });
+}
+
 /** Waits until the view has processed every record of its source; answers the ms it took. */
-async function caughtUp(url: string, view: string, sinceMs: number): Promise<number> {
+export async function caughtUp(url: string, view: string, sinceMs: number): Promise<number> {
   for (;;) {
     const { body: status } = await request(`${url}/v1/status`);
     const ends = new Map<number, number>(
@@ -108,7 +135,7 @@ async function caughtUp(url: string, view: string, sinceMs: number): Promise<num
 }
 
 /** One client: PUT, then read with its token until the answer holds it; p50/p99 of each path. */
-async function writeToVisible(url: string, samples: number) {
+export async function writeToVisible(url: string, samples: number) {
   const source = new LatencyHistogram();
   const view = new LatencyHistogram();
   for (let i = 0; i < samples; i++) {
@@ -139,29 +166,12 @@ export async function runViewsBench(options: BenchOptions): Promise<WorkloadResu
     try {
       const tailbase = await startEmbedded(dir);
       try {
-        await loadSource(tailbase.url, 1);
-        for (const { name, definition } of VIEWS.slice(0, viewCount)) {
-          await request(`${tailbase.url}/v1/views/${name}`, {
-            method: 'PUT',
-            body: JSON.stringify(definition),
-          });
-        }
+        await declareViews(tailbase.url, viewCount);
         const loadStartedMs = Date.now();
         await loadSource(tailbase.url, docs);
         const loadMs = Date.now() - loadStartedMs;
         tailbase.resetPeakRss();
-        const put = await runLoad({
-          baseUrl: tailbase.url,
-          method: 'PUT',
-          contentType: 'application/json',
-          targets: Array.from({ length: PUT_KEYS }, (_, i) => ({
-            path: `/v1/collections/orders/docs/o${i}`,
-            body: new TextEncoder().encode(JSON.stringify(order(i + 1))),
-          })),
-          connections: CONNECTIONS,
-          threads: 2,
-          durationS,
-        });
+        const put = await putLoad(tailbase.url, durationS);
         results.push({
           group: 'views',
           name: `PUT, ${viewCount} view${viewCount === 1 ? '' : 's'}`,

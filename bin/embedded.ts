@@ -17,6 +17,10 @@
  *   costs no hop between threads (one client's p50 0.10 against 0.19 ms), but the main thread,
  *   which bounds the rate, does the read (16 clients' GETs 14,700 against 20,800/s, README.md
  *   "Read threads and key reads").
+ * - The view processors run on a thread of their own (views-worker.ts), tailing the log-node's
+ *   thread through a port of their own; the gateway reaches them through
+ *   shared/port-view-client.ts. On the main thread their rounds took the edge's time: one view
+ *   cost the PUT rate a quarter and more (bench/README.md, views).
  * Data goes to <data>/log, <data>/serve and <data>/views (views/README.md); the gateway URL is
  * printed once the serve-node has caught up.
  *
@@ -25,7 +29,7 @@
  * would, and only <data>/serve is written.
  */
 import path from 'node:path';
-import { MessageChannel } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import { type Command, Option } from 'commander';
 import {
   parseApiKeys,
@@ -39,6 +43,9 @@ import { readChannelName } from '../serve-node/index.js';
 import {
   memoryLimitOptions,
   memoryLimitValues,
+  applySliceOptions,
+  applySliceValues,
+  type ApplySliceLimits,
   searchTopkListedDfMinOption,
   type MemoryLimits,
 } from '../serve-node/main.js';
@@ -58,15 +65,17 @@ import type { KafkaConnectOptions } from '../shared/log-connect.js';
 import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
+import { PortViewClient } from '../shared/port-view-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
+import type { ViewProcessing } from '../shared/view-api.js';
 import { viewLimitOptions, viewLimitValues } from '../views/cli-options.js';
-import { ViewHost } from '../views/view-host.js';
 import type { ViewTaskLimits } from '../views/view-task.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
 import { startNodeThread } from './node-thread.js';
 import { defaultReadThreads, startReadPool } from './read-pool.js';
 import { readyBanner } from './ready-banner.js';
 import type { ServeWorkerData } from './serve-worker.js';
+import type { ViewsWorkerData } from './views-worker.js';
 
 export interface EmbeddedOptions {
   dataDir: string;
@@ -100,6 +109,8 @@ export interface EmbeddedOptions {
   searchTopkListedDfMin?: number;
   /** The serve-node's cache bounds (serve-node/memory-bounds.ts); absent: its defaults. */
   memoryLimits?: MemoryLimits;
+  /** The bounds of the serve-node's apply transactions; absent: its defaults. */
+  applySliceLimits?: ApplySliceLimits;
 }
 
 export interface RunningEmbedded {
@@ -130,6 +141,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
   // The log answers the gateway and the serve-node each on a port of its own.
   const gatewayLog = new MessageChannel();
   const serveLog = new MessageChannel();
+  const viewsLog = new MessageChannel();
   const gatewayServe = new MessageChannel();
   const readChannel = readChannelName(options.dataDir);
   const logThread = await startNodeThread(
@@ -138,7 +150,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     {
       dataDir: path.join(options.dataDir, 'log'),
       partitions: options.partitions,
-      ports: [gatewayLog.port2, serveLog.port1],
+      ports: [gatewayLog.port2, serveLog.port1, viewsLog.port2],
       // The Kafka listener binds where the gateway does, with the same API keys for SASL/PLAIN.
       kafka:
         options.kafkaPort === null
@@ -151,7 +163,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
               advertisedPort: options.kafkaAdvertised?.port,
             },
     } satisfies LogWorkerData,
-    [gatewayLog.port2, serveLog.port1],
+    [gatewayLog.port2, serveLog.port1, viewsLog.port2],
     onDeath,
   );
   const serveThread = await startNodeThread(
@@ -179,12 +191,14 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       throw error;
     },
   );
-  const views = await startViewHost(options, log, applier).catch(async (error: unknown) => {
-    await reads.stop();
-    await serveThread.stop();
-    await logThread.stop();
-    throw error;
-  });
+  const views = await startViewThread(options, viewsLog.port1, applier, onDeath).catch(
+    async (error: unknown) => {
+      await reads.stop();
+      await serveThread.stop();
+      await logThread.stop();
+      throw error;
+    },
+  );
   // The serve-node stops tailing before the log-node closes its partitions, every append fsynced.
   const stopNodes = async () => {
     await views.stop();
@@ -197,7 +211,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     gatewayLog.port1.close();
     gatewayServe.port1.close();
   };
-  const gateway = await startEdge(options, reads.client, { log }, stopNodes, views);
+  const gateway = await startEdge(options, reads.client, { log }, stopNodes, views.client);
   return {
     url: gateway.url,
     kafkaPort: (logThread.info as LogWorkerInfo).kafkaPort,
@@ -272,7 +286,7 @@ async function startEdge(
   serve: ServeClient,
   log: { log: LogClient } | { logUrls: string[]; kafka: KafkaConnectOptions },
   stopNodes: () => Promise<void>,
-  views?: ViewHost,
+  views?: ViewProcessing,
 ): Promise<GatewayHandle> {
   try {
     await waitReady(serve, options.readyWaitMsMax);
@@ -321,33 +335,66 @@ async function withReadThreads(
 /** What the serve-node thread is told beyond its data and channels. */
 function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
   const listedDfMin = options.searchTopkListedDfMin ?? DEFAULT_LIMITS.searchTopkListedDfMin;
-  return { limits: { searchTopkListedDfMin: listedDfMin, ...options.memoryLimits } };
+  return {
+    limits: {
+      searchTopkListedDfMin: listedDfMin,
+      ...options.memoryLimits,
+      ...options.applySliceLimits,
+    },
+  };
 }
 
 /**
- * The view processors, on the main thread with the gateway: their work is fetches, appends and
- * small LMDB transactions, and the gateway answers view reads from their frontiers in-process.
+ * The view processors, on a thread of their own (views-worker.ts): on the main thread their
+ * rounds took the HTTP edge's time. Reads of views reach them through `client`.
  */
-function startViewHost(
+async function startViewThread(
   options: EmbeddedOptions,
-  log: LogClient,
+  logPort: MessagePort,
   serve: ServeClient,
-): Promise<ViewHost> {
-  return ViewHost.start({
-    log,
-    dataDir: path.join(options.dataDir, 'views'),
-    logger: createLogger('tailbase').child({ role: 'views' }),
-    limits: options.viewLimits,
-    // A rebuilt view is swapped in once the serve-node serves its output, not before.
-    servedThrough: async (topic, offsets) => {
-      const applied = new Map(
-        (await serve.status()).partitions
-          .filter((p) => p.topic === topic)
-          .map((p) => [p.partition, p.applied]),
-      );
-      return [...offsets].every(([partition, last]) => (applied.get(partition) ?? 0) > last);
+  onDeath: (error: Error) => void,
+): Promise<{ client: PortViewClient; stop(): Promise<void> }> {
+  const calls = new MessageChannel();
+  const told = new MessageChannel();
+  const logger = createLogger('tailbase').child({ role: 'views' });
+  const client = new PortViewClient(
+    calls.port1,
+    told.port1,
+    {
+      // A rebuilt view is swapped in once the serve-node serves its output, not before.
+      servedThrough: async (topic, offsets) => {
+        const applied = new Map(
+          (await serve.status()).partitions
+            .filter((p) => p.topic === topic)
+            .map((p) => [p.partition, p.applied]),
+        );
+        return [...offsets].every(([partition, last]) => (applied.get(partition) ?? 0) > last);
+      },
     },
-  });
+    (error) => logger.error({ err: error }, 'a call from the view processors failed'),
+  );
+  const thread = await startNodeThread(
+    'view processors',
+    new URL('./views-worker.js', import.meta.url),
+    {
+      dataDir: path.join(options.dataDir, 'views'),
+      log: logPort,
+      calls: calls.port2,
+      told: told.port2,
+      limits: options.viewLimits,
+    } satisfies ViewsWorkerData,
+    [logPort, calls.port2, told.port2],
+    onDeath,
+  );
+  return {
+    client,
+    stop: async () => {
+      await thread.stop();
+      client.close(new Error('the view processors stopped'));
+      calls.port1.close();
+      told.port1.close();
+    },
+  };
 }
 
 /** Polls the serve-node's own readiness (what its /readyz answers). */
@@ -433,6 +480,7 @@ export function registerStartCommand(program: Command): void {
   for (const option of kafkaLogOptions()) command.addOption(option);
   for (const option of viewLimitOptions()) command.addOption(option);
   for (const option of memoryLimitOptions()) command.addOption(option);
+  for (const option of applySliceOptions()) command.addOption(option);
   addGatewayLimitOptions(command).action(
     async (
       flags: {
@@ -472,6 +520,7 @@ export function registerStartCommand(program: Command): void {
         viewLimits: viewLimitValues(flags),
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
         memoryLimits: memoryLimitValues(flags),
+        applySliceLimits: applySliceValues(flags),
       });
       process.stdout.write(
         readyBanner({

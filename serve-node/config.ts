@@ -12,18 +12,34 @@ export interface ServeNodeLimits extends FieldParamLimits {
   waitMsDefault: number;
   /** Reads waiting for offsets at once; past it a read gets 503 `too_many_waiters`. */
   waitersMax: number;
-  /** `max_bytes` of one log read. */
+  /** `max_bytes` of one log read, a partition. */
   logReadBytesMax: number;
   /**
-   * Offsets of one apply transaction: a read answer is applied in slices (apply-slices.ts), the
-   * event loop running between them, so waiting reads' timers and reads are not held behind it.
+   * `max_bytes` of a fetcher's first log read, a partition, doubling at each read up to
+   * logReadBytesMax, so a replay starts applying as soon as a small answer is in: the first read
+   * of a rebuild at the full size (the corpus, 17.9 MB over 8 partitions) kept the serve thread
+   * waiting ~150 ms, and later reads are fetched while the last answer is applied.
    */
-  applySliceRecordsMax: number;
+  logReadBytesMin: number;
   /**
-   * About this many record bytes in one apply transaction: 4 MiB answers of 4 KB texts took
-   * 1.6 to 3.5 s to apply in one go during a bulk load on a loaded 2-core machine.
+   * How long one apply transaction (a slice of a read answer, both stores) should hold the serve
+   * thread: a read answer is applied in slices (apply-slices.ts), the event loop running between
+   * them, so waiting reads' timers and reads are not held behind it; each slice takes what the
+   * last ones' cost says fits this long (apply-slice-budget.ts). Applied whole, 4 MiB answers of
+   * 4 KB texts held the thread 1.6 to 3.5 s during a bulk load on a loaded 2-core machine.
    */
+  applySliceMsMax: number;
+  /** Offsets of one apply transaction at most, whatever the time allows: records decoded at once. */
+  applySliceRecordsMax: number;
+  /** Record bytes of one apply transaction at most (about), whatever the time allows. */
   applySliceBytesMax: number;
+  /**
+   * A slice takes this many offsets, or `applySliceBytesMin` bytes, whichever comes first, even
+   * past the time bound: a transaction has a cost of its own, which smaller ones only multiply.
+   */
+  applySliceRecordsMin: number;
+  /** See applySliceRecordsMin. */
+  applySliceBytesMin: number;
   /** The log-node's long-poll wait when every partition of a fetcher is caught up. */
   logWaitMs: number;
   /**
@@ -154,8 +170,12 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   waitMsDefault: 5_000,
   waitersMax: 1_000,
   logReadBytesMax: 4 * 1024 * 1024,
-  applySliceRecordsMax: 1_000,
-  applySliceBytesMax: 512 * 1024,
+  logReadBytesMin: 64 * 1024,
+  applySliceMsMax: 100,
+  applySliceRecordsMax: 20_000,
+  applySliceBytesMax: 8 * 1024 * 1024,
+  applySliceRecordsMin: 1_000,
+  applySliceBytesMin: 512 * 1024,
   logWaitMs: 2_000,
   applyLingerMs: 20,
   applyLingerIdleMs: 1_000,

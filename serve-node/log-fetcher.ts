@@ -9,6 +9,7 @@
  * (bounded exponential); the log-node unreachable backs off all of them. A checkpoint behind the
  * log start (retention removed what it needs) is reported to the node, which wipes and rebuilds.
  */
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { readBatchHeader } from '../shared/batch-codec.js';
 import { TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
@@ -16,7 +17,8 @@ import type { FetchPosition, LogClient, TopicPartition } from '../shared/log-api
 import type { Logger } from '../shared/logger.js';
 import type { PartitionState } from '../shared/serve-api.js';
 import { ApplyRate } from './apply-rate.js';
-import { applySlices } from './apply-slices.js';
+import { SliceBudget } from './apply-slice-budget.js';
+import { SliceCutter } from './apply-slices.js';
 import type { ApplyPart, Replica } from './replica.js';
 
 export interface FetcherOptions {
@@ -28,11 +30,18 @@ export interface FetcherOptions {
   log: LogClient;
   replica: () => Replica;
   logReadBytesMax: number;
+  /** The first read's `max_bytes` a partition, doubling at each read up to logReadBytesMax. */
+  logReadBytesMin: number;
   logWaitMs: number;
-  /** Offsets of one apply transaction (apply-slices.ts). */
+  /** How long one apply transaction should take (apply-slice-budget.ts). */
+  applySliceMsMax: number;
+  /** Offsets of one apply transaction at most (apply-slices.ts). */
   applySliceRecordsMax: number;
-  /** About this many bytes of records in one apply transaction (apply-slices.ts). */
+  /** About this many bytes of records in one apply transaction at most (apply-slices.ts). */
   applySliceBytesMax: number;
+  /** What an apply transaction takes even past its time bound (apply-slice-budget.ts). */
+  applySliceRecordsMin: number;
+  applySliceBytesMin: number;
   /** Caught up with no read waiting, the fetcher waits this long before reading again. */
   applyLingerMs: number;
   /** ...but only once no read has waited on its partitions for this long. */
@@ -51,6 +60,13 @@ export interface FetcherOptions {
 }
 
 const RETRY_MS_MIN = 50;
+
+/** A slice as applied: its offsets, its record bytes and how long its transactions took. */
+export interface AppliedSlice {
+  records: number;
+  bytes: number;
+  ms: number;
+}
 
 /** One topic-partition as its fetcher tails it. */
 export class TailedPartition {
@@ -88,9 +104,22 @@ export class LogFetcher {
   private readonly lingering: Wakeable = { wake: null };
   /** When a read last waited on one of this fetcher's partitions. */
   private lastWaitMs = -Infinity;
+  private readonly budget: SliceBudget;
+  /** The next log read's `max_bytes` a partition: small at first, doubling to the bound. */
+  private readBytes: number;
+  /** The last slice applied, for status. */
+  lastSlice: AppliedSlice | null = null;
 
   constructor(private readonly options: FetcherOptions) {
     this.numbers = new Set(options.partitions);
+    this.readBytes = Math.min(options.logReadBytesMin, options.logReadBytesMax);
+    this.budget = new SliceBudget({
+      sliceMsMax: options.applySliceMsMax,
+      bytesMin: options.applySliceBytesMin,
+      bytesMax: options.applySliceBytesMax,
+      recordsMin: options.applySliceRecordsMin,
+      recordsMax: options.applySliceRecordsMax,
+    });
     this.done = this.run();
   }
 
@@ -225,27 +254,38 @@ export class LogFetcher {
   }
 
   /**
-   * Applies a read answer slice by slice (apply-slices.ts), the event loop running between slices
-   * (a timer turn, so waiting reads' timers fire and reads queued meanwhile are answered). A
-   * topic-partition held back in a slice skips its later ones: the next read starts there.
+   * Applies a read answer slice by slice (apply-slices.ts), each as large as the time bound allows
+   * (apply-slice-budget.ts), the event loop running between slices (a turn of its own, in which
+   * the timers that are due fire, waiting reads' 504s among them, and reads queued meanwhile are
+   * answered). A topic-partition held back in a slice skips its later ones: the next read starts
+   * there.
    */
   private async applySliced(parts: readonly ApplyPart[], signal: AbortSignal): Promise<void> {
-    const { applySliceRecordsMax: recordsMax, applySliceBytesMax: bytesMax } = this.options;
     const held = new Set<TailedPartition>();
-    for (const [i, slice] of applySlices(parts, { recordsMax, bytesMax }).entries()) {
-      if (i > 0) await new Promise((resolve) => setTimeout(resolve, 0));
+    const cutter = new SliceCutter(parts);
+    for (let first = true; ; first = false) {
+      if (!first) await nextTurn();
       // applyMany is synchronous: nothing can pause applying between this wait and the apply.
       for (let paused = this.options.applyPaused(); paused; paused = this.options.applyPaused()) {
         await paused;
       }
       if (signal.aborted) return;
+      const slice = cutter.next(this.budget.bounds());
+      if (slice === null) return;
       // A topic untailed meanwhile (a drop) is applied no more.
-      const live = slice.filter((part) => {
+      const live = slice.parts.filter((part) => {
         const tailed = this.tailed(part.topic, part.partition);
         return tailed !== undefined && !held.has(tailed);
       });
       if (live.length === 0) continue;
+      const startedMs = performance.now();
       const results = this.options.replica().applyMany(live);
+      const ms = performance.now() - startedMs;
+      // A slice applied in part (a topic dropped meanwhile) says nothing of what a whole one costs.
+      if (live.length === slice.parts.length) {
+        this.budget.applied(slice.records, slice.bytes, ms);
+        this.lastSlice = { records: slice.records, bytes: Math.round(slice.bytes), ms };
+      }
       live.forEach((part, j) => {
         const tailed = this.tailed(part.topic, part.partition)!;
         const { nextOffset, records } = results[j];
@@ -256,7 +296,9 @@ export class LogFetcher {
         if (nextOffset <= part.fromOffset) tailed.retryAtMs = Date.now() + RETRY_MS_MIN;
         if (part.untilOffset !== undefined && nextOffset < part.untilOffset) held.add(tailed);
       });
-      this.options.onApplied(live);
+      // The topic-partitions alone: this goes to the read threads, and a piece's batches are a
+      // view of the whole read answer, which a post would copy to each of them.
+      this.options.onApplied(live.map(({ topic, partition }) => ({ topic, partition })));
     }
   }
 
@@ -305,12 +347,15 @@ export class LogFetcher {
 
   /**
    * The first read of a topic-partition does not long-poll, so its lag (and readiness) is known at
-   * once. A topic joining aborts the read.
+   * once. A topic joining aborts the read. Reads start small and double (logReadBytesMin), so the
+   * first answer of a replay is applied while the next, larger one is read.
    */
   private fetch(positions: FetchPosition[]): Promise<FetchOutcome[]> {
+    const maxBytes = this.readBytes;
+    this.readBytes = Math.min(maxBytes * 2, this.options.logReadBytesMax);
     const caughtUp = positions.every((p) => this.tailed(p.topic, p.partition)?.reachedLog ?? true);
     return this.options.log.fetch(positions, {
-      maxBytes: this.options.logReadBytesMax,
+      maxBytes,
       waitMs: caughtUp ? this.options.logWaitMs : 0,
       signal: AbortSignal.any([this.abort.signal, this.interrupt.signal]),
     });

@@ -81,6 +81,66 @@ export function memoryLimitOptions(): Option[] {
   ];
 }
 
+/** The bounds of one apply transaction, flags of `serve-node` and of `tailbase start`. */
+export type ApplySliceLimits = Pick<
+  ServeNodeLimits,
+  | 'applySliceMsMax'
+  | 'applySliceRecordsMax'
+  | 'applySliceBytesMax'
+  | 'applySliceRecordsMin'
+  | 'applySliceBytesMin'
+>;
+
+export function applySliceOptions(): Option[] {
+  return [
+    integerOption(
+      '--apply-slice-ms-max <ms>',
+      'how long one apply transaction should hold the apply thread; reads are answered between transactions',
+      'TAILBASE_APPLY_SLICE_MS_MAX',
+      DEFAULT_LIMITS.applySliceMsMax,
+      1,
+    ),
+    integerOption(
+      '--apply-slice-records-max <n>',
+      'offsets of one apply transaction at most, whatever the time allows',
+      'TAILBASE_APPLY_SLICE_RECORDS_MAX',
+      DEFAULT_LIMITS.applySliceRecordsMax,
+      1,
+    ),
+    integerOption(
+      '--apply-slice-bytes-max <bytes>',
+      'about this many record bytes in one apply transaction at most, whatever the time allows',
+      'TAILBASE_APPLY_SLICE_BYTES_MAX',
+      DEFAULT_LIMITS.applySliceBytesMax,
+      1,
+    ),
+    integerOption(
+      '--apply-slice-records-min <n>',
+      'an apply transaction takes this many offsets (or --apply-slice-bytes-min bytes, whichever comes first) even past the time bound',
+      'TAILBASE_APPLY_SLICE_RECORDS_MIN',
+      DEFAULT_LIMITS.applySliceRecordsMin,
+      1,
+    ),
+    integerOption(
+      '--apply-slice-bytes-min <bytes>',
+      'an apply transaction takes about this many record bytes (or --apply-slice-records-min offsets) even past the time bound',
+      'TAILBASE_APPLY_SLICE_BYTES_MIN',
+      DEFAULT_LIMITS.applySliceBytesMin,
+      1,
+    ),
+  ];
+}
+
+export function applySliceValues(flags: Record<string, unknown>): ApplySliceLimits {
+  return {
+    applySliceMsMax: flags.applySliceMsMax as number,
+    applySliceRecordsMax: flags.applySliceRecordsMax as number,
+    applySliceBytesMax: flags.applySliceBytesMax as number,
+    applySliceRecordsMin: flags.applySliceRecordsMin as number,
+    applySliceBytesMin: flags.applySliceBytesMin as number,
+  };
+}
+
 export function memoryLimitValues(flags: Record<string, unknown>): MemoryLimits {
   return {
     sqliteCacheBytesMax: flags.sqliteCacheBytesMax as number,
@@ -152,25 +212,18 @@ export function registerServeNodeCommand(
     .addOption(
       integerOption(
         '--log-read-bytes-max <bytes>',
-        'bytes per log read',
+        'bytes per log read, a partition',
         'TAILBASE_LOG_READ_BYTES_MAX',
         DEFAULT_LIMITS.logReadBytesMax,
       ),
     )
     .addOption(
       integerOption(
-        '--apply-slice-records-max <n>',
-        'offsets of one apply transaction; reads are answered between transactions',
-        'TAILBASE_APPLY_SLICE_RECORDS_MAX',
-        DEFAULT_LIMITS.applySliceRecordsMax,
-      ),
-    )
-    .addOption(
-      integerOption(
-        '--apply-slice-bytes-max <bytes>',
-        'about this many record bytes in one apply transaction',
-        'TAILBASE_APPLY_SLICE_BYTES_MAX',
-        DEFAULT_LIMITS.applySliceBytesMax,
+        '--log-read-bytes-min <bytes>',
+        "bytes a partition of a fetcher's first log read, doubling at each read up to --log-read-bytes-max",
+        'TAILBASE_LOG_READ_BYTES_MIN',
+        DEFAULT_LIMITS.logReadBytesMin,
+        1,
       ),
     )
     .addOption(
@@ -319,6 +372,7 @@ export function registerServeNodeCommand(
         1,
       ),
     );
+  for (const option of applySliceOptions()) command.addOption(option);
   for (const option of memoryLimitOptions()) command.addOption(option);
   for (const option of kafkaLogOptions()) command.addOption(option);
   for (const option of beside?.options() ?? []) command.addOption(option);
@@ -341,8 +395,8 @@ export function registerServeNodeCommand(
         waitMsMax: flags.waitMsMax as number,
         waitersMax: flags.waitersMax as number,
         logReadBytesMax: flags.logReadBytesMax as number,
-        applySliceRecordsMax: flags.applySliceRecordsMax as number,
-        applySliceBytesMax: flags.applySliceBytesMax as number,
+        logReadBytesMin: flags.logReadBytesMin as number,
+        ...applySliceValues(flags),
         applyLingerMs: flags.applyLingerMs as number,
         applyLingerIdleMs: flags.applyLingerIdleMs as number,
         topicRefreshMs: flags.topicRefreshMs as number,

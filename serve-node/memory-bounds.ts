@@ -80,6 +80,15 @@ export function memoryBounds(facts: MemoryFacts): MemoryBound[] {
       kind: 'anonymous',
     },
     {
+      name: 'apply slice',
+      flag: 'apply-slice-bytes-max',
+      scope: `each fetcher (${facts.fetchers})`,
+      limit: limits.applySliceBytesMax,
+      unit: 'bytes',
+      current: null,
+      kind: 'anonymous',
+    },
+    {
       name: 'top-k terms known',
       flag: 'search-topk-known-terms-max',
       scope: 'apply thread',

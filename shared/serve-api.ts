@@ -208,6 +208,19 @@ export interface ServeStatus {
   segmentMerges?: string[];
   /** Every cache and buffer that holds memory, with its bound (absent from older serve-nodes). */
   memory?: MemoryBound[];
+  /**
+   * The bounds of an apply transaction (a slice of a log read answer): the time it should take,
+   * the bytes and offsets it may hold at most and takes at least whatever the time; and the last
+   * slice each fetcher applied (absent from older serve-nodes).
+   */
+  applySlices?: {
+    msMax: number;
+    bytesMax: number;
+    recordsMax: number;
+    bytesMin: number;
+    recordsMin: number;
+    last: Array<{ records: number; bytes: number; ms: number }>;
+  };
 }
 
 /**

@@ -45,6 +45,11 @@ export interface ViewProgress {
   lateRecords: number;
 }
 
+/** A version's task, as the processors name it (`<name>@<version>`; its state directory too). */
+export function taskKey(view: string, version: number): string {
+  return `${view}@${version}`;
+}
+
 export interface ViewProcessing {
   /** The progress of a version of a view, or null when no processor runs it here (yet). */
   progress(view: string, version: number): ViewProgress | null;

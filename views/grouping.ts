@@ -8,6 +8,7 @@
  * window is still open depends only on its source partition's stream time, kept beside that
  * partition's frontier, so again the interleaving of partitions changes nothing.
  */
+import { assert } from '../shared/assert.js';
 import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import type { ParsedView } from '../shared/view-definition.js';
 import { eventTimeMs, windowBound, windowStarts } from '../shared/view-window.js';
@@ -34,9 +35,25 @@ export interface SourceDocument {
   at: [number, number, number];
 }
 
+/** A group's totals while a round runs: sums as BigInts, parsed once and written back once. */
+interface RoundTotals {
+  keys: unknown[];
+  count: number;
+  sums: Record<string, [bigint, number]>;
+}
+
 export class GroupingArithmetic {
   private readonly numberFields: string[];
   private readonly readFields: string[];
+  /** Fields of min() or max(): only theirs are kept in `extremes`. */
+  private readonly extremeFields: Set<string>;
+  /** Whether latest() is asked for: only then is `latest` kept. */
+  private readonly keepsLatest: boolean;
+  /**
+   * The groups a round touched (null: emptied), written to `groups` once at its end (endRound):
+   * a round of a hot group reads and writes its totals once, not once a record.
+   */
+  private readonly round = new Map<string, RoundTotals | null>();
 
   constructor(
     private readonly view: Grouping,
@@ -47,6 +64,28 @@ export class GroupingArithmetic {
     ];
     this.numberFields = fieldsOf(['sum', 'avg', 'min', 'max']);
     this.readFields = fieldsOf(['sum', 'avg', 'min', 'max', 'latest']);
+    this.extremeFields = new Set(fieldsOf(['min', 'max']));
+    this.keepsLatest = view.aggregates.some((a) => a.fn === 'latest');
+  }
+
+  /** Begins a round, inside its transaction: nothing of an aborted round is carried over. */
+  startRound(): void {
+    this.round.clear();
+  }
+
+  /** Writes the totals of the groups the round touched, inside its transaction. */
+  endRound(): void {
+    for (const [group, totals] of this.round) {
+      if (totals === null) {
+        this.state.groups.remove(group);
+        continue;
+      }
+      const sums: GroupTotals['sums'] = {};
+      for (const [field, [sum, n]] of Object.entries(totals.sums))
+        sums[field] = [sum.toString(), n];
+      this.state.groups.put(group, { keys: totals.keys, count: totals.count, sums });
+    }
+    this.round.clear();
   }
 
   /**
@@ -113,6 +152,7 @@ export class GroupingArithmetic {
 
   /** The output document of a group, as JSON text; null when no document is in it. */
   output(group: string): string | null {
+    assert(this.round.size === 0, 'a group output is read after its round is written (endRound)');
     const totals = this.state.groups.get(group);
     if (totals === undefined) return null;
     const out: Record<string, unknown> = {};
@@ -158,38 +198,52 @@ export class GroupingArithmetic {
   }
 
   private add(key: string, c: Contribution): void {
-    const totals = this.state.groups.get(c.group) ?? this.emptyTotals(c.keys);
+    const totals = this.totalsOf(c.group) ?? this.emptyTotals(c.keys);
     totals.count += 1;
     for (const field of this.numberFields) {
       const value = c.fields[field];
       if (typeof value !== 'number') continue;
       const [sum, n] = totals.sums[field];
-      totals.sums[field] = [(BigInt(sum) + scaled(value)).toString(), n + 1];
-      this.state.extremes.put(extremeKey(c.group, field, value, key), value);
+      totals.sums[field] = [sum + scaled(value), n + 1];
+      if (this.extremeFields.has(field)) {
+        this.state.extremes.put(extremeKey(c.group, field, value, key), value);
+      }
     }
-    this.state.groups.put(c.group, totals);
-    this.state.latest.put(latestKey(c.group, c.at), key);
+    this.round.set(c.group, totals);
+    if (this.keepsLatest) this.state.latest.put(latestKey(c.group, c.at), key);
   }
 
   private remove(key: string, c: Contribution): void {
-    const totals = this.state.groups.get(c.group);
-    if (totals === undefined) return;
+    const totals = this.totalsOf(c.group);
+    if (totals === null) return;
     totals.count -= 1;
     for (const field of this.numberFields) {
       const value = c.fields[field];
       if (typeof value !== 'number') continue;
       const [sum, n] = totals.sums[field];
-      totals.sums[field] = [(BigInt(sum) - scaled(value)).toString(), n - 1];
-      this.state.extremes.remove(extremeKey(c.group, field, value, key));
+      totals.sums[field] = [sum - scaled(value), n - 1];
+      if (this.extremeFields.has(field)) {
+        this.state.extremes.remove(extremeKey(c.group, field, value, key));
+      }
     }
-    if (totals.count === 0) this.state.groups.remove(c.group);
-    else this.state.groups.put(c.group, totals);
-    this.state.latest.remove(latestKey(c.group, c.at));
+    this.round.set(c.group, totals.count === 0 ? null : totals);
+    if (this.keepsLatest) this.state.latest.remove(latestKey(c.group, c.at));
   }
 
-  private emptyTotals(keys: unknown[]): GroupTotals {
-    const sums: GroupTotals['sums'] = {};
-    for (const field of this.numberFields) sums[field] = ['0', 0];
+  /** A group's totals as the round left them, or as stored; null: no document in it. */
+  private totalsOf(group: string): RoundTotals | null {
+    const inRound = this.round.get(group);
+    if (inRound !== undefined) return inRound;
+    const stored = this.state.groups.get(group);
+    if (stored === undefined) return null;
+    const sums: RoundTotals['sums'] = {};
+    for (const [field, [sum, n]] of Object.entries(stored.sums)) sums[field] = [BigInt(sum), n];
+    return { keys: stored.keys, count: stored.count, sums };
+  }
+
+  private emptyTotals(keys: unknown[]): RoundTotals {
+    const sums: RoundTotals['sums'] = {};
+    for (const field of this.numberFields) sums[field] = [0n, 0];
     return { keys, count: 0, sums };
   }
 

@@ -21,7 +21,7 @@ import { notFound } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { VIEWS_TOPIC } from '../shared/topics.js';
-import type { ViewProcessing, ViewProgress } from '../shared/view-api.js';
+import { taskKey, type ViewProcessing, type ViewProgress } from '../shared/view-api.js';
 import {
   type CatalogView,
   type DeclaredView,
@@ -96,7 +96,12 @@ export class ViewHost implements ViewProcessing {
   }
 
   progress(view: string, version: number): ViewProgress | null {
-    return this.tasks.get(dirName(view, version))?.progress() ?? null;
+    return this.tasks.get(taskKey(view, version))?.progress() ?? null;
+  }
+
+  /** The progress of every task running here, by task key. */
+  tasksProgress(): Map<string, ViewProgress> {
+    return new Map([...this.tasks].map(([key, task]) => [key, task.progress()]));
   }
 
   waitFor(
@@ -105,7 +110,7 @@ export class ViewHost implements ViewProcessing {
     sourceOffsets: ReadonlyMap<number, number>,
     waitMs: number,
   ): Promise<Map<number, number>> {
-    const task = this.tasks.get(dirName(view, version));
+    const task = this.tasks.get(taskKey(view, version));
     if (task === undefined) {
       return Promise.reject(notFound('view_not_found', `no processor runs view ${view}`, { view }));
     }
@@ -151,9 +156,9 @@ export class ViewHost implements ViewProcessing {
     const views = await this.catalog.current();
     const wanted = new Map<string, { name: string; declared: DeclaredView; rebuild: boolean }>();
     for (const [name, entry] of views) {
-      wanted.set(dirName(name, entry.version), { name, declared: entry, rebuild: false });
+      wanted.set(taskKey(name, entry.version), { name, declared: entry, rebuild: false });
       if (entry.rebuild !== null) {
-        wanted.set(dirName(name, entry.rebuild.version), {
+        wanted.set(taskKey(name, entry.rebuild.version), {
           name,
           declared: entry.rebuild,
           rebuild: true,
@@ -238,7 +243,7 @@ export class ViewHost implements ViewProcessing {
     const swapped = await this.exclusive(async () => {
       const entry = (await this.catalog.current()).get(name);
       const rebuild = entry?.rebuild;
-      if (entry === undefined || rebuild == null || dirName(name, rebuild.version) !== key) {
+      if (entry === undefined || rebuild == null || taskKey(name, rebuild.version) !== key) {
         return null;
       }
       const record: SwapRecord = {
@@ -306,8 +311,4 @@ export class ViewHost implements ViewProcessing {
     await task.stop();
     if (!declared) rmSync(path.join(this.options.dataDir, key), { recursive: true, force: true });
   }
-}
-
-function dirName(view: string, version: number): string {
-  return `${view}@${version}`;
 }

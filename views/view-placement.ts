@@ -72,6 +72,14 @@ export const standalonePlacement: ViewPlacement = {
   stop: () => Promise.resolve(),
 };
 
+/**
+ * Every task here, as `standalonePlacement`, and each published round told to `onPublished`:
+ * `tailbase start` runs its processors on a thread of their own, which tells the gateway's thread.
+ */
+export function standalonePlacementTelling(onPublished: () => void): ViewPlacement {
+  return { ...standalonePlacement, published: () => onPublished() };
+}
+
 export interface GroupPlacementOptions {
   log: KafkaLogClient;
   logger: Logger;

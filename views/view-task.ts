@@ -2,14 +2,17 @@
  * One view's processor: fetches its source's partitions from the log from its frontiers, applies
  * each fetched round in one LMDB transaction (contributions, groups, frontiers and the outbox of
  * changed output documents together), then produces the outbox to the view's topic, keyed by the
- * output key so the default partitioner places it, and deletes what the log acknowledged. A crash
- * between the commit and the produce re-sends full output values on restart: a duplicate changes
- * nothing. Only after the outbox of a round is acknowledged does the round's frontier become the
- * one read-your-writes waits on, with the view topic's offsets that cover it. Transactions commit
- * on lmdb-js's write thread (`transaction`, not `transactionSync`): the processors share the main
- * thread with the gateway, which must not stop for their fsyncs. A run resumes from the state its
- * directory holds, unless it is unusable (views/README.md, State when a task moves); on a cluster's
- * member it also reads its own topic back for fenced records (fence-watch.ts).
+ * output key so the default partitioner places it; what the log acknowledged leaves the outbox in
+ * the next round's transaction. A crash between the commit and that round re-sends full output
+ * values on restart: a duplicate changes nothing. Only after the outbox of a round is acknowledged
+ * does the round's frontier become the one read-your-writes waits on, with the view topic's
+ * offsets that cover it. Transactions commit on lmdb-js's write thread (`transaction`, not
+ * `transactionSync`): every task of a process shares one thread (`tailbase start`'s view thread,
+ * a serve-node's main thread with its group heartbeats), which must not stop for their fsyncs. A
+ * run resumes from the state its directory holds, unless it is unusable (views/README.md, State
+ * when a task moves); on a cluster's member it also reads its own topic back for fenced records
+ * (fence-watch.ts), after the acknowledged entries leave the outbox: a fenced key put back with the
+ * value last acknowledged must be appended again, not taken for acknowledged.
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import path from 'node:path';
@@ -119,6 +122,8 @@ export class ViewTask {
    * discarded at start): nothing is appended until the state reaches them.
    */
   private holdUntil: Map<number, number> | null = null;
+  /** Outbox entries the log acknowledged (key → the value appended), removed by the next round. */
+  private readonly acknowledged = new Map<string, string | null>();
 
   constructor(
     target: ViewTaskTarget,
@@ -182,6 +187,11 @@ export class ViewTask {
     this.abort.abort();
     await this.loop;
     this.waiters.closeAll();
+    // What the log acknowledged of the last round leaves the outbox now, as the next round would
+    // have removed it: a clean stop leaves nothing to send again at the next start.
+    if (this.acknowledged.size > 0) {
+      await this.state.env.transaction(() => this.removeAcknowledged());
+    }
     await this.state.close();
   }
 
@@ -448,6 +458,10 @@ export class ViewTask {
     const ownStarts = await this.logStartsPast(own, this.topic);
     let moved = false;
     await this.state.env.transaction(() => {
+      // First: a round that failed before its end left totals in memory, which would trip the
+      // read of a fenced key's output below (and be carried into this round).
+      this.grouping?.startRound();
+      this.removeAcknowledged();
       for (const outcome of own) {
         if (!('error' in outcome)) this.watch(outcome);
         else if (ownStarts.has(outcome.partition)) {
@@ -509,10 +523,12 @@ export class ViewTask {
       }
       if (refused > 0) this.state.addRefused(refused);
       if (late > 0) this.state.addLate(late);
+      this.grouping?.endRound();
       for (const group of touched) {
         this.state.outbox.put(group, { json: this.grouping!.output(group) });
       }
     });
+    this.acknowledged.clear();
     return moved;
   }
 
@@ -557,22 +573,35 @@ export class ViewTask {
   }
 
   /**
-   * Appends every outbox entry to the view's topic and removes those acknowledged; answers the
-   * last offset appended per view partition.
+   * Appends every outbox entry the log has not yet acknowledged to the view's topic, in one pass
+   * in key order; answers the last offset appended per view partition. What the log acknowledged
+   * leaves the outbox in the next round's transaction (removeAcknowledged), not in one of its own:
+   * the round is published without waiting for a second commit, and a crash before that round
+   * re-sends full values, which change nothing.
    */
   private async produceOutbox(): Promise<Map<number, number>> {
     const produced = new Map<number, number>();
     const partitionCount = this.partitions.length;
+    let after: string | null = null;
     for (;;) {
-      const entries = [...this.state.outbox.getRange({ limit: this.limits.appendRecordsMax })];
+      const entries: Array<{ key: string; json: string | null }> = [];
+      for (const { key, value } of this.state.outbox.getRange(
+        after === null ? {} : { start: after },
+      )) {
+        if (key === after) continue;
+        after = key;
+        if (this.acknowledged.has(key) && this.acknowledged.get(key) === value.json) continue;
+        entries.push({ key, json: value.json });
+        if (entries.length === this.limits.appendRecordsMax) break;
+      }
       if (entries.length === 0 || this.stopped) return produced;
       const byPartition = new Map<number, LogRecord[]>();
       const now = Date.now();
-      for (const { key, value } of entries) {
+      for (const { key, json } of entries) {
         const p = partitionFor(key, partitionCount);
         const record = {
           key,
-          value: value.json === null ? null : encoder.encode(value.json),
+          value: json === null ? null : encoder.encode(json),
           timestampMs: now,
           headers: [epochHeader(this.epoch!)],
         };
@@ -584,13 +613,18 @@ export class ViewTask {
           produced.set(partition, Math.max(lastOffset, produced.get(partition) ?? -1));
         }),
       );
-      // Only entries unchanged since they were read: this loop is their only writer, so all are.
-      await this.state.env.transaction(() => {
-        for (const { key, value } of entries) {
-          const current = this.state.outbox.get(key);
-          if (current !== undefined && current.json === value.json) this.state.outbox.remove(key);
-        }
-      });
+      for (const { key, json } of entries) this.acknowledged.set(key, json);
+    }
+  }
+
+  /**
+   * Inside a round's transaction: removes the outbox entries the log acknowledged, those still
+   * holding the value it acknowledged (the round after may change them again).
+   */
+  private removeAcknowledged(): void {
+    for (const [key, json] of this.acknowledged) {
+      const current = this.state.outbox.get(key);
+      if (current !== undefined && current.json === json) this.state.outbox.remove(key);
     }
   }
 }

@@ -6,13 +6,17 @@
  * - `pause`: SIGSTOP, SIGCONT after a hold;
  * - `link`: a link between nodes (a proxy, test/harness/link-proxy.ts) cut or stalled, healed
  *   after a hold;
- * - `mixed`: each fault picks one of the above (links only on a target that has them).
+ * - `mixed`: each fault picks one of the above (links only on a target that has them);
+ * - in quota mode, `viewFaults` times each, on a cluster whose serve-nodes process views: kill -9
+ *   (and restart) the serve-node that runs a view, kill -9 the other one, and SIGSTOP the one
+ *   that runs a view past the views group's session timeout, so the view moves while it sleeps
+ *   and it wakes to find it gone (views/README.md, Placement and Fencing).
  * Every fault is recorded as a window on the history's clock, so the report can say which
  * operations ran inside which fault.
  */
 import type { Random } from '../harness/random.js';
 import { now } from './history.js';
-import type { ChaosLink, ChaosNode, Target } from './nodes.js';
+import { VIEW_SESSION_TIMEOUT_MS, type ChaosLink, type ChaosNode, type Target } from './nodes.js';
 
 export type NemesisKind = 'kill' | 'pause' | 'link' | 'mixed';
 export const NEMESIS_KINDS: NemesisKind[] = ['kill', 'pause', 'link', 'mixed'];
@@ -27,6 +31,16 @@ export interface FaultWindow {
   /** Infinity while the fault lasts. */
   endMs: number;
   link?: ChaosLink;
+  /** A fault aimed at a view's processor: the view whose owner (or the other node) it hit. */
+  view?: string;
+}
+
+/** Where the views run, for the faults aimed at them (view-owners.ts). */
+export interface ViewTargets {
+  views: readonly string[];
+  ownerOf(view: string): ChaosNode | null;
+  /** Whether every running serve-node is in the group's current generation. */
+  settled(): boolean;
 }
 
 export interface NemesisOptions {
@@ -42,6 +56,9 @@ export interface NemesisOptions {
   kills?: number;
   links?: number;
   pauses?: number;
+  /** Quota mode: each of the faults aimed at a view's processor this many times. */
+  viewFaults?: number;
+  viewTargets?: ViewTargets;
 }
 
 export interface Nemesis {
@@ -61,6 +78,13 @@ const LINK_HOLD_MS: [number, number] = [1000, 7000];
 /** The quota schedule: short, so a hundred kill cycles a role fit in minutes. */
 const QUOTA_BETWEEN_MS: [number, number] = [200, 1000];
 const QUOTA_KILL_HOLD_MS: [number, number] = [0, 500];
+/** A view owner's sleep: past its session, and the other member's rebalance after it. */
+const OWNER_PAUSE_HOLD_MS: [number, number] = [
+  VIEW_SESSION_TIMEOUT_MS + 3_000,
+  VIEW_SESSION_TIMEOUT_MS + 5_000,
+];
+/** How long a fault aimed at a view waits for the group to name its owner (after a rebalance). */
+const OWNER_WAIT_MS_MAX = 30_000;
 
 /** The faults a nemesis picks from; `mixed` takes links only where the target has them. */
 function faultKinds(kind: NemesisKind, links: boolean): FaultKind[] {
@@ -77,10 +101,14 @@ function faultKinds(kind: NemesisKind, links: boolean): FaultKind[] {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** One fault to inject: on a node or on a link. */
+/** Which node of a view's a fault hits: the one that runs it, or the other serve-node. */
+type ViewAim = 'view-owner' | 'view-other';
+
+/** One fault to inject: on a node, on a link, or on the node a view's processing puts it on. */
 type Step =
-  | { fault: 'kill' | 'pause'; node: ChaosNode; link?: undefined }
-  | { fault: 'cut' | 'stall'; link: ChaosLink; node?: undefined };
+  | { fault: 'kill' | 'pause'; node: ChaosNode; link?: undefined; aim?: undefined }
+  | { fault: 'cut' | 'stall'; link: ChaosLink; node?: undefined; aim?: undefined }
+  | { fault: 'kill' | 'pause'; aim: ViewAim; view: string; node?: undefined; link?: undefined };
 
 export function startNemesis(
   target: Target,
@@ -136,8 +164,50 @@ export function startNemesis(
       node: random.pick(victims.filter((n) => n.role === role)),
     }),
   }));
+  const viewTargets = options.viewTargets;
+  if (options.viewFaults !== undefined && viewTargets === undefined) {
+    throw new Error('faults aimed at views need a target whose serve-nodes process them');
+  }
+  if (viewTargets !== undefined) {
+    const aimed: { fault: 'kill' | 'pause'; aim: ViewAim }[] = [
+      { fault: 'kill', aim: 'view-owner' },
+      { fault: 'kill', aim: 'view-other' },
+      { fault: 'pause', aim: 'view-owner' },
+    ];
+    for (const { fault, aim } of aimed) {
+      owed.push({
+        left: options.viewFaults ?? 0,
+        step: (): Step => ({ fault, aim, view: random.pick([...viewTargets.views]) }),
+      });
+    }
+  }
   const quota =
-    options.kills !== undefined || options.links !== undefined || options.pauses !== undefined;
+    options.kills !== undefined ||
+    options.links !== undefined ||
+    options.pauses !== undefined ||
+    options.viewFaults !== undefined;
+
+  /**
+   * The node a fault aimed at a view hits, once the group names the view's owner (and, for a
+   * pause, has every running serve-node in its current generation, so the view has somewhere
+   * to move); or null.
+   */
+  const aimAt = async (step: Step & { aim: ViewAim }): Promise<ChaosNode | null> => {
+    const { aim, view } = step;
+    const deadline = now() + OWNER_WAIT_MS_MAX;
+    while (!stopped && now() < deadline) {
+      const owner = viewTargets!.ownerOf(view);
+      if (owner !== null && (step.fault === 'kill' || viewTargets!.settled())) {
+        if (aim === 'view-owner') return owner;
+        const others = target.nodes.filter(
+          (n) => n.role === 'serve-node' && n !== owner && n.alive,
+        );
+        if (others.length > 0) return others[0];
+      }
+      await sleep(100);
+    }
+    return null;
+  };
 
   /** Half the link faults cut a serve-node off the log: where stale reads would hide. */
   const pickLink = (): ChaosLink => {
@@ -188,19 +258,32 @@ export function startNemesis(
         await hold(window, holdMs, () => link.proxy.heal());
         continue;
       }
-      const { node } = step;
       const holdMs = random.int(
-        ...(fault === 'pause' ? PAUSE_HOLD_MS : quota ? QUOTA_KILL_HOLD_MS : KILL_HOLD_MS),
+        ...(fault === 'pause'
+          ? step.aim === 'view-owner'
+            ? OWNER_PAUSE_HOLD_MS
+            : PAUSE_HOLD_MS
+          : quota
+            ? QUOTA_KILL_HOLD_MS
+            : KILL_HOLD_MS),
       );
-      log(`nemesis: ${fault} ${node.name} for ${holdMs} ms`);
-      Object.assign(window, { target: node.name, startMs: now() });
+      const view = step.aim === undefined ? undefined : step.view;
+      const node = step.aim === undefined ? step.node : await aimAt(step);
+      const role = step.aim ?? node?.role;
+      if (node === null) {
+        log(`nemesis: ${fault} ${role} of ${view}: no owner named in time, skipped`);
+        count(`${fault} ${role} (no owner named)`);
+        continue;
+      }
+      log(`nemesis: ${fault} ${node.name}${view ? ` (${role} of ${view})` : ''} for ${holdMs} ms`);
+      Object.assign(window, { target: node.name, startMs: now(), view });
       if (fault === 'kill') {
         await node.kill();
-        count(`kill ${node.role}`);
+        count(`kill ${role}`);
         await hold(window, holdMs, () => node.start());
       } else {
         node.pause();
-        count(`pause ${node.role}`);
+        count(`pause ${role}`);
         await hold(window, holdMs, () => node.resume());
       }
     }

@@ -7,6 +7,10 @@
  *   gateway → log-node, gateway → each serve-node, each serve-node → log-node (the log-node's
  *   Kafka listener, each proxy naming itself in its answers so no connection goes around it).
  *
+ * The cluster's nodes share a cluster secret, so the serve-nodes' view processors may write the
+ * views' topics (views/README.md, Who may write a view's topic); the serve-nodes log at info, so
+ * their lines say which views each one runs (view-owners.ts).
+ *
  * A node can be killed (-9) and restarted, or paused (SIGSTOP) and resumed (SIGCONT). Children
  * still running when this process exits are killed.
  */
@@ -17,6 +21,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../harness/free-port.js';
 import { startLinkProxy, type LinkProxy } from '../harness/link-proxy.js';
+import { CLUSTER_SECRET_HEADER } from '../../shared/log-api.js';
 
 /** The repository root: the nearest folder above this module with tailbase's package.json. */
 function repositoryRoot(): string {
@@ -37,6 +42,17 @@ function repositoryRoot(): string {
 
 export const BIN = path.join(repositoryRoot(), 'dist/bin/tailbase.js');
 const READY_TIMEOUT_MS = 60_000;
+/** The cluster's secret: internal routes of its serve-nodes, and its view processors' logins. */
+export const CLUSTER_SECRET = 'chaos-cluster-secret';
+/** What a call to a cluster serve-node's internal routes carries. */
+export const INTERNAL_HEADERS: Readonly<Record<string, string>> = Object.freeze({
+  [CLUSTER_SECRET_HEADER]: CLUSTER_SECRET,
+});
+/**
+ * The view processors' session in the views group: the least a log-node's coordinator takes
+ * (log-node/kafka/group-limits.ts), so a dead or paused owner loses its views soonest.
+ */
+export const VIEW_SESSION_TIMEOUT_MS = 6_000;
 const running = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of running) {
@@ -53,6 +69,7 @@ export class ChaosNode {
   private child: ChildProcess | null = null;
   private exited: Promise<void> = Promise.resolve();
   private output = '';
+  private readonly lineListeners: ((line: string) => void)[] = [];
   paused = false;
   starts = 0;
 
@@ -61,7 +78,13 @@ export class ChaosNode {
     readonly role: Role,
     readonly url: string,
     private readonly args: string[],
+    private readonly logLevel = 'warn',
   ) {}
+
+  /** Calls `listener` with every line the node prints from now on, across restarts. */
+  onLine(listener: (line: string) => void): void {
+    this.lineListeners.push(listener);
+  }
 
   get alive(): boolean {
     return this.child !== null;
@@ -72,7 +95,7 @@ export class ChaosNode {
     if (!fs.existsSync(BIN)) throw new Error(`${BIN} is missing: build first (npm run build)`);
     const command = this.role === 'embedded' ? 'start' : this.role;
     const child = spawn(process.execPath, [BIN, command, ...this.args], {
-      env: { ...process.env, TAILBASE_LOG_LEVEL: 'warn' },
+      env: { ...process.env, TAILBASE_LOG_LEVEL: this.logLevel },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     this.starts++;
@@ -81,8 +104,17 @@ export class ChaosNode {
     const append = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString('utf8')).slice(-32_768);
     };
+    let partial = '';
+    // The logger writes to stderr (shared/logger.ts): lines are split from it alone, so no
+    // stdout chunk lands in one.
+    const lines = (chunk: Buffer) => {
+      const split = (partial + chunk.toString('utf8')).split('\n');
+      partial = split.pop()!;
+      for (const line of split) for (const listener of this.lineListeners) listener(line);
+    };
     child.stdout!.on('data', append);
     child.stderr!.on('data', append);
+    child.stderr!.on('data', lines);
     this.exited = new Promise((resolve) =>
       child.once('exit', () => {
         running.delete(child);
@@ -168,6 +200,8 @@ export interface Target {
   dataRoot: string;
   /** cluster: the log-node's Kafka listener as `--log` names it, and the serve-nodes. */
   logUrl: string | null;
+  /** The log's Kafka listener, `host:port`, reached directly (not through a link proxy). */
+  kafkaBroker: string;
   replicas: Replica[];
   stop(): Promise<void>;
 }
@@ -221,7 +255,15 @@ export async function startEmbedded(): Promise<Target> {
     ...['--kafka-port', String(kafka), '--partitions', String(PARTITIONS)],
   ]);
   return startAll(
-    { kind: 'embedded', url, nodes: [node], links: [], logUrl: null, replicas: [] },
+    {
+      kind: 'embedded',
+      url,
+      nodes: [node],
+      links: [],
+      logUrl: null,
+      kafkaBroker: `127.0.0.1:${kafka}`,
+      replicas: [],
+    },
     root,
   );
 }
@@ -232,13 +274,32 @@ export function clusterPartitions(i: number): number[] {
   return Array.from({ length: half }, (_, k) => i * half + k);
 }
 
-/** A serve-node process of the cluster's log (a fresh one on a new data directory: a replay). */
-export function serveNode(name: string, dataDir: string, port: number, logUrl: string, i: number) {
+/**
+ * A serve-node process of the cluster's log: with `views`, a member of the views group (a fresh
+ * one on a new data directory, a replay, processes none: it would be dealt the cluster's views).
+ */
+export function serveNode(
+  name: string,
+  dataDir: string,
+  port: number,
+  logUrl: string,
+  i: number,
+  views: boolean,
+) {
   const hosted = clusterPartitions(i);
-  return new ChaosNode(name, 'serve-node', `http://127.0.0.1:${port}`, [
-    ...['--data', dataDir, '--port', String(port)],
-    ...['--log', logUrl, '--partitions', `${hosted[0]}-${hosted[hosted.length - 1]}`],
-  ]);
+  return new ChaosNode(
+    name,
+    'serve-node',
+    `http://127.0.0.1:${port}`,
+    [
+      ...['--data', dataDir, '--port', String(port), '--cluster-secret', CLUSTER_SECRET],
+      ...['--log', logUrl, '--partitions', `${hosted[0]}-${hosted[hosted.length - 1]}`],
+      ...(views
+        ? ['--view-session-timeout-ms', String(VIEW_SESSION_TIMEOUT_MS)]
+        : ['--views', 'off']),
+    ],
+    views ? 'info' : 'warn',
+  );
 }
 
 async function link(name: string, to: string, replicaPartitions: number[] | null) {
@@ -263,6 +324,7 @@ export async function startCluster(): Promise<Target> {
   const log = new ChaosNode('log-node', 'log-node', at(logPort), [
     ...['--data', path.join(root.path, 'log'), '--port', String(logPort)],
     ...['--kafka-port', String(kafka), '--partitions', String(PARTITIONS)],
+    ...['--cluster-secret', CLUSTER_SECRET],
   ]);
   const links: ChaosLink[] = [];
   const serves: ChaosNode[] = [];
@@ -270,7 +332,14 @@ export async function startCluster(): Promise<Target> {
     const feed = await link(`serve-node-${i}→log-node`, logUrl, clusterPartitions(i));
     links.push(feed);
     serves.push(
-      serveNode(`serve-node-${i}`, path.join(root.path, `serve${i}`), port, logThrough(feed), i),
+      serveNode(
+        `serve-node-${i}`,
+        path.join(root.path, `serve${i}`),
+        port,
+        logThrough(feed),
+        i,
+        true,
+      ),
     );
   }
   const toLog = await link('gateway→log-node', logUrl, null);
@@ -281,6 +350,7 @@ export async function startCluster(): Promise<Target> {
   const gateway = new ChaosNode('gateway', 'gateway', at(gatewayPort), [
     ...['--port', String(gatewayPort), '--log', logThrough(toLog)],
     ...['--serve', toServes.map((s) => s.proxy.url).join(',')],
+    ...['--cluster-secret', CLUSTER_SECRET],
   ]);
   return startAll(
     {
@@ -289,6 +359,7 @@ export async function startCluster(): Promise<Target> {
       nodes: [log, ...serves, gateway],
       links,
       logUrl,
+      kafkaBroker: `127.0.0.1:${kafka}`,
       replicas: serves.map((node, i) => ({ node, partitions: clusterPartitions(i) })),
     },
     root,

@@ -19,7 +19,7 @@ import path from 'node:path';
 import { freePort } from '../harness/free-port.js';
 import type { FinalSearch, LogEntry, SearchAnswer } from './check.js';
 import { request, VALUE_WORDS, writeIdOf } from './history.js';
-import { ChaosNode, PARTITIONS, serveNode, type Target } from './nodes.js';
+import { ChaosNode, INTERNAL_HEADERS, PARTITIONS, serveNode, type Target } from './nodes.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 
 /** Hits compared per query: the serve-nodes' searchLimitMax and the gateway's. */
@@ -65,7 +65,8 @@ async function search(url: string, query: Query, internal: boolean): Promise<Sea
   const route = internal
     ? `/internal/search/${query.collection}?${q}`
     : `/v1/collections/${query.collection}/search?${q}`;
-  const answer = await request(`${url}${route}`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
+  const headers = internal ? INTERNAL_HEADERS : {};
+  const answer = await request(`${url}${route}`, 'GET', undefined, headers, REQUEST_TIMEOUT_MS);
   if (answer.status !== 200) {
     throw new Error(`${url}${route} answered ${answer.status} ${JSON.stringify(answer.body)}`);
   }
@@ -115,7 +116,13 @@ export type LogEnds = Map<string, number>;
  * the settings topic (which every serve-node tails) to its end with no re-index left.
  */
 async function serveCaughtUp(url: string, ends: LogEnds, hosted: number[]): Promise<boolean> {
-  const answer = await request(`${url}/internal/status`, 'GET', undefined, {}, REQUEST_TIMEOUT_MS);
+  const answer = await request(
+    `${url}/internal/status`,
+    'GET',
+    undefined,
+    INTERNAL_HEADERS,
+    REQUEST_TIMEOUT_MS,
+  );
   const applied = new Map<string, number>();
   for (const p of answer.body.partitions as { topic: string; partition: number; applied: number }[])
     applied.set(`${p.topic}/${p.partition}`, p.applied);
@@ -183,7 +190,7 @@ async function clusterPairs(target: Target, ends: LogEnds, fresh: ChaosNode[]): 
   for (const [i, replica] of target.replicas.entries()) {
     const dir = path.join(target.dataRoot, `replay-serve${i}`);
     const name = `replay-${replica.node.name}`;
-    const node = serveNode(name, dir, await freePort(), target.logUrl!, i);
+    const node = serveNode(name, dir, await freePort(), target.logUrl!, i, false);
     fresh.push(node);
     await node.start();
     await waitFor(() => serveCaughtUp(node.url, ends, replica.partitions), `${name} catch-up`);

@@ -8,8 +8,10 @@
  *
  *   npm run chaos -- [--minutes N] [--seed S] [--nemesis kill|pause|link|mixed]
  *                    [--target embedded|cluster] [--sessions N] [--roles r1,r2]
- *                    [--kills N] [--links N] [--pauses N]
- *                    (quota mode: N kills / pauses a role, N faults a link, then stop)
+ *                    [--kills N] [--links N] [--pauses N] [--view-faults N]
+ *                    (quota mode: N kills / pauses a role, N faults a link, N of each fault
+ *                    aimed at a view's processor on a cluster, then stop)
+ *                    [--redefine-after N] (redefine a view once N operations have started)
  *
  * Exits 1 when the checker finds any anomaly (or the run could not be checked).
  */
@@ -17,18 +19,27 @@ import { pathToFileURL } from 'node:url';
 import { seededRandom, type Random } from '../harness/random.js';
 import { check, OP_KINDS, type CheckResult, type FinalRead, type LogEntry } from './check.js';
 import { FeedConsumer, now, Recorder, request, Session, writeIdOf, type Op } from './history.js';
-import { NEMESIS_KINDS, startNemesis, type NemesisKind, type Nemesis } from './nemesis.js';
+import {
+  NEMESIS_KINDS,
+  startNemesis,
+  type FaultWindow,
+  type NemesisKind,
+  type Nemesis,
+} from './nemesis.js';
 import { PARTITIONS, startCluster, startEmbedded } from './nodes.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
 import { TokenCodec } from '../../shared/token.js';
 import { compareWithReplay, finalQueries } from './replay.js';
 import { MODEL_FILTERABLE, searchAgainstModel } from './oracle.js';
 import { cutOffReads, type CutOffReads } from './windows.js';
+import { ViewOwners } from './view-owners.js';
 import {
+  CHAOS_VIEWS,
   ChaosViews,
   checkViews,
-  readFinalViews,
+  finalViews,
   VIEW_READ_EVERY,
+  VIEW_SCAN_EVERY,
   type ViewStats,
 } from './views.js';
 
@@ -52,6 +63,16 @@ export interface ChaosOptions {
   kills?: number;
   links?: number;
   pauses?: number;
+  /**
+   * Quota mode on the cluster: kill -9 the serve-node that runs a view, kill -9 the other one,
+   * and SIGSTOP the one that runs a view past the views group's session, each this many times.
+   */
+  viewFaults?: number;
+  /**
+   * Redefine `cv_docs` once this many operations have started and a read saw its documents (none
+   * when absent).
+   */
+  redefineAfterOps?: number;
   /** Operations per session at most (the load is bounded by count and by time). */
   opsPerSession?: number;
   log?: (line: string) => void;
@@ -67,10 +88,38 @@ export interface ChaosReport {
   cutOff: CutOffReads;
   /** Settings changes the sessions made (each a background re-index): answered 200, and not. */
   settings: { ok: number; failed: number };
-  /** Rule (g), views (embedded target only, where view processors run); null on the cluster. */
-  views: ViewStats | null;
+  /** Rule (g), views. */
+  views: ViewStats;
+  /** Cluster: where the views' tasks went (null on the embedded target, which runs them all). */
+  viewMoves: ViewMoves | null;
   /** The printed report. */
   text: string;
+}
+
+/** How the views' tasks moved between the cluster's serve-nodes, as they logged them. */
+export interface ViewMoves {
+  /** Per view: dealt to another process than the one that held it (a restart counts). */
+  moves: Record<string, number>;
+  /** Per view: dealt to the other serve-node. */
+  movesAcross: Record<string, number>;
+  /** SIGSTOPs of a view's owner past its session, and those after which the view moved away. */
+  ownerPauses: number;
+  ownerPausesMoved: number;
+}
+
+/** After a paused owner wakes: how long its view may take to show up on the other serve-node. */
+const MOVE_NOTICE_MS = 5_000;
+
+function viewMoves(owners: ViewOwners, windows: readonly FaultWindow[]): ViewMoves {
+  const pauses = windows.filter((w) => w.fault === 'pause' && w.view !== undefined);
+  return {
+    moves: owners.moves,
+    movesAcross: owners.movesAcross,
+    ownerPauses: pauses.length,
+    ownerPausesMoved: pauses.filter((w) =>
+      owners.movedAway(w.view!, w.target, w.startMs, w.endMs + MOVE_NOTICE_MS),
+    ).length,
+  };
 }
 
 const COLLECTIONS = ['ca', 'cb'];
@@ -79,6 +128,12 @@ const KEYS_PER_GENERATION = 8;
 const OPS_PER_GENERATION = 600;
 const REQUEST_TIMEOUT_MS = 10_000;
 const HEAL_TIMEOUT_MS = 120_000;
+/**
+ * Quota mode: the token reads of the views the load waits for after the last fault healed, and
+ * how long it may go on for them (and for a redefinition's swap to show).
+ */
+const VIEW_READS_AFTER_FAULTS = 20;
+const VIEW_LOAD_AFTER_FAULTS_MS_MAX = 60_000;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -104,6 +159,8 @@ interface LoadState {
   settings: { ok: number; failed: number };
   /** The latest put any session had acknowledged: half the searches look for it (rule (f)). */
   lastPut: { collection: string; writeId: number } | null;
+  /** Redefine `cv_docs` once this many operations have started (Infinity: never). */
+  redefineAfterOps: number;
 }
 
 /**
@@ -154,10 +211,10 @@ async function sessionLoop(
   load: LoadState,
   maxOps: number,
   url: () => string,
-  views: { views: ChaosViews; random: Random } | null,
+  views: { views: ChaosViews; random: Random },
 ): Promise<void> {
   // Declared by every session (the same definitions: each one after the first is a no-op).
-  let declared = views === null;
+  let declared = false;
   let lastPut: { collection: string; writeId: number } | null = null;
   /** The key of the session's last write: half its token reads read it back, as clients do. */
   let lastWritten: { collection: string; key: string } | null = null;
@@ -208,9 +265,13 @@ async function sessionLoop(
       lastWritten = { collection, key: op.writes[op.writes.length - 1].key };
     }
     // Its own PRNG: the operations above stay what the seed made them before views were added.
-    if (views !== null && views.random.int(1, VIEW_READ_EVERY) === 1) {
+    if (views.random.int(1, VIEW_READ_EVERY) === 1) {
       declared ||= await views.views.declare();
-      if (declared) await views.views.readOwnGroup(session);
+      // Once a read saw the first version's documents, so the reads see both.
+      if (declared && load.started >= load.redefineAfterOps && views.views.sawVersion(1)) {
+        await views.views.redefine(true);
+      }
+      if (declared) await views.views.readAs(session, views.random.int(1, VIEW_SCAN_EVERY));
     }
     // A node down answers at once: do not spin on it.
     if (op.outcome !== 'ok') await sleep(random.int(50, 250));
@@ -329,13 +390,16 @@ async function makeFilterable(url: string, collection: string): Promise<void> {
 }
 
 function quotaMode(options: ChaosOptions): boolean {
-  return [options.kills, options.links, options.pauses].some((n) => n !== undefined);
+  return [options.kills, options.links, options.pauses, options.viewFaults].some(
+    (n) => n !== undefined,
+  );
 }
 
 function describeQuota(options: ChaosOptions): string {
   return (
     `${options.kills ?? 0} kills a role, ${options.pauses ?? 0} pauses a role, ` +
-    `${options.links ?? 0} faults a link`
+    `${options.links ?? 0} faults a link` +
+    (options.viewFaults === undefined ? '' : `, ${options.viewFaults} of each view fault`)
   );
 }
 
@@ -360,6 +424,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     stopped: false,
     settings: { ok: 0, failed: 0 },
     lastPut: null,
+    redefineAfterOps: options.redefineAfterOps ?? Infinity,
   };
   const feedRandom = seededRandom(random.int(0, 0x7fff_ffff));
   const feed = new FeedConsumer(
@@ -367,8 +432,14 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     () => feedRandom.int(50, 800),
     (collection) => COLLECTIONS.includes(collection),
   );
-  const views =
-    options.target === 'embedded' ? new ChaosViews(() => target.url, REQUEST_TIMEOUT_MS) : null;
+  const views = new ChaosViews(() => target.url, REQUEST_TIMEOUT_MS);
+  const owners =
+    target.kind === 'cluster'
+      ? new ViewOwners(
+          target.replicas.map((replica) => replica.node),
+          target.nodes.find((node) => node.role === 'log-node')!,
+        )
+      : null;
   let nemesis: Nemesis | null = null;
   try {
     feed.start();
@@ -379,7 +450,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         load,
         options.opsPerSession ?? 1_000_000,
         () => target.url,
-        views === null ? null : { views, random: seededRandom((seed * 31 + i + 1) >>> 0) },
+        { views, random: seededRandom((seed * 31 + i + 1) >>> 0) },
       ),
     );
     nemesis = startNemesis(
@@ -391,11 +462,32 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         kills: options.kills,
         links: options.links,
         pauses: options.pauses,
+        viewFaults: options.viewFaults,
+        viewTargets:
+          owners === null
+            ? undefined
+            : {
+                views: Object.keys(CHAOS_VIEWS),
+                ownerOf: (view) => owners.ownerOf(view),
+                settled: () => owners.settled(),
+              },
       },
       log,
     );
     if (cycles) {
       await nemesis.done;
+      // The load goes on (bounded) until the views were read with tokens after the last fault
+      // healed, from wherever their processing moved, and until a redefinition asked for was
+      // swapped in under load: a read of the view saw the new version.
+      const healedMs = Math.max(0, ...nemesis.windows.map((w) => w.endMs));
+      await waitFor(
+        () =>
+          Promise.resolve(
+            views.okReadsSince(healedMs) >= VIEW_READS_AFTER_FAULTS &&
+              (options.redefineAfterOps === undefined || views.sawVersion(2)),
+          ),
+        VIEW_LOAD_AFTER_FAULTS_MS_MAX,
+      );
       load.stopped = true;
     }
     await Promise.all(loops);
@@ -489,30 +581,59 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       { reads: finals, searches, modelSearches },
       (token) => tokens.decode(token),
     );
-    let viewStats: ViewStats | null = null;
-    if (views !== null) {
-      // Declared here too when no session's declaration got through the nemesis.
-      const declared = await waitFor(() => views.declare(), HEAL_TIMEOUT_MS, 250);
-      if (!declared) throw new Error('could not declare the views after healing');
-      // Strong reads: each waits until the processor reached the source's end.
-      let served = new Map<string, Map<string, unknown>>();
-      const read = await waitFor(
-        async () => {
-          served = await readFinalViews(target.url, REQUEST_TIMEOUT_MS);
-          return true;
-        },
-        HEAL_TIMEOUT_MS,
-        250,
-      );
-      if (!read) throw new Error('could not read the views after healing');
-      viewStats = checkViews(
-        views,
-        entries,
-        sessionOf,
-        (token) => tokens.decode(token),
-        served,
-        result.anomalies,
-      );
+    // Declared (and redefined) here too when no session's PUT got through the nemesis.
+    const declared = await waitFor(
+      async () =>
+        (await views.declare()) &&
+        (options.redefineAfterOps === undefined || (await views.redefine(false))),
+      HEAL_TIMEOUT_MS,
+      250,
+    );
+    if (!declared) throw new Error('could not declare the views after healing');
+    // Strong reads: each waits until the processor reached the source's end.
+    let served: Awaited<ReturnType<typeof finalViews>> | null = null;
+    const read = await waitFor(
+      async () => {
+        served = await finalViews(
+          target.url,
+          target.kafkaBroker,
+          views,
+          REQUEST_TIMEOUT_MS,
+          HEAL_TIMEOUT_MS,
+        );
+        return true;
+      },
+      HEAL_TIMEOUT_MS,
+      250,
+    );
+    if (!read || served === null) throw new Error('could not read the views after healing');
+    const viewStats = checkViews(
+      views,
+      entries,
+      sessionOf,
+      (token) => tokens.decode(token),
+      served,
+      result.anomalies,
+    );
+    if (owners !== null && result.anomalies.some((a) => a.rule === 'g')) {
+      // What the members said and what the nemesis did, on one clock, to explain rule (g)'s.
+      const faults = nemesis.windows.map((w) => ({
+        atMs: w.startMs,
+        text: `nemesis: ${w.fault} ${w.target} until ${w.endMs.toFixed(1)}`,
+      }));
+      for (const { atMs, text } of [...owners.timeline(), ...faults].sort(
+        (a, b) => a.atMs - b.atMs,
+      )) {
+        log(`view timeline ${atMs.toFixed(1)}: ${text}`);
+      }
+    }
+    for (const twice of owners?.dealtTwice() ?? []) {
+      result.anomalies.push({
+        rule: 'g',
+        kind: 'view-task-dealt-twice',
+        message: `view task ${twice}`,
+        ops: [],
+      });
     }
     const report: ChaosReport = {
       seed,
@@ -522,6 +643,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       cutOff: cutOffReads(recorder.ops, nemesis.windows, PARTITIONS),
       settings: load.settings,
       views: viewStats,
+      viewMoves: owners === null ? null : viewMoves(owners, nemesis.windows),
       text: '',
     };
     report.text = describeReport(report, recorder.ops);
@@ -586,14 +708,33 @@ export function describeReport(report: ChaosReport, ops: readonly Op[]): string 
       `${report.settings.failed} not`,
   );
   const views = report.views;
+  const byVersion = Object.entries(views.scansByVersion).map(([v, n]) => `version ${v}: ${n}`);
+  const redefined =
+    views.redefinedUnderLoad === null
+      ? 'not redefined'
+      : `redefined ${views.redefinedUnderLoad ? 'under load' : 'after healing'}`;
   lines.push(
-    views === null
-      ? 'views: not on this target (view processors run in tailbase start)'
-      : `views: ${views.declarations.ok} declarations ok (${views.declarations.failed} not); ` +
-          `token reads of a session's group ${views.reads.ok} / ${views.reads.fail} / ` +
-          `${views.reads.unknown}, ${views.heldReads} held to puts at or below their tokens; ` +
-          `${views.finalDocs} final documents compared with a recomputation from the log`,
+    `views: ${views.declarations.ok} declarations ok (${views.declarations.failed} not); ` +
+      `token reads of a session's group ${views.reads.ok} / ${views.reads.fail} / ` +
+      `${views.reads.unknown}, ${views.heldReads} held to puts at or below their tokens; ` +
+      `reads of a view whole ${views.scans.ok} / ${views.scans.fail} / ${views.scans.unknown} ` +
+      `(${byVersion.join(', ') || 'none ok'}; ${redefined}); ` +
+      `${views.finalDocs} final documents compared with a recomputation from the log`,
   );
+  const errors = Object.entries(views.errors).map(([e, n]) => `${e}: ${n}`);
+  if (errors.length > 0) lines.push(`view reads not ok: ${errors.join(', ')}`);
+  const moves = report.viewMoves;
+  if (moves !== null) {
+    const list = (counts: Record<string, number>) =>
+      Object.entries(counts)
+        .map(([view, n]) => `${view} ${n}`)
+        .join(', ') || 'none';
+    lines.push(
+      `view tasks moved: ${list(moves.moves)} (to the other serve-node: ` +
+        `${list(moves.movesAcross)}); owners paused past their session: ${moves.ownerPauses}, ` +
+        `after which the view moved away: ${moves.ownerPausesMoved}`,
+    );
+  }
   const model = result.stats.modelSearches;
   lines.push(
     `final searches against a brute-force model of the final documents: ${model.queries} ` +
@@ -671,6 +812,14 @@ function parseArgs(argv: string[]): ChaosOptions {
         options.pauses = Number(value);
         i++;
         break;
+      case '--view-faults':
+        options.viewFaults = Number(value);
+        i++;
+        break;
+      case '--redefine-after':
+        options.redefineAfterOps = Number(value);
+        i++;
+        break;
       case '--roles':
         options.roles = value.split(',');
         i++;
@@ -685,6 +834,8 @@ function parseArgs(argv: string[]): ChaosOptions {
     ['--kills', options.kills],
     ['--links', options.links],
     ['--pauses', options.pauses],
+    ['--view-faults', options.viewFaults],
+    ['--redefine-after', options.redefineAfterOps],
   ] as const) {
     if (value !== undefined && !(Number.isSafeInteger(value) && value > 0)) {
       throw new Error(`${flag} must be a positive integer`);

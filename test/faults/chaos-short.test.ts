@@ -4,9 +4,12 @@
 // (each role killed and paused), writes acknowledged, strong reads decided, token reads held to
 // their tokens, the feed consumed, searches compared with a replica rebuilt from the log (after
 // settings changes made under the nemesis, each a background re-index) and with a brute-force
-// model, reads sent to a serve-node cut off from the log; on the embedded target, views declared
-// and read by the sessions with their tokens (never stale) and equal to the log after healing. No wall-clock assertion: the load runs
-// until a quota of faults healed, every wait is for a condition.
+// model, reads sent to a serve-node cut off from the log; views declared and read by the sessions
+// with their tokens (never stale) and equal to the log after healing, on both targets; on the
+// cluster, the serve-node that runs a view killed and paused past its views-group session (the
+// view moves), the other killed, and a view redefined under load (reads see one version at a
+// time). No wall-clock assertion: the load runs until a quota of faults healed (and, with views
+// aimed at, until the views were read after it), every wait is for a condition.
 import { describe, expect, it } from 'vitest';
 import { runChaos, type ChaosReport } from '../chaos/run.js';
 
@@ -46,6 +49,11 @@ function expectChecked(report: ChaosReport, killed: string[], lines: string[]): 
   expect(result.stats.modelSearches.facetCounts).toBeGreaterThan(0);
   // Settings changed under the nemesis: rule (e) compared the re-indexed tables too.
   expect(report.settings.ok).toBeGreaterThan(0);
+  // Rule (g): sessions declared the views and read their own groups with their tokens, some
+  // held to puts below those tokens, and every view was compared with the log after healing.
+  expect(report.views.declarations.ok).toBeGreaterThan(0);
+  expect(report.views.heldReads).toBeGreaterThan(10);
+  expect(report.views.finalDocs).toBeGreaterThan(0);
 }
 
 describe('chaos, short pass', () => {
@@ -62,12 +70,6 @@ describe('chaos, short pass', () => {
       sessions: 4,
     });
     expectChecked(report, ['embedded'], lines);
-    // Rule (g): sessions declared the views and read their own groups with their tokens, some
-    // held to puts below those tokens, and both views were compared with the log after healing.
-    expect(report.views).not.toBeNull();
-    expect(report.views!.declarations.ok).toBeGreaterThan(0);
-    expect(report.views!.heldReads).toBeGreaterThan(10);
-    expect(report.views!.finalDocs).toBeGreaterThan(0);
   }, 240_000);
 
   it('cluster: kill -9 and SIGSTOP of every node, and every link cut or stalled, under load', async () => {
@@ -97,5 +99,48 @@ describe('chaos, short pass', () => {
     // serve-node did not have, none answered before its link healed.
     expect(report.cutOff.reads).toBeGreaterThan(0);
     expect(report.cutOff.okBeforeHeal).toBe(0);
+  }, 240_000);
+
+  it("cluster views: a view's owner killed and paused past its session, the other serve-node, the gateway and the log-node killed, a redefinition mid-load", async () => {
+    const { log, lines } = quiet();
+    const report = await runChaos({
+      log,
+      seed: 15006,
+      durationMs: 0,
+      nemesis: 'kill',
+      target: 'cluster',
+      // Each kill once (the serve-nodes are the view faults' to pick), then each view fault once.
+      roles: ['log-node', 'gateway'],
+      kills: 1,
+      viewFaults: 1,
+      sessions: 4,
+      redefineAfterOps: 150,
+    });
+    const { result, faults, views, viewMoves } = report;
+    console.info(report.text);
+    if (result.anomalies.length > 0) console.error(lines.join('\n'));
+    expect(result.anomalies).toEqual([]);
+    for (const fault of [
+      'kill log-node',
+      'kill gateway',
+      'kill view-owner',
+      'kill view-other',
+      'pause view-owner',
+    ]) {
+      expect(faults[fault] ?? 0, fault).toBe(1);
+    }
+    expect(result.stats.writes.ok).toBeGreaterThan(50);
+    expect(result.stats.logRecords).toBeGreaterThanOrEqual(result.stats.writes.ok);
+    // The paused owner's view moved to the other serve-node while it slept.
+    expect(viewMoves!.ownerPauses).toBe(1);
+    expect(viewMoves!.ownerPausesMoved).toBe(1);
+    // Token reads of the view held to the session's puts below their tokens; reads of the
+    // redefined view whole saw both versions, each whole; the redefinition was taken under load
+    // and every view equals its recomputation from the log.
+    expect(views.heldReads).toBeGreaterThan(10);
+    expect(views.redefinedUnderLoad).toBe(true);
+    expect(views.scansByVersion[1] ?? 0).toBeGreaterThan(0);
+    expect(views.scansByVersion[2] ?? 0).toBeGreaterThan(0);
+    expect(views.finalDocs).toBeGreaterThan(0);
   }, 240_000);
 });

@@ -83,6 +83,7 @@ describe('memory bounded by configuration', () => {
         'facet-values-held-max',
         'search-topk-known-terms-max',
         'log-read-bytes-max',
+        'apply-slice-bytes-max',
         'waiters-max',
       ]),
     );

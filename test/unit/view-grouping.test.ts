@@ -42,10 +42,12 @@ describe('views: grouping arithmetic', () => {
     const pages = Array.from({ length: 128 }, (_, n) => '/'.padEnd(n, 'x'));
     const touched = new Set<string>();
     state!.env.transactionSync(() => {
+      g.startRound();
       pages.forEach((page, n) => {
         g.apply(source(`a${n}`, { page, v: 3 }, 0, 2 * n), touched);
         g.apply(source(`b${n}`, { page, v: -5 }, 0, 2 * n + 1), touched);
       });
+      g.endRound();
     });
     const wrong = pages.filter((page) => {
       const out = JSON.parse(g.output(JSON.stringify([page]))!);
@@ -65,6 +67,7 @@ describe('views: grouping arithmetic', () => {
     const outcomes: string[] = [];
     const touched = new Set<string>();
     state!.env.transactionSync(() => {
+      g.startRound();
       for (const [ts, partition, offset] of [
         [5 * minute, 0, 0], // window 0-10
         [10.5 * minute, 0, 1], // stream time 10.5: window 0-10 ended 0.5 min ago
@@ -77,6 +80,7 @@ describe('views: grouping arithmetic', () => {
           g.applyEvent(source(`k${offset}`, { page: '/', ts, v: ts }, partition, offset), touched),
         );
       }
+      g.endRound();
     });
     expect(outcomes).toEqual(['applied', 'applied', 'applied', 'applied', 'late', 'applied']);
     const first = JSON.stringify(['/', '1970-01-01T00:00:00.000Z', '1970-01-01T00:10:00.000Z']);

@@ -1,0 +1,61 @@
+/**
+ * The view processors of `tailbase start` on a thread of their own (embedded.ts starts it): their
+ * fetches, decoding, arithmetic and LMDB writes take this thread, not the HTTP edge's, which
+ * bounds the write rate (with one view on the main thread, the edge's busy µs a PUT went from
+ * 165 to 220-300, bench/views-profile.ts). It tails the log-node's thread through `log`, and
+ * answers the gateway through `calls` and `told` (shared/port-view-client.ts).
+ */
+import { workerData, type MessagePort } from 'node:worker_threads';
+import { createLogger } from '../shared/logger.js';
+import { PortLogClient } from '../shared/port-log-client.js';
+import { answerViewPort } from '../shared/port-view-client.js';
+import { ViewHost } from '../views/view-host.js';
+import { standalonePlacementTelling } from '../views/view-placement.js';
+import type { ViewTaskLimits } from '../views/view-task.js';
+import { runNodeWorker } from './node-thread.js';
+
+export interface ViewsWorkerData {
+  /** Where the views' state directories live. */
+  dataDir: string;
+  /** The log-node thread's port. */
+  log: MessagePort;
+  /** The gateway's calls to the processors. */
+  calls: MessagePort;
+  /** The processors' calls to the gateway: progress, and whether a topic is served. */
+  told: MessagePort;
+  limits?: Partial<ViewTaskLimits>;
+}
+
+const data = workerData as ViewsWorkerData;
+const logger = createLogger('tailbase').child({ role: 'views' });
+
+await runNodeWorker(
+  async () => {
+    const log = new PortLogClient(data.log);
+    let host: ViewHost | null = null;
+    const gateway = answerViewPort(
+      data.calls,
+      data.told,
+      () => host!,
+      (error) => logger.error({ err: error }, 'a view call failed'),
+    );
+    host = await ViewHost.start({
+      log,
+      dataDir: data.dataDir,
+      logger,
+      limits: data.limits,
+      servedThrough: (topic, offsets) => gateway.servedThrough(topic, offsets),
+      placement: standalonePlacementTelling(() => {
+        if (host !== null) gateway.tell();
+      }),
+    });
+    gateway.tell();
+    return {
+      stop: async () => {
+        await host!.stop();
+        log.close(new Error('the view processors stopped'));
+      },
+    };
+  },
+  () => [data.log, data.calls, data.told],
+);
