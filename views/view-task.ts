@@ -119,7 +119,7 @@ export class ViewTask {
   private deposed = false;
   /**
    * The source's end offsets at the claim, where output is held (a cluster's member, or a state
-   * discarded at start): nothing is appended until the state reaches them.
+   * marked held by a discard, ViewState.held()): nothing is appended until the state reaches them.
    */
   private holdUntil: Map<number, number> | null = null;
   /** Outbox entries the log acknowledged (key → the value appended), removed by the next round. */
