@@ -185,7 +185,12 @@ export class ViewHost implements ViewProcessing {
       const dir = path.join(this.options.dataDir, key);
       const { takeover } = this.placement;
       const task: ViewTask = new ViewTask(
-        { ...declared, sourceTopic: topicOf(views, declared.view.from), takeover },
+        {
+          ...declared,
+          sourceTopic: topicOf(views, declared.view.from),
+          sourceIsView: views.has(declared.view.from),
+          takeover,
+        },
         dir,
         this.partitions,
         this.options.log,

@@ -85,8 +85,9 @@ export class ViewState {
    * (windowed views); `coversFrom:<p>` → the log start it skipped to when retention had removed
    * records it never saw; `refused`, `late` → records refused, records late; `watched:<p>`,
    * `watchEpoch:<p>` → the next offset of the view's topic partition p its owner has not read
-   * back, and the greatest epoch before it; `layout` → STATE_LAYOUT; `held` → 1 while the output
-   * is held (held()).
+   * back, and the greatest epoch before it; `sourceEpoch:<p>` → the greatest epoch in source
+   * partition p before its frontier, when the source is a view; `layout` → STATE_LAYOUT; `held` →
+   * 1 while the output is held (held()).
    */
   readonly meta: Database<number, string>;
 
@@ -123,6 +124,15 @@ export class ViewState {
   setWatched(partition: number, next: number, epoch: number): void {
     this.meta.put(`watched:${partition}`, next);
     this.meta.put(`watchEpoch:${partition}`, epoch);
+  }
+
+  /** The greatest epoch in a source view's partition before its frontier (−1: none). */
+  sourceEpoch(partition: number): number {
+    return this.meta.get(`sourceEpoch:${partition}`) ?? -1;
+  }
+
+  setSourceEpoch(partition: number, epoch: number): void {
+    this.meta.put(`sourceEpoch:${partition}`, epoch);
   }
 
   frontier(partition: number): number {

@@ -31,7 +31,7 @@ import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ViewProgress } from '../shared/view-api.js';
 import type { ParsedView } from '../shared/view-definition.js';
-import { claimHeaders, claimKey, epochHeader } from '../shared/view-epoch.js';
+import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
 import { stateFileReadable, ViewState } from './view-state.js';
@@ -73,6 +73,11 @@ export interface ViewTaskTarget {
   /** The topic of its source: a collection's, or a source view's serving version's. */
   sourceTopic: string;
   /**
+   * The source is a view: its records are fenced as a serve-node fences them (claims and a
+   * deposed writer's records change nothing), so the view is computed from what its readers see.
+   */
+  sourceIsView: boolean;
+  /**
    * Run where another processor may have run it since (a cluster's placement): the view's topic
    * may hold output ahead of the state kept here (empty, or its checkpoint from an earlier run),
    * so its output is held back until it has processed the source as far as the log held when it
@@ -97,6 +102,7 @@ export class ViewTask {
   readonly version: number;
   readonly topic: string;
   private readonly sourceTopic: string;
+  private readonly sourceIsView: boolean;
   private readonly state: ViewState;
   private readonly grouping: GroupingArithmetic | null;
   /**
@@ -124,6 +130,12 @@ export class ViewTask {
   private holdUntil: Map<number, number> | null = null;
   /** Outbox entries the log acknowledged (key → the value appended), removed by the next round. */
   private readonly acknowledged = new Map<string, string | null>();
+  /**
+   * The last view offset per partition this run appended and the log acknowledged, noted as each
+   * append is: a round that fails after one of its appends (a later chunk, the read of the topic's
+   * ends) must not publish its frontiers later without the offsets that cover them.
+   */
+  private readonly appended = new Map<number, number>();
 
   constructor(
     target: ViewTaskTarget,
@@ -132,13 +144,17 @@ export class ViewTask {
     private readonly log: LogClient,
     private readonly logger: Logger,
     private readonly limits: ViewTaskLimits,
-    private readonly events: ViewTaskEvents,
+    private readonly events: ViewTaskEvents = {
+      published: () => undefined,
+      deposed: () => undefined,
+    },
   ) {
     const { view } = target;
     this.view = view;
     this.version = target.version;
     this.topic = target.topic;
     this.sourceTopic = target.sourceTopic;
+    this.sourceIsView = target.sourceIsView;
     this.takeover = target.takeover;
     this.partitions = Array.from({ length: partitionCount }, (_, p) => p);
     this.waiters = new FrontierWaiters(view.name, limits.waitersMax);
@@ -278,13 +294,14 @@ export class ViewTask {
         if (this.holdUntil !== null) {
           if (!this.processedThrough(this.holdUntil) || !this.watchedThroughClaims()) continue;
           if (this.state.held()) await this.state.env.transaction(() => this.state.setHeld(false));
-          this.holdUntil = null;
+          // Held until published: a failure here publishes again, with the topic's ends.
           await this.publishResumed();
+          this.holdUntil = null;
           continue;
         }
         const produced = await this.produceOutbox();
-        if (applied || produced.size > 0) {
-          this.waiters.publish(this.frontiers(), produced);
+        if (applied || produced) {
+          this.waiters.publish(this.frontiers(), this.appended);
           this.events.published();
         }
       } catch (error) {
@@ -492,9 +509,13 @@ export class ViewTask {
         // says so.
         let next = Math.max(from, outcome.logStartOffset);
         if (next > from) this.state.setCoversFrom(partition, next);
+        const epochBefore = this.state.sourceEpoch(partition);
+        let epoch = epochBefore;
         for (const batch of iterateBatches(outcome.batches)) {
-          for (const record of decodeRecords(batch.bytes)) {
-            if (record.offset < next) continue;
+          let records = decodeRecords(batch.bytes).filter((record) => record.offset >= next);
+          if (this.sourceIsView)
+            ({ kept: records, epochAfter: epoch } = fenceRecords(records, epoch));
+          for (const record of records) {
             const source = this.sourceDocument(record.key, record.value, [
               record.timestampMs,
               partition,
@@ -520,6 +541,7 @@ export class ViewTask {
           this.state.setFrontier(partition, next);
           moved = true;
         }
+        if (epoch !== epochBefore) this.state.setSourceEpoch(partition, epoch);
       }
       if (refused > 0) this.state.addRefused(refused);
       if (late > 0) this.state.addLate(late);
@@ -574,13 +596,14 @@ export class ViewTask {
 
   /**
    * Appends every outbox entry the log has not yet acknowledged to the view's topic, in one pass
-   * in key order; answers the last offset appended per view partition. What the log acknowledged
-   * leaves the outbox in the next round's transaction (removeAcknowledged), not in one of its own:
-   * the round is published without waiting for a second commit, and a crash before that round
-   * re-sends full values, which change nothing.
+   * in key order, noting the offsets acknowledged in `appended` as each append is; answers whether
+   * it appended anything. What the log acknowledged leaves the outbox in the next round's
+   * transaction (removeAcknowledged), not in one of its own: the round is published without
+   * waiting for a second commit, and a crash before that round re-sends full values, which change
+   * nothing.
    */
-  private async produceOutbox(): Promise<Map<number, number>> {
-    const produced = new Map<number, number>();
+  private async produceOutbox(): Promise<boolean> {
+    let produced = false;
     const partitionCount = this.partitions.length;
     let after: string | null = null;
     for (;;) {
@@ -610,7 +633,8 @@ export class ViewTask {
       await Promise.all(
         [...byPartition].map(async ([partition, records]) => {
           const { lastOffset } = await this.log.append(this.topic, partition, encodeBatch(records));
-          produced.set(partition, Math.max(lastOffset, produced.get(partition) ?? -1));
+          this.appended.set(partition, Math.max(lastOffset, this.appended.get(partition) ?? -1));
+          produced = true;
         }),
       );
       for (const { key, json } of entries) this.acknowledged.set(key, json);

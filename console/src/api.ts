@@ -139,6 +139,24 @@ export interface ChangeEvent {
   token: string;
 }
 
+/**
+ * The line a view's feed sends when the version it follows is replaced (a redefinition swapped
+ * in): the view's documents sent before it are replaced by the new version's, which follow.
+ */
+export interface ChangeReset {
+  collection: string;
+  reset: true;
+  version: number;
+  token: string;
+}
+
+export type ChangeLine = ChangeEvent | ChangeReset;
+
+/** Whether a feed line is a view's reset, not a document's change (as the typed client's). */
+export function isReset(line: ChangeLine): line is ChangeReset {
+  return 'reset' in line && line.reset === true;
+}
+
 /** What the gateway answers for a failed call: its error code and message, and the status. */
 export class ApiError extends Error {
   override name = 'ApiError';
@@ -239,13 +257,13 @@ export const api = {
     call<SavedSettings>('PUT', `${collectionPath(collection)}/settings`, { body: settings }),
 
   /**
-   * Follows the change feed from now (NDJSON) until `signal` aborts it. No token is sent: the
-   * feed would take it as the position to resume from.
+   * Follows the change feed from now (NDJSON) until `signal` aborts it: documents' changes, and
+   * views' resets. No token is sent: the feed would take it as the position to resume from.
    */
   async changes(
     collection: string | undefined,
     signal: AbortSignal,
-    onEvent: (event: ChangeEvent) => void,
+    onLine: (line: ChangeLine) => void,
   ): Promise<void> {
     const response = await fetch(url('/v1/changes', { from: 'now', collection }), {
       headers: headers({ accept: 'application/x-ndjson' }, false),
@@ -261,10 +279,10 @@ export const api = {
       const lines = pending.split('\n');
       pending = lines.pop() ?? '';
       for (const line of lines.filter((text) => text.trim() !== '')) {
-        const event = JSON.parse(line) as
-          ChangeEvent | { error: { code: string; message: string } };
-        if ('error' in event) throw new ApiError(500, event.error.code, event.error.message);
-        onEvent(event);
+        const parsed = JSON.parse(line) as
+          ChangeLine | { error: { code: string; message: string } };
+        if ('error' in parsed) throw new ApiError(500, parsed.error.code, parsed.error.message);
+        onLine(parsed);
       }
     }
   },

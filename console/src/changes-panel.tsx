@@ -1,6 +1,10 @@
-/** The change feed, live: the newest events first, from when following started. */
+/**
+ * The change feed, live: the newest lines first, from when following started. A view's reset
+ * (its redefinition swapped in) is shown as what it is, and the rows of that view shown before it
+ * leave the list: the new version's documents replace them.
+ */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { api, type ChangeEvent } from './api.js';
+import { api, isReset, type ChangeLine } from './api.js';
 
 /** Events kept on screen; older ones drop off the end. */
 export const CHANGES_SHOWN_MAX = 100;
@@ -16,7 +20,7 @@ const summary = (value: unknown) => {
 export function ChangesPanel({ collections }: { collections: string[] }) {
   const [collection, setCollection] = useState('');
   const [following, setFollowing] = useState(false);
-  const [events, setEvents] = useState<ChangeEvent[]>([]);
+  const [lines, setLines] = useState<ChangeLine[]>([]);
   const [error, setError] = useState<string | null>(null);
   const stop = useRef<AbortController | null>(null);
 
@@ -27,10 +31,15 @@ export function ChangesPanel({ collections }: { collections: string[] }) {
     stop.current = controller;
     setFollowing(true);
     setError(null);
-    setEvents([]);
+    setLines([]);
     api
-      .changes(collection === '' ? undefined : collection, controller.signal, (event) =>
-        setEvents((shown) => [event, ...shown].slice(0, CHANGES_SHOWN_MAX)),
+      .changes(collection === '' ? undefined : collection, controller.signal, (line) =>
+        setLines((shown) => {
+          const kept = isReset(line)
+            ? shown.filter((s) => s.collection !== line.collection)
+            : shown;
+          return [line, ...kept].slice(0, CHANGES_SHOWN_MAX);
+        }),
       )
       .catch((failure: Error) => {
         if (!controller.signal.aborted) setError(failure.message);
@@ -77,14 +86,21 @@ export function ChangesPanel({ collections }: { collections: string[] }) {
         </p>
       )}
       <ol class="changes" aria-label="changes, newest first">
-        {events.map((event) => (
-          <li key={`${event.collection}/${event.partition}/${event.offset}`}>
-            <code>
-              {event.collection}/{event.partition}@{event.offset}
-            </code>{' '}
-            <strong>{event.key}</strong> {summary(event.value)}
-          </li>
-        ))}
+        {lines.map((line) =>
+          isReset(line) ? (
+            <li key={`${line.collection}/reset/${line.version}`} class="reset">
+              <code>{line.collection}</code> view rebuilt as version {line.version}: what came
+              before is replaced
+            </li>
+          ) : (
+            <li key={`${line.collection}/${line.partition}/${line.offset}`}>
+              <code>
+                {line.collection}/{line.partition}@{line.offset}
+              </code>{' '}
+              <strong>{line.key}</strong> {summary(line.value)}
+            </li>
+          ),
+        )}
       </ol>
     </section>
   );

@@ -1,7 +1,9 @@
 // Proves the console's views panel in a real browser (Debian's Chromium) against a spawned
 // `tailbase start`: a declared view shows with its definition, its version and its lag per source
 // partition (0 once caught up); while a redefinition is built beside it the row shows the new
-// definition and the build's progress, which ends at the swap with the new version shown.
+// definition and the build's progress, which ends at the swap with the new version shown; the
+// changes panel, following a view, shows the swap's reset line as a rebuild and forgets the rows
+// of the old version it showed.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ViewDefinition } from '../../shared/view-definition.js';
@@ -98,6 +100,56 @@ browserTests('the console views panel in Chromium', () => {
         .locator('[data-col="version"]', { hasText: new RegExp(`^${info.body.version}$`) })
         .waitFor();
       await page.screenshot({ path: `${shots}/console-views-swapped.png` });
+    } finally {
+      await context.close();
+    }
+  });
+
+  it('shows a view’s reset line in the changes panel and forgets the old version’s rows', async () => {
+    const { url } = node;
+    // A small source: the rebuilt version's output is a few lines, so the reset stays in the list.
+    const notes = (keys: string[], kind: string, shade: string) =>
+      call(
+        url,
+        'POST',
+        '/v1/collections/notes/docs',
+        keys.map((key) => ({ key, value: { kind, shade } })),
+      );
+    expect((await notes(['n1', 'n2'], 'memo', 'red')).status).toBe(200);
+    const byKind = { from: 'notes', groupBy: ['kind'], aggregates: { n: 'count()' } };
+    expect((await call(url, 'PUT', '/v1/views/by_kind', byKind)).status).toBe(200);
+
+    const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
+    const page = await context.newPage();
+    page.setDefaultTimeout(BROWSER_WAIT_MS);
+    try {
+      await page.goto(`${url}/`);
+      const changes = page.locator('ol.changes li');
+      await page.locator('#changes-collection').selectOption('by_kind');
+      await Promise.all([
+        page.waitForResponse((r) => r.url().includes('/v1/changes')),
+        page.getByRole('button', { name: 'Follow changes' }).click(),
+      ]);
+      expect((await notes(['n3'], 'memo', 'red')).status).toBe(200);
+      await changes.filter({ hasText: '["memo"]' }).first().waitFor();
+
+      const redefined = await call(url, 'PUT', '/v1/views/by_kind', {
+        ...byKind,
+        groupBy: ['shade'],
+      });
+      expect(redefined.status).toBe(200);
+      const reset = changes.filter({ hasText: 'view rebuilt as version' });
+      await reset.waitFor();
+      const { version } = (await call(url, 'GET', '/v1/views/by_kind')).body as { version: number };
+      expect(await reset.textContent()).toBe(
+        `by_kind view rebuilt as version ${version}: what came before is replaced`,
+      );
+      await changes.filter({ hasText: '["red"]' }).first().waitFor();
+      expect(await changes.filter({ hasText: '["memo"]' }).count()).toBe(0);
+      expect(await changes.filter({ hasText: 'rebuilt' }).count()).toBe(1);
+      await page
+        .locator('section', { has: page.getByRole('heading', { name: 'Changes' }) })
+        .screenshot({ path: `${shots}/console-changes-reset.png` });
     } finally {
       await context.close();
     }

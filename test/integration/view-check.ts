@@ -1,15 +1,17 @@
 /**
  * The brute-force model of a view: every source document read back from the source's log over
- * the log API (the last record of each key, in offset order per partition), then the view
+ * the log API (the last record of each key, in offset order per partition; a source that is a
+ * view's topic has the serve-nodes' epoch rule applied first, `fenceRecords`), then the view
  * computed from that set alone, to compare with what the view serves. Sums use the exact-sum
  * rounding (tested on its own in test/unit/view-exact-sum.test.ts) over the set, in key order.
  * A windowed view is computed from every record instead (each an event), replaying each
  * partition's stream time in offset order to find which events missed a closed window.
  */
-import { decodeRecords, iterateBatches } from '../../shared/batch-codec.js';
+import { decodeRecords, iterateBatches, type StoredRecord } from '../../shared/batch-codec.js';
 import { matches, parseFilter } from '../../shared/filter/index.js';
 import type { LogClient } from '../../shared/log-api.js';
 import type { ViewDefinition } from '../../shared/view-definition.js';
+import { fenceRecords } from '../../shared/view-epoch.js';
 import { scaled, unscaled } from '../../views/exact-sum.js';
 
 export interface SourceDoc {
@@ -19,14 +21,23 @@ export interface SourceDoc {
   at: [number, number, number];
 }
 
+/**
+ * How a source's records are read: `fenced` when the source is a view (its topic's claims and
+ * records of a deposed writer's epoch are what no reader of the view sees).
+ */
+export interface SourceReading {
+  fenced?: boolean;
+}
+
 /** The current documents of a topic, from its log. */
 export async function readSourceDocuments(
   log: LogClient,
   topic: string,
   partitions: number,
+  reading: SourceReading = {},
 ): Promise<Map<string, SourceDoc>> {
   const docs = new Map<string, SourceDoc>();
-  for (const event of await readSourceEvents(log, topic, partitions)) {
+  for (const event of await readSourceEvents(log, topic, partitions, reading)) {
     if (event.doc === null) docs.delete(event.key);
     else docs.set(event.key, event as SourceDoc);
   }
@@ -38,28 +49,32 @@ export async function readSourceEvents(
   log: LogClient,
   topic: string,
   partitions: number,
+  reading: SourceReading = {},
 ): Promise<(Omit<SourceDoc, 'doc'> & { doc: Record<string, unknown> | null })[]> {
   const events: (Omit<SourceDoc, 'doc'> & { doc: Record<string, unknown> | null })[] = [];
   const ends = await log.offsets();
   for (let partition = 0; partition < partitions; partition++) {
     const end = ends.find((o) => o.topic === topic && o.partition === partition)?.endOffset ?? 0;
+    const records: StoredRecord[] = [];
     let offset = 0;
     while (offset < end) {
       const read = await log.read(topic, partition, offset, { maxBytes: 1024 * 1024 });
       const from = offset;
       for (const batch of iterateBatches(read.batches)) {
         for (const record of decodeRecords(batch.bytes)) {
-          if (record.offset < from) continue;
-          events.push({
-            key: record.key,
-            doc:
-              record.value === null ? null : JSON.parse(Buffer.from(record.value).toString('utf8')),
-            at: [record.timestampMs, partition, record.offset],
-          });
+          if (record.offset >= from) records.push(record);
         }
         offset = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
       }
       if (offset === from) break;
+    }
+    const kept = reading.fenced === true ? fenceRecords(records, -1).kept : records;
+    for (const record of kept) {
+      events.push({
+        key: record.key,
+        doc: record.value === null ? null : JSON.parse(Buffer.from(record.value).toString('utf8')),
+        at: [record.timestampMs, partition, record.offset],
+      });
     }
   }
   return events;
