@@ -8,7 +8,7 @@
  * claim of an epoch above the owner's says that another processor runs the view now.
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
-import { epochOf } from '../shared/view-epoch.js';
+import { epochOf, fenceRecords } from '../shared/view-epoch.js';
 
 export interface WatchedRecords {
   /** Keys of records that are fenced (below the greatest epoch before them), to append again. */
@@ -24,6 +24,7 @@ export interface WatchedRecords {
 /**
  * Reads one partition's records in offset order, from `from`, with `epochBefore` the greatest
  * epoch of the records before it. Stops at a claim above `ownEpoch`, which is read again next time.
+ * What is fenced is what the serve-nodes leave out (fenceRecords) but for claims.
  */
 export function watchRecords(
   records: readonly StoredRecord[],
@@ -31,23 +32,20 @@ export function watchRecords(
   epochBefore: number,
   ownEpoch: number,
 ): WatchedRecords {
-  const fenced = new Set<string>();
-  let greatest = epochBefore;
-  let next = from;
-  for (const record of records) {
-    if (record.offset < next) continue;
-    const said = epochOf(record) ?? { epoch: -1, claim: false };
-    if (said.claim && said.epoch > ownEpoch) {
-      return {
-        fenced: [...fenced],
-        epochAfter: greatest,
-        next: record.offset,
-        deposedAt: record.offset,
-      };
-    }
-    if (!said.claim && said.epoch < greatest) fenced.add(record.key);
-    greatest = Math.max(greatest, said.epoch);
-    next = record.offset + 1;
-  }
-  return { fenced: [...fenced], epochAfter: greatest, next, deposedAt: null };
+  const read = records.filter((record) => record.offset >= from);
+  const cut = read.findIndex((record) => {
+    const said = epochOf(record);
+    return said !== null && said.claim && said.epoch > ownEpoch;
+  });
+  const slice = cut === -1 ? read : read.slice(0, cut);
+  const { kept, epochAfter } = fenceRecords(slice, epochBefore);
+  const applied = new Set(kept);
+  const fenced = slice.filter((r) => !applied.has(r) && epochOf(r)?.claim !== true);
+  const deposedAt = cut === -1 ? null : read[cut].offset;
+  return {
+    fenced: [...new Set(fenced.map((r) => r.key))],
+    epochAfter,
+    next: deposedAt ?? (slice.length === 0 ? from : slice[slice.length - 1].offset + 1),
+    deposedAt,
+  };
 }

@@ -123,7 +123,7 @@ export class GroupingArithmetic {
    */
   apply(source: SourceDocument, touched: Set<string>): 'applied' | 'refused' {
     const old = this.state.docs.get(source.key);
-    if (old !== undefined && old !== true) {
+    if (typeof old === 'object') {
       this.remove(source.key, old);
       touched.add(old.group);
     }
@@ -300,7 +300,7 @@ export class GroupingArithmetic {
       limit: 1,
     })) {
       const doc = this.state.docs.get(value);
-      return doc === undefined || doc === true ? null : (doc.fields[field] ?? null);
+      return typeof doc === 'object' ? (doc.fields[field] ?? null) : null;
     }
     return null;
   }

@@ -208,13 +208,16 @@ export class ViewHost implements ViewProcessing {
         this.options.log,
         this.options.logger,
         this.limits,
-        () => {
-          this.placement.published(key, () => ({
-            topic: task.topic,
-            progress: task.progress(),
-            ends: task.viewEnds(),
-          }));
-          if (rebuild) this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets);
+        {
+          published: () => {
+            this.placement.published(key, () => ({
+              topic: task.topic,
+              progress: task.progress(),
+              ends: task.viewEnds(),
+            }));
+            if (rebuild) this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets);
+          },
+          deposed: () => void this.deposed(key, task),
         },
       );
       this.tasks.set(key, task);
@@ -298,6 +301,25 @@ export class ViewHost implements ViewProcessing {
       }
     }
     for (const topic of retired) if (!live.has(topic)) this.deleted.add(topic);
+  }
+
+  /**
+   * A task that stopped on reading another processor's claim above its own: it leaves the tasks
+   * and the placement is told it lost it, so the group deals it again (it would otherwise stay
+   * dealt here, run by no one, and the view stall). In turn with reconcile(), so a task dealt
+   * here again starts once this one has closed its state.
+   */
+  private deposed(key: string, task: ViewTask): Promise<void> {
+    const next = this.reconciling.then(async () => {
+      if (this.tasks.get(key) !== task) return;
+      this.tasks.delete(key);
+      await task.stop();
+      this.placement.lost(key);
+    });
+    this.reconciling = next.catch((error: unknown) => {
+      this.options.logger.warn({ err: error, task: key }, 'stopping a deposed view task failed');
+    });
+    return this.reconciling;
   }
 
   /** Stops a task; its state stays while its version is declared (dealt elsewhere, not dropped). */

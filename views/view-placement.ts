@@ -54,6 +54,11 @@ export interface ViewPlacement {
    * publishes, for a placement that sends it (the standalone one reads the task's progress itself).
    */
   published(key: string, publication: () => TaskPublication): void;
+  /**
+   * A task stopped here because another processor claimed it: no longer run here until it is
+   * dealt here again.
+   */
+  lost(key: string): void;
   /** Begins placing; `changed` is called when what this process owns changes. */
   start(changed: () => Promise<void>): void;
   stop(): Promise<void>;
@@ -65,6 +70,7 @@ export const standalonePlacement: ViewPlacement = {
   owns: () => true,
   declared: () => undefined,
   published: () => undefined,
+  lost: () => undefined,
   start: () => undefined,
   stop: () => Promise.resolve(),
 };
@@ -154,6 +160,16 @@ export class GroupPlacement implements ViewPlacement {
   published(key: string, publication: () => TaskPublication): void {
     this.pending.set(key, publication());
     if (!this.committing.has(key)) void this.commit(key);
+  }
+
+  /**
+   * Not owned until dealt again, and a join at once: the leader then deals the task anew (to a
+   * member holding its state first), where the sticky deal would keep it here, run by no one.
+   */
+  lost(key: string): void {
+    this.owned.delete(key);
+    this.pending.delete(key);
+    this.member.rejoin();
   }
 
   start(changed: () => Promise<void>): void {

@@ -34,10 +34,16 @@ export interface OutboxEntry {
 }
 
 /**
- * The layout of the state (FORMAT in views/README.md): 2 since projections keep their output
- * documents (`outputs`). A state of another layout is rebuilt from the start of its source.
+ * The layout of the state (FORMAT in views/README.md): 3 since a projection keeps its output
+ * documents' JSON in `docs` (1 kept `true` there, 2 a copy of each in a table of its own). A
+ * projection's state of another layout is rebuilt from the start of its source. A grouping's
+ * state is the same in every layout (2 added `watched:<p>`, read as absent where missing), so
+ * one of any layout is resumed from.
  */
-export const STATE_LAYOUT = 2;
+export const STATE_LAYOUT = 3;
+
+/** `meta` key: present while the state is rebuilt from the source's start over older output. */
+const HELD = 'held';
 
 /**
  * LMDB's meta page begins the file: its magic number, little-endian, after the page header (24
@@ -62,8 +68,12 @@ export function stateFileReadable(file: string): boolean {
 
 export class ViewState {
   readonly env: RootDatabase;
-  /** Source key → Contribution (groupings) or true (a projection's members). */
-  readonly docs: Database<Contribution | true, string>;
+  /**
+   * Source key → its Contribution (groupings), or its output document as JSON text (a
+   * projection's members): what its owner appends again for a key whose last record in the
+   * view's topic is fenced (fence-watch.ts).
+   */
+  readonly docs: Database<Contribution | string, string>;
   readonly groups: Database<GroupTotals, string>;
   /** `group US field US sortable(value) US source key` → the value: min and max per field. */
   readonly extremes: Database<number, string>;
@@ -71,35 +81,30 @@ export class ViewState {
   readonly latest: Database<string, string>;
   readonly outbox: Database<OutboxEntry, string>;
   /**
-   * A projection's output documents as JSON text, by output key: what its owner appends again
-   * for a key whose last record in the view's topic is fenced (fence-watch.ts).
-   */
-  readonly outputs: Database<string, string>;
-  /**
    * `frontier:<p>` → next unprocessed source offset; `streamTime:<p>` → greatest event time seen
    * (windowed views); `coversFrom:<p>` → the log start it skipped to when retention had removed
    * records it never saw; `refused`, `late` → records refused, records late; `watched:<p>`,
    * `watchEpoch:<p>` → the next offset of the view's topic partition p its owner has not read
    * back, and the greatest epoch before it; `sourceEpoch:<p>` → the greatest epoch in source
-   * partition p before its frontier, when the source is a view; `layout` → STATE_LAYOUT.
+   * partition p before its frontier, when the source is a view; `layout` → STATE_LAYOUT; `held` →
+   * 1 while the output is held (held()).
    */
   readonly meta: Database<number, string>;
 
   constructor(path: string) {
     this.env = open({ path, compression: false });
     const json = (name: string) => this.env.openDB({ name, encoding: 'json' });
-    this.docs = json('docs') as Database<Contribution | true, string>;
+    this.docs = json('docs') as Database<Contribution | string, string>;
     this.groups = json('groups') as Database<GroupTotals, string>;
     this.extremes = json('extremes') as Database<number, string>;
     this.latest = json('latest') as Database<string, string>;
     this.outbox = json('outbox') as Database<OutboxEntry, string>;
-    this.outputs = json('outputs') as Database<string, string>;
     this.meta = json('meta') as Database<number, string>;
   }
 
-  /** Whether the state was written by this layout (or is empty): else it is rebuilt. */
-  ofThisLayout(): boolean {
-    return this.empty() || this.meta.get('layout') === STATE_LAYOUT;
+  /** Whether a view of `kind` can resume from this state's layout (or it is empty): else rebuilt. */
+  usableLayout(kind: 'grouping' | 'projection'): boolean {
+    return kind === 'grouping' || this.empty() || this.meta.get('layout') === STATE_LAYOUT;
   }
 
   setLayout(): void {
@@ -179,17 +184,34 @@ export class ViewState {
   }
 
   /**
+   * Whether the output is held until the state reaches the source's end offsets read at a claim:
+   * the state was emptied (discard(), or found unreadable) while the view's topic holds what it
+   * had, so what a partial rebuild appended would take the view back. Stored, so a crash during
+   * the rebuild, or before its first round, holds it on restart too.
+   */
+  held(): boolean {
+    return this.meta.get(HELD) !== undefined;
+  }
+
+  setHeld(held: boolean): void {
+    if (held) this.meta.put(HELD, 1);
+    else this.meta.remove(HELD);
+  }
+
+  /**
    * Empties the state in one transaction but for the outbox, which gets a tombstone for every
    * output key it held (`outputKeys`: the groups, or a projection's members): a rebuild from the
-   * source's start overwrites those that still have a document, and the rest leave the view.
+   * source's start overwrites those that still have a document, and the rest leave the view. The
+   * output is held (held()) in the same transaction: the tombstones go out with the whole rebuild.
    */
   async discard(outputKeys: 'groups' | 'docs'): Promise<void> {
     await this.env.transaction(() => {
       for (const key of [...this[outputKeys].getKeys()]) this.outbox.put(key, { json: null });
-      const dbs = [this.docs, this.groups, this.extremes, this.latest, this.outputs, this.meta];
-      for (const db of dbs) {
+      for (const db of [this.docs, this.groups, this.extremes, this.latest, this.meta]) {
         for (const key of [...db.getKeys()]) db.remove(key);
       }
+      this.setLayout();
+      this.setHeld(true);
     });
   }
 

@@ -86,6 +86,17 @@ export interface ViewTaskTarget {
   takeover: boolean;
 }
 
+/** What a task tells its host. */
+export interface ViewTaskEvents {
+  /** After each round's frontiers are published (the host swaps a rebuild then). */
+  published(): void;
+  /**
+   * After the task stopped because another processor claimed the view above its epoch: it does
+   * not claim again by itself (two processors would take the view from each other in turn).
+   */
+  deposed(): void;
+}
+
 export class ViewTask {
   private readonly view: ParsedView;
   readonly version: number;
@@ -99,8 +110,6 @@ export class ViewTask {
    * when a task moves); null when it began from the source's start.
    */
   private resumedFrom: Map<number, number> | null = null;
-  /** The state was found unusable at start and emptied: output is held as after a takeover. */
-  private discarded = false;
   private readonly partitions: number[];
   /** Source end offsets as of the last fetch, for the lag. */
   private readonly sourceEnds = new Map<number, number>();
@@ -116,7 +125,7 @@ export class ViewTask {
   private deposed = false;
   /**
    * The source's end offsets at the claim, where output is held (a cluster's member, or a state
-   * discarded at start): nothing is appended until the state reaches them.
+   * marked held by a discard, ViewState.held()): nothing is appended until the state reaches them.
    */
   private holdUntil: Map<number, number> | null = null;
   /** Outbox entries the log acknowledged (key → the value appended), removed by the next round. */
@@ -135,8 +144,10 @@ export class ViewTask {
     private readonly log: LogClient,
     private readonly logger: Logger,
     private readonly limits: ViewTaskLimits,
-    /** Called after each round's frontiers are published (the host swaps a rebuild then). */
-    private readonly onPublish: () => void = () => undefined,
+    private readonly events: ViewTaskEvents = {
+      published: () => undefined,
+      deposed: () => undefined,
+    },
   ) {
     const { view } = target;
     this.view = view;
@@ -149,7 +160,10 @@ export class ViewTask {
     this.waiters = new FrontierWaiters(view.name, limits.waitersMax);
     this.state = this.openState(dir);
     this.grouping = view.kind === 'grouping' ? new GroupingArithmetic(view, this.state) : null;
-    if (!this.state.empty()) this.resumedFrom = this.frontiers();
+    // A state that processed nothing yet (a run that stopped after its first transaction) is
+    // one that begins from the source's start.
+    const frontiers = this.frontiers();
+    if ([...frontiers.values()].some((f) => f > 0)) this.resumedFrom = frontiers;
   }
 
   /** The state kept in `dir`; one that fails to open is deleted and begins empty. */
@@ -166,16 +180,22 @@ export class ViewTask {
         { err: error, view: this.view.name, dir },
         'view state unreadable: deleted, the view is rebuilt from the start of its source',
       );
-      this.discarded = true;
       rmSync(dir, { recursive: true, force: true });
       mkdirSync(dir, { recursive: true });
-      return new ViewState(file);
+      const state = new ViewState(file);
+      // At once: a crash before the first round must not leave a state that looks new.
+      state.env.transactionSync(() => state.setHeld(true));
+      return state;
     }
   }
 
   start(): void {
     this.loop = this.run().catch((error: unknown) => {
       this.logger.error({ err: error, view: this.view.name }, 'view processor stopped');
+    });
+    // Not part of the loop: the host stops the task (awaiting the loop) when told.
+    void this.loop.then(() => {
+      if (this.deposed && !this.stopped) this.events.deposed();
     });
   }
 
@@ -249,17 +269,16 @@ export class ViewTask {
           await this.discardUnusable(ends);
           await this.state.env.transaction(() => {
             this.state.setLayout();
-            // Read back from the claim, or from where an earlier run of this state stopped.
+            // Read back from where an earlier run of this state stopped; else from the claim when
+            // it begins from the source's start (it appends every key it builds), from the topic's
+            // start when it resumes a state of a layout before `watched`.
             if (!this.takeover) return;
             for (const [partition, claim] of this.claims) {
-              if (this.resumedFrom === null) {
-                this.state.setWatched(partition, claim, -1);
-              } else if (this.state.watched(partition) === null) {
-                this.state.setWatched(partition, 0, -1);
-              }
+              if (this.state.watched(partition) !== null) continue;
+              this.state.setWatched(partition, this.resumedFrom === null ? claim : 0, -1);
             }
           });
-          if (this.takeover || this.discarded) this.holdUntil = ends;
+          if (this.takeover || this.state.held()) this.holdUntil = ends;
           else await this.publishResumed();
           resumed = true;
           continue;
@@ -274,6 +293,7 @@ export class ViewTask {
         }
         if (this.holdUntil !== null) {
           if (!this.processedThrough(this.holdUntil) || !this.watchedThroughClaims()) continue;
+          if (this.state.held()) await this.state.env.transaction(() => this.state.setHeld(false));
           // Held until published: a failure here publishes again, with the topic's ends.
           await this.publishResumed();
           this.holdUntil = null;
@@ -282,7 +302,7 @@ export class ViewTask {
         const produced = await this.produceOutbox();
         if (applied || produced) {
           this.waiters.publish(this.frontiers(), this.appended);
-          this.onPublish();
+          this.events.published();
         }
       } catch (error) {
         if (this.stopped) return;
@@ -299,7 +319,8 @@ export class ViewTask {
    */
   private async discardUnusable(ends: ReadonlyMap<number, number>): Promise<void> {
     const past = this.partitions.filter((p) => this.state.frontier(p) > (ends.get(p) ?? 0));
-    if (past.length === 0 && this.state.ofThisLayout()) return;
+    const usable = this.state.usableLayout(this.view.kind);
+    if (past.length === 0 && usable) return;
     this.logger.warn(
       {
         view: this.view.name,
@@ -308,7 +329,7 @@ export class ViewTask {
           checkpoint: this.state.frontier(p),
           end: ends.get(p) ?? 0,
         })),
-        layout: this.state.ofThisLayout() ? undefined : 'older',
+        layout: usable ? undefined : 'older',
       },
       past.length > 0
         ? "view state past its source's end: discarded, the view is rebuilt from the start of its source"
@@ -316,14 +337,13 @@ export class ViewTask {
     );
     await this.state.discard(this.view.kind === 'grouping' ? 'groups' : 'docs');
     this.resumedFrom = null;
-    this.discarded = true;
   }
 
   /** Produces what the outbox holds, then publishes the frontiers with the topic's end offsets. */
   private async publishResumed(): Promise<void> {
     await this.produceOutbox();
     this.waiters.publish(this.frontiers(), await this.topicEnds());
-    this.onPublish();
+    this.events.published();
   }
 
   /**
@@ -373,9 +393,9 @@ export class ViewTask {
 
   /** The output document of a key as the state has it now, as JSON text; null: none. */
   private currentOutput(key: string): string | null {
-    return this.grouping === null
-      ? (this.state.outputs.get(key) ?? null)
-      : this.grouping.output(key);
+    if (this.grouping !== null) return this.grouping.output(key);
+    const doc = this.state.docs.get(key);
+    return typeof doc === 'string' ? doc : null;
   }
 
   /**

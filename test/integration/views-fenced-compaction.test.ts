@@ -5,7 +5,8 @@
 // holds the group at its current value (without the owner's append it held no such group: the
 // fenced record, which it skips, was the key's only record left). Also that an owner resuming
 // from the state it kept reads back from where it stopped, so a fenced record appended while it
-// was away is found too. A log-node in-process with small segments, the view processors on its
+// was away is found too, and that a projection appends again the document its state keeps for
+// a fenced key. A log-node in-process with small segments, the view processors on its
 // in-process binding placed as a cluster's member places them (output held until caught up).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
@@ -14,7 +15,7 @@ import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-c
 import { partitionFor } from '../../shared/partitioner.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { epochHeader, epochOf } from '../../shared/view-epoch.js';
-import type { ViewPlacement } from '../../views/view-placement.js';
+import { standalonePlacement, type ViewPlacement } from '../../views/view-placement.js';
 import { ViewHost } from '../../views/view-host.js';
 import { appliedThrough } from '../harness/serve-fixture.js';
 import { sleep } from '../harness/spawn-node.js';
@@ -29,14 +30,7 @@ const WAIT_MS = 20_000;
 const FR = JSON.stringify(['FR']);
 
 /** Every task here, placed as a cluster member is dealt a task: output held until caught up. */
-const memberPlacement: ViewPlacement = {
-  takeover: true,
-  owns: () => true,
-  declared: () => undefined,
-  published: () => undefined,
-  start: () => undefined,
-  stop: () => Promise.resolve(),
-};
+const memberPlacement: ViewPlacement = { ...standalonePlacement, takeover: true };
 
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
@@ -69,13 +63,13 @@ describe("a fenced record is not a key's last record after compaction", () => {
     return host;
   };
   /** The records of a view partition: offset, key, epoch (null: none), claim or not. */
-  const viewRecords = async (partition: number) => {
+  const viewRecords = async (partition: number, view = VIEW) => {
     const records: { offset: number; key: string; epoch: number | null; claim: boolean }[] = [];
     const end = (await node.client.offsets()).find(
-      (o) => o.topic === VIEW && o.partition === partition,
+      (o) => o.topic === view && o.partition === partition,
     )!.endOffset;
     for (let offset = 0; offset < end;) {
-      const read = await node.client.read(VIEW, partition, offset, { maxBytes: 1 << 20 });
+      const read = await node.client.read(view, partition, offset, { maxBytes: 1 << 20 });
       const from = offset;
       for (const batch of iterateBatches(read.batches)) {
         for (const record of decodeRecords(batch.bytes)) {
@@ -95,13 +89,13 @@ describe("a fenced record is not a key's last record after compaction", () => {
     return records;
   };
   /** The greatest claim's epoch in partition 0 of the view's topic. */
-  const lastEpoch = async () =>
-    Math.max(...(await viewRecords(0)).filter((r) => r.claim).map((r) => r.epoch!));
-  const caughtUp = async (host: ViewHost, version: number) => {
+  const lastEpoch = async (view = VIEW) =>
+    Math.max(...(await viewRecords(0, view)).filter((r) => r.claim).map((r) => r.epoch!));
+  const caughtUp = async (host: ViewHost, version: number, view = VIEW) => {
     const deadline = Date.now() + WAIT_MS;
     for (;;) {
       const ends = (await node.client.offsets()).filter((o) => o.topic === 'orders');
-      const progress = host.progress(VIEW, version);
+      const progress = host.progress(view, version);
       const through = ends.every(
         (e) => (progress?.frontiers[e.partition]?.frontier ?? -1) >= e.endOffset,
       );
@@ -199,6 +193,53 @@ describe("a fenced record is not a key's last record after compaction", () => {
     expect(progress.frontiers.every((f) => f.resumedFrom !== undefined)).toBe(true);
     await reappended(fenced, await lastEpoch());
     await expectCompactedReplica(back, version);
+  });
+
+  it("appends again a projection's current document of a key whose last record is fenced", async () => {
+    const copy = 'order_copy';
+    const version = (
+      await node.client.append(
+        VIEWS_TOPIC,
+        0,
+        encodeBatch([
+          {
+            key: copy,
+            // Only FR's few: each output batch under the log-node's 1 KiB batches here.
+            value: encode({ from: 'orders', select: ['country'], filter: 'country = "FR"' }),
+            timestampMs: Date.now(),
+          },
+        ]),
+      )
+    ).baseOffset;
+    const owner = hosts.at(-1)!;
+    await caughtUp(owner, version, copy);
+    // A record of o0 no processor of the view wrote (no epoch): fenced, and o0's document, kept
+    // in the projection's state, is appended again after it.
+    const { lastOffset: fenced } = await node.client.append(
+      copy,
+      partitionFor('o0', PARTITIONS),
+      encodeBatch([{ key: 'o0', value: encode({ country: 'XX' }), timestampMs: Date.now() }]),
+    );
+    const ownerEpoch = await lastEpoch(copy);
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+      const last = (await viewRecords(partitionFor('o0', PARTITIONS), copy))
+        .filter((r) => r.key === 'o0')
+        .at(-1)!;
+      if (last.offset > fenced && last.epoch === ownerEpoch) break;
+      expect(Date.now(), `o0's last record: ${JSON.stringify(last)}`).toBeLessThan(deadline);
+      await sleep(25);
+    }
+    const read = await node.client.read(copy, partitionFor('o0', PARTITIONS), fenced + 1, {
+      maxBytes: 1 << 20,
+    });
+    const appended = [...iterateBatches(read.batches)]
+      .flatMap((b) => decodeRecords(b.bytes))
+      .filter((r) => r.key === 'o0' && r.offset > fenced);
+    const source = await readSourceDocuments(node.client, 'orders', PARTITIONS);
+    expect(appended.map((r) => JSON.parse(new TextDecoder().decode(r.value!)))).toEqual([
+      { country: source.get('o0')!.doc.country },
+    ]);
   });
 
   const currentVersion = async () => {

@@ -8,11 +8,13 @@
 // assignment is the same whatever order the members come in, deals every task once, leaves a
 // task with the member that runs it while that member holds no more than its share, and deals
 // one no member runs to a member that kept its state; an owner reading its topic back is given
-// the keys of fenced records and stops at a claim above its own.
+// the keys of fenced records and stops at a claim above its own, finding fenced exactly what a
+// serve-node leaves out of a random log, from any offset.
 import { describe, expect, it } from 'vitest';
 import type { StoredRecord } from '../../shared/batch-codec.js';
 import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../../shared/view-epoch.js';
 import { partitionFor } from '../../shared/partitioner.js';
+import { seededRandom, testSeed } from '../harness/random.js';
 import { fenceViewRecords } from '../../serve-node/view-fence.js';
 import { watchRecords } from '../../views/fence-watch.js';
 import {
@@ -99,6 +101,39 @@ describe('view fencing', () => {
       next: 2,
       deposedAt: 2,
     });
+  });
+
+  it('reads back as fenced the records a serve-node skips, up to a claim above its own', () => {
+    const random = seededRandom(testSeed('view fencing read-back'));
+    for (let round = 0; round < 200; round++) {
+      // Claims in partition 0 carry no epoch (their offset is theirs); owners write their own
+      // epochs, sleepers older ones, strangers none.
+      const log: StoredRecord[] = [];
+      const epochs: number[] = [];
+      for (let offset = 0; offset < 30; offset++) {
+        const kind = random.int(0, 5);
+        if (kind === 0 || epochs.length === 0) {
+          log.push(claim(offset, null));
+          epochs.push(offset);
+        } else if (kind === 5) log.push(out(offset, `k${random.int(0, 4)}`, null));
+        else log.push(out(offset, `k${random.int(0, 4)}`, random.pick(epochs)));
+      }
+      const from = random.int(0, log.length);
+      const ownEpoch = random.pick(epochs);
+      const replica = fenceViewRecords(log, -1);
+      const read = watchRecords(log, from, replica.epochBefore(from), ownEpoch);
+      const deposedAt = log.find(
+        (r) => r.offset >= from && r.key === 'claim' && r.offset > ownEpoch,
+      );
+      expect(read.deposedAt).toBe(deposedAt?.offset ?? null);
+      expect(read.next).toBe(deposedAt?.offset ?? Math.max(from, log.length));
+      const applied = new Set(replica.kept);
+      const skipped = log.filter(
+        (r) => r.offset >= from && r.offset < read.next && r.key !== 'claim' && !applied.has(r),
+      );
+      expect(read.fenced).toEqual([...new Set(skipped.map((r) => r.key))]);
+      expect(read.epochAfter).toBe(replica.epochBefore(read.next));
+    }
   });
 
   it("applies a collection's records whatever headers they carry", () => {
