@@ -157,6 +157,8 @@ export class ServeNode implements ServeNodeCore {
       rebuilt: () => this.rebuilding?.catch(() => undefined) ?? Promise.resolve(),
       paused: () => this.snapshotting?.catch(() => undefined) ?? null,
       stopped: () => this.stopped,
+      retryMsMax: parts.limits.retryMsMax,
+      logger: parts.logger,
       onTablesDropped: (collection) => {
         const moved = this.hosted.map((partition) => ({ topic: collection, partition }));
         this.readThreads?.applied(moved);
@@ -277,7 +279,7 @@ export class ServeNode implements ServeNodeCore {
    * Drops the collection from the stores in place (collection-drops.ts), once no longer tailed;
    * settles once its tables and checkpoints are gone and reads answer nothing of it (steps 1 and
    * 2). Its documents are deleted in the background, the collection listed in status `dropping`
-   * until they are (a failure there is logged; a stop's is resumed at start). The log's topics are
+   * until they are (a failure there is logged and retried; a stop's is resumed at start). The log's topics are
    * looked at again after: a collection the log (still, or again) holds under the name is tailed
    * from its start.
    */
