@@ -106,14 +106,15 @@ export class ServeNode implements ServeNodeCore {
   private readonly fences: ViewTopicFences;
 
   constructor(private readonly parts: ServeNodeParts) {
-    this.fences = new ViewTopicFences(
-      parts.log,
-      parts.limits.logReadBytesMax,
-      parts.logger,
-      (topic) => {
+    this.fences = new ViewTopicFences(parts.log, {
+      readBytesMax: parts.limits.logReadBytesMax,
+      retryMsMax: parts.limits.retryMsMax,
+      logger: parts.logger,
+      tails: (topic) => this.topics.has(topic),
+      onDecided: (topic) => {
         for (const fetcher of this.fetchers) fetcher.release(topic);
       },
-    );
+    });
     this.hosted = parts.hosted;
     this.limits = parts.limits;
     this.mergePolicy = {
