@@ -14,6 +14,7 @@
  * out here too. That costs one read of the partition up to the feed's start, once a feed.
  */
 import { decodeRecords, iterateBatches, type StoredRecord } from '../shared/batch-codec.js';
+import { unavailable } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import { topicOffsets } from '../shared/topic-offsets.js';
 import { viewTopics, type ViewCatalog } from '../shared/view-catalog.js';
@@ -97,7 +98,14 @@ export class FeedFences {
         greatest = fenceRecords(below, greatest).epochAfter;
         at = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
       }
-      if (at === start) break;
+      // Nothing read below the feed's start: an epoch counted so far could be too low, and would
+      // send a fenced writer's record. The feed retries the read after a pause.
+      if (at === start) {
+        throw unavailable(
+          'feed_epochs_unread',
+          `the log answered nothing of ${topic}/${partition} at ${at}, below the feed's start ${until}`,
+        );
+      }
     }
     return greatest;
   }
