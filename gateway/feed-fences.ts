@@ -13,8 +13,10 @@
  * (their headers decide, nothing is sent), so a fenced writer's record after that claim is left
  * out here too. That costs one read of the partition up to the feed's start, once a feed.
  */
-import { decodeRecords, iterateBatches, type StoredRecord } from '../shared/batch-codec.js';
+import type { StoredRecord } from '../shared/batch-codec.js';
+import { unavailable } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
+import { readPartitionRange } from '../shared/internal-topic-reader.js';
 import { topicOffsets } from '../shared/topic-offsets.js';
 import { viewTopics, type ViewCatalog } from '../shared/view-catalog.js';
 import { epochOf, fenceRecords } from '../shared/view-epoch.js';
@@ -84,20 +86,23 @@ export class FeedFences {
     const until = first.offset;
     const bounds = (await topicOffsets(this.log, topic, [partition])).get(partition);
     let greatest = -1;
-    for (let at = bounds?.logStartOffset ?? 0; at < until;) {
-      const read = await this.log.read(topic, partition, at, {
-        maxBytes: this.readBytesMax,
-        signal: this.signal,
-      });
-      const start = at;
-      for (const batch of iterateBatches(read.batches)) {
-        const below = decodeRecords(batch.bytes).filter(
-          (record) => record.offset >= start && record.offset < until,
-        );
-        greatest = fenceRecords(below, greatest).epochAfter;
-        at = batch.header.baseOffset + batch.header.lastOffsetDelta + 1;
-      }
-      if (at === start) break;
+    const reached = await readPartitionRange(
+      this.log,
+      { topic, partition },
+      bounds?.logStartOffset ?? 0,
+      until,
+      { readBytesMax: this.readBytesMax, signal: this.signal },
+      (record) => {
+        if (record.offset < until) greatest = fenceRecords([record], greatest).epochAfter;
+      },
+    );
+    // Nothing read below the feed's start: an epoch counted so far could be too low, and would
+    // send a fenced writer's record. The feed retries the read after a pause.
+    if (reached < until) {
+      throw unavailable(
+        'feed_epochs_unread',
+        `the log answered nothing of ${topic}/${partition} at ${reached}, below the feed's start ${until}`,
+      );
     }
     return greatest;
   }

@@ -1,7 +1,9 @@
 /**
  * Dropping a collection in place (its topic left the log), instead of replaying the whole log into
  * new stores: the node then holds what a replica rebuilt from the log without the topic holds,
- * while every other collection goes on being applied and read. One drop at a time, in steps:
+ * while every other collection goes on being applied and read. A drop goes in steps; steps 1-2 of
+ * one drop at a time (the marks), and steps 3-4 of one drop at a time (the deletions), so a drop
+ * answers once marked, without waiting for the documents of drops asked before it:
  *
  * 1. LMDB, one transaction: the durable mark `dropping:<collection>` and the removal of the
  *    collection's checkpoints there. A restart finding the mark resumes the drop (step 2 on).
@@ -12,12 +14,18 @@
  * 3. LMDB: its documents deleted `stepDocsMax` a transaction, the event loop running between two.
  * 4. LMDB: the mark goes.
  *
- * Each step is idempotent, so a kill at any moment leaves a mark that the next start finishes.
+ * Each step is idempotent, so a kill at any moment leaves a mark that the next start finishes. A
+ * failure in steps 3-4 is retried after a pause (bounded exponential) while the drop stays listed:
+ * the node does not tail the name again while its mark stands, which would hide its documents.
  */
-import { setImmediate as nextTurn } from 'node:timers/promises';
+import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { assert } from '../shared/assert.js';
 import { unavailable } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
 import type { Replica } from './replica.js';
+
+/** The first pause before a failed deletion is tried again; it doubles up to `retryMsMax`. */
+const RETRY_MS_MIN = 100;
 
 export interface CollectionDropsOptions {
   /** The stores now: a drop finds them replaced (a rebuild) when they no longer hold the topic. */
@@ -31,6 +39,9 @@ export interface CollectionDropsOptions {
   stopped(): boolean;
   /** Once the collection's tables and checkpoints are gone (step 2): reads are told. */
   onTablesDropped(collection: string): void;
+  /** The longest pause before a failed deletion (steps 3-4) is tried again (the node's retryMsMax). */
+  retryMsMax: number;
+  logger: Logger;
 }
 
 /** A drop under way: its first two steps done (`marked`), and all of it (`done`). */
@@ -48,8 +59,10 @@ export interface DropRecord {
 export class CollectionDrops {
   /** The drops asked for and not finished, by collection. */
   private readonly under = new Map<string, Drop>();
-  /** The last drop asked for: the next begins after it. */
-  private tail: Promise<void> = Promise.resolve();
+  /** Steps 1-2 of the last drop asked for: the next drop's begin after them. */
+  private marks: Promise<unknown> = Promise.resolve();
+  /** Steps 3-4 of the last drop asked for: the next drop's begin after them. */
+  private deletes: Promise<unknown> = Promise.resolve();
   private lastDone: DropRecord | undefined;
 
   constructor(private readonly options: CollectionDropsOptions) {
@@ -78,32 +91,59 @@ export class CollectionDrops {
    * Drops the collection from the stores (the same drop for one already asked for): `marked`
    * settles once step 2 is done (reads answer nothing of it), `done` once it is gone. Both fail
    * `stopping` when the node stops first: the mark stays, and the next start finishes the drop.
+   * Any other failure of steps 3-4 is retried, the drop listed until it succeeds.
    */
   drop(collection: string, reason: string): Drop {
     const asked = this.under.get(collection);
     if (asked !== undefined) return asked;
-    let onMarked = () => {};
-    const marked = new Promise<void>((resolve) => (onMarked = resolve));
-    const done = this.tail
-      .then(() => this.run(collection, reason, onMarked))
+    const marked = this.marks.then(() => this.mark(collection));
+    this.marks = marked.catch(() => undefined);
+    const before = this.deletes;
+    const done = marked
+      .then(async (replica) => {
+        await before;
+        await this.deleteRetrying(collection, reason, replica);
+      })
       .finally(() => this.under.delete(collection));
-    const entry = { marked: Promise.race([marked, done]), done };
+    const entry = { marked: marked.then(() => undefined), done };
     this.under.set(collection, entry);
-    this.tail = done.catch(() => undefined);
+    // Ends after this drop and every drop before it, whichever failed.
+    this.deletes = done.catch(() => undefined).then(() => before);
     return entry;
   }
 
   /** Settles once every drop asked for has ended, however. */
-  settled(): Promise<void> {
-    return this.tail;
+  async settled(): Promise<void> {
+    await this.deletes;
   }
 
-  private async run(collection: string, reason: string, onMarked: () => void): Promise<void> {
+  /** Steps 1-2: the stores the mark is on. */
+  private async mark(collection: string): Promise<Replica> {
     await this.options.rebuilt();
     const replica = await this.stepOn();
     replica.beginDrop(collection);
     this.options.onTablesDropped(collection);
-    onMarked();
+    return replica;
+  }
+
+  /** Steps 3-4, tried again after a failure until they succeed or the node stops. */
+  private async deleteRetrying(collection: string, reason: string, replica: Replica) {
+    for (let retryMs = RETRY_MS_MIN; ; retryMs = Math.min(retryMs * 2, this.options.retryMsMax)) {
+      try {
+        await this.delete(collection, reason, replica);
+        return;
+      } catch (error) {
+        if (this.options.stopped()) throw error;
+        this.options.logger.error(
+          { err: error, collection, retryMs },
+          "deleting a dropped collection's documents failed; retrying",
+        );
+        await sleep(retryMs);
+      }
+    }
+  }
+
+  private async delete(collection: string, reason: string, replica: Replica): Promise<void> {
     for (;;) {
       await nextTurn();
       const current = await this.stepOn();

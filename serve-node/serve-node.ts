@@ -106,14 +106,15 @@ export class ServeNode implements ServeNodeCore {
   private readonly fences: ViewTopicFences;
 
   constructor(private readonly parts: ServeNodeParts) {
-    this.fences = new ViewTopicFences(
-      parts.log,
-      parts.limits.logReadBytesMax,
-      parts.logger,
-      (topic) => {
+    this.fences = new ViewTopicFences(parts.log, {
+      readBytesMax: parts.limits.logReadBytesMax,
+      retryMsMax: parts.limits.retryMsMax,
+      logger: parts.logger,
+      tails: (topic) => this.topics.has(topic),
+      onDecided: (topic) => {
         for (const fetcher of this.fetchers) fetcher.release(topic);
       },
-    );
+    });
     this.hosted = parts.hosted;
     this.limits = parts.limits;
     this.mergePolicy = {
@@ -157,6 +158,8 @@ export class ServeNode implements ServeNodeCore {
       rebuilt: () => this.rebuilding?.catch(() => undefined) ?? Promise.resolve(),
       paused: () => this.snapshotting?.catch(() => undefined) ?? null,
       stopped: () => this.stopped,
+      retryMsMax: parts.limits.retryMsMax,
+      logger: parts.logger,
       onTablesDropped: (collection) => {
         const moved = this.hosted.map((partition) => ({ topic: collection, partition }));
         this.readThreads?.applied(moved);
@@ -277,7 +280,7 @@ export class ServeNode implements ServeNodeCore {
    * Drops the collection from the stores in place (collection-drops.ts), once no longer tailed;
    * settles once its tables and checkpoints are gone and reads answer nothing of it (steps 1 and
    * 2). Its documents are deleted in the background, the collection listed in status `dropping`
-   * until they are (a failure there is logged; a stop's is resumed at start). The log's topics are
+   * until they are (a failure there is logged and retried; a stop's is resumed at start). The log's topics are
    * looked at again after: a collection the log (still, or again) holds under the name is tailed
    * from its start.
    */

@@ -1,0 +1,109 @@
+// Proves a drop in place (serve-node/collection-drops.ts) answers once its own steps 1-2 are done,
+// without waiting for the document deletion of a drop asked before it, the deletions still one at
+// a time; and that a failed deletion step is retried while the drop stays listed (a node that
+// forgot it would tail the name again while the mark hides every document read). Real replicas
+// (LMDB and SQLite in temp dirs), fed through their apply path; a step's failure is injected.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { CollectionDrops } from '../../serve-node/collection-drops.js';
+import { Replica } from '../../serve-node/replica.js';
+import { createLogger } from '../../shared/logger.js';
+import { ReplicaFeed } from '../harness/replica-feed.js';
+
+const DOCS = 200;
+
+const dirs: string[] = [];
+const replicas: Replica[] = [];
+afterEach(async () => {
+  for (const replica of replicas.splice(0)) await replica.close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A replica whose first `failures` drop steps throw, as a full disk's transaction would. */
+class FailingReplica extends Replica {
+  failures = 0;
+  override dropStep(collection: string, docsMax: number): number {
+    if (this.failures > 0) {
+      this.failures -= 1;
+      throw new Error('injected: the step could not commit');
+    }
+    return super.dropStep(collection, docsMax);
+  }
+}
+
+function loaded(collections: string[]): FailingReplica {
+  const dir = mkdtempSync(join(tmpdir(), 'collection-drops-'));
+  dirs.push(dir);
+  const replica = new FailingReplica(dir);
+  replicas.push(replica);
+  const feed = new ReplicaFeed(() => replica);
+  for (const collection of collections) {
+    const records: Array<[string, unknown]> = [];
+    for (let i = 0; i < DOCS; i++) records.push([`k${i}`, { title: `doc ${i}`, n: i }]);
+    feed.apply(collection, 0, records);
+  }
+  return replica;
+}
+
+function dropsOf(replica: Replica, stepDocsMax: number): CollectionDrops {
+  return new CollectionDrops({
+    replica: () => replica,
+    stepDocsMax,
+    rebuilt: () => Promise.resolve(),
+    paused: () => null,
+    stopped: () => false,
+    onTablesDropped: () => {},
+    retryMsMax: 200,
+    logger: createLogger('collection-drops', 'silent'),
+  });
+}
+
+describe('CollectionDrops', () => {
+  it("answers a drop once it is marked, while an earlier drop's documents are still deleted", async () => {
+    const replica = loaded(['a', 'b', 'c']);
+    // One document a step: the first drop's deletion takes DOCS turns of the event loop.
+    const drops = dropsOf(replica, 1);
+    const order: string[] = [];
+    const [a, b, c] = ['a', 'b', 'c'].map((collection) => {
+      const drop = drops.drop(collection, 'test');
+      void drop.marked.then(() => order.push(`${collection} marked`));
+      void drop.done.then(() => order.push(`${collection} done`));
+      return drop;
+    });
+    await c.marked;
+    expect(order).toEqual(['a marked', 'b marked', 'c marked']);
+    expect(drops.dropping()).toEqual(['a', 'b', 'c']);
+    expect(replica.docs.droppingCollections().sort()).toEqual(['a', 'b', 'c']);
+    await Promise.all([a.done, b.done, c.done]);
+    // The deletions one at a time, in the order asked.
+    expect(order.slice(3)).toEqual(['a done', 'b done', 'c done']);
+    await drops.settled();
+    expect(drops.dropping()).toEqual([]);
+    expect(replica.docs.droppingCollections()).toEqual([]);
+    for (const collection of ['a', 'b', 'c']) {
+      expect(replica.docs.countAfter(collection, null)).toBe(0);
+    }
+  });
+
+  it('retries a failed deletion step, the drop listed until its documents and mark are gone', async () => {
+    const replica = loaded(['gone', 'kept']);
+    replica.failures = 3;
+    const drops = dropsOf(replica, 50);
+    const { marked, done } = drops.drop('gone', 'test');
+    await marked;
+    // Listed throughout the failures: the node does not tail the name while the mark stands.
+    for (let i = 0; i < 20 && replica.failures > 0; i++) {
+      expect(drops.has('gone')).toBe(true);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    expect(replica.failures).toBe(0);
+    await done;
+    expect(drops.has('gone')).toBe(false);
+    expect(replica.docs.droppingCollections()).toEqual([]);
+    expect(replica.docs.countAfter('gone', null)).toBe(0);
+    expect(replica.docs.countAfter('kept', null)).toBe(DOCS);
+    expect(drops.last()?.collection).toBe('gone');
+  });
+});
