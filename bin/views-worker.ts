@@ -48,7 +48,11 @@ await runNodeWorker(
       logger,
       limits: data.limits,
       servedThrough: (topic, offsets) => gateway.servedThrough(topic, offsets),
-      placement: standalonePlacementTelling((key) => gateway.published(key)),
+      // A task may publish before start() answers (a start that deletes retired topics first):
+      // tellAll() below covers it.
+      placement: standalonePlacementTelling((key) => {
+        if (host !== null) gateway.published(key);
+      }),
       reconciled: () => {
         if (host !== null) gateway.tellAll();
       },

@@ -61,8 +61,14 @@ export class CollectionDrops {
   private readonly under = new Map<string, Drop>();
   /** Steps 1-2 of the last drop asked for: the next drop's begin after them. */
   private marks: Promise<unknown> = Promise.resolve();
-  /** Steps 3-4 of the last drop asked for: the next drop's begin after them. */
+  /**
+   * The last attempt at steps 3-4 queued: attempts run one at a time, in the order queued. A drop
+   * that failed waits out its pause outside the queue, so a deletion that keeps failing holds up
+   * no other drop's.
+   */
   private deletes: Promise<unknown> = Promise.resolve();
+  /** Cuts short a failed deletion's pause when the node stops. */
+  private readonly stopping = new AbortController();
   private lastDone: DropRecord | undefined;
 
   constructor(private readonly options: CollectionDropsOptions) {
@@ -98,23 +104,22 @@ export class CollectionDrops {
     if (asked !== undefined) return asked;
     const marked = this.marks.then(() => this.mark(collection));
     this.marks = marked.catch(() => undefined);
-    const before = this.deletes;
     const done = marked
-      .then(async (replica) => {
-        await before;
-        await this.deleteRetrying(collection, reason, replica);
-      })
+      .then((replica) => this.deleteRetrying(collection, reason, replica))
       .finally(() => this.under.delete(collection));
     const entry = { marked: marked.then(() => undefined), done };
     this.under.set(collection, entry);
-    // Ends after this drop and every drop before it, whichever failed.
-    this.deletes = done.catch(() => undefined).then(() => before);
     return entry;
+  }
+
+  /** The node stops: a failed deletion's pause ends now, and its next attempt fails `stopping`. */
+  stop(): void {
+    this.stopping.abort();
   }
 
   /** Settles once every drop asked for has ended, however. */
   async settled(): Promise<void> {
-    await this.deletes;
+    await Promise.allSettled([...this.under.values()].map((drop) => drop.done));
   }
 
   /** Steps 1-2: the stores the mark is on. */
@@ -129,8 +134,10 @@ export class CollectionDrops {
   /** Steps 3-4, tried again after a failure until they succeed or the node stops. */
   private async deleteRetrying(collection: string, reason: string, replica: Replica) {
     for (let retryMs = RETRY_MS_MIN; ; retryMs = Math.min(retryMs * 2, this.options.retryMsMax)) {
+      const attempt = this.deletes.then(() => this.delete(collection, reason, replica));
+      this.deletes = attempt.catch(() => undefined);
       try {
-        await this.delete(collection, reason, replica);
+        await attempt;
         return;
       } catch (error) {
         if (this.options.stopped()) throw error;
@@ -138,7 +145,7 @@ export class CollectionDrops {
           { err: error, collection, retryMs },
           "deleting a dropped collection's documents failed; retrying",
         );
-        await sleep(retryMs);
+        await sleep(retryMs, undefined, { signal: this.stopping.signal }).catch(() => undefined);
       }
     }
   }

@@ -550,6 +550,7 @@ export class ServeNode implements ServeNodeCore {
     clearInterval(this.flushTimer);
     await this.discovering;
     await this.rebuilding?.catch(() => undefined);
+    this.drops.stop();
     await this.drops.settled();
     // A snapshot under way reads the stores this closes.
     await this.snapshotting?.catch(() => undefined);

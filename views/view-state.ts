@@ -38,7 +38,7 @@ export interface OutboxEntry {
  * documents' JSON in `docs` (1 kept `true` there, 2 a copy of each in a table of its own). A
  * projection's state of another layout is rebuilt from the start of its source. A grouping's
  * state is the same in every layout (2 added `watched:<p>`, read as absent where missing), so
- * one of any layout is resumed from.
+ * one of any layout is resumed from, unless its source is a view: `sourceEpoch:<p>` came with 3.
  */
 export const STATE_LAYOUT = 3;
 
@@ -102,9 +102,15 @@ export class ViewState {
     this.meta = json('meta') as Database<number, string>;
   }
 
-  /** Whether a view of `kind` can resume from this state's layout (or it is empty): else rebuilt. */
-  usableLayout(kind: 'grouping' | 'projection'): boolean {
-    return kind === 'grouping' || this.empty() || this.meta.get('layout') === STATE_LAYOUT;
+  /**
+   * Whether a view of `kind` can resume from this state's layout (or it is empty): else rebuilt.
+   * A grouping's state is the same in every layout, unless its source is a view: the greatest
+   * epoch a source partition (`sourceEpoch:<p>`) came with layout 3, and without it a resumed
+   * state would count records of a fenced writer that the serve-nodes skip.
+   */
+  usableLayout(kind: 'grouping' | 'projection', sourceIsView: boolean): boolean {
+    if (this.empty() || this.meta.get('layout') === STATE_LAYOUT) return true;
+    return kind === 'grouping' && !sourceIsView;
   }
 
   setLayout(): void {

@@ -184,7 +184,10 @@ export class ViewTask {
       mkdirSync(dir, { recursive: true });
       const state = new ViewState(file);
       // At once: a crash before the first round must not leave a state that looks new.
-      state.env.transactionSync(() => state.setHeld(true));
+      state.env.transactionSync(() => {
+        state.setHeld(true);
+        state.setLayout();
+      });
       return state;
     }
   }
@@ -319,7 +322,7 @@ export class ViewTask {
    */
   private async discardUnusable(ends: ReadonlyMap<number, number>): Promise<void> {
     const past = this.partitions.filter((p) => this.state.frontier(p) > (ends.get(p) ?? 0));
-    const usable = this.state.usableLayout(this.view.kind);
+    const usable = this.state.usableLayout(this.view.kind, this.sourceIsView);
     if (past.length === 0 && usable) return;
     this.logger.warn(
       {

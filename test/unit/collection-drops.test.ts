@@ -1,7 +1,8 @@
 // Proves a drop in place (serve-node/collection-drops.ts) answers once its own steps 1-2 are done,
 // without waiting for the document deletion of a drop asked before it, the deletions still one at
-// a time; and that a failed deletion step is retried while the drop stays listed (a node that
-// forgot it would tail the name again while the mark hides every document read). Real replicas
+// a time; that a failed deletion step is retried while the drop stays listed (a node that forgot
+// it would tail the name again while the mark hides every document read), outside the queue of
+// deletions, so one that keeps failing holds up no other drop; and that a stop ends its pause. Real replicas
 // (LMDB and SQLite in temp dirs), fed through their apply path; a step's failure is injected.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -21,10 +22,15 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 
-/** A replica whose first `failures` drop steps throw, as a full disk's transaction would. */
+/**
+ * A replica whose first `failures` drop steps throw, and every step of a collection in `failOn`,
+ * as a full disk's transaction would.
+ */
 class FailingReplica extends Replica {
   failures = 0;
+  readonly failOn = new Set<string>();
   override dropStep(collection: string, docsMax: number): number {
+    if (this.failOn.has(collection)) throw new Error('injected: the step never commits');
     if (this.failures > 0) {
       this.failures -= 1;
       throw new Error('injected: the step could not commit');
@@ -47,15 +53,22 @@ function loaded(collections: string[]): FailingReplica {
   return replica;
 }
 
-function dropsOf(replica: Replica, stepDocsMax: number): CollectionDrops {
+function dropsOf(
+  replica: Replica,
+  stepDocsMax: number,
+  {
+    stopped = (): boolean => false,
+    retryMsMax = 200,
+  }: { stopped?: () => boolean; retryMsMax?: number } = {},
+): CollectionDrops {
   return new CollectionDrops({
     replica: () => replica,
     stepDocsMax,
     rebuilt: () => Promise.resolve(),
     paused: () => null,
-    stopped: () => false,
+    stopped,
     onTablesDropped: () => {},
-    retryMsMax: 200,
+    retryMsMax,
     logger: createLogger('collection-drops', 'silent'),
   });
 }
@@ -105,5 +118,28 @@ describe('CollectionDrops', () => {
     expect(replica.docs.countAfter('gone', null)).toBe(0);
     expect(replica.docs.countAfter('kept', null)).toBe(DOCS);
     expect(drops.last()?.collection).toBe('gone');
+  });
+
+  it("a deletion that keeps failing holds up no later drop's, and a stop ends its pause", async () => {
+    const replica = loaded(['bad', 'good']);
+    replica.failOn.add('bad');
+    let stopping = false;
+    // Long pauses: a later drop that waited for the failing one's retries would not end in time.
+    const drops = dropsOf(replica, 50, { stopped: () => stopping, retryMsMax: 60_000 });
+    const bad = drops.drop('bad', 'test');
+    const good = drops.drop('good', 'test');
+    await good.done;
+    expect(replica.docs.countAfter('good', null)).toBe(0);
+    expect(drops.dropping()).toEqual(['bad']);
+    // Let its pauses grow past a few seconds, then stop: the pause ends at once.
+    await new Promise((resolve) => setTimeout(resolve, 2_000));
+    stopping = true;
+    const stoppedAt = performance.now();
+    drops.stop();
+    await drops.settled();
+    expect(performance.now() - stoppedAt).toBeLessThan(1_000);
+    await expect(bad.done).rejects.toMatchObject({ code: 'stopping' });
+    // The mark stays: the next start finishes the drop.
+    expect(replica.docs.droppingCollections()).toEqual(['bad']);
   });
 });
