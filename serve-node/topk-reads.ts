@@ -131,10 +131,11 @@ export class TopkReads {
   private readonly tokenizers: FtsTokenizers;
   private readonly stats = new Map<string, FtsStats>();
   /**
-   * By table name and weights, not object: a read thread's tables are new objects after every
-   * commit (search-store.ts followWriter), and a name given again may come with other weights.
+   * By table name, not object: a read thread's tables are new objects after every commit
+   * (search-store.ts followWriter); with the weights they were made for, replaced when a name
+   * comes with others (kept by name and weights, every weighting a table ever had stayed).
    */
-  private readonly postings = new Map<string, FtsPostings>();
+  private readonly postings = new Map<string, { weights: string; postings: FtsPostings }>();
   /** By table name, as `stats`. */
   private readonly matches = new Map<string, Statement>();
   /** By table name, as `stats`: a term's rows do not follow the weights. */
@@ -305,12 +306,11 @@ export class TopkReads {
   }
 
   private postingsOf(table: FtsTable): FtsPostings {
-    const key = `${table.name} ${table.layout.weights.join(' ')}`;
-    let postings = this.postings.get(key);
-    if (postings === undefined) {
-      postings = new FtsPostings(this.db, table);
-      this.postings.set(key, postings);
-    }
+    const weights = table.layout.weights.join(' ');
+    const held = this.postings.get(table.name);
+    if (held !== undefined && held.weights === weights) return held.postings;
+    const postings = new FtsPostings(this.db, table);
+    this.postings.set(table.name, { weights, postings });
     return postings;
   }
 

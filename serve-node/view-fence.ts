@@ -16,7 +16,7 @@
  * That read is `TopicFences.ask`'s.
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
-import { epochOf } from '../shared/view-epoch.js';
+import { epochOf, fenceRecords } from '../shared/view-epoch.js';
 
 /** `unknown`: not a view's at the last look at the views topic, and not yet asked again since. */
 export type TopicFence = 'view' | 'collection' | 'unknown';
@@ -56,19 +56,10 @@ export function fenceViewRecords(
   /** Where the greatest epoch rose, in offset order: offsets and the epoch from each on. */
   const stepOffsets: number[] = [];
   const stepEpochs: number[] = [];
-  const kept: StoredRecord[] = [];
-  let greatest = epochAtStart;
-  for (const record of records) {
-    const said = epochOf(record);
-    const epoch = said?.epoch ?? -1;
-    if (epoch < greatest) continue;
-    if (epoch > greatest) {
-      stepOffsets.push(record.offset);
-      stepEpochs.push(epoch);
-      greatest = epoch;
-    }
-    if (said?.claim !== true) kept.push(record);
-  }
+  const { kept } = fenceRecords(records, epochAtStart, (offset, epoch) => {
+    stepOffsets.push(offset);
+    stepEpochs.push(epoch);
+  });
   return {
     kept,
     epochBefore: (offset) => {

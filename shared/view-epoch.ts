@@ -65,17 +65,20 @@ export function epochOf(record: StoredRecord): { epoch: number; claim: boolean }
 /**
  * The records of one partition, in offset order, that change documents: claims and records of
  * an epoch below the greatest seen before them are left out. `epochBefore` is the greatest epoch
- * of the records before the first (−1: none); answers the greatest after the last.
+ * of the records before the first (−1: none); answers the greatest after the last. `rose` hears
+ * of each record that raises the greatest, with the new greatest.
  */
 export function fenceRecords<R extends StoredRecord>(
   records: readonly R[],
   epochBefore: number,
+  rose?: (offset: number, epoch: number) => void,
 ): { kept: R[]; epochAfter: number } {
   let greatest = epochBefore;
   const kept: R[] = [];
   for (const record of records) {
     const said = epochOf(record) ?? { epoch: -1, claim: false };
     if (said.epoch < greatest) continue;
+    if (said.epoch > greatest) rose?.(record.offset, said.epoch);
     greatest = said.epoch;
     if (!said.claim) kept.push(record);
   }

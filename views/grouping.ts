@@ -14,7 +14,12 @@ import type { ParsedView } from '../shared/view-definition.js';
 import { eventTimeMs, windowBound, windowStarts } from '../shared/view-window.js';
 import { scaled, unscaled } from './exact-sum.js';
 import { sortableNumber } from './sortable.js';
-import type { Contribution, GroupTotals, ViewState } from './view-state.js';
+import {
+  INDEXES_PRUNED,
+  type Contribution,
+  type GroupTotals,
+  type ViewState,
+} from './view-state.js';
 
 type Grouping = Extract<ParsedView, { kind: 'grouping' }>;
 
@@ -27,12 +32,6 @@ const SEP = '\u001f';
 /** In place of the last SEP, the exclusive end of the range of keys that begin with the parts. */
 const RANGE_END = '\u0020';
 const utf8 = new TextEncoder();
-/**
- * The `meta` flag of a state whose `extremes` and `latest` hold only what its aggregates read:
- * states written before those indexes were kept only for min()/max() and latest() have entries
- * nothing would remove, deleted once when such a state is opened.
- */
-const INDEXES_PRUNED = 'indexesPruned';
 
 export interface SourceDocument {
   key: string;

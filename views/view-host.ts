@@ -135,12 +135,21 @@ export class ViewHost implements ViewProcessing {
 
   /** Brings the running processors in line with the definitions acknowledged before the call. */
   settle(): Promise<void> {
-    const next = this.reconciling
-      .then(() => this.reconcile())
-      .finally(() => this.options.reconciled?.());
-    // One failed read must not stop the ones after it.
+    return this.inTurn(
+      () => this.reconcile().finally(() => this.options.reconciled?.()),
+      {},
+      'reading view definitions failed',
+    );
+  }
+
+  /**
+   * Runs `work` after every reconcile and deposed task's stop asked before it; its failure is
+   * logged (`what`, `context`) and stops none of those asked after it.
+   */
+  private inTurn(work: () => Promise<void>, context: object, what: string): Promise<void> {
+    const next = this.reconciling.then(work);
     this.reconciling = next.catch((error: unknown) => {
-      this.options.logger.warn({ err: error }, 'reading view definitions failed');
+      this.options.logger.warn({ err: error, ...context }, what);
     });
     return next;
   }
@@ -217,7 +226,7 @@ export class ViewHost implements ViewProcessing {
             }));
             if (rebuild) this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets);
           },
-          deposed: () => void this.deposed(key, task),
+          deposed: () => this.deposed(key, task),
         },
       );
       this.tasks.set(key, task);
@@ -309,17 +318,17 @@ export class ViewHost implements ViewProcessing {
    * dealt here, run by no one, and the view stall). In turn with reconcile(), so a task dealt
    * here again starts once this one has closed its state.
    */
-  private deposed(key: string, task: ViewTask): Promise<void> {
-    const next = this.reconciling.then(async () => {
-      if (this.tasks.get(key) !== task) return;
-      this.tasks.delete(key);
-      await task.stop();
-      this.placement.lost(key);
-    });
-    this.reconciling = next.catch((error: unknown) => {
-      this.options.logger.warn({ err: error, task: key }, 'stopping a deposed view task failed');
-    });
-    return this.reconciling;
+  private deposed(key: string, task: ViewTask): void {
+    void this.inTurn(
+      async () => {
+        if (this.tasks.get(key) !== task) return;
+        this.tasks.delete(key);
+        await task.stop();
+        this.placement.lost(key);
+      },
+      { task: key },
+      'stopping a deposed view task failed',
+    ).catch(() => undefined);
   }
 
   /** Stops a task; its state stays while its version is declared (dealt elsewhere, not dropped). */

@@ -42,6 +42,14 @@ export interface OutboxEntry {
  */
 export const STATE_LAYOUT = 3;
 
+/**
+ * The `meta` flag of a state whose `extremes` and `latest` hold only what its aggregates read:
+ * states written before those indexes were kept only for min()/max() and latest() have entries
+ * nothing would remove, deleted once when such a state is opened (grouping.ts). An emptied state
+ * (discard()) has none to delete.
+ */
+export const INDEXES_PRUNED = 'indexesPruned';
+
 /** `meta` key: present while the state is rebuilt from the source's start over older output. */
 const HELD = 'held';
 
@@ -218,6 +226,7 @@ export class ViewState {
       }
       this.setLayout();
       this.setHeld(true);
+      this.meta.put(INDEXES_PRUNED, 1);
     });
   }
 

@@ -411,7 +411,7 @@ export class ViewTask {
     const records: StoredRecord[] = [];
     let end = from;
     for (const batch of iterateBatches(outcome.batches)) {
-      records.push(...decodeRecords(batch.bytes));
+      for (const record of decodeRecords(batch.bytes)) records.push(record);
       end = Math.max(end, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
     }
     const read = watchRecords(records, from, this.state.watchEpoch(partition), this.epoch!);
