@@ -86,23 +86,34 @@ export class FeedFences {
     const until = first.offset;
     const bounds = (await topicOffsets(this.log, topic, [partition])).get(partition);
     let greatest = -1;
-    const reached = await readPartitionRange(
-      this.log,
-      { topic, partition },
-      bounds?.logStartOffset ?? 0,
-      until,
-      { readBytesMax: this.readBytesMax, signal: this.signal },
-      (record) => {
-        if (record.offset < until) greatest = fenceRecords([record], greatest).epochAfter;
-      },
-    );
+    const unread = (why: string) =>
+      unavailable(
+        'feed_epochs_unread',
+        `${topic}/${partition} below the feed's start ${until}: ${why}`,
+      );
+    let reached: number;
+    try {
+      reached = await readPartitionRange(
+        this.log,
+        { topic, partition },
+        bounds?.logStartOffset ?? 0,
+        until,
+        { readBytesMax: this.readBytesMax, signal: this.signal },
+        (record) => {
+          // One record's part of the fence rule (fenceRecords): the greatest epoch only rises.
+          if (record.offset < until) greatest = Math.max(greatest, epochOf(record)?.epoch ?? -1);
+        },
+      );
+    } catch (error) {
+      // Retention moved the log start past the one read first: read again from the new one.
+      if ((error as { code?: unknown }).code === 'offset_out_of_range')
+        throw unread('its log start moved while read');
+      throw error;
+    }
     // Nothing read below the feed's start: an epoch counted so far could be too low, and would
     // send a fenced writer's record. The feed retries the read after a pause.
     if (reached < until) {
-      throw unavailable(
-        'feed_epochs_unread',
-        `the log answered nothing of ${topic}/${partition} at ${reached}, below the feed's start ${until}`,
-      );
+      throw unread(`the log answered nothing at ${reached}`);
     }
     return greatest;
   }
