@@ -61,6 +61,7 @@ interface GroupContext extends BenchOptions {
   out: string;
   /** The scale and search-topk groups' largest size, documents. */
   scaleMax: number;
+  scaleMin: number;
 }
 
 interface Group {
@@ -103,7 +104,7 @@ const GROUPS: Group[] = [
   {
     name: 'scale',
     timeMsMax: (context) =>
-      scaleSizes(false, context.scaleMax).reduce((sum, n) => sum + n, 0) *
+      scaleSizes(false, context.scaleMax, context.scaleMin).reduce((sum, n) => sum + n, 0) *
       SCALE_TIME_MS_PER_DOC_MAX,
     fullRunOnlyWhenNamed: true,
     quickTimeMsMax: SCALE_TIME_MS_MAX_QUICK,
@@ -175,12 +176,30 @@ async function main(): Promise<number> {
       "the scale and search-topk groups' largest size (1e7 adds ten million documents)",
       String(SCALE_MAX_DEFAULT),
     )
+    .option(
+      '--scale-min <documents>',
+      "the scale group's smallest size (1e7 with --scale-max 1e7 runs ten million alone)",
+      '1e4',
+    )
     .parse(process.argv);
-  const opts = program.opts<{ quick?: boolean; peers?: boolean; out: string; scaleMax: string }>();
+  const opts = program.opts<{
+    quick?: boolean;
+    peers?: boolean;
+    out: string;
+    scaleMax: string;
+    scaleMin: string;
+  }>();
   const scaleMax = Number(opts.scaleMax);
   if (!Number.isFinite(scaleMax) || scaleMax < 1e4) {
     console.error(
       `--scale-max must be a number of documents of at least 1e4, not ${opts.scaleMax}`,
+    );
+    return 2;
+  }
+  const scaleMin = Number(opts.scaleMin);
+  if (!Number.isFinite(scaleMin) || scaleMin < 1e4 || scaleMin > scaleMax) {
+    console.error(
+      `--scale-min must be a number of documents from 1e4 to --scale-max, not ${opts.scaleMin}`,
     );
     return 2;
   }
@@ -209,7 +228,7 @@ async function main(): Promise<number> {
   console.log('measuring references...');
   const references = await measureReferences({ quick });
   const corpus = await loadCorpus();
-  const context: GroupContext = { quick, references, out: opts.out, scaleMax };
+  const context: GroupContext = { quick, references, out: opts.out, scaleMax, scaleMin };
   const workloads: WorkloadResult[] = [];
   for (const group of GROUPS.filter((g) => names.includes(g.name))) {
     workloads.push(...(await runGroup(group, context)));

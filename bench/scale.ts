@@ -44,6 +44,8 @@ const QUERY_NAMES: QueryName[] = ['get', 'search mid', 'search common', 'search 
 export interface ScaleOptions extends BenchOptions {
   /** The largest size of a full run, documents. */
   scaleMax?: number;
+  /** The smallest size of a full run, documents (a power of ten; the sizes below it are skipped). */
+  scaleMin?: number;
   /** Where the curves' SVG and JSON go. */
   out: string;
   flags?: string[];
@@ -58,9 +60,14 @@ export interface SizeResult {
 
 const POSTGRES_MISSING = 'postgres: skipped: not installed (apt-get install -y postgresql)';
 
-export function scaleSizes(quick: boolean, scaleMax = SCALE_MAX_DEFAULT): number[] {
+export function scaleSizes(
+  quick: boolean,
+  scaleMax = SCALE_MAX_DEFAULT,
+  scaleMin = SIZE_FIRST,
+): number[] {
+  if (quick) return [SIZE_FIRST];
   const sizes: number[] = [];
-  for (let n = SIZE_FIRST; n <= (quick ? SIZE_FIRST : scaleMax); n *= 10) sizes.push(n);
+  for (let n = SIZE_FIRST; n <= scaleMax; n *= 10) if (n >= scaleMin) sizes.push(n);
   return sizes;
 }
 
@@ -416,7 +423,7 @@ export async function runScaleBench(options: ScaleOptions): Promise<WorkloadResu
     const json = JSON.stringify({ date, quick: options.quick, results }, null, 2) + '\n';
     writeFileSync(join(options.out, `${name}.json`), json);
   };
-  for (const documents of scaleSizes(options.quick, options.scaleMax)) {
+  for (const documents of scaleSizes(options.quick, options.scaleMax, options.scaleMin)) {
     process.stdout.write(`  scale: ${sizeLabel(documents)} documents...\n`);
     results.push(
       await runSize(documents, postgres, { quick: options.quick, flags: options.flags }),

@@ -57,6 +57,9 @@ describe('scaleSizes', () => {
     expect(scaleSizes(true, 1e7)).toEqual([1e4]);
     expect(scaleSizes(false)).toEqual([1e4, 1e5, 1e6]);
     expect(scaleSizes(false, 1e7)).toEqual([1e4, 1e5, 1e6, 1e7]);
+    expect(scaleSizes(false, 1e7, 1e7)).toEqual([1e7]);
+    expect(scaleSizes(false, 1e6, 1e5)).toEqual([1e5, 1e6]);
+    expect(scaleSizes(true, 1e7, 1e7)).toEqual([1e4]);
   });
 });
 
