@@ -121,6 +121,9 @@ function rows(result: SizeResult): WorkloadResult[] {
         rawBytes,
         loadAckPerSec: t.loadAckPerSec,
         loadSettledPerSec: t.loadSettledPerSec,
+        bulkAckP50Ms: t.bulkAck.p50Ms,
+        bulkAckP99Ms: t.bulkAck.p99Ms,
+        bulkAckMaxMs: t.bulkAck.maxMs,
         ...t.disk,
         diskVsRaw: t.disk.totalBytes / rawBytes,
         anonymousBytes: t.memory.anonymousBytes,
@@ -264,6 +267,11 @@ export function scaleTable(results: SizeResult[]): string {
       (r) => formatRate(r.tailbase.loadAckPerSec) + pg(r, (p) => formatRate(p.loadAckPerSec)),
     ),
     line('load searchable, docs/s', (r) => formatRate(r.tailbase.loadSearchablePerSec)),
+    line(
+      'bulk request answered, p50 / p99 / max ms',
+      ({ tailbase: { bulkAck } }) =>
+        `${bulkAck.p50Ms.toFixed(0)} / ${bulkAck.p99Ms.toFixed(0)} / ${bulkAck.maxMs.toFixed(0)}`,
+    ),
     line(
       'load settled, docs/s',
       (r) =>
