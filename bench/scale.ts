@@ -77,6 +77,7 @@ async function runSize(
   documents: number,
   postgres: string | null,
   options: ScaleRunOptions,
+  onTailbase: (partial: SizeResult) => void,
 ): Promise<SizeResult> {
   const corpusDir = makeBenchDir('scale-corpus');
   const dataDir = makeBenchDir('scale-data');
@@ -86,6 +87,7 @@ async function runSize(
     const tailbase = await runTailbaseAtSize(dataDir, corpusFile, documents, options);
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(corpusDir, { recursive: true, force: true });
+    onTailbase({ documents, rawBytes, tailbase, postgres: { skipped: 'postgres: still running' } });
     if (postgres === null) {
       return { documents, rawBytes, tailbase, postgres: { skipped: POSTGRES_MISSING } };
     }
@@ -433,9 +435,15 @@ export async function runScaleBench(options: ScaleOptions): Promise<WorkloadResu
   };
   for (const documents of scaleSizes(options.quick, options.scaleMax, options.scaleMin)) {
     process.stdout.write(`  scale: ${sizeLabel(documents)} documents...\n`);
-    results.push(
-      await runSize(documents, postgres, { quick: options.quick, flags: options.flags }),
-    );
+    // tailbase's figures are written before PostgreSQL's turn at the same size, which can take
+    // hours at 10^7: a run stopped meanwhile keeps them.
+    const runOptions = { quick: options.quick, flags: options.flags };
+    const result = await runSize(documents, postgres, runOptions, (partial) => {
+      results.push(partial);
+      write(`scale-${stamp}`);
+      results.pop();
+    });
+    results.push(result);
     // After each size, so a run that fails or is stopped later keeps what it measured.
     write(`scale-${stamp}`);
   }
