@@ -5,7 +5,8 @@
 // rebuilds, and each node then answers exactly as a node rebuilt from the log without the topic
 // (documents, scores, facets, applied offsets), its retired rows deleted; a drop that a restart
 // interrupts after its first step is finished at start (then the collection created again under
-// the name is tailed from its start), with the same result; searches on read threads racing the
+// the name is tailed from its start), with the same result, and one interrupted between its first
+// two steps takes the second again (no table of it left); searches on read threads racing the
 // drop answer, none from a dropped table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
@@ -277,6 +278,58 @@ describe('dropping a collection in place', () => {
         expect(await serveContents(serve.client, collections, QUERIES)).toEqual(
           await serveContents(rebuilt.client, collections, QUERIES),
         );
+      } finally {
+        await rebuilt.stop();
+        await serve.stop();
+      }
+    } finally {
+      await log.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a drop a restart interrupted between its first two steps, the name not created again, leaves no table', async () => {
+    const log = await startLog(1);
+    const dir = await tempDir('interrupted-gone');
+    const batch = encodeBatch(
+      Array.from({ length: 50 }, (_, i) => ({
+        key: `gone${i}`,
+        value: Buffer.from(JSON.stringify(docOf('gone', i))),
+        timestampMs: 1_800_000_000_000,
+      })),
+    );
+    try {
+      await log.client.append('gone', 0, batch);
+      await log.client.append('kept', 0, batch);
+      let serve = await serveNodeOn(log.url, dir);
+      const waitFor = { waitFor: { 0: 49 }, waitMs: WAIT_MS_MAX };
+      await serve.client.scan('kept', waitFor);
+      expect((await serve.client.search('gone', { q: 'river', ...waitFor })).total).toBeGreaterThan(
+        0,
+      );
+      const stores = serve.node.storesDir();
+      await serve.stop();
+      // A kill between the drop's two first transactions: LMDB marked, the search store untouched.
+      const replica = new Replica(stores);
+      replica.docs.markDropping('gone');
+      await replica.close();
+      await log.client.deleteTopic('gone');
+      serve = await serveNodeOn(log.url, dir);
+      const rebuilt = await rebuiltNode(log.url, [0]);
+      try {
+        await until(
+          'the drop finished',
+          async () => (await serve.client.status()).lastDrop !== undefined,
+        );
+        await sameApplied(serve, rebuilt);
+        const queries = ['gone', 'kept'].map((collection) => ({ collection, q: 'river' }));
+        expect(await serveContents(serve.client, ['kept', 'gone'], queries)).toEqual(
+          await serveContents(rebuilt.client, ['kept', 'gone'], queries),
+        );
+        expect(await serve.client.search('gone', { q: 'river' })).toMatchObject({
+          hits: [],
+          total: 0,
+        });
       } finally {
         await rebuilt.stop();
         await serve.stop();
