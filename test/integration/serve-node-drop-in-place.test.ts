@@ -102,6 +102,18 @@ function leftoverRows(node: RunningServeNode): number {
   }
 }
 
+/**
+ * Stops the node and leaves its stores as a kill right after a drop's first transaction does: the
+ * mark, and LMDB's checkpoints gone while the search store still holds the collection.
+ */
+async function stopAfterFirstDropStep(serve: RunningServeNode, collection: string): Promise<void> {
+  const stores = serve.node.storesDir();
+  await serve.stop();
+  const replica = new Replica(stores);
+  replica.docs.markDropping(collection);
+  await replica.close();
+}
+
 describe('dropping a collection in place', () => {
   it('reads of another collection answer all of it throughout; each node equals one rebuilt without the topic', async () => {
     const { url } = cluster;
@@ -249,13 +261,7 @@ describe('dropping a collection in place', () => {
         (await serve.client.scan('big', { waitFor: { 0: 499 }, waitMs: WAIT_MS_MAX, limit: 1000 }))
           .items,
       ).toHaveLength(500);
-      const stores = serve.node.storesDir();
-      await serve.stop();
-      // As a kill right after the drop's first transaction leaves the stores: the mark, and
-      // LMDB's checkpoints gone while the search store still holds the collection.
-      const replica = new Replica(stores);
-      replica.docs.markDropping('big');
-      await replica.close();
+      await stopAfterFirstDropStep(serve, 'big');
       // Dropped in the log and created again meanwhile: the log alone cannot tell the node.
       await log.client.deleteTopic('big');
       await log.client.append('big', 0, batchOf('again', 20));
@@ -307,12 +313,7 @@ describe('dropping a collection in place', () => {
       expect((await serve.client.search('gone', { q: 'river', ...waitFor })).total).toBeGreaterThan(
         0,
       );
-      const stores = serve.node.storesDir();
-      await serve.stop();
-      // A kill between the drop's two first transactions: LMDB marked, the search store untouched.
-      const replica = new Replica(stores);
-      replica.docs.markDropping('gone');
-      await replica.close();
+      await stopAfterFirstDropStep(serve, 'gone');
       await log.client.deleteTopic('gone');
       serve = await serveNodeOn(log.url, dir);
       const rebuilt = await rebuiltNode(log.url, [0]);
