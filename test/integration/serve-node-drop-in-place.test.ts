@@ -114,6 +114,30 @@ async function stopAfterFirstDropStep(serve: RunningServeNode, collection: strin
   await replica.close();
 }
 
+/**
+ * Starts a node on the stores in `dir` and one rebuilt from the log, waits until the first has
+ * finished its drop and both have applied the same, runs `check`, and stops both.
+ */
+async function afterRestart(
+  logUrl: string,
+  dir: string,
+  check: (restarted: RunningServeNode, rebuilt: RunningServeNode) => Promise<void>,
+): Promise<void> {
+  const restarted = await serveNodeOn(logUrl, dir);
+  const rebuilt = await rebuiltNode(logUrl, [0]);
+  try {
+    await until(
+      'the drop finished',
+      async () => (await restarted.client.status()).lastDrop !== undefined,
+    );
+    await sameApplied(restarted, rebuilt);
+    await check(restarted, rebuilt);
+  } finally {
+    await rebuilt.stop();
+    await restarted.stop();
+  }
+}
+
 describe('dropping a collection in place', () => {
   it('reads of another collection answer all of it throughout; each node equals one rebuilt without the topic', async () => {
     const { url } = cluster;
@@ -230,7 +254,6 @@ describe('dropping a collection in place', () => {
   it('a drop a restart interrupted after its first step is finished at start', async () => {
     const log = await startLog(1);
     const dir = await tempDir('interrupted');
-    const open = () => serveNodeOn(log.url, dir);
     const batchOf = (tag: string, count: number) =>
       encodeBatch(
         Array.from({ length: count }, (_, i) => ({
@@ -254,7 +277,7 @@ describe('dropping a collection in place', () => {
       );
       await log.client.append('big', 0, batchOf('big', 500));
       await log.client.append('kept', 0, batchOf('kept', 50));
-      let serve = await open();
+      const serve = await serveNodeOn(log.url, dir);
       const waitFor = { waitFor: { 0: 49 }, waitMs: WAIT_MS_MAX };
       await serve.client.scan('kept', waitFor);
       expect(
@@ -265,29 +288,22 @@ describe('dropping a collection in place', () => {
       // Dropped in the log and created again meanwhile: the log alone cannot tell the node.
       await log.client.deleteTopic('big');
       await log.client.append('big', 0, batchOf('again', 20));
-      serve = await open();
-      const rebuilt = await rebuiltNode(log.url, [0]);
-      try {
-        await until(
-          'the drop finished',
-          async () => (await serve.client.status()).lastDrop !== undefined,
-        );
-        const status = await serve.client.status();
+      await afterRestart(log.url, dir, async (restarted, rebuilt) => {
+        const status = await restarted.client.status();
         expect(status.lastDrop).toMatchObject({ collection: 'big' });
         expect(status.lastRebuild).toBeUndefined();
-        await sameApplied(serve, rebuilt);
-        const again = await serve.client.scan('big', { waitFor: { 0: 19 }, waitMs: WAIT_MS_MAX });
+        const again = await restarted.client.scan('big', {
+          waitFor: { 0: 19 },
+          waitMs: WAIT_MS_MAX,
+        });
         expect(again.items.map((item) => item.key).sort()).toEqual(
           Array.from({ length: 20 }, (_, i) => `again${i}`).sort(),
         );
         const collections = ['kept', 'big'];
-        expect(await serveContents(serve.client, collections, QUERIES)).toEqual(
+        expect(await serveContents(restarted.client, collections, QUERIES)).toEqual(
           await serveContents(rebuilt.client, collections, QUERIES),
         );
-      } finally {
-        await rebuilt.stop();
-        await serve.stop();
-      }
+      });
     } finally {
       await log.stop();
       await rm(dir, { recursive: true, force: true });
@@ -307,7 +323,7 @@ describe('dropping a collection in place', () => {
     try {
       await log.client.append('gone', 0, batch);
       await log.client.append('kept', 0, batch);
-      let serve = await serveNodeOn(log.url, dir);
+      const serve = await serveNodeOn(log.url, dir);
       const waitFor = { waitFor: { 0: 49 }, waitMs: WAIT_MS_MAX };
       await serve.client.scan('kept', waitFor);
       expect((await serve.client.search('gone', { q: 'river', ...waitFor })).total).toBeGreaterThan(
@@ -315,26 +331,16 @@ describe('dropping a collection in place', () => {
       );
       await stopAfterFirstDropStep(serve, 'gone');
       await log.client.deleteTopic('gone');
-      serve = await serveNodeOn(log.url, dir);
-      const rebuilt = await rebuiltNode(log.url, [0]);
-      try {
-        await until(
-          'the drop finished',
-          async () => (await serve.client.status()).lastDrop !== undefined,
-        );
-        await sameApplied(serve, rebuilt);
+      await afterRestart(log.url, dir, async (restarted, rebuilt) => {
         const queries = ['gone', 'kept'].map((collection) => ({ collection, q: 'river' }));
-        expect(await serveContents(serve.client, ['kept', 'gone'], queries)).toEqual(
+        expect(await serveContents(restarted.client, ['kept', 'gone'], queries)).toEqual(
           await serveContents(rebuilt.client, ['kept', 'gone'], queries),
         );
-        expect(await serve.client.search('gone', { q: 'river' })).toMatchObject({
+        expect(await restarted.client.search('gone', { q: 'river' })).toMatchObject({
           hits: [],
           total: 0,
         });
-      } finally {
-        await rebuilt.stop();
-        await serve.stop();
-      }
+      });
     } finally {
       await log.stop();
       await rm(dir, { recursive: true, force: true });
