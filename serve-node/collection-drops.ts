@@ -118,6 +118,7 @@ export class CollectionDrops {
     const deleted = marked.then(({ dropped, replica }) => this.delete(dropped, reason, replica));
     const entry = { marked: marked.then(() => undefined), done: deleted };
     this.marking.set(collection, entry);
+    // On `marked` itself, so the name is free before any callback on `entry.marked` runs.
     void marked.then(
       () => this.marking.delete(collection),
       () => this.marking.delete(collection),

@@ -85,21 +85,14 @@ export class DocStore {
   }
 
   /**
-   * Each collection's key space in this thread's snapshot, read once a snapshot (and forgotten
-   * when a drop moves one): a read never sees a dropped incarnation's documents, which are
-   * deleted over many steps in the space it left.
+   * The key space the collection's documents are written and read in now, read in the snapshot
+   * its documents are read in: a read never sees a dropped incarnation's documents, which are
+   * deleted over many steps in the space it left. (One B-tree lookup a call, not a cache: names
+   * come from requests, and a cache would have to follow every snapshot.)
    */
-  private spacesSeen = new Map<string, number>();
-
-  /** The key space the collection's documents are written and read in now. */
   private space(collection: string): number {
-    let space = this.spacesSeen.get(collection);
-    if (space === undefined) {
-      const value = this.meta.get(SPACE_PREFIX + collection);
-      space = typeof value === 'number' ? value : 0;
-      this.spacesSeen.set(collection, space);
-    }
-    return space;
+    const value = this.meta.get(SPACE_PREFIX + collection);
+    return typeof value === 'number' ? value : 0;
   }
 
   /** The topic-partition's next unapplied offset, or null when nothing of it was ever applied. */
@@ -184,7 +177,6 @@ export class DocStore {
         this.meta.remove(epochKey(collection, Number(partition)));
       }
     });
-    this.spacesSeen.delete(collection);
     return space;
   }
 
@@ -231,7 +223,6 @@ export class DocStore {
         this.meta.remove(key);
       }
     });
-    this.spacesSeen.clear();
   }
 
   /**
@@ -273,7 +264,6 @@ export class DocStore {
    */
   resetReadTxn(): void {
     this.env.resetReadTxn();
-    this.spacesSeen.clear();
   }
 
   get(collection: string, key: string): StoredDoc | undefined {
