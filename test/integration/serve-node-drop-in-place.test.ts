@@ -68,7 +68,16 @@ async function until(what: string, done: () => Promise<boolean>): Promise<void> 
 
 /** A node of its own on `logUrl`, hosting `partitions`, replaying the log into empty stores. */
 async function rebuiltNode(logUrl: string, partitions: number[]): Promise<RunningServeNode> {
-  return serveNodeOn(logUrl, await tempDir('rebuilt'), partitions);
+  const dir = await tempDir('rebuilt');
+  const node = await serveNodeOn(logUrl, dir, partitions);
+  // Its stores go with it: each run of these tests left one directory a node behind.
+  return {
+    ...node,
+    stop: async () => {
+      await node.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Both nodes caught up to the same offsets of everything they tail. */
