@@ -12,8 +12,8 @@ import type { ServeNode } from './topology.js';
 
 /**
  * Has every node drop every topic; resolves once each has marked them dropping and dropped their
- * tables (no read answers from them; the documents go after, in the background), within
- * `waitMsMax` a node.
+ * tables (no read answers from them; the documents go after, in the background, while a
+ * collection created again under the name is already served), within `waitMsMax` a node.
  */
 export async function dropFromServeNodes(
   config: GatewayConfig,

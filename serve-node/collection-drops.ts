@@ -5,23 +5,27 @@
  * one drop at a time (the marks), and steps 3-4 of one drop at a time (the deletions), so a drop
  * answers once marked, without waiting for the documents of drops asked before it:
  *
- * 1. LMDB, one transaction: the durable mark `dropping:<collection>` and the removal of the
- *    collection's checkpoints there. A restart finding the mark resumes the drop (step 2 on).
- *    While the mark stands, LMDB reads answer nothing of the collection (doc-store.ts).
+ * 1. LMDB, one transaction: the durable mark `dropping:<collection>/<space>`, the move of the
+ *    collection to its next key space (doc-store.ts) and the removal of its checkpoints there. A
+ *    restart finding the mark resumes the drop (step 2 on). From then on LMDB reads of the
+ *    collection read the new space, which holds nothing of the dropped incarnation.
  * 2. SQLite, one transaction: each of its tables retired (the FTS5 table dropped whole, its rows
  *    in the shared B-trees left to the background steps, retired-tables.ts), its build and its
  *    checkpoints gone. Reads hear of it at once, so no read thread answers from a dropped table.
- * 3. LMDB: its documents deleted `stepDocsMax` a transaction, the event loop running between two.
+ *    The name may be tailed again from here on: a collection created again under it is written
+ *    in its own key space and tables while the dropped one's documents are deleted.
+ * 3. LMDB: the dropped space's documents deleted `stepDocsMax` a transaction, the event loop
+ *    running between two.
  * 4. LMDB: the mark goes.
  *
  * Each step is idempotent, so a kill at any moment leaves a mark that the next start finishes. A
- * failure in steps 3-4 is retried after a pause (bounded exponential) while the drop stays listed:
- * the node does not tail the name again while its mark stands, which would hide its documents.
+ * failure in steps 3-4 is retried after a pause (bounded exponential) while the drop stays listed.
  */
 import { setImmediate as nextTurn, setTimeout as sleep } from 'node:timers/promises';
 import { assert } from '../shared/assert.js';
 import { unavailable } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
+import type { DroppingSpace } from './doc-store.js';
 import type { Replica } from './replica.js';
 
 /** The first pause before a failed deletion is tried again; it doubles up to `retryMsMax`. */
@@ -57,8 +61,10 @@ export interface DropRecord {
 }
 
 export class CollectionDrops {
-  /** The drops asked for and not finished, by collection. */
-  private readonly under = new Map<string, Drop>();
+  /** The drops asked for whose first two steps are not done, by collection. */
+  private readonly marking = new Map<string, Drop>();
+  /** The dropped incarnations being deleted (steps 3-4), by `collection/space`, in order asked. */
+  private readonly deleting = new Map<string, { collection: string; done: Promise<void> }>();
   /** Steps 1-2 of the last drop asked for: the next drop's begin after them. */
   private marks: Promise<unknown> = Promise.resolve();
   /**
@@ -78,14 +84,18 @@ export class CollectionDrops {
     );
   }
 
-  /** Whether a drop of the collection is asked for or under way. */
-  has(collection: string): boolean {
-    return this.under.has(collection);
+  /**
+   * Whether a drop of the collection has yet to take its first two steps: until then the name is
+   * not tailed again (its records would land in the space being dropped).
+   */
+  beingMarked(collection: string): boolean {
+    return this.marking.has(collection);
   }
 
-  /** The collections being dropped, in the order asked. */
+  /** The collections being dropped (marked, or their documents being deleted), in order asked. */
   dropping(): string[] {
-    return [...this.under.keys()];
+    const deleting = [...this.deleting.values()].map((entry) => entry.collection);
+    return [...new Set([...deleting, ...this.marking.keys()])];
   }
 
   /** The last drop finished, if any. */
@@ -94,22 +104,46 @@ export class CollectionDrops {
   }
 
   /**
-   * Drops the collection from the stores (the same drop for one already asked for): `marked`
-   * settles once step 2 is done (reads answer nothing of it), `done` once it is gone. Both fail
-   * `stopping` when the node stops first: the mark stays, and the next start finishes the drop.
-   * Any other failure of steps 3-4 is retried, the drop listed until it succeeds.
+   * Drops the collection from the stores (the same drop for one asked for and not yet marked):
+   * `marked` settles once step 2 is done (reads answer nothing of it, and the name may be tailed
+   * again), `done` once its documents are gone. Both fail `stopping` when the node stops first:
+   * the mark stays, and the next start finishes the drop. Any other failure of steps 3-4 is
+   * retried, the drop listed until it succeeds.
    */
   drop(collection: string, reason: string): Drop {
-    const asked = this.under.get(collection);
+    const asked = this.marking.get(collection);
     if (asked !== undefined) return asked;
     const marked = this.marks.then(() => this.mark(collection));
     this.marks = marked.catch(() => undefined);
-    const done = marked
-      .then((replica) => this.deleteRetrying(collection, reason, replica))
-      .finally(() => this.under.delete(collection));
-    const entry = { marked: marked.then(() => undefined), done };
-    this.under.set(collection, entry);
+    const deleted = marked.then(({ dropped, replica }) => this.delete(dropped, reason, replica));
+    const entry = { marked: marked.then(() => undefined), done: deleted };
+    this.marking.set(collection, entry);
+    // On `marked` itself, so the name is free before any callback on `entry.marked` runs.
+    void marked.then(
+      () => this.marking.delete(collection),
+      () => this.marking.delete(collection),
+    );
     return entry;
+  }
+
+  /**
+   * Steps 3-4 of a drop a restart interrupted (its mark found at start, its step 2 done): the
+   * dropped incarnation's documents deleted from `replica`.
+   */
+  resume(dropped: DroppingSpace, reason: string, replica: Replica): Promise<void> {
+    return this.delete(dropped, reason, replica);
+  }
+
+  /** Steps 3-4, listed until they end, however. */
+  private delete(dropped: DroppingSpace, reason: string, replica: Replica): Promise<void> {
+    const id = `${dropped.collection}/${dropped.space}`;
+    const existing = this.deleting.get(id);
+    if (existing !== undefined) return existing.done;
+    const done = this.deleteRetrying(dropped, reason, replica).finally(() =>
+      this.deleting.delete(id),
+    );
+    this.deleting.set(id, { collection: dropped.collection, done });
+    return done;
   }
 
   /** The node stops: a failed deletion's pause ends now, and its next attempt fails `stopping`. */
@@ -119,22 +153,24 @@ export class CollectionDrops {
 
   /** Settles once every drop asked for has ended, however. */
   async settled(): Promise<void> {
-    await Promise.allSettled([...this.under.values()].map((drop) => drop.done));
+    const drops = [...this.marking.values(), ...this.deleting.values()];
+    await Promise.allSettled(drops.map((drop) => drop.done));
   }
 
-  /** Steps 1-2: the stores the mark is on. */
-  private async mark(collection: string): Promise<Replica> {
+  /** Steps 1-2: the incarnation dropped, and the stores the mark is on. */
+  private async mark(collection: string): Promise<{ dropped: DroppingSpace; replica: Replica }> {
     await this.options.rebuilt();
     const replica = await this.stepOn();
-    replica.beginDrop(collection);
+    const dropped = replica.beginDrop(collection);
     this.options.onTablesDropped(collection);
-    return replica;
+    return { dropped, replica };
   }
 
   /** Steps 3-4, tried again after a failure until they succeed or the node stops. */
-  private async deleteRetrying(collection: string, reason: string, replica: Replica) {
+  private async deleteRetrying(dropped: DroppingSpace, reason: string, replica: Replica) {
+    const { collection } = dropped;
     for (let retryMs = RETRY_MS_MIN; ; retryMs = Math.min(retryMs * 2, this.options.retryMsMax)) {
-      const attempt = this.deletes.then(() => this.delete(collection, reason, replica));
+      const attempt = this.deletes.then(() => this.deleteSteps(dropped, reason, replica));
       this.deletes = attempt.catch(() => undefined);
       try {
         await attempt;
@@ -150,16 +186,16 @@ export class CollectionDrops {
     }
   }
 
-  private async delete(collection: string, reason: string, replica: Replica): Promise<void> {
+  private async deleteSteps(dropped: DroppingSpace, reason: string, replica: Replica) {
     for (;;) {
       await nextTurn();
       const current = await this.stepOn();
       // Replaced by a rebuild: the new stores replay the log, which no longer holds it.
       if (current !== replica) return;
-      if (replica.dropStep(collection, this.options.stepDocsMax) < this.options.stepDocsMax) break;
+      if (replica.dropStep(dropped, this.options.stepDocsMax) < this.options.stepDocsMax) break;
     }
-    replica.endDrop(collection);
-    this.lastDone = { collection, reason, atMs: Date.now() };
+    replica.endDrop(dropped);
+    this.lastDone = { collection: dropped.collection, reason, atMs: Date.now() };
   }
 
   /** The stores to take the next step on, once no snapshot holds steps back. */

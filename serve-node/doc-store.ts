@@ -1,12 +1,17 @@
 /**
  * The document store: one LMDB environment (a file, docs.mdb) holding the latest version of every
- * document of the hosted partitions, keyed by collection and key in UTF-8 byte order, and each
- * tailed topic-partition's applied offset, written in the same transaction as the documents it
- * covers. Layout (README.md): docs db key = collection, 0x00, key; value = offset (float64 BE),
+ * document of the hosted partitions, keyed by collection, key space and key in UTF-8 byte order,
+ * and each tailed topic-partition's applied offset, written in the same transaction as the
+ * documents it covers. Layout (README.md): docs db key = collection, 0x00, key (key space 0) or
+ * collection, 0x01, the space in decimal, 0x00, key (space n > 0); value = offset (float64 BE),
  * partition (uint32 BE), the document's JSON. meta db: `applied:<topic>/<p>` → next unapplied
- * offset, `clusterId` → the log cluster the documents came from, `dropping:<collection>` → true
- * while a dropped collection's documents are being deleted (collection-drops.ts),
+ * offset, `clusterId` → the log cluster the documents came from, `space:<collection>` → the key
+ * space its documents are written in now (absent: 0), `dropping:<collection>/<space>` → true while
+ * a dropped incarnation's documents are being deleted from that space (collection-drops.ts),
  * `incarnation:<collection>` → the incarnation of the collection the documents are of (absent: 0).
+ *
+ * Each drop moves the collection to the next key space, so a collection created again under the
+ * name is written and read in a space of its own while the old one's documents are deleted.
  */
 import { open, type Database, type RootDatabase, type Transaction } from 'lmdb';
 import { assert } from '../shared/assert.js';
@@ -34,6 +39,12 @@ export interface KeyRange {
   prefix?: string;
   /** Exclusive lower bound: the last key of the previous page. */
   after?: string;
+}
+
+/** A dropped incarnation whose documents are still being deleted: its collection and key space. */
+export interface DroppingSpace {
+  collection: string;
+  space: number;
 }
 
 /** The page counts lmdb-js's getStats() gives of one database (LMDB's MDB_stat). */
@@ -74,15 +85,14 @@ export class DocStore {
   }
 
   /**
-   * The collections marked as being dropped in this thread's snapshot, read once a snapshot: their
-   * checkpoints are gone but their documents are deleted over many steps, and no read may see
-   * what is left of them (nor mistake it for a collection created again under the name).
+   * The key space the collection's documents are written and read in now, read in the snapshot
+   * its documents are read in: a read never sees a dropped incarnation's documents, which are
+   * deleted over many steps in the space it left. (One B-tree lookup a call, not a cache: names
+   * come from requests, and a cache would have to follow every snapshot.)
    */
-  private droppingSeen: Set<string> | null = null;
-
-  private dropping(collection: string): boolean {
-    this.droppingSeen ??= new Set(this.droppingCollections());
-    return this.droppingSeen.has(collection);
+  private space(collection: string): number {
+    const value = this.meta.get(SPACE_PREFIX + collection);
+    return typeof value === 'number' ? value : 0;
   }
 
   /** The topic-partition's next unapplied offset, or null when nothing of it was ever applied. */
@@ -121,8 +131,9 @@ export class DocStore {
     this.env.transactionSync(() => {
       for (const { topic, partition, records, nextOffset, epoch } of changes) {
         if (topic !== SETTINGS_TOPIC) {
+          const space = this.space(topic);
           for (const record of records) {
-            const key = docKey(topic, record.key);
+            const key = docKey(topic, space, record.key);
             if (record.json === null) {
               this.docs.remove(key);
             } else {
@@ -143,14 +154,17 @@ export class DocStore {
   }
 
   /**
-   * The first step of dropping a collection, in one transaction: the durable mark that the drop
-   * is under way (a restart resumes it) and the removal of the collection's checkpoints and
-   * view epochs, so no read relies on the documents it still holds and a view declared again
-   * under the name starts below no fence.
+   * The first step of dropping a collection, in one transaction: the durable mark that its
+   * documents' key space is being deleted (a restart resumes it), the move of the collection to
+   * the next space (where a collection created again under the name is written at once), and the
+   * removal of its checkpoints and view epochs, so no read relies on the documents it still holds
+   * and a view declared again under the name starts below no fence. Returns the space left.
    */
-  markDropping(collection: string): void {
+  markDropping(collection: string): number {
+    const space = this.space(collection);
     this.env.transactionSync(() => {
-      this.meta.put(DROPPING_PREFIX + collection, true);
+      this.meta.put(droppingKey(collection, space), true);
+      this.meta.put(SPACE_PREFIX + collection, space + 1);
       this.meta.remove(INCARNATION_PREFIX + collection);
       // Its checkpoints' keys only ('0' follows '/'), not every topic's.
       const start = `${APPLIED_PREFIX}${collection}/`;
@@ -163,7 +177,7 @@ export class DocStore {
         this.meta.remove(epochKey(collection, Number(partition)));
       }
     });
-    this.droppingSeen = null;
+    return space;
   }
 
   /**
@@ -179,18 +193,44 @@ export class DocStore {
     this.meta.putSync(INCARNATION_PREFIX + collection, incarnation);
   }
 
-  /** The collections marked as being dropped (markDropping), by name. */
-  droppingCollections(): string[] {
+  /** The dropped incarnations whose documents are still being deleted, in key order. */
+  droppingSpaces(): DroppingSpace[] {
     const keys = this.meta.getKeys({ start: DROPPING_PREFIX, end: 'dropping;' });
-    return [...keys].map((key) => key.slice(DROPPING_PREFIX.length));
+    return [...keys].map((key) => {
+      const slash = key.lastIndexOf('/');
+      return {
+        collection: key.slice(DROPPING_PREFIX.length, slash),
+        space: Number(key.slice(slash + 1)),
+      };
+    });
   }
 
   /**
-   * Deletes up to `docsMax` documents of a collection in one transaction: the number deleted
-   * (fewer than `docsMax` once none are left).
+   * Stores written before key spaces mark a drop `dropping:<collection>`, its documents in space
+   * 0 (then every collection's only one): each such mark becomes its space's, and the collection
+   * moves to the next space, in one transaction. Run by the writer at open, before any drop step.
    */
-  deleteSome(collection: string, docsMax: number): number {
-    const bounds = keyBounds(collection, {});
+  upgradeDroppingMarks(): void {
+    const keys = [...this.meta.getKeys({ start: DROPPING_PREFIX, end: 'dropping;' })];
+    const old = keys.filter((key) => !key.includes('/'));
+    if (old.length === 0) return;
+    this.env.transactionSync(() => {
+      for (const key of old) {
+        const collection = key.slice(DROPPING_PREFIX.length);
+        assert(this.space(collection) === 0, `${collection}: a mark of before key spaces`);
+        this.meta.put(droppingKey(collection, 0), true);
+        this.meta.put(SPACE_PREFIX + collection, 1);
+        this.meta.remove(key);
+      }
+    });
+  }
+
+  /**
+   * Deletes up to `docsMax` documents of a dropped incarnation's key space in one transaction:
+   * the number deleted (fewer than `docsMax` once none are left).
+   */
+  deleteSome({ collection, space }: DroppingSpace, docsMax: number): number {
+    const bounds = keyBounds(collection, space, {});
     if (bounds === null) return 0;
     let deleted = 0;
     this.env.transactionSync(() => {
@@ -204,12 +244,17 @@ export class DocStore {
     return deleted;
   }
 
-  /** The last step of a drop: the collection's mark goes once its documents have. */
-  unmarkDropping(collection: string): void {
+  /** The documents a dropped incarnation's key space still holds. */
+  documentsLeft({ collection, space }: DroppingSpace): number {
+    const bounds = keyBounds(collection, space, {});
+    return bounds === null ? 0 : this.docs.getKeysCount(bounds);
+  }
+
+  /** The last step of a drop: the space's mark goes once its documents have. */
+  unmarkDropping({ collection, space }: DroppingSpace): void {
     this.env.transactionSync(() => {
-      this.meta.remove(DROPPING_PREFIX + collection);
+      this.meta.remove(droppingKey(collection, space));
     });
-    this.droppingSeen = null;
   }
 
   /**
@@ -219,13 +264,10 @@ export class DocStore {
    */
   resetReadTxn(): void {
     this.env.resetReadTxn();
-    this.droppingSeen = null;
   }
 
-  /** Nothing of a collection being dropped, as with scan and countDocuments. */
   get(collection: string, key: string): StoredDoc | undefined {
-    if (this.dropping(collection)) return undefined;
-    const value = this.docs.get(docKey(collection, key));
+    const value = this.docs.get(docKey(collection, this.space(collection), key));
     return value === undefined ? undefined : decodeValue(key, value);
   }
 
@@ -241,9 +283,9 @@ export class DocStore {
     partitions?: ReadonlySet<number>,
     bytesMax = Infinity,
   ): { items: StoredDoc[]; more: boolean } {
-    const bounds = keyBounds(collection, range);
-    if (bounds === null || this.dropping(collection)) return { items: [], more: false };
-    const prefixBytes = Buffer.byteLength(collection) + 1;
+    const bounds = keyBounds(collection, this.space(collection), range);
+    if (bounds === null) return { items: [], more: false };
+    const prefixBytes = bounds.prefixBytes;
     const items: StoredDoc[] = [];
     let bytes = 0;
     const rangeLimit = partitions === undefined ? limit + 1 : undefined;
@@ -265,17 +307,18 @@ export class DocStore {
    * out of a for-of) closes LMDB's cursor.
    */
   *documentsAfter(collection: string, afterKey: string | null): Generator<StoredDoc> {
-    const bounds = keyBounds(collection, afterKey === null ? {} : { after: afterKey });
+    const range = afterKey === null ? {} : { after: afterKey };
+    const bounds = keyBounds(collection, this.space(collection), range);
     if (bounds === null) return;
-    const prefixBytes = Buffer.byteLength(collection) + 1;
     for (const { key, value } of this.docs.getRange(bounds)) {
-      yield decodeValue(key.subarray(prefixBytes).toString('utf8'), value);
+      yield decodeValue(key.subarray(bounds.prefixBytes).toString('utf8'), value);
     }
   }
 
   /** The number of documents of a collection after `afterKey` (all when null). */
   countAfter(collection: string, afterKey: string | null): number {
-    const bounds = keyBounds(collection, afterKey === null ? {} : { after: afterKey });
+    const range = afterKey === null ? {} : { after: afterKey };
+    const bounds = keyBounds(collection, this.space(collection), range);
     return bounds === null ? 0 : this.docs.getKeysCount(bounds);
   }
 
@@ -285,9 +328,8 @@ export class DocStore {
    * but neither a key nor a document is decoded).
    */
   countDocuments(collection: string, partitions: ReadonlySet<number> | null): number {
-    if (this.dropping(collection)) return 0;
     if (partitions === null) return this.countAfter(collection, null);
-    const bounds = keyBounds(collection, {});
+    const bounds = keyBounds(collection, this.space(collection), {});
     if (bounds === null) return 0;
     let count = 0;
     for (const { value } of this.docs.getRange(bounds)) {
@@ -299,24 +341,27 @@ export class DocStore {
   /**
    * Each collection's share of the docs database's pages (branch, leaf and overflow), in
    * proportion to its documents: the collections share one B-tree, so no page count is one
-   * collection's own. A seek and a key count a collection, as countDocuments does.
+   * collection's own. A seek and a key count a key space; a dropped incarnation's space, whose
+   * documents are being deleted, counts for no collection.
    */
   collectionBytes(): Map<string, number> {
     const stats = this.docs.getStats() as LmdbDbStats;
     const pages = stats.treeBranchPageCount + stats.treeLeafPageCount + stats.overflowPages;
     const bytes = new Map<string, number>();
     if (stats.entryCount === 0) return bytes;
-    let start = Buffer.alloc(0);
+    let start: Buffer = Buffer.alloc(0);
     for (;;) {
       const [first] = this.docs.getKeys({ start, limit: 1 });
       if (first === undefined) return bytes;
-      const separator = first.indexOf(0);
-      // Without it the next start would not pass this key, and the walk would not end.
-      assert(separator > 0, 'a documents key is collection, 0x00, key');
-      const collection = first.subarray(0, separator).toString('utf8');
-      const count = this.countAfter(collection, null);
-      bytes.set(collection, Math.round((pages * this.pageBytes * count) / stats.entryCount));
-      start = Buffer.from(`${collection}\u0001`, 'utf8');
+      const { collection, space } = spaceOfKey(first);
+      const bounds = keyBounds(collection, space, {});
+      // Without bounds the next start would not pass this key, and the walk would not end.
+      assert(bounds !== null, 'a key space has bounds');
+      if (space === this.space(collection)) {
+        const count = this.docs.getKeysCount(bounds);
+        bytes.set(collection, Math.round((pages * this.pageBytes * count) / stats.entryCount));
+      }
+      start = bounds.end;
     }
   }
 
@@ -352,6 +397,11 @@ export class DocStore {
 const APPLIED_PREFIX = 'applied:';
 const DROPPING_PREFIX = 'dropping:';
 const INCARNATION_PREFIX = 'incarnation:';
+const SPACE_PREFIX = 'space:';
+
+function droppingKey(collection: string, space: number): string {
+  return `${DROPPING_PREFIX}${collection}/${space}`;
+}
 
 /** Beside the checkpoint, in its transaction: the view epoch it covers (view-fence.ts). */
 function epochKey(topic: string, partition: number): string {
@@ -362,8 +412,28 @@ function appliedKey(topic: string, partition: number): string {
   return `${APPLIED_PREFIX}${topic}/${partition}`;
 }
 
-function docKey(collection: string, key: string): Buffer {
-  return Buffer.from(`${collection}\u0000${key}`, 'utf8');
+/** The bytes every document key of a collection's key space starts with. */
+function spacePrefix(collection: string, space: number): Buffer {
+  return Buffer.from(
+    space === 0 ? `${collection}\u0000` : `${collection}\u0001${space}\u0000`,
+    'utf8',
+  );
+}
+
+function docKey(collection: string, space: number, key: string): Buffer {
+  return Buffer.concat([spacePrefix(collection, space), Buffer.from(key, 'utf8')]);
+}
+
+/** The collection and key space of a documents key (collection, 0x00 | 0x01 space 0x00, key). */
+function spaceOfKey(key: Buffer): DroppingSpace {
+  // Names and spaces hold no byte below 0x02: the first one ends the name.
+  const end = key.findIndex((byte) => byte < 0x02);
+  assert(end > 0, 'a documents key is collection, 0x00 or 0x01, ...');
+  const collection = key.subarray(0, end).toString('utf8');
+  if (key[end] === 0) return { collection, space: 0 };
+  const spaceEnd = key.indexOf(0, end + 1);
+  assert(spaceEnd > end + 1, 'a key space number ends with 0x00');
+  return { collection, space: Number(key.subarray(end + 1, spaceEnd).toString('utf8')) };
 }
 
 function encodeValue(offset: number, partition: number, json: string): Buffer {
@@ -387,28 +457,38 @@ function decodeValue(key: string, value: Buffer): StoredDoc {
   };
 }
 
-/** The LMDB key range of a collection narrowed by start/end/prefix/after; null when empty. */
-function keyBounds(collection: string, range: KeyRange): { start: Buffer; end: Buffer } | null {
-  const base = Buffer.from(`${collection}\u0000`, 'utf8');
+/**
+ * The LMDB key range of a collection's key space narrowed by start/end/prefix/after, and the
+ * bytes before a document's key in it; null when empty.
+ */
+function keyBounds(
+  collection: string,
+  space: number,
+  range: KeyRange,
+): { start: Buffer; end: Buffer; prefixBytes: number } | null {
+  const base = spacePrefix(collection, space);
   let start: Buffer = base;
-  // 0x01 sorts right after the 0x00 separator: the first key past this collection.
-  let end: Buffer = Buffer.from(`${collection}\u0001`, 'utf8');
+  // The prefix ends with 0x00: with 0x01 instead, the first key past this space.
+  let end: Buffer = Buffer.from(base);
+  end[end.length - 1] = 0x01;
   const raise = (candidate: Buffer) => {
     if (Buffer.compare(candidate, start) > 0) start = candidate;
   };
   const lower = (candidate: Buffer) => {
     if (Buffer.compare(candidate, end) < 0) end = candidate;
   };
-  if (range.start !== undefined) raise(docKey(collection, range.start));
-  if (range.after !== undefined) raise(Buffer.concat([docKey(collection, range.after), ZERO]));
+  if (range.start !== undefined) raise(docKey(collection, space, range.start));
+  if (range.after !== undefined) {
+    raise(Buffer.concat([docKey(collection, space, range.after), ZERO]));
+  }
   if (range.prefix !== undefined && range.prefix !== '') {
-    const prefix = docKey(collection, range.prefix);
+    const prefix = docKey(collection, space, range.prefix);
     raise(prefix);
     const next = successor(prefix);
     if (next !== null) lower(next);
   }
-  if (range.end !== undefined) lower(docKey(collection, range.end));
-  return Buffer.compare(start, end) < 0 ? { start, end } : null;
+  if (range.end !== undefined) lower(docKey(collection, space, range.end));
+  return Buffer.compare(start, end) < 0 ? { start, end, prefixBytes: base.length } : null;
 }
 
 const ZERO = Buffer.from([0]);

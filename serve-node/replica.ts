@@ -10,7 +10,7 @@ import { assert } from '../shared/assert.js';
 import type { TopicPartition } from '../shared/log-api.js';
 import type { ReindexStatus, StoreCheckpoints } from '../shared/serve-api.js';
 import { SETTINGS_TOPIC } from '../shared/topics.js';
-import { DocStore, DOCS_FILE } from './doc-store.js';
+import { DocStore, DOCS_FILE, type DroppingSpace } from './doc-store.js';
 import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX, type SearchStoreOptions } from './search-store.js';
 import { StepView } from './step-view.js';
@@ -67,6 +67,7 @@ export class Replica {
     mkdirSync(dir, { recursive: true });
     if (bootId !== null) markUnflushed(dir, bootId);
     this.docs = new DocStore(join(dir, DOCS_FILE), { noSync: this.unflushed });
+    this.docs.upgradeDroppingMarks();
     this.search = new SearchStore(join(dir, SEARCH_FILE), searchOptions);
     // A sync point left by an earlier process no longer has a reader keeping its pages: a new one
     // is taken before the first commit.
@@ -144,26 +145,42 @@ export class Replica {
   }
 
   /**
-   * The first steps of dropping a collection (collection-drops.ts): LMDB's durable mark and its
-   * checkpoints there, then its tables and checkpoints in the search store.
+   * The first steps of dropping a collection (collection-drops.ts): LMDB's durable mark, the
+   * collection's move to its next key space and its checkpoints there, then its tables and
+   * checkpoints in the search store. Returns the incarnation dropped, to delete.
    */
-  beginDrop(collection: string): void {
+  beginDrop(collection: string): DroppingSpace {
     this.dirty = true;
-    this.docs.markDropping(collection);
+    const space = this.docs.markDropping(collection);
+    this.search.dropCollection(collection);
+    this.appliedCache.delete(collection);
+    return { collection, space };
+  }
+
+  /**
+   * Step 2 again, for a drop a kill may have interrupted between its two transactions: safe only
+   * while LMDB holds no checkpoint of the collection (no incarnation after the dropped one tailed).
+   */
+  dropTablesAgain(collection: string): void {
+    assert(
+      !this.docs.checkpointed().some((tp) => tp.topic === collection),
+      `${collection}: a later incarnation is tailed`,
+    );
+    this.dirty = true;
     this.search.dropCollection(collection);
     this.appliedCache.delete(collection);
   }
 
-  /** Deletes up to `docsMax` of a dropped collection's documents: the number deleted. */
-  dropStep(collection: string, docsMax: number): number {
+  /** Deletes up to `docsMax` of a dropped incarnation's documents: the number deleted. */
+  dropStep(dropped: DroppingSpace, docsMax: number): number {
     this.dirty = true;
-    return this.docs.deleteSome(collection, docsMax);
+    return this.docs.deleteSome(dropped, docsMax);
   }
 
   /** The last step of a drop: its mark goes. */
-  endDrop(collection: string): void {
+  endDrop(dropped: DroppingSpace): void {
     this.dirty = true;
-    this.docs.unmarkDropping(collection);
+    this.docs.unmarkDropping(dropped);
   }
 
   private forgetApplied(parts: readonly ApplyPart[]): void {

@@ -19,7 +19,7 @@ import type {
   StoreCheckpoints,
 } from '../shared/serve-api.js';
 import { searchStoreOptions, type ServeNodeLimits } from './config.js';
-import { DOCS_FILE } from './doc-store.js';
+import { DOCS_FILE, type DroppingSpace } from './doc-store.js';
 import { appliedOfNeed, OffsetWaiters } from './offset-waiters.js';
 import { LogFetcher, type TailedPartition } from './log-fetcher.js';
 import { BackgroundSteps } from './background-steps.js';
@@ -197,9 +197,15 @@ export class ServeNode implements ServeNodeCore {
    */
   async start(): Promise<void> {
     const stored = this.current.docs.clusterId();
-    // A drop a restart interrupted: its stores may disagree until it is finished.
-    const interrupted = new Set(this.current.docs.droppingCollections());
-    const storedParts = this.current.stored().filter((tp) => !interrupted.has(tp.topic));
+    // Drops a restart interrupted. While LMDB holds no checkpoint of the collection (no later
+    // incarnation tailed yet), a kill may have fallen between their two first transactions: the
+    // stores may disagree about it until step 2 is taken again.
+    const interrupted = this.current.docs.droppingSpaces();
+    const lmdbTopics = new Set(this.current.docs.checkpointed().map((tp) => tp.topic));
+    const untailed = new Set(
+      interrupted.map((drop) => drop.collection).filter((name) => !lmdbTopics.has(name)),
+    );
+    const storedParts = this.current.stored().filter((tp) => !untailed.has(tp.topic));
     const hosted = new Set(this.hosted);
     const foreign = storedParts.filter(
       (tp) => tp.topic !== SETTINGS_TOPIC && !hosted.has(tp.partition),
@@ -227,9 +233,8 @@ export class ServeNode implements ServeNodeCore {
       );
     } else {
       this.current.docs.setClusterId(this.parts.clusterId);
-      for (const collection of interrupted) {
-        this.dropInBackground(collection, 'a drop a restart interrupted');
-      }
+      for (const collection of untailed) this.current.dropTablesAgain(collection);
+      for (const dropped of interrupted) this.resumeDrop(dropped);
       for (const collection of vanished) {
         this.dropInBackground(collection, 'the log no longer has it (dropped while away)');
       }
@@ -261,8 +266,8 @@ export class ServeNode implements ServeNodeCore {
   /** Whether the collection's topic is tailed; if not, the log's topics are looked at again now. */
   tails(collection: string): boolean {
     if (this.topics.has(collection)) return true;
-    // The drop's end looks at the log: a look per read meanwhile would find nothing more.
-    if (this.drops.has(collection)) return false;
+    // The drop's marks look at the log: a look per read meanwhile would find nothing more.
+    if (this.drops.beingMarked(collection)) return false;
     void this.discover();
     return false;
   }
@@ -280,9 +285,9 @@ export class ServeNode implements ServeNodeCore {
    * Drops the collection from the stores in place (collection-drops.ts), once no longer tailed;
    * settles once its tables and checkpoints are gone and reads answer nothing of it (steps 1 and
    * 2). Its documents are deleted in the background, the collection listed in status `dropping`
-   * until they are (a failure there is logged and retried; a stop's is resumed at start). The log's topics are
-   * looked at again after: a collection the log (still, or again) holds under the name is tailed
-   * from its start.
+   * until they are (a failure there is logged and retried; a stop's is resumed at start). The
+   * log's topics are looked at again once marked: a collection the log (still, or again) holds
+   * under the name is tailed from its start at once, into a key space and tables of its own.
    */
   dropCollection(collection: string, reason: string): Promise<void> {
     this.fences.forget(collection);
@@ -291,18 +296,30 @@ export class ServeNode implements ServeNodeCore {
       this.readThreads?.changed();
     }
     const { marked, done } = this.drops.drop(collection, reason);
-    void done
-      .catch((error: unknown) => {
-        if (this.stopped) return;
-        this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
-      })
-      .then(() => this.discover());
+    this.logDropFailure(collection, done);
+    void marked.then(
+      () => this.discover(),
+      () => undefined,
+    );
     return marked;
   }
 
   /** A drop no caller waits for: its failure is logged by dropCollection. */
   private dropInBackground(collection: string, reason: string): void {
     this.dropCollection(collection, reason).catch(() => undefined);
+  }
+
+  /** Deletes what a drop a restart interrupted left of the incarnation it dropped. */
+  private resumeDrop(dropped: DroppingSpace): void {
+    const done = this.drops.resume(dropped, 'a drop a restart interrupted', this.current);
+    this.logDropFailure(dropped.collection, done);
+  }
+
+  private logDropFailure(collection: string, done: Promise<void>): void {
+    done.catch((error: unknown) => {
+      if (this.stopped) return;
+      this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
+    });
   }
 
   /**
@@ -329,7 +346,7 @@ export class ServeNode implements ServeNodeCore {
         }
         const tailedBefore = this.topics.size;
         for (const { name, incarnation = 0 } of topics) {
-          if (this.stopped || this.topics.has(name) || this.drops.has(name)) continue;
+          if (this.stopped || this.topics.has(name) || this.drops.beingMarked(name)) continue;
           if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
           if (name !== SETTINGS_TOPIC && this.current.docs.incarnation(name) !== incarnation) {
             if (this.current.stored().some((tp) => tp.topic === name)) {

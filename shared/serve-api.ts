@@ -292,9 +292,9 @@ export interface ServeClient {
   /**
    * Drops a collection (or a view's version) from the node's stores in place: its documents,
    * tables and checkpoints. Settles once no read answers from it (its tables and checkpoints
-   * gone); its documents are deleted after, in the background (status `dropping`), and then a
-   * collection the log holds under the name is tailed again from its start. `signal` stops the
-   * wait, not the drop.
+   * gone); its documents are deleted after, in the background (status `dropping`), while a
+   * collection the log holds under the name is tailed from its start at once, kept apart from
+   * them. `signal` stops the wait, not the drop.
    */
   dropCollection(collection: string, signal?: AbortSignal): Promise<void>;
   snapshot(dir: string): Promise<SnapshotResult>;

@@ -5,7 +5,8 @@
 // rebuilds, and each node then answers exactly as a node rebuilt from the log without the topic
 // (documents, scores, facets, applied offsets), its retired rows deleted; a drop that a restart
 // interrupts after its first step is finished at start (then the collection created again under
-// the name is tailed from its start), with the same result; searches on read threads racing the
+// the name is tailed from its start), with the same result, and one interrupted between its first
+// two steps takes the second again (no table of it left); searches on read threads racing the
 // drop answer, none from a dropped table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
@@ -67,7 +68,16 @@ async function until(what: string, done: () => Promise<boolean>): Promise<void> 
 
 /** A node of its own on `logUrl`, hosting `partitions`, replaying the log into empty stores. */
 async function rebuiltNode(logUrl: string, partitions: number[]): Promise<RunningServeNode> {
-  return serveNodeOn(logUrl, await tempDir('rebuilt'), partitions);
+  const dir = await tempDir('rebuilt');
+  const node = await serveNodeOn(logUrl, dir, partitions);
+  // Its stores go with it: each run of these tests left one directory a node behind.
+  return {
+    ...node,
+    stop: async () => {
+      await node.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** Both nodes caught up to the same offsets of everything they tail. */
@@ -98,6 +108,42 @@ function leftoverRows(node: RunningServeNode): number {
     );
   } finally {
     db.close();
+  }
+}
+
+/**
+ * Stops the node and leaves its stores as a kill right after a drop's first transaction does: the
+ * mark, and LMDB's checkpoints gone while the search store still holds the collection.
+ */
+async function stopAfterFirstDropStep(serve: RunningServeNode, collection: string): Promise<void> {
+  const stores = serve.node.storesDir();
+  await serve.stop();
+  const replica = new Replica(stores);
+  replica.docs.markDropping(collection);
+  await replica.close();
+}
+
+/**
+ * Starts a node on the stores in `dir` and one rebuilt from the log, waits until the first has
+ * finished its drop and both have applied the same, runs `check`, and stops both.
+ */
+async function afterRestart(
+  logUrl: string,
+  dir: string,
+  check: (restarted: RunningServeNode, rebuilt: RunningServeNode) => Promise<void>,
+): Promise<void> {
+  const restarted = await serveNodeOn(logUrl, dir);
+  const rebuilt = await rebuiltNode(logUrl, [0]);
+  try {
+    await until(
+      'the drop finished',
+      async () => (await restarted.client.status()).lastDrop !== undefined,
+    );
+    await sameApplied(restarted, rebuilt);
+    await check(restarted, rebuilt);
+  } finally {
+    await rebuilt.stop();
+    await restarted.stop();
   }
 }
 
@@ -217,7 +263,6 @@ describe('dropping a collection in place', () => {
   it('a drop a restart interrupted after its first step is finished at start', async () => {
     const log = await startLog(1);
     const dir = await tempDir('interrupted');
-    const open = () => serveNodeOn(log.url, dir);
     const batchOf = (tag: string, count: number) =>
       encodeBatch(
         Array.from({ length: count }, (_, i) => ({
@@ -241,46 +286,70 @@ describe('dropping a collection in place', () => {
       );
       await log.client.append('big', 0, batchOf('big', 500));
       await log.client.append('kept', 0, batchOf('kept', 50));
-      let serve = await open();
+      const serve = await serveNodeOn(log.url, dir);
       const waitFor = { waitFor: { 0: 49 }, waitMs: WAIT_MS_MAX };
       await serve.client.scan('kept', waitFor);
       expect(
         (await serve.client.scan('big', { waitFor: { 0: 499 }, waitMs: WAIT_MS_MAX, limit: 1000 }))
           .items,
       ).toHaveLength(500);
-      const stores = serve.node.storesDir();
-      await serve.stop();
-      // As a kill right after the drop's first transaction leaves the stores: the mark, and
-      // LMDB's checkpoints gone while the search store still holds the collection.
-      const replica = new Replica(stores);
-      replica.docs.markDropping('big');
-      await replica.close();
+      await stopAfterFirstDropStep(serve, 'big');
       // Dropped in the log and created again meanwhile: the log alone cannot tell the node.
       await log.client.deleteTopic('big');
       await log.client.append('big', 0, batchOf('again', 20));
-      serve = await open();
-      const rebuilt = await rebuiltNode(log.url, [0]);
-      try {
-        await until(
-          'the drop finished',
-          async () => (await serve.client.status()).lastDrop !== undefined,
-        );
-        const status = await serve.client.status();
+      await afterRestart(log.url, dir, async (restarted, rebuilt) => {
+        const status = await restarted.client.status();
         expect(status.lastDrop).toMatchObject({ collection: 'big' });
         expect(status.lastRebuild).toBeUndefined();
-        await sameApplied(serve, rebuilt);
-        const again = await serve.client.scan('big', { waitFor: { 0: 19 }, waitMs: WAIT_MS_MAX });
+        const again = await restarted.client.scan('big', {
+          waitFor: { 0: 19 },
+          waitMs: WAIT_MS_MAX,
+        });
         expect(again.items.map((item) => item.key).sort()).toEqual(
           Array.from({ length: 20 }, (_, i) => `again${i}`).sort(),
         );
         const collections = ['kept', 'big'];
-        expect(await serveContents(serve.client, collections, QUERIES)).toEqual(
+        expect(await serveContents(restarted.client, collections, QUERIES)).toEqual(
           await serveContents(rebuilt.client, collections, QUERIES),
         );
-      } finally {
-        await rebuilt.stop();
-        await serve.stop();
-      }
+      });
+    } finally {
+      await log.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a drop a restart interrupted between its first two steps, the name not created again, leaves no table', async () => {
+    const log = await startLog(1);
+    const dir = await tempDir('interrupted-gone');
+    const batch = encodeBatch(
+      Array.from({ length: 50 }, (_, i) => ({
+        key: `gone${i}`,
+        value: Buffer.from(JSON.stringify(docOf('gone', i))),
+        timestampMs: 1_800_000_000_000,
+      })),
+    );
+    try {
+      await log.client.append('gone', 0, batch);
+      await log.client.append('kept', 0, batch);
+      const serve = await serveNodeOn(log.url, dir);
+      const waitFor = { waitFor: { 0: 49 }, waitMs: WAIT_MS_MAX };
+      await serve.client.scan('kept', waitFor);
+      expect((await serve.client.search('gone', { q: 'river', ...waitFor })).total).toBeGreaterThan(
+        0,
+      );
+      await stopAfterFirstDropStep(serve, 'gone');
+      await log.client.deleteTopic('gone');
+      await afterRestart(log.url, dir, async (restarted, rebuilt) => {
+        const queries = ['gone', 'kept'].map((collection) => ({ collection, q: 'river' }));
+        expect(await serveContents(restarted.client, ['kept', 'gone'], queries)).toEqual(
+          await serveContents(rebuilt.client, ['kept', 'gone'], queries),
+        );
+        expect(await restarted.client.search('gone', { q: 'river' })).toMatchObject({
+          hits: [],
+          total: 0,
+        });
+      });
     } finally {
       await log.stop();
       await rm(dir, { recursive: true, force: true });

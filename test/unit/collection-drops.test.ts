@@ -1,14 +1,16 @@
 // Proves a drop in place (serve-node/collection-drops.ts) answers once its own steps 1-2 are done,
 // without waiting for the document deletion of a drop asked before it, the deletions still one at
 // a time; that a failed deletion step is retried while the drop stays listed (a node that forgot
-// it would tail the name again while the mark hides every document read), outside the queue of
-// deletions, so one that keeps failing holds up no other drop; and that a stop ends its pause. Real replicas
+// it would leave the dropped incarnation's documents behind), outside the queue of deletions, so
+// one that keeps failing holds up no other drop; that a stop ends its pause; and that the name is
+// free to be tailed again once marked, a second drop of it deleting its own key space. Real replicas
 // (LMDB and SQLite in temp dirs), fed through their apply path; a step's failure is injected.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { CollectionDrops } from '../../serve-node/collection-drops.js';
+import type { DroppingSpace } from '../../serve-node/doc-store.js';
 import { Replica } from '../../serve-node/replica.js';
 import { createLogger } from '../../shared/logger.js';
 import { ReplicaFeed } from '../harness/replica-feed.js';
@@ -29,13 +31,13 @@ afterEach(async () => {
 class FailingReplica extends Replica {
   failures = 0;
   readonly failOn = new Set<string>();
-  override dropStep(collection: string, docsMax: number): number {
-    if (this.failOn.has(collection)) throw new Error('injected: the step never commits');
+  override dropStep(dropped: DroppingSpace, docsMax: number): number {
+    if (this.failOn.has(dropped.collection)) throw new Error('injected: the step never commits');
     if (this.failures > 0) {
       this.failures -= 1;
       throw new Error('injected: the step could not commit');
     }
-    return super.dropStep(collection, docsMax);
+    return super.dropStep(dropped, docsMax);
   }
 }
 
@@ -52,6 +54,17 @@ function loaded(collections: string[]): FailingReplica {
   }
   return replica;
 }
+
+/** The collections of the drop marks the stores hold, sorted. */
+const marked = (replica: Replica) =>
+  replica.docs
+    .droppingSpaces()
+    .map((dropped) => dropped.collection)
+    .sort();
+
+/** The documents left of a collection's first incarnation (key space 0). */
+const leftOf = (replica: Replica, collection: string) =>
+  replica.docs.documentsLeft({ collection, space: 0 });
 
 function dropsOf(
   replica: Replica,
@@ -88,15 +101,15 @@ describe('CollectionDrops', () => {
     await c.marked;
     expect(order).toEqual(['a marked', 'b marked', 'c marked']);
     expect(drops.dropping()).toEqual(['a', 'b', 'c']);
-    expect(replica.docs.droppingCollections().sort()).toEqual(['a', 'b', 'c']);
+    expect(marked(replica)).toEqual(['a', 'b', 'c']);
     await Promise.all([a.done, b.done, c.done]);
     // The deletions one at a time, in the order asked.
     expect(order.slice(3)).toEqual(['a done', 'b done', 'c done']);
     await drops.settled();
     expect(drops.dropping()).toEqual([]);
-    expect(replica.docs.droppingCollections()).toEqual([]);
+    expect(marked(replica)).toEqual([]);
     for (const collection of ['a', 'b', 'c']) {
-      expect(replica.docs.countAfter(collection, null)).toBe(0);
+      expect(leftOf(replica, collection)).toBe(0);
     }
   });
 
@@ -104,18 +117,19 @@ describe('CollectionDrops', () => {
     const replica = loaded(['gone', 'kept']);
     replica.failures = 3;
     const drops = dropsOf(replica, 50);
-    const { marked, done } = drops.drop('gone', 'test');
-    await marked;
-    // Listed throughout the failures: the node does not tail the name while the mark stands.
+    const drop = drops.drop('gone', 'test');
+    await drop.marked;
+    // Listed throughout the failures, the name free to be tailed again meanwhile.
     for (let i = 0; i < 20 && replica.failures > 0; i++) {
-      expect(drops.has('gone')).toBe(true);
+      expect(drops.dropping()).toEqual(['gone']);
+      expect(drops.beingMarked('gone')).toBe(false);
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
     expect(replica.failures).toBe(0);
-    await done;
-    expect(drops.has('gone')).toBe(false);
-    expect(replica.docs.droppingCollections()).toEqual([]);
-    expect(replica.docs.countAfter('gone', null)).toBe(0);
+    await drop.done;
+    expect(drops.dropping()).toEqual([]);
+    expect(marked(replica)).toEqual([]);
+    expect(leftOf(replica, 'gone')).toBe(0);
     expect(replica.docs.countAfter('kept', null)).toBe(DOCS);
     expect(drops.last()?.collection).toBe('gone');
   });
@@ -129,7 +143,7 @@ describe('CollectionDrops', () => {
     const bad = drops.drop('bad', 'test');
     const good = drops.drop('good', 'test');
     await good.done;
-    expect(replica.docs.countAfter('good', null)).toBe(0);
+    expect(leftOf(replica, 'good')).toBe(0);
     expect(drops.dropping()).toEqual(['bad']);
     // Let its pauses grow past a few seconds, then stop: the pause ends at once.
     await new Promise((resolve) => setTimeout(resolve, 2_000));
@@ -140,6 +154,37 @@ describe('CollectionDrops', () => {
     expect(performance.now() - stoppedAt).toBeLessThan(1_000);
     await expect(bad.done).rejects.toMatchObject({ code: 'stopping' });
     // The mark stays: the next start finishes the drop.
-    expect(replica.docs.droppingCollections()).toEqual(['bad']);
+    expect(marked(replica)).toEqual(['bad']);
+  });
+
+  it('a collection created again while the old one is deleted is written apart, and dropped apart', async () => {
+    const replica = loaded(['again']);
+    const drops = dropsOf(replica, 1);
+    const first = drops.drop('again', 'test');
+    expect(drops.beingMarked('again')).toBe(true);
+    await first.marked;
+    expect(drops.beingMarked('again')).toBe(false);
+    // The new incarnation's records, applied while the old one's deletion goes on.
+    new ReplicaFeed(() => replica).apply('again', 0, [
+      ['k1', { title: 'new' }],
+      ['fresh', { title: 'new' }],
+    ]);
+    expect(replica.docs.scan('again', {}, 10).items.map((item) => item.key)).toEqual([
+      'fresh',
+      'k1',
+    ]);
+    expect(leftOf(replica, 'again')).toBeGreaterThan(0);
+    const second = drops.drop('again', 'test');
+    await second.marked;
+    expect(drops.dropping()).toEqual(['again']);
+    expect(replica.docs.droppingSpaces()).toEqual([
+      { collection: 'again', space: 0 },
+      { collection: 'again', space: 1 },
+    ]);
+    await Promise.all([first.done, second.done]);
+    expect(replica.docs.droppingSpaces()).toEqual([]);
+    expect(leftOf(replica, 'again')).toBe(0);
+    expect(replica.docs.documentsLeft({ collection: 'again', space: 1 })).toBe(0);
+    expect(replica.docs.scan('again', {}, 10).items).toEqual([]);
   });
 });
