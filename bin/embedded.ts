@@ -111,6 +111,11 @@ export interface EmbeddedOptions {
   memoryLimits?: MemoryLimits;
   /** The bounds of the serve-node's apply transactions; absent: its defaults. */
   applySliceLimits?: ApplySliceLimits;
+  /**
+   * Nice levels the serve-node's apply thread takes below the process's, so the threads that
+   * answer requests get a core first (bin/thread-nice.ts); absent: APPLY_THREAD_NICE_DEFAULT.
+   */
+  applyThreadNice?: number;
 }
 
 export interface RunningEmbedded {
@@ -128,6 +133,15 @@ const READY_POLL_MS = 100;
  * to spare. On a machine whose cores are busy anyway, the saving is worth it.
  */
 export const SCAN_HERE_LIMIT_MAX_DEFAULT = 0;
+/**
+ * Five levels (a third of the weight of a thread at the process's own): during a bulk load of
+ * 2*10^4 scale documents on the loaded 2-core machine (bench/load-reads.ts, two rounds each,
+ * alternating), a key read's p99 45-53 ms against 78-90 at 0, /healthz's 31-32 against 51-60,
+ * and the load searchable at 669-702 documents/s against 451-647: the apply thread is busy for
+ * the whole load and reads want a core for well under a millisecond, so they go first and the
+ * apply loses next to nothing.
+ */
+export const APPLY_THREAD_NICE_DEFAULT = 5;
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   if (options.log) return startOnLog(options, options.log);
@@ -175,6 +189,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
       node: serveNodeOf(options),
+      applyThreadNice: options.applyThreadNice ?? APPLY_THREAD_NICE_DEFAULT,
     } satisfies ServeWorkerData,
     [serveLog.port2, gatewayServe.port2],
     onDeath,
@@ -249,6 +264,7 @@ async function startOnLog(
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
       node: serveNodeOf(options),
+      applyThreadNice: options.applyThreadNice ?? APPLY_THREAD_NICE_DEFAULT,
     } satisfies ServeWorkerData,
     [gatewayServe.port2],
     onDeath,
@@ -483,6 +499,15 @@ export function registerStartCommand(program: Command): void {
     .addOption(searchTopkListedDfMinOption())
     .addOption(
       integerOption(
+        '--apply-thread-nice <levels>',
+        "nice levels the serve-node's apply thread runs below the process (Linux), so reads get a core first",
+        'TAILBASE_APPLY_THREAD_NICE',
+        APPLY_THREAD_NICE_DEFAULT,
+        0,
+      ),
+    )
+    .addOption(
+      integerOption(
         '--ready-wait-ms-max <ms>',
         'how long to wait for catch-up at start',
         'TAILBASE_READY_WAIT_MS_MAX',
@@ -508,6 +533,7 @@ export function registerStartCommand(program: Command): void {
         readThreads: number;
         keyReads: 'here' | 'threads';
         scanHereLimitMax: number;
+        applyThreadNice: number;
         searchTopkListedDfMin: number;
         log?: string[];
       } & Record<string, unknown>,
@@ -533,6 +559,7 @@ export function registerStartCommand(program: Command): void {
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
         memoryLimits: memoryLimitValues(flags),
         applySliceLimits: applySliceValues(flags),
+        applyThreadNice: flags.applyThreadNice,
       });
       process.stdout.write(
         readyBanner({
