@@ -50,6 +50,8 @@ import {
   type MemoryLimits,
 } from '../serve-node/main.js';
 import {
+  APPLY_THREAD_NICE_DEFAULT,
+  applyThreadNiceOption,
   integerOption,
   isLoopback,
   kafkaAdvertisedOptions,
@@ -133,15 +135,6 @@ const READY_POLL_MS = 100;
  * to spare. On a machine whose cores are busy anyway, the saving is worth it.
  */
 export const SCAN_HERE_LIMIT_MAX_DEFAULT = 0;
-/**
- * Five levels (a third of the weight of a thread at the process's own): during a bulk load of
- * 2*10^4 scale documents on the loaded 2-core machine (bench/load-reads.ts, two rounds each,
- * alternating), a key read's p99 45-53 ms against 78-90 at 0, /healthz's 31-32 against 51-60,
- * and the load searchable at 669-702 documents/s against 451-647: the apply thread is busy for
- * the whole load and reads want a core for well under a millisecond, so they go first and the
- * apply loses next to nothing.
- */
-export const APPLY_THREAD_NICE_DEFAULT = 5;
 
 export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEmbedded> {
   if (options.log) return startOnLog(options, options.log);
@@ -497,15 +490,7 @@ export function registerStartCommand(program: Command): void {
       ),
     )
     .addOption(searchTopkListedDfMinOption())
-    .addOption(
-      integerOption(
-        '--apply-thread-nice <levels>',
-        "nice levels the serve-node's apply thread runs below the process (Linux), so reads get a core first",
-        'TAILBASE_APPLY_THREAD_NICE',
-        APPLY_THREAD_NICE_DEFAULT,
-        0,
-      ),
-    )
+    .addOption(applyThreadNiceOption())
     .addOption(
       integerOption(
         '--ready-wait-ms-max <ms>',

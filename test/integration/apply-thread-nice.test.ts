@@ -1,13 +1,23 @@
-// Proves `tailbase start` runs its serve-node's apply thread --apply-thread-nice levels below the
-// process (the threads answering requests keep the process's priority), capped at nice 19, and
-// leaves every thread at the process's with --apply-thread-nice 0: read from /proc, on Linux.
+// Proves `tailbase start` and `tailbase serve-node` run the serve-node's apply thread
+// --apply-thread-nice levels below the process (the threads answering requests keep the process's
+// priority), capped at nice 19, and leave every thread at the process's with
+// --apply-thread-nice 0: read from /proc, on Linux.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { spawnEmbedded, type SpawnedEmbedded } from '../harness/index.js';
+import {
+  kafkaFace,
+  spawnEmbedded,
+  spawnNode,
+  tempDir,
+  type SpawnedNode,
+  type TempDir,
+} from '../harness/index.js';
 
-const nodes: SpawnedEmbedded[] = [];
+const nodes: SpawnedNode[] = [];
+const dirs: TempDir[] = [];
 afterAll(async () => {
-  for (const node of nodes) await node.stop();
+  for (const node of nodes.reverse()) await node.stop();
+  for (const dir of dirs) dir.cleanup();
 });
 
 /** Each thread's nice value (field 19 of its stat, after the command name in parentheses). */
@@ -43,5 +53,22 @@ describe.runIf(existsSync('/proc/thread-self'))('the apply thread of tailbase st
     nodes.push(none);
     const all = threadNices(none.pid);
     expect(new Set(all.values())).toEqual(new Set([all.get(none.pid)]));
+  });
+});
+
+describe.runIf(existsSync('/proc/thread-self'))('the apply thread of tailbase serve-node', () => {
+  it('runs --apply-thread-nice levels below the process, the other threads at its own', async () => {
+    const logDir = tempDir('apply-nice-log');
+    const serveDir = tempDir('apply-nice-serve');
+    dirs.push(logDir, serveDir);
+    const log = await kafkaFace();
+    nodes.push(await spawnNode('log-node', ['--data', logDir.path, '--port', '0', ...log.args]));
+    const serve = await spawnNode('serve-node', [
+      ...['--data', serveDir.path, '--port', '0', '--log', log.url, '--apply-thread-nice', '2'],
+    ]);
+    nodes.push(serve);
+    const nices = threadNices(serve.pid);
+    const own = nices.get(serve.pid)!;
+    expect([...nices.values()].filter((nice) => nice !== own)).toEqual([Math.min(own + 2, 19)]);
   });
 });
