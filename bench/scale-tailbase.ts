@@ -9,10 +9,10 @@ import { createInterface } from 'node:readline';
 import { request, settled } from './api-workloads.js';
 import { diskUsage, type DiskUsage } from './disk-usage.js';
 import { startEmbedded } from './embedded.js';
-import { LatencyHistogram } from './latency-histogram.js';
 import { runLoad } from './load.js';
 import { readMemorySplit, type MemorySplit } from './memory-split.js';
 import type { RunningProcess } from './processes.js';
+import { startReadProbe, type ReadProbe } from './read-probe.js';
 import { COMMON_TERM, FILTER, keyOfScale, midFrequencyTerms } from './scale-corpus.js';
 import type { LatencySummary } from './types.js';
 
@@ -193,23 +193,13 @@ export async function postCorpus(
   return histogram;
 }
 
-/** One client reading documents of the first bulk request until `done()` or `count` reads. */
-async function probeReads(
-  url: string,
-  done: () => boolean,
-  count: number,
-): Promise<LatencyHistogram> {
-  const histogram = new LatencyHistogram();
-  for (let i = 0; i < count && !done(); i++) {
-    if (i > 0) await sleep(PROBE_PAUSE_MS);
-    const started = performance.now();
-    const response = await fetch(
-      `${url}/v1/collections/${COLLECTION}/docs/${keyOfScale(i % BULK_LINES)}`,
-    );
-    await response.arrayBuffer();
-    histogram.recordMs(performance.now() - started);
-  }
-  return histogram;
+/** One client reading documents of the first bulk request, on a thread of its own. */
+function probeReads(url: string, count: number): ReadProbe {
+  const paths = Array.from(
+    { length: BULK_LINES },
+    (_, i) => `/v1/collections/${COLLECTION}/docs/${keyOfScale(i)}`,
+  );
+  return startReadProbe({ url, groups: [paths], pauseMs: PROBE_PAUSE_MS, roundsMax: count });
 }
 
 async function measureQueries(
@@ -319,8 +309,7 @@ export async function runTailbaseAtSize(
       body: JSON.stringify(SETTINGS),
     });
     const started = performance.now();
-    let loading = true;
-    let duringLoad: Promise<LatencyHistogram> = Promise.resolve(new LatencyHistogram());
+    let duringLoad: ReadProbe | null = null;
     const url = server.url;
     let ackS: number;
     let searchableS: number;
@@ -328,7 +317,7 @@ export async function runTailbaseAtSize(
     try {
       bulkAck = (
         await postCorpus(url, corpusFile, () => {
-          duringLoad = probeReads(url, () => !loading, PROBE_READS_LOAD_MAX);
+          duringLoad = probeReads(url, PROBE_READS_LOAD_MAX);
         })
       ).summary();
       ackS = (performance.now() - started) / 1000;
@@ -337,18 +326,17 @@ export async function runTailbaseAtSize(
     } catch (error) {
       // The probe ends before the server stops, or its refused connection would be the error
       // reported instead of this one.
-      loading = false;
-      await duringLoad.catch(() => undefined);
+      await (duringLoad as ReadProbe | null)?.stop().catch(() => undefined);
       throw error;
     }
-    loading = false;
+    if (duringLoad === null) throw new Error('no bulk request was acknowledged');
+    const [readDuringLoad] = (await (duringLoad as ReadProbe).stop()).map((h) => h.summary());
     await settled(url, waitMsMax(documents));
     const settledS = (performance.now() - started) / 1000;
-    const readDuringLoad = (await duringLoad).summary();
     const disk = diskUsage(dir);
     const memory = readMemorySplit(server.pid);
     const peakRssBytes = server.peakRssBytes();
-    const readIdle = (await probeReads(url, () => false, PROBE_READS_IDLE)).summary();
+    const [readIdle] = (await probeReads(url, PROBE_READS_IDLE).done).map((h) => h.summary());
     const queries = await measureQueries(url, documents, options.quick);
     const rebuildPerSec = await measureRebuild(url, documents);
     await settled(url, waitMsMax(documents));

@@ -18,9 +18,10 @@ export interface ThreadTimes {
   blockedMs: number;
 }
 
-type Sched = Map<number, { runNs: number; queuedNs: number }>;
+/** Each thread's time on a CPU and waiting for one since it started, by thread id. */
+export type Sched = Map<number, { runNs: number; queuedNs: number }>;
 
-function readSched(pid: number): Sched {
+export function readSched(pid: number): Sched {
   const sched: Sched = new Map();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {

@@ -50,6 +50,8 @@ import {
   type MemoryLimits,
 } from '../serve-node/main.js';
 import {
+  APPLY_THREAD_NICE_DEFAULT,
+  applyThreadNiceOption,
   integerOption,
   isLoopback,
   kafkaAdvertisedOptions,
@@ -111,6 +113,11 @@ export interface EmbeddedOptions {
   memoryLimits?: MemoryLimits;
   /** The bounds of the serve-node's apply transactions; absent: its defaults. */
   applySliceLimits?: ApplySliceLimits;
+  /**
+   * Nice levels the serve-node's apply thread takes below the process's, so the threads that
+   * answer requests get a core first (bin/thread-nice.ts); absent: APPLY_THREAD_NICE_DEFAULT.
+   */
+  applyThreadNice?: number;
 }
 
 export interface RunningEmbedded {
@@ -175,6 +182,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
       node: serveNodeOf(options),
+      applyThreadNice: options.applyThreadNice ?? APPLY_THREAD_NICE_DEFAULT,
     } satisfies ServeWorkerData,
     [serveLog.port2, gatewayServe.port2],
     onDeath,
@@ -249,6 +257,7 @@ async function startOnLog(
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
       node: serveNodeOf(options),
+      applyThreadNice: options.applyThreadNice ?? APPLY_THREAD_NICE_DEFAULT,
     } satisfies ServeWorkerData,
     [gatewayServe.port2],
     onDeath,
@@ -481,6 +490,7 @@ export function registerStartCommand(program: Command): void {
       ),
     )
     .addOption(searchTopkListedDfMinOption())
+    .addOption(applyThreadNiceOption())
     .addOption(
       integerOption(
         '--ready-wait-ms-max <ms>',
@@ -508,6 +518,7 @@ export function registerStartCommand(program: Command): void {
         readThreads: number;
         keyReads: 'here' | 'threads';
         scanHereLimitMax: number;
+        applyThreadNice: number;
         searchTopkListedDfMin: number;
         log?: string[];
       } & Record<string, unknown>,
@@ -533,6 +544,7 @@ export function registerStartCommand(program: Command): void {
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
         memoryLimits: memoryLimitValues(flags),
         applySliceLimits: applySliceValues(flags),
+        applyThreadNice: flags.applyThreadNice,
       });
       process.stdout.write(
         readyBanner({

@@ -25,7 +25,7 @@ import type { ServeWorkerData } from './serve-worker.js';
 const LOG_CONNECT_MS_MAX = 30_000;
 
 export async function startThreadedServeNode(
-  options: ServeNodeOptions & { readThreads: number },
+  options: ServeNodeOptions & { readThreads: number; applyThreadNice: number },
 ): Promise<{ url: string; stop(): Promise<void> }> {
   const logger = options.logger ?? createLogger('serve-node');
   const onDeath = (error: Error) => {
@@ -57,6 +57,7 @@ export async function startThreadedServeNode(
         clusterSecret: options.clusterSecret,
       },
       loggerName: 'serve-node',
+      applyThreadNice: options.applyThreadNice,
     } satisfies ServeWorkerData,
     [serve.port2],
     onDeath,

@@ -12,6 +12,7 @@ import { createLogger } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { answerServePort } from '../shared/port-serve-client.js';
 import { runNodeWorker } from './node-thread.js';
+import { niceThisThread } from './thread-nice.js';
 
 export interface ServeWorkerData {
   dataDir: string;
@@ -24,6 +25,8 @@ export interface ServeWorkerData {
   node?: Pick<ServeNodeOptions, 'partitions' | 'limits' | 'fromSnapshot' | 'clusterSecret'>;
   /** The name its log lines carry. */
   loggerName?: string;
+  /** Nice levels this thread takes below the process's (thread-nice.ts); absent: none. */
+  applyThreadNice?: number;
 }
 
 const data = workerData as ServeWorkerData;
@@ -37,6 +40,8 @@ async function connected(): Promise<ConnectedLog> {
 
 await runNodeWorker(
   async () => {
+    const nice = niceThisThread(data.applyThreadNice ?? 0);
+    if (nice !== null) logger.info({ nice }, 'the apply thread runs at a lower priority');
     const log = await connected();
     const serve = await openServeNode(
       { ...data.node, dataDir: data.dataDir, logger },

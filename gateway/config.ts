@@ -35,6 +35,8 @@ export interface GatewayLimits extends FieldParamLimits {
   keyBytesMax: number;
   bulkRecordsMax: number;
   bulkBytesMax: number;
+  /** The longest the HTTP thread parses a bulk body before other requests get a turn, ms. */
+  bulkParseSliceMsMax: number;
   settingsBytesMax: number;
   /** A view definition's JSON bytes (PUT /v1/views/:v). */
   viewBytesMax: number;
@@ -134,6 +136,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   keyBytesMax: 1024,
   bulkRecordsMax: 10_000,
   bulkBytesMax: 16 * 1024 * 1024,
+  bulkParseSliceMsMax: 5,
   settingsBytesMax: 64 * 1024,
   viewBytesMax: 64 * 1024,
   scanLimitDefault: 100,
@@ -159,6 +162,8 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   keyBytesMax: 'longest key, UTF-8 bytes (at most 1024)',
   bulkRecordsMax: 'most records in one bulk request',
   bulkBytesMax: 'largest bulk body, bytes',
+  bulkParseSliceMsMax:
+    'longest the HTTP thread parses a bulk body before other requests get a turn, ms',
   settingsBytesMax: 'largest collection settings body, bytes',
   viewBytesMax: 'largest view definition body, bytes',
   scanLimitDefault: 'scan page size without limit=',

@@ -3,6 +3,7 @@ import { availableParallelism } from 'node:os';
 import { Option, type Command } from 'commander';
 import { parsePartitionList } from '../shared/partition-list.js';
 import {
+  applyThreadNiceOption,
   integerOption,
   isLoopback,
   kafkaLogOf,
@@ -16,7 +17,7 @@ import { startServeNode, type ServeNodeOptions } from './index.js';
 
 /** A serve-node split over threads (bin/serve-node-threads.ts): apply, HTTP, reads. */
 export type ThreadedServeNodeStart = (
-  options: ServeNodeOptions & { readThreads: number },
+  options: ServeNodeOptions & { readThreads: number; applyThreadNice: number },
 ) => Promise<{ url: string; stop(): Promise<void> }>;
 
 /**
@@ -372,6 +373,7 @@ export function registerServeNodeCommand(
         1,
       ),
     );
+  if (startThreaded !== undefined) command.addOption(applyThreadNiceOption());
   for (const option of applySliceOptions()) command.addOption(option);
   for (const option of memoryLimitOptions()) command.addOption(option);
   for (const option of kafkaLogOptions()) command.addOption(option);
@@ -420,7 +422,11 @@ export function registerServeNodeCommand(
     };
     const running =
       startThreaded !== undefined && readThreads > 0
-        ? await startThreaded({ ...options, readThreads })
+        ? await startThreaded({
+            ...options,
+            readThreads,
+            applyThreadNice: flags.applyThreadNice as number,
+          })
         : await startServeNode(options);
     const companion = await beside?.start(flags, options).catch(async (error: unknown) => {
       await running.stop();

@@ -32,6 +32,27 @@ export function integerOption(
   return defaultValue === undefined ? option : option.default(defaultValue);
 }
 
+/**
+ * Five levels (a third of the weight of a thread at the process's own): during a bulk load of
+ * 2*10^4 scale documents into `tailbase start` on the loaded 2-core machine (bench/load-reads.ts,
+ * two rounds each, alternating), a key read's p99 45-53 ms against 78-90 at 0, /healthz's 31-32
+ * against 51-60, and the load searchable at 669-702 documents/s against 451-647: the apply thread
+ * is busy for the whole load and a read wants a core for well under a millisecond, so reads go
+ * first and the apply loses next to nothing.
+ */
+export const APPLY_THREAD_NICE_DEFAULT = 5;
+
+/** `--apply-thread-nice`: how far below the process the serve-node's apply thread runs. */
+export function applyThreadNiceOption(): Option {
+  return integerOption(
+    '--apply-thread-nice <levels>',
+    "nice levels the serve-node's apply thread runs below the process (Linux), so reads get a core first",
+    'TAILBASE_APPLY_THREAD_NICE',
+    APPLY_THREAD_NICE_DEFAULT,
+    0,
+  );
+}
+
 /** Kafka's own port, the default of every Kafka client's bootstrap address. */
 export const KAFKA_PORT_DEFAULT = 9092;
 

@@ -7,7 +7,7 @@ import { jsonText } from '../../shared/http-server.js';
 import { API_ROUTES, type BulkAnswer, type WriteAnswer } from '../api/index.js';
 import type { ScopeGuard } from '../auth.js';
 import { planRead, readOn, requestToken, TOKEN_HEADER } from '../consistency.js';
-import { parseBulk } from '../bulk.js';
+import { parseBulkInSlices } from '../bulk.js';
 import { setEdgeHeader } from '../edge-headers.js';
 import { writeRecords, type GatewayServices } from '../services.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
@@ -115,7 +115,7 @@ export function docRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     await services.views.refuseWrite(collection);
     const body = await readBody(c, limits.bulkBytesMax, 'bulkBytesMax', 'bulk_too_large');
     const text = decodeUtf8(body, 'bulk body');
-    const records = parseBulk(text, c.req.header('content-type'), limits, Date.now());
+    const records = await parseBulkInSlices(text, c.req.header('content-type'), limits, Date.now());
     const { written, token } = await writeRecords(services, collection, records, sent);
     const encoded = tokens.encode(token);
     setEdgeHeader(c, TOKEN_HEADER, encoded);
