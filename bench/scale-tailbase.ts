@@ -9,6 +9,7 @@ import { createInterface } from 'node:readline';
 import { request, settled } from './api-workloads.js';
 import { diskUsage, type DiskUsage } from './disk-usage.js';
 import { startEmbedded } from './embedded.js';
+import { LatencyHistogram } from './latency-histogram.js';
 import { runLoad } from './load.js';
 import { readMemorySplit, type MemorySplit } from './memory-split.js';
 import type { RunningProcess } from './processes.js';
