@@ -136,10 +136,8 @@ export class FeedFences {
     }
     // The mark and the records read are of the topic as it was when its incarnation was known:
     // of one topic only if no drop came between (incarnations only grow).
-    const topics = await log.topics();
-    incarnations.update(topics);
-    const now = topics.find((info) => info.name === topic)?.incarnation ?? 0;
-    if (now !== incarnation) throw unread('its topic was dropped and created again');
+    if ((await incarnations.fresh(topic)) !== incarnation)
+      throw unread('its topic was dropped and created again');
     epochs.record(topic, partition, { incarnation, next: until, epoch: greatest });
     return greatest;
   }

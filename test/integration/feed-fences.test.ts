@@ -4,7 +4,9 @@
 // when the log answers; that a second feed counts on from the gateway's mark of the first one's
 // count (gateway/feed-epochs.ts), reading only the records written since, and still leaves out a
 // fenced writer's record; and that a mark does not outlive its topic: after the view's topic is
-// dropped and created again, a record of the new topic's lower epochs goes out. A real log node
+// dropped and created again, a record of the new topic's lower epochs goes out; and that the counts
+// that end together check their topic's incarnation with one read of the topics, begun after them
+// (a read under way began too early to say what they read). A real log node
 // with views declared, read over its Kafka listener; the empty answer is injected at the client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -193,5 +195,31 @@ describe('FeedFences', () => {
     expect(kept?.has(record)).toBe(true);
     // Counted from the new topic's log start, not on from the old topic's mark.
     expect(second.tally.counted).toBe(119);
+  });
+
+  it('reads the incarnations of counts that end together with one read of the topics, begun after them', async () => {
+    const state = { reads: 0, begun: [] as number[] };
+    const client = new Proxy(log.client, {
+      get(target, name, receiver) {
+        const value: unknown = Reflect.get(target, name, receiver);
+        if (name !== 'topics' || typeof value !== 'function') return value;
+        return () => {
+          state.reads += 1;
+          state.begun.push(performance.now());
+          return (value as () => Promise<unknown>).apply(target);
+        };
+      },
+    });
+    const incarnations = new CollectionIncarnations(client, INCARNATIONS_REFRESH_MS);
+    const first = incarnations.fresh(MANY);
+    // Arriving while the first read is under way: they share the next one, begun after it.
+    const askedAt = performance.now();
+    const later = [incarnations.fresh(MANY), incarnations.fresh(AGAIN), incarnations.fresh(VIEW)];
+    await Promise.all([first, ...later]);
+    expect(state.reads).toBe(2);
+    expect(state.begun[1]).toBeGreaterThanOrEqual(askedAt);
+    const held = (await log.client.topics()).find((topic) => topic.name === AGAIN);
+    expect(await incarnations.fresh(AGAIN)).toBe(held?.incarnation ?? 0);
+    expect(state.reads).toBe(3);
   });
 });
