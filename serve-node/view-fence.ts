@@ -8,13 +8,12 @@
  * view cannot stop the collection's partition by writing an epoch into it.
  *
  * Which topics are views' is read from the log (the views topic) by the rule of
- * shared/topic-kinds.ts, so it is a function of the log
- * and a replica rebuilt from it fences the same records: every record a view's processor appends
- * comes after the view's record in the views topic, which the processor read first. A topic the
- * last read of the views topic did not name is of `unknown` kind until one of its records carries
- * a fence header: its records are applied up to that one, which waits (the partition is held
- * there) until a read of the views topic that began after it says whether the topic is a view's.
- * That read is `TopicFences.ask`'s.
+ * shared/topic-kinds.ts, so it is a function of the log and a replica rebuilt from it fences the
+ * same records: every record a view's processor appends comes after the view's record in the views
+ * topic, which the processor read first. A topic the last read of the views topic did not name is
+ * of `unknown` kind until one of its records carries a fence header: its records are applied up to
+ * that one, which waits (the partition is held there) until a read of the views topic that began
+ * after it says whether the topic is a view's. That read is `TopicFences.ask`'s.
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
 import { fenceHeaderAt, type TopicKind } from '../shared/topic-kinds.js';
