@@ -26,7 +26,9 @@
  *
  * Of a view's topic the feed sends what the serve-nodes apply: its processors' claims and a fenced
  * writer's records are left out, epochs counted from the partition's log start whatever offset the
- * feed starts at; a collection's records all go out (feed-fences.ts).
+ * feed starts at (on from the gateway's mark of the last feed's count, feed-epochs.ts); a
+ * collection's records all go out (feed-fences.ts). Only a failed count or look is retried as a
+ * paused partition: a failure to send ends the stream as any other.
  *
  * Each feed reads its topic-partitions with one multi-partition long-poll per log-node, and at most
  * `feedsMax` feeds are open at once (503 `too_many_feeds` before the stream starts), so feeds
@@ -35,7 +37,12 @@
  */
 import type { Context } from 'hono';
 import { stream } from 'hono/streaming';
-import { decodeRecords, iterateBatches } from '../shared/batch-codec.js';
+import {
+  decodeRecords,
+  iterateBatches,
+  type BatchHeader,
+  type StoredRecord,
+} from '../shared/batch-codec.js';
 import { checkCollection } from '../shared/collection-name.js';
 import type { FilterNode } from '../shared/filter/ast.js';
 import { matches } from '../shared/filter/evaluate.js';
@@ -70,6 +77,19 @@ function recordValue(bytes: Uint8Array | null): { line: string; doc: unknown } {
   } catch {
     return { line: JSON.stringify(text), doc: undefined };
   }
+}
+
+/** One batch of a read answer, its records decoded. */
+interface ReadBatch {
+  header: BatchHeader;
+  records: StoredRecord[];
+}
+
+function readBatches(batches: Buffer): ReadBatch[] {
+  return [...iterateBatches(batches)].map((batch) => ({
+    header: batch.header,
+    records: decodeRecords(batch.bytes),
+  }));
 }
 
 /** Whether a record passes the feed's filter: a delete always does, a value that is not JSON never. */
@@ -312,18 +332,26 @@ async function openFeed(
       return true;
     };
     /** What the feed leaves out of views' topics, as the serve-nodes do (feed-fences.ts). */
-    const fences = new FeedFences(log, services.views, config.feedReadBytesMax, stop.signal);
-    /** Sends what one topic-partition's read holds past `offset`; answers the offset to read next. */
-    const send = async (topic: string, partition: number, offset: number, batches: Buffer) => {
-      const read = [...iterateBatches(batches)].map((batch) => ({
-        header: batch.header,
-        records: decodeRecords(batch.bytes),
-      }));
-      const keptOf = await fences.kept(
-        topic,
-        partition,
-        read.map((batch) => batch.records),
-      );
+    const fences = new FeedFences({
+      log,
+      views: services.views,
+      epochs: services.feedEpochs,
+      incarnations,
+      readBytesMax: config.feedReadBytesMax,
+      signal: stop.signal,
+      counted: (records) => services.metrics.feedEpochRecords.inc(records),
+    });
+    /**
+     * Sends what one topic-partition's read holds past `offset`, but the records `keptOf` (each
+     * batch's, FeedFences.kept) leaves out; answers the offset to read next.
+     */
+    const send = async (
+      topic: string,
+      partition: number,
+      offset: number,
+      read: readonly ReadBatch[],
+      keptOf: readonly (ReadonlySet<StoredRecord> | null)[],
+    ) => {
       for (const [i, batch] of read.entries()) {
         const kept = keptOf[i];
         for (const record of batch.records) {
@@ -404,9 +432,14 @@ async function openFeed(
           const offsets = feed.next.get(topic);
           if (offsets === undefined) continue;
           const offset = offsets.get(partition) as number;
-          let next: number;
+          const read = readBatches(outcome.batches);
+          let keptOf: (ReadonlySet<StoredRecord> | null)[];
           try {
-            next = await send(topic, partition, offset, outcome.batches);
+            keptOf = await fences.kept(
+              topic,
+              partition,
+              read.map((batch) => batch.records),
+            );
           } catch (error) {
             // A read of what came before the feed's start, or of the views topic, failed.
             if (stop.signal.aborted) return;
@@ -419,7 +452,7 @@ async function openFeed(
             paused.pause(topic, partition);
             continue;
           }
-          offsets.set(partition, next);
+          offsets.set(partition, await send(topic, partition, offset, read, keptOf));
           if (stop.signal.aborted) return;
         }
       }

@@ -69,6 +69,11 @@ export interface GatewayLimits extends FieldParamLimits {
    * keeps to it, so at most FEEDS_MAX_CEILING: appends and reads always keep the other half.
    */
   feedsMax: number;
+  /**
+   * Views' partitions whose epoch count the change feeds keep gateway-wide (feed-epochs.ts), so a
+   * feed counts from the last one's mark rather than from the log start; the least used go first.
+   */
+  feedEpochPartitionsMax: number;
 }
 
 export const FEEDS_MAX_CEILING = INTERNAL_SOCKETS_MAX / 2;
@@ -153,6 +158,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   incarnationsCheckedMax: 64,
   feedLimitMax: 100_000,
   feedsMax: 64,
+  feedEpochPartitionsMax: 4096,
 };
 
 /** What each limit bounds: the help of its flag (shared/cli-options.ts limitOptions). */
@@ -183,6 +189,8 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
     'dropped incarnations of a missing collection a read token is checked against',
   feedLimitMax: 'most events one change-feed request may ask for',
   feedsMax: `change feeds open at once (at most ${FEEDS_MAX_CEILING})`,
+  feedEpochPartitionsMax:
+    "views' partitions whose epoch count the change feeds keep, so a feed counts from the last one's",
 };
 
 export const WRITER_HELP: Record<keyof WriterConfig, string> = {

@@ -3,39 +3,49 @@
  * out exactly what a serve-node leaves out (the processors' claims, a fenced writer's records),
  * whatever offset the feed starts at, and of a collection's topic nothing.
  *
- * Which topics are views' comes from the views topic, as on a serve-node (serve-node/view-fence.ts):
- * a topic is looked up at its first read answer; one not named then is a collection's until one of
- * its records carries a fence header, when a look that begins after that read decides for good (a
- * view is named in the views topic before its processor writes its topic).
+ * Which topics are views' is decided by the rule of shared/topic-kinds.ts, from looks at the views
+ * topic: a topic is looked up at its first read answer; one not named then passes until one of
+ * its records carries a fence header, when a look that begins after that read decides for good.
  *
  * The greatest epoch of a view's partition is counted from the partition's log start, as a
- * serve-node counts it: a feed that starts past a claim first reads the records before its start
+ * serve-node counts it: a feed that starts past a claim first counts the records before its start
  * (their headers decide, nothing is sent), so a fenced writer's record after that claim is left
- * out here too. That costs one read of the partition up to the feed's start, once a feed.
+ * out here too. The count goes on from the gateway's mark of the partition (feed-epochs.ts) when
+ * there is one at or before the feed's start, and leaves one at the start: a feed counts the
+ * records written since the last feed's count, not the whole partition.
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
 import { unavailable } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import { readPartitionRange } from '../shared/internal-topic-reader.js';
 import { topicOffsets } from '../shared/topic-offsets.js';
+import { fenceHeaderAt, TopicKinds, type TopicKind } from '../shared/topic-kinds.js';
 import { viewTopics, type ViewCatalog } from '../shared/view-catalog.js';
 import { epochOf, fenceRecords } from '../shared/view-epoch.js';
+import type { FeedEpochs } from './feed-epochs.js';
+import type { CollectionIncarnations } from './incarnations.js';
+
+export interface FeedFencesParts {
+  log: LogClient;
+  views: ViewCatalog;
+  /** The gateway's marks of views' partitions, shared by its feeds. */
+  epochs: FeedEpochs;
+  incarnations: CollectionIncarnations;
+  /** Bytes a read of a partition before the feed's start asks for. */
+  readBytesMax: number;
+  signal: AbortSignal;
+  /** Hears how many records below a feed's start each count read. */
+  counted(records: number): void;
+}
 
 export class FeedFences {
-  /** Topics decided: a view's, or a collection's for good. */
-  private readonly kinds = new Map<string, 'view' | 'collection'>();
+  private readonly kinds = new TopicKinds();
   /** Topics looked up once (at their first read answer). */
   private readonly looked = new Set<string>();
-  /** topic/partition → the greatest epoch of the records read so far (views' topics only). */
-  private readonly epochs = new Map<string, number>();
+  /** topic/partition → the greatest epoch of the records this feed read (views' topics only). */
+  private readonly greatest = new Map<string, number>();
 
-  constructor(
-    private readonly log: LogClient,
-    private readonly views: ViewCatalog,
-    /** Bytes a read of a partition before the feed's start asks for. */
-    private readonly readBytesMax: number,
-    private readonly signal: AbortSignal,
-  ) {}
+  constructor(private readonly parts: FeedFencesParts) {}
 
   /**
    * Of each batch's records (one read answer of a topic-partition, batches in offset order, each
@@ -52,40 +62,44 @@ export class FeedFences {
       return batches.map(() => null);
     }
     const id = `${topic}/${partition}`;
-    let before = this.epochs.get(id) ?? (await this.epochBefore(topic, partition, records[0]));
+    let before =
+      this.greatest.get(id) ?? (await this.epochBefore(topic, partition, records[0].offset));
     const kept = batches.map((batch) => {
       const fenced = fenceRecords(batch, before);
       before = fenced.epochAfter;
       return new Set(fenced.kept);
     });
-    this.epochs.set(id, before);
+    this.greatest.set(id, before);
     return kept;
   }
 
-  private async kindOf(
-    topic: string,
-    records: readonly StoredRecord[],
-  ): Promise<'view' | 'collection' | 'unknown'> {
-    const known = this.kinds.get(topic);
-    if (known !== undefined) return known;
-    const headed = records.some((record) => epochOf(record) !== null);
+  private async kindOf(topic: string, records: readonly StoredRecord[]): Promise<TopicKind> {
+    const known = this.kinds.of(topic);
+    if (known !== 'unknown') return known;
+    const headed = fenceHeaderAt(records) >= 0;
     if (this.looked.has(topic) && !headed) return 'unknown';
-    const named = viewTopics(await this.views.current()).has(topic);
+    const mark = this.kinds.lookBegins();
+    const named = viewTopics(await this.parts.views.current());
     this.looked.add(topic);
-    if (named) this.kinds.set(topic, 'view');
-    else if (headed) this.kinds.set(topic, 'collection');
-    return this.kinds.get(topic) ?? 'unknown';
+    this.kinds.decide(mark, named, headed ? [topic] : [], (other) => other === topic);
+    return this.kinds.of(topic);
   }
 
-  /** The greatest epoch of the partition's records before `first`, read from its log start. */
-  private async epochBefore(
-    topic: string,
-    partition: number,
-    first: StoredRecord,
-  ): Promise<number> {
-    const until = first.offset;
-    const bounds = (await topicOffsets(this.log, topic, [partition])).get(partition);
-    let greatest = -1;
+  /**
+   * The greatest epoch of the partition's records before `until`: counted on from the gateway's
+   * mark of it when one lies at or before `until`, else from its log start; leaves a mark at
+   * `until`.
+   */
+  private async epochBefore(topic: string, partition: number, until: number): Promise<number> {
+    const { log, epochs, incarnations } = this.parts;
+    const incarnation = incarnations.cached(topic);
+    const bounds = (await topicOffsets(log, topic, [partition])).get(partition);
+    const logStart = bounds?.logStartOffset ?? 0;
+    const mark = epochs.at(topic, partition, incarnation);
+    // A mark past the start is no use: a record between the two may raise the epoch.
+    const from = mark !== undefined && mark.next <= until ? mark : { next: logStart, epoch: -1 };
+    let greatest = from.epoch;
+    let counted = 0;
     const unread = (why: string) =>
       unavailable(
         'feed_epochs_unread',
@@ -94,14 +108,17 @@ export class FeedFences {
     let reached: number;
     try {
       reached = await readPartitionRange(
-        this.log,
+        log,
         { topic, partition },
-        bounds?.logStartOffset ?? 0,
+        // Retention may have removed records past the mark: their epochs are in it already.
+        Math.max(from.next, logStart),
         until,
-        { readBytesMax: this.readBytesMax, signal: this.signal },
+        { readBytesMax: this.parts.readBytesMax, signal: this.parts.signal },
         (record) => {
+          if (record.offset >= until) return;
+          counted += 1;
           // One record's part of the fence rule (fenceRecords): the greatest epoch only rises.
-          if (record.offset < until) greatest = Math.max(greatest, epochOf(record)?.epoch ?? -1);
+          greatest = Math.max(greatest, epochOf(record)?.epoch ?? -1);
         },
       );
     } catch (error) {
@@ -109,12 +126,19 @@ export class FeedFences {
       if ((error as { code?: unknown }).code === 'offset_out_of_range')
         throw unread('its log start moved while read');
       throw error;
+    } finally {
+      this.parts.counted(counted);
     }
     // Nothing read below the feed's start: an epoch counted so far could be too low, and would
     // send a fenced writer's record. The feed retries the read after a pause.
     if (reached < until) {
       throw unread(`the log answered nothing at ${reached}`);
     }
+    // The mark and the records read are of the topic as it was when its incarnation was known:
+    // of one topic only if no drop came between (incarnations only grow).
+    if ((await incarnations.fresh(topic)) !== incarnation)
+      throw unread('its topic was dropped and created again');
+    epochs.record(topic, partition, { incarnation, next: until, epoch: greatest });
     return greatest;
   }
 }

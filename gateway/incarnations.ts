@@ -11,6 +11,8 @@ export class CollectionIncarnations {
   private known = new Map<string, number>();
   private readAtMs = -Infinity;
   private reading: Promise<void> | null = null;
+  /** The read that begins once the one under way ends, shared by `fresh` callers meanwhile. */
+  private following: Promise<void> | null = null;
 
   constructor(
     private readonly log: LogClient,
@@ -39,6 +41,25 @@ export class CollectionIncarnations {
   update(topics: readonly TopicInfo[]): void {
     this.known = new Map(topics.map((topic) => [topic.name, topic.incarnation ?? 0]));
     this.readAtMs = Date.now();
+  }
+
+  /**
+   * The incarnation the log holds now, from a read of its topics that began after this call:
+   * callers that arrive while one is under way share the next one.
+   */
+  async fresh(collection: string): Promise<number> {
+    const under = this.reading;
+    if (under === null) await this.refresh();
+    else {
+      this.following ??= under
+        .catch(() => undefined)
+        .then(() => {
+          this.following = null;
+          return this.refresh();
+        });
+      await this.following;
+    }
+    return this.cached(collection);
   }
 
   refresh(): Promise<void> {

@@ -1,13 +1,13 @@
 /**
  * The gateway's own memory, named as a serve-node names its (serve-node/memory-bounds.ts): the
- * writes queued per partition writer and the change feeds open, each with its flag, its limit
+ * writes queued per partition writer, the change feeds open and their epoch counts, each with its flag, its limit
  * and its size now. /v1/status answers it beside each serve-node's.
  */
 import type { MemoryBound } from '../shared/serve-api.js';
 import type { GatewayServices } from './services.js';
 
 export function gatewayMemoryBounds(services: GatewayServices): MemoryBound[] {
-  const { config, writers, feeds } = services;
+  const { config, writers, feeds, feedEpochs } = services;
   const pending = writers.pending();
   return [
     {
@@ -26,6 +26,15 @@ export function gatewayMemoryBounds(services: GatewayServices): MemoryBound[] {
       limit: config.limits.feedsMax,
       unit: 'feeds',
       current: feeds.size,
+      kind: 'anonymous',
+    },
+    {
+      name: "change feeds' epoch counts",
+      flag: 'feed-epoch-partitions-max',
+      scope: 'the gateway',
+      limit: config.limits.feedEpochPartitionsMax,
+      unit: 'entries',
+      current: feedEpochs.size,
       kind: 'anonymous',
     },
   ];

@@ -2,7 +2,7 @@
  * Prometheus metrics (prom-client), in a registry of this gateway's own so several gateways in
  * one process (tests, the embedded mode) do not collide.
  */
-import { Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ServePartitionStatus } from '../shared/serve-api.js';
 import { RequestMetrics } from './request-metrics.js';
 import type { ServeTopology } from './topology.js';
@@ -14,6 +14,8 @@ export interface GatewayMetrics {
   batchRecords: Histogram<'topic' | 'partition'>;
   batchBytes: Histogram<'topic' | 'partition'>;
   appendSeconds: Histogram<'topic' | 'partition'>;
+  /** Records change feeds read below their start to count a view partition's epochs. */
+  feedEpochRecords: Counter;
 }
 
 export function createMetrics(topology: ServeTopology): GatewayMetrics {
@@ -60,6 +62,11 @@ export function createMetrics(topology: ServeTopology): GatewayMetrics {
       help: 'Time from sending a batch to the log to its fsynced acknowledgement',
       labelNames: ['topic', 'partition'] as const,
       buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.5, 1],
+      registers: [registry],
+    }),
+    feedEpochRecords: new Counter({
+      name: 'tailbase_gateway_feed_epoch_records_total',
+      help: "Records change feeds read below their start to count a view partition's epochs",
       registers: [registry],
     }),
   };

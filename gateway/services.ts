@@ -16,6 +16,7 @@ import {
 } from '../shared/token.js';
 import { serveLimitConflicts, type GatewayConfig } from './config.js';
 import { createMetrics, type GatewayMetrics } from './metrics.js';
+import { FeedEpochs } from './feed-epochs.js';
 import { CollectionIncarnations } from './incarnations.js';
 import { ViewCatalog } from '../shared/view-catalog.js';
 import { ServedTokens } from './served-tokens.js';
@@ -40,6 +41,8 @@ export interface GatewayServices {
   viewProcessing: ViewProcessing | null;
   /** Open change feeds, aborted when the gateway stops. */
   feeds: Set<AbortController>;
+  /** The change feeds' counts of views' partitions' epochs (feed-epochs.ts). */
+  feedEpochs: FeedEpochs;
 }
 
 export function createGatewayServices(
@@ -85,6 +88,7 @@ export function createGatewayServices(
     views: new ViewCatalog(log, config.feedReadBytesMax),
     viewProcessing,
     feeds: new Set(),
+    feedEpochs: new FeedEpochs(config.limits.feedEpochPartitionsMax),
   };
 }
 

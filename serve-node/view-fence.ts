@@ -7,23 +7,21 @@
  * ordinary record, applied as any other), so a Kafka client that may write a collection but not a
  * view cannot stop the collection's partition by writing an epoch into it.
  *
- * Which topics are views' is read from the log (the views topic), so it is a function of the log
- * and a replica rebuilt from it fences the same records: every record a view's processor appends
- * comes after the view's record in the views topic, which the processor read first. A topic the
- * last read of the views topic did not name is of `unknown` kind until one of its records carries
- * a fence header: its records are applied up to that one, which waits (the partition is held
- * there) until a read of the views topic that began after it says whether the topic is a view's.
- * That read is `TopicFences.ask`'s.
+ * Which topics are views' is read from the log (the views topic) by the rule of
+ * shared/topic-kinds.ts, so it is a function of the log and a replica rebuilt from it fences the
+ * same records: every record a view's processor appends comes after the view's record in the views
+ * topic, which the processor read first. A topic the last read of the views topic did not name is
+ * of `unknown` kind until one of its records carries a fence header: its records are applied up to
+ * that one, which waits (the partition is held there) until a read of the views topic that began
+ * after it says whether the topic is a view's. That read is `TopicFences.ask`'s.
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
-import { epochOf, fenceRecords } from '../shared/view-epoch.js';
-
-/** `unknown`: not a view's at the last look at the views topic, and not yet asked again since. */
-export type TopicFence = 'view' | 'collection' | 'unknown';
+import { fenceHeaderAt, type TopicKind } from '../shared/topic-kinds.js';
+import { fenceRecords } from '../shared/view-epoch.js';
 
 /** What a serve-node knows of which topics are views' (view-topic-fences.ts). */
 export interface TopicFences {
-  of(topic: string): TopicFence;
+  of(topic: string): TopicKind;
   /** A record of a topic of unknown kind waits: find out its kind with a fresh look. */
   ask(topic: string): void;
 }
@@ -45,7 +43,7 @@ export interface FencedRecords {
 export function fenceViewRecords(
   records: StoredRecord[],
   epochAtStart: number,
-  fence: TopicFence = 'view',
+  fence: TopicKind = 'view',
 ): FencedRecords {
   if (fence === 'collection') return { kept: records, epochBefore: () => -1 };
   if (fence === 'unknown') return unknownTopicRecords(records, epochAtStart);
@@ -83,7 +81,7 @@ export function fenceViewRecords(
  * after a restart applies nothing without its epoch.
  */
 function unknownTopicRecords(records: StoredRecord[], epochAtStart: number): FencedRecords {
-  const at = epochAtStart >= 0 ? 0 : records.findIndex((record) => epochOf(record) !== null);
+  const at = epochAtStart >= 0 ? 0 : fenceHeaderAt(records);
   if (at < 0) return { kept: records, epochBefore: () => epochAtStart };
   return {
     kept: records.slice(0, at),

@@ -1,20 +1,17 @@
 /**
- * Which topics a serve-node fences as views' (view-fence.ts), learnt from the views topic. A topic
- * a look named as a view's stays one (until its drop here): its partitions keep their epochs. A
- * topic asked about (one of its records carries a fence header) is a collection's for good once a
- * look that began after the ask does not name it: a view's topic is named in the views topic before
- * its processor writes it (a redefinition's topic is created just before its record, empty), so
- * what such a look misses is no view's.
- *
- * A decision holds for the topic of the name as it was when the look began: a drop here meanwhile
- * (`forget`) makes the look record nothing of it, so a topic created later under the name is asked
- * about afresh, as a restarted node would. After a failed read of the views topic, asks wait out a
- * pause (doubling up to `retryMsMax`), so held partitions do not read it again every turn.
+ * Which topics a serve-node fences as views' (view-fence.ts), learnt from the views topic by the
+ * rule of shared/topic-kinds.ts. A topic a look named as a view's stays one (until its drop here):
+ * its partitions keep their epochs. A look records the kind of the topics the node tails and of
+ * those asked about (a record of theirs carrying a fence header waits), and a drop here meanwhile
+ * (`forget`) leaves the name to be asked about afresh, as a restarted node would. After a failed
+ * read of the views topic, asks wait out a pause (doubling up to `retryMsMax`), so held partitions
+ * do not read it again every turn.
  */
 import type { LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { ViewCatalog, viewTopics } from '../shared/view-catalog.js';
-import type { TopicFence, TopicFences } from './view-fence.js';
+import { TopicKinds, type TopicKind } from '../shared/topic-kinds.js';
+import type { TopicFences } from './view-fence.js';
 
 /** The first pause after a failed read of the views topic; it doubles up to `retryMsMax`. */
 const RETRY_MS_MIN = 50;
@@ -33,12 +30,9 @@ export interface ViewTopicFencesOptions {
 
 export class ViewTopicFences implements TopicFences {
   private readonly catalog: ViewCatalog;
-  private readonly views = new Set<string>();
-  private readonly collections = new Set<string>();
+  private readonly kinds = new TopicKinds();
   /** Topics asked about whose answer has not come yet. */
   private readonly asked = new Set<string>();
-  /** Drops here of each topic name (`forget`): a look records nothing of a name dropped since it began. */
-  private readonly generations = new Map<string, number>();
   private looking: Promise<void> | null = null;
   private retryAtMs = 0;
   private retryMs = RETRY_MS_MIN;
@@ -50,9 +44,8 @@ export class ViewTopicFences implements TopicFences {
     this.catalog = new ViewCatalog(log, options.readBytesMax);
   }
 
-  of(topic: string): TopicFence {
-    if (this.views.has(topic)) return 'view';
-    return this.collections.has(topic) ? 'collection' : 'unknown';
+  of(topic: string): TopicKind {
+    return this.kinds.of(topic);
   }
 
   ask(topic: string): void {
@@ -65,9 +58,7 @@ export class ViewTopicFences implements TopicFences {
 
   /** A topic dropped here: a topic of the name created later is asked about afresh. */
   forget(topic: string): void {
-    this.views.delete(topic);
-    this.collections.delete(topic);
-    this.generations.set(topic, this.generation(topic) + 1);
+    this.kinds.forget(topic);
   }
 
   /** One look at a time, each for every topic asked before it began. */
@@ -79,20 +70,11 @@ export class ViewTopicFences implements TopicFences {
 
   /** Looks at the views topic now; `topics` that it does not name are collections'. */
   private async look(topics: readonly string[]): Promise<void> {
-    const began = new Map(this.generations);
-    const unchanged = (topic: string) => this.generation(topic) === (began.get(topic) ?? 0);
+    const mark = this.kinds.lookBegins();
     try {
       const named = viewTopics(await this.catalog.current());
-      for (const topic of named) {
-        if (unchanged(topic) && (this.options.tails(topic) || topics.includes(topic))) {
-          this.views.add(topic);
-        }
-      }
-      for (const topic of topics) {
-        if (!unchanged(topic)) continue;
-        if (!named.has(topic)) this.collections.add(topic);
-        this.options.onDecided(topic);
-      }
+      const decided = this.kinds.decide(mark, named, topics, (topic) => this.options.tails(topic));
+      for (const topic of decided) this.options.onDecided(topic);
       this.retryMs = RETRY_MS_MIN;
     } catch (error) {
       this.retryAtMs = Date.now() + this.retryMs;
@@ -104,9 +86,5 @@ export class ViewTopicFences implements TopicFences {
     } finally {
       for (const topic of topics) this.asked.delete(topic);
     }
-  }
-
-  private generation(topic: string): number {
-    return this.generations.get(topic) ?? 0;
   }
 }

@@ -5,7 +5,7 @@
  * search store (the apply thread's, the key reader's and each read thread's) under those bounds as
  * SQLite reads them back (PRAGMA cache_size and mmap_size on that very connection); without the
  * flags, SQLite's defaults. Each other cache is named with the flag that bounds it, the
- * gateway's (queued writes, change feeds) too.
+ * gateway's (queued writes, change feeds, their epoch counts) too.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
@@ -91,11 +91,19 @@ describe('memory bounded by configuration', () => {
     expect(lmdb?.current).toBeGreaterThan(0);
   });
 
-  it("names the gateway's queued writes and change feeds with their flags' limits", async () => {
-    const { gateway } = await statusOf(['--pending-bytes-max', '5000000', '--feeds-max', '7']);
+  it("names the gateway's queued writes, change feeds and their epoch counts with their flags' limits", async () => {
+    const { gateway } = await statusOf([
+      '--pending-bytes-max',
+      '5000000',
+      '--feeds-max',
+      '7',
+      '--feed-epoch-partitions-max',
+      '9',
+    ]);
     expect(gateway).toEqual([
       expect.objectContaining({ flag: 'pending-bytes-max', limit: 5_000_000, current: 0 }),
       expect.objectContaining({ flag: 'feeds-max', limit: 7, current: 0 }),
+      expect.objectContaining({ flag: 'feed-epoch-partitions-max', limit: 9, current: 0 }),
     ]);
   });
 
