@@ -44,14 +44,13 @@ const ASCII_TOKEN_CHAR = Uint8Array.from({ length: FIRST_NOT_ASCII }, (_, c) =>
 const TOKEN_BYTES_MAX = 32_768;
 
 /**
- * A text cut where unicode61 always cuts, at its ASCII separators: each run of ASCII letters and
- * digits is one token, lowered, counted here; each run holding another character is left for FTS5
- * (`others`, as many times as it occurs). Null where an ASCII run is past FTS5's token size.
+ * A text cut where unicode61 always cuts, at its ASCII separators: `token(start, end)` for each
+ * run of ASCII letters and digits (one token), and the runs holding another character, left for
+ * FTS5, answered (as many times as each occurs). Null where an ASCII run is past FTS5's token
+ * size.
  */
-function splitText(text: string): (TokenizedText & { others: string[] }) | null {
-  const counts = new Map<string, number>();
+function scanText(text: string, token: (start: number, end: number) => void): string[] | null {
   const others: string[] = [];
-  let tokens = 0;
   let start = -1;
   let ascii = true;
   // A loop over char codes, not a regular expression's matches: a write tokenizes every text
@@ -64,18 +63,31 @@ function splitText(text: string): (TokenizedText & { others: string[] }) | null 
       continue;
     }
     if (start < 0) continue;
-    const run = text.slice(start, i);
+    if (!ascii) others.push(text.slice(start, i));
+    else if (i - start > TOKEN_BYTES_MAX) return null;
+    else token(start, i);
     start = -1;
-    if (!ascii) {
-      others.push(run);
-      continue;
-    }
-    if (run.length > TOKEN_BYTES_MAX) return null;
-    const term = run.toLowerCase();
+  }
+  return others;
+}
+
+/** Each ASCII token of a text counted, lowered; the runs left for FTS5 (scanText). */
+function splitText(text: string): (TokenizedText & { others: string[] }) | null {
+  const counts = new Map<string, number>();
+  let tokens = 0;
+  const others = scanText(text, (start, end) => {
+    const term = text.slice(start, end).toLowerCase();
     counts.set(term, (counts.get(term) ?? 0) + 1);
     tokens += 1;
-  }
-  return { counts, tokens, others };
+  });
+  return others === null ? null : { counts, tokens, others };
+}
+
+/** Numbers terms for tokenizeIds: the top-k lists' writer's (topk-term-ids.ts). */
+export interface TermNumbering {
+  /** The number of `text[start..end)` lowered, an ASCII token. */
+  idOfAscii(text: string, start: number, end: number): number;
+  idOf(term: string): number;
 }
 
 export class FtsTokenizers {
@@ -87,15 +99,11 @@ export class FtsTokenizers {
   tokenize(tokenizer: string, texts: readonly string[]): TokenizedText[] {
     if (tokenizer !== UNICODE61) return this.tokenizeByFts5(tokenizer, texts);
     const split = texts.map(splitText);
-    // Only the runs FTS5 must tokenize go through it, each distinct run once.
-    const runs = new Set<string>();
-    split.forEach((text, i) => {
-      if (text === null) runs.add(texts[i]);
-      else for (const run of text.others) runs.add(run);
-    });
-    const distinct = [...runs];
-    const byFts5 = this.tokenizeByFts5(tokenizer, distinct);
-    const ofRun = new Map(distinct.map((run, i) => [run, byFts5[i]]));
+    const ofRun = this.runsByFts5(
+      tokenizer,
+      split.map((text) => (text === null ? null : text.others)),
+      texts,
+    );
     return split.map((text, i) => {
       if (text === null) return ofRun.get(texts[i])!;
       for (const run of text.others) {
@@ -106,6 +114,58 @@ export class FtsTokenizers {
       }
       return { counts: text.counts, tokens: text.tokens };
     });
+  }
+
+  /**
+   * Each of `texts` as tokenize() cuts it, as its tokens' numbers (one a token, in no particular
+   * order; its length is FTS5's size of the text): an ASCII token is numbered from the text,
+   * with no string cut from it.
+   */
+  tokenizeIds(tokenizer: string, texts: readonly string[], terms: TermNumbering): number[][] {
+    const byFts5 = (text: TokenizedText, into: number[]) => {
+      for (const [term, n] of text.counts) {
+        const id = terms.idOf(term);
+        for (let k = 0; k < n; k++) into.push(id);
+      }
+      return into;
+    };
+    if (tokenizer !== UNICODE61) {
+      return this.tokenizeByFts5(tokenizer, texts).map((text) => byFts5(text, []));
+    }
+    const ids: number[][] = [];
+    const others = texts.map((text) => {
+      const ofText: number[] = [];
+      ids.push(ofText);
+      return scanText(text, (start, end) => ofText.push(terms.idOfAscii(text, start, end)));
+    });
+    const ofRun = this.runsByFts5(tokenizer, others, texts);
+    others.forEach((runs, i) => {
+      if (runs === null) {
+        ids[i] = byFts5(ofRun.get(texts[i])!, []);
+        return;
+      }
+      for (const run of runs) byFts5(ofRun.get(run)!, ids[i]);
+    });
+    return ids;
+  }
+
+  /**
+   * The runs FTS5 must tokenize (`others[i]`, or the whole of `texts[i]` where null), each
+   * distinct run once, by run.
+   */
+  private runsByFts5(
+    tokenizer: string,
+    others: ReadonlyArray<readonly string[] | null>,
+    texts: readonly string[],
+  ): Map<string, TokenizedText> {
+    const runs = new Set<string>();
+    others.forEach((ofText, i) => {
+      if (ofText === null) runs.add(texts[i]);
+      else for (const run of ofText) runs.add(run);
+    });
+    const distinct = [...runs];
+    const byFts5 = this.tokenizeByFts5(tokenizer, distinct);
+    return new Map(distinct.map((run, i) => [run, byFts5[i]]));
   }
 
   /** Each of `texts` tokenized by FTS5 itself, whatever they hold. */

@@ -8,7 +8,9 @@
  * Writes are gathered during a transaction (changed) and folded in before it commits (settle),
  * tokenized as FTS5 tokenizes (fts-tokens.ts). Other terms' document frequencies are FTS5's own
  * (an fts5vocab 'row' table), read once a term is first written and then kept in memory, so a
- * write costs a map lookup a term rather than a B-tree entry. Which terms are listed, and what their lists hold,
+ * write costs an array's entry a term rather than a B-tree entry: terms are numbered as they are
+ * tokenized (topk-term-ids.ts), and a transaction's bookkeeping of them is arrays by number.
+ * Which terms are listed, and what their lists hold,
  * is a function of the table's rows alone, never of the order or the batches they came in, so
  * a replay or a re-index makes the same lists.
  */
@@ -16,8 +18,9 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { assert } from '../shared/assert.js';
 import { rowOf, type FtsTable } from './fts-table.js';
-import { FtsTokenizers, type TokenizedText } from './fts-tokens.js';
-import { FtsPostings, weightedFrequency } from './topk-source.js';
+import { FtsTokenizers } from './fts-tokens.js';
+import { FtsPostings } from './topk-source.js';
+import { TermIds, TermValues } from './topk-term-ids.js';
 import {
   comparePostings,
   decodeBlock,
@@ -77,28 +80,41 @@ interface RowChange {
   added: boolean;
 }
 
+/** A changed row's terms (by TermIds number) with their weighted frequencies, and its tokens. */
 interface RowTerms {
   change: RowChange;
-  /** Each column's terms, in no order. */
-  columns: TokenizedText[];
+  ids: number[];
+  /** `tfs[i]`: the weighted frequency of `ids[i]` in the row, as bm25() adds it up. */
+  tfs: number[];
   len: number;
 }
 
+/** What a document frequency holds for a term nothing is known of yet. */
+const UNKNOWN = -1;
+/** What a listed id holds for a term with no row in `topk_terms`. */
+const NOT_LISTED = -1;
+
 /**
- * What this connection knows of a table's terms. `complete` when it has known them since the
- * table had no row (a replay, a new table): a term it does not hold is then in no row, and no
- * count is read from FTS5.
+ * What this connection knows of a table's terms, by TermIds number, each exact as of its last
+ * statement. `complete` when it has known them since the table had no row (a replay, a new
+ * table): a term it does not hold is then in no row, and no count is read from FTS5.
  */
 interface KnownTerms {
-  terms: Map<string, KnownTerm>;
+  dfs: TermValues;
+  /** The term's row in `topk_terms` while it is listed, else NOT_LISTED (it has none). */
+  listedIds: TermValues;
+  /** Terms whose document frequency is held. */
+  count: number;
   complete: boolean;
 }
 
-/** What this connection knows of a term of a table, exact as of its last statement. */
-interface KnownTerm {
-  df: number;
-  /** Its row in `topk_terms` while it is listed, else null (it has none). */
-  id: number | null;
+function knownTerms(complete: boolean): KnownTerms {
+  return {
+    dfs: new TermValues(UNKNOWN),
+    listedIds: new TermValues(NOT_LISTED),
+    count: 0,
+    complete,
+  };
 }
 
 /**
@@ -132,6 +148,20 @@ export class TopkIndex {
   /** table id → the terms written since it was cleared, each with its document frequency and id. */
   private readonly known = new Map<number, KnownTerms>();
   private knownTerms = 0;
+  private readonly termIds = new TermIds();
+  /**
+   * A transaction's bookkeeping by term id, valid where `seenIn` holds its stamp (a row's for
+   * `rowTf`, the transaction's for the others), so nothing is cleared between rows or
+   * transactions: `seenIn` the last row or transaction to meet the term, `rowTf` its weighted
+   * frequency in the row, `deltas` the rows the transaction added holding it, net, `keptIn` the
+   * last transaction it was listed before and after.
+   */
+  private readonly rowSeenIn = new TermValues(0);
+  private readonly seenIn = new TermValues(0);
+  private readonly rowTf = new TermValues(0);
+  private readonly deltas = new TermValues(0);
+  private readonly keptIn = new TermValues(0);
+  private stamp = 0;
   /** By table object, not id: an id given again comes with another table. */
   private readonly sources = new WeakMap<FtsTable, FtsPostings>();
   private readonly statements: Record<
@@ -251,7 +281,7 @@ export class TopkIndex {
   }
 
   private forgetTable(tableId: number): void {
-    this.knownTerms -= this.known.get(tableId)?.terms.size ?? 0;
+    this.knownTerms -= this.known.get(tableId)?.count ?? 0;
     this.known.delete(tableId);
   }
 
@@ -265,12 +295,16 @@ export class TopkIndex {
   settle(): void {
     for (const { table, changes } of this.pending.values()) this.settleTable(table, changes);
     this.pending.clear();
-    if (this.knownTerms > this.knownTermsMax) this.forgetTerms();
+    if (this.knownTerms > this.knownTermsMax || this.termIds.size > this.knownTermsMax) {
+      this.forgetTerms();
+    }
   }
 
+  /** What is known of every table's terms, and their ids, which it is kept by. */
   private forgetTerms(): void {
     this.known.clear();
     this.knownTerms = 0;
+    this.termIds.clear();
   }
 
   private sourceOf(table: FtsTable): FtsPostings {
@@ -282,72 +316,93 @@ export class TopkIndex {
     return source;
   }
 
+  /** The rows this transaction added holding term `id`, net (0: none, or it met none). */
+  private deltaOf(id: number, transaction: number): number {
+    return this.seenIn.get(id) === transaction ? this.deltas.get(id) : 0;
+  }
+
   /**
-   * What is known of `term` before this transaction's `delta` rows: from memory, else its row in
-   * `topk_terms` (a listed term), else FTS5's count, which already holds the transaction's rows.
+   * The document frequency of term `id` before this transaction's `delta` rows, learnt when
+   * unknown: from its row in `topk_terms` (a listed term, its id with it), else FTS5's count,
+   * which already holds the transaction's rows.
    */
-  private knownTerm(ofTable: KnownTerms, table: FtsTable, term: string, delta: number): KnownTerm {
-    let known = ofTable.terms.get(term);
-    if (known === undefined) {
-      const stored = ofTable.complete
-        ? undefined
-        : (this.statements.listedTerm.get(table.id, term) as [number, number] | undefined);
-      if (stored !== undefined) known = { df: stored[1], id: stored[0] };
-      else if (ofTable.complete) known = { df: 0, id: null };
-      else known = { df: this.sourceOf(table).documentFrequency(term) - delta, id: null };
-      ofTable.terms.set(term, known);
-      this.knownTerms += 1;
+  private dfBefore(ofTable: KnownTerms, table: FtsTable, id: number, delta: number): number {
+    const known = ofTable.dfs.get(id);
+    if (known !== UNKNOWN) return known;
+    let df = 0;
+    if (!ofTable.complete) {
+      const term = this.termIds.termOf(id);
+      const stored = this.statements.listedTerm.get(table.id, term) as [number, number] | undefined;
+      if (stored !== undefined) {
+        df = stored[1];
+        ofTable.listedIds.set(id, stored[0]);
+      } else {
+        df = this.sourceOf(table).documentFrequency(term) - delta;
+      }
     }
-    return known;
+    ofTable.dfs.set(id, df);
+    ofTable.count += 1;
+    this.knownTerms += 1;
+    return df;
   }
 
   /**
    * What is known of the table's terms; `rowsAdded` the rows this transaction added, net, and
-   * `deltas` its rows a term. A table that had no row is known whole at once; one of a few times
+   * `touched` its terms. A table that had no row is known whole at once; one of a few times
    * `listedDfMin` rows is read whole from FTS5 (a scan of its terms costs less than a lookup a
    * term written); a larger one is learnt a term at a time.
    */
   private knownOf(
     table: FtsTable,
     rowsAdded: number,
-    deltas: ReadonlyMap<string, number>,
+    touched: readonly number[],
+    transaction: number,
   ): KnownTerms {
     let ofTable = this.known.get(table.id);
     if (ofTable === undefined) {
       const source = this.sourceOf(table);
-      if (!source.holdsMoreThan(rowsAdded)) ofTable = { terms: new Map(), complete: true };
+      if (!source.holdsMoreThan(rowsAdded)) ofTable = knownTerms(true);
       else if (source.holdsMoreThan(rowsAdded + knownScanRowsMax(this.listedDfMin))) {
-        ofTable = { terms: new Map(), complete: false };
+        ofTable = knownTerms(false);
       } else {
-        ofTable = { terms: this.scannedTerms(table, deltas), complete: true };
+        ofTable = this.scannedTerms(table, touched, transaction);
       }
       this.known.set(table.id, ofTable);
-      this.knownTerms += ofTable.terms.size;
+      this.knownTerms += ofTable.count;
     }
     return ofTable;
   }
 
-  /** Every term of the table before this transaction's `deltas`, from FTS5 and `topk_terms`. */
+  /** Every term of the table before this transaction's changes, from FTS5 and `topk_terms`. */
   private scannedTerms(
     table: FtsTable,
-    deltas: ReadonlyMap<string, number>,
-  ): Map<string, KnownTerm> {
-    const terms = new Map<string, KnownTerm>();
-    const scanned = this.sourceOf(table).documentFrequencies();
-    for (const [term, df] of scanned) {
-      const before = df - (deltas.get(term) ?? 0);
-      if (before > 0) terms.set(term, { df: before, id: null });
+    touched: readonly number[],
+    transaction: number,
+  ): KnownTerms {
+    const ofTable = knownTerms(true);
+    const learn = (id: number, df: number) => {
+      if (ofTable.dfs.get(id) === UNKNOWN) ofTable.count += 1;
+      ofTable.dfs.set(id, df);
+    };
+    for (const [term, df] of this.sourceOf(table).documentFrequencies()) {
+      const id = this.termIds.idOf(term);
+      const before = df - this.deltaOf(id, transaction);
+      if (before > 0) learn(id, before);
     }
-    // A term whose every row this transaction removed is in FTS5 no more.
-    for (const [term, delta] of deltas) {
-      if (delta < 0 && !scanned.has(term)) terms.set(term, { df: -delta, id: null });
+    // A term whose every row this transaction removed is in FTS5 no more (any other it removed
+    // from is held above, at more rows than FTS5 now counts).
+    for (const id of touched) {
+      const delta = this.deltas.get(id);
+      if (delta < 0 && ofTable.dfs.get(id) === UNKNOWN) learn(id, -delta);
     }
-    for (const [id, term, df] of this.statements.tableTerms.all(table.id) as Array<
+    for (const [listedId, term, df] of this.statements.tableTerms.all(table.id) as Array<
       [number, string, number]
     >) {
-      terms.set(term, { df, id });
+      const id = this.termIds.idOf(term);
+      learn(id, df);
+      ofTable.listedIds.set(id, listedId);
     }
-    return terms;
+    return ofTable;
   }
 
   private settleTable(table: FtsTable, changes: readonly RowChange[]): void {
@@ -357,77 +412,76 @@ export class TopkIndex {
       this.forgetTable(table.id);
       return;
     }
+    const transaction = ++this.stamp;
+    // The transaction's terms in the order it first met them, each with its rows added, net.
+    const touched: number[] = [];
     const rows = this.rowTerms(table, changes);
-    const deltas = new Map<string, number>();
-    for (const { change, columns } of rows) {
+    for (const { change, ids } of rows) {
       const net = change.added ? 1 : -1;
-      columns.forEach(({ counts }, column) => {
-        for (const term of counts.keys()) {
-          if (column > 0 && inEarlierColumn(columns, column, term)) continue;
-          deltas.set(term, (deltas.get(term) ?? 0) + net);
+      for (const id of ids) {
+        if (this.seenIn.get(id) !== transaction) {
+          this.seenIn.set(id, transaction);
+          this.deltas.set(id, 0);
+          touched.push(id);
         }
-      });
+        this.deltas.set(id, this.deltas.get(id) + net);
+      }
     }
     // Terms listed before and after take the changes block by block; terms crossing the
     // threshold get their list built or dropped whole, once, from the table as it now stands.
-    const kept = new Map<string, number>();
     const built: Array<[number, string]> = [];
     const unlisted: number[] = [];
     const dfs: Record<number, number> = {};
     let rowsAdded = 0;
     for (const { added } of changes) rowsAdded += added ? 1 : -1;
-    const ofTable = this.knownOf(table, rowsAdded, deltas);
-    for (const [term, delta] of deltas) {
-      const known = this.knownTerm(ofTable, table, term, delta);
-      const after = known.df + delta;
-      assert(after >= 0, `term ${term} of table ${table.id} would be in ${after} rows`);
+    const ofTable = this.knownOf(table, rowsAdded, touched, transaction);
+    for (const id of touched) {
+      const delta = this.deltas.get(id);
+      const after = this.dfBefore(ofTable, table, id, delta) + delta;
+      if (after < 0) {
+        assert(false, `term ${this.termIds.termOf(id)} of table ${table.id} in ${after} rows`);
+      }
       const isListed = after >= this.listedDfMin;
-      if (known.id !== null && !isListed) {
+      const listedId = ofTable.listedIds.get(id);
+      if (listedId !== NOT_LISTED && !isListed) {
         // A term's list goes before its id can: a new term may be given the id again.
-        this.statements.deleteList.run(known.id);
-        unlisted.push(known.id);
-        known.id = null;
-      } else if (known.id !== null) {
-        kept.set(term, known.id);
-        if (delta !== 0) dfs[known.id] = after;
+        this.statements.deleteList.run(listedId);
+        unlisted.push(listedId);
+        ofTable.listedIds.set(id, NOT_LISTED);
+      } else if (listedId !== NOT_LISTED) {
+        this.keptIn.set(id, transaction);
+        if (delta !== 0) dfs[listedId] = after;
       } else if (isListed) {
-        known.id = Number(this.statements.insertTerm.run(table.id, term, after).lastInsertRowid);
-        built.push([known.id, term]);
+        const term = this.termIds.termOf(id);
+        const newId = Number(this.statements.insertTerm.run(table.id, term, after).lastInsertRowid);
+        ofTable.listedIds.set(id, newId);
+        built.push([newId, term]);
       }
-      known.df = after;
-      if (after === 0) {
-        ofTable.terms.delete(term);
-        this.knownTerms -= 1;
-      }
+      ofTable.dfs.set(id, after);
     }
     if (unlisted.length > 0) this.statements.deleteTerms.run(JSON.stringify(unlisted));
     if (Object.keys(dfs).length > 0) this.statements.setDfs.run(JSON.stringify(dfs));
     const changed = new Map<number, Map<number, PostingChange>>();
-    for (const { change, columns, len } of rows) {
-      columns.forEach(({ counts }, column) => {
-        for (const term of counts.keys()) {
-          const id = kept.get(term);
-          if (id === undefined || (column > 0 && inEarlierColumn(columns, column, term))) continue;
-          const frequency = weightedFrequency(
-            columnCounts(columns, column, term),
-            table.layout.weights,
-          );
-          let list = changed.get(id);
-          if (list === undefined) {
-            list = new Map();
-            changed.set(id, list);
-          }
-          // A row added and removed in one transaction (written twice in a batch) nets out.
-          const net = change.added ? 1 : -1;
-          const earlier = list.get(change.row);
-          if (earlier === undefined) {
-            list.set(change.row, { tf: frequency, len, row: change.row, net });
-          } else {
-            assert(earlier.tf === frequency && earlier.len === len, `row ${change.row} changed`);
-            earlier.net += net;
-          }
+    for (const { change, ids, tfs, len } of rows) {
+      const net = change.added ? 1 : -1;
+      for (let i = 0; i < ids.length; i++) {
+        if (this.keptIn.get(ids[i]) !== transaction) continue;
+        const listedId = ofTable.listedIds.get(ids[i]);
+        let list = changed.get(listedId);
+        if (list === undefined) {
+          list = new Map();
+          changed.set(listedId, list);
         }
-      });
+        // A row added and removed in one transaction (written twice in a batch) nets out.
+        const earlier = list.get(change.row);
+        if (earlier === undefined) {
+          list.set(change.row, { tf: tfs[i], len, row: change.row, net });
+        } else {
+          if (earlier.tf !== tfs[i] || earlier.len !== len)
+            assert(false, `row ${change.row} changed`);
+          earlier.net += net;
+        }
+      }
     }
     for (const [id, list] of changed) this.changeList(id, [...list.values()]);
     for (const [id, term] of built) this.buildList(this.sourceOf(table), id, term);
@@ -494,19 +548,38 @@ export class TopkIndex {
     }
   }
 
-  /** Each changed row's terms by column, and its tokens. */
+  /**
+   * Each changed row's terms, numbered, with their weighted frequencies: each occurrence's
+   * column weight added in (column, offset) order, as weightedFrequency and FTS5 add them.
+   */
   private rowTerms(table: FtsTable, changes: readonly RowChange[]): RowTerms[] {
-    const columns = table.layout.weights.length;
+    const weights = table.layout.weights;
     const texts = changes.flatMap((change) => {
-      assert(change.texts.length === columns, `a row of table ${table.id} has ${columns} columns`);
+      assert(
+        change.texts.length === weights.length,
+        `a row of table ${table.id} has ${weights.length} columns`,
+      );
       return change.texts;
     });
-    const tokenized = this.tokenizers.tokenize(table.settings.tokenizer, texts);
+    const tokenized = this.tokenizers.tokenizeIds(table.settings.tokenizer, texts, this.termIds);
     return changes.map((change, i) => {
-      const ofRow = tokenized.slice(i * columns, (i + 1) * columns);
+      const row = ++this.stamp;
+      const ids: number[] = [];
       let len = 0;
-      for (const text of ofRow) len += text.tokens;
-      return { change, columns: ofRow, len };
+      for (let column = 0; column < weights.length; column++) {
+        const occurrences = tokenized[i * weights.length + column];
+        len += occurrences.length;
+        for (const id of occurrences) {
+          let tf = 0;
+          if (this.rowSeenIn.get(id) === row) tf = this.rowTf.get(id);
+          else {
+            this.rowSeenIn.set(id, row);
+            ids.push(id);
+          }
+          this.rowTf.set(id, tf + weights[column]);
+        }
+      }
+      return { change, ids, tfs: ids.map((id) => this.rowTf.get(id)), len };
     });
   }
 
@@ -530,26 +603,6 @@ export class TopkIndex {
     >;
     for (const [id, term] of listed) this.buildList(source, id, term);
   }
-}
-
-/** Whether a column before `column` of a row holds `term` (the row counted there). */
-function inEarlierColumn(columns: readonly TokenizedText[], column: number, term: string): boolean {
-  for (let i = 0; i < column; i++) if (columns[i].counts.has(term)) return true;
-  return false;
-}
-
-/** [column, instances] of `term` in a row, ascending from `first` (the first column holding it). */
-function columnCounts(
-  columns: readonly TokenizedText[],
-  first: number,
-  term: string,
-): Array<[number, number]> {
-  const counts: Array<[number, number]> = [];
-  for (let i = first; i < columns.length; i++) {
-    const n = columns[i].counts.get(term);
-    if (n !== undefined) counts.push([i, n]);
-  }
-  return counts;
 }
 
 /** Postings grouped by frequency, each group in the run's order. */

@@ -1,11 +1,13 @@
 // Proves the top-k lists' tokenizer gives exactly FTS5's terms and token counts: every ASCII
 // character between letters, alone and doubled, seeded ASCII texts, texts FTS5 must tokenize
 // itself (accents, other scripts, combining marks, a lone surrogate, a token past FTS5's size)
-// mixed into one batch with ASCII ones, and the porter tokenizer.
+// mixed into one batch with ASCII ones, and the porter tokenizer; the same as term numbers
+// (tokenizeIds, the top-k lists' writer's).
 import Database from 'better-sqlite3';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { TOKENIZERS } from '../../serve-node/collection-settings.js';
 import { FtsTokenizers, type TokenizedText } from '../../serve-node/fts-tokens.js';
+import { TermIds } from '../../serve-node/topk-term-ids.js';
 import { seededRandom, testSeed } from '../harness/index.js';
 
 let db: Database.Database;
@@ -25,10 +27,19 @@ const plain = (texts: TokenizedText[]) =>
     tokens,
   }));
 
+/** A text's term numbers (one a token) as its terms counted. */
+function counted(ids: number[], terms: TermIds): TokenizedText {
+  const counts = new Map<string, number>();
+  for (const id of ids) counts.set(terms.termOf(id), (counts.get(terms.termOf(id)) ?? 0) + 1);
+  return { counts, tokens: ids.length };
+}
+
 function expectAsFts5(tokenizer: string, texts: string[]): void {
-  expect(plain(tokenizers.tokenize(tokenizer, texts))).toEqual(
-    plain(tokenizers.tokenizeByFts5(tokenizer, texts)),
-  );
+  const byFts5 = plain(tokenizers.tokenizeByFts5(tokenizer, texts));
+  expect(plain(tokenizers.tokenize(tokenizer, texts))).toEqual(byFts5);
+  const terms = new TermIds();
+  const numbered = tokenizers.tokenizeIds(tokenizer, texts, terms);
+  expect(plain(numbered.map((ids) => counted(ids, terms)))).toEqual(byFts5);
 }
 
 describe('FTS5 tokens', () => {

@@ -2,7 +2,7 @@
 // once, then kept) changes no list: writes after the store is reopened (every count read from
 // FTS5) and with the memory bounded to nothing (forgotten after every write) leave the same terms
 // and postings as the lists built from FTS5 at once, and list exactly FTS5's terms of at least the
-// threshold's rows after every write.
+// threshold's rows after every write, also where the words are numbered after thousands of others.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,6 +19,8 @@ const PARTITIONS = 2;
 const BATCH_RECORDS = 13;
 /** Words a document draws from, the first far more often: some cross the threshold, some not. */
 const WORDS = Array.from({ length: 60 }, (_, i) => `t${i}`);
+/** Distinct terms of a document (each then listed): past the writer's first numbers' growths. */
+const FILLER_TERMS = 5_000;
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -70,6 +72,20 @@ class Writer {
       this.replica.applyMany([{ topic: 'docs', partition: p, fromOffset: at, batches }]);
       this.next.set(p, at + records.length);
     }
+  }
+
+  /** `copies` documents of `text` in partition 0 in one batch, under keys no other write uses. */
+  writeCopies(copies: number, text: string): void {
+    const at = this.next.get(0) ?? 0;
+    const value = Buffer.from(JSON.stringify({ text }));
+    const records = Array.from({ length: copies }, (_, i) => ({
+      key: `filler${i}`,
+      value,
+      timestampMs: 0,
+    }));
+    const batches = encodeBatch(records, { baseOffset: at });
+    this.replica.applyMany([{ topic: 'docs', partition: 0, fromOffset: at, batches }]);
+    this.next.set(0, at + copies);
   }
 }
 
@@ -134,6 +150,12 @@ describe('top-k lists written with counts kept in memory', () => {
       for (let i = 0; i < 8; i++) writeAndCheck(false, 1, WORDS.slice(0, 3));
       for (let i = 0; i < 6; i++) writeAndCheck(false);
       await writer.reopen();
+      // Thousands of listed terms first after the reopen, numbered (topk-term-ids.ts) past its
+      // tables' first growths, each looked up again in the same transaction; the words after them.
+      const filler = Array.from({ length: FILLER_TERMS }, (_, i) => `filler${i}`).join(' ');
+      writer.writeCopies(LISTED_DF_MIN + 2, filler);
+      const { listed, fts5 } = listedAndFts5(dir);
+      expect(listed, `seed ${seed}`).toEqual(fts5);
       for (let i = 0; i < 12; i++) writeAndCheck(true);
       for (let i = 0; i < 6; i++) writer.write(random, 40, true);
       const lived = dump(dir);

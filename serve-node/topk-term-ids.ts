@@ -1,0 +1,150 @@
+/**
+ * Terms numbered for the top-k lists' writer (topk-index.ts), so that what a transaction keeps of
+ * each term (its rows' frequencies, its change of document frequency, what is known of it) sits
+ * in arrays indexed by number rather than in maps keyed by the term's text. A term is found by a
+ * hash of its characters in a table of numbers, its characters compared in one pool: an ASCII
+ * token is numbered straight from the text it is in (lowered on the way, as unicode61 lowers it),
+ * with no string made for it unless it is new. A map of strings cost a string a token (cut from
+ * the text and lowered), a hash and a comparison of scattered strings at each lookup, and
+ * garbage. The numbers are this connection's and never stored.
+ */
+import { assert } from '../shared/assert.js';
+
+const SLOTS_INITIAL = 4096;
+const POOL_INITIAL = 32_768;
+const A_UPPER = 0x41;
+const Z_UPPER = 0x5a;
+const LOWER = 0x20;
+
+function growInt32(array: Int32Array<ArrayBuffer>, lengthMin: number): Int32Array<ArrayBuffer> {
+  let length = array.length;
+  while (length < lengthMin) length *= 2;
+  const grown = new Int32Array(length);
+  grown.set(array);
+  return grown;
+}
+
+export class TermIds {
+  /** Open addressing: a term's id plus one at the first free slot from its hash, 0 when free. */
+  private slots = new Int32Array(SLOTS_INITIAL);
+  private hashes = new Int32Array(SLOTS_INITIAL / 2);
+  /** Term `id`'s code units are `pool[starts[id]..starts[id + 1])`. */
+  private starts = new Int32Array(SLOTS_INITIAL / 2 + 1);
+  private pool = new Uint16Array(POOL_INITIAL);
+  private readonly terms: string[] = [];
+
+  /** The number of the ASCII token `text[start..end)` lowered (A-Z to a-z), given now if new. */
+  idOfAscii(text: string, start: number, end: number): number {
+    let hash = 0x811c9dc5;
+    for (let i = start; i < end; i++) {
+      const c = text.charCodeAt(i);
+      hash = Math.imul(hash ^ (c >= A_UPPER && c <= Z_UPPER ? c | LOWER : c), 0x01000193);
+    }
+    const mask = this.slots.length - 1;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const held = this.slots[slot];
+      if (held === 0) return this.add(text.slice(start, end).toLowerCase(), hash, slot);
+      const id = held - 1;
+      if (this.hashes[id] === hash && this.asciiEquals(id, text, start, end)) return id;
+    }
+  }
+
+  /** The term's number, given now if it has none. */
+  idOf(term: string): number {
+    let hash = 0x811c9dc5;
+    for (let i = 0; i < term.length; i++) hash = Math.imul(hash ^ term.charCodeAt(i), 0x01000193);
+    const mask = this.slots.length - 1;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const held = this.slots[slot];
+      if (held === 0) return this.add(term, hash, slot);
+      const id = held - 1;
+      if (this.hashes[id] === hash && this.terms[id] === term) return id;
+    }
+  }
+
+  termOf(id: number): string {
+    return this.terms[id];
+  }
+
+  get size(): number {
+    return this.terms.length;
+  }
+
+  clear(): void {
+    this.slots.fill(0);
+    this.terms.length = 0;
+  }
+
+  private asciiEquals(id: number, text: string, start: number, end: number): boolean {
+    const from = this.starts[id];
+    if (this.starts[id + 1] - from !== end - start) return false;
+    for (let i = start; i < end; i++) {
+      const c = text.charCodeAt(i);
+      if (this.pool[from + i - start] !== (c >= A_UPPER && c <= Z_UPPER ? c | LOWER : c)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  private add(term: string, hash: number, slot: number): number {
+    const id = this.terms.length;
+    this.terms.push(term);
+    if (id >= this.hashes.length) this.hashes = growInt32(this.hashes, id + 1);
+    if (id + 2 > this.starts.length) this.starts = growInt32(this.starts, id + 2);
+    this.hashes[id] = hash;
+    const from = this.starts[id];
+    if (from + term.length > this.pool.length) {
+      let length = this.pool.length;
+      while (length < from + term.length) length *= 2;
+      const pool = new Uint16Array(length);
+      pool.set(this.pool);
+      this.pool = pool;
+    }
+    for (let i = 0; i < term.length; i++) this.pool[from + i] = term.charCodeAt(i);
+    this.starts[id + 1] = from + term.length;
+    this.slots[slot] = id + 1;
+    // Kept at most half full, so a probe finds a free slot soon.
+    if ((id + 1) * 2 > this.slots.length) this.rehash();
+    return id;
+  }
+
+  private rehash(): void {
+    this.slots = new Int32Array(this.slots.length * 2);
+    const mask = this.slots.length - 1;
+    for (let id = 0; id < this.terms.length; id++) {
+      let slot = this.hashes[id] & mask;
+      while (this.slots[slot] !== 0) slot = (slot + 1) & mask;
+      this.slots[slot] = id + 1;
+    }
+    assert(this.terms.length * 2 <= this.slots.length, 'term slots are at most half full');
+  }
+}
+
+const TERM_VALUES_INITIAL = 1024;
+
+/** A number a term id, `fill` where none was set, grown as ids are given. */
+export class TermValues {
+  private values: Float64Array;
+
+  constructor(private readonly fill: number) {
+    this.values = new Float64Array(TERM_VALUES_INITIAL).fill(fill);
+  }
+
+  get(id: number): number {
+    return id < this.values.length ? this.values[id] : this.fill;
+  }
+
+  set(id: number, value: number): void {
+    if (id >= this.values.length) this.grow(id);
+    this.values[id] = value;
+  }
+
+  private grow(id: number): void {
+    let length = this.values.length;
+    while (length <= id) length *= 2;
+    const values = new Float64Array(length).fill(this.fill);
+    values.set(this.values);
+    this.values = values;
+  }
+}
