@@ -9,14 +9,19 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
-import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
+import { encodeBatch } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { parseViewDefinition } from '../../shared/view-definition.js';
-import { epochOf, fenceRecords } from '../../shared/view-epoch.js';
 import { VIEW_TASK_LIMITS_DEFAULT, ViewTask } from '../../views/view-task.js';
 import { tempDir } from '../harness/temp-dir.js';
-import { expectedView, readSourceDocuments } from './view-check.js';
+import {
+  expectedView,
+  isClaimBatch,
+  lastOffsets,
+  readSourceDocuments,
+  viewThrough,
+} from './view-check.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
@@ -41,13 +46,6 @@ function countriesApart(): string[] {
   return [first, ...apart.slice(0, 2)];
 }
 
-/** Whether an append's batch is a claim (view-epoch.ts) rather than output. */
-function isClaim(bytes: Uint8Array): boolean {
-  return [...iterateBatches(bytes)]
-    .flatMap((b) => decodeRecords(b.bytes))
-    .some((record) => epochOf(record)?.claim === true);
-}
-
 type Call = { call: 'append'; topic: string; claim: boolean } | { call: 'offsets' };
 
 /** The log, but the calls `refuse` picks fail (an Error, as a lost connection would). */
@@ -56,7 +54,7 @@ function faultyLog(log: LogClient, refuse: (call: Call) => boolean): LogClient {
     get(target, property, receiver) {
       if (property === 'append') {
         const append: LogClient['append'] = (topic, partition, bytes, ...rest) => {
-          if (refuse({ call: 'append', topic, claim: isClaim(bytes) })) {
+          if (refuse({ call: 'append', topic, claim: isClaimBatch(bytes) })) {
             return Promise.reject(new Error('append refused (fault)'));
           }
           return target.append(topic, partition, bytes, ...rest);
@@ -91,28 +89,6 @@ describe('published view frontiers always come with the view offsets that cover 
       );
     }
   };
-  /** The source's last offset per partition: what a strong read (or a token of them) needs. */
-  const sourceLast = async () =>
-    new Map(
-      (await node.client.offsets())
-        .filter((o) => o.topic === SOURCE && o.endOffset > 0)
-        .map((o) => [o.partition, o.endOffset - 1]),
-    );
-  /** The view as a reader holding the published ends sees it: each partition through its end. */
-  const viewThrough = async (topic: string, ends: ReadonlyMap<number, number>) => {
-    const docs = new Map<string, unknown>();
-    for (const [partition, end] of ends) {
-      const read = await node.client.read(topic, partition, 0, { maxBytes: 1 << 20 });
-      const records = [...iterateBatches(read.batches)]
-        .flatMap((b) => decodeRecords(b.bytes))
-        .filter((r) => r.offset <= end);
-      for (const record of fenceRecords(records, -1).kept) {
-        if (record.value === null) docs.delete(record.key);
-        else docs.set(record.key, JSON.parse(new TextDecoder().decode(record.value)));
-      }
-    }
-    return docs;
-  };
   const startTask = (topic: string, takeover: boolean, log: LogClient) => {
     const task = new ViewTask(
       {
@@ -135,14 +111,12 @@ describe('published view frontiers always come with the view offsets that cover 
   };
   /** A token read: waits for the frontiers, then reads through the ends they came with. */
   const expectTokenReadWhole = async (task: ViewTask, topic: string) => {
-    const ends = await task.waiters.wait(await sourceLast(), WAIT_MS);
+    const ends = await task.waiters.wait(await lastOffsets(node.client, SOURCE), WAIT_MS);
     const expected = expectedView(
       DEFINITION,
       await readSourceDocuments(node.client, SOURCE, PARTITIONS),
     );
-    expect(Object.fromEntries(await viewThrough(topic, ends))).toEqual(
-      Object.fromEntries(expected),
-    );
+    expect(await viewThrough(node.client, topic, ends)).toEqual(Object.fromEntries(expected));
   };
 
   beforeAll(async () => {
