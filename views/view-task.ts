@@ -309,7 +309,7 @@ export class ViewTask {
           continue;
         }
         const produced = await this.produceOutbox();
-        if (produced && (await this.fencedAfterAppend())) return;
+        if (await this.fencedAfterAppend()) return;
         if ((applied || produced) && !this.stopped) {
           this.waiters.publish(this.frontiers(), this.appended);
           this.events.published();
@@ -354,7 +354,8 @@ export class ViewTask {
    * false, publishing nothing, when a claim above this run's fenced what it appended.
    */
   private async publishResumed(): Promise<boolean> {
-    if ((await this.produceOutbox()) && (await this.fencedAfterAppend())) return false;
+    await this.produceOutbox();
+    if (await this.fencedAfterAppend()) return false;
     if (this.stopped) return false;
     this.waiters.publish(this.frontiers(), await this.topicEnds());
     this.events.published();
@@ -362,8 +363,9 @@ export class ViewTask {
   }
 
   /**
-   * After an append, before its round is published: whether another processor's claim above this
-   * run's lies before what it appended in some partition (views/README.md, Read-your-writes). The
+   * Before a round is published: whether another processor's claim above this run's lies before
+   * what it appended in some partition, this round or an earlier one that failed after an append
+   * (views/README.md, Read-your-writes); nothing is read where the read-back has passed it. The
    * read-back of the round read the topic before the append, and a claim can land in between (a
    * member dealt the view for a moment, whose claim was still in flight when the view moved on):
    * every serve-node skips this run's records after it, so frontiers published with their offsets
