@@ -384,18 +384,33 @@ export class ViewTask {
 
   /**
    * Reads the view's topic from where the read-back stopped up to the last offset appended in each
-   * partition, for a claim above this run's epoch; writes nothing (the next round reads it again).
+   * partition (one fetch of them all at a time, no wait), for a claim above this run's epoch;
+   * writes nothing (the next round reads it again).
    */
   private async claimedBeforeAppended(): Promise<boolean> {
+    const from = new Map<number, number>();
     for (const [partition, last] of this.appended) {
-      let offset = this.state.watched(partition) ?? 0;
-      while (offset <= last) {
-        const read = await this.log.read(this.topic, partition, offset, {
-          maxBytes: this.limits.fetchBytesMax,
-          signal: this.abort.signal,
-        });
-        let next = Math.max(offset, read.logStartOffset);
-        for (const batch of iterateBatches(read.batches)) {
+      const watched = this.state.watched(partition) ?? 0;
+      if (watched <= last) from.set(partition, watched);
+    }
+    while (from.size > 0) {
+      const asked = [...from].map(([partition, offset]) => ({
+        topic: this.topic,
+        partition,
+        offset,
+      }));
+      const fetched = await this.log.fetch(asked, {
+        maxBytes: this.limits.fetchBytesMax,
+        waitMs: 0,
+        signal: this.abort.signal,
+      });
+      for (const outcome of fetched) {
+        if ('error' in outcome) throw outcome.error;
+        const { partition } = outcome;
+        const offset = from.get(partition)!;
+        const last = this.appended.get(partition)!;
+        let next = Math.max(offset, outcome.logStartOffset);
+        for (const batch of iterateBatches(outcome.batches)) {
           for (const record of decodeRecords(batch.bytes)) {
             if (record.offset < offset || record.offset > last) continue;
             const said = epochOf(record);
@@ -403,8 +418,8 @@ export class ViewTask {
           }
           next = Math.max(next, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
         }
-        if (next === offset) break;
-        offset = next;
+        if (next === offset || next > last) from.delete(partition);
+        else from.set(partition, next);
       }
     }
     return false;
