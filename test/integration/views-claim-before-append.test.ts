@@ -7,17 +7,10 @@
 // then read the view through those offsets and missed the write (and the owner, still the
 // group's current member for the view, committed them). A log-node in-process; the late claim
 // is appended by hand, at the moment of the owner's first output append after the write.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
-import { partitionFor } from '../../shared/partitioner.js';
-import { parseViewDefinition } from '../../shared/view-definition.js';
 import { claimHeaders, claimKey } from '../../shared/view-epoch.js';
-import { VIEW_TASK_LIMITS_DEFAULT, ViewTask } from '../../views/view-task.js';
-import { tempDir } from '../harness/temp-dir.js';
 import {
   expectedView,
   isClaimBatch,
@@ -25,6 +18,7 @@ import {
   readSourceDocuments,
   viewThrough,
 } from './view-check.js';
+import { openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
@@ -34,24 +28,12 @@ const WAIT_MS = 20_000;
 /** How long a token read waits on the frontiers of the fenced round before it is let go. */
 const STALE_WAIT_MS = 1_500;
 
-const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
-
 describe('a claim that lands between the read-back and the append', () => {
-  const dir = tempDir('views-claim-before-append');
-  let node: OpenLogNode;
-  const logger = pino({ level: 'silent' }, new Writable({ write: (_c, _e, done) => done() }));
-  const tasks: ViewTask[] = [];
-
-  const write = async (key: string, country: string) => {
-    await node.client.append(
-      SOURCE,
-      partitionFor(key, PARTITIONS),
-      encodeBatch([{ key, value: encode({ country }), timestampMs: Date.now() }]),
-    );
-  };
+  let rig: ViewTaskRig;
+  const write = (key: string, country: string) => rig.write([[key, { country }]]);
   const expected = async () =>
     Object.fromEntries(
-      expectedView(DEFINITION, await readSourceDocuments(node.client, SOURCE, PARTITIONS)),
+      expectedView(DEFINITION, await readSourceDocuments(rig.node.client, SOURCE, PARTITIONS)),
     );
   /** A claim of another processor: partition 0's, then one in `partition` with its epoch. */
   const lateClaim = async (partition: number) => {
@@ -64,8 +46,8 @@ describe('a claim that lands between the read-back and the append', () => {
           headers: claimHeaders(epoch),
         },
       ]);
-    const { lastOffset: epoch } = await node.client.append(TOPIC, 0, claim(0, null));
-    if (partition !== 0) await node.client.append(TOPIC, partition, claim(partition, epoch));
+    const { lastOffset: epoch } = await rig.node.client.append(TOPIC, 0, claim(0, null));
+    if (partition !== 0) await rig.node.client.append(TOPIC, partition, claim(partition, epoch));
   };
   /** The log, but the first output append after `arm()` lands after a late claim. */
   const claimingLog = (log: LogClient) => {
@@ -88,73 +70,53 @@ describe('a claim that lands between the read-back and the append', () => {
     });
     return { log: proxy, arm: () => (armed = true) };
   };
-  const startTask = (log: LogClient, deposed: () => void = () => undefined) => {
-    const task = new ViewTask(
-      {
-        view: parseViewDefinition(TOPIC, DEFINITION),
-        version: 1,
-        topic: TOPIC,
-        sourceTopic: SOURCE,
-        sourceIsView: false,
-        takeover: true,
-      },
-      `${dir.path}/views/${TOPIC}`,
-      PARTITIONS,
+  const startTask = (log: LogClient, deposed: () => void = () => undefined) =>
+    rig.start({
+      topic: TOPIC,
+      takeover: true,
       log,
-      logger,
-      { ...VIEW_TASK_LIMITS_DEFAULT, fetchWaitMs: 50, retryMs: 50 },
-      { published: () => undefined, deposed },
-    );
-    tasks.push(task);
-    task.start();
-    return task;
-  };
+      events: { published: () => undefined, deposed },
+    });
 
   beforeAll(async () => {
-    node = await openLogNode({ dataDir: `${dir.path}/log`, partitions: PARTITIONS, logger });
-    await node.client.ensureTopic(SOURCE);
-    await node.client.ensureTopic(TOPIC);
+    rig = await openViewTaskRig('views-claim-before-append', SOURCE, PARTITIONS, DEFINITION);
+    await rig.node.client.ensureTopic(TOPIC);
   });
 
-  afterAll(async () => {
-    for (const task of tasks) await task.stop();
-    await node?.stop();
-    dir.cleanup();
-  });
+  afterAll(() => rig?.close());
 
   it('publishes nothing of the fenced round; the next owner publishes the write', async () => {
     for (const [i, country] of ['AT', 'BE', 'CH', 'DE'].entries()) await write(`o${i}`, country);
-    const { log, arm } = claimingLog(node.client);
+    const { log, arm } = claimingLog(rig.node.client);
     let deposed = false;
     const first = startTask(log, () => (deposed = true));
     // Caught up and published: the held output is out.
     expect(
       await viewThrough(
-        node.client,
+        rig.node.client,
         TOPIC,
-        await first.waiters.wait(await lastOffsets(node.client, SOURCE), WAIT_MS),
+        await first.waiters.wait(await lastOffsets(rig.node.client, SOURCE), WAIT_MS),
       ),
     ).toEqual(await expected());
 
     arm();
     await write('o9', 'FR');
-    const needs = await lastOffsets(node.client, SOURCE);
+    const needs = await lastOffsets(rig.node.client, SOURCE);
     // A token read of the write: answered only with a view that holds it, or not at all.
     const answered = await first.waiters.wait(needs, STALE_WAIT_MS).then(
       (ends) => ends,
       () => null,
     );
     if (answered !== null)
-      expect(await viewThrough(node.client, TOPIC, answered)).toEqual(await expected());
+      expect(await viewThrough(rig.node.client, TOPIC, answered)).toEqual(await expected());
     await waitUntil(() => deposed);
 
     // Dealt the view again, the member resumes from its state with a claim above the late one:
     // the fenced key is appended again and the write's frontier published.
-    await first.stop();
-    tasks.splice(tasks.indexOf(first), 1);
-    const second = startTask(node.client);
+    await rig.stop(first);
+    const second = startTask(rig.node.client);
     expect(
-      await viewThrough(node.client, TOPIC, await second.waiters.wait(needs, WAIT_MS)),
+      await viewThrough(rig.node.client, TOPIC, await second.waiters.wait(needs, WAIT_MS)),
     ).toEqual(await expected());
   });
 });
