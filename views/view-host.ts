@@ -94,7 +94,9 @@ export class ViewHost implements ViewProcessing {
   static async start(options: ViewHostOptions): Promise<ViewHost> {
     mkdirSync(options.dataDir, { recursive: true });
     const host = new ViewHost(options, (await options.log.cluster()).partitions);
-    await host.settle();
+    // A log that fails this first read (a log-node restarting just after the connection) must not
+    // end the process: the failure is logged, and the definition poll reads again.
+    await host.settle().catch(() => undefined);
     host.placement.start(() => host.settle());
     host.schedule();
     return host;

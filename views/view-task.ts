@@ -31,7 +31,13 @@ import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ViewProgress } from '../shared/view-api.js';
 import type { ParsedView } from '../shared/view-definition.js';
-import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../shared/view-epoch.js';
+import {
+  claimHeaders,
+  claimKey,
+  epochHeader,
+  epochOf,
+  fenceRecords,
+} from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
 import { stateFileReadable, ViewState } from './view-state.js';
@@ -298,12 +304,13 @@ export class ViewTask {
           if (!this.processedThrough(this.holdUntil) || !this.watchedThroughClaims()) continue;
           if (this.state.held()) await this.state.env.transaction(() => this.state.setHeld(false));
           // Held until published: a failure here publishes again, with the topic's ends.
-          await this.publishResumed();
+          if (!(await this.publishResumed())) return;
           this.holdUntil = null;
           continue;
         }
         const produced = await this.produceOutbox();
-        if (applied || produced) {
+        if (await this.fencedAfterAppend()) return;
+        if ((applied || produced) && !this.stopped) {
           this.waiters.publish(this.frontiers(), this.appended);
           this.events.published();
         }
@@ -342,11 +349,80 @@ export class ViewTask {
     this.resumedFrom = null;
   }
 
-  /** Produces what the outbox holds, then publishes the frontiers with the topic's end offsets. */
-  private async publishResumed(): Promise<void> {
+  /**
+   * Produces what the outbox holds, then publishes the frontiers with the topic's end offsets;
+   * false, publishing nothing, when a claim above this run's fenced what it appended.
+   */
+  private async publishResumed(): Promise<boolean> {
     await this.produceOutbox();
+    if (await this.fencedAfterAppend()) return false;
+    if (this.stopped) return false;
     this.waiters.publish(this.frontiers(), await this.topicEnds());
     this.events.published();
+    return true;
+  }
+
+  /**
+   * Before a round is published: whether another processor's claim above this run's lies before
+   * what it appended in some partition, this round or an earlier one that failed after an append
+   * (views/README.md, Read-your-writes); nothing is read where the read-back has passed it. The
+   * read-back of the round read the topic before the append, and a claim can land in between (a
+   * member dealt the view for a moment, whose claim was still in flight when the view moved on):
+   * every serve-node skips this run's records after it, so frontiers published with their offsets
+   * would answer token reads with a view that lacks them. Then the run is deposed: it stops
+   * without publishing, and the member that runs the view next appends the fenced keys again.
+   */
+  private async fencedAfterAppend(): Promise<boolean> {
+    if (!this.takeover || !(await this.claimedBeforeAppended())) return false;
+    this.deposed = true;
+    this.logger.warn(
+      { view: this.view.name, topic: this.topic, epoch: this.epoch },
+      'view claimed by another processor before its output: this one stops without publishing it',
+    );
+    return true;
+  }
+
+  /**
+   * Reads the view's topic from where the read-back stopped up to the last offset appended in each
+   * partition (one fetch of them all at a time, no wait), for a claim above this run's epoch;
+   * writes nothing (the next round reads it again).
+   */
+  private async claimedBeforeAppended(): Promise<boolean> {
+    const from = new Map<number, number>();
+    for (const [partition, last] of this.appended) {
+      const watched = this.state.watched(partition) ?? 0;
+      if (watched <= last) from.set(partition, watched);
+    }
+    while (from.size > 0) {
+      const asked = [...from].map(([partition, offset]) => ({
+        topic: this.topic,
+        partition,
+        offset,
+      }));
+      const fetched = await this.log.fetch(asked, {
+        maxBytes: this.limits.fetchBytesMax,
+        waitMs: 0,
+        signal: this.abort.signal,
+      });
+      for (const outcome of fetched) {
+        if ('error' in outcome) throw outcome.error;
+        const { partition } = outcome;
+        const offset = from.get(partition)!;
+        const last = this.appended.get(partition)!;
+        let next = Math.max(offset, outcome.logStartOffset);
+        for (const batch of iterateBatches(outcome.batches)) {
+          for (const record of decodeRecords(batch.bytes)) {
+            if (record.offset < offset || record.offset > last) continue;
+            const said = epochOf(record);
+            if (said !== null && said.claim && said.epoch > this.epoch!) return true;
+          }
+          next = Math.max(next, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
+        }
+        if (next === offset || next > last) from.delete(partition);
+        else from.set(partition, next);
+      }
+    }
+    return false;
   }
 
   /**

@@ -69,6 +69,12 @@ export class GroupCoordinator {
   private readonly clock: GroupClock;
   private readonly logger: Logger;
   private readonly groups = new Map<string, ConsumerGroup>();
+  /**
+   * The generation of each group forgot when it emptied (at most `groupsMax`, the oldest dropped):
+   * joined again, it goes on from there, as Kafka keeps an empty group that has offsets, so a
+   * generation names one deal in a run of this coordinator.
+   */
+  private readonly emptiedGenerations = new Map<string, number>();
   private readonly offsets: OffsetStore;
   private closed = false;
 
@@ -165,9 +171,17 @@ export class GroupCoordinator {
         // Retriable: the client finds the coordinator again and retries while groups come and go.
         return refused(ErrorCode.COORDINATOR_NOT_AVAILABLE);
       }
-      group = new ConsumerGroup(body.groupId, this.limits, this.clock, (empty) => {
-        if (this.groups.get(empty.groupId) === empty) this.groups.delete(empty.groupId);
-      });
+      group = new ConsumerGroup(
+        body.groupId,
+        this.limits,
+        this.clock,
+        (empty) => {
+          if (this.groups.get(empty.groupId) !== empty) return;
+          this.groups.delete(empty.groupId);
+          this.rememberGeneration(empty.groupId, empty.generationId);
+        },
+        this.emptiedGenerations.get(body.groupId),
+      );
       this.groups.set(body.groupId, group);
     }
     const joined = group.join({
@@ -184,6 +198,14 @@ export class GroupCoordinator {
     // A join refused before it entered leaves a group that never had a member.
     if (group.size === 0 && group.currentState === 'Empty') this.groups.delete(body.groupId);
     return { throttleTimeMs: 0, skipAssignment: false, ...(await joined) };
+  }
+
+  private rememberGeneration(groupId: string, generation: number): void {
+    this.emptiedGenerations.delete(groupId);
+    this.emptiedGenerations.set(groupId, generation);
+    if (this.emptiedGenerations.size > this.limits.groupsMax) {
+      this.emptiedGenerations.delete(this.emptiedGenerations.keys().next().value!);
+    }
   }
 
   private async syncGroup(body: Sync, context: KafkaRequestContext) {

@@ -17,7 +17,9 @@
  *
  * Membership is not durable: after a restart members get UNKNOWN_MEMBER_ID (their commits
  * ILLEGAL_GENERATION) and rejoin (as after a coordinator move in Kafka); committed offsets are
- * what survives (group-offset-store.ts).
+ * what survives (group-offset-store.ts). A group that empties is forgotten but for its generation,
+ * which the group joined again under its id goes on from (Kafka keeps an empty group that has
+ * offsets), so within a run of the coordinator a generation names one deal.
  * Static membership (KIP-345, a groupInstanceId) is refused with INVALID_REQUEST.
  */
 import { randomUUID } from 'node:crypto';
@@ -132,7 +134,7 @@ interface Rebalance {
 
 export class ConsumerGroup {
   private state: GroupState = 'Empty';
-  private generation = 0;
+  private generation: number;
   private protocolType: string | null = null;
   private protocolName: string | null = null;
   private leaderId: string | null = null;
@@ -148,7 +150,11 @@ export class ConsumerGroup {
     private readonly clock: GroupClock,
     /** Called when the group has no members left, so its coordinator can forget it. */
     private readonly onEmpty: (group: ConsumerGroup) => void,
-  ) {}
+    /** The generation it had when its coordinator last forgot it empty: the next is above. */
+    generation = 0,
+  ) {
+    this.generation = generation;
+  }
 
   get currentState(): GroupState {
     return this.state;

@@ -63,6 +63,18 @@ process.once('exit', () => {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/**
+ * With TAILBASE_CHAOS_NODE_LOGS set to a folder, every node's whole output, across restarts, is
+ * appended to `<folder>/<node>.log` (the runner keeps only each one's last 32 KiB): a rare anomaly's
+ * cause is in what the nodes said long before it fired.
+ */
+function nodeLogFile(name: string): string | null {
+  const dir = process.env.TAILBASE_CHAOS_NODE_LOGS;
+  if (dir === undefined || dir === '') return null;
+  fs.mkdirSync(dir, { recursive: true });
+  return path.join(dir, `${name}.log`);
+}
+
 export type Role = 'embedded' | 'log-node' | 'serve-node' | 'gateway';
 
 export class ChaosNode {
@@ -101,8 +113,10 @@ export class ChaosNode {
     this.starts++;
     running.add(child);
     this.child = child;
+    const logFile = nodeLogFile(this.name);
     const append = (chunk: Buffer) => {
       this.output = (this.output + chunk.toString('utf8')).slice(-32_768);
+      if (logFile !== null) fs.appendFileSync(logFile, chunk);
     };
     let partial = '';
     // The logger writes to stderr (shared/logger.ts): lines are split from it alone, so no

@@ -11,7 +11,7 @@ import { decodeRecords, iterateBatches, type StoredRecord } from '../../shared/b
 import { matches, parseFilter } from '../../shared/filter/index.js';
 import type { LogClient } from '../../shared/log-api.js';
 import type { ViewDefinition } from '../../shared/view-definition.js';
-import { fenceRecords } from '../../shared/view-epoch.js';
+import { epochOf, fenceRecords } from '../../shared/view-epoch.js';
 import { scaled, unscaled } from '../../views/exact-sum.js';
 
 export interface SourceDoc {
@@ -78,6 +78,45 @@ export async function readSourceEvents(
     }
   }
   return events;
+}
+
+/** A topic's last offset per partition that holds records: what a strong read of it needs. */
+export async function lastOffsets(log: LogClient, topic: string): Promise<Map<number, number>> {
+  return new Map(
+    (await log.offsets())
+      .filter((o) => o.topic === topic && o.endOffset > 0)
+      .map((o) => [o.partition, o.endOffset - 1]),
+  );
+}
+
+/**
+ * A view's documents as a serve-node applies its topic (the epoch fence), each partition through
+ * its end offset (partition → last offset): what a read waiting for those offsets sees.
+ */
+export async function viewThrough(
+  log: LogClient,
+  topic: string,
+  ends: ReadonlyMap<number, number>,
+): Promise<Record<string, unknown>> {
+  const docs = new Map<string, unknown>();
+  for (const [partition, end] of ends) {
+    const read = await log.read(topic, partition, 0, { maxBytes: 1 << 20 });
+    const records = [...iterateBatches(read.batches)]
+      .flatMap((b) => decodeRecords(b.bytes))
+      .filter((r) => r.offset <= end);
+    for (const record of fenceRecords(records, -1).kept) {
+      if (record.value === null) docs.delete(record.key);
+      else docs.set(record.key, JSON.parse(Buffer.from(record.value).toString('utf8')));
+    }
+  }
+  return Object.fromEntries(docs);
+}
+
+/** Whether an append's batch is a claim (shared/view-epoch.ts) rather than a view's output. */
+export function isClaimBatch(bytes: Uint8Array): boolean {
+  return [...iterateBatches(bytes)]
+    .flatMap((b) => decodeRecords(b.bytes))
+    .some((record) => epochOf(record)?.claim === true);
 }
 
 const DURATION_MS: Record<string, number> = { ms: 1, s: 1e3, m: 6e4, h: 36e5, d: 864e5 };

@@ -5,25 +5,24 @@
 // through the published ends; before, those ends left out what the failed round had appended
 // (its offsets were forgotten with the round), and such a read missed groups the frontiers
 // covered. A log-node in-process; the faults are the log's own answers, refused once.
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
-import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionFor } from '../../shared/partitioner.js';
-import { parseViewDefinition } from '../../shared/view-definition.js';
-import { epochOf, fenceRecords } from '../../shared/view-epoch.js';
-import { VIEW_TASK_LIMITS_DEFAULT, ViewTask } from '../../views/view-task.js';
-import { tempDir } from '../harness/temp-dir.js';
-import { expectedView, readSourceDocuments } from './view-check.js';
+import type { ViewTask } from '../../views/view-task.js';
+import {
+  expectedView,
+  isClaimBatch,
+  lastOffsets,
+  readSourceDocuments,
+  viewThrough,
+} from './view-check.js';
+import { openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
 const DEFINITION = { from: SOURCE, groupBy: ['country'], aggregates: { n: 'count()' } };
 const WAIT_MS = 20_000;
 
-const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 const groupKey = (country: string) => JSON.stringify([country]);
 
 /**
@@ -41,13 +40,6 @@ function countriesApart(): string[] {
   return [first, ...apart.slice(0, 2)];
 }
 
-/** Whether an append's batch is a claim (view-epoch.ts) rather than output. */
-function isClaim(bytes: Uint8Array): boolean {
-  return [...iterateBatches(bytes)]
-    .flatMap((b) => decodeRecords(b.bytes))
-    .some((record) => epochOf(record)?.claim === true);
-}
-
 type Call = { call: 'append'; topic: string; claim: boolean } | { call: 'offsets' };
 
 /** The log, but the calls `refuse` picks fail (an Error, as a lost connection would). */
@@ -56,7 +48,7 @@ function faultyLog(log: LogClient, refuse: (call: Call) => boolean): LogClient {
     get(target, property, receiver) {
       if (property === 'append') {
         const append: LogClient['append'] = (topic, partition, bytes, ...rest) => {
-          if (refuse({ call: 'append', topic, claim: isClaim(bytes) })) {
+          if (refuse({ call: 'append', topic, claim: isClaimBatch(bytes) })) {
             return Promise.reject(new Error('append refused (fault)'));
           }
           return target.append(topic, partition, bytes, ...rest);
@@ -77,93 +69,35 @@ function faultyLog(log: LogClient, refuse: (call: Call) => boolean): LogClient {
 }
 
 describe('published view frontiers always come with the view offsets that cover them', () => {
-  const dir = tempDir('views-published-ends');
-  let node: OpenLogNode;
-  const logger = pino({ level: 'silent' }, new Writable({ write: (_c, _e, done) => done() }));
-  const tasks: ViewTask[] = [];
-
-  const write = async (orders: [key: string, country: string][]) => {
-    for (const [key, country] of orders) {
-      await node.client.append(
-        SOURCE,
-        partitionFor(key, PARTITIONS),
-        encodeBatch([{ key, value: encode({ country }), timestampMs: Date.now() }]),
-      );
-    }
-  };
-  /** The source's last offset per partition: what a strong read (or a token of them) needs. */
-  const sourceLast = async () =>
-    new Map(
-      (await node.client.offsets())
-        .filter((o) => o.topic === SOURCE && o.endOffset > 0)
-        .map((o) => [o.partition, o.endOffset - 1]),
-    );
-  /** The view as a reader holding the published ends sees it: each partition through its end. */
-  const viewThrough = async (topic: string, ends: ReadonlyMap<number, number>) => {
-    const docs = new Map<string, unknown>();
-    for (const [partition, end] of ends) {
-      const read = await node.client.read(topic, partition, 0, { maxBytes: 1 << 20 });
-      const records = [...iterateBatches(read.batches)]
-        .flatMap((b) => decodeRecords(b.bytes))
-        .filter((r) => r.offset <= end);
-      for (const record of fenceRecords(records, -1).kept) {
-        if (record.value === null) docs.delete(record.key);
-        else docs.set(record.key, JSON.parse(new TextDecoder().decode(record.value)));
-      }
-    }
-    return docs;
-  };
-  const startTask = (topic: string, takeover: boolean, log: LogClient) => {
-    const task = new ViewTask(
-      {
-        view: parseViewDefinition(topic, DEFINITION),
-        version: 1,
-        topic,
-        sourceTopic: SOURCE,
-        sourceIsView: false,
-        takeover,
-      },
-      `${dir.path}/views/${topic}`,
-      PARTITIONS,
-      log,
-      logger,
-      { ...VIEW_TASK_LIMITS_DEFAULT, fetchWaitMs: 50, retryMs: 50, appendRecordsMax: 1 },
-    );
-    tasks.push(task);
-    task.start();
-    return task;
-  };
+  let rig: ViewTaskRig;
+  const write = (orders: [key: string, country: string][]) =>
+    rig.write(orders.map(([key, country]) => [key, { country }]));
+  const startTask = (topic: string, takeover: boolean, log: LogClient) =>
+    rig.start({ topic, takeover, log, limits: { appendRecordsMax: 1 } });
   /** A token read: waits for the frontiers, then reads through the ends they came with. */
   const expectTokenReadWhole = async (task: ViewTask, topic: string) => {
-    const ends = await task.waiters.wait(await sourceLast(), WAIT_MS);
+    const ends = await task.waiters.wait(await lastOffsets(rig.node.client, SOURCE), WAIT_MS);
     const expected = expectedView(
       DEFINITION,
-      await readSourceDocuments(node.client, SOURCE, PARTITIONS),
+      await readSourceDocuments(rig.node.client, SOURCE, PARTITIONS),
     );
-    expect(Object.fromEntries(await viewThrough(topic, ends))).toEqual(
-      Object.fromEntries(expected),
-    );
+    expect(await viewThrough(rig.node.client, topic, ends)).toEqual(Object.fromEntries(expected));
   };
 
   beforeAll(async () => {
-    node = await openLogNode({ dataDir: `${dir.path}/log`, partitions: PARTITIONS, logger });
-    await node.client.ensureTopic(SOURCE);
+    rig = await openViewTaskRig('views-published-ends', SOURCE, PARTITIONS, DEFINITION);
   });
 
-  afterAll(async () => {
-    for (const task of tasks) await task.stop();
-    await node?.stop();
-    dir.cleanup();
-  });
+  afterAll(() => rig?.close());
 
   it('keeps the offsets of an outbox chunk appended before a later chunk failed', async () => {
     const topic = 'by_country_chunks';
-    await node.client.ensureTopic(topic);
+    await rig.node.client.ensureTopic(topic);
     const countries = countriesApart();
     await write(countries.map((c, i) => [`c${i}`, c]));
     // One output record an append (appendRecordsMax 1), in key order: the second is refused, once.
     let outputAppends = 0;
-    const log = faultyLog(node.client, (c) => {
+    const log = faultyLog(rig.node.client, (c) => {
       if (c.call !== 'append' || c.topic !== topic || c.claim) return false;
       outputAppends += 1;
       return outputAppends === 2;
@@ -175,12 +109,12 @@ describe('published view frontiers always come with the view offsets that cover 
 
   it("keeps the offsets of a takeover's held output when reading the topic's ends failed", async () => {
     const topic = 'by_country_takeover';
-    await node.client.ensureTopic(topic);
+    await rig.node.client.ensureTopic(topic);
     await write(countriesApart().map((c, i) => [`t${i}`, c]));
     // The first look at the offsets after the held output is appended is refused, once.
     let outputAppended = false;
     let refused = false;
-    const log = faultyLog(node.client, (c) => {
+    const log = faultyLog(rig.node.client, (c) => {
       if (c.call === 'append') {
         if (c.topic === topic && !c.claim) outputAppended = true;
         return false;

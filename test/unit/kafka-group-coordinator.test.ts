@@ -104,3 +104,44 @@ describe('GroupCoordinator scopes', () => {
     coordinator.close();
   });
 });
+
+describe('GroupCoordinator generations', () => {
+  it('goes on from the generation a group had when it emptied, so no generation is dealt twice', async () => {
+    const coordinator = new GroupCoordinator({
+      log: unreachableLog,
+      logger: createLogger('kafka-group-coordinator', 'silent'),
+      limits: { initialRebalanceDelayMs: 0 },
+    });
+    const handlers = coordinator.handlers();
+    // JoinGroup v3: a new member is taken at once, with no MEMBER_ID_REQUIRED round.
+    const old = { ...context, apiVersion: 3 };
+    const join = async () =>
+      (await handlers[ApiKey.JoinGroup]!(
+        {
+          groupId: 'views',
+          sessionTimeoutMs: 10_000,
+          rebalanceTimeoutMs: 10_000,
+          memberId: '',
+          groupInstanceId: null,
+          protocolType: 'tailbase-views',
+          protocols: [{ name: 'round-robin', metadata: Buffer.alloc(0) }],
+          reason: null,
+        },
+        old,
+      )) as { errorCode: number; generationId: number; memberId: string };
+    const generations: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const joined = await join();
+      expect(joined.errorCode).toBe(ErrorCode.NONE);
+      generations.push(joined.generationId);
+      // The one member leaves: the group empties (a generation with no one) and is forgotten.
+      const left = await handlers[ApiKey.LeaveGroup]!(
+        { groupId: 'views', memberId: joined.memberId, members: [] },
+        old,
+      );
+      expect(left).toMatchObject({ errorCode: ErrorCode.NONE });
+    }
+    expect(generations).toEqual([1, 3, 5]);
+    coordinator.close();
+  });
+});
