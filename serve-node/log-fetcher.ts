@@ -229,8 +229,12 @@ export class LogFetcher {
             prefetch = { key: positionsKey(after), answer: this.fetch(after) };
             prefetch.answer.catch(() => undefined);
           }
+          const answersReads = this.options.readsWaiting(this.options.partitions);
           await this.applySliced(parts, signal);
           if (signal.aborted) break;
+          // A read is waiting until its wait ends, not from when it began: the idle time that
+          // lets the next apply linger starts once this apply has answered it.
+          if (answersReads) this.lastWaitMs = Date.now();
         }
         for (const tailed of due) this.settle(tailed);
         // No pause when a topic joined during the round: its first read goes at once.

@@ -12,6 +12,7 @@ const LINGER_MS = 5_000;
 const IDLE_MS = 100;
 const paused = logAndServeNodes('apply-linger');
 const busy = logAndServeNodes('apply-linger-busy');
+const slowWrite = logAndServeNodes('apply-linger-slow-write');
 
 const put = (log: LogClient, key: string) =>
   log.append(
@@ -78,5 +79,22 @@ describe('serve-node apply linger', () => {
       await put(log, key);
       expect(await visibleAfterMs(serve, key, LINGER_MS / 2)).toBeLessThan(LINGER_MS / 2);
     }
+  });
+
+  it('counts a read as waiting until its wait ends, however long it waited', async () => {
+    const log = await slowWrite.startLog({ partitions: 1 });
+    await log.ensureTopic('c');
+    const serve = await slowWrite.startServe({
+      limits: { applyLingerMs: LINGER_MS, applyLingerIdleMs: IDLE_MS },
+    });
+    // The read waits three idle periods for a write that is slow to come: until it is answered
+    // it is a read waiting, so the apply that answers it is not followed by a pause.
+    const waiting = serve.get('c', 'a', { waitFor: { 0: 0 }, waitMs: 10_000 });
+    await untilWaiting(slowWrite);
+    await new Promise((resolve) => setTimeout(resolve, 3 * IDLE_MS));
+    await put(log, 'a');
+    expect((await waiting).doc?.key).toBe('a');
+    await put(log, 'b');
+    expect(await visibleAfterMs(serve, 'b', LINGER_MS / 2)).toBeLessThan(LINGER_MS / 2);
   });
 });
