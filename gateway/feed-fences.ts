@@ -58,20 +58,36 @@ export class FeedFences {
     partition: number,
     batches: readonly (readonly StoredRecord[])[],
   ): Promise<(ReadonlySet<StoredRecord> | null)[]> {
+    return (await this.ready(topic, partition, batches))();
+  }
+
+  /**
+   * `kept` in two steps: reads what it needs, then answers `take`, which answers the kept records
+   * and counts the batches read. Reads of several partitions may run at once; a `take` not called
+   * leaves the answer unread, to be read again.
+   */
+  async ready(
+    topic: string,
+    partition: number,
+    batches: readonly (readonly StoredRecord[])[],
+  ): Promise<() => (ReadonlySet<StoredRecord> | null)[]> {
     const records = batches.flat();
     if (records.length === 0 || (await this.kindOf(topic, records)) !== 'view') {
-      return batches.map(() => null);
+      return () => batches.map(() => null);
     }
     const id = `${topic}/${partition}`;
-    let before =
+    const counted =
       this.greatest.get(id) ?? (await this.epochBefore(topic, partition, records[0].offset));
-    const kept = batches.map((batch) => {
-      const fenced = fenceRecords(batch, before);
-      before = fenced.epochAfter;
-      return new Set(fenced.kept);
-    });
-    this.greatest.set(id, before);
-    return kept;
+    return () => {
+      let before = this.greatest.get(id) ?? counted;
+      const kept = batches.map((batch) => {
+        const fenced = fenceRecords(batch, before);
+        before = fenced.epochAfter;
+        return new Set(fenced.kept);
+      });
+      this.greatest.set(id, before);
+      return kept;
+    };
   }
 
   private async kindOf(topic: string, records: readonly StoredRecord[]): Promise<TopicKind> {
