@@ -62,9 +62,10 @@ export class FeedFences {
   }
 
   /**
-   * `kept` in two steps: reads what it needs, then answers `take`, which answers the kept records
-   * and counts the batches read. Reads of several partitions may run at once; a `take` not called
-   * leaves the answer unread, to be read again.
+   * `kept` in two steps: reads what it needs (the topic's kind, the epoch before the batches),
+   * then answers `take`, which answers the kept records and moves the partition's greatest epoch
+   * past the batches. Several partitions' reads may run at once; an answer whose `take` is not
+   * called counts as unread, to be read again.
    */
   async ready(
     topic: string,
