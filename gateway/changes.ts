@@ -415,7 +415,26 @@ async function openFeed(
           for (const { topic, partition } of positions) paused.pause(topic, partition);
           continue;
         }
-        for (const outcome of outcomes) {
+        // The partitions' fences are read at once, so their first counts share one read of the
+        // topics (incarnations.fresh); each is taken in the answer's order, as it is sent.
+        const reads = outcomes.map((outcome) =>
+          'error' in outcome ? [] : readBatches(outcome.batches),
+        );
+        const fenced = outcomes.map((outcome, i) =>
+          'error' in outcome || !feed.next.has(outcome.topic)
+            ? null
+            : fences
+                .ready(
+                  outcome.topic,
+                  outcome.partition,
+                  reads[i].map((batch) => batch.records),
+                )
+                .then(
+                  (take) => ({ take }),
+                  (error: unknown) => ({ error }),
+                ),
+        );
+        for (const [i, outcome] of outcomes.entries()) {
           if ('error' in outcome) {
             if (await swappedAway(outcome.error, outcome.topic)) break;
             if (!passing(outcome.error)) throw outcome.error;
@@ -430,16 +449,14 @@ async function openFeed(
           const { topic, partition } = outcome;
           paused.resume(topic, partition);
           const offsets = feed.next.get(topic);
-          if (offsets === undefined) continue;
+          const ready = await fenced[i];
+          if (offsets === undefined || ready === null) continue;
           const offset = offsets.get(partition) as number;
-          const read = readBatches(outcome.batches);
+          const read = reads[i];
           let keptOf: (ReadonlySet<StoredRecord> | null)[];
           try {
-            keptOf = await fences.kept(
-              topic,
-              partition,
-              read.map((batch) => batch.records),
-            );
+            if ('error' in ready) throw ready.error;
+            keptOf = ready.take();
           } catch (error) {
             // A read of what came before the feed's start, or of the views topic, failed.
             if (stop.signal.aborted) return;

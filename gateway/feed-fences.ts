@@ -8,11 +8,12 @@
  * its records carries a fence header, when a look that begins after that read decides for good.
  *
  * The greatest epoch of a view's partition is counted from the partition's log start, as a
- * serve-node counts it: a feed that starts past a claim first counts the records before its start
- * (their headers decide, nothing is sent), so a fenced writer's record after that claim is left
- * out here too. The count goes on from the gateway's mark of the partition (feed-epochs.ts) when
- * there is one at or before the feed's start, and leaves one at the start: a feed counts the
- * records written since the last feed's count, not the whole partition.
+ * serve-node rebuilt from the log counts it: a feed that starts past a claim first counts the
+ * records before its start (their headers decide, nothing is sent), so a fenced writer's record
+ * after that claim is left out here too. The count goes on from the gateway's mark of the
+ * partition (feed-epochs.ts) when there is one at or before the feed's start, counted from the
+ * log start as it is now, and leaves one at the start: a feed counts the records written since
+ * the last feed's count, not the whole partition.
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
 import { unavailable } from '../shared/errors.js';
@@ -57,20 +58,37 @@ export class FeedFences {
     partition: number,
     batches: readonly (readonly StoredRecord[])[],
   ): Promise<(ReadonlySet<StoredRecord> | null)[]> {
+    return (await this.ready(topic, partition, batches))();
+  }
+
+  /**
+   * `kept` in two steps: reads what it needs (the topic's kind, the epoch before the batches),
+   * then answers `take`, which answers the kept records and moves the partition's greatest epoch
+   * past the batches. Several partitions' reads may run at once; an answer whose `take` is not
+   * called counts as unread, to be read again.
+   */
+  async ready(
+    topic: string,
+    partition: number,
+    batches: readonly (readonly StoredRecord[])[],
+  ): Promise<() => (ReadonlySet<StoredRecord> | null)[]> {
     const records = batches.flat();
     if (records.length === 0 || (await this.kindOf(topic, records)) !== 'view') {
-      return batches.map(() => null);
+      return () => batches.map(() => null);
     }
     const id = `${topic}/${partition}`;
-    let before =
+    const counted =
       this.greatest.get(id) ?? (await this.epochBefore(topic, partition, records[0].offset));
-    const kept = batches.map((batch) => {
-      const fenced = fenceRecords(batch, before);
-      before = fenced.epochAfter;
-      return new Set(fenced.kept);
-    });
-    this.greatest.set(id, before);
-    return kept;
+    return () => {
+      let before = this.greatest.get(id) ?? counted;
+      const kept = batches.map((batch) => {
+        const fenced = fenceRecords(batch, before);
+        before = fenced.epochAfter;
+        return new Set(fenced.kept);
+      });
+      this.greatest.set(id, before);
+      return kept;
+    };
   }
 
   private async kindOf(topic: string, records: readonly StoredRecord[]): Promise<TopicKind> {
@@ -87,8 +105,8 @@ export class FeedFences {
 
   /**
    * The greatest epoch of the partition's records before `until`: counted on from the gateway's
-   * mark of it when one lies at or before `until`, else from its log start; leaves a mark at
-   * `until`.
+   * mark of it when one lies at or before `until` and was counted from the log start as it is
+   * now, else from its log start; leaves a mark at `until`.
    */
   private async epochBefore(topic: string, partition: number, until: number): Promise<number> {
     const { log, epochs, incarnations } = this.parts;
@@ -96,8 +114,13 @@ export class FeedFences {
     const bounds = (await topicOffsets(log, topic, [partition])).get(partition);
     const logStart = bounds?.logStartOffset ?? 0;
     const mark = epochs.at(topic, partition, incarnation);
-    // A mark past the start is no use: a record between the two may raise the epoch.
-    const from = mark !== undefined && mark.next <= until ? mark : { next: logStart, epoch: -1 };
+    // A mark past the start is no use: a record between the two may raise the epoch. Nor is one
+    // counted from an earlier log start: its epoch may be of records retention removed since,
+    // which a count from the log start (another gateway's, a serve-node's rebuild) never sees.
+    const from =
+      mark !== undefined && mark.next <= until && mark.start === logStart
+        ? mark
+        : { start: logStart, next: logStart, epoch: -1 };
     let greatest = from.epoch;
     let counted = 0;
     const unread = (why: string) =>
@@ -110,8 +133,7 @@ export class FeedFences {
       reached = await readPartitionRange(
         log,
         { topic, partition },
-        // Retention may have removed records past the mark: their epochs are in it already.
-        Math.max(from.next, logStart),
+        from.next,
         until,
         { readBytesMax: this.parts.readBytesMax, signal: this.parts.signal },
         (record) => {
@@ -138,7 +160,12 @@ export class FeedFences {
     // of one topic only if no drop came between (incarnations only grow).
     if ((await incarnations.fresh(topic)) !== incarnation)
       throw unread('its topic was dropped and created again');
-    epochs.record(topic, partition, { incarnation, next: until, epoch: greatest });
+    epochs.record(topic, partition, {
+      incarnation,
+      start: from.start,
+      next: until,
+      epoch: greatest,
+    });
     return greatest;
   }
 }

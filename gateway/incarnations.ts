@@ -10,9 +10,10 @@ import { isCollectionTopic, type TopicInfo } from '../shared/topics.js';
 export class CollectionIncarnations {
   private known = new Map<string, number>();
   private readAtMs = -Infinity;
+  /** The read of the topics under way; null when none is. */
   private reading: Promise<void> | null = null;
   /** The read that begins once the one under way ends, shared by `fresh` callers meanwhile. */
-  private following: Promise<void> | null = null;
+  private queued: Promise<void> | null = null;
 
   constructor(
     private readonly log: LogClient,
@@ -27,7 +28,7 @@ export class CollectionIncarnations {
       await this.refresh();
       // A read already under way may have begun before the collection was created: one more.
       // A read begun here is recent enough; a second would only double a missing one's cost.
-      if (joined && !this.known.has(collection)) this.update(await this.log.topics());
+      if (joined && !this.known.has(collection)) await this.fresh(collection);
     }
     return this.known.get(collection);
   }
@@ -48,22 +49,23 @@ export class CollectionIncarnations {
    * callers that arrive while one is under way share the next one.
    */
   async fresh(collection: string): Promise<number> {
-    const under = this.reading;
-    if (under === null) await this.refresh();
-    else {
-      this.following ??= under
-        .catch(() => undefined)
-        .then(() => {
-          this.following = null;
-          return this.refresh();
-        });
-      await this.following;
-    }
+    const start = () => {
+      this.queued = null;
+      return this.read();
+    };
+    // After a failed read too: its callers have its error, the next read starts afresh.
+    this.queued ??= (this.reading ?? Promise.resolve()).then(start, start);
+    await this.queued;
     return this.cached(collection);
   }
 
+  /** Joins the read of the topics under way (or about to begin), or begins one. */
   refresh(): Promise<void> {
-    this.reading ??= this.log
+    return this.reading ?? this.queued ?? this.read();
+  }
+
+  private read(): Promise<void> {
+    this.reading = this.log
       .topics()
       .then((topics) => this.update(topics))
       .finally(() => {

@@ -60,7 +60,7 @@ export class TopicKinds {
     mark: LookMark,
     named: ReadonlySet<string>,
     headed: readonly string[],
-    keeps: (topic: string) => boolean = () => true,
+    keeps: (topic: string) => boolean,
   ): string[] {
     const unchanged = (topic: string) => (this.forgottenAt.get(topic) ?? 0) <= mark.forgets;
     for (const topic of named) {

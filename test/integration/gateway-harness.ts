@@ -11,7 +11,7 @@ import {
 } from '../../gateway/index.js';
 import type { GatewayConfigInput } from '../../gateway/config.js';
 import type { GatewayServices } from '../../gateway/services.js';
-import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
+import { openLogNode, type LogNodeOptions, type OpenLogNode } from '../../log-node/index.js';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { createLogger } from '../../shared/logger.js';
@@ -37,9 +37,13 @@ export interface LogFixture {
 }
 
 /** A log-node in-process with its Kafka listener on loopback, and a client of it. */
-export async function startLog(partitions: number): Promise<LogFixture> {
+export async function startLog(
+  partitions: number,
+  options: Partial<LogNodeOptions> = {},
+): Promise<LogFixture> {
   const dir = await tempDir('gw-log');
   const node = await openLogNode({
+    ...options,
     dataDir: dir,
     partitions,
     logger: silent,

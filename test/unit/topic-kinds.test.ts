@@ -18,6 +18,8 @@ const record = (offset: number, headers: StoredRecord['headers']): StoredRecord 
   ...(headers === undefined ? {} : { headers }),
 });
 const other = { key: 'trace', value: new TextEncoder().encode('1') };
+/** A side that keeps every topic the views topic names (as a serve-node hosting all). */
+const keepsAll = () => true;
 
 describe('TopicKinds', () => {
   it('decides a named topic a view, a headed one not named a collection, and leaves the rest unknown', () => {
@@ -35,29 +37,29 @@ describe('TopicKinds', () => {
 
   it('keeps a decision: a later look that does not name a view, or asks about a collection again, changes nothing', () => {
     const kinds = new TopicKinds();
-    kinds.decide(kinds.lookBegins(), new Set(['v']), ['v', 'c']);
-    expect(kinds.decide(kinds.lookBegins(), new Set(), ['c'])).toEqual(['c']);
+    kinds.decide(kinds.lookBegins(), new Set(['v']), ['v', 'c'], keepsAll);
+    expect(kinds.decide(kinds.lookBegins(), new Set(), ['c'], keepsAll)).toEqual(['c']);
     expect(kinds.of('v')).toBe('view');
     expect(kinds.of('c')).toBe('collection');
   });
 
   it('decides nothing of a name dropped while the look ran, and afresh in a look begun after', () => {
     const kinds = new TopicKinds();
-    kinds.decide(kinds.lookBegins(), new Set(['v']), ['v']);
+    kinds.decide(kinds.lookBegins(), new Set(['v']), ['v'], keepsAll);
     const during = kinds.lookBegins();
     kinds.forget('v');
     expect(kinds.of('v')).toBe('unknown');
     // The look began before the drop: what it read of the views topic is of the old `v`.
-    expect(kinds.decide(during, new Set(['v', 'u']), ['v', 'c'])).toEqual(['c']);
+    expect(kinds.decide(during, new Set(['v', 'u']), ['v', 'c'], keepsAll)).toEqual(['c']);
     expect(kinds.of('v')).toBe('unknown');
     expect(kinds.of('u')).toBe('view');
     expect(kinds.of('c')).toBe('collection');
     // A look that began after the drop decides the new `v`: a collection now.
-    expect(kinds.decide(kinds.lookBegins(), new Set(['u']), ['v'])).toEqual(['v']);
+    expect(kinds.decide(kinds.lookBegins(), new Set(['u']), ['v'], keepsAll)).toEqual(['v']);
     expect(kinds.of('v')).toBe('collection');
     // Dropped again, and named again by a later look.
     kinds.forget('v');
-    kinds.decide(kinds.lookBegins(), new Set(['v']), ['v']);
+    kinds.decide(kinds.lookBegins(), new Set(['v']), ['v'], keepsAll);
     expect(kinds.of('v')).toBe('view');
   });
 

@@ -1,0 +1,82 @@
+// Proves a change feed of a view counts the epochs of the partitions one read answers together
+// (gateway/feed-fences.ts, from gateway/changes.ts) at once, so their checks of the topic's
+// incarnation share a read of the log's topics: a feed opened on a view of four partitions reads
+// the topics at most twice more than its open does (a read begun before the last count ended, and
+// one after it), where counting the partitions one after the other read them once a partition.
+// A real log node with a view declared, and the gateway's app over its Kafka listener, the log's
+// topic reads counted at the client.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeGatewayServices } from '../../gateway/services.js';
+import { encodeBatch } from '../../shared/batch-codec.js';
+import type { LogClient } from '../../shared/log-api.js';
+import { VIEWS_TOPIC } from '../../shared/topics.js';
+import { epochHeader } from '../../shared/view-epoch.js';
+import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
+
+const PARTITIONS = 4;
+const VIEW = 'per_country';
+const DEFINITION = { from: 'orders', groupBy: ['country'], aggregates: { n: 'count()' } };
+/** Long enough that no re-read of the topics list comes between the feed's open and its lines. */
+const FEED_TOPICS_REFRESH_MS = 600_000;
+const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+let log: LogFixture;
+beforeAll(async () => {
+  log = await startLog(PARTITIONS);
+  await log.node.client.ensureTopic(VIEW);
+  for (let partition = 0; partition < PARTITIONS; partition++) {
+    const record = {
+      key: `k${partition}`,
+      value: encode({ n: partition }),
+      timestampMs: Date.now(),
+      headers: [epochHeader(3)],
+    };
+    await log.node.client.append(VIEW, partition, encodeBatch([record]));
+  }
+  await log.node.client.ensureTopic(VIEWS_TOPIC);
+  await log.node.client.append(
+    VIEWS_TOPIC,
+    0,
+    encodeBatch([{ key: VIEW, value: encode(DEFINITION), timestampMs: Date.now() }]),
+  );
+});
+afterAll(() => log.stop());
+
+/** The log client, its reads of the topics list counted in `state.reads`. */
+function countingTopics(client: LogClient, state: { reads: number }): LogClient {
+  return new Proxy(client, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (name !== 'topics' || typeof value !== 'function') return value;
+      return () => {
+        state.reads += 1;
+        return (value as () => Promise<unknown>).apply(target);
+      };
+    },
+  });
+}
+
+describe("a view's change feed", () => {
+  it("checks its partitions' incarnations with shared reads of the topics", async () => {
+    const state = { reads: 0 };
+    const gateway = await gatewayApp(countingTopics(log.client, state), [], {
+      logUrls: [log.url],
+      feedTopicsRefreshMs: FEED_TOPICS_REFRESH_MS,
+    });
+    try {
+      const before = state.reads;
+      const response = await gateway.app.request(
+        `/v1/changes?collection=${VIEW}&limit=${PARTITIONS}`,
+      );
+      expect(response.status).toBe(200);
+      const lines = (await response.text()).trim().split('\n');
+      expect(lines).toHaveLength(PARTITIONS);
+      // One read at the feed's open, then the counts' checks.
+      const reads = state.reads - before;
+      console.log(`topic reads on a feed open of ${PARTITIONS} view partitions: ${reads}`);
+      expect(reads).toBeLessThanOrEqual(3);
+    } finally {
+      await closeGatewayServices(gateway.services);
+    }
+  });
+});
