@@ -47,6 +47,7 @@ import {
   applySliceValues,
   type ApplySliceLimits,
   searchTopkListedDfMinOption,
+  ftsAutomergeSegmentsOption,
   type MemoryLimits,
 } from '../serve-node/main.js';
 import {
@@ -107,6 +108,8 @@ export interface EmbeddedOptions {
   viewLimits?: Partial<ViewTaskLimits>;
   /** Rows a term must be in for the search store to keep its top-k list (serve-node/topk-index.ts). */
   searchTopkListedDfMin?: number;
+  /** FTS5's automerge of the search tables (ServeNodeLimits.ftsAutomergeSegments). */
+  ftsAutomergeSegments?: number;
   /** The serve-node's cache bounds (serve-node/memory-bounds.ts); absent: its defaults. */
   memoryLimits?: MemoryLimits;
   /** The bounds of the serve-node's apply transactions; absent: its defaults. */
@@ -338,6 +341,7 @@ function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
   return {
     limits: {
       searchTopkListedDfMin: listedDfMin,
+      ftsAutomergeSegments: options.ftsAutomergeSegments ?? DEFAULT_LIMITS.ftsAutomergeSegments,
       ...options.memoryLimits,
       ...options.applySliceLimits,
     },
@@ -481,6 +485,7 @@ export function registerStartCommand(program: Command): void {
       ),
     )
     .addOption(searchTopkListedDfMinOption())
+    .addOption(ftsAutomergeSegmentsOption())
     .addOption(
       integerOption(
         '--ready-wait-ms-max <ms>',
@@ -509,6 +514,7 @@ export function registerStartCommand(program: Command): void {
         keyReads: 'here' | 'threads';
         scanHereLimitMax: number;
         searchTopkListedDfMin: number;
+        ftsAutomergeSegments: number;
         log?: string[];
       } & Record<string, unknown>,
     ) => {
@@ -531,6 +537,7 @@ export function registerStartCommand(program: Command): void {
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
         viewLimits: viewLimitValues(flags),
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
+        ftsAutomergeSegments: flags.ftsAutomergeSegments,
         memoryLimits: memoryLimitValues(flags),
         applySliceLimits: applySliceValues(flags),
       });
