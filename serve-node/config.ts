@@ -88,9 +88,9 @@ export interface ServeNodeLimits extends FieldParamLimits {
   /**
    * FTS5's `automerge` of every table the apply thread writes: segments of one level that start
    * an incremental merge of them. Every apply transaction leaves a segment, and each merge rewrites
-   * what it merges, so a document is rewritten about once a level: FTS5's default 4 made the
-   * commits and merges of a 10^5 replay ~16% of its apply CPU more than 8 (the levels, log base
-   * this, halve from 4 to 16). More segments a level cost a search during a load more seeks
+   * what it merges, so a document is rewritten about once a level (the levels, log base this,
+   * halve from 4 to 16): with FTS5's default 4 a 10^5 replay's apply thread took 11% more CPU
+   * than with 8 (bench/README.md). More segments a level cost a search during a load more seeks
    * (segment-merges.ts leaves one once writes pause).
    */
   ftsAutomergeSegments: number;
