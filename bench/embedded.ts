@@ -194,7 +194,9 @@ async function measureOnKafkaLog(
  */
 export async function rebuildServeNode(url: string, collection: string): Promise<number> {
   const strong = `${url}/v1/collections/${collection}/docs?limit=1&consistency=strong&wait_ms=30000`;
-  await request(strong);
+  // The load may still be applying (10^5 documents with the lists on a busy machine): a 504 of a
+  // strong read only says it has not caught up yet.
+  await strongUntil200(strong, Date.now(), 'the load was never applied');
   const startedMs = Date.now();
   await request(`${url}/v1/admin/serve-nodes/0/rebuild`, { method: 'POST' });
   // The rebuild swaps the stores a moment after it is asked for; only then does a strong read
@@ -205,12 +207,17 @@ export async function rebuildServeNode(url: string, collection: string): Promise
     if (Date.now() - startedMs > REPLAY_WAIT_MS_MAX) throw new Error('the rebuild never started');
     await new Promise((resolve) => setTimeout(resolve, REPLAY_POLL_MS));
   }
+  await strongUntil200(strong, startedMs, 'the rebuild did not finish');
+  return Date.now() - startedMs;
+}
+
+/** Strong reads one after another until one answers 200, at most REPLAY_WAIT_MS_MAX from `fromMs`. */
+async function strongUntil200(strong: string, fromMs: number, failure: string): Promise<void> {
   while (
     (await fetch(strong, { signal: AbortSignal.timeout(REPLAY_WAIT_MS_MAX) })).status !== 200
   ) {
-    if (Date.now() - startedMs > REPLAY_WAIT_MS_MAX) throw new Error('the rebuild did not finish');
+    if (Date.now() - fromMs > REPLAY_WAIT_MS_MAX) throw new Error(failure);
   }
-  return Date.now() - startedMs;
 }
 
 /** A fresh `tailbase start` holding the corpus alone: its serve-node rebuilt, timed. */

@@ -1,7 +1,8 @@
 /**
  * The serve-node's replay rate alone, repeatable, for finding what slowed it (issue 26 item 4):
- * `node dist/bench/replay-rate.js [--docs N] [--rounds R] [--bin other/dist/bin/tailbase.js]
- * [--cpu-prof] [-- tailbase start flags]` loads the first N corpus documents into a fresh
+ * `node dist/bench/replay-rate.js [--docs N | --scale N] [--rounds R] [--bin other/dist/bin/tailbase.js]
+ * [--cpu-prof] [-- tailbase start flags]` loads the first N corpus documents (or, with --scale,
+ * the scale group's first N documents under its settings, field indexes included) into a fresh
  * `tailbase start`, rebuilds its serve-node R times (as the embedded group's replay does), and
  * prints each round's docs/s beside a bare FTS5 insert loop of the same documents timed right
  * after it, so a loaded machine slows both. Several `--bin` set builds side by side, each round
@@ -17,11 +18,19 @@ import { monotonicUs, printSelfTimes, selfTimesOver, serveProfile } from './cpu-
 import { rebuildServeNode, startEmbedded } from './embedded.js';
 import { TAILBASE_BIN } from './processes.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
+import { scaleDoc } from './scale-corpus.js';
+import { COLLECTION as SCALE_COLLECTION, SETTINGS as SCALE_SETTINGS } from './scale-tailbase.js';
 import { rawFtsInsertRate } from './serve.js';
 import { formatThreadTimes, ThreadTimesWindow } from './thread-sched.js';
 
 const BULK_CHUNK = 500;
-const COLLECTION = 'corpus';
+
+/** What a round replays: the corpus, or the scale group's documents with its settings. */
+interface ReplayInput {
+  collection: string;
+  settings: object | null;
+  docs: ReadonlyArray<{ key: string; value: { title: string; body: string } }>;
+}
 
 interface Build {
   bin: string;
@@ -36,7 +45,7 @@ async function startBuild(
   bin: string,
   flags: string[],
   cpuProf: boolean,
-  docs: ReadonlyArray<{ key: string; value: unknown }>,
+  { collection, settings, docs }: ReplayInput,
 ): Promise<Build> {
   const dataDir = makeBenchDir('replay-rate');
   const profileDir = cpuProf ? makeBenchDir('replay-rate-cpu') : null;
@@ -45,9 +54,15 @@ async function startBuild(
     flags,
     nodeFlags: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
   });
+  if (settings !== null) {
+    await request(`${server.url}/v1/collections/${collection}/settings`, {
+      method: 'PUT',
+      body: JSON.stringify(settings),
+    });
+  }
   for (let i = 0; i < docs.length; i += BULK_CHUNK) {
     const chunk = docs.slice(i, i + BULK_CHUNK).map((d) => ({ key: d.key, value: d.value }));
-    await request(`${server.url}/v1/collections/${COLLECTION}/docs`, {
+    await request(`${server.url}/v1/collections/${collection}/docs`, {
       method: 'POST',
       body: JSON.stringify(chunk),
     });
@@ -60,20 +75,39 @@ async function main(): Promise<void> {
     .option('--docs <n>', 'corpus documents to load (the corpus has ~3,500)', '100000')
     .option('--rounds <n>', 'rebuilds of each build', '3')
     .option('--bin <path...>', 'bin/tailbase.js of each build to compare', [TAILBASE_BIN])
+    .option('--scale <n>', "the scale group's first N documents and settings, not the corpus")
     .option('--cpu-prof', 'profile the serve thread over the rebuilds', false)
     .argument('[flags...]', 'flags for tailbase start')
     .parse(process.argv);
-  const o = opts.opts<{ docs: string; rounds: string; bin: string[]; cpuProf: boolean }>();
-  const docs = (await loadCorpus()).docs.slice(0, Number(o.docs));
+  const o = opts.opts<{
+    docs: string;
+    rounds: string;
+    bin: string[];
+    cpuProf: boolean;
+    scale?: string;
+  }>();
+  const input: ReplayInput =
+    o.scale === undefined
+      ? {
+          collection: 'corpus',
+          settings: null,
+          docs: (await loadCorpus()).docs.slice(0, Number(o.docs)),
+        }
+      : {
+          collection: SCALE_COLLECTION,
+          settings: SCALE_SETTINGS,
+          docs: Array.from({ length: Number(o.scale) }, (_, i) => scaleDoc(i)),
+        };
+  const { docs } = input;
   const builds: Build[] = [];
   try {
-    for (const bin of o.bin) builds.push(await startBuild(bin, opts.args, o.cpuProf, docs));
+    for (const bin of o.bin) builds.push(await startBuild(bin, opts.args, o.cpuProf, input));
     console.log(`${docs.length} documents; flags: ${opts.args.join(' ') || '(none)'}`);
     for (let round = 0; round < Number(o.rounds); round++) {
       for (const build of builds) {
         const fromUs = monotonicUs();
         const threads = new ThreadTimesWindow(build.server.pid);
-        const seconds = (await rebuildServeNode(build.server.url, COLLECTION)) / 1000;
+        const seconds = (await rebuildServeNode(build.server.url, input.collection)) / 1000;
         build.windowsUs.push([fromUs, monotonicUs()]);
         const serveThread = threads.busiest();
         const perSec = docs.length / seconds;

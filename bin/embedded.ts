@@ -47,6 +47,7 @@ import {
   applySliceValues,
   type ApplySliceLimits,
   searchTopkListedDfMinOption,
+  ftsAutomergeSegmentsOption,
   type MemoryLimits,
 } from '../serve-node/main.js';
 import {
@@ -109,6 +110,8 @@ export interface EmbeddedOptions {
   viewLimits?: Partial<ViewTaskLimits>;
   /** Rows a term must be in for the search store to keep its top-k list (serve-node/topk-index.ts). */
   searchTopkListedDfMin?: number;
+  /** FTS5's automerge of the search tables (ServeNodeLimits.ftsAutomergeSegments). */
+  ftsAutomergeSegments?: number;
   /** The serve-node's cache bounds (serve-node/memory-bounds.ts); absent: its defaults. */
   memoryLimits?: MemoryLimits;
   /** The bounds of the serve-node's apply transactions; absent: its defaults. */
@@ -347,6 +350,7 @@ function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
   return {
     limits: {
       searchTopkListedDfMin: listedDfMin,
+      ftsAutomergeSegments: options.ftsAutomergeSegments ?? DEFAULT_LIMITS.ftsAutomergeSegments,
       ...options.memoryLimits,
       ...options.applySliceLimits,
     },
@@ -491,6 +495,7 @@ export function registerStartCommand(program: Command): void {
     )
     .addOption(searchTopkListedDfMinOption())
     .addOption(applyThreadNiceOption())
+    .addOption(ftsAutomergeSegmentsOption())
     .addOption(
       integerOption(
         '--ready-wait-ms-max <ms>',
@@ -520,6 +525,7 @@ export function registerStartCommand(program: Command): void {
         scanHereLimitMax: number;
         applyThreadNice: number;
         searchTopkListedDfMin: number;
+        ftsAutomergeSegments: number;
         log?: string[];
       } & Record<string, unknown>,
     ) => {
@@ -542,6 +548,7 @@ export function registerStartCommand(program: Command): void {
         log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
         viewLimits: viewLimitValues(flags),
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
+        ftsAutomergeSegments: flags.ftsAutomergeSegments,
         memoryLimits: memoryLimitValues(flags),
         applySliceLimits: applySliceValues(flags),
         applyThreadNice: flags.applyThreadNice,

@@ -85,6 +85,15 @@ export interface ServeNodeLimits extends FieldParamLimits {
    * it they are all forgotten and read again. About 100 bytes a term.
    */
   searchTopkKnownTermsMax: number;
+  /**
+   * FTS5's `automerge` of every table the apply thread writes: segments of one level that start
+   * an incremental merge of them. Every apply transaction leaves a segment, and each merge rewrites
+   * what it merges, so a document is rewritten about once a level (the levels, log base this,
+   * halve from 4 to 16): with FTS5's default 4 a 10^5 replay's apply thread took 11% more CPU
+   * than with 8 (bench/README.md). More segments a level cost a search during a load more seeks
+   * (segment-merges.ts leaves one once writes pause).
+   */
+  ftsAutomergeSegments: number;
   queryBytesMax: number;
   queryTermsMax: number;
   /** /readyz answers 200 when every hosted partition lags the log end by at most this many offsets. */
@@ -190,6 +199,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   searchTotalExactMax: 10_000,
   searchTopkListedDfMin: 1_000,
   searchTopkKnownTermsMax: 1_000_000,
+  ftsAutomergeSegments: 8,
   queryBytesMax: 1_024,
   queryTermsMax: 32,
   readyLagMax: 1_000,
@@ -216,12 +226,14 @@ export const DEFAULT_HOST = '127.0.0.1';
 export function searchStoreOptions(limits: ServeNodeLimits): {
   topkListedDfMin: number;
   topkKnownTermsMax: number;
+  automergeSegments: number;
   cacheBytesMax: number;
   mmapBytesMax: number;
 } {
   return {
     topkListedDfMin: limits.searchTopkListedDfMin,
     topkKnownTermsMax: limits.searchTopkKnownTermsMax,
+    automergeSegments: limits.ftsAutomergeSegments,
     cacheBytesMax: limits.sqliteCacheBytesMax,
     mmapBytesMax: limits.sqliteMmapBytesMax,
   };

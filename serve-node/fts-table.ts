@@ -41,10 +41,21 @@ export interface FtsTable {
   merge: Statement;
 }
 
-/** Creates `fts_<id>` when it does not exist yet and prepares its statements. */
+/** FTS5 options of how a table is written (its `_config` rows), set by the writer alone. */
+export interface FtsWriteConfig {
+  /** FTS5's `automerge` (ServeNodeLimits.ftsAutomergeSegments). */
+  automergeSegments: number;
+}
+
+/**
+ * Creates `fts_<id>` when it does not exist yet and prepares its statements; with `config` (the
+ * writer's), sets those options where the table holds others. They change how FTS5 lays out its
+ * segments, never what a query answers.
+ */
 export function openFtsTable(
   db: Database.Database,
   row: { id: number; settings: string },
+  config: FtsWriteConfig | null = null,
 ): FtsTable {
   const settings = JSON.parse(row.settings) as CollectionSettings;
   const layout = columnLayout(settings);
@@ -55,6 +66,7 @@ export function openFtsTable(
     `CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING fts5(${columns.join(', ')}, ` +
       `content = '', tokenize = '${settings.tokenizer}')`,
   );
+  if (config !== null) setAutomerge(db, name, config.automergeSegments);
   return {
     id: row.id,
     name,
@@ -70,3 +82,28 @@ export function openFtsTable(
     merge: db.prepare(`INSERT INTO ${name} (${name}, rank) VALUES ('merge', ?)`),
   };
 }
+
+/** A writer's FtsWriteConfig, checked when its store opens rather than at its first table. */
+export function ftsWriteConfig(automergeSegments: number): FtsWriteConfig {
+  assert(
+    Number.isInteger(automergeSegments) &&
+      automergeSegments >= 2 &&
+      automergeSegments < FTS5_CRISISMERGE,
+    `FTS5's automerge is an integer from 2 to ${FTS5_CRISISMERGE - 1}, not ${automergeSegments}`,
+  );
+  return { automergeSegments };
+}
+
+/** Absent from `_config`, FTS5's default (4) holds. */
+function setAutomerge(db: Database.Database, name: string, segments: number): void {
+  const current = db.prepare(`SELECT v FROM ${name}_config WHERE k = 'automerge'`).pluck().get();
+  if (current === segments) return;
+  // FTS5 refuses a bound REAL (a JS number binds as one): the value is a checked integer.
+  db.exec(`INSERT INTO ${name} (${name}, rank) VALUES ('automerge', ${segments})`);
+}
+
+/**
+ * FTS5's default `crisismerge`: a level holding this many segments is merged whole within the
+ * write that reached it, so an `automerge` at or past it would leave merging to those.
+ */
+const FTS5_CRISISMERGE = 16;

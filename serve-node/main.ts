@@ -43,6 +43,16 @@ export function searchTopkListedDfMinOption(): Option {
   );
 }
 
+export function ftsAutomergeSegmentsOption(): Option {
+  return integerOption(
+    '--fts-automerge-segments <n>',
+    "segments of one level of a search table that FTS5 starts merging (its 'automerge'; below 16)",
+    'TAILBASE_FTS_AUTOMERGE_SEGMENTS',
+    DEFAULT_LIMITS.ftsAutomergeSegments,
+    2,
+  );
+}
+
 /** The bounds of the serve-node's caches, flags of `serve-node` and of `tailbase start`. */
 export type MemoryLimits = Pick<
   ServeNodeLimits,
@@ -319,6 +329,7 @@ export function registerServeNodeCommand(
       ),
     )
     .addOption(searchTopkListedDfMinOption())
+    .addOption(ftsAutomergeSegmentsOption())
     .addOption(
       integerOption(
         '--merge-quiet-ms <ms>',
@@ -411,6 +422,7 @@ export function registerServeNodeCommand(
         reindexStepMsMax: flags.reindexStepMsMax as number,
         dropStepDocsMax: flags.dropStepDocsMax as number,
         searchTopkListedDfMin: flags.searchTopkListedDfMin as number,
+        ftsAutomergeSegments: flags.ftsAutomergeSegments as number,
         mergeQuietMs: flags.mergeQuietMs as number,
         mergeWrittenPercent: flags.mergeWrittenPercent as number,
         mergeStepMsMax: flags.mergeStepMsMax as number,

@@ -25,7 +25,13 @@ import {
 } from './collection-settings.js';
 import { FieldIndex } from './field-index.js';
 import type { ParsedQuery } from './fts-query.js';
-import { openFtsTable, rowOf, type FtsTable } from './fts-table.js';
+import {
+  ftsWriteConfig,
+  openFtsTable,
+  rowOf,
+  type FtsTable,
+  type FtsWriteConfig,
+} from './fts-table.js';
 import { Highlighters } from './highlighter.js';
 import { RetiredTables } from './retired-tables.js';
 import { SegmentMerges, type CollectionMergeStep, type MergePolicy } from './segment-merges.js';
@@ -89,6 +95,8 @@ export interface SearchStoreOptions {
   topkListedDfMin: number;
   /** Terms whose document frequency the writer keeps in memory (ServeNodeLimits.searchTopkKnownTermsMax). */
   topkKnownTermsMax?: number;
+  /** FTS5's `automerge` of the tables this writer opens (ServeNodeLimits.ftsAutomergeSegments). */
+  automergeSegments?: number;
   /** This connection's page cache (ServeNodeLimits.sqliteCacheBytesMax); absent: SQLite's. */
   cacheBytesMax?: number;
   /** This connection's memory map (ServeNodeLimits.sqliteMmapBytesMax); absent: SQLite's. */
@@ -135,6 +143,8 @@ export class SearchStore {
   /** `PRAGMA data_version`: moves when another connection commits (followWriter). */
   private readonly dataVersion: Statement;
   private seenDataVersion = -1;
+  /** What openFtsTable sets of each table's FTS5 configuration: only a writer sets any. */
+  private readonly ftsConfig: FtsWriteConfig | null;
   private readonly statements: Record<
     | 'applied'
     | 'partitions'
@@ -162,6 +172,10 @@ export class SearchStore {
     options: SearchStoreOptions = { topkListedDfMin: DEFAULT_LIMITS.searchTopkListedDfMin },
   ) {
     this.db = new Database(path);
+    this.ftsConfig =
+      options.reader === true
+        ? null
+        : ftsWriteConfig(options.automergeSegments ?? DEFAULT_LIMITS.ftsAutomergeSegments);
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
     this.db.pragma('wal_autocheckpoint = 0');
@@ -597,7 +611,7 @@ export class SearchStore {
     let table = this.tablesById.get(id);
     if (table === undefined) {
       const row = this.statements.tableById.get(id) as Parameters<typeof openFtsTable>[1];
-      table = openFtsTable(this.db, row);
+      table = openFtsTable(this.db, row, this.ftsConfig);
       this.tablesById.set(id, table);
     }
     return table;

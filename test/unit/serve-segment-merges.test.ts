@@ -9,16 +9,13 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { FilterNode } from '../../shared/filter/ast.js';
 import { createLogger } from '../../shared/logger.js';
 import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
-import { ftsSegments, ReplicaFeed } from '../harness/replica-feed.js';
+import { ftsSegments } from '../harness/replica-feed.js';
+import { answers, doc, limits, load, PARTITIONS, SETTINGS } from '../harness/segment-corpus.js';
 
-const PARTITIONS = [0, 1];
-const WORDS = ['apple', 'banana', 'cherry', 'damson', 'elder', 'fig', 'grape'];
-const SETTINGS = { filterable: ['n', 'tag'], sortable: ['n'] };
 /** Merge at once, whatever was written: the tests choose when writes happen. */
 const AT_ONCE = { quietMs: 0, writtenPercent: 0 };
 
@@ -34,55 +31,6 @@ function openReplica(dir = mkdtempSync(join(tmpdir(), 'merges-'))): Replica {
   const replica = new Replica(dir);
   replicas.push(replica);
   return replica;
-}
-
-/** A deterministic document: a few of WORDS, a number and a tag. */
-function doc(i: number) {
-  const words = Array.from(
-    { length: 3 + (i % 5) },
-    (_, j) => WORDS[(i * 7 + j * 3) % WORDS.length],
-  );
-  return {
-    title: `t${i} ${WORDS[i % WORDS.length]}`,
-    body: words.join(' '),
-    n: i % 13,
-    tag: `g${i % 4}`,
-  };
-}
-
-/** `docs` documents, `perBatch` a transaction, some keys written twice and some deleted. */
-function load(replica: Replica, docs: number, perBatch: number): ReplicaFeed {
-  const feed = new ReplicaFeed(() => replica);
-  feed.settings('docs', SETTINGS);
-  for (let i = 0; i < docs; i += perBatch) {
-    const records: Array<[string, unknown]> = [];
-    for (let j = i; j < Math.min(docs, i + perBatch); j++) records.push([`k${j}`, doc(j)]);
-    if (i > 0) records.push([`k${i - 1}`, doc(i * 31)], [`k${Math.floor(i / 2)}`, null]);
-    feed.apply('docs', (i / perBatch) % PARTITIONS.length, records);
-  }
-  return feed;
-}
-
-const limits = { queryBytesMax: 1024, queryTermsMax: 32 };
-const filter: FilterNode = {
-  kind: 'compare',
-  field: 'n',
-  op: '<',
-  value: { text: '5', number: 5 },
-};
-
-/** Every answer that could depend on the index's segments. */
-function answers(replica: Replica) {
-  const { search } = replica;
-  return ['apple', 'banana OR fig', '"cherry damson"', 'gr*'].map((q) => {
-    const query = parseQuery(q, limits);
-    return {
-      ranked: search.search('docs', PARTITIONS, query, 1000, 10_000),
-      top: search.search('docs', PARTITIONS, query, 5, 10_000),
-      filtered: search.search('docs', PARTITIONS, query, 1000, 10_000, { filter, sort: [] }),
-      facets: Object.fromEntries(search.facets('docs', PARTITIONS, query, filter, ['tag', 'n'])),
-    };
-  });
 }
 
 /** Merge steps until the table is merged: the steps taken. */
