@@ -160,7 +160,8 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
     {
       dataDir: path.join(options.dataDir, 'log'),
       partitions: options.partitions,
-      ports: [gatewayLog.port2, serveLog.port1, viewsLog.port2],
+      ports: [gatewayLog.port2, serveLog.port1],
+      viewsPort: viewsLog.port2,
       // The Kafka listener binds where the gateway does, with the same API keys for SASL/PLAIN.
       kafka:
         options.kafkaPort === null

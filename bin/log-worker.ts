@@ -2,7 +2,7 @@
  * The log-node of `tailbase start` on a thread of its own (embedded.ts starts it): its group
  * commits are acknowledged as soon as their write returns, not after whatever else a busier
  * thread's event loop is running. It answers the log contract on one port per caller: the
- * gateway's and the serve-node's.
+ * gateway's, the serve-node's and the view processors' (whose appends create no topic).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { openLogNode, type KafkaFace } from '../log-node/index.js';
@@ -16,6 +16,8 @@ export interface LogWorkerData {
   partitions?: number;
   /** One port per caller of the log contract. */
   ports: MessagePort[];
+  /** The view processors' port: their appends create no topic (OpenLogNode.viewClient). */
+  viewsPort: MessagePort;
   /** The Kafka listener, or null: none. */
   kafka: KafkaFace | null;
 }
@@ -36,11 +38,11 @@ await runNodeWorker(
       kafka: data.kafka,
       logger,
     });
-    for (const port of data.ports) {
-      answerLogPort(port, log.client, (error) => logger.error({ err: error }, 'a log call failed'));
-    }
+    const failed = (error: unknown) => logger.error({ err: error }, 'a log call failed');
+    for (const port of data.ports) answerLogPort(port, log.client, failed);
+    answerLogPort(data.viewsPort, log.viewClient, failed);
     return log;
   },
-  () => data.ports,
+  () => [...data.ports, data.viewsPort],
   (log): LogWorkerInfo => ({ kafkaPort: log.kafkaPort }),
 );

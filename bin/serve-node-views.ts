@@ -58,6 +58,8 @@ export const serveNodeViews: ServeNodeCompanion = {
       connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
       kafka: {
         ...options.kafka,
+        // A view's topic is created when its version is declared; one gone was dropped or retired.
+        appendCreatesTopics: false,
         ...(auth === 'cluster-secret'
           ? { sasl: { username: VIEW_WRITER_USERNAME, password: options.clusterSecret! } }
           : {}),

@@ -35,6 +35,11 @@ export interface OpenLogNode {
   cleaner: LogCleaner;
   /** The log contract bound to this node in-process. */
   client: LogClient;
+  /**
+   * The same, for the view processors: an append to a topic that does not exist is 404
+   * `unknown_topic` instead of creating it (a view's topic goes only with its version).
+   */
+  viewClient: LogClient;
   /** The Kafka listener's port, or null when it is off. */
   kafkaPort: number | null;
   /** Appends already queued are fsynced and answered; then the partitions close. */
@@ -97,10 +102,12 @@ async function withLock<U extends string | undefined>(
     const node = new LogNode(config, meta, options.clock ?? systemClock, logger);
     const cleaner = new LogCleaner(node, options.clock ?? systemClock, logger);
     const client = new LocalLogClient(node);
+    const viewClient = new LocalLogClient(node, { appendCreatesTopics: false });
     const opened = async () => {
       const kafka = options.kafka
         ? await attachKafkaFace(options.kafka, {
             log: client,
+            logCreatingNothing: viewClient,
             config,
             hostsPartitionZero: meta.hostedPartitions.includes(0),
             logger,
@@ -127,6 +134,7 @@ async function withLock<U extends string | undefined>(
       node,
       cleaner,
       client,
+      viewClient,
       kafkaPort: kafka?.port ?? null,
       stop: () => {
         stopping ??= (async () => {

@@ -22,8 +22,23 @@ import { fetchPartitions } from './fetch.js';
 import { checkFetchPositions } from './fetch-positions.js';
 import type { LogNode } from './log-node.js';
 
+export interface LocalLogClientOptions {
+  /**
+   * Whether an append to a missing collection topic creates it (the gateway's first write of a
+   * collection); false for the view processors, whose topic goes only when its version does.
+   */
+  appendCreatesTopics?: boolean;
+}
+
 export class LocalLogClient implements LogClient {
-  constructor(private readonly node: LogNode) {}
+  private readonly appendCreatesTopics: boolean;
+
+  constructor(
+    private readonly node: LogNode,
+    options: LocalLogClientOptions = {},
+  ) {
+    this.appendCreatesTopics = options.appendCreatesTopics ?? true;
+  }
 
   async cluster(): Promise<ClusterInfo> {
     return this.node.clusterInfo();
@@ -61,7 +76,9 @@ export class LocalLogClient implements LogClient {
       : Buffer.from(batch.buffer, batch.byteOffset, batch.length);
     let appended: Promise<AppendResult>;
     try {
-      appended = this.node.appendTarget(topic, String(partition), bytes).append(bytes);
+      appended = this.node
+        .appendTarget(topic, String(partition), bytes, this.appendCreatesTopics)
+        .append(bytes);
     } catch (error) {
       return Promise.reject(error);
     }

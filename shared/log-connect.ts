@@ -33,6 +33,8 @@ export interface KafkaConnectOptions {
   minInsyncReplicas?: number;
   /** Go on where the cluster cannot say its topics' settings (said in the log at connect). */
   allowUnverifiedTopics?: boolean;
+  /** Whether an append to a missing topic creates it (KafkaLogOptions.appendCreatesTopics). */
+  appendCreatesTopics?: boolean;
 }
 
 export interface ConnectLogOptions {
@@ -87,6 +89,7 @@ export async function connectLog(
     replicationFactor: options.kafka?.replicationFactor,
     minInsyncReplicas: options.kafka?.minInsyncReplicas,
     allowUnverifiedTopics: options.kafka?.allowUnverifiedTopics,
+    appendCreatesTopics: options.kafka?.appendCreatesTopics,
     logger: options.logger,
   });
   return { log, close: () => log.close() };

@@ -229,6 +229,8 @@ export class ViewHost implements ViewProcessing {
             if (rebuild) this.swapWhenCaughtUp(name, key, (declared as ViewRebuild).targets);
           },
           deposed: () => this.deposed(key, task),
+          declared: () => this.declared(key),
+          retired: () => this.retired(key, task),
         },
       );
       this.tasks.set(key, task);
@@ -317,20 +319,47 @@ export class ViewHost implements ViewProcessing {
   /**
    * A task that stopped on reading another processor's claim above its own: it leaves the tasks
    * and the placement is told it lost it, so the group deals it again (it would otherwise stay
-   * dealt here, run by no one, and the view stall). In turn with reconcile(), so a task dealt
-   * here again starts once this one has closed its state.
+   * dealt here, run by no one, and the view stall).
    */
   private deposed(key: string, task: ViewTask): void {
-    void this.inTurn(
+    void this.leave(key, task, 'deposed', () => this.placement.lost(key)).catch(() => undefined);
+  }
+
+  /** Whether a task's version is declared, as the views topic says now. */
+  private async declared(key: string): Promise<boolean> {
+    for (const [name, entry] of await this.catalog.current()) {
+      if (taskKey(name, entry.version) === key) return true;
+      if (entry.rebuild !== null && taskKey(name, entry.rebuild.version) === key) return true;
+    }
+    return false;
+  }
+
+  /**
+   * A task that stopped because its topic is gone and its version no longer declared (a drop, or
+   * a swap that retired it, which this host had not yet read): it leaves the tasks, and the views
+   * topic is read again at once, which removes its state and tells the placement.
+   */
+  private retired(key: string, task: ViewTask): void {
+    void this.leave(key, task, 'retired', () => undefined)
+      .then(() => this.settle())
+      .catch(() => undefined);
+  }
+
+  /**
+   * A task that stopped by itself leaves the tasks, then `after`. In turn with reconcile(), so a
+   * task run here again starts once this one has closed its state.
+   */
+  private leave(key: string, task: ViewTask, why: string, after: () => void): Promise<void> {
+    return this.inTurn(
       async () => {
         if (this.tasks.get(key) !== task) return;
         this.tasks.delete(key);
         await task.stop();
-        this.placement.lost(key);
+        after();
       },
       { task: key },
-      'stopping a deposed view task failed',
-    ).catch(() => undefined);
+      `stopping a ${why} view task failed`,
+    );
   }
 
   /** Stops a task; its state stays while its version is declared (dealt elsewhere, not dropped). */

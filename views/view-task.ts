@@ -23,6 +23,7 @@ import {
   type LogRecord,
   type StoredRecord,
 } from '../shared/batch-codec.js';
+import { TailbaseError } from '../shared/errors.js';
 import { matches } from '../shared/filter/index.js';
 import type { FetchedPartition, FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
@@ -101,6 +102,16 @@ export interface ViewTaskEvents {
    * not claim again by itself (two processors would take the view from each other in turn).
    */
   deposed(): void;
+  /**
+   * Whether this task's version is still declared, read from the views topic now: asked when the
+   * log says its topic does not exist. Absent: it is not (a missing topic is a version gone).
+   */
+  declared?(): Promise<boolean>;
+  /**
+   * After the task stopped because its topic is gone and its version is no longer declared (the
+   * view dropped, or the version retired by a swap): it never appends again.
+   */
+  retired?(): void;
 }
 
 export class ViewTask {
@@ -129,6 +140,8 @@ export class ViewTask {
   private readonly claims = new Map<number, number>();
   /** A claim above this run's was read back from the view's topic: another processor runs it. */
   private deposed = false;
+  /** Its topic is gone and its version no longer declared: it stopped for good. */
+  private retired = false;
   /**
    * The source's end offsets at the claim, where output is held (a cluster's member, or a state
    * marked held by a discard, ViewState.held()): nothing is appended until the state reaches them.
@@ -205,6 +218,7 @@ export class ViewTask {
     // Not part of the loop: the host stops the task (awaiting the loop) when told.
     void this.loop.then(() => {
       if (this.deposed && !this.stopped) this.events.deposed();
+      if (this.retired && !this.stopped) this.events.retired?.();
     });
   }
 
@@ -316,10 +330,30 @@ export class ViewTask {
         }
       } catch (error) {
         if (this.stopped) return;
+        if (isUnknownTopic(error) && !(await this.stillDeclared())) {
+          this.retired = true;
+          this.logger.warn(
+            { view: this.view.name, version: this.version, topic: this.topic },
+            'view topic gone and its version no longer declared: this processor stops',
+          );
+          return;
+        }
         this.logger.warn({ err: error, view: this.view.name }, 'view processing failed; retrying');
         await new Promise((resolve) => setTimeout(resolve, this.limits.retryMs));
       }
     }
+  }
+
+  /**
+   * Whether the version is still declared, its topic missing: a creation not yet seen by every
+   * broker, or a topic deleted by hand, is retried; a failed read of the views topic too.
+   */
+  private async stillDeclared(): Promise<boolean> {
+    if (this.events.declared === undefined) return false;
+    return this.events.declared().catch((error: unknown) => {
+      this.logger.warn({ err: error, view: this.view.name }, 'reading view definitions failed');
+      return true;
+    });
   }
 
   /**
@@ -738,4 +772,12 @@ export class ViewTask {
       if (current !== undefined && current.json === json) this.state.outbox.remove(key);
     }
   }
+}
+
+/**
+ * The log's answer for a topic that does not exist: a view processor's appends create none
+ * (views/README.md), so its own topic missing means its version may be gone.
+ */
+function isUnknownTopic(error: unknown): boolean {
+  return error instanceof TailbaseError && error.code === 'unknown_topic';
 }

@@ -41,6 +41,8 @@ export interface RunningKafkaFace {
 
 export interface KafkaFaceNode {
   log: LogClient;
+  /** The same log, whose appends create no topic (KafkaListenerOptions.logCreatingNothing). */
+  logCreatingNothing: LogClient;
   config: LogNodeConfig;
   /** Whether this node stores partition 0, and so the internal topics. */
   hostsPartitionZero: boolean;
@@ -49,7 +51,7 @@ export interface KafkaFaceNode {
 
 export async function attachKafkaFace(
   face: KafkaFace,
-  { log, config, hostsPartitionZero, logger }: KafkaFaceNode,
+  { log, logCreatingNothing, config, hostsPartitionZero, logger }: KafkaFaceNode,
 ): Promise<RunningKafkaFace> {
   const kafkaLogger = logger.child({ component: 'kafka' });
   const coordinator = new GroupCoordinator({ log, logger: kafkaLogger });
@@ -65,6 +67,7 @@ export async function attachKafkaFace(
   const { hostedPartitions } = await log.cluster();
   const listener = await startKafkaListener({
     log,
+    logCreatingNothing,
     logger: kafkaLogger,
     host: face.host,
     port: face.port,

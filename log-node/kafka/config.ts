@@ -64,6 +64,12 @@ export const kafkaListenerDefaults: KafkaListenerLimits = {
 export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {
   /** The log the listener speaks for; it reaches the log through this contract only. */
   log: LogClient;
+  /**
+   * The same log, whose appends create no topic: a Produce that may not create one (a view
+   * processor's, or any where autoCreateTopics is off) appends through it, so a topic deleted
+   * after the check is not created again by the append. Absent: `log`, checked only.
+   */
+  logCreatingNothing?: LogClient;
   /** 127.0.0.1 by default; any other address requires SASL, so `apiKeys` must not be empty. */
   host?: string;
   /** 9092 in `tailbase start`; 0 picks a free port (tests). */

@@ -7,6 +7,8 @@ import type { KafkaPeers } from './peers.js';
 
 export interface HandlerDeps {
   log: LogClient;
+  /** KafkaListenerOptions.logCreatingNothing, else `log`. */
+  logCreatingNothing: LogClient;
   config: KafkaListenerConfig;
   /** The other log-nodes when this one stores some of the partitions only; else null. */
   peers: KafkaPeers | null;

@@ -51,7 +51,7 @@ interface PartitionAnswer {
 
 const ACKS = new Set([-1, 0, 1]);
 
-export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
+export function produceHandler({ log, logCreatingNothing, config }: HandlerDeps): KafkaHandler {
   const topics = new KnownTopics(log);
   const viewTopics = new ViewTopics(log);
   return async (body: ProduceRequest, context: KafkaRequestContext) => {
@@ -115,10 +115,12 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
     }
     const viewRefusal = context.viewWriter ? null : await viewTopics.refusal(topic);
     if (viewRefusal !== null) return failed(index, viewRefusal.errorCode, viewRefusal.message);
-    const partitions = await topics.partitions(topic);
     // A view processor writes only topics that exist: one that has not yet seen its view dropped
-    // must not create the topic again as a collection.
-    if (partitions === null && (!config.autoCreateTopics || context.viewWriter)) {
+    // (or its version retired) must not create the topic again as a collection. Asked afresh
+    // where the append may not create: a topic known once may have been deleted since.
+    const creates = config.autoCreateTopics && !context.viewWriter;
+    const partitions = await topics.partitions(topic, !creates);
+    if (partitions === null && !creates) {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
     }
     const batch = oneBatch(records);
@@ -145,7 +147,8 @@ export function produceHandler({ log, config }: HandlerDeps): KafkaHandler {
       };
     }
     try {
-      const { baseOffset, duplicate } = await log.append(topic, index, batch.batch);
+      const writer = creates ? log : logCreatingNothing;
+      const { baseOffset, duplicate } = await writer.append(topic, index, batch.batch);
       return {
         index,
         errorCode: ErrorCode.NONE,
@@ -267,8 +270,9 @@ function firstFenceHeader(
 const FENCE_HEADER_KEYS = [EPOCH_HEADER, CLAIM_HEADER].map((key) => Buffer.from(key));
 
 /**
- * The topics the log holds and their partition counts, asked of the log again only for a name it
- * has not seen (a topic is never deleted, so what is known stays true).
+ * The topics the log holds and their partition counts, asked of the log again for a name it has
+ * not seen, or when asked `fresh`: a topic known once may have been deleted since (a partition
+ * count never changes, so what is known of a topic that exists stays true).
  */
 class KnownTopics {
   private readonly known = new Map<string, number>();
@@ -277,10 +281,12 @@ class KnownTopics {
   constructor(private readonly log: LogClient) {}
 
   /** The topic's partition count, or null when the log has no such topic. */
-  async partitions(topic: string): Promise<number | null> {
+  async partitions(topic: string, fresh: boolean): Promise<number | null> {
     const known = this.known.get(topic);
-    if (known !== undefined) return known;
-    for (const info of await this.log.topics()) this.known.set(info.name, info.partitions);
+    if (known !== undefined && !fresh) return known;
+    const infos = await this.log.topics();
+    this.known.clear();
+    for (const info of infos) this.known.set(info.name, info.partitions);
     return this.known.get(topic) ?? null;
   }
 

@@ -112,6 +112,12 @@ export interface KafkaLogOptions extends Partial<KafkaLogLimits> {
    * as librdkafka's mock cluster): said in the log at connect. Off by default: refused.
    */
   allowUnverifiedTopics?: boolean;
+  /**
+   * Whether an append to a topic the cluster lacks creates it first (the gateway's first write of
+   * a collection). Off for the view processors: a view's topic is created once, when its version
+   * is declared, and one that is gone was dropped or retired (its append is 404 unknown_topic).
+   */
+  appendCreatesTopics?: boolean;
   logger?: Logger;
 }
 
@@ -124,6 +130,7 @@ export interface KafkaLogConfig extends KafkaLogLimits {
   topicPrefix: string;
   safety: TopicSafetyRules;
   allowUnverifiedTopics: boolean;
+  appendCreatesTopics: boolean;
   logger: Logger;
 }
 
@@ -178,6 +185,7 @@ export function kafkaLogConfig(options: KafkaLogOptions): KafkaLogConfig {
     topicPrefix: checkTopicPrefix(options.topicPrefix ?? ''),
     safety: safetyRules(options),
     allowUnverifiedTopics: options.allowUnverifiedTopics ?? false,
+    appendCreatesTopics: options.appendCreatesTopics ?? true,
     logger: options.logger ?? createLogger('kafka-log'),
   };
 }

@@ -442,28 +442,29 @@ export class TopicAdmin extends ClientPart {
     }
   }
 
-  /** The partition's leader; a topic the cluster does not have is created first. */
+  /**
+   * The partition's leader; a topic the cluster does not have is created first, unless this
+   * client's appends create nothing (appendCreatesTopics): then 404 `unknown_topic`.
+   */
   async leaderOrCreate(topic: string, partition: number): Promise<BrokerAddress> {
     const leader = await this.metadata.leader(topic, partition);
     if (leader !== null && !this.checkedTopics.has(topic)) {
       await this.checkTopics(await this.metadata.current(), [topic]);
     }
     if (leader !== null) return leader;
+    if (!this.config.appendCreatesTopics) throw unknownTopic(topic, partition);
     await this.ensureTopic(topic);
     const created = await this.metadata.leader(topic, partition);
-    if (created === null) {
-      throw new TailbaseError(
-        404,
-        'unknown_topic',
-        `topic ${topic} has no partition ${partition}`,
-        {
-          topic,
-          partition,
-        },
-      );
-    }
+    if (created === null) throw unknownTopic(topic, partition);
     return created;
   }
+}
+
+function unknownTopic(topic: string, partition: number): TailbaseError {
+  return new TailbaseError(404, 'unknown_topic', `topic ${topic} has no partition ${partition}`, {
+    topic,
+    partition,
+  });
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { openLogNode, type OpenLogNode } from '../../log-node/index.js';
+import { openLogNode, type LogNodeOptions, type OpenLogNode } from '../../log-node/index.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionFor } from '../../shared/partitioner.js';
@@ -40,10 +40,17 @@ export async function openViewTaskRig(
   source: string,
   partitions: number,
   definition: ViewDefinition,
+  /** More of the log-node's options: its Kafka listener, its cluster secret. */
+  nodeOptions: Partial<LogNodeOptions> = {},
 ): Promise<ViewTaskRig> {
   const dir = tempDir(name);
   const logger = pino({ level: 'silent' }, new Writable({ write: (_c, _e, done) => done() }));
-  const node = await openLogNode({ dataDir: `${dir.path}/log`, partitions, logger });
+  const node = await openLogNode({
+    ...nodeOptions,
+    dataDir: `${dir.path}/log`,
+    partitions,
+    logger,
+  });
   await node.client.ensureTopic(source);
   const tasks = new Set<ViewTask>();
   const encoder = new TextEncoder();
