@@ -8,11 +8,13 @@
  * it has waited so far. Threads are sampled every SAMPLE_THREADS_MS from /proc (no tracer, so
  * nothing is slowed by the looking).
  */
-import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { basename } from 'node:path';
 import { Command } from 'commander';
 import { request } from './api-workloads.js';
+import { threadIds, threadTicks } from './cpu-share.js';
 import { startEmbedded } from './embedded.js';
+import { CLOCK_TICKS_PER_S } from './processes.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
 import { scaleDoc } from './scale-corpus.js';
 import { COLLECTION, postLines, SETTINGS } from './scale-tailbase.js';
@@ -23,6 +25,7 @@ const SAMPLE_THREADS_MS = 100;
 const BLOCKED_MS_MIN = 300;
 /** The sample loop's bound: 20 minutes of seconds. */
 const SAMPLES_MAX = 1_200;
+const BUSIEST_SHOWN = 3;
 
 /** x86_64 system calls that wait for the disk, by number (/proc/PID/task/TID/syscall). */
 const DISK_CALLS = new Map<number, string>([
@@ -53,13 +56,7 @@ interface Blocked {
 /** The threads of `pid` in a disk-bound call now, with the file of its first argument. */
 function blockedThreads(pid: number): Map<number, { call: string; file: string; state: string }> {
   const out = new Map<number, { call: string; file: string; state: string }>();
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out;
-  }
-  for (const tid of tids) {
+  for (const tid of threadIds(pid)) {
     try {
       const fields = readFileSync(`/proc/${pid}/task/${tid}/syscall`, 'utf8').trim().split(' ');
       const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
@@ -92,6 +89,24 @@ function shortName(file: string): string {
   return name.endsWith('.log') || name.endsWith('.index') || name === 'recovery-point'
     ? `${parts[parts.length - 2]}/${name}`
     : name;
+}
+
+/** Each thread's CPU time so far, ms. */
+function threadCpuMs(pid: number): Map<number, number> {
+  return new Map(
+    [...threadTicks(pid)].map(([tid, ticks]) => [tid, (ticks * 1000) / CLOCK_TICKS_PER_S]),
+  );
+}
+
+/** The busiest threads between two readings: `tid:ms` of CPU, most first. */
+function busiest(before: Map<number, number>, after: Map<number, number>): string {
+  return [...after]
+    .map(([tid, ms]) => [tid, ms - (before.get(tid) ?? 0)] as const)
+    .filter(([, ms]) => ms > 0)
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, BUSIEST_SHOWN)
+    .map(([tid, ms]) => `${tid}:${ms}`)
+    .join(' ');
 }
 
 function meminfoMb(): { dirty: number; writeback: number } {
@@ -147,6 +162,8 @@ async function main(): Promise<void> {
     const blocked = new Map<number, Blocked>();
     /** Blocks that ended within the current second, longest first when printed. */
     let ended: string[] = [];
+    /** The files each thread was seen in a disk call on, with how often: names the threads. */
+    const filesByThread = new Map<number, Map<string, number>>();
     const threads = setInterval(() => {
       const now = performance.now();
       const seen = blockedThreads(server.pid);
@@ -158,13 +175,18 @@ async function main(): Promise<void> {
         blocked.delete(tid);
       }
       for (const [tid, is] of seen) {
+        const kind = is.file.replace(/^\d+\//, '').replace(/^\d{20}\./, '');
+        const files = filesByThread.get(tid) ?? new Map<string, number>();
+        files.set(`${is.call} ${kind}`, (files.get(`${is.call} ${kind}`) ?? 0) + 1);
+        filesByThread.set(tid, files);
         if (!blocked.has(tid)) blocked.set(tid, { call: is.call, file: is.file, sinceMs: now });
       }
     }, SAMPLE_THREADS_MS);
     const sampling = (async () => {
       let last = await appendTotals(server.url);
+      let cpuBefore = threadCpuMs(server.pid);
       console.log(
-        'second docs-acked bulks slowest-ms dirty-MB writeback-MB append-mean-ms appends | blocked calls (tid call file ms; * = still waiting)',
+        'second docs-acked bulks slowest-ms dirty-MB writeback-MB append-mean-ms appends | busiest threads (tid:cpu-ms) | blocked calls (tid call file ms; * = still waiting)',
       );
       for (let i = 0; i < SAMPLES_MAX && !done; i++) {
         await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
@@ -174,6 +196,9 @@ async function main(): Promise<void> {
         const meanMs = count > 0 ? ((totals.sum - last.sum) / count) * 1000 : 0;
         last = totals;
         const { dirty, writeback } = meminfoMb();
+        const cpuNow = threadCpuMs(server.pid);
+        const cpu = busiest(cpuBefore, cpuNow);
+        cpuBefore = cpuNow;
         const waiting = [...blocked]
           .filter(([, b]) => now - b.sinceMs >= BLOCKED_MS_MIN)
           .map(([tid, b]) => `${tid} ${b.call} ${b.file} ${Math.round(now - b.sinceMs)}ms*`);
@@ -187,6 +212,8 @@ async function main(): Promise<void> {
             writeback.toFixed(0).padStart(5),
             meanMs.toFixed(0).padStart(6),
             String(count).padStart(4),
+            '|',
+            cpu,
             '|',
             [...ended, ...waiting].join(', '),
           ].join(' '),
@@ -209,6 +236,10 @@ async function main(): Promise<void> {
       done = true;
       clearInterval(threads);
       await sampling;
+    }
+    for (const [tid, files] of filesByThread) {
+      const top = [...files].sort((a, b) => b[1] - a[1]).slice(0, BUSIEST_SHOWN);
+      console.log(`thread ${tid}: ${top.map(([f, n]) => `${f} x${n}`).join(', ')}`);
     }
     console.log(`loaded ${documents} in ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } finally {
