@@ -104,16 +104,19 @@ export class ThreadCpuWindow {
   }
 }
 
-/** User + system ticks of each thread of `pid` (threads that ended are gone from the map). */
-function threadTicks(pid: number): Map<number, number> {
-  const ticks = new Map<number, number>();
-  let tids: string[] = [];
+/** The thread ids of `pid` now; none once it has exited. */
+export function threadIds(pid: number): string[] {
   try {
-    tids = readdirSync(`/proc/${pid}/task`);
+    return readdirSync(`/proc/${pid}/task`);
   } catch {
-    return ticks;
+    return [];
   }
-  for (const tid of tids) {
+}
+
+/** User + system ticks of each thread of `pid` (threads that ended are gone from the map). */
+export function threadTicks(pid: number): Map<number, number> {
+  const ticks = new Map<number, number>();
+  for (const tid of threadIds(pid)) {
     try {
       ticks.set(Number(tid), readStatTicks(`/proc/${pid}/task/${tid}/stat`));
     } catch {

@@ -142,12 +142,23 @@ export async function postCorpus(
   file: string,
   onFirstAck: () => void,
 ): Promise<LatencyHistogram> {
+  const lines = createInterface({ input: createReadStream(file), crlfDelay: Infinity });
+  return postLines(url, lines, onFirstAck);
+}
+
+/** `postCorpus` of lines from anywhere; `onAnswer` hears each bulk's time to its answer. */
+export async function postLines(
+  url: string,
+  corpusLines: AsyncIterable<string>,
+  onFirstAck: () => void,
+  onAnswer: (ms: number, documents: number) => void = () => {},
+): Promise<LatencyHistogram> {
   const target = `${url}/v1/collections/${COLLECTION}/docs`;
   const inFlight = new Set<Promise<void>>();
   const histogram = new LatencyHistogram();
   let sentCount = 0;
   let answeredCount = 0;
-  const post = (body: string) => {
+  const post = (body: string, documents: number) => {
     const index = sentCount++;
     const sentAt = new Date();
     const started = performance.now();
@@ -161,6 +172,7 @@ export async function postCorpus(
         const ms = performance.now() - started;
         histogram.recordMs(ms);
         answeredCount += 1;
+        onAnswer(ms, documents);
         if (ms > BULK_SLOW_MS) {
           process.stderr.write(
             `  scale: bulk ${index} sent ${sentAt.toISOString()} answered after ${Math.round(ms)} ms\n`,
@@ -179,17 +191,14 @@ export async function postCorpus(
     inFlight.add(sent);
   };
   let lines: string[] = [];
-  for await (const line of createInterface({
-    input: createReadStream(file),
-    crlfDelay: Infinity,
-  })) {
+  for await (const line of corpusLines) {
     lines.push(line);
     if (lines.length < BULK_LINES) continue;
-    post(lines.join('\n'));
+    post(lines.join('\n'), lines.length);
     lines = [];
     if (inFlight.size >= BULK_IN_FLIGHT) await Promise.race(inFlight);
   }
-  if (lines.length > 0) post(lines.join('\n'));
+  if (lines.length > 0) post(lines.join('\n'), lines.length);
   await Promise.all(inFlight);
   return histogram;
 }

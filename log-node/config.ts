@@ -73,6 +73,12 @@ export interface LogNodeConfig {
   cleanerKeysMax: number;
   /** A closed segment is compacted when at least this fraction of its records are superseded. */
   cleanerMinDirtyRatio: number;
+  /**
+   * The longest the cleaner reads, decodes or copies batches before it gives the log-node's
+   * thread back to appends and reads: a pass over a partition of several GB takes seconds to
+   * minutes, and appends waited for all of it (the 10^7 scale run's 503s).
+   */
+  cleanerSliceMsMax: number;
   /** Producers silent for this long are forgotten (their next batch must start at sequence 0). */
   producerExpiryMs: number;
   /** Recent batches remembered per producer to answer retries with their original offsets. */
@@ -114,6 +120,7 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   cleanerIntervalMs: 15_000,
   cleanerKeysMax: 2_000_000,
   cleanerMinDirtyRatio: 0.5,
+  cleanerSliceMsMax: 5,
   producerExpiryMs: 7 * DAY_MS,
   producerRecentBatchesMax: 5,
   recoveryPointIntervalMs: 100,

@@ -30,6 +30,7 @@ const LIMIT_HELP = {
   tailCacheBytesMax: 'newest bytes of each partition kept in memory for tailers (0: none)',
   readBuffersIdleBytesMax: 'bytes of file-read buffers kept for reuse, all partitions (0: none)',
   cleanerKeysMax: 'keys the cleaner tracks in one pass',
+  cleanerSliceMsMax: "longest the cleaner holds the log-node's thread at once, ms",
   producerExpiryMs: 'forget producers silent this long',
   producerRecentBatchesMax: 'retries remembered',
 };
