@@ -260,12 +260,6 @@ export class DocStore {
     return deleted;
   }
 
-  /** The documents a dropped incarnation's key space still holds. */
-  documentsLeft({ collection, space }: DroppingSpace): number {
-    const bounds = keyBounds(collection, space, {});
-    return bounds === null ? 0 : this.docs.getKeysCount(bounds);
-  }
-
   /** The last step of a drop: the space's mark goes once its documents have. */
   unmarkDropping({ collection, space }: DroppingSpace): void {
     this.env.transactionSync(() => {
@@ -332,10 +326,13 @@ export class DocStore {
     }
   }
 
-  /** The number of documents of a collection after `afterKey` (all when null). */
-  countAfter(collection: string, afterKey: string | null): number {
+  /**
+   * The number of documents of a collection after `afterKey` (all when null), in its key space
+   * now or in `space` (a dropped incarnation's, whose documents are being deleted).
+   */
+  countAfter(collection: string, afterKey: string | null, space = this.space(collection)): number {
     const range = afterKey === null ? {} : { after: afterKey };
-    const bounds = keyBounds(collection, this.space(collection), range);
+    const bounds = keyBounds(collection, space, range);
     return bounds === null ? 0 : this.docs.getKeysCount(bounds);
   }
 

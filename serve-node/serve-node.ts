@@ -318,7 +318,7 @@ export class ServeNode implements ServeNodeCore {
 
   /** Deletes what a drop a restart interrupted left of the incarnation it dropped. */
   private resumeDrop(dropped: DroppingSpace): void {
-    const done = this.drops.resume(dropped, 'a drop a restart interrupted', this.current);
+    const done = this.drops.delete(dropped, 'a drop a restart interrupted', this.current);
     this.logDropFailure(dropped.collection, done);
   }
 
