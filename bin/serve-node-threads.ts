@@ -12,8 +12,8 @@ import {
   DEFAULT_HOST,
   rangeReadsOn,
   readChannelName,
-  type ServeNodeOptions,
 } from '../serve-node/index.js';
+import type { ThreadedServeNodeStart } from '../serve-node/main.js';
 import { listen } from '../shared/http-server.js';
 import { createLogger, flushLogs } from '../shared/logger.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
@@ -24,9 +24,7 @@ import type { ServeWorkerData } from './serve-worker.js';
 /** How long start waits for the log to answer before giving up, as startServeNode does. */
 const LOG_CONNECT_MS_MAX = 30_000;
 
-export async function startThreadedServeNode(
-  options: ServeNodeOptions & { readThreads: number; applyThreadNice: number },
-): Promise<{ url: string; stop(): Promise<void> }> {
+export const startThreadedServeNode: ThreadedServeNodeStart = async (options) => {
   const logger = options.logger ?? createLogger('serve-node');
   const onDeath = (error: Error) => {
     logger.fatal({ err: error }, 'a serve-node thread died; exiting');
@@ -120,4 +118,4 @@ export async function startThreadedServeNode(
     await stopNodes();
     throw error;
   }
-}
+};

@@ -127,15 +127,11 @@ export class CollectionDrops {
   }
 
   /**
-   * Steps 3-4 of a drop a restart interrupted (its mark found at start, its step 2 done): the
-   * dropped incarnation's documents deleted from `replica`.
+   * Steps 3-4, listed until they end, however: the dropped incarnation's documents deleted from
+   * `replica` (the same deletion for one under way). Also how a drop a restart interrupted is
+   * resumed (its mark found at start, its step 2 done).
    */
-  resume(dropped: DroppingSpace, reason: string, replica: Replica): Promise<void> {
-    return this.delete(dropped, reason, replica);
-  }
-
-  /** Steps 3-4, listed until they end, however. */
-  private delete(dropped: DroppingSpace, reason: string, replica: Replica): Promise<void> {
+  delete(dropped: DroppingSpace, reason: string, replica: Replica): Promise<void> {
     const id = `${dropped.collection}/${dropped.space}`;
     const existing = this.deleting.get(id);
     if (existing !== undefined) return existing.done;

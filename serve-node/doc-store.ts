@@ -85,14 +85,28 @@ export class DocStore {
   }
 
   /**
+   * The key spaces of this thread's snapshot, by collection (those past 0: the collections ever
+   * dropped), read at once by one range read and forgotten when the snapshot moves or a drop
+   * moves a collection: a lookup a document read cost 0.4-1.3 us against 8-15 us a get.
+   */
+  private spacesSeen: Map<string, number> | null = null;
+
+  /**
    * The key space the collection's documents are written and read in now, read in the snapshot
    * its documents are read in: a read never sees a dropped incarnation's documents, which are
-   * deleted over many steps in the space it left. (One B-tree lookup a call, not a cache: names
-   * come from requests, and a cache would have to follow every snapshot.)
+   * deleted over many steps in the space it left.
    */
   private space(collection: string): number {
-    const value = this.meta.get(SPACE_PREFIX + collection);
-    return typeof value === 'number' ? value : 0;
+    this.spacesSeen ??= this.readSpaces();
+    return this.spacesSeen.get(collection) ?? 0;
+  }
+
+  private readSpaces(): Map<string, number> {
+    const spaces = new Map<string, number>();
+    for (const { key, value } of this.meta.getRange({ start: SPACE_PREFIX, end: 'space;' })) {
+      if (typeof value === 'number') spaces.set(key.slice(SPACE_PREFIX.length), value);
+    }
+    return spaces;
   }
 
   /** The topic-partition's next unapplied offset, or null when nothing of it was ever applied. */
@@ -177,6 +191,7 @@ export class DocStore {
         this.meta.remove(epochKey(collection, Number(partition)));
       }
     });
+    this.spacesSeen = null;
     return space;
   }
 
@@ -223,6 +238,7 @@ export class DocStore {
         this.meta.remove(key);
       }
     });
+    this.spacesSeen = null;
   }
 
   /**
@@ -244,12 +260,6 @@ export class DocStore {
     return deleted;
   }
 
-  /** The documents a dropped incarnation's key space still holds. */
-  documentsLeft({ collection, space }: DroppingSpace): number {
-    const bounds = keyBounds(collection, space, {});
-    return bounds === null ? 0 : this.docs.getKeysCount(bounds);
-  }
-
   /** The last step of a drop: the space's mark goes once its documents have. */
   unmarkDropping({ collection, space }: DroppingSpace): void {
     this.env.transactionSync(() => {
@@ -264,6 +274,7 @@ export class DocStore {
    */
   resetReadTxn(): void {
     this.env.resetReadTxn();
+    this.spacesSeen = null;
   }
 
   get(collection: string, key: string): StoredDoc | undefined {
@@ -315,10 +326,13 @@ export class DocStore {
     }
   }
 
-  /** The number of documents of a collection after `afterKey` (all when null). */
-  countAfter(collection: string, afterKey: string | null): number {
+  /**
+   * The number of documents of a collection after `afterKey` (all when null), in its key space
+   * now or in `space` (a dropped incarnation's, whose documents are being deleted).
+   */
+  countAfter(collection: string, afterKey: string | null, space = this.space(collection)): number {
     const range = afterKey === null ? {} : { after: afterKey };
-    const bounds = keyBounds(collection, this.space(collection), range);
+    const bounds = keyBounds(collection, space, range);
     return bounds === null ? 0 : this.docs.getKeysCount(bounds);
   }
 

@@ -262,10 +262,15 @@ export class LogFetcher {
    * (apply-slice-budget.ts), the event loop running between slices (a turn of its own, in which
    * the timers that are due fire, waiting reads' 504s among them, and reads queued meanwhile are
    * answered). A topic-partition held back in a slice skips its later ones: the next read starts
-   * there.
+   * there. A part is applied only while the partition it was read for is tailed: a topic
+   * untailed (a drop) and tailed again meanwhile is a new incarnation, which the rest of this
+   * answer (the old one's records) must not reach.
    */
   private async applySliced(parts: readonly ApplyPart[], signal: AbortSignal): Promise<void> {
     const held = new Set<TailedPartition>();
+    const owners = new Map(
+      parts.map(({ topic, partition }) => [`${topic}/${partition}`, this.tailed(topic, partition)]),
+    );
     const cutter = new SliceCutter(parts);
     for (let first = true; ; first = false) {
       if (!first) await nextTurn();
@@ -276,10 +281,11 @@ export class LogFetcher {
       if (signal.aborted) return;
       const slice = cutter.next(this.budget.bounds());
       if (slice === null) return;
-      // A topic untailed meanwhile (a drop) is applied no more.
+      // A topic untailed meanwhile (a drop) is applied no more, even once tailed again.
       const live = slice.parts.filter((part) => {
         const tailed = this.tailed(part.topic, part.partition);
-        return tailed !== undefined && !held.has(tailed);
+        const owner = owners.get(`${part.topic}/${part.partition}`);
+        return tailed !== undefined && tailed === owner && !held.has(tailed);
       });
       if (live.length === 0) continue;
       const startedMs = performance.now();

@@ -152,8 +152,7 @@ export class Replica {
   beginDrop(collection: string): DroppingSpace {
     this.dirty = true;
     const space = this.docs.markDropping(collection);
-    this.search.dropCollection(collection);
-    this.appliedCache.delete(collection);
+    this.dropTables(collection);
     return { collection, space };
   }
 
@@ -166,6 +165,11 @@ export class Replica {
       !this.docs.checkpointed().some((tp) => tp.topic === collection),
       `${collection}: a later incarnation is tailed`,
     );
+    this.dropTables(collection);
+  }
+
+  /** Step 2 of a drop: the collection's tables and checkpoints in the search store. */
+  private dropTables(collection: string): void {
     this.dirty = true;
     this.search.dropCollection(collection);
     this.appliedCache.delete(collection);

@@ -61,10 +61,14 @@ export const WAL_SUFFIX = '-wal';
  * version 6 finding version 7, or of 7 finding 8, replays. Version 8 kept every term's document
  * frequency where 9 keeps the listed terms' (the others are FTS5's): opening drops the others'
  * rows; a serve-node of version 8 finding version 9 replays rather than read a missing row as a
- * term in no row.
+ * term in no row. The version is the LMDB store's beside it too (doc-store.ts has none): version
+ * 9 held each collection's documents in one key space, where 10 moves it to the next at each
+ * drop; opening 9 reads it as key space 0 (DocStore.upgradeDroppingMarks); a serve-node of
+ * version 9 finding version 10 replays rather than read a collection created again after a drop
+ * as empty.
  */
-const SEARCH_LAYOUT_VERSION = 9;
-const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6, 7, 8];
+const SEARCH_LAYOUT_VERSION = 10;
+const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6, 7, 8, 9];
 
 /** One connection's memory bounds as SQLite says them (PRAGMA cache_size and mmap_size). */
 export interface SqliteConnectionMemory {

@@ -85,6 +85,11 @@ export class ServeNode implements ServeNodeCore {
   private readonly topics = new Set<string>();
   /** A `log.topics()` call under way: reads naming an unknown collection join it. */
   private discovering: Promise<void> | null = null;
+  /**
+   * Collections dropped while that call was out: it may have listed them before their drop in the
+   * log (as the incarnation dropped), so it leaves them to the look after their drop is marked.
+   */
+  private readonly droppedDuringLook = new Set<string>();
   private refreshTimer: NodeJS.Timeout | undefined;
   /** The topics the log listed at the last look, with their incarnations (null before the first). */
   private liveTopics: Map<string, number> | null = null;
@@ -286,11 +291,13 @@ export class ServeNode implements ServeNodeCore {
    * settles once its tables and checkpoints are gone and reads answer nothing of it (steps 1 and
    * 2). Its documents are deleted in the background, the collection listed in status `dropping`
    * until they are (a failure there is logged and retried; a stop's is resumed at start). The
-   * log's topics are looked at again once marked: a collection the log (still, or again) holds
-   * under the name is tailed from its start at once, into a key space and tables of its own.
+   * log's topics are looked at again once marked, by a look begun after the drop: a collection
+   * the log (still, or again) holds under the name is tailed from its start at once, into a key
+   * space and tables of its own.
    */
   dropCollection(collection: string, reason: string): Promise<void> {
     this.fences.forget(collection);
+    if (this.discovering !== null) this.droppedDuringLook.add(collection);
     if (this.topics.delete(collection)) {
       for (const fetcher of this.fetchers) fetcher.untail(collection);
       this.readThreads?.changed();
@@ -298,7 +305,7 @@ export class ServeNode implements ServeNodeCore {
     const { marked, done } = this.drops.drop(collection, reason);
     this.logDropFailure(collection, done);
     void marked.then(
-      () => this.discover(),
+      () => this.discoverAfresh(),
       () => undefined,
     );
     return marked;
@@ -311,7 +318,7 @@ export class ServeNode implements ServeNodeCore {
 
   /** Deletes what a drop a restart interrupted left of the incarnation it dropped. */
   private resumeDrop(dropped: DroppingSpace): void {
-    const done = this.drops.resume(dropped, 'a drop a restart interrupted', this.current);
+    const done = this.drops.delete(dropped, 'a drop a restart interrupted', this.current);
     this.logDropFailure(dropped.collection, done);
   }
 
@@ -320,6 +327,15 @@ export class ServeNode implements ServeNodeCore {
       if (this.stopped) return;
       this.parts.logger.error({ err: error, collection }, 'dropping a collection failed');
     });
+  }
+
+  /**
+   * A look at the log's topics that begins now or after the one out: the one out may have listed
+   * them before a change the caller saw (a drop in the log).
+   */
+  private discoverAfresh(): Promise<void> {
+    const out = this.discovering;
+    return out === null ? this.discover() : out.then(() => this.discover());
   }
 
   /**
@@ -347,6 +363,7 @@ export class ServeNode implements ServeNodeCore {
         const tailedBefore = this.topics.size;
         for (const { name, incarnation = 0 } of topics) {
           if (this.stopped || this.topics.has(name) || this.drops.beingMarked(name)) continue;
+          if (this.droppedDuringLook.has(name)) continue;
           if (name !== SETTINGS_TOPIC && !isCollectionTopic(name)) continue;
           if (name !== SETTINGS_TOPIC && this.current.docs.incarnation(name) !== incarnation) {
             if (this.current.stored().some((tp) => tp.topic === name)) {
@@ -368,6 +385,7 @@ export class ServeNode implements ServeNodeCore {
       })
       .finally(() => {
         this.discovering = null;
+        this.droppedDuringLook.clear();
       });
     return this.discovering;
   }

@@ -2,8 +2,9 @@
 // before one table per collection): it starts new stores, says why in its status, replays the log
 // and serves every document and search hit again; and that layout 4 (before table_builds) is
 // upgraded in place, without a replay, as are layouts 6 (top-k postings naming their term by text),
-// 7 (a B-tree entry a posting) and 8 (every term's document frequency, not only the listed
-// terms') (test/integration/serve-node-partitions.test.ts
+// 7 (a B-tree entry a posting), 8 (every term's document frequency, not only the listed
+// terms') and 9 (LMDB documents in one key space a collection: read as space 0)
+// (test/integration/serve-node-partitions.test.ts
 // covers stores holding partitions the node no longer hosts).
 import fs from 'node:fs';
 import path from 'node:path';
@@ -18,6 +19,7 @@ const layoutFour = logAndServeNodes('store-layout-4');
 const layoutSix = logAndServeNodes('store-layout-6');
 const layoutSeven = logAndServeNodes('store-layout-7');
 const layoutEight = logAndServeNodes('store-layout-8');
+const layoutNine = logAndServeNodes('store-layout-9');
 /** Every term listed, so the upgraded lists show each word's document frequency. */
 const everyTermListed = { limits: { ...DEFAULT_LIMITS, searchTopkListedDfMin: 1 } };
 
@@ -47,7 +49,7 @@ async function stoppedStore(fixture: typeof layoutFour): Promise<{ first: string
   return { first, file: path.join(first, SEARCH_FILE) };
 }
 
-/** The store opened again by a serve-node, which upgraded it in place to layout 9. */
+/** The store opened again by a serve-node, which upgraded it in place to layout 10. */
 async function reopenedInPlace(
   fixture: typeof layoutFour,
   first: string,
@@ -59,7 +61,7 @@ async function reopenedInPlace(
   expect(fixture.storeDirs()).toEqual([first]);
   expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
   const upgraded = new Database(file, { readonly: true });
-  expect(upgraded.pragma('user_version', { simple: true })).toBe(9);
+  expect(upgraded.pragma('user_version', { simple: true })).toBe(10);
   return upgraded;
 }
 
@@ -78,7 +80,7 @@ function expectListsRebuilt(db: Database.Database): void {
 }
 
 describe('serve-node search store layout', () => {
-  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 9', async () => {
+  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 10', async () => {
     const { first, file } = await stoppedStore(layoutFour);
     const old = new Database(file);
     old.exec(
@@ -154,6 +156,18 @@ describe('serve-node search store layout', () => {
     const upgraded = await reopenedInPlace(layoutEight, first, file, {});
     expect(upgraded.prepare('SELECT count(*) FROM topk_terms').pluck().get()).toBe(0);
     upgraded.close();
+  });
+
+  it('opens a layout-9 store (LMDB documents in one key space a collection) in place, as space 0', async () => {
+    const { first, file } = await stoppedStore(layoutNine);
+    const old = new Database(file);
+    old.exec('PRAGMA user_version = 9;');
+    old.close();
+
+    const upgraded = await reopenedInPlace(layoutNine, first, file);
+    upgraded.close();
+    const scan = await layoutNine.serveNode!.client.scan('c', { limit: 10 });
+    expect(scan.items.map((item) => item.key)).toEqual(['a', 'b', 'c', 'd']);
   });
 
   it('replays the log into new stores when it finds an older layout', async () => {

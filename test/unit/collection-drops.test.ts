@@ -64,7 +64,7 @@ const marked = (replica: Replica) =>
 
 /** The documents left of a collection's first incarnation (key space 0). */
 const leftOf = (replica: Replica, collection: string) =>
-  replica.docs.documentsLeft({ collection, space: 0 });
+  replica.docs.countAfter(collection, null, 0);
 
 function dropsOf(
   replica: Replica,
@@ -184,7 +184,7 @@ describe('CollectionDrops', () => {
     await Promise.all([first.done, second.done]);
     expect(replica.docs.droppingSpaces()).toEqual([]);
     expect(leftOf(replica, 'again')).toBe(0);
-    expect(replica.docs.documentsLeft({ collection: 'again', space: 1 })).toBe(0);
+    expect(replica.docs.countAfter('again', null, 1)).toBe(0);
     expect(replica.docs.scan('again', {}, 10).items).toEqual([]);
   });
 });

@@ -78,7 +78,7 @@ describe('DocStore drop', () => {
     expect(dropped.space).toBe(0);
     expect(store.droppingSpaces()).toEqual([dropped]);
     // The documents are still stored (the drop's later steps delete them), yet none is read.
-    expect(store.documentsLeft(dropped)).toBe(3);
+    expect(store.countAfter(dropped.collection, null, dropped.space)).toBe(3);
     expect(visible(store, 'counts')).toEqual([0, 0, 0, 0]);
     expect(visible(store, 'other')).toEqual([1, 3, 3, 3]);
     // A restart finds the mark: a drop it resumes in the background is not read from either.
@@ -136,7 +136,7 @@ describe('DocStore drop', () => {
     store.upgradeDroppingMarks();
     expect(store.droppingSpaces()).toEqual([{ collection: 'counts', space: 0 }]);
     expect(store.get('counts', 'k0')).toBeUndefined();
-    expect(store.documentsLeft({ collection: 'counts', space: 0 })).toBe(2);
+    expect(store.countAfter('counts', null, 0)).toBe(2);
     // Done once: a second opening finds nothing to upgrade.
     store.upgradeDroppingMarks();
     expect(store.droppingSpaces()).toEqual([{ collection: 'counts', space: 0 }]);
