@@ -6,7 +6,8 @@
  * token is numbered straight from the text it is in (lowered on the way, as unicode61 lowers it),
  * with no string made for it unless it is new. A map of strings cost a string a token (cut from
  * the text and lowered), a hash and a comparison of scattered strings at each lookup, and
- * garbage. The numbers are this connection's and never stored.
+ * garbage. The numbers are this connection's and never stored; each table has its own, dense
+ * over its terms, so what is kept of a table by number grows with its terms, not every table's.
  */
 import { assert } from '../shared/assert.js';
 
@@ -70,9 +71,11 @@ export class TermIds {
     return this.terms.length;
   }
 
-  clear(): void {
-    this.slots.fill(0);
-    this.terms.length = 0;
+  /** The bytes of its arrays by number (the terms' strings apart). */
+  get arrayBytes(): number {
+    return (
+      this.slots.byteLength + this.hashes.byteLength + this.starts.byteLength + this.pool.byteLength
+    );
   }
 
   private asciiEquals(id: number, text: string, start: number, end: number): boolean {
@@ -125,10 +128,14 @@ const TERM_VALUES_INITIAL = 1024;
 
 /** A number a term id, `fill` where none was set, grown as ids are given. */
 export class TermValues {
-  private values: Float64Array;
+  private values: Int32Array<ArrayBuffer> | Float64Array<ArrayBuffer>;
 
-  constructor(private readonly fill: number) {
-    this.values = new Float64Array(TERM_VALUES_INITIAL).fill(fill);
+  /** `int32`: the values are integers of 32 bits (half the bytes). */
+  constructor(
+    private readonly fill: number,
+    private readonly int32 = false,
+  ) {
+    this.values = this.allocate(TERM_VALUES_INITIAL);
   }
 
   get(id: number): number {
@@ -136,14 +143,24 @@ export class TermValues {
   }
 
   set(id: number, value: number): void {
+    if (this.int32 && (value | 0) !== value) assert(false, `${value} is not a 32-bit integer`);
     if (id >= this.values.length) this.grow(id);
     this.values[id] = value;
+  }
+
+  /** The bytes of the values held, set or not. */
+  get arrayBytes(): number {
+    return this.values.byteLength;
+  }
+
+  private allocate(length: number): Int32Array<ArrayBuffer> | Float64Array<ArrayBuffer> {
+    return (this.int32 ? new Int32Array(length) : new Float64Array(length)).fill(this.fill);
   }
 
   private grow(id: number): void {
     let length = this.values.length;
     while (length <= id) length *= 2;
-    const values = new Float64Array(length).fill(this.fill);
+    const values = this.allocate(length);
     values.set(this.values);
     this.values = values;
   }
