@@ -119,6 +119,7 @@ export interface EmbeddedOptions {
   /**
    * Nice levels the serve-node's apply thread takes below the process's, so the threads that
    * answer requests get a core first (bin/thread-nice.ts); absent: APPLY_THREAD_NICE_DEFAULT.
+   * Not taken with `readThreads` 0, where the apply thread answers the reads.
    */
   applyThreadNice?: number;
 }
@@ -186,7 +187,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
       node: serveNodeOf(options),
-      applyThreadNice: options.applyThreadNice ?? APPLY_THREAD_NICE_DEFAULT,
+      applyThreadNice: applyThreadNiceOf(options),
     } satisfies ServeWorkerData,
     [serveLog.port2, gatewayServe.port2],
     onDeath,
@@ -261,7 +262,7 @@ async function startOnLog(
       servePort: gatewayServe.port2,
       ...(options.readThreads > 0 ? { readChannel } : {}),
       node: serveNodeOf(options),
-      applyThreadNice: options.applyThreadNice ?? APPLY_THREAD_NICE_DEFAULT,
+      applyThreadNice: applyThreadNiceOf(options),
     } satisfies ServeWorkerData,
     [gatewayServe.port2],
     onDeath,
@@ -324,6 +325,14 @@ async function startEdge(
     await stopNodes();
     throw error;
   }
+}
+
+/**
+ * The apply thread's nice levels: none without read threads, where it answers every read too
+ * (withReadThreads), and a lowered thread would put the reads behind the rest of the machine.
+ */
+function applyThreadNiceOf(options: EmbeddedOptions): number {
+  return options.readThreads > 0 ? (options.applyThreadNice ?? APPLY_THREAD_NICE_DEFAULT) : 0;
 }
 
 /** The read threads of `options.readThreads`, or the apply thread alone when there are none. */

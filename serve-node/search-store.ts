@@ -314,6 +314,11 @@ export class SearchStore {
     })();
   }
 
+  /** What the top-k lists' writer holds of terms in memory (TopkIndex.knownTermsHeld). */
+  topkKnownTermsHeld(): ReturnType<TopkIndex['knownTermsHeld']> {
+    return this.topk.knownTermsHeld();
+  }
+
   /** SearchReads.search: the best matches of a query and their number. */
   search(...args: Parameters<SearchReads['search']>): ReturnType<SearchReads['search']> {
     return this.reads.search(...args);

@@ -9,7 +9,8 @@
  * tokenized as FTS5 tokenizes (fts-tokens.ts). Other terms' document frequencies are FTS5's own
  * (an fts5vocab 'row' table), read once a term is first written and then kept in memory, so a
  * write costs an array's entry a term rather than a B-tree entry: terms are numbered as they are
- * tokenized (topk-term-ids.ts), and a transaction's bookkeeping of them is arrays by number.
+ * tokenized, each table's apart (topk-term-ids.ts), and a transaction's bookkeeping of them is
+ * arrays by number.
  * Which terms are listed, and what their lists hold,
  * is a function of the table's rows alone, never of the order or the batches they came in, so
  * a replay or a re-index makes the same lists.
@@ -95,9 +96,9 @@ const UNKNOWN = -1;
 const NOT_LISTED = -1;
 
 /**
- * What this connection knows of a table's terms, by TermIds number, each exact as of its last
- * statement. `complete` when it has known them since the table had no row (a replay, a new
- * table): a term it does not hold is then in no row, and no count is read from FTS5.
+ * What this connection knows of a table's terms, by the table's TermIds number, each exact as of
+ * its last statement. `complete` when it has known them since the table had no row (a replay, a
+ * new table): a term it does not hold is then in no row, and no count is read from FTS5.
  */
 interface KnownTerms {
   dfs: TermValues;
@@ -110,7 +111,8 @@ interface KnownTerms {
 
 function knownTerms(complete: boolean): KnownTerms {
   return {
-    dfs: new TermValues(UNKNOWN),
+    dfs: new TermValues(UNKNOWN, true),
+    // A row id of topk_terms: not bounded by 32 bits.
     listedIds: new TermValues(NOT_LISTED),
     count: 0,
     complete,
@@ -148,18 +150,22 @@ export class TopkIndex {
   /** table id → the terms written since it was cleared, each with its document frequency and id. */
   private readonly known = new Map<number, KnownTerms>();
   private knownTerms = 0;
-  private readonly termIds = new TermIds();
   /**
-   * A transaction's bookkeeping by term id, valid where `seenIn` holds its stamp (a row's for
-   * `rowTf`, the transaction's for the others), so nothing is cleared between rows or
-   * transactions: `seenIn` the last row or transaction to meet the term, `rowTf` its weighted
-   * frequency in the row, `deltas` the rows the transaction added holding it, net, `keptIn` the
-   * last transaction it was listed before and after.
+   * table id → its terms' numbers, each table's apart: ids shared by every table would grow each
+   * table's arrays by number to the count of all of them.
+   */
+  private readonly termIds = new Map<number, TermIds>();
+  /**
+   * A transaction's bookkeeping by term id (of the table it settles), valid where `seenIn` holds
+   * its stamp (a row's for `rowTf`, the transaction's for the others), so nothing is cleared
+   * between rows, transactions or tables: `seenIn` the last row or transaction to meet the term,
+   * `rowTf` its weighted frequency in the row, `deltas` the rows the transaction added holding
+   * it, net, `keptIn` the last transaction it was listed before and after.
    */
   private readonly rowSeenIn = new TermValues(0);
   private readonly seenIn = new TermValues(0);
   private readonly rowTf = new TermValues(0);
-  private readonly deltas = new TermValues(0);
+  private readonly deltas = new TermValues(0, true);
   private readonly keptIn = new TermValues(0);
   private stamp = 0;
   /** By table object, not id: an id given again comes with another table. */
@@ -283,6 +289,7 @@ export class TopkIndex {
   private forgetTable(tableId: number): void {
     this.knownTerms -= this.known.get(tableId)?.count ?? 0;
     this.known.delete(tableId);
+    this.termIds.delete(tableId);
   }
 
   /** The transaction rolled back: what it gathered, and what is known of terms, is forgotten. */
@@ -295,7 +302,7 @@ export class TopkIndex {
   settle(): void {
     for (const { table, changes } of this.pending.values()) this.settleTable(table, changes);
     this.pending.clear();
-    if (this.knownTerms > this.knownTermsMax || this.termIds.size > this.knownTermsMax) {
+    if (this.knownTerms > this.knownTermsMax || this.numberedTerms() > this.knownTermsMax) {
       this.forgetTerms();
     }
   }
@@ -305,6 +312,34 @@ export class TopkIndex {
     this.known.clear();
     this.knownTerms = 0;
     this.termIds.clear();
+  }
+
+  private numberedTerms(): number {
+    let terms = 0;
+    for (const ofTable of this.termIds.values()) terms += ofTable.size;
+    return terms;
+  }
+
+  private termIdsOf(tableId: number): TermIds {
+    let ofTable = this.termIds.get(tableId);
+    if (ofTable === undefined) {
+      ofTable = new TermIds();
+      this.termIds.set(tableId, ofTable);
+    }
+    return ofTable;
+  }
+
+  /**
+   * The terms numbered over every table, and the bytes of the arrays by number that hold what is
+   * known of them, which knownTermsMax bounds: for checks and figures.
+   */
+  knownTermsHeld(): { terms: number; arrayBytes: number } {
+    let arrayBytes = 0;
+    for (const ofTable of this.known.values()) {
+      arrayBytes += ofTable.dfs.arrayBytes + ofTable.listedIds.arrayBytes;
+    }
+    for (const ofTable of this.termIds.values()) arrayBytes += ofTable.arrayBytes;
+    return { terms: this.numberedTerms(), arrayBytes };
   }
 
   private sourceOf(table: FtsTable): FtsPostings {
@@ -331,7 +366,7 @@ export class TopkIndex {
     if (known !== UNKNOWN) return known;
     let df = 0;
     if (!ofTable.complete) {
-      const term = this.termIds.termOf(id);
+      const term = this.termIdsOf(table.id).termOf(id);
       const stored = this.statements.listedTerm.get(table.id, term) as [number, number] | undefined;
       if (stored !== undefined) {
         df = stored[1];
@@ -380,12 +415,13 @@ export class TopkIndex {
     transaction: number,
   ): KnownTerms {
     const ofTable = knownTerms(true);
+    const termIds = this.termIdsOf(table.id);
     const learn = (id: number, df: number) => {
       if (ofTable.dfs.get(id) === UNKNOWN) ofTable.count += 1;
       ofTable.dfs.set(id, df);
     };
     for (const [term, df] of this.sourceOf(table).documentFrequencies()) {
-      const id = this.termIds.idOf(term);
+      const id = termIds.idOf(term);
       const before = df - this.deltaOf(id, transaction);
       if (before > 0) learn(id, before);
     }
@@ -398,7 +434,7 @@ export class TopkIndex {
     for (const [listedId, term, df] of this.statements.tableTerms.all(table.id) as Array<
       [number, string, number]
     >) {
-      const id = this.termIds.idOf(term);
+      const id = termIds.idOf(term);
       learn(id, df);
       ofTable.listedIds.set(id, listedId);
     }
@@ -435,11 +471,12 @@ export class TopkIndex {
     let rowsAdded = 0;
     for (const { added } of changes) rowsAdded += added ? 1 : -1;
     const ofTable = this.knownOf(table, rowsAdded, touched, transaction);
+    const termIds = this.termIdsOf(table.id);
     for (const id of touched) {
       const delta = this.deltas.get(id);
       const after = this.dfBefore(ofTable, table, id, delta) + delta;
       if (after < 0) {
-        assert(false, `term ${this.termIds.termOf(id)} of table ${table.id} in ${after} rows`);
+        assert(false, `term ${termIds.termOf(id)} of table ${table.id} in ${after} rows`);
       }
       const isListed = after >= this.listedDfMin;
       const listedId = ofTable.listedIds.get(id);
@@ -452,7 +489,7 @@ export class TopkIndex {
         this.keptIn.set(id, transaction);
         if (delta !== 0) dfs[listedId] = after;
       } else if (isListed) {
-        const term = this.termIds.termOf(id);
+        const term = termIds.termOf(id);
         const newId = Number(this.statements.insertTerm.run(table.id, term, after).lastInsertRowid);
         ofTable.listedIds.set(id, newId);
         built.push([newId, term]);
@@ -561,7 +598,11 @@ export class TopkIndex {
       );
       return change.texts;
     });
-    const tokenized = this.tokenizers.tokenizeIds(table.settings.tokenizer, texts, this.termIds);
+    const tokenized = this.tokenizers.tokenizeIds(
+      table.settings.tokenizer,
+      texts,
+      this.termIdsOf(table.id),
+    );
     return changes.map((change, i) => {
       const row = ++this.stamp;
       const ids: number[] = [];

@@ -2,64 +2,61 @@
  * Terms numbered for the top-k lists' writer (topk-index.ts), so that what a transaction keeps of
  * each term (its rows' frequencies, its change of document frequency, what is known of it) sits
  * in arrays indexed by number rather than in maps keyed by the term's text. A term is found by a
- * hash of its characters in a table of numbers, its characters compared in one pool: an ASCII
- * token is numbered straight from the text it is in (lowered on the way, as unicode61 lowers it),
- * with no string made for it unless it is new. A map of strings cost a string a token (cut from
+ * hash of its characters in a table of numbers, its characters compared with the term's: an
+ * ASCII token is numbered straight from the text it is in (lowered on the way, as unicode61
+ * lowers it), with no string made for it unless it is new. A map of strings cost a string a token (cut from
  * the text and lowered), a hash and a comparison of scattered strings at each lookup, and
- * garbage. The numbers are this connection's and never stored.
+ * garbage. The numbers are this connection's and never stored; each table has its own, dense
+ * over its terms, so what is kept of a table by number grows with its terms, not every table's.
  */
 import { assert } from '../shared/assert.js';
 
 const SLOTS_INITIAL = 4096;
-const POOL_INITIAL = 32_768;
 const A_UPPER = 0x41;
 const Z_UPPER = 0x5a;
 const LOWER = 0x20;
+const HASH_SEED = 0x811c9dc5;
+const HASH_PRIME = 0x01000193;
 
-function growInt32(array: Int32Array<ArrayBuffer>, lengthMin: number): Int32Array<ArrayBuffer> {
-  let length = array.length;
-  while (length < lengthMin) length *= 2;
-  const grown = new Int32Array(length);
-  grown.set(array);
-  return grown;
+/** `c`, lowered if `lower` and an ASCII capital (as unicode61 lowers it). */
+function charOf(c: number, lower: boolean): number {
+  return lower && c >= A_UPPER && c <= Z_UPPER ? c | LOWER : c;
+}
+
+/** FNV-1a of `text[start..end)`'s code units, lowered where `lower`. */
+function hashOf(text: string, start: number, end: number, lower: boolean): number {
+  let hash = HASH_SEED;
+  for (let i = start; i < end; i++)
+    hash = Math.imul(hash ^ charOf(text.charCodeAt(i), lower), HASH_PRIME);
+  return hash;
+}
+
+function equals(term: string, text: string, start: number, end: number, lower: boolean): boolean {
+  if (term.length !== end - start) return false;
+  for (let i = start; i < end; i++) {
+    if (term.charCodeAt(i - start) !== charOf(text.charCodeAt(i), lower)) return false;
+  }
+  return true;
 }
 
 export class TermIds {
   /** Open addressing: a term's id plus one at the first free slot from its hash, 0 when free. */
   private slots = new Int32Array(SLOTS_INITIAL);
   private hashes = new Int32Array(SLOTS_INITIAL / 2);
-  /** Term `id`'s code units are `pool[starts[id]..starts[id + 1])`. */
-  private starts = new Int32Array(SLOTS_INITIAL / 2 + 1);
-  private pool = new Uint16Array(POOL_INITIAL);
   private readonly terms: string[] = [];
 
   /** The number of the ASCII token `text[start..end)` lowered (A-Z to a-z), given now if new. */
   idOfAscii(text: string, start: number, end: number): number {
-    let hash = 0x811c9dc5;
-    for (let i = start; i < end; i++) {
-      const c = text.charCodeAt(i);
-      hash = Math.imul(hash ^ (c >= A_UPPER && c <= Z_UPPER ? c | LOWER : c), 0x01000193);
-    }
-    const mask = this.slots.length - 1;
-    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
-      const held = this.slots[slot];
-      if (held === 0) return this.add(text.slice(start, end).toLowerCase(), hash, slot);
-      const id = held - 1;
-      if (this.hashes[id] === hash && this.asciiEquals(id, text, start, end)) return id;
-    }
+    const hash = hashOf(text, start, end, true);
+    const found = this.probe(hash, text, start, end, true);
+    return found >= 0 ? found : this.add(text.slice(start, end).toLowerCase(), hash, ~found);
   }
 
   /** The term's number, given now if it has none. */
   idOf(term: string): number {
-    let hash = 0x811c9dc5;
-    for (let i = 0; i < term.length; i++) hash = Math.imul(hash ^ term.charCodeAt(i), 0x01000193);
-    const mask = this.slots.length - 1;
-    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
-      const held = this.slots[slot];
-      if (held === 0) return this.add(term, hash, slot);
-      const id = held - 1;
-      if (this.hashes[id] === hash && this.terms[id] === term) return id;
-    }
+    const hash = hashOf(term, 0, term.length, false);
+    const found = this.probe(hash, term, 0, term.length, false);
+    return found >= 0 ? found : this.add(term, hash, ~found);
   }
 
   termOf(id: number): string {
@@ -70,39 +67,31 @@ export class TermIds {
     return this.terms.length;
   }
 
-  clear(): void {
-    this.slots.fill(0);
-    this.terms.length = 0;
+  /** The bytes of its arrays by number (the terms' strings apart). */
+  get arrayBytes(): number {
+    return this.slots.byteLength + this.hashes.byteLength;
   }
 
-  private asciiEquals(id: number, text: string, start: number, end: number): boolean {
-    const from = this.starts[id];
-    if (this.starts[id + 1] - from !== end - start) return false;
-    for (let i = start; i < end; i++) {
-      const c = text.charCodeAt(i);
-      if (this.pool[from + i - start] !== (c >= A_UPPER && c <= Z_UPPER ? c | LOWER : c)) {
-        return false;
-      }
+  /** The id of `text[start..end)` (lowered where `lower`), else ~ the free slot it would take. */
+  private probe(hash: number, text: string, start: number, end: number, lower: boolean): number {
+    const mask = this.slots.length - 1;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const held = this.slots[slot];
+      if (held === 0) return ~slot;
+      const id = held - 1;
+      if (this.hashes[id] === hash && equals(this.terms[id], text, start, end, lower)) return id;
     }
-    return true;
   }
 
   private add(term: string, hash: number, slot: number): number {
     const id = this.terms.length;
     this.terms.push(term);
-    if (id >= this.hashes.length) this.hashes = growInt32(this.hashes, id + 1);
-    if (id + 2 > this.starts.length) this.starts = growInt32(this.starts, id + 2);
-    this.hashes[id] = hash;
-    const from = this.starts[id];
-    if (from + term.length > this.pool.length) {
-      let length = this.pool.length;
-      while (length < from + term.length) length *= 2;
-      const pool = new Uint16Array(length);
-      pool.set(this.pool);
-      this.pool = pool;
+    if (id >= this.hashes.length) {
+      const hashes = new Int32Array(this.hashes.length * 2);
+      hashes.set(this.hashes);
+      this.hashes = hashes;
     }
-    for (let i = 0; i < term.length; i++) this.pool[from + i] = term.charCodeAt(i);
-    this.starts[id + 1] = from + term.length;
+    this.hashes[id] = hash;
     this.slots[slot] = id + 1;
     // Kept at most half full, so a probe finds a free slot soon.
     if ((id + 1) * 2 > this.slots.length) this.rehash();
@@ -125,10 +114,14 @@ const TERM_VALUES_INITIAL = 1024;
 
 /** A number a term id, `fill` where none was set, grown as ids are given. */
 export class TermValues {
-  private values: Float64Array;
+  private values: Int32Array<ArrayBuffer> | Float64Array<ArrayBuffer>;
 
-  constructor(private readonly fill: number) {
-    this.values = new Float64Array(TERM_VALUES_INITIAL).fill(fill);
+  /** `int32`: the values are integers of 32 bits (half the bytes). */
+  constructor(
+    private readonly fill: number,
+    private readonly int32 = false,
+  ) {
+    this.values = this.allocate(TERM_VALUES_INITIAL);
   }
 
   get(id: number): number {
@@ -136,14 +129,24 @@ export class TermValues {
   }
 
   set(id: number, value: number): void {
+    if (this.int32 && (value | 0) !== value) assert(false, `${value} is not a 32-bit integer`);
     if (id >= this.values.length) this.grow(id);
     this.values[id] = value;
+  }
+
+  /** The bytes of the values held, set or not. */
+  get arrayBytes(): number {
+    return this.values.byteLength;
+  }
+
+  private allocate(length: number): Int32Array<ArrayBuffer> | Float64Array<ArrayBuffer> {
+    return (this.int32 ? new Int32Array(length) : new Float64Array(length)).fill(this.fill);
   }
 
   private grow(id: number): void {
     let length = this.values.length;
     while (length <= id) length *= 2;
-    const values = new Float64Array(length).fill(this.fill);
+    const values = this.allocate(length);
     values.set(this.values);
     this.values = values;
   }

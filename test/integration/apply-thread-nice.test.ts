@@ -1,7 +1,8 @@
 // Proves `tailbase start` and `tailbase serve-node` run the serve-node's apply thread
 // --apply-thread-nice levels below the process (the threads answering requests keep the process's
 // priority), capped at nice 19, and leave every thread at the process's with
-// --apply-thread-nice 0: read from /proc, on Linux.
+// --apply-thread-nice 0, or with --read-threads 0 (the apply thread answers the reads): read from
+// /proc, on Linux.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
@@ -53,6 +54,15 @@ describe.runIf(existsSync('/proc/thread-self'))('the apply thread of tailbase st
     nodes.push(none);
     const all = threadNices(none.pid);
     expect(new Set(all.values())).toEqual(new Set([all.get(none.pid)]));
+  });
+
+  it('with --read-threads 0, where the apply thread answers every read, leaves it at the process’s own', async () => {
+    const node = await spawnEmbedded({
+      args: ['--kafka-port', 'off', '--read-threads', '0', '--apply-thread-nice', '3'],
+    });
+    nodes.push(node);
+    const all = threadNices(node.pid);
+    expect(new Set(all.values())).toEqual(new Set([all.get(node.pid)]));
   });
 });
 

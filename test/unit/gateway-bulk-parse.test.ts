@@ -1,9 +1,9 @@
-// Proves the bulk parser refuses a body over bulkRecordsMax from a count, before parsing it whole
+// Proves the bulk parser (as the gateway runs it, in slices) refuses a body over bulkRecordsMax from a count, before parsing it whole
 // (a malformed element past the limit is never reached), that the count is exact for any valid
 // array, that every other body gets the answer a plain JSON.parse gives, and that the content type
 // is read case-insensitively and without its parameters.
 import { describe, expect, it } from 'vitest';
-import { parseBulk } from '../../gateway/bulk.js';
+import { parseBulkInSlices } from '../../gateway/bulk.js';
 import { DEFAULT_LIMITS } from '../../gateway/config.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { seededRandom, testSeed, type Random } from '../harness/random.js';
@@ -13,7 +13,11 @@ const NDJSON_TYPE = 'application/x-ndjson';
 const record = (key: string) => JSON.stringify({ key, value: { n: 1 } });
 
 function parse(text: string, type: string | undefined, bulkRecordsMax: number) {
-  return parseBulk(text, type, { ...DEFAULT_LIMITS, bulkRecordsMax }, 0);
+  return parseBulkInSlices(text, type, { ...DEFAULT_LIMITS, bulkRecordsMax }, 0);
+}
+
+async function keysOf(text: string, type: string | undefined, bulkRecordsMax: number) {
+  return (await parse(text, type, bulkRecordsMax)).map((r) => r.key);
 }
 
 /** Characters the element count must see through when they sit inside strings. */
@@ -37,9 +41,9 @@ function randomValue(random: Random, depth: number): unknown {
   return Object.fromEntries(members);
 }
 
-function refusal(run: () => unknown): TailbaseError {
+async function refusal(run: () => Promise<unknown>): Promise<TailbaseError> {
   try {
-    run();
+    await run();
   } catch (error) {
     if (error instanceof TailbaseError) return error;
     throw error;
@@ -54,18 +58,18 @@ const tooMany = (max: number, actual: number) => ({
 });
 
 describe('a JSON array bulk over bulkRecordsMax', () => {
-  it('is refused on its count, before a malformed element past the limit is parsed', () => {
+  it('is refused on its count, before a malformed element past the limit is parsed', async () => {
     const text = `[${record('a')},${record('b')},${record('c')},{"key":nope}]`;
-    expect(refusal(() => parse(text, JSON_TYPE, 3))).toMatchObject(tooMany(3, 4));
-    expect(refusal(() => parse(text, JSON_TYPE, 4))).toMatchObject({ code: 'invalid_json' });
+    expect(await refusal(() => parse(text, JSON_TYPE, 3))).toMatchObject(tooMany(3, 4));
+    expect(await refusal(() => parse(text, JSON_TYPE, 4))).toMatchObject({ code: 'invalid_json' });
   });
 
-  it('reports the whole count, as a full parse would', () => {
+  it('reports the whole count, as a full parse would', async () => {
     const text = `[${'{},'.repeat(99_999)}{}]`;
-    expect(refusal(() => parse(text, JSON_TYPE, 10))).toMatchObject(tooMany(10, 100_000));
+    expect(await refusal(() => parse(text, JSON_TYPE, 10))).toMatchObject(tooMany(10, 100_000));
   });
 
-  it('counts elements whose strings hold brackets, braces, commas, quotes and backslashes', () => {
+  it('counts elements whose strings hold brackets, braces, commas, quotes and backslashes', async () => {
     const awkward = [
       '[',
       ']',
@@ -81,13 +85,13 @@ describe('a JSON array bulk over bulkRecordsMax', () => {
       '\\\\",',
     ];
     const text = JSON.stringify(awkward.map((key) => ({ key, value: { key, list: [key, ','] } })));
-    expect(refusal(() => parse(text, JSON_TYPE, awkward.length - 1))).toMatchObject(
+    expect(await refusal(() => parse(text, JSON_TYPE, awkward.length - 1))).toMatchObject(
       tooMany(awkward.length - 1, awkward.length),
     );
-    expect(parse(text, JSON_TYPE, awkward.length).map((r) => r.key)).toEqual(awkward);
+    expect(await keysOf(text, JSON_TYPE, awkward.length)).toEqual(awkward);
   });
 
-  it('counts exactly what JSON.parse finds in random arrays of awkward records (seeded)', () => {
+  it('counts exactly what JSON.parse finds in random arrays of awkward records (seeded)', async () => {
     const seed = testSeed('bulk array count');
     const random = seededRandom(seed);
     for (let round = 0; round < 300; round++) {
@@ -95,42 +99,38 @@ describe('a JSON array bulk over bulkRecordsMax', () => {
       const bulk = keys.map((key) => ({ key, value: { v: randomValue(random, 1) } }));
       const text = JSON.stringify(bulk, null, random.pick([0, 1, '\t', ' \r\n']));
       const where = `seed ${seed} round ${round}`;
-      expect(
-        parse(text, JSON_TYPE, keys.length).map((r) => r.key),
-        where,
-      ).toEqual(keys);
-      expect(
-        refusal(() => parse(text, JSON_TYPE, keys.length - 1)),
-        where,
-      ).toMatchObject(tooMany(keys.length - 1, keys.length));
+      expect(await keysOf(text, JSON_TYPE, keys.length), where).toEqual(keys);
+      expect(await refusal(() => parse(text, JSON_TYPE, keys.length - 1)), where).toMatchObject(
+        tooMany(keys.length - 1, keys.length),
+      );
     }
   });
 
-  it('counts hand-written escapes: \\" in a string, \\\\ just before its closing quote', () => {
+  it('counts hand-written escapes: \\" in a string, \\\\ just before its closing quote', async () => {
     const text = '[{"key":"\\"]","value":{}}, {"key":"\\\\","value":{"a":"\\\\\\"["}}]';
-    expect(refusal(() => parse(text, JSON_TYPE, 1))).toMatchObject(tooMany(1, 2));
-    expect(parse(text, JSON_TYPE, 2).map((r) => r.key)).toEqual(['"]', '\\']);
+    expect(await refusal(() => parse(text, JSON_TYPE, 1))).toMatchObject(tooMany(1, 2));
+    expect(await keysOf(text, JSON_TYPE, 2)).toEqual(['"]', '\\']);
   });
 
-  it('counts a nested array or object as one element', () => {
+  it('counts a nested array or object as one element', async () => {
     const text = '[[1,[2,3],{"a":[4,5]}], [], {"b":{"c":[6,7,8]}}]';
-    expect(refusal(() => parse(text, JSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
-    expect(refusal(() => parse(text, JSON_TYPE, 3))).toMatchObject({
+    expect(await refusal(() => parse(text, JSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
+    expect(await refusal(() => parse(text, JSON_TYPE, 3))).toMatchObject({
       code: 'invalid_record',
       details: { index: 0 },
     });
   });
 
-  it('counts across JSON whitespace between elements and around the array', () => {
+  it('counts across JSON whitespace between elements and around the array', async () => {
     const text = ` \r\n\t[ \n${record('a')} ,\r\n\t${record('b')}\n,${record('c')} ] \n`;
-    expect(refusal(() => parse(text, JSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
-    expect(parse(text, JSON_TYPE, 3)).toHaveLength(3);
-    expect(parse(text, undefined, 3)).toHaveLength(3);
+    expect(await refusal(() => parse(text, JSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
+    expect(await parse(text, JSON_TYPE, 3)).toHaveLength(3);
+    expect(await parse(text, undefined, 3)).toHaveLength(3);
   });
 });
 
 describe('a JSON array bulk within bulkRecordsMax', () => {
-  it('gets the same invalid_json, with JSON.parse’s own message, as before', () => {
+  it('gets the same invalid_json, with JSON.parse’s own message, as before', async () => {
     for (const text of ['[{"key":"a"', '[1,,2]', '[1,2,]', '[1] [2]', '[1}', '["a\\"]']) {
       let message = '';
       try {
@@ -138,7 +138,7 @@ describe('a JSON array bulk within bulkRecordsMax', () => {
       } catch (cause) {
         message = (cause as Error).message;
       }
-      expect(refusal(() => parse(text, JSON_TYPE, 5))).toMatchObject({
+      expect(await refusal(() => parse(text, JSON_TYPE, 5))).toMatchObject({
         status: 400,
         code: 'invalid_json',
         message: `bulk body is not valid JSON: ${message}`,
@@ -146,44 +146,50 @@ describe('a JSON array bulk within bulkRecordsMax', () => {
     }
   });
 
-  it('leaves a byte order mark or a non-JSON space to JSON.parse, which refuses it', () => {
+  it('leaves a byte order mark or a non-JSON space to JSON.parse, which refuses it', async () => {
     for (const text of [`\uFEFF[${record('a')}]`, `\u00A0[${record('a')}]`]) {
-      expect(refusal(() => parse(text, JSON_TYPE, 1))).toMatchObject({ code: 'invalid_json' });
-      expect(refusal(() => parse(text, undefined, 1))).toMatchObject({ code: 'invalid_json' });
+      expect(await refusal(() => parse(text, JSON_TYPE, 1))).toMatchObject({
+        code: 'invalid_json',
+      });
+      expect(await refusal(() => parse(text, undefined, 1))).toMatchObject({
+        code: 'invalid_json',
+      });
     }
   });
 
-  it('answers empty_bulk for an empty array and invalid_bulk for a string holding commas', () => {
-    expect(refusal(() => parse('[ \n ]', JSON_TYPE, 1))).toMatchObject({ code: 'empty_bulk' });
-    expect(refusal(() => parse('"[1,2,3]"', JSON_TYPE, 1))).toMatchObject({
+  it('answers empty_bulk for an empty array and invalid_bulk for a string holding commas', async () => {
+    expect(await refusal(() => parse('[ \n ]', JSON_TYPE, 1))).toMatchObject({
+      code: 'empty_bulk',
+    });
+    expect(await refusal(() => parse('"[1,2,3]"', JSON_TYPE, 1))).toMatchObject({
       code: 'invalid_bulk',
     });
   });
 });
 
 describe('an NDJSON bulk', () => {
-  it('is refused at the line past bulkRecordsMax, before a malformed line there is parsed', () => {
+  it('is refused at the line past bulkRecordsMax, before a malformed line there is parsed', async () => {
     const text = `${record('a')}\n${record('b')}\n{"key":nope}\n${record('c')}\n`;
-    expect(refusal(() => parse(text, NDJSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
-    expect(refusal(() => parse(text, NDJSON_TYPE, 3))).toMatchObject({
+    expect(await refusal(() => parse(text, NDJSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
+    expect(await refusal(() => parse(text, NDJSON_TYPE, 3))).toMatchObject({
       code: 'invalid_json',
       details: { line: 3 },
     });
   });
 
-  it('skips blank, whitespace-only and CRLF lines, numbering lines as the body does', () => {
+  it('skips blank, whitespace-only and CRLF lines, numbering lines as the body does', async () => {
     const text = `\n \t\r\n\uFEFF${record('a')}\r\n\u00A0\n  ${record('b')}  \n\n{oops\n`;
-    expect(refusal(() => parse(text, NDJSON_TYPE, 5))).toMatchObject({
+    expect(await refusal(() => parse(text, NDJSON_TYPE, 5))).toMatchObject({
       code: 'invalid_json',
       details: { line: 7 },
     });
     const good = text.replace('{oops\n', record('c'));
-    expect(parse(good, NDJSON_TYPE, 3).map((r) => r.key)).toEqual(['a', 'b', 'c']);
-    expect(refusal(() => parse(good, NDJSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
+    expect(await keysOf(good, NDJSON_TYPE, 3)).toEqual(['a', 'b', 'c']);
+    expect(await refusal(() => parse(good, NDJSON_TYPE, 2))).toMatchObject(tooMany(2, 3));
   });
 
-  it('answers empty_bulk for a body of only newlines', () => {
-    expect(refusal(() => parse('\n'.repeat(1 << 20), NDJSON_TYPE, 10))).toMatchObject({
+  it('answers empty_bulk for a body of only newlines', async () => {
+    expect(await refusal(() => parse('\n'.repeat(1 << 20), NDJSON_TYPE, 10))).toMatchObject({
       status: 400,
       code: 'empty_bulk',
     });
@@ -191,33 +197,33 @@ describe('an NDJSON bulk', () => {
 });
 
 describe('the bulk format', () => {
-  it('reads application/json in any case, and with parameters, as a JSON array', () => {
+  it('reads application/json in any case, and with parameters, as a JSON array', async () => {
     const object = record('a');
     for (const type of [
       'application/json',
       'APPLICATION/JSON',
       'Application/Json; charset=UTF-8',
     ]) {
-      expect(refusal(() => parse(object, type, 5))).toMatchObject({ code: 'invalid_bulk' });
+      expect(await refusal(() => parse(object, type, 5))).toMatchObject({ code: 'invalid_bulk' });
     }
   });
 
-  it('reads application/x-ndjson in any case, and with parameters, as lines', () => {
+  it('reads application/x-ndjson in any case, and with parameters, as lines', async () => {
     const array = `[${record('a')}]`;
     for (const type of [
       NDJSON_TYPE,
       'APPLICATION/X-NDJSON',
       'Application/X-NDJSON ; charset=utf-8',
     ]) {
-      expect(refusal(() => parse(array, type, 5))).toMatchObject({
+      expect(await refusal(() => parse(array, type, 5))).toMatchObject({
         code: 'invalid_record',
         details: { index: 0 },
       });
     }
   });
 
-  it('looks only at the media type, not at its parameters', () => {
-    expect(parse(record('a'), 'text/plain; profile=json', 5).map((r) => r.key)).toEqual(['a']);
-    expect(parse(`[${record('a')}]`, 'text/plain; charset=utf-8', 5)).toHaveLength(1);
+  it('looks only at the media type, not at its parameters', async () => {
+    expect(await keysOf(record('a'), 'text/plain; profile=json', 5)).toEqual(['a']);
+    expect(await parse(`[${record('a')}]`, 'text/plain; charset=utf-8', 5)).toHaveLength(1);
   });
 });

@@ -3,7 +3,7 @@
 // could never be read, written or deleted by key. Keys that only hold dots among other characters
 // are still taken.
 import { describe, expect, it } from 'vitest';
-import { parseBulk } from '../../gateway/bulk.js';
+import { parseBulkInSlices } from '../../gateway/bulk.js';
 import { DEFAULT_LIMITS } from '../../gateway/config.js';
 import { checkKey } from '../../gateway/validation.js';
 
@@ -28,8 +28,8 @@ describe('checkKey', () => {
   });
 });
 
-describe('parseBulk', () => {
-  it('refuses a dot-segment key in either body form, naming the record', () => {
+describe('parseBulkInSlices', () => {
+  it('refuses a dot-segment key in either body form, naming the record', async () => {
     for (const key of DOT_KEYS) {
       const records = [
         { key: 'a', value: { n: 1 } },
@@ -40,9 +40,10 @@ describe('parseBulk', () => {
         [records.map((r) => JSON.stringify(r)).join('\n'), 'application/x-ndjson'],
       ];
       for (const [body, type] of bodies) {
-        expect(() => parseBulk(body, type, DEFAULT_LIMITS, 0), key).toThrow(
-          expect.objectContaining({ code: 'invalid_key', details: { index: 1 } }),
-        );
+        await expect(parseBulkInSlices(body, type, DEFAULT_LIMITS, 0), key).rejects.toMatchObject({
+          code: 'invalid_key',
+          details: { index: 1 },
+        });
       }
     }
   });

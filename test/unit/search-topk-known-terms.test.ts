@@ -2,7 +2,9 @@
 // once, then kept) changes no list: writes after the store is reopened (every count read from
 // FTS5) and with the memory bounded to nothing (forgotten after every write) leave the same terms
 // and postings as the lists built from FTS5 at once, and list exactly FTS5's terms of at least the
-// threshold's rows after every write, also where the words are numbered after thousands of others.
+// threshold's rows after every write, also where the words are numbered after thousands of others;
+// and that what the writer holds by term number grows with each table's own terms, not with
+// every table's (tables written one after another hold as much each as the first alone).
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,4 +165,42 @@ describe('top-k lists written with counts kept in memory', () => {
       expect(await rebuilt(writer), `seed ${seed}`).toEqual(lived);
     });
   }
+});
+
+describe('what the writer holds of terms by number', () => {
+  it('grows with each table its own terms: tables written in turn hold as much each as one', async () => {
+    const tables = 12;
+    const termsOfTable = 3_000;
+    const dir = mkdtempSync(join(tmpdir(), 'search-topk-held-'));
+    dirs.push(dir);
+    const replica = new Replica(dir, {
+      topkListedDfMin: LISTED_DF_MIN,
+      topkKnownTermsMax: 1_000_000,
+    });
+    try {
+      // Each table's terms its own, all of one length, so each table's arrays are alike.
+      const writeTable = (table: number) => {
+        const words = Array.from(
+          { length: termsOfTable },
+          (_, i) => `c${String(table).padStart(2, '0')}w${String(i).padStart(4, '0')}`,
+        );
+        const records = Array.from({ length: LISTED_DF_MIN * 2 }, (_, i) => ({
+          key: `k${i}`,
+          value: Buffer.from(JSON.stringify({ text: words.join(' ') })),
+          timestampMs: 0,
+        }));
+        const batches = encodeBatch(records, { baseOffset: 0 });
+        replica.applyMany([{ topic: `c${table}`, partition: 0, fromOffset: 0, batches }]);
+      };
+      writeTable(0);
+      const one = replica.search.topkKnownTermsHeld();
+      expect(one.terms).toBe(termsOfTable);
+      for (let table = 1; table < tables; table++) writeTable(table);
+      const all = replica.search.topkKnownTermsHeld();
+      expect(all.terms).toBe(tables * termsOfTable);
+      expect(all.arrayBytes).toBeLessThanOrEqual(tables * one.arrayBytes);
+    } finally {
+      await replica.close();
+    }
+  });
 });
