@@ -34,6 +34,16 @@ export interface ScanOptions {
    * and may have been higher when the batch was written.
    */
   verify: boolean;
+  /**
+   * The chunk to read into, for a caller that scans one file in many calls (allocateScanChunk);
+   * a batch larger than it is read into a larger one of this call's own.
+   */
+  buffer?: Buffer;
+}
+
+/** A scan chunk for `spanBytes` of a file: a tailing reader's lookup scans only a few KiB. */
+export function allocateScanChunk(spanBytes: number): Buffer {
+  return Buffer.allocUnsafe(Math.max(BATCH_HEADER_BYTES, Math.min(spanBytes, SCAN_CHUNK_BYTES)));
 }
 
 /** Calls `visit` per batch in file order; `visit` returns false to stop early. */
@@ -43,10 +53,9 @@ export function scanBatches(
   options: ScanOptions,
   visit: (batch: ScannedBatch) => boolean | void,
 ): ScanEnd {
-  // A tailing reader's lookup scans a few KiB: a full chunk for each was most of the log-node's
-  // garbage under write load (profiled).
-  const span = options.until - (options.from ?? 0);
-  let buffer = Buffer.allocUnsafe(Math.max(BATCH_HEADER_BYTES, Math.min(span, SCAN_CHUNK_BYTES)));
+  // A full chunk for each tailing reader's lookup was most of the log-node's garbage under write
+  // load (profiled): the chunk is sized to the span.
+  let buffer = options.buffer ?? allocateScanChunk(options.until - (options.from ?? 0));
   let bufferStart = options.from ?? 0;
   let bufferLength = 0;
   let position = bufferStart;

@@ -11,7 +11,8 @@
  * one go held every append of the node for 8-40 s. Its copy is written and fsynced through the
  * thread pool for the same reason. Between slices the partition goes on: appends and rolls add
  * batches past what the pass scans (it reads up to the ends it saw when it began), and a segment
- * the pass works on may leave the set (a full disk reloads it): its copy is then thrown away.
+ * the pass works on may leave the set (a full disk reloads it): its copy is then thrown away; and
+ * the partition may close (its topic dropped): the pass then stops at its next slice.
  */
 import fs from 'node:fs';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -22,7 +23,7 @@ import {
   type StoredRecord,
 } from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
-import { scanBatches } from './batch-scanner.js';
+import { allocateScanChunk, scanBatches } from './batch-scanner.js';
 import type { Clock } from './clock.js';
 import { CorruptLogError } from './log-loader.js';
 import type { LogNode } from './log-node.js';
@@ -44,7 +45,10 @@ export interface CleanSummary {
   error?: string;
 }
 
-/** Thrown out of a slice when the node closes in the middle of a pass: nothing is swapped. */
+/**
+ * Thrown out of a slice when the node or the partition closes (or the partition fails, or its
+ * segment set is reloaded) in the middle of a pass: nothing is swapped.
+ */
 class PassStopped extends Error {}
 
 /** What a compaction pass decides records by. */
@@ -173,7 +177,9 @@ export class LogCleaner {
     const { deleteRetentionMs } = log.topic.configs;
     const pass: CompactionPass = { deleteRetentionMs, latest, keysLeftBehind, nowMs };
     for (const segment of closed.slice(0, scannedSegments)) {
-      const plan = await this.planSegment(segment, pass);
+      // A reloaded set holds new segments: what this pass read of the old ones decides nothing.
+      if (log.isClosed || !log.closedSegments().includes(segment)) break;
+      const plan = await this.planSegment(log, segment, pass);
       const worthRewriting =
         plan.removable > 0 &&
         (plan.removable / plan.total >= this.node.config.cleanerMinDirtyRatio ||
@@ -212,7 +218,7 @@ export class LogCleaner {
     ];
     let scannedSegments = 0;
     for (const { segment, until } of all) {
-      await this.forEachBatch(segment, until, (bytes) => {
+      await this.forEachBatch(log, segment, until, (bytes) => {
         for (const record of decodeRecords(bytes)) {
           latest.set(record.key, record.offset);
         }
@@ -228,9 +234,11 @@ export class LogCleaner {
    * at most cleanerSliceMsMax with `betweenSlices` (by default a turn of the event loop) after
    * each. Throws when the segment does not read cleanly to `until`: a key map or a copy that
    * silently stopped at a damaged batch would lose every record after it; throws PassStopped when
-   * the node closes meanwhile.
+   * the node or the partition closes meanwhile, the partition fails, or the segment was retired
+   * and closed (a reloaded set).
    */
   private async forEachBatch(
+    log: PartitionLog,
     segment: Segment,
     until: number,
     visit: (bytes: Buffer) => void,
@@ -240,13 +248,16 @@ export class LogCleaner {
     const { cleanerSliceMsMax } = this.node.config;
     segment.acquire();
     try {
+      // One chunk for every slice: a fresh 1 MiB a slice was most of the cleaner's garbage.
+      const buffer = allocateScanChunk(until);
       let from = 0;
       for (;;) {
+        this.stopIfGone(log, segment);
         const sliceEndMs = performance.now() + cleanerSliceMsMax;
         const end = scanBatches(
           io,
           segment.fileDescriptor,
-          { from, until, verify: true },
+          { from, until, verify: true, buffer },
           ({ bytes, header, position }) => {
             visit(bytes);
             from = position + header.sizeBytes;
@@ -260,11 +271,17 @@ export class LogCleaner {
           );
         }
         await betweenSlices();
-        if (this.node.closing) throw new PassStopped('the log-node is closing');
       }
     } finally {
       segment.release();
     }
+  }
+
+  private stopIfGone(log: PartitionLog, segment: Segment): void {
+    if (this.node.closing) throw new PassStopped('the log-node is closing');
+    if (log.isClosed) throw new PassStopped('the partition closed');
+    if (log.failed) throw new PassStopped('the partition failed');
+    if (!segment.open) throw new PassStopped('the segment was retired');
   }
 
   /**
@@ -282,6 +299,7 @@ export class LogCleaner {
   }
 
   private async planSegment(
+    log: PartitionLog,
     segment: Segment,
     pass: CompactionPass,
   ): Promise<{
@@ -294,7 +312,7 @@ export class LogCleaner {
     let removable = 0;
     let expiredTombstones = false;
     const supersededKeys = new Set<string>();
-    await this.forEachBatch(segment, segment.state.sizeBytes, (bytes) => {
+    await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes) => {
       for (const record of decodeRecords(bytes)) {
         total++;
         if (this.isKept(record, pass)) continue;
@@ -321,11 +339,8 @@ export class LogCleaner {
     const { O_CREAT, O_TRUNC, O_WRONLY, O_RDONLY } = fs.constants;
     const fd = io.open(cleanedPath, O_WRONLY | O_CREAT | O_TRUNC);
     let position = 0;
-    /** A slice's kept batches, written together after it (the scan's buffer is reused: copied). */
+    /** A slice's kept batches, written together after it. */
     let pending: Buffer[] = [];
-    const append = (bytes: Uint8Array) => {
-      pending.push(Buffer.from(bytes));
-    };
     const writePending = async () => {
       const buffers = pending;
       pending = [];
@@ -336,6 +351,7 @@ export class LogCleaner {
     let written = false;
     try {
       await this.forEachBatch(
+        log,
         segment,
         segment.state.sizeBytes,
         (bytes) => {
@@ -343,11 +359,12 @@ export class LogCleaner {
           const kept = records.filter((record) => this.isKept(record, pass));
           if (kept.length === 0) return;
           if (kept.length === records.length) {
-            append(bytes);
+            // The scan's chunk is read into again by the next slice: keep a copy.
+            pending.push(Buffer.from(bytes));
             return;
           }
           const header = readBatchHeader(bytes)!;
-          append(
+          pending.push(
             encodeBatch(kept, {
               baseOffset: header.baseOffset,
               leaderEpoch: header.leaderEpoch,
@@ -363,7 +380,8 @@ export class LogCleaner {
       );
       await writePending();
       await io.fdatasyncAsync(fd);
-      written = !log.failed && log.closedSegments().includes(segment);
+      // A closed partition keeps its segment list: its directory may be gone (a dropped topic).
+      written = !log.failed && !log.isClosed && log.closedSegments().includes(segment);
     } finally {
       io.close(fd);
       if (!written) unlinkIfExists(io, cleanedPath);

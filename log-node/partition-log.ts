@@ -201,6 +201,11 @@ export class PartitionLog {
     return this.failure;
   }
 
+  /** True once close() began: its segments are (or are about to be) retired. */
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /**
    * Queues a producer's batch; resolves once it is durable (or, for a retry, with its offsets).
    * The batch is bounded by the node's limits and by its topic's maxMessageBytes.
