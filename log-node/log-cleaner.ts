@@ -344,7 +344,8 @@ export class LogCleaner {
     const writePending = async () => {
       const buffers = pending;
       pending = [];
-      if (buffers.length === 0) return;
+      // A slice that kept nothing has no write to wait for: the thread is given back all the same.
+      if (buffers.length === 0) return yieldToLoop();
       await writevAll(io, fd, buffers, position);
       position += buffers.reduce((sum, b) => sum + b.length, 0);
     };

@@ -160,6 +160,52 @@ describe('log-node cleaner slices', () => {
   });
 });
 
+describe('log-node cleaner slices, a segment nothing of which is kept', () => {
+  // The first round's segments are all superseded: their copies are written from no batch, so
+  // the rewrite had no write to wait for between slices and ran every slice of a segment in one
+  // turn of the event loop (each slice reads the segment again from where the last one stopped).
+  it('gives the thread back between slices of its rewrite', async () => {
+    const dir = tempDir('cleaner-superseded');
+    let copiesOpened = 0;
+    let readsThisTurn = 0;
+    let readsInOneTurnMax = 0;
+    const watching: FileIO = {
+      ...nodeFileIO,
+      open: (file, flags) => {
+        if (file.endsWith('.cleaned')) copiesOpened++;
+        return nodeFileIO.open(file, flags);
+      },
+      read: (fd, buffer, offset, length, position) => {
+        if (copiesOpened === 1) {
+          readsThisTurn++;
+          readsInOneTurnMax = Math.max(readsInOneTurnMax, readsThisTurn);
+        }
+        return nodeFileIO.read(fd, buffer, offset, length, position);
+      },
+    };
+    const running = await openSlicedNode(dir.path, { fileIO: watching });
+    try {
+      await fillTwice(running.client);
+      let passEnded = false;
+      const pass = running.cleaner.runOnce().finally(() => {
+        passEnded = true;
+      });
+      for (let turn = 0; turn < TURNS_TO_PHASE_MAX && !passEnded && copiesOpened < 2; turn++) {
+        readsThisTurn = 0;
+        await nextTurn();
+      }
+      await pass;
+      expect(copiesOpened, 'the pass rewrote more than one segment').toBeGreaterThanOrEqual(2);
+      expect(readsInOneTurnMax, 'slices of the first rewrite run in one turn').toBeLessThanOrEqual(
+        2,
+      );
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+});
+
 interface Seen {
   /** Reads of the partition's segments since the pass began. */
   reads: number;
