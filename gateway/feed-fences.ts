@@ -17,7 +17,7 @@
  */
 import type { StoredRecord } from '../shared/batch-codec.js';
 import { unavailable } from '../shared/errors.js';
-import type { LogClient } from '../shared/log-api.js';
+import type { LogClient, PartitionOffsets } from '../shared/log-api.js';
 import { readPartitionRange } from '../shared/internal-topic-reader.js';
 import { topicOffsets } from '../shared/topic-offsets.js';
 import { fenceHeaderAt, TopicKinds, type TopicKind } from '../shared/topic-kinds.js';
@@ -45,6 +45,11 @@ export class FeedFences {
   private readonly looked = new Set<string>();
   /** topic/partition → the greatest epoch of the records this feed read (views' topics only). */
   private readonly greatest = new Map<string, number>();
+  /**
+   * The log's `offsets()` under way, joined by the counts that begin while it runs (an answer's
+   * partitions begin theirs at once): one listing of every topic serves them all.
+   */
+  private listing: Promise<readonly PartitionOffsets[]> | null = null;
 
   constructor(private readonly parts: FeedFencesParts) {}
 
@@ -111,7 +116,7 @@ export class FeedFences {
   private async epochBefore(topic: string, partition: number, until: number): Promise<number> {
     const { log, epochs, incarnations } = this.parts;
     const incarnation = incarnations.cached(topic);
-    const bounds = (await topicOffsets(log, topic, [partition])).get(partition);
+    const bounds = (await topicOffsets(log, topic, [partition], this.listed())).get(partition);
     const logStart = bounds?.logStartOffset ?? 0;
     const mark = epochs.at(topic, partition, incarnation);
     // A mark past the start is no use: a record between the two may raise the epoch. Nor is one
@@ -167,5 +172,13 @@ export class FeedFences {
       epoch: greatest,
     });
     return greatest;
+  }
+
+  /** Joins the listing of the log's offsets under way, or begins one. */
+  private listed(): Promise<readonly PartitionOffsets[]> {
+    this.listing ??= this.parts.log.offsets().finally(() => {
+      this.listing = null;
+    });
+    return this.listing;
   }
 }

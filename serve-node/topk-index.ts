@@ -104,8 +104,6 @@ interface KnownTerms {
   dfs: TermValues;
   /** The term's row in `topk_terms` while it is listed, else NOT_LISTED (it has none). */
   listedIds: TermValues;
-  /** Terms whose document frequency is held. */
-  count: number;
   complete: boolean;
 }
 
@@ -114,7 +112,6 @@ function knownTerms(complete: boolean): KnownTerms {
     dfs: new TermValues(UNKNOWN, true),
     // A row id of topk_terms: not bounded by 32 bits.
     listedIds: new TermValues(NOT_LISTED),
-    count: 0,
     complete,
   };
 }
@@ -149,7 +146,6 @@ export class TopkIndex {
   private readonly tokenizers: FtsTokenizers;
   /** table id → the terms written since it was cleared, each with its document frequency and id. */
   private readonly known = new Map<number, KnownTerms>();
-  private knownTerms = 0;
   /**
    * table id → its terms' numbers, each table's apart: ids shared by every table would grow each
    * table's arrays by number to the count of all of them.
@@ -287,7 +283,6 @@ export class TopkIndex {
   }
 
   private forgetTable(tableId: number): void {
-    this.knownTerms -= this.known.get(tableId)?.count ?? 0;
     this.known.delete(tableId);
     this.termIds.delete(tableId);
   }
@@ -302,15 +297,13 @@ export class TopkIndex {
   settle(): void {
     for (const { table, changes } of this.pending.values()) this.settleTable(table, changes);
     this.pending.clear();
-    if (this.knownTerms > this.knownTermsMax || this.numberedTerms() > this.knownTermsMax) {
-      this.forgetTerms();
-    }
+    // Every df held is of a term numbered in its table's TermIds, so the numbered terms bound them.
+    if (this.numberedTerms() > this.knownTermsMax) this.forgetTerms();
   }
 
   /** What is known of every table's terms, and their ids, which it is kept by. */
   private forgetTerms(): void {
     this.known.clear();
-    this.knownTerms = 0;
     this.termIds.clear();
   }
 
@@ -331,15 +324,21 @@ export class TopkIndex {
 
   /**
    * The terms numbered over every table, and the bytes of the arrays by number that hold what is
-   * known of them, which knownTermsMax bounds: for checks and figures.
+   * known of them, which knownTermsMax bounds: for checks and figures. `arrayBytes` is all of
+   * them; `sharedArrayBytes` its part in the transaction's arrays, shared by every table, each as
+   * long as the highest id of any.
    */
-  knownTermsHeld(): { terms: number; arrayBytes: number } {
-    let arrayBytes = 0;
+  knownTermsHeld(): { terms: number; arrayBytes: number; sharedArrayBytes: number } {
+    let sharedArrayBytes = 0;
+    for (const shared of [this.rowSeenIn, this.seenIn, this.rowTf, this.deltas, this.keptIn]) {
+      sharedArrayBytes += shared.arrayBytes;
+    }
+    let arrayBytes = sharedArrayBytes;
     for (const ofTable of this.known.values()) {
       arrayBytes += ofTable.dfs.arrayBytes + ofTable.listedIds.arrayBytes;
     }
     for (const ofTable of this.termIds.values()) arrayBytes += ofTable.arrayBytes;
-    return { terms: this.numberedTerms(), arrayBytes };
+    return { terms: this.numberedTerms(), arrayBytes, sharedArrayBytes };
   }
 
   private sourceOf(table: FtsTable): FtsPostings {
@@ -376,8 +375,6 @@ export class TopkIndex {
       }
     }
     ofTable.dfs.set(id, df);
-    ofTable.count += 1;
-    this.knownTerms += 1;
     return df;
   }
 
@@ -403,7 +400,6 @@ export class TopkIndex {
         ofTable = this.scannedTerms(table, touched, transaction);
       }
       this.known.set(table.id, ofTable);
-      this.knownTerms += ofTable.count;
     }
     return ofTable;
   }
@@ -416,26 +412,22 @@ export class TopkIndex {
   ): KnownTerms {
     const ofTable = knownTerms(true);
     const termIds = this.termIdsOf(table.id);
-    const learn = (id: number, df: number) => {
-      if (ofTable.dfs.get(id) === UNKNOWN) ofTable.count += 1;
-      ofTable.dfs.set(id, df);
-    };
     for (const [term, df] of this.sourceOf(table).documentFrequencies()) {
       const id = termIds.idOf(term);
       const before = df - this.deltaOf(id, transaction);
-      if (before > 0) learn(id, before);
+      if (before > 0) ofTable.dfs.set(id, before);
     }
     // A term whose every row this transaction removed is in FTS5 no more (any other it removed
     // from is held above, at more rows than FTS5 now counts).
     for (const id of touched) {
       const delta = this.deltas.get(id);
-      if (delta < 0 && ofTable.dfs.get(id) === UNKNOWN) learn(id, -delta);
+      if (delta < 0 && ofTable.dfs.get(id) === UNKNOWN) ofTable.dfs.set(id, -delta);
     }
     for (const [listedId, term, df] of this.statements.tableTerms.all(table.id) as Array<
       [number, string, number]
     >) {
       const id = termIds.idOf(term);
-      learn(id, df);
+      ofTable.dfs.set(id, df);
       ofTable.listedIds.set(id, listedId);
     }
     return ofTable;

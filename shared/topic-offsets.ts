@@ -17,16 +17,19 @@ export function partitionsUnavailable(topic: string, partitions: readonly number
 }
 
 /**
- * `partitions` of `topic` by partition, from one `offsets()`; throws partitionsUnavailable for
- * those the log left out, unless the log holds no such topic (then an empty map).
+ * `partitions` of `topic` by partition, from one `offsets()` (`listing`, when the caller shares
+ * one); throws partitionsUnavailable for those the log left out, unless the log holds no such
+ * topic (then an empty map).
  */
 export async function topicOffsets(
   log: LogClient,
   topic: string,
   partitions: readonly number[],
+  listing?: Promise<readonly PartitionOffsets[]>,
 ): Promise<Map<number, PartitionOffsets>> {
   const found = new Map<number, PartitionOffsets>();
-  for (const o of await log.offsets()) if (o.topic === topic) found.set(o.partition, o);
+  for (const o of await (listing ?? log.offsets()))
+    if (o.topic === topic) found.set(o.partition, o);
   const missing = partitions.filter((p) => !found.has(p));
   if (missing.length === 0) return found;
   if (found.size === 0 && !(await log.topics()).some((t) => t.name === topic)) return found;

@@ -3,8 +3,9 @@
 // incarnation share a read of the log's topics: a feed opened on a view of four partitions reads
 // the topics at most twice more than its open does (a read begun before the last count ended, and
 // one after it), where counting the partitions one after the other read them once a partition.
-// A real log node with a view declared, and the gateway's app over its Kafka listener, the log's
-// topic reads counted at the client.
+// Likewise their first counts share one listing of the log's offsets, where each partition's count
+// listed every partition of every topic. A real log node with a view declared, and the gateway's
+// app over its Kafka listener, the log's topic reads and offset listings counted at the client.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeGatewayServices } from '../../gateway/services.js';
 import { encodeBatch } from '../../shared/batch-codec.js';
@@ -18,6 +19,11 @@ const VIEW = 'per_country';
 const DEFINITION = { from: 'orders', groupBy: ['country'], aggregates: { n: 'count()' } };
 /** Long enough that no re-read of the topics list comes between the feed's open and its lines. */
 const FEED_TOPICS_REFRESH_MS = 600_000;
+/**
+ * Listings of the log's offsets a feed open makes besides the counts': the feed's own
+ * (gateway/changes.ts) and the views catalog's read of its topic (shared/internal-topic-reader.ts).
+ */
+const OPEN_LISTINGS = 2;
 const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
 
 let log: LogFixture;
@@ -42,12 +48,16 @@ beforeAll(async () => {
 });
 afterAll(() => log.stop());
 
-/** The log client, its reads of the topics list counted in `state.reads`. */
-function countingTopics(client: LogClient, state: { reads: number }): LogClient {
+/** The log client, its calls of `method` counted in `state.reads`. */
+function counting(
+  client: LogClient,
+  method: 'topics' | 'offsets',
+  state: { reads: number },
+): LogClient {
   return new Proxy(client, {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);
-      if (name !== 'topics' || typeof value !== 'function') return value;
+      if (name !== method || typeof value !== 'function') return value;
       return () => {
         state.reads += 1;
         return (value as () => Promise<unknown>).apply(target);
@@ -56,27 +66,36 @@ function countingTopics(client: LogClient, state: { reads: number }): LogClient 
   });
 }
 
+/** The calls of the log's `method` a feed opened on the view makes, to its last line. */
+async function callsOnFeedOpen(method: 'topics' | 'offsets'): Promise<number> {
+  const state = { reads: 0 };
+  const gateway = await gatewayApp(counting(log.client, method, state), [], {
+    logUrls: [log.url],
+    feedTopicsRefreshMs: FEED_TOPICS_REFRESH_MS,
+  });
+  try {
+    const before = state.reads;
+    const response = await gateway.app.request(
+      `/v1/changes?collection=${VIEW}&limit=${PARTITIONS}`,
+    );
+    expect(response.status).toBe(200);
+    const lines = (await response.text()).trim().split('\n');
+    expect(lines).toHaveLength(PARTITIONS);
+    const calls = state.reads - before;
+    console.log(`${method} calls on a feed open of ${PARTITIONS} view partitions: ${calls}`);
+    return calls;
+  } finally {
+    await closeGatewayServices(gateway.services);
+  }
+}
+
 describe("a view's change feed", () => {
   it("checks its partitions' incarnations with shared reads of the topics", async () => {
-    const state = { reads: 0 };
-    const gateway = await gatewayApp(countingTopics(log.client, state), [], {
-      logUrls: [log.url],
-      feedTopicsRefreshMs: FEED_TOPICS_REFRESH_MS,
-    });
-    try {
-      const before = state.reads;
-      const response = await gateway.app.request(
-        `/v1/changes?collection=${VIEW}&limit=${PARTITIONS}`,
-      );
-      expect(response.status).toBe(200);
-      const lines = (await response.text()).trim().split('\n');
-      expect(lines).toHaveLength(PARTITIONS);
-      // One read at the feed's open, then the counts' checks.
-      const reads = state.reads - before;
-      console.log(`topic reads on a feed open of ${PARTITIONS} view partitions: ${reads}`);
-      expect(reads).toBeLessThanOrEqual(3);
-    } finally {
-      await closeGatewayServices(gateway.services);
-    }
+    // One read at the feed's open, then the counts' checks.
+    expect(await callsOnFeedOpen('topics')).toBeLessThanOrEqual(3);
+  });
+
+  it("lists the log's offsets once for its partitions' first counts", async () => {
+    expect(await callsOnFeedOpen('offsets')).toBeLessThanOrEqual(OPEN_LISTINGS + 1);
   });
 });
