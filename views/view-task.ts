@@ -32,18 +32,12 @@ import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ViewProgress } from '../shared/view-api.js';
 import type { ParsedView } from '../shared/view-definition.js';
-import {
-  claimHeaders,
-  claimKey,
-  epochHeader,
-  epochOf,
-  fenceRecords,
-} from '../shared/view-epoch.js';
+import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
 import { stateFileReadable, ViewState } from './view-state.js';
 import { FrontierWaiters } from './frontier-waiters.js';
-import { watchRecords } from './fence-watch.js';
+import { claimAbove, watchRecords } from './fence-watch.js';
 
 export interface ViewTaskLimits {
   /** Bytes one fetch asks of each source partition. */
@@ -447,8 +441,7 @@ export class ViewTask {
         for (const batch of iterateBatches(outcome.batches)) {
           for (const record of decodeRecords(batch.bytes)) {
             if (record.offset < offset || record.offset > last) continue;
-            const said = epochOf(record);
-            if (said !== null && said.claim && said.epoch > this.epoch!) return true;
+            if (claimAbove(record, this.epoch!)) return true;
           }
           next = Math.max(next, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
         }
