@@ -76,9 +76,10 @@ export class LocalLogClient implements LogClient {
       : Buffer.from(batch.buffer, batch.byteOffset, batch.length);
     let appended: Promise<AppendResult>;
     try {
-      appended = this.node
-        .appendTarget(topic, String(partition), bytes, this.appendCreatesTopics)
-        .append(bytes);
+      const target = this.appendCreatesTopics
+        ? this.node.appendTarget(topic, String(partition), bytes)
+        : this.node.partition(topic, String(partition));
+      appended = target.append(bytes);
     } catch (error) {
       return Promise.reject(error);
     }

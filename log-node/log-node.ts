@@ -305,18 +305,12 @@ export class LogNode {
    * The partition an append goes to. A collection topic that does not exist yet is created by its
    * first append, but only once that append is known to be good (its partition is one this node
    * stores and its batch passes the limits a new topic would have): a refused append creates
-   * nothing. With `create` false (a view processor's append) a missing topic is 404
-   * `unknown_topic`: its view was dropped or its version retired.
+   * nothing. An append that must create nothing (a view processor's) goes through `partition`.
    */
-  appendTarget(topicName: string, param: string, batch: Uint8Array, create = true): PartitionLog {
+  appendTarget(topicName: string, param: string, batch: Uint8Array): PartitionLog {
     const existing = this.topicsByName.get(topicName);
     if (existing !== undefined) return this.partitionOf(existing, param);
     this.checkTopicName(topicName);
-    if (!create) {
-      throw new TailbaseError(404, 'unknown_topic', `topic ${topicName} does not exist`, {
-        topic: topicName,
-      });
-    }
     const { partitions, hostedPartitions } = this.meta;
     if (!/^\d+$/.test(param) || Number(param) >= partitions) {
       throw badRequest(

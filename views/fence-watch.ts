@@ -21,6 +21,12 @@ export interface WatchedRecords {
   deposedAt: number | null;
 }
 
+/** Whether a record is a claim by a run whose epoch is above `epoch`: that run deposes it. */
+export function claimAbove(record: StoredRecord, epoch: number): boolean {
+  const said = epochOf(record);
+  return said !== null && said.claim && said.epoch > epoch;
+}
+
 /**
  * Reads one partition's records in offset order, from `from`, with `epochBefore` the greatest
  * epoch of the records before it. Stops at a claim above `ownEpoch`, which is read again next time.
@@ -33,10 +39,7 @@ export function watchRecords(
   ownEpoch: number,
 ): WatchedRecords {
   const read = records.filter((record) => record.offset >= from);
-  const cut = read.findIndex((record) => {
-    const said = epochOf(record);
-    return said !== null && said.claim && said.epoch > ownEpoch;
-  });
+  const cut = read.findIndex((record) => claimAbove(record, ownEpoch));
   const slice = cut === -1 ? read : read.slice(0, cut);
   const { kept, epochAfter } = fenceRecords(slice, epochBefore);
   const applied = new Set(kept);

@@ -177,17 +177,7 @@ export class ViewHost implements ViewProcessing {
   private async reconcile(): Promise<void> {
     if (this.stopped) return;
     const views = await this.catalog.current();
-    const wanted = new Map<string, { name: string; declared: DeclaredView; rebuild: boolean }>();
-    for (const [name, entry] of views) {
-      wanted.set(taskKey(name, entry.version), { name, declared: entry, rebuild: false });
-      if (entry.rebuild !== null) {
-        wanted.set(taskKey(name, entry.rebuild.version), {
-          name,
-          declared: entry.rebuild,
-          rebuild: true,
-        });
-      }
-    }
+    const wanted = declaredTasks(views);
     const declaredKeys = new Set(wanted.keys());
     // State of views dropped while no processor ran here, or of versions retired: gone. The
     // state of a task run elsewhere now stays, so being dealt it again resumes from it.
@@ -327,11 +317,7 @@ export class ViewHost implements ViewProcessing {
 
   /** Whether a task's version is declared, as the views topic says now. */
   private async declared(key: string): Promise<boolean> {
-    for (const [name, entry] of await this.catalog.current()) {
-      if (taskKey(name, entry.version) === key) return true;
-      if (entry.rebuild !== null && taskKey(name, entry.rebuild.version) === key) return true;
-    }
-    return false;
+    return declaredTasks(await this.catalog.current()).has(key);
   }
 
   /**
@@ -368,4 +354,26 @@ export class ViewHost implements ViewProcessing {
     await task.stop();
     if (!declared) rmSync(path.join(this.options.dataDir, key), { recursive: true, force: true });
   }
+}
+
+interface DeclaredTask {
+  name: string;
+  declared: DeclaredView;
+  rebuild: boolean;
+}
+
+/** The tasks the views topic declares, by task key: each view's version and its rebuild's. */
+function declaredTasks(views: ReadonlyMap<string, CatalogView>): Map<string, DeclaredTask> {
+  const tasks = new Map<string, DeclaredTask>();
+  for (const [name, entry] of views) {
+    tasks.set(taskKey(name, entry.version), { name, declared: entry, rebuild: false });
+    if (entry.rebuild !== null) {
+      tasks.set(taskKey(name, entry.rebuild.version), {
+        name,
+        declared: entry.rebuild,
+        rebuild: true,
+      });
+    }
+  }
+  return tasks;
 }

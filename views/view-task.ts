@@ -32,18 +32,12 @@ import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
 import type { ViewProgress } from '../shared/view-api.js';
 import type { ParsedView } from '../shared/view-definition.js';
-import {
-  claimHeaders,
-  claimKey,
-  epochHeader,
-  epochOf,
-  fenceRecords,
-} from '../shared/view-epoch.js';
+import { claimHeaders, claimKey, epochHeader, fenceRecords } from '../shared/view-epoch.js';
 import { GroupingArithmetic, type SourceDocument } from './grouping.js';
 import { applyProjection } from './projection.js';
 import { stateFileReadable, ViewState } from './view-state.js';
 import { FrontierWaiters } from './frontier-waiters.js';
-import { watchRecords } from './fence-watch.js';
+import { claimAbove, watchRecords } from './fence-watch.js';
 
 export interface ViewTaskLimits {
   /** Bytes one fetch asks of each source partition. */
@@ -155,6 +149,11 @@ export class ViewTask {
    * ends) must not publish its frontiers later without the offsets that cover them.
    */
   private readonly appended = new Map<number, number>();
+  /**
+   * The last view offset per partition the claim check read and found no claim above this run's
+   * through: the log only appends, so what was checked is never read again (claimedBeforeAppended).
+   */
+  private readonly checkedThrough = new Map<number, number>();
 
   constructor(
     target: ViewTaskTarget,
@@ -417,15 +416,19 @@ export class ViewTask {
   }
 
   /**
-   * Reads the view's topic from where the read-back stopped up to the last offset appended in each
-   * partition (one fetch of them all at a time, no wait), for a claim above this run's epoch;
-   * writes nothing (the next round reads it again).
+   * Reads the view's topic from where the read-back or an earlier check stopped up to the last
+   * offset appended in each partition (one fetch of them all at a time, no wait), for a claim above
+   * this run's epoch; writes nothing. A read-back that lags a large outbox moves one fetch a round,
+   * so a check from the read-back alone would read its whole rest again every round.
    */
   private async claimedBeforeAppended(): Promise<boolean> {
     const from = new Map<number, number>();
     for (const [partition, last] of this.appended) {
-      const watched = this.state.watched(partition) ?? 0;
-      if (watched <= last) from.set(partition, watched);
+      const start = Math.max(
+        this.state.watched(partition) ?? 0,
+        (this.checkedThrough.get(partition) ?? -1) + 1,
+      );
+      if (start <= last) from.set(partition, start);
     }
     while (from.size > 0) {
       const asked = [...from].map(([partition, offset]) => ({
@@ -447,11 +450,11 @@ export class ViewTask {
         for (const batch of iterateBatches(outcome.batches)) {
           for (const record of decodeRecords(batch.bytes)) {
             if (record.offset < offset || record.offset > last) continue;
-            const said = epochOf(record);
-            if (said !== null && said.claim && said.epoch > this.epoch!) return true;
+            if (claimAbove(record, this.epoch!)) return true;
           }
           next = Math.max(next, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
         }
+        if (next > offset) this.checkedThrough.set(partition, Math.min(next, last + 1) - 1);
         if (next === offset || next > last) from.delete(partition);
         else from.set(partition, next);
       }

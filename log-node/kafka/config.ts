@@ -67,9 +67,9 @@ export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {
   /**
    * The same log, whose appends create no topic: a Produce that may not create one (a view
    * processor's, or any where autoCreateTopics is off) appends through it, so a topic deleted
-   * after the check is not created again by the append. Absent: `log`, checked only.
+   * after the check is not created again by the append.
    */
-  logCreatingNothing?: LogClient;
+  logCreatingNothing: LogClient;
   /** 127.0.0.1 by default; any other address requires SASL, so `apiKeys` must not be empty. */
   host?: string;
   /** 9092 in `tailbase start`; 0 picks a free port (tests). */

@@ -7,7 +7,7 @@ import type { KafkaPeers } from './peers.js';
 
 export interface HandlerDeps {
   log: LogClient;
-  /** KafkaListenerOptions.logCreatingNothing, else `log`. */
+  /** KafkaListenerOptions.logCreatingNothing. */
   logCreatingNothing: LogClient;
   config: KafkaListenerConfig;
   /** The other log-nodes when this one stores some of the partitions only; else null. */

@@ -60,7 +60,7 @@ export async function startKafkaListener(options: KafkaListenerOptions): Promise
   const logger = options.logger.child({ component: 'kafka' });
   const deps: HandlerDeps = {
     log: options.log,
-    logCreatingNothing: options.logCreatingNothing ?? options.log,
+    logCreatingNothing: options.logCreatingNothing,
     config,
     peers: options.peers ?? null,
     topicConfigDefaults: options.topicConfigDefaults,

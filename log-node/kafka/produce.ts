@@ -116,10 +116,10 @@ export function produceHandler({ log, logCreatingNothing, config }: HandlerDeps)
     const viewRefusal = context.viewWriter ? null : await viewTopics.refusal(topic);
     if (viewRefusal !== null) return failed(index, viewRefusal.errorCode, viewRefusal.message);
     // A view processor writes only topics that exist: one that has not yet seen its view dropped
-    // (or its version retired) must not create the topic again as a collection. Asked afresh
-    // where the append may not create: a topic known once may have been deleted since.
+    // (or its version retired) must not create the topic again as a collection. A topic known
+    // once may have been deleted since: the append through `logCreatingNothing` then refuses it.
     const creates = config.autoCreateTopics && !context.viewWriter;
-    const partitions = await topics.partitions(topic, !creates);
+    const partitions = await topics.partitions(topic);
     if (partitions === null && !creates) {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
     }
@@ -271,8 +271,8 @@ const FENCE_HEADER_KEYS = [EPOCH_HEADER, CLAIM_HEADER].map((key) => Buffer.from(
 
 /**
  * The topics the log holds and their partition counts, asked of the log again for a name it has
- * not seen, or when asked `fresh`: a topic known once may have been deleted since (a partition
- * count never changes, so what is known of a topic that exists stays true).
+ * not seen (a partition count never changes, so what is known of a topic stays true while it
+ * exists; an append to one deleted since is refused by the log).
  */
 class KnownTopics {
   private readonly known = new Map<string, number>();
@@ -281,11 +281,10 @@ class KnownTopics {
   constructor(private readonly log: LogClient) {}
 
   /** The topic's partition count, or null when the log has no such topic. */
-  async partitions(topic: string, fresh: boolean): Promise<number | null> {
+  async partitions(topic: string): Promise<number | null> {
     const known = this.known.get(topic);
-    if (known !== undefined && !fresh) return known;
+    if (known !== undefined) return known;
     const infos = await this.log.topics();
-    this.known.clear();
     for (const info of infos) this.known.set(info.name, info.partitions);
     return this.known.get(topic) ?? null;
   }

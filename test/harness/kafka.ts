@@ -29,7 +29,9 @@ export interface KafkaNode {
 }
 
 export async function startKafkaNode(
-  options: Partial<Omit<KafkaListenerOptions, 'log'>> & { partitions?: number } = {},
+  options: Partial<Omit<KafkaListenerOptions, 'log' | 'logCreatingNothing'>> & {
+    partitions?: number;
+  } = {},
 ): Promise<KafkaNode> {
   const dir = tempDir('kafka');
   const node = await openLogNode({
@@ -44,6 +46,7 @@ export async function startKafkaNode(
       topicConfigDefaults: (topic) => defaultTopicConfigs(node.node.config, topic),
       ...options,
       log: node.client,
+      logCreatingNothing: node.viewClient,
     });
     return {
       node,

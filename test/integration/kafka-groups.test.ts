@@ -45,6 +45,7 @@ async function startGroupNode(dir: TempDir): Promise<GroupNode> {
   await coordinator.load();
   const listener = await startKafkaListener({
     log: node.client,
+    logCreatingNothing: node.viewClient,
     port: 0,
     logger,
     topicConfigDefaults: (topic) => defaultTopicConfigs(node.node.config, topic),
@@ -285,6 +286,7 @@ describe('an OffsetCommit whose connection resets while its append is in flight'
     await coordinator.load();
     const listener = await startKafkaListener({
       log: client,
+      logCreatingNothing: node.viewClient,
       port: 0,
       logger,
       topicConfigDefaults: (topic) => defaultTopicConfigs(node.node.config, topic),

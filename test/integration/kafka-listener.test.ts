@@ -614,6 +614,7 @@ describe('SASL/PLAIN with the API keys', () => {
     await expect(
       startKafkaListener({
         log: {} as never,
+        logCreatingNothing: {} as never,
         host: '0.0.0.0',
         port: 0,
         logger: createLogger('kafka', 'silent'),
