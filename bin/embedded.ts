@@ -25,11 +25,11 @@
  * printed once the serve-node has caught up.
  *
  * With `--log` (an existing Kafka or Redpanda cluster, or tailbase log-nodes) there is no log-node
- * thread: the gateway and the serve-node thread each connect to that log, as their own processes
- * would, and only <data>/serve is written.
+ * thread: the gateway, the serve-node thread and the view processors' thread each connect to that
+ * log, as their own processes would, and <data>/serve and <data>/views are written.
  */
 import path from 'node:path';
-import { MessageChannel, type MessagePort } from 'node:worker_threads';
+import { MessageChannel } from 'node:worker_threads';
 import { type Command, Option } from 'commander';
 import {
   parseApiKeys,
@@ -70,7 +70,7 @@ import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import { PortViewClient } from '../shared/port-view-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
-import type { ViewProcessing } from '../shared/view-api.js';
+import { VIEW_WRITER_USERNAME, type ViewProcessing } from '../shared/view-api.js';
 import { viewLimitOptions, viewLimitValues } from '../views/cli-options.js';
 import type { ViewTaskLimits } from '../views/view-task.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
@@ -105,8 +105,13 @@ export interface EmbeddedOptions {
    * are answered on the main thread too (default SCAN_HERE_LIMIT_MAX_DEFAULT; 0: none).
    */
   scanHereLimitMax?: number;
-  /** An external log instead of the log-node thread; null or absent: the log-node thread. */
-  log?: { urls: string[]; kafka: KafkaConnectOptions } | null;
+  /**
+   * An external log instead of the log-node thread; null or absent: the log-node thread. With
+   * `clusterSecret` (tailbase log-nodes' own), the view processors authenticate as the view
+   * processor, the one principal whose writes to a view's topic a log-node takes; without, with
+   * `kafka`'s SASL settings, as on another Kafka.
+   */
+  log?: { urls: string[]; kafka: KafkaConnectOptions; clusterSecret?: string } | null;
   viewLimits?: Partial<ViewTaskLimits>;
   /** Rows a term must be in for the search store to keep its top-k list (serve-node/topk-index.ts). */
   searchTopkListedDfMin?: number;
@@ -204,7 +209,7 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
       throw error;
     },
   );
-  const views = await startViewThread(options, viewsLog.port1, applier, onDeath).catch(
+  const views = await startViewThread(options, { port: viewsLog.port1 }, applier, onDeath).catch(
     async (error: unknown) => {
       await reads.stop();
       await serveThread.stop();
@@ -237,8 +242,9 @@ export async function startEmbedded(options: EmbeddedOptions): Promise<RunningEm
 }
 
 /**
- * `tailbase start --log`: the serve-node thread and the gateway, each connected to the external
- * log by itself (the partition count and topic prefix alike), bound to each other in-process.
+ * `tailbase start --log`: the serve-node thread, the view processors' thread and the gateway, each
+ * connected to the external log by itself (the partition count and topic prefix alike), bound to
+ * each other in-process. The view processors run every view and join no group.
  */
 async function startOnLog(
   options: EmbeddedOptions,
@@ -246,7 +252,7 @@ async function startOnLog(
 ): Promise<RunningEmbedded> {
   const logger = createLogger('tailbase');
   const onDeath = (error: Error) => {
-    logger.fatal({ err: error }, 'the serve-node thread died; exiting');
+    logger.fatal({ err: error }, 'a node thread died; exiting');
     flushLogs();
     process.exit(1);
   };
@@ -274,21 +280,44 @@ async function startOnLog(
       throw error;
     },
   );
-  const stopServe = async () => {
+  const views = await startViewThread(
+    options,
+    { urls: log.urls, options: { kafka: viewWriterKafka(kafka, log.clusterSecret) } },
+    applier,
+    onDeath,
+  ).catch(async (error: unknown) => {
+    await reads.stop();
+    await serveThread.stop();
+    throw error;
+  });
+  const stopNodes = async () => {
+    await views.stop();
     await reads.stop();
     await serveThread.stop();
     applier.close(new Error('tailbase stopped'));
     gatewayServe.port1.close();
   };
-  const gateway = await startEdge(options, reads.client, { logUrls: log.urls, kafka }, stopServe);
+  const gateway = await startEdge(
+    options,
+    reads.client,
+    { logUrls: log.urls, kafka },
+    stopNodes,
+    views.client,
+  );
   return {
     url: gateway.url,
     kafkaPort: null,
     stop: async () => {
       await gateway.stop();
-      await stopServe();
+      await stopNodes();
     },
   };
+}
+
+/** How the view processors reach an external log: as the view processor, with the secret. */
+function viewWriterKafka(kafka: KafkaConnectOptions, clusterSecret?: string): KafkaConnectOptions {
+  if (clusterSecret === undefined) return kafka;
+  return { ...kafka, sasl: { username: VIEW_WRITER_USERNAME, password: clusterSecret } };
 }
 
 /**
@@ -373,7 +402,7 @@ function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
  */
 async function startViewThread(
   options: EmbeddedOptions,
-  logPort: MessagePort,
+  log: ViewsWorkerData['log'],
   serve: ServeClient,
   onDeath: (error: Error) => void,
 ): Promise<{ client: PortViewClient; stop(): Promise<void> }> {
@@ -409,13 +438,13 @@ async function startViewThread(
     new URL('./views-worker.js', import.meta.url),
     {
       dataDir: path.join(options.dataDir, 'views'),
-      log: logPort,
+      log,
       calls: calls.port2,
       told: told.port2,
       progress: progress.port2,
       limits: options.viewLimits,
     } satisfies ViewsWorkerData,
-    [logPort, calls.port2, told.port2, progress.port2],
+    [...('port' in log ? [log.port] : []), calls.port2, told.port2, progress.port2],
     onDeath,
   ).catch((error: unknown) => {
     // The thread's ends close with it, but not when it failed before taking them: these would
@@ -460,6 +489,12 @@ export function registerStartCommand(program: Command): void {
       )
         .env('TAILBASE_LOG')
         .argParser(parseLogUrls),
+    )
+    .addOption(
+      new Option(
+        '--cluster-secret <secret>',
+        "with --log on tailbase log-nodes: their cluster secret, with which the view processors write the views' topics",
+      ).env('TAILBASE_CLUSTER_SECRET'),
     )
     .addOption(kafkaPortOption())
     .addOption(kafkaAdvertisedOptions()[0])
@@ -537,6 +572,7 @@ export function registerStartCommand(program: Command): void {
         searchTopkListedDfMin: number;
         ftsAutomergeSegments: number;
         log?: string[];
+        clusterSecret?: string;
       } & Record<string, unknown>,
     ) => {
       if (!isLoopback(flags.host) && !flags.apiKeys) {
@@ -555,7 +591,9 @@ export function registerStartCommand(program: Command): void {
         keyReadsHere: flags.keyReads === 'here',
         scanHereLimitMax: flags.scanHereLimitMax,
         gateway: gatewayLimitValues(flags),
-        log: flags.log ? { urls: flags.log, kafka: kafkaLogOf(flags) } : null,
+        log: flags.log
+          ? { urls: flags.log, kafka: kafkaLogOf(flags), clusterSecret: flags.clusterSecret }
+          : null,
         viewLimits: viewLimitValues(flags),
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
         ftsAutomergeSegments: flags.ftsAutomergeSegments,

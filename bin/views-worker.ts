@@ -2,10 +2,12 @@
  * The view processors of `tailbase start` on a thread of their own (embedded.ts starts it): their
  * fetches, decoding, arithmetic and LMDB writes take this thread, not the HTTP edge's, which
  * bounds the write rate (with one view on the main thread, the edge's busy µs a PUT went from
- * 165 to 220-300, bench/views-profile.ts). It tails the log-node's thread through `log`, and
- * answers the gateway through `calls`, `told` and `progress` (shared/port-view-client.ts).
+ * 165 to 220-300, bench/views-profile.ts). It tails the log-node's thread through `log.port`, or
+ * an external log it connects to itself (`--log`), and answers the gateway through `calls`, `told`
+ * and `progress` (shared/port-view-client.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
+import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
 import { createLogger } from '../shared/logger.js';
 import { PortLogClient } from '../shared/port-log-client.js';
 import { answerViewPort } from '../shared/port-view-client.js';
@@ -17,8 +19,8 @@ import { runNodeWorker } from './node-thread.js';
 export interface ViewsWorkerData {
   /** Where the views' state directories live. */
   dataDir: string;
-  /** The log-node thread's port. */
-  log: MessagePort;
+  /** The log-node thread's port, or the external log's URLs and how to reach it. */
+  log: { port: MessagePort } | { urls: string[]; options: ConnectLogOptions };
   /** The gateway's calls to the processors. */
   calls: MessagePort;
   /** The processors' calls to the gateway: whether a topic is served. */
@@ -31,9 +33,23 @@ export interface ViewsWorkerData {
 const data = workerData as ViewsWorkerData;
 const logger = createLogger('tailbase').child({ role: 'views' });
 
+async function connected(): Promise<ConnectedLog> {
+  if ('urls' in data.log) {
+    const { options } = data.log;
+    return connectLog(data.log.urls, {
+      ...options,
+      // A view's topic is created when its version is declared; one gone was dropped or retired.
+      kafka: { ...options.kafka, appendCreatesTopics: false },
+      logger,
+    });
+  }
+  const log = new PortLogClient(data.log.port);
+  return { log, close: () => log.close(new Error('the view processors stopped')) };
+}
+
 await runNodeWorker(
   async () => {
-    const log = new PortLogClient(data.log);
+    const log = await connected();
     let host: ViewHost | null = null;
     const gateway = answerViewPort(
       data.calls,
@@ -43,7 +59,7 @@ await runNodeWorker(
       (error) => logger.error({ err: error }, 'a view call failed'),
     );
     host = await ViewHost.start({
-      log,
+      log: log.log,
       dataDir: data.dataDir,
       logger,
       limits: data.limits,
@@ -56,14 +72,17 @@ await runNodeWorker(
       reconciled: () => {
         if (host !== null) gateway.tellAll();
       },
+    }).catch((error: unknown) => {
+      log.close();
+      throw error;
     });
     gateway.tellAll();
     return {
       stop: async () => {
         await host!.stop();
-        log.close(new Error('the view processors stopped'));
+        log.close();
       },
     };
   },
-  () => [data.log, data.calls, data.told, data.progress],
+  () => [...('port' in data.log ? [data.log.port] : []), data.calls, data.told, data.progress],
 );
