@@ -21,7 +21,7 @@ import { startReadProbe, type ReadProbe } from './read-probe.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
 import { keyOfScale, writeScaleCorpus } from './scale-corpus.js';
 import { COLLECTION, postCorpus, SETTINGS, strongSearch } from './scale-tailbase.js';
-import { readSched, type Sched } from './thread-sched.js';
+import { ThreadTimesWindow } from './thread-sched.js';
 
 const PROBE_PAUSE_MS = 10;
 /** Keys of the first bulk request, which every probe reads. */
@@ -46,17 +46,9 @@ function probe(url: string, roundsMax: number) {
   });
 }
 
-function threadsLine(pid: number, before: Sched, after: Sched): string {
-  const rows = [...after].map(([tid, now]) => {
-    const then = before.get(tid) ?? { runNs: 0, queuedNs: 0 };
-    return {
-      tid,
-      runMs: (now.runNs - then.runNs) / 1e6,
-      queuedMs: (now.queuedNs - then.queuedNs) / 1e6,
-    };
-  });
-  rows.sort((a, b) => b.runMs - a.runMs);
-  return rows
+function threadsLine(pid: number, window: ThreadTimesWindow): string {
+  return window
+    .threads()
     .slice(0, THREADS_SHOWN)
     .map(
       (r) =>
@@ -78,7 +70,7 @@ async function runOnce(build: string, corpus: string, docs: number): Promise<voi
       body: JSON.stringify(SETTINGS),
     });
     let during: ReadProbe | null = null;
-    const before = readSched(server.pid);
+    const threads = new ThreadTimesWindow(server.pid);
     const started = performance.now();
     clientDelay.enable();
     await postCorpus(server.url, corpus, () => {
@@ -89,7 +81,7 @@ async function runOnce(build: string, corpus: string, docs: number): Promise<voi
     if (during === null) throw new Error('no bulk request was acknowledged');
     const [loadDoc, loadHealth] = await (during as ReadProbe).stop();
     clientDelay.disable();
-    const after = readSched(server.pid);
+    const threadsOverLoad = threadsLine(server.pid, threads);
     const [idleDoc, idleHealth] = await probe(server.url, IDLE_READS).done;
     const load = { doc: loadDoc, health: loadHealth };
     const idle = { doc: idleDoc, health: idleHealth };
@@ -97,7 +89,7 @@ async function runOnce(build: string, corpus: string, docs: number): Promise<voi
     console.log(
       `${build}: searchable ${(docs / searchableS).toFixed(0)} docs/s; GET p50/p99/max during ${ms(load.doc, 0.5)}/${ms(load.doc, 0.99)}/${ms(load.doc, 1)} ms, idle p99 ${idleP99.toFixed(1)} (${(load.doc.quantileMs(0.99) / idleP99).toFixed(1)}x); /healthz p50/p99/max ${ms(load.health, 0.5)}/${ms(load.health, 0.99)}/${ms(load.health, 1)}, idle p99 ${ms(idle.health, 0.99)}; loader's loop delay p99/max ${(clientDelay.percentile(99) / 1e6).toFixed(1)}/${(clientDelay.max / 1e6).toFixed(1)} ms`,
     );
-    console.log(`  threads over the load: ${threadsLine(server.pid, before, after)}`);
+    console.log(`  threads over the load: ${threadsOverLoad}`);
   } finally {
     await server.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -19,9 +19,9 @@ export interface ThreadTimes {
 }
 
 /** Each thread's time on a CPU and waiting for one since it started, by thread id. */
-export type Sched = Map<number, { runNs: number; queuedNs: number }>;
+type Sched = Map<number, { runNs: number; queuedNs: number }>;
 
-export function readSched(pid: number): Sched {
+function readSched(pid: number): Sched {
   const sched: Sched = new Map();
   for (const tid of readdirSync(`/proc/${pid}/task`)) {
     try {
@@ -44,18 +44,24 @@ export class ThreadTimesWindow {
     this.before = readSched(pid);
   }
 
-  /** The thread of the process that ran the most since the window opened. */
-  busiest(): ThreadTimes {
+  /** Each live thread of the process, the one that ran the most since the window opened first. */
+  threads(): ThreadTimes[] {
     const wallMs = performance.now() - this.startMs;
-    let best: ThreadTimes = { tid: 0, wallMs, runMs: 0, queuedMs: 0, blockedMs: wallMs };
-    for (const [tid, now] of readSched(this.pid)) {
+    const rows = [...readSched(this.pid)].map(([tid, now]): ThreadTimes => {
       const then = this.before.get(tid) ?? { runNs: 0, queuedNs: 0 };
       const runMs = (now.runNs - then.runNs) / 1e6;
-      if (runMs <= best.runMs) continue;
       const queuedMs = (now.queuedNs - then.queuedNs) / 1e6;
-      best = { tid, wallMs, runMs, queuedMs, blockedMs: Math.max(wallMs - runMs - queuedMs, 0) };
-    }
-    return best;
+      return { tid, wallMs, runMs, queuedMs, blockedMs: Math.max(wallMs - runMs - queuedMs, 0) };
+    });
+    return rows.sort((a, b) => b.runMs - a.runMs);
+  }
+
+  /** The thread of the process that ran the most since the window opened. */
+  busiest(): ThreadTimes {
+    const [top] = this.threads();
+    if (top !== undefined && top.runMs > 0) return top;
+    const wallMs = top?.wallMs ?? performance.now() - this.startMs;
+    return { tid: 0, wallMs, runMs: 0, queuedMs: 0, blockedMs: wallMs };
   }
 }
 
