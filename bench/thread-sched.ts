@@ -5,7 +5,8 @@
  * while the cores are busy stays in V8's `(idle)` state until it runs, so on a loaded machine
  * the profile's idle share is mostly waiting for a core, not for work.
  */
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { threadIds } from './cpu-share.js';
 
 export interface ThreadTimes {
   tid: number;
@@ -23,7 +24,7 @@ type Sched = Map<number, { runNs: number; queuedNs: number }>;
 
 function readSched(pid: number): Sched {
   const sched: Sched = new Map();
-  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+  for (const tid of threadIds(pid)) {
     try {
       const [runNs, queuedNs] = readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8')
         .split(' ')
