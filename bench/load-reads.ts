@@ -19,22 +19,23 @@ import { LatencyHistogram } from './latency-histogram.js';
 import { TAILBASE_BIN } from './processes.js';
 import { startReadProbe, type ReadProbe } from './read-probe.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
-import { keyOfScale, writeScaleCorpus } from './scale-corpus.js';
-import { COLLECTION, postCorpus, SETTINGS, strongSearch } from './scale-tailbase.js';
+import { writeScaleCorpus } from './scale-corpus.js';
+import {
+  COLLECTION,
+  firstBulkDocPaths,
+  postCorpus,
+  SETTINGS,
+  strongSearch,
+} from './scale-tailbase.js';
 import { ThreadTimesWindow } from './thread-sched.js';
 
 const PROBE_PAUSE_MS = 10;
-/** Keys of the first bulk request, which every probe reads. */
-const PROBE_KEYS = 5_000;
 const PROBE_READS_MAX = 100_000;
 const IDLE_READS = 500;
 /** Threads listed per run, the busiest first. */
 const THREADS_SHOWN = 6;
 
-const docPaths = Array.from(
-  { length: PROBE_KEYS },
-  (_, i) => `/v1/collections/${COLLECTION}/docs/${keyOfScale(i)}`,
-);
+const docPaths = firstBulkDocPaths();
 
 /** A key read and a /healthz a round, on the probe's own thread. */
 function probe(url: string, roundsMax: number) {

@@ -203,13 +203,18 @@ export async function postLines(
   return histogram;
 }
 
-/** One client reading documents of the first bulk request, on a thread of its own. */
-function probeReads(url: string, count: number): ReadProbe {
-  const paths = Array.from(
+/** The paths of the documents of the first bulk request, which a read probe reads. */
+export function firstBulkDocPaths(): string[] {
+  return Array.from(
     { length: BULK_LINES },
     (_, i) => `/v1/collections/${COLLECTION}/docs/${keyOfScale(i)}`,
   );
-  return startReadProbe({ url, groups: [paths], pauseMs: PROBE_PAUSE_MS, roundsMax: count });
+}
+
+/** One client reading documents of the first bulk request, on a thread of its own. */
+function probeReads(url: string, count: number): ReadProbe {
+  const groups = [firstBulkDocPaths()];
+  return startReadProbe({ url, groups, pauseMs: PROBE_PAUSE_MS, roundsMax: count });
 }
 
 async function measureQueries(
