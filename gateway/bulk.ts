@@ -186,7 +186,8 @@ function* parsing(
 /**
  * Parses and checks a bulk body on the HTTP thread: whenever the parse has run
  * `limits.bulkParseSliceMsMax`, the event loop takes a turn (reads that came meanwhile are
- * answered, due timers fire), so no read waits behind a whole body.
+ * answered, due timers fire), so no read waits behind a whole NDJSON body. A JSON array body is
+ * still one `JSON.parse`, which reads wait behind whole; only its records' checks are sliced.
  */
 export async function parseBulkInSlices(
   text: string,

@@ -35,7 +35,10 @@ export interface GatewayLimits extends FieldParamLimits {
   keyBytesMax: number;
   bulkRecordsMax: number;
   bulkBytesMax: number;
-  /** The longest the HTTP thread parses a bulk body before other requests get a turn, ms. */
+  /**
+   * The longest the HTTP thread parses an NDJSON bulk body, or checks a bulk's records, before
+   * other requests get a turn, ms. A JSON array body is one `JSON.parse`, not sliced.
+   */
   bulkParseSliceMsMax: number;
   settingsBytesMax: number;
   /** A view definition's JSON bytes (PUT /v1/views/:v). */
@@ -169,7 +172,7 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   bulkRecordsMax: 'most records in one bulk request',
   bulkBytesMax: 'largest bulk body, bytes',
   bulkParseSliceMsMax:
-    'longest the HTTP thread parses a bulk body before other requests get a turn, ms',
+    'longest the HTTP thread parses an NDJSON bulk body before other requests get a turn (a JSON array body is one parse, only its checks are sliced), ms',
   settingsBytesMax: 'largest collection settings body, bytes',
   viewBytesMax: 'largest view definition body, bytes',
   scanLimitDefault: 'scan page size without limit=',
