@@ -22,7 +22,7 @@ import { readPartitionRange } from '../shared/internal-topic-reader.js';
 import { topicOffsets } from '../shared/topic-offsets.js';
 import { fenceHeaderAt, TopicKinds, type TopicKind } from '../shared/topic-kinds.js';
 import { viewTopics, type ViewCatalog } from '../shared/view-catalog.js';
-import { epochOf, fenceRecords } from '../shared/view-epoch.js';
+import { epochAfter, fenceRecords } from '../shared/view-epoch.js';
 import type { FeedEpochs } from './feed-epochs.js';
 import type { CollectionIncarnations } from './incarnations.js';
 
@@ -144,8 +144,7 @@ export class FeedFences {
         (record) => {
           if (record.offset >= until) return;
           counted += 1;
-          // One record's part of the fence rule (fenceRecords): the greatest epoch only rises.
-          greatest = Math.max(greatest, epochOf(record)?.epoch ?? -1);
+          greatest = epochAfter(record, greatest).epoch;
         },
       );
     } catch (error) {

@@ -63,6 +63,17 @@ export function epochOf(record: StoredRecord): { epoch: number; claim: boolean }
 }
 
 /**
+ * One record's part of the fence rule: the greatest epoch after it, from `before`, the greatest
+ * before it (−1: none; a record without an epoch counts as −1, so the greatest only rises), and
+ * whether it changes documents (neither below `before` nor a claim).
+ */
+export function epochAfter(record: StoredRecord, before: number): { epoch: number; kept: boolean } {
+  const said = epochOf(record) ?? { epoch: -1, claim: false };
+  if (said.epoch < before) return { epoch: before, kept: false };
+  return { epoch: said.epoch, kept: !said.claim };
+}
+
+/**
  * The records of one partition, in offset order, that change documents: claims and records of
  * an epoch below the greatest seen before them are left out. `epochBefore` is the greatest epoch
  * of the records before the first (−1: none); answers the greatest after the last. `rose` hears
@@ -76,11 +87,10 @@ export function fenceRecords<R extends StoredRecord>(
   let greatest = epochBefore;
   const kept: R[] = [];
   for (const record of records) {
-    const said = epochOf(record) ?? { epoch: -1, claim: false };
-    if (said.epoch < greatest) continue;
-    if (said.epoch > greatest) rose?.(record.offset, said.epoch);
-    greatest = said.epoch;
-    if (!said.claim) kept.push(record);
+    const after = epochAfter(record, greatest);
+    if (after.epoch > greatest) rose?.(record.offset, after.epoch);
+    greatest = after.epoch;
+    if (after.kept) kept.push(record);
   }
   return { kept, epochAfter: greatest };
 }
