@@ -18,7 +18,7 @@ import {
   readSourceDocuments,
   viewThrough,
 } from './view-check.js';
-import { openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
+import { interceptLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
@@ -52,20 +52,13 @@ describe('a claim that lands between the read-back and the append', () => {
   /** The log, but the first output append after `arm()` lands after a late claim. */
   const claimingLog = (log: LogClient) => {
     let armed = false;
-    const proxy = new Proxy(log, {
-      get(target, property, receiver) {
-        if (property === 'append') {
-          const append: LogClient['append'] = async (topic, partition, bytes, ...rest) => {
-            if (armed && topic === TOPIC && !isClaimBatch(bytes)) {
-              armed = false;
-              await lateClaim(partition);
-            }
-            return target.append(topic, partition, bytes, ...rest);
-          };
-          return append;
+    const proxy = interceptLog(log, {
+      append: async (topic, partition, bytes, ...rest) => {
+        if (armed && topic === TOPIC && !isClaimBatch(bytes)) {
+          armed = false;
+          await lateClaim(partition);
         }
-        const value = Reflect.get(target, property, receiver) as unknown;
-        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+        return log.append(topic, partition, bytes, ...rest);
       },
     });
     return { log: proxy, arm: () => (armed = true) };

@@ -5,10 +5,9 @@
 // check's fetches (its own topic only, no wait) are counted through a proxy of the log.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
-import type { LogClient } from '../../shared/log-api.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { lastOffsets } from './view-check.js';
-import { openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
+import { interceptLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
@@ -53,32 +52,23 @@ describe("a view task's claim check", () => {
     }
     let appendedBytes = 0;
     let checkBytes = 0;
-    const log = new Proxy(rig.node.client, {
-      get(target, property, receiver) {
-        if (property === 'append') {
-          const append: LogClient['append'] = (topic, partition, bytes, ...rest) => {
-            if (topic === TOPIC) appendedBytes += bytes.length;
-            return target.append(topic, partition, bytes, ...rest);
-          };
-          return append;
-        }
-        if (property === 'fetch') {
-          const fetch: LogClient['fetch'] = async (positions, options) => {
-            const fetched = await target.fetch(positions, options);
-            if (options?.waitMs === 0 && positions.every((p) => p.topic === TOPIC)) {
-              for (const outcome of fetched) {
-                if ('error' in outcome) continue;
-                for (const batch of iterateBatches(outcome.batches)) {
-                  checkBytes += batch.bytes.length;
-                }
-              }
+    const client = rig.node.client;
+    const log = interceptLog(client, {
+      append: (topic, partition, bytes, ...rest) => {
+        if (topic === TOPIC) appendedBytes += bytes.length;
+        return client.append(topic, partition, bytes, ...rest);
+      },
+      fetch: async (positions, options) => {
+        const fetched = await client.fetch(positions, options);
+        if (options?.waitMs === 0 && positions.every((p) => p.topic === TOPIC)) {
+          for (const outcome of fetched) {
+            if ('error' in outcome) continue;
+            for (const batch of iterateBatches(outcome.batches)) {
+              checkBytes += batch.bytes.length;
             }
-            return fetched;
-          };
-          return fetch;
+          }
         }
-        const value = Reflect.get(target, property, receiver) as unknown;
-        return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+        return fetched;
       },
     });
     const task = rig.start({

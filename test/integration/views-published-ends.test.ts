@@ -16,7 +16,7 @@ import {
   readSourceDocuments,
   viewThrough,
 } from './view-check.js';
-import { openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
+import { interceptLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
@@ -44,27 +44,17 @@ type Call = { call: 'append'; topic: string; claim: boolean } | { call: 'offsets
 
 /** The log, but the calls `refuse` picks fail (an Error, as a lost connection would). */
 function faultyLog(log: LogClient, refuse: (call: Call) => boolean): LogClient {
-  return new Proxy(log, {
-    get(target, property, receiver) {
-      if (property === 'append') {
-        const append: LogClient['append'] = (topic, partition, bytes, ...rest) => {
-          if (refuse({ call: 'append', topic, claim: isClaimBatch(bytes) })) {
-            return Promise.reject(new Error('append refused (fault)'));
-          }
-          return target.append(topic, partition, bytes, ...rest);
-        };
-        return append;
+  return interceptLog(log, {
+    append: (topic, partition, bytes, ...rest) => {
+      if (refuse({ call: 'append', topic, claim: isClaimBatch(bytes) })) {
+        return Promise.reject(new Error('append refused (fault)'));
       }
-      if (property === 'offsets') {
-        const offsets: LogClient['offsets'] = () =>
-          refuse({ call: 'offsets' })
-            ? Promise.reject(new Error('offsets refused (fault)'))
-            : target.offsets();
-        return offsets;
-      }
-      const value = Reflect.get(target, property, receiver) as unknown;
-      return typeof value === 'function' ? (value as () => unknown).bind(target) : value;
+      return log.append(topic, partition, bytes, ...rest);
     },
+    offsets: () =>
+      refuse({ call: 'offsets' })
+        ? Promise.reject(new Error('offsets refused (fault)'))
+        : log.offsets(),
   });
 }
 
