@@ -105,6 +105,9 @@ export class LogCleaner {
       // list once closed: retention would unlink by path what may be a new topic's live segment.
       if (log.isClosed || log.failed) continue;
       summaries.push(await this.cleanPartition(log));
+      // Retention is synchronous: without a turn between partitions, a pass would delete the old
+      // segments of every delete-policy partition while holding every append of the node.
+      await yieldToLoop();
     }
     return summaries;
   }

@@ -3,8 +3,9 @@
 // done in one go held every append of the node for all of it: 8-40 s in the 10^7 scale run), and
 // a pass cut into slices of 1 ms still compacts to the latest value of every key; and a pass
 // over a topic dropped between two of its slices stops there, quietly, leaving no copy behind; and
-// a delete-policy topic dropped (and created again) while the pass compacts another is left be. The
-// test is about the log-node's own store, so it reaches the node by its in-process binding.
+// a delete-policy topic dropped (and created again) while the pass compacts another is left be; and
+// the retention of each partition runs in a turn of its own. The test is about the log-node's own
+// store, so it reaches the node by its in-process binding.
 import fs from 'node:fs';
 import path from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
@@ -56,6 +57,17 @@ async function fillTwice(client: LogClient): Promise<void> {
     for (let first = 0; first < KEYS; first += RECORDS_PER_BATCH) {
       await client.append(TOPIC, 0, batchOf(first, round));
     }
+  }
+}
+
+const PAST_RETENTION_CONFIGS = { cleanupPolicy: 'delete', retentionMs: 60_000 } as const;
+
+/** A delete-policy topic of 8 batches (~2.6 MB, a segment rolled) written an hour past retention. */
+async function fillPastRetention(client: LogClient, topic: string): Promise<void> {
+  await client.ensureTopic(topic, PAST_RETENTION_CONFIGS);
+  const hourAgo = Date.now() - 3_600_000;
+  for (let first = 0; first < 8 * RECORDS_PER_BATCH; first += RECORDS_PER_BATCH) {
+    await client.append(topic, 0, batchOf(first, 0, hourAgo));
   }
 }
 
@@ -194,12 +206,7 @@ describe('log-node cleaner slices, a delete-policy topic dropped during the pass
       const running = await openSlicedNode(dir.path, { fileIO: watchingTopic(seen), logger });
       try {
         const { client } = running;
-        const timedConfigs = { cleanupPolicy: 'delete', retentionMs: 60_000 } as const;
-        await client.ensureTopic(TIMED, timedConfigs);
-        const hourAgo = Date.now() - 3_600_000;
-        for (let first = 0; first < 8 * RECORDS_PER_BATCH; first += RECORDS_PER_BATCH) {
-          await client.append(TIMED, 0, batchOf(first, 0, hourAgo));
-        }
+        await fillPastRetention(client, TIMED);
         const timedDir = path.join(dir.path, 'topics', TIMED, '0');
         expect(segmentNames(timedDir).length, 'a closed segment past retention').toBeGreaterThan(1);
         await fillTwice(client);
@@ -214,7 +221,7 @@ describe('log-node cleaner slices, a delete-policy topic dropped during the pass
         expect(passEnded, 'the pass was still compacting when the topic was dropped').toBe(false);
         await client.deleteTopic(TIMED);
         if (again) {
-          await client.ensureTopic(TIMED, timedConfigs);
+          await client.ensureTopic(TIMED, PAST_RETENTION_CONFIGS);
           await client.append(TIMED, 0, batchOf(0, 1));
         }
         await pass;
@@ -233,6 +240,51 @@ describe('log-node cleaner slices, a delete-policy topic dropped during the pass
       }
     },
   );
+});
+
+// Retention is synchronous (unlinks and a directory fsync): with nothing to give the thread back
+// between partitions, a pass ran the retention of every delete-policy partition in one turn.
+describe('log-node cleaner slices, retention of many partitions', () => {
+  it('gives the thread back between partitions', async () => {
+    const topics = ['timed-a', 'timed-b', 'timed-c'];
+    const dir = tempDir('cleaner-retention-turns');
+    let turn = 0;
+    const turnsByTopic = new Map<string, Set<number>>();
+    const watching: FileIO = {
+      ...nodeFileIO,
+      unlink: (file) => {
+        const topic = topics.find((name) => file.includes(path.join('topics', name, '0')));
+        if (topic !== undefined && file.endsWith('.log')) {
+          turnsByTopic.set(topic, (turnsByTopic.get(topic) ?? new Set()).add(turn));
+        }
+        nodeFileIO.unlink(file);
+      },
+    };
+    const running = await openSlicedNode(dir.path, { fileIO: watching });
+    try {
+      for (const topic of topics) await fillPastRetention(running.client, topic);
+      let passEnded = false;
+      const pass = running.cleaner.runOnce().finally(() => {
+        passEnded = true;
+      });
+      for (let turns = 0; turns < TURNS_TO_PHASE_MAX && !passEnded; turns++) {
+        await nextTurn();
+        turn++;
+      }
+      const summaries = await pass;
+      for (const topic of topics) {
+        expect(summaries.find((s) => s.topic === topic)?.segmentsDeleted, topic).toBeGreaterThan(0);
+      }
+      const turns = topics.map((topic) => [...(turnsByTopic.get(topic) ?? [])]);
+      expect(
+        new Set(turns.flat()).size,
+        `the turns of each topic's unlinks: ${JSON.stringify(turns)}`,
+      ).toBe(topics.length);
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
 });
 
 describe('log-node cleaner slices, a segment nothing of which is kept', () => {
