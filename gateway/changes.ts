@@ -47,7 +47,7 @@ import { checkCollection } from '../shared/collection-name.js';
 import type { FilterNode } from '../shared/filter/ast.js';
 import { matches } from '../shared/filter/evaluate.js';
 import { parseFieldParams } from '../shared/filter-params.js';
-import { badRequest, TailbaseError } from '../shared/errors.js';
+import { badRequest, isUnknownTopic, TailbaseError } from '../shared/errors.js';
 import type { FetchOutcome } from '../shared/fetch-answer.js';
 import type { FetchPosition, PartitionOffsets } from '../shared/log-api.js';
 import { collectionId, mergeTokenOffsets, offsetsOf, type TokenOffsets } from '../shared/token.js';
@@ -384,7 +384,7 @@ async function openFeed(
      */
     const swappedAway = async (error: unknown, topic: unknown): Promise<boolean> => {
       if (view === undefined) return false;
-      if (!(error instanceof TailbaseError && error.code === 'unknown_topic')) return false;
+      if (!isUnknownTopic(error)) return false;
       // Another log-node's read noticed first: the topic is followed no more.
       return (await followSwap()) || (typeof topic === 'string' && !feed.next.has(topic));
     };

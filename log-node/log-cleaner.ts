@@ -12,7 +12,8 @@
  * thread pool for the same reason. Between slices the partition goes on: appends and rolls add
  * batches past what the pass scans (it reads up to the ends it saw when it began), and a segment
  * the pass works on may leave the set (a full disk reloads it): its copy is then thrown away; and
- * the partition may close (its topic dropped): the pass then stops at its next slice.
+ * the partition may close (its topic dropped): the pass then stops at its next slice, and skips a
+ * partition closed before its turn came.
  */
 import fs from 'node:fs';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
@@ -100,7 +101,13 @@ export class LogCleaner {
     const summaries: CleanSummary[] = [];
     for (const log of this.node.openPartitions()) {
       if (this.node.closing) break;
+      // The list is as it was when the pass began. A dropped topic's partition keeps its segment
+      // list once closed: retention would unlink by path what may be a new topic's live segment.
+      if (log.isClosed || log.failed) continue;
       summaries.push(await this.cleanPartition(log));
+      // Retention is synchronous: without a turn between partitions, a pass would delete the old
+      // segments of every delete-policy partition while holding every append of the node.
+      await yieldToLoop();
     }
     return summaries;
   }

@@ -44,6 +44,11 @@ export const tooLarge = (code: string, message: string, details?: ErrorDetails) 
 export const unavailable = (code: string, message: string, details?: ErrorDetails) =>
   new TailbaseError(503, code, message, details);
 
+/** The log's answer for a topic that does not exist (dropped, retired, or never created). */
+export function isUnknownTopic(error: unknown): boolean {
+  return error instanceof TailbaseError && error.code === 'unknown_topic';
+}
+
 /** The error a JSON error body carries, with its status and details; undefined for any other body. */
 export function errorInBody(status: number, body: unknown): TailbaseError | undefined {
   const error = (body as Partial<ErrorBody> | null)?.error;

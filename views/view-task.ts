@@ -23,7 +23,7 @@ import {
   type LogRecord,
   type StoredRecord,
 } from '../shared/batch-codec.js';
-import { TailbaseError } from '../shared/errors.js';
+import { isUnknownTopic } from '../shared/errors.js';
 import { matches } from '../shared/filter/index.js';
 import type { FetchedPartition, FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
@@ -329,6 +329,8 @@ export class ViewTask {
         }
       } catch (error) {
         if (this.stopped) return;
+        // A view processor's appends create no topic (views/README.md): its own topic missing
+        // means its version may be gone.
         if (isUnknownTopic(error) && !(await this.stillDeclared())) {
           this.retired = true;
           this.logger.warn(
@@ -775,12 +777,4 @@ export class ViewTask {
       if (current !== undefined && current.json === json) this.state.outbox.remove(key);
     }
   }
-}
-
-/**
- * The log's answer for a topic that does not exist: a view processor's appends create none
- * (views/README.md), so its own topic missing means its version may be gone.
- */
-function isUnknownTopic(error: unknown): boolean {
-  return error instanceof TailbaseError && error.code === 'unknown_topic';
 }
