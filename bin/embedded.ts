@@ -70,7 +70,7 @@ import { PortLogClient } from '../shared/port-log-client.js';
 import { PortServeClient } from '../shared/port-serve-client.js';
 import { PortViewClient } from '../shared/port-view-client.js';
 import type { ServeClient } from '../shared/serve-api.js';
-import { VIEW_WRITER_USERNAME, type ViewProcessing } from '../shared/view-api.js';
+import { viewWriterKafka, type ViewProcessing } from '../shared/view-api.js';
 import { viewLimitOptions, viewLimitValues } from '../views/cli-options.js';
 import type { ViewTaskLimits } from '../views/view-task.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
@@ -312,12 +312,6 @@ async function startOnLog(
       await stopNodes();
     },
   };
-}
-
-/** How the view processors reach an external log: as the view processor, with the secret. */
-function viewWriterKafka(kafka: KafkaConnectOptions, clusterSecret?: string): KafkaConnectOptions {
-  if (clusterSecret === undefined) return kafka;
-  return { ...kafka, sasl: { username: VIEW_WRITER_USERNAME, password: clusterSecret } };
 }
 
 /**

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { Option } from 'commander';
 import type { ServeNodeCompanion } from '../serve-node/main.js';
 import { connectLog } from '../shared/log-connect.js';
-import { VIEW_WRITER_USERNAME } from '../shared/view-api.js';
+import { viewWriterKafka } from '../shared/view-api.js';
 import {
   viewGroupOptions,
   viewGroupValues,
@@ -56,14 +56,10 @@ export const serveNodeViews: ServeNodeCompanion = {
     const logger = options.logger!.child({ role: 'views' });
     const { log, close } = await connectLog(options.logUrls, {
       connectWaitMs: options.logConnectMsMax ?? LOG_CONNECT_MS_MAX,
-      kafka: {
-        ...options.kafka,
-        // A view's topic is created when its version is declared; one gone was dropped or retired.
-        appendCreatesTopics: false,
-        ...(auth === 'cluster-secret'
-          ? { sasl: { username: VIEW_WRITER_USERNAME, password: options.clusterSecret! } }
-          : {}),
-      },
+      kafka: viewWriterKafka(
+        options.kafka ?? {},
+        auth === 'cluster-secret' ? options.clusterSecret : undefined,
+      ),
       logger,
     });
     const limits = viewLimitValues(flags);

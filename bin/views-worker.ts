@@ -19,7 +19,10 @@ import { runNodeWorker } from './node-thread.js';
 export interface ViewsWorkerData {
   /** Where the views' state directories live. */
   dataDir: string;
-  /** The log-node thread's port, or the external log's URLs and how to reach it. */
+  /**
+   * The log-node thread's port, or the external log's URLs and how to reach it (`options.kafka`
+   * the view writer's: viewWriterKafka).
+   */
   log: { port: MessagePort } | { urls: string[]; options: ConnectLogOptions };
   /** The gateway's calls to the processors. */
   calls: MessagePort;
@@ -35,13 +38,7 @@ const logger = createLogger('tailbase').child({ role: 'views' });
 
 async function connected(): Promise<ConnectedLog> {
   if ('urls' in data.log) {
-    const { options } = data.log;
-    return connectLog(data.log.urls, {
-      ...options,
-      // A view's topic is created when its version is declared; one gone was dropped or retired.
-      kafka: { ...options.kafka, appendCreatesTopics: false },
-      logger,
-    });
+    return connectLog(data.log.urls, { ...data.log.options, logger });
   }
   const log = new PortLogClient(data.log.port);
   return { log, close: () => log.close(new Error('the view processors stopped')) };

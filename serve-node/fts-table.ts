@@ -83,13 +83,23 @@ export function openFtsTable(
   };
 }
 
+/**
+ * FTS5's default `crisismerge`: a level holding this many segments is merged whole within the
+ * write that reached it, so an `automerge` at or past it would leave merging to those.
+ */
+const FTS5_CRISISMERGE = 16;
+
+/** The bounds of FTS5's `automerge` this store sets: FTS5's own least, and below crisismerge. */
+export const FTS_AUTOMERGE_SEGMENTS_MIN = 2;
+export const FTS_AUTOMERGE_SEGMENTS_MAX = FTS5_CRISISMERGE - 1;
+
 /** A writer's FtsWriteConfig, checked when its store opens rather than at its first table. */
 export function ftsWriteConfig(automergeSegments: number): FtsWriteConfig {
   assert(
     Number.isInteger(automergeSegments) &&
-      automergeSegments >= 2 &&
-      automergeSegments < FTS5_CRISISMERGE,
-    `FTS5's automerge is an integer from 2 to ${FTS5_CRISISMERGE - 1}, not ${automergeSegments}`,
+      automergeSegments >= FTS_AUTOMERGE_SEGMENTS_MIN &&
+      automergeSegments <= FTS_AUTOMERGE_SEGMENTS_MAX,
+    `FTS5's automerge is an integer from ${FTS_AUTOMERGE_SEGMENTS_MIN} to ${FTS_AUTOMERGE_SEGMENTS_MAX}, not ${automergeSegments}`,
   );
   return { automergeSegments };
 }
@@ -101,9 +111,3 @@ function setAutomerge(db: Database.Database, name: string, segments: number): vo
   // FTS5 refuses a bound REAL (a JS number binds as one): the value is a checked integer.
   db.exec(`INSERT INTO ${name} (${name}, rank) VALUES ('automerge', ${segments})`);
 }
-
-/**
- * FTS5's default `crisismerge`: a level holding this many segments is merged whole within the
- * write that reached it, so an `automerge` at or past it would leave merging to those.
- */
-const FTS5_CRISISMERGE = 16;

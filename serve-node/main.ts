@@ -13,6 +13,7 @@ import {
 } from '../shared/cli-options.js';
 import { createLogger } from '../shared/logger.js';
 import { DEFAULT_HOST, DEFAULT_LIMITS, type ServeNodeLimits } from './config.js';
+import { FTS_AUTOMERGE_SEGMENTS_MAX, FTS_AUTOMERGE_SEGMENTS_MIN } from './fts-table.js';
 import { startServeNode, type ServeNodeOptions } from './index.js';
 
 /** A serve-node split over threads (bin/serve-node-threads.ts): apply, HTTP, reads. */
@@ -46,10 +47,11 @@ export function searchTopkListedDfMinOption(): Option {
 export function ftsAutomergeSegmentsOption(): Option {
   return integerOption(
     '--fts-automerge-segments <n>',
-    "segments of one level of a search table that FTS5 starts merging (its 'automerge'; below 16)",
+    `segments of one level of a search table that FTS5 starts merging (its 'automerge'; ${FTS_AUTOMERGE_SEGMENTS_MIN}..${FTS_AUTOMERGE_SEGMENTS_MAX})`,
     'TAILBASE_FTS_AUTOMERGE_SEGMENTS',
     DEFAULT_LIMITS.ftsAutomergeSegments,
-    2,
+    FTS_AUTOMERGE_SEGMENTS_MIN,
+    FTS_AUTOMERGE_SEGMENTS_MAX,
   );
 }
 

@@ -210,7 +210,10 @@ export class ServeNode implements ServeNodeCore {
     const untailed = new Set(
       interrupted.map((drop) => drop.collection).filter((name) => !lmdbTopics.has(name)),
     );
-    const storedParts = this.current.stored().filter((tp) => !untailed.has(tp.topic));
+    // Before the first listing: the dropped incarnation's search checkpoints would read as stored
+    // and make it skip a collection created again under the name until the next listing.
+    for (const collection of untailed) this.current.dropTablesAgain(collection);
+    const storedParts = this.current.stored();
     const hosted = new Set(this.hosted);
     const foreign = storedParts.filter(
       (tp) => tp.topic !== SETTINGS_TOPIC && !hosted.has(tp.partition),
@@ -238,7 +241,6 @@ export class ServeNode implements ServeNodeCore {
       );
     } else {
       this.current.docs.setClusterId(this.parts.clusterId);
-      for (const collection of untailed) this.current.dropTablesAgain(collection);
       for (const dropped of interrupted) this.resumeDrop(dropped);
       for (const collection of vanished) {
         this.dropInBackground(collection, 'the log no longer has it (dropped while away)');

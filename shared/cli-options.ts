@@ -21,11 +21,14 @@ export function integerOption(
   defaultValue?: number,
   /** The least value accepted, when there is one. */
   min?: number,
+  /** The greatest value accepted, when there is one. */
+  max?: number,
 ): Option {
   const parse = (raw: string) => {
     const value = parseInteger(raw);
     if (min !== undefined && value < min)
       throw new InvalidArgumentError(`expected at least ${min}`);
+    if (max !== undefined && value > max) throw new InvalidArgumentError(`expected at most ${max}`);
     return value;
   };
   const option = new Option(flags, description).env(env).argParser(parse);

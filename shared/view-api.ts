@@ -6,11 +6,29 @@
  * tokens on view reads (503 `view_processor_unavailable`).
  */
 
+import type { KafkaConnectOptions } from './log-connect.js';
+
 /**
  * The SASL/PLAIN username a cluster's view processor gives the log-nodes, with the cluster secret
  * as its password: the one Kafka principal that may produce to views' topics.
  */
 export const VIEW_WRITER_USERNAME = 'tailbase-view-processor';
+
+/**
+ * How a view processor reaches a Kafka log: an append never creates a topic (a view's topic is
+ * created when its version is declared; one gone was dropped or retired), and given the cluster
+ * secret it logs in as VIEW_WRITER_USERNAME.
+ */
+export function viewWriterKafka(
+  kafka: KafkaConnectOptions,
+  clusterSecret?: string,
+): KafkaConnectOptions {
+  const login =
+    clusterSecret === undefined
+      ? {}
+      : { sasl: { username: VIEW_WRITER_USERNAME, password: clusterSecret } };
+  return { ...kafka, appendCreatesTopics: false, ...login };
+}
 
 export interface ViewPartitionProgress {
   partition: number;

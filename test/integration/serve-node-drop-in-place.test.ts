@@ -6,15 +6,16 @@
 // (documents, scores, facets, applied offsets), its retired rows deleted; a drop that a restart
 // interrupts after its first step is finished at start (then the collection created again under
 // the name is tailed from its start), with the same result, and one interrupted between its first
-// two steps takes the second again (no table of it left); searches on read threads racing the
-// drop answer, none from a dropped table.
+// two steps takes the second again (no table of it left, the name created again tailed by the
+// first listing); searches on read threads racing the drop answer, none from a dropped table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { encodeBatch } from '../../shared/batch-codec.js';
 import { SETTINGS_TOPIC } from '../../shared/topics.js';
-import type { RunningServeNode } from '../../serve-node/index.js';
+import { startServeNode, type RunningServeNode } from '../../serve-node/index.js';
+import { createLogger } from '../../shared/logger.js';
 import { Replica } from '../../serve-node/replica.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
 import { HttpServeClient } from '../../shared/http-serve-client.js';
@@ -29,6 +30,7 @@ import {
 } from './gateway-harness.js';
 
 const WAIT_MS_MAX = 30_000;
+const silent = createLogger('test', 'silent');
 const POLL_MS = 50;
 const BIG_DOCS = 3_000;
 const KEPT_DOCS = 300;
@@ -350,6 +352,49 @@ describe('dropping a collection in place', () => {
           total: 0,
         });
       });
+    } finally {
+      await log.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a drop a restart interrupted between its first two steps, the name created again, is tailed by the first listing', async () => {
+    const log = await startLog(1);
+    const dir = await tempDir('interrupted-again');
+    const batchOf = (tag: string) =>
+      encodeBatch(
+        Array.from({ length: 20 }, (_, i) => ({
+          key: `${tag}${i}`,
+          value: Buffer.from(JSON.stringify(docOf(tag, i))),
+          timestampMs: 1_800_000_000_000,
+        })),
+      );
+    try {
+      await log.client.append('again', 0, batchOf('old'));
+      const serve = await serveNodeOn(log.url, dir);
+      await serve.client.scan('again', { waitFor: { 0: 19 }, waitMs: WAIT_MS_MAX });
+      await stopAfterFirstDropStep(serve, 'again');
+      await log.client.deleteTopic('again');
+      await log.client.append('again', 0, batchOf('new'));
+      // No later listing within the test, and no read of the collection (a read lists again).
+      const restarted = await startServeNode({
+        dataDir: dir,
+        port: 0,
+        logUrls: [log.url],
+        partitions: [0],
+        logger: silent,
+        limits: { topicRefreshMs: 10 * WAIT_MS_MAX },
+      });
+      try {
+        await until(
+          'the drop finished',
+          async () => (await restarted.client.status()).lastDrop !== undefined,
+        );
+        const tailed = (await restarted.client.status()).partitions.map((tp) => tp.topic);
+        expect(tailed).toContain('again');
+      } finally {
+        await restarted.stop();
+      }
     } finally {
       await log.stop();
       await rm(dir, { recursive: true, force: true });
