@@ -20,6 +20,7 @@ import type { LogClient } from '../../shared/log-api.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { ViewCatalog } from '../../shared/view-catalog.js';
 import { epochHeader } from '../../shared/view-epoch.js';
+import { DEFAULT_LIMITS } from '../../gateway/config.js';
 import { FeedEpochs } from '../../gateway/feed-epochs.js';
 import { FeedFences } from '../../gateway/feed-fences.js';
 import { CollectionIncarnations } from '../../gateway/incarnations.js';
@@ -70,6 +71,7 @@ function feedOn(epochs: FeedEpochs, incarnations: CollectionIncarnations) {
     epochs,
     incarnations,
     readBytesMax: COUNT_READ_BYTES_MAX,
+    readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
     signal: new AbortController().signal,
     counted: (records) => (tally.counted += records),
   });
@@ -136,6 +138,7 @@ describe('FeedFences', () => {
       epochs: new FeedEpochs(16),
       incarnations: new CollectionIncarnations(log.node.client, INCARNATIONS_REFRESH_MS),
       readBytesMax: READ_BYTES_MAX,
+      readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
       signal: new AbortController().signal,
       counted: () => undefined,
     });
