@@ -13,7 +13,7 @@ import { epochHeader } from '../../shared/view-epoch.js';
 import { FeedEpochs } from '../../gateway/feed-epochs.js';
 import { FeedFences } from '../../gateway/feed-fences.js';
 import { CollectionIncarnations } from '../../gateway/incarnations.js';
-import { keysIn } from '../harness/index.js';
+import { interceptLog, keysIn } from '../harness/index.js';
 import { startLog, type LogFixture } from './gateway-harness.js';
 
 const PARTITIONS = 16;
@@ -61,27 +61,22 @@ afterAll(() => log?.stop());
 /** The client, its reads of the view counted while in flight (and their bytes asked for). */
 function watchedReads(client: LogClient) {
   const seen = { inFlight: 0, inFlightMax: 0, bytes: 0, bytesMax: 0, reads: 0 };
-  const watched = new Proxy(client, {
-    get(target, name, receiver) {
-      const value: unknown = Reflect.get(target, name, receiver);
-      if (name !== 'read' || typeof value !== 'function') return value;
-      const read = value as LogClient['read'];
-      return async (...args: Parameters<LogClient['read']>) => {
-        if (args[0] !== VIEW) return read.apply(target, args);
-        const bytes = args[3]?.maxBytes ?? 0;
-        seen.reads += 1;
-        seen.inFlight += 1;
-        seen.bytes += bytes;
-        seen.inFlightMax = Math.max(seen.inFlightMax, seen.inFlight);
-        seen.bytesMax = Math.max(seen.bytesMax, seen.bytes);
-        try {
-          await new Promise((resolve) => setTimeout(resolve, READ_HELD_MS));
-          return await read.apply(target, args);
-        } finally {
-          seen.inFlight -= 1;
-          seen.bytes -= bytes;
-        }
-      };
+  const watched = interceptLog(client, {
+    read: async (...args) => {
+      if (args[0] !== VIEW) return client.read(...args);
+      const bytes = args[3]?.maxBytes ?? 0;
+      seen.reads += 1;
+      seen.inFlight += 1;
+      seen.bytes += bytes;
+      seen.inFlightMax = Math.max(seen.inFlightMax, seen.inFlight);
+      seen.bytesMax = Math.max(seen.bytesMax, seen.bytes);
+      try {
+        await new Promise((resolve) => setTimeout(resolve, READ_HELD_MS));
+        return await client.read(...args);
+      } finally {
+        seen.inFlight -= 1;
+        seen.bytes -= bytes;
+      }
     },
   });
   return { watched, seen };
