@@ -1,11 +1,14 @@
 // Proves that a settings change never creates a view's topic again (issue 29): the log contract's
 // setTopicConfigs changes an existing topic's configs and answers 404 `unknown_topic` for a
-// missing one without creating it, on a tailbase log-node in process and over its Kafka face
-// (IncrementalAlterConfigs answers UNKNOWN_TOPIC_OR_PARTITION); and that a settings PATCH of a
+// missing one without creating it, on a tailbase log-node in process, across a MessagePort (as in
+// tailbase start) and over its Kafka face (IncrementalAlterConfigs answers
+// UNKNOWN_TOPIC_OR_PARTITION); and that a settings PATCH of a
 // view whose topic a swap retired between the gateway's read of the catalog and its call to the
 // log is refused (409, or 404 once the view is gone) with the topic still gone and no settings
 // record written, while a collection's first settings still create its topic.
+import { MessageChannel } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { answerLogPort, PortLogClient } from '../../shared/port-log-client.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { readSettingsVersions } from '../../gateway/settings-reader.js';
@@ -17,20 +20,33 @@ const DEFINITION = { from: 'orders', groupBy: ['country'], aggregates: { n: 'cou
 const READ_BYTES_MAX = 1 << 20;
 
 let log: LogFixture;
+/** The log-node's in-process client across a MessagePort, as `tailbase start`'s threads reach it. */
+let portClient: PortLogClient;
+let ports: MessageChannel;
 beforeAll(async () => {
   log = await startLog(PARTITIONS);
+  ports = new MessageChannel();
+  answerLogPort(ports.port2, log.node.client, (error) => {
+    throw error;
+  });
+  portClient = new PortLogClient(ports.port1);
 });
-afterAll(() => log?.stop());
+afterAll(async () => {
+  ports?.port1.close();
+  ports?.port2.close();
+  await log?.stop();
+});
 
 const names = async (client: LogClient) => (await client.topics()).map((topic) => topic.name);
 
 describe('setTopicConfigs', () => {
   for (const [transport, client] of [
-    ['in process', () => log.node.client],
-    ['over the Kafka face', () => log.client],
+    ['local', () => log.node.client],
+    ['port', () => portClient],
+    ['kafka', () => log.client],
   ] as const) {
     it(`${transport}: changes an existing topic's configs, and never creates a missing one`, async () => {
-      const topic = `configs-${transport === 'in process' ? 'local' : 'kafka'}`;
+      const topic = `configs-${transport}`;
       await client().ensureTopic(topic);
       const changed = await client().setTopicConfigs(topic, {
         cleanupPolicy: 'delete',
@@ -49,7 +65,7 @@ describe('setTopicConfigs', () => {
           .catch((e: unknown) => e);
         expect(error).toBeInstanceOf(TailbaseError);
         expect(error).toMatchObject({ status: 404, code: 'unknown_topic' });
-        if (transport !== 'in process' && Object.keys(configs).length > 0) {
+        if (transport === 'kafka' && Object.keys(configs).length > 0) {
           expect((error as TailbaseError).details).toMatchObject({
             kafkaError: 'UNKNOWN_TOPIC_OR_PARTITION',
           });
