@@ -338,6 +338,7 @@ async function openFeed(
       epochs: services.feedEpochs,
       incarnations,
       readBytesMax: config.feedReadBytesMax,
+      readsMax: config.limits.feedEpochReadsMax,
       signal: stop.signal,
       counted: (records) => services.metrics.feedEpochRecords.inc(records),
     });

@@ -77,6 +77,12 @@ export interface GatewayLimits extends FieldParamLimits {
    * feed counts from the last one's mark rather than from the log start; the least used go first.
    */
   feedEpochPartitionsMax: number;
+  /**
+   * Reads of views' partitions below a change feed's start that one feed has in flight at once
+   * (feed-fences.ts), each of up to `feedReadBytesMax`: a feed's first answer over many
+   * partitions begins all their counts together.
+   */
+  feedEpochReadsMax: number;
 }
 
 export const FEEDS_MAX_CEILING = INTERNAL_SOCKETS_MAX / 2;
@@ -162,6 +168,7 @@ export const DEFAULT_LIMITS: GatewayLimits = {
   feedLimitMax: 100_000,
   feedsMax: 64,
   feedEpochPartitionsMax: 4096,
+  feedEpochReadsMax: 4,
 };
 
 /** What each limit bounds: the help of its flag (shared/cli-options.ts limitOptions). */
@@ -194,6 +201,8 @@ export const LIMIT_HELP: Record<keyof GatewayLimits, string> = {
   feedsMax: `change feeds open at once (at most ${FEEDS_MAX_CEILING})`,
   feedEpochPartitionsMax:
     "views' partitions whose epoch count the change feeds keep, so a feed counts from the last one's",
+  feedEpochReadsMax:
+    "reads of views' partitions below a change feed's start one feed has in flight at once, each of up to 1 MiB (feedReadBytesMax)",
 };
 
 export const WRITER_HELP: Record<keyof WriterConfig, string> = {

@@ -23,6 +23,7 @@ import { topicOffsets } from '../shared/topic-offsets.js';
 import { fenceHeaderAt, TopicKinds, type TopicKind } from '../shared/topic-kinds.js';
 import { viewTopics, type ViewCatalog } from '../shared/view-catalog.js';
 import { epochAfter, fenceRecords } from '../shared/view-epoch.js';
+import { CallSlots } from './call-slots.js';
 import type { FeedEpochs } from './feed-epochs.js';
 import type { CollectionIncarnations } from './incarnations.js';
 
@@ -34,6 +35,11 @@ export interface FeedFencesParts {
   incarnations: CollectionIncarnations;
   /** Bytes a read of a partition before the feed's start asks for. */
   readBytesMax: number;
+  /**
+   * Such reads in flight at once: a read answer's partitions begin their counts together, and
+   * each holds up to `readBytesMax`, so this times that bounds what a feed's counts hold.
+   */
+  readsMax: number;
   signal: AbortSignal;
   /** Hears how many records below a feed's start each count read. */
   counted(records: number): void;
@@ -50,8 +56,11 @@ export class FeedFences {
    * partitions begin theirs at once): one listing of every topic serves them all.
    */
   private listing: Promise<readonly PartitionOffsets[]> | null = null;
+  private readonly reads: CallSlots;
 
-  constructor(private readonly parts: FeedFencesParts) {}
+  constructor(private readonly parts: FeedFencesParts) {
+    this.reads = new CallSlots(parts.readsMax);
+  }
 
   /**
    * Of each batch's records (one read answer of a topic-partition, batches in offset order, each
@@ -135,17 +144,19 @@ export class FeedFences {
       );
     let reached: number;
     try {
-      reached = await readPartitionRange(
-        log,
-        { topic, partition },
-        from.next,
-        until,
-        { readBytesMax: this.parts.readBytesMax, signal: this.parts.signal },
-        (record) => {
-          if (record.offset >= until) return;
-          counted += 1;
-          greatest = epochAfter(record, greatest).epoch;
-        },
+      reached = await this.reads.run(() =>
+        readPartitionRange(
+          log,
+          { topic, partition },
+          from.next,
+          until,
+          { readBytesMax: this.parts.readBytesMax, signal: this.parts.signal },
+          (record) => {
+            if (record.offset >= until) return;
+            counted += 1;
+            greatest = epochAfter(record, greatest).epoch;
+          },
+        ),
       );
     } catch (error) {
       // Retention moved the log start past the one read first: read again from the new one.

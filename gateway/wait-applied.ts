@@ -54,12 +54,12 @@ export async function waitApplied(
   waitMs: number,
 ): Promise<void> {
   const { topology } = services;
-  const partitions = [...target.offsets.keys()];
-  const hosts = topology.nodes.filter((node) =>
+  // Settings are in effect for reads of every partition: each has a host that must apply them.
+  const partitions =
     target.settingsOffset === undefined
-      ? partitions.some((p) => node.hosted.has(p))
-      : node.hosted.size > 0,
-  );
+      ? [...target.offsets.keys()]
+      : Array.from({ length: services.cluster.partitions }, (_, p) => p);
+  const hosts = topology.nodes.filter((node) => partitions.some((p) => node.hosted.has(p)));
   // A partition no live node hosts is waited for on its down hosts: their failure answers.
   const uncovered = partitions.filter(
     (p) => !hosts.some((node) => node.hosted.has(p) && topology.isUp(node)),

@@ -52,6 +52,10 @@ export class LocalLogClient implements LogClient {
     return this.node.ensureTopic(name, configs);
   }
 
+  async setTopicConfigs(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
+    return this.node.setTopicConfigs(name, configs);
+  }
+
   deleteTopic(name: string): Promise<void> {
     return this.node.deleteTopic(name);
   }

@@ -6,7 +6,7 @@
  * partition 0.
  */
 import { enforceBatchLimits, NO_PRODUCER_ID } from '../shared/batch-codec.js';
-import { badRequest, TailbaseError } from '../shared/errors.js';
+import { badRequest, noSuchTopic, TailbaseError } from '../shared/errors.js';
 import type {
   ClusterInfo,
   PartitionBytes,
@@ -200,6 +200,18 @@ export class LogNode {
     return infoOf(this.ensure(name, configs));
   }
 
+  /**
+   * An existing topic's configs changed, persisted before they apply; 404 `unknown_topic` when
+   * there is none: a caller that learned the name before a drop must not create it again.
+   */
+  setTopicConfigs(name: string, configs: Partial<TopicConfigs>): TopicInfo {
+    this.checkTopicName(name);
+    const changes = checkTopicConfigs(name, configs, this.config);
+    const existing = this.topicsByName.get(name);
+    if (existing === undefined) throw noSuchTopic(name);
+    return infoOf(this.changeConfigs(existing, changes));
+  }
+
   private ensure(name: string, configs: Partial<TopicConfigs>): LogTopic {
     this.checkTopicName(name);
     const changes = checkTopicConfigs(name, configs, this.config);
@@ -222,6 +234,10 @@ export class LogNode {
       }
       return this.createTopic(name, changes);
     }
+    return this.changeConfigs(existing, changes);
+  }
+
+  private changeConfigs(existing: LogTopic, changes: Partial<TopicConfigs>): LogTopic {
     const updated = { ...existing.configs, ...changes };
     if (
       Object.entries(changes).some(
@@ -230,7 +246,10 @@ export class LogNode {
     ) {
       this.persistTopic({ ...infoOf(existing), configs: updated });
       existing.configs = updated;
-      this.logger.info({ topic: name, configs: updated }, 'changed the configs of a topic');
+      this.logger.info(
+        { topic: existing.name, configs: updated },
+        'changed the configs of a topic',
+      );
     }
     return existing;
   }
@@ -248,11 +267,7 @@ export class LogNode {
       });
     }
     const topic = this.topicsByName.get(name);
-    if (topic === undefined) {
-      throw new TailbaseError(404, 'unknown_topic', `topic ${name} does not exist`, {
-        topic: name,
-      });
-    }
+    if (topic === undefined) throw noSuchTopic(name);
     this.dropped.set(name, topic.incarnation + 1);
     try {
       dropTopicFiles(this.config.fileIO, this.config.dataDir, name, this.dropped);
@@ -293,11 +308,7 @@ export class LogNode {
   partition(topicName: string, param: string): PartitionLog {
     this.checkTopicName(topicName);
     const topic = this.topicsByName.get(topicName);
-    if (topic === undefined) {
-      throw new TailbaseError(404, 'unknown_topic', `topic ${topicName} does not exist`, {
-        topic: topicName,
-      });
-    }
+    if (topic === undefined) throw noSuchTopic(topicName);
     return this.partitionOf(topic, param);
   }
 

@@ -70,6 +70,10 @@ export class ReadReplica implements ReadStores {
   /** As Replica.settingsApplied: a settings record is in effect once its re-index is done. */
   settingsApplied(collection: string): number {
     const applied = this.applied(SETTINGS_TOPIC, 0);
+    // The builds read after that offset: LMDB takes its snapshot at the first read after a
+    // refresh, so it may hold a settings record whose re-index started after the builds the
+    // refresh read, and the record would count as in effect while reads use the old settings.
+    this.search.followWriter();
     const build = this.search.buildOf(collection);
     return build === undefined ? applied : Math.min(applied, build.sinceOffset);
   }

@@ -45,6 +45,10 @@ export const unavailable = (code: string, message: string, details?: ErrorDetail
   new TailbaseError(503, code, message, details);
 
 /** The log's answer for a topic that does not exist (dropped, retired, or never created). */
+export const noSuchTopic = (topic: string) =>
+  new TailbaseError(404, 'unknown_topic', `topic ${topic} does not exist`, { topic });
+
+/** Whether `error` is noSuchTopic's (or a peer's rebuilt from it). */
 export function isUnknownTopic(error: unknown): boolean {
   return error instanceof TailbaseError && error.code === 'unknown_topic';
 }

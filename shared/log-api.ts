@@ -92,6 +92,12 @@ export interface LogClient {
    */
   ensureTopic(name: string, configs?: Partial<TopicConfigs>): Promise<TopicInfo>;
   /**
+   * An existing topic's configs changed (none given: the topic as it is); 404 `unknown_topic`
+   * when there is none, which is never created here: a caller that learned the name before a
+   * drop or a view's swap retired it must not bring it back, as ensureTopic would.
+   */
+  setTopicConfigs(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo>;
+  /**
    * Drops a collection's topic and every record in it (Kafka's DeleteTopics). A topic created
    * under the name later is a new incarnation (TopicInfo.incarnation) and starts empty. 404
    * `unknown_topic` when there is none; internal topics are refused.

@@ -61,6 +61,10 @@ export class PortLogClient implements LogClient {
     return this.caller.call('ensureTopic', [name, configs]);
   }
 
+  setTopicConfigs(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
+    return this.caller.call('setTopicConfigs', [name, configs]);
+  }
+
   deleteTopic(name: string): Promise<void> {
     return this.caller.call('deleteTopic', [name]);
   }
@@ -140,6 +144,8 @@ export function answerLogPort(
       topics: () => answered(log.topics()),
       ensureTopic: ([name, configs]) =>
         answered(log.ensureTopic(name as string, configs as Partial<TopicConfigs> | undefined)),
+      setTopicConfigs: ([name, configs]) =>
+        answered(log.setTopicConfigs(name as string, configs as Partial<TopicConfigs>)),
       deleteTopic: ([name]) => answered(log.deleteTopic(name as string)),
       initProducerId: () => answered(log.initProducerId()),
       append: ([topic, partition, batch], signal) =>

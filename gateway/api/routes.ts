@@ -73,7 +73,8 @@ const ndjson = (description: string) => ({
 /** What a settings write may answer: PUT and PATCH alike. */
 const SETTINGS_ERRORS = errors(WRITE_ERRORS, {
   400: ['invalid_json', 'invalid_settings', 'invalid_topic_config'],
-  409: ['collection_id_collision'],
+  404: ['collection_not_found'],
+  409: ['collection_id_collision', 'view_topic_retired'],
   413: ['settings_too_large'],
   503: [OUTCOME_UNKNOWN],
 });

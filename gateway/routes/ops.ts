@@ -20,6 +20,7 @@ import { viewRows } from '../view-status.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
 import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
+import { configureSettingsTopics } from '../settings-topics.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
@@ -39,7 +40,8 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const sent = requestToken(c, query, services);
     const waitMs = parseApplyWait(query, services);
     // A view's settings go to its serving version's topic, and to a rebuild's: it serves next.
-    const [collection, ...rebuild] = settingsTopics(await services.views.current(), name);
+    const views = await services.views.current();
+    const [collection] = settingsTopics(views, name);
     const body = await readBody(
       c,
       config.limits.settingsBytesMax,
@@ -50,10 +52,10 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       parseJson(decodeUtf8(body, 'settings'), 'settings'),
       collection,
     );
-    // The topic first: configs the log refuses leave the settings unwritten.
-    const topic = await log.ensureTopic(collection, topicConfigs);
-    for (const other of rebuild) await log.ensureTopic(other, topicConfigs);
-    const records = [collection, ...rebuild].map((key) => ({
+    const { topics, served } = await configureSettingsTopics(log, views, name, topicConfigs, () =>
+      services.views.current(),
+    );
+    const records = topics.map((key) => ({
       key,
       value: Buffer.from(JSON.stringify(settings)),
       timestampMs: Date.now(),
@@ -68,7 +70,7 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const answer: SettingsAnswer = {
       collection: name,
       settings,
-      topicConfigs: topic.configs,
+      topicConfigs: served.configs,
       token: encoded,
     };
     return c.json(answer);

@@ -66,7 +66,8 @@ export function incrementalAlterConfigsHandler({
       if (!parsed.ok) return answer(ErrorCode.INVALID_CONFIG, parsed.message);
       if (body.validateOnly) return answer(ErrorCode.NONE, null);
       try {
-        await log.ensureTopic(resourceName, { ...reset, ...parsed.configs });
+        // Not ensureTopic: a topic dropped since the listing above must not be created again.
+        await log.setTopicConfigs(resourceName, { ...reset, ...parsed.configs });
         return answer(ErrorCode.NONE, null);
       } catch (error) {
         return answer(kafkaErrorCode(error), kafkaErrorMessage(error));

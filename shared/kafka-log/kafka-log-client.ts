@@ -101,6 +101,10 @@ export class KafkaLogClient implements LogClient {
     return this.topicAdmin.ensureTopic(name, configs);
   }
 
+  setTopicConfigs(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
+    return this.topicAdmin.setTopicConfigs(name, configs);
+  }
+
   deleteTopic(name: string): Promise<void> {
     return this.topicAdmin.deleteTopic(name);
   }

@@ -3,7 +3,7 @@
  * changed (IncrementalAlterConfigs), dropped (DeleteTopics), and checked against invariant 1 and
  * co-partitioning (topic-safety.ts) at connect and at first use, as far as the cluster can say.
  */
-import { TailbaseError } from '../errors.js';
+import { noSuchTopic, TailbaseError } from '../errors.js';
 import { ApiKey, ErrorCode, type ResponseBody } from '../kafka/index.js';
 import { parseTopicConfigs } from '../kafka/topic-configs.js';
 import {
@@ -277,14 +277,10 @@ export class TopicAdmin extends ClientPart {
     const snapshot = await this.metadata.current();
     const internal = isInternalTopic(name);
     const numPartitions = internal ? INTERNAL_TOPIC_PARTITIONS : await this.collectionPartitions();
-    const entriesOf = (given: Partial<TopicConfigs>) =>
-      (Object.keys(given) as (keyof TopicConfigs)[])
-        .filter((field) => given[field] !== undefined)
-        .map((field) => ({ name: TOPIC_CONFIG_NAMES[field], value: String(given[field]) }));
-    const configEntries = entriesOf(configs);
+    const configEntries = configEntriesOf(configs);
     // Internal topics keep the latest entry of each key forever, as a log-node's own do.
     const createEntries = internal
-      ? entriesOf({ cleanupPolicy: 'compact', ...configs })
+      ? configEntriesOf({ cleanupPolicy: 'compact', ...configs })
       : configEntries;
     // A tailbase log-node has one replica and no min.insync.replicas: it fsyncs before the ack.
     const replicated = this.verification === 'kafka';
@@ -336,6 +332,33 @@ export class TopicAdmin extends ClientPart {
       );
     }
     const refreshed = await this.metadata.refresh();
+    await this.checkTopics(refreshed, [name]);
+    const [info] = await this.describe(refreshed, [name]);
+    return info;
+  }
+
+  /**
+   * An existing topic's configs set on every broker, as ensureTopic creates (each tailbase
+   * log-node keeps its own topics; a Kafka broker forwards to its controller). A broker without
+   * the topic answers IncrementalAlterConfigs UNKNOWN_TOPIC_OR_PARTITION: the contract's 404.
+   */
+  async setTopicConfigs(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
+    if (this.verification === 'unverifiable') {
+      const snapshot = await this.metadata.refresh();
+      if (!snapshot.topics.has(name)) throw noSuchTopic(wireName(this.config, name));
+      return this.ensureUnverified(name, configs);
+    }
+    const entries = configEntriesOf(configs);
+    if (entries.length > 0) {
+      const snapshot = await this.metadata.current();
+      const brokers =
+        snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
+      await Promise.all(
+        brokers.map((address) => this.alterConfigs(address, wireName(this.config, name), entries)),
+      );
+    }
+    const refreshed = await this.metadata.refresh();
+    if (!refreshed.topics.has(name)) throw noSuchTopic(wireName(this.config, name));
     await this.checkTopics(refreshed, [name]);
     const [info] = await this.describe(refreshed, [name]);
     return info;
@@ -458,6 +481,13 @@ export class TopicAdmin extends ClientPart {
     if (created === null) throw unknownTopic(topic, partition);
     return created;
   }
+}
+
+/** IncrementalAlterConfigs' SET entries of the configs given. */
+function configEntriesOf(given: Partial<TopicConfigs>): { name: string; value: string }[] {
+  return (Object.keys(given) as (keyof TopicConfigs)[])
+    .filter((field) => given[field] !== undefined)
+    .map((field) => ({ name: TOPIC_CONFIG_NAMES[field], value: String(given[field]) }));
 }
 
 function unknownTopic(topic: string, partition: number): TailbaseError {

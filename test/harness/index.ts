@@ -11,3 +11,4 @@ export * from './replica-feed.js';
 export * from './keys.js';
 export * from './kafka-face.js';
 export * from './serve-contents.js';
+export * from './intercept-log.js';

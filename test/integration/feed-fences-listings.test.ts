@@ -12,6 +12,7 @@ import { encodeBatch } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { epochHeader } from '../../shared/view-epoch.js';
+import { interceptLog } from '../harness/index.js';
 import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
 
 const PARTITIONS = 4;
@@ -54,16 +55,16 @@ function counting(
   method: 'topics' | 'offsets',
   state: { reads: number },
 ): LogClient {
-  return new Proxy(client, {
-    get(target, name, receiver) {
-      const value: unknown = Reflect.get(target, name, receiver);
-      if (name !== method || typeof value !== 'function') return value;
-      return () => {
-        state.reads += 1;
-        return (value as () => Promise<unknown>).apply(target);
-      };
-    },
-  });
+  const counted = <T>(call: () => Promise<T>) => {
+    state.reads += 1;
+    return call();
+  };
+  return interceptLog(
+    client,
+    method === 'topics'
+      ? { topics: () => counted(() => client.topics()) }
+      : { offsets: () => counted(() => client.offsets()) },
+  );
 }
 
 /** The calls of the log's `method` a feed opened on the view makes, to its last line. */

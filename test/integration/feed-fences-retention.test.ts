@@ -9,6 +9,7 @@ import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-c
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { ViewCatalog } from '../../shared/view-catalog.js';
 import { epochHeader } from '../../shared/view-epoch.js';
+import { DEFAULT_LIMITS } from '../../gateway/config.js';
 import { FeedEpochs } from '../../gateway/feed-epochs.js';
 import { FeedFences } from '../../gateway/feed-fences.js';
 import { CollectionIncarnations } from '../../gateway/incarnations.js';
@@ -65,6 +66,7 @@ function feedOn(epochs: FeedEpochs) {
     epochs,
     incarnations: new CollectionIncarnations(log.client, INCARNATIONS_REFRESH_MS),
     readBytesMax: READ_BYTES_MAX,
+    readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
     signal: new AbortController().signal,
     counted: () => undefined,
   });

@@ -20,9 +20,11 @@ import type { LogClient } from '../../shared/log-api.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { ViewCatalog } from '../../shared/view-catalog.js';
 import { epochHeader } from '../../shared/view-epoch.js';
+import { DEFAULT_LIMITS } from '../../gateway/config.js';
 import { FeedEpochs } from '../../gateway/feed-epochs.js';
 import { FeedFences } from '../../gateway/feed-fences.js';
 import { CollectionIncarnations } from '../../gateway/incarnations.js';
+import { interceptLog } from '../harness/index.js';
 import { startLog, type LogFixture } from './gateway-harness.js';
 
 const VIEW = 'per_country';
@@ -70,6 +72,7 @@ function feedOn(epochs: FeedEpochs, incarnations: CollectionIncarnations) {
     epochs,
     incarnations,
     readBytesMax: COUNT_READ_BYTES_MAX,
+    readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
     signal: new AbortController().signal,
     counted: (records) => (tally.counted += records),
   });
@@ -111,17 +114,10 @@ afterAll(() => log.stop());
 
 /** The log client, its partition reads answering no batches while `empty`. */
 function emptyReads(client: LogClient, state: { empty: boolean }): LogClient {
-  return new Proxy(client, {
-    get(target, name, receiver) {
-      const value: unknown = Reflect.get(target, name, receiver);
-      if (name !== 'read' || typeof value !== 'function') return value;
-      return async (...args: unknown[]) => {
-        const read = await (value as (...a: unknown[]) => Promise<{ batches: Buffer }>).apply(
-          target,
-          args,
-        );
-        return state.empty ? { ...read, batches: Buffer.alloc(0) } : read;
-      };
+  return interceptLog(client, {
+    read: async (...args) => {
+      const read = await client.read(...args);
+      return state.empty ? { ...read, batches: Buffer.alloc(0) } : read;
     },
   });
 }
@@ -136,6 +132,7 @@ describe('FeedFences', () => {
       epochs: new FeedEpochs(16),
       incarnations: new CollectionIncarnations(log.node.client, INCARNATIONS_REFRESH_MS),
       readBytesMax: READ_BYTES_MAX,
+      readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
       signal: new AbortController().signal,
       counted: () => undefined,
     });
@@ -202,15 +199,11 @@ describe('FeedFences', () => {
 
   it('reads the incarnations of counts that end together with one read of the topics, begun after them', async () => {
     const state = { reads: 0, begun: [] as number[] };
-    const client = new Proxy(log.client, {
-      get(target, name, receiver) {
-        const value: unknown = Reflect.get(target, name, receiver);
-        if (name !== 'topics' || typeof value !== 'function') return value;
-        return () => {
-          state.reads += 1;
-          state.begun.push(performance.now());
-          return (value as () => Promise<unknown>).apply(target);
-        };
+    const client = interceptLog(log.client, {
+      topics: () => {
+        state.reads += 1;
+        state.begun.push(performance.now());
+        return log.client.topics();
       },
     });
     const incarnations = new CollectionIncarnations(client, INCARNATIONS_REFRESH_MS);

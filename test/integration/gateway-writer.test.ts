@@ -82,6 +82,7 @@ function faulty(
     cluster: () => fixture.client.cluster(),
     topics: () => fixture.client.topics(),
     ensureTopic: (name, configs) => fixture.client.ensureTopic(name, configs),
+    setTopicConfigs: (name, configs) => fixture.client.setTopicConfigs(name, configs),
     deleteTopic: (name) => fixture.client.deleteTopic(name),
     initProducerId: () => fixture.client.initProducerId(),
     read: (t, p, o, options) => fixture.client.read(t, p, o, options),

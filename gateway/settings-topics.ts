@@ -1,0 +1,53 @@
+/**
+ * The topics a settings change writes for, their configs set first, so configs the log refuses
+ * leave the settings unwritten. A collection's topic is created when missing, as its first write
+ * would create it. A view's versions' topics never are: between the read of the catalog and the
+ * call, a swap (or a new definition replacing a rebuild) may have retired one, and creating it
+ * again would leave a topic that nothing serves, tails or drops. Such a change is refused whole,
+ * before any settings record is written.
+ */
+import { isUnknownTopic, notFound, TailbaseError } from '../shared/errors.js';
+import type { LogClient } from '../shared/log-api.js';
+import type { TopicConfigs, TopicInfo } from '../shared/topics.js';
+import { type CatalogView, settingsTopics } from '../shared/view-catalog.js';
+
+export interface SettingsTopics {
+  /** The topic the name serves from now, then a rebuild's: each gets the settings record. */
+  topics: string[];
+  /** The serving topic as the log holds it after the change. */
+  served: TopicInfo;
+}
+
+export async function configureSettingsTopics(
+  log: LogClient,
+  views: ReadonlyMap<string, CatalogView>,
+  name: string,
+  topicConfigs: Partial<TopicConfigs>,
+  currentViews: () => Promise<ReadonlyMap<string, CatalogView>>,
+): Promise<SettingsTopics> {
+  const topics = settingsTopics(views, name);
+  if (!views.has(name)) {
+    return { topics, served: await log.ensureTopic(name, topicConfigs) };
+  }
+  try {
+    const [served] = await Promise.all(
+      topics.map((topic) => log.setTopicConfigs(topic, topicConfigs)),
+    );
+    return { topics, served };
+  } catch (error) {
+    if (!isUnknownTopic(error)) throw error;
+    const now = await currentViews();
+    if (!now.has(name)) {
+      throw notFound('collection_not_found', `no collection ${name}: the view was dropped`, {
+        collection: name,
+      });
+    }
+    throw new TailbaseError(
+      409,
+      'view_topic_retired',
+      `the topic of view ${name} was retired (a swap, a new definition, a drop) while its ` +
+        `settings were written; nothing was written: send them again`,
+      { collection: name, topics, topicsNow: settingsTopics(now, name) },
+    );
+  }
+}
