@@ -28,7 +28,7 @@ import {
   type StoredRecord,
 } from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
-import { allocateScanChunk, scanBatches } from './batch-scanner.js';
+import { scanBatches, scanCursor } from './batch-scanner.js';
 import { dirtyBytesOf, dirtyRatioOf } from './cleaner-checkpoint.js';
 import type { Clock } from './clock.js';
 import { CorruptLogError } from './log-loader.js';
@@ -283,8 +283,9 @@ export class LogCleaner {
     const { cleanerSliceMsMax } = this.node.config;
     segment.acquire();
     try {
-      // One chunk for every slice: a fresh 1 MiB a slice was most of the cleaner's garbage.
-      const buffer = allocateScanChunk(until);
+      // One chunk for every slice (a fresh 1 MiB a slice was most of the cleaner's garbage), and
+      // a slice goes on where the last one stopped in it rather than read it again.
+      const cursor = scanCursor(until);
       let from = 0;
       let visitorDone = false;
       for (;;) {
@@ -293,7 +294,7 @@ export class LogCleaner {
         const end = scanBatches(
           io,
           segment.fileDescriptor,
-          { from, until, verify: true, buffer },
+          { from, until, verify: true, cursor },
           ({ bytes, header, position }) => {
             visitorDone = visit(bytes) === false;
             from = position + header.sizeBytes;
