@@ -1,13 +1,16 @@
 // Proves compaction is invisible to readers of the latest state: for random put/delete histories
 // of several topics (each topic-partition compacted on its own, a key in one topic never
-// superseding the same key in another), the compacted log replays to the same latest value per key as the full history, every record
-// left sits at its original offset unchanged, a read at a removed offset answers the next record
-// left, tombstones go only after deleteRetentionMs, the active segment is never touched, and
-// reads running during compaction see only records of the history; a closed segment below
-// cleanerMinDirtyRatio is left untouched while one above it is compacted; a tombstone stays while a
-// segment left untouched before it still holds an older record of its key; and a closed segment
-// with a corrupt batch stops its partition's compaction with every segment unchanged. The test is
-// about the log-node's own store, so it reaches the node by its in-process binding.
+// superseding the same key in another), the compacted log replays to the same latest value per
+// key as the full history, every record left sits at its original offset unchanged, a read at a
+// removed offset answers the next record left, below the cleaned-through point each key keeps its
+// newest record only and tombstones go only after deleteRetentionMs, the active segment is never
+// touched, and reads running during compaction see only records of the history; a partition whose
+// dirty ratio is under cleanerMinDirtyRatio is left untouched while one over it is cleaned; a
+// tombstone goes only with every older record of its key (one past a full key map stays); a
+// stored point is not believed when it lies past the log after a torn tail or is an earlier
+// incarnation's; and a closed segment with a corrupt batch stops its partition's compaction with
+// every segment unchanged. The test is about the log-node's own store, so it reaches the node by
+// its in-process binding.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
