@@ -571,6 +571,42 @@ describe('log-node compaction: what it must not lose', () => {
     }
   });
 
+  it('counts a point below the log start (retention removed what it covered) from the log start', async () => {
+    const { dir, clock, options } = tombstoneNode('compaction-point-retention');
+    let running = await openLogNode(options);
+    const statusNow = () =>
+      running.node.status().partitions.find((s) => s.topic === topic && s.partition === 0)!;
+    const pad = async (i: number) =>
+      running.client.append(
+        topic,
+        0,
+        encodeBatch([record(`pad${i}`, 'p'.repeat(800), clock.nowMs)]),
+      );
+    try {
+      for (let i = 0; i < 4; i++) await pad(i);
+      await running.cleaner.runOnce();
+      expect(pointOf(running)).toBe(3);
+      for (let i = 4; i < 8; i++) await pad(i);
+      // A while under the delete policy: retention removes every closed segment.
+      await running.client.ensureTopic(topic, { cleanupPolicy: 'delete', retentionBytes: 0 });
+      await running.cleaner.runOnce();
+      const { logStartOffset } = statusNow();
+      expect(logStartOffset).toBe(7);
+      await running.client.ensureTopic(topic, { cleanupPolicy: 'compact' });
+      expect(statusNow()).toMatchObject({ cleanedThroughOffset: 7, dirtyRatio: 0 });
+      await running.stop();
+      running = await openLogNode(options);
+      expect(statusNow()).toMatchObject({ cleanedThroughOffset: 7, logStartOffset: 7 });
+      // Cleaned again from there: the point moves on from the log start.
+      for (let i = 8; i < 10; i++) await pad(i);
+      await running.cleaner.runOnce();
+      expect(statusNow().cleanedThroughOffset).toBe(9);
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
   it('leaves a partition unchanged and says why when a closed segment holds a corrupt batch', async () => {
     const dir = tempDir('compaction-corrupt');
     const now = 1_800_000_000_000;
