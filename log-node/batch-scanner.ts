@@ -35,15 +35,28 @@ export interface ScanOptions {
    */
   verify: boolean;
   /**
-   * The chunk to read into, for a caller that scans one file in many calls (allocateScanChunk);
-   * a batch larger than it is read into a larger one of this call's own.
+   * Where a caller that scans one file in many calls keeps its chunk and what the last call read
+   * into it (scanCursor): a call that starts inside that window reads only past it. Without one,
+   * each call reads its chunk anew from `from`.
    */
-  buffer?: Buffer;
+  cursor?: ScanCursor;
+}
+
+/** A chunk of a file and the bytes of it that were read: [start, start + length). */
+export interface ScanCursor {
+  buffer: Buffer;
+  start: number;
+  length: number;
 }
 
 /** A scan chunk for `spanBytes` of a file: a tailing reader's lookup scans only a few KiB. */
-export function allocateScanChunk(spanBytes: number): Buffer {
+function allocateScanChunk(spanBytes: number): Buffer {
   return Buffer.allocUnsafe(Math.max(BATCH_HEADER_BYTES, Math.min(spanBytes, SCAN_CHUNK_BYTES)));
+}
+
+/** A cursor for scanning `spanBytes` of one file in many calls (one chunk for all of them). */
+export function scanCursor(spanBytes: number): ScanCursor {
+  return { buffer: allocateScanChunk(spanBytes), start: 0, length: 0 };
 }
 
 /** Calls `visit` per batch in file order; `visit` returns false to stop early. */
@@ -55,34 +68,37 @@ export function scanBatches(
 ): ScanEnd {
   // A full chunk for each tailing reader's lookup was most of the log-node's garbage under write
   // load (profiled): the chunk is sized to the span.
-  let buffer = options.buffer ?? allocateScanChunk(options.until - (options.from ?? 0));
-  let bufferStart = options.from ?? 0;
-  let bufferLength = 0;
-  let position = bufferStart;
-  /** Makes at least needBytes from `position` available in the buffer, as far as the file has them. */
+  const from = options.from ?? 0;
+  const chunk = options.cursor ?? scanCursor(options.until - from);
+  if (from < chunk.start || from > chunk.start + chunk.length) {
+    chunk.start = from;
+    chunk.length = 0;
+  }
+  let position = from;
+  /** Makes at least needBytes from `position` available in the chunk, as far as the file has them. */
   const fill = (needBytes: number): number => {
-    const offsetInBuffer = position - bufferStart;
-    if (offsetInBuffer + needBytes <= bufferLength) return bufferLength - offsetInBuffer;
-    const keep = Math.max(0, bufferLength - offsetInBuffer);
-    if (needBytes > buffer.length) {
-      const larger = Buffer.allocUnsafe(Math.max(needBytes, buffer.length * 2));
-      if (keep > 0) buffer.copy(larger, 0, offsetInBuffer, bufferLength);
-      buffer = larger;
+    const offsetInBuffer = position - chunk.start;
+    if (offsetInBuffer + needBytes <= chunk.length) return chunk.length - offsetInBuffer;
+    const keep = Math.max(0, chunk.length - offsetInBuffer);
+    if (needBytes > chunk.buffer.length) {
+      const larger = Buffer.allocUnsafe(Math.max(needBytes, chunk.buffer.length * 2));
+      if (keep > 0) chunk.buffer.copy(larger, 0, offsetInBuffer, chunk.length);
+      chunk.buffer = larger;
     } else if (keep > 0) {
-      buffer.copy(buffer, 0, offsetInBuffer, bufferLength);
+      chunk.buffer.copy(chunk.buffer, 0, offsetInBuffer, chunk.length);
     }
-    bufferStart = position;
-    bufferLength = keep;
-    while (bufferLength < needBytes && bufferStart + bufferLength < options.until) {
+    chunk.start = position;
+    chunk.length = keep;
+    while (chunk.length < needBytes && chunk.start + chunk.length < options.until) {
       const want = Math.min(
-        buffer.length - bufferLength,
-        options.until - bufferStart - bufferLength,
+        chunk.buffer.length - chunk.length,
+        options.until - chunk.start - chunk.length,
       );
-      const read = io.read(fd, buffer, bufferLength, want, bufferStart + bufferLength);
+      const read = io.read(fd, chunk.buffer, chunk.length, want, chunk.start + chunk.length);
       if (read === 0) break;
-      bufferLength += read;
+      chunk.length += read;
     }
-    return bufferLength;
+    return chunk.length;
   };
 
   while (position < options.until) {
@@ -90,8 +106,8 @@ export function scanBatches(
     if (fill(headerBytes) < headerBytes) {
       return { kind: 'invalid', position, reason: 'incomplete', detail: 'header cut short' };
     }
-    const at = position - bufferStart;
-    const header = readBatchHeader(buffer.subarray(at, bufferLength));
+    const at = position - chunk.start;
+    const header = readBatchHeader(chunk.buffer.subarray(at, chunk.length));
     if (
       header === null ||
       header.sizeBytes < headerBytes ||
@@ -111,18 +127,22 @@ export function scanBatches(
       if (fill(header.sizeBytes) < header.sizeBytes) {
         return { kind: 'invalid', position, reason: 'incomplete', detail: 'batch cut short' };
       }
-      const start = position - bufferStart;
-      const check = checkBatch(buffer.subarray(start, start + header.sizeBytes), 0);
+      const start = position - chunk.start;
+      const check = checkBatch(chunk.buffer.subarray(start, start + header.sizeBytes), 0);
       if (!check.ok)
         return { kind: 'invalid', position, reason: check.reason, detail: check.detail };
       const keepGoing = visit({
         header: check.header,
         position,
-        bytes: buffer.subarray(start, start + header.sizeBytes),
+        bytes: chunk.buffer.subarray(start, start + header.sizeBytes),
       });
       if (keepGoing === false) return { kind: 'stopped', position };
     } else {
-      const keepGoing = visit({ header, position, bytes: buffer.subarray(at, at + headerBytes) });
+      const keepGoing = visit({
+        header,
+        position,
+        bytes: chunk.buffer.subarray(at, at + headerBytes),
+      });
       if (keepGoing === false) return { kind: 'stopped', position };
     }
     position += header.sizeBytes;

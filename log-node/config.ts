@@ -69,9 +69,15 @@ export interface LogNodeConfig {
   /** Tombstones are kept this long so consumers that were behind still see the delete. */
   deleteRetentionMs: number;
   cleanerIntervalMs: number;
-  /** Distinct keys the cleaner tracks in one pass; segments past the bound wait for the next. */
+  /**
+   * Keys in one pass's key map: a pass whose dirty part holds more cleans up to where the map
+   * filled and moves the partition's cleaned-through point only that far.
+   */
   cleanerKeysMax: number;
-  /** A closed segment is compacted when at least this fraction of its records are superseded. */
+  /**
+   * Kafka's min.cleanable.dirty.ratio: a compacted partition is cleaned once the bytes of its
+   * closed segments past its cleaned-through point are at least this share of its closed bytes.
+   */
   cleanerMinDirtyRatio: number;
   /**
    * The longest the cleaner reads, decodes or copies batches before it gives the log-node's

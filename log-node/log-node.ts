@@ -26,6 +26,7 @@ import {
 } from '../shared/topics.js';
 import type { Clock } from './clock.js';
 import type { ClusterMeta } from './cluster-meta.js';
+import { dirtyBytesOf, dirtyRatioOf } from './cleaner-checkpoint.js';
 import type { LogNodeConfig } from './config.js';
 import {
   diskFull,
@@ -67,6 +68,10 @@ export interface PartitionStatus {
   segments: number;
   producers: number;
   truncatedBytesOnLoad: number;
+  /** Compacted topics: offsets below this are clean (cleaner-checkpoint.ts). */
+  cleanedThroughOffset?: number;
+  /** Compacted topics: closed bytes past that point over all closed bytes (the cleaner's gate). */
+  dirtyRatio?: number;
   error?: string;
 }
 
@@ -503,6 +508,7 @@ export class LogNode {
           segments: log ? log.segmentCount : 0,
           producers: log ? log.producerCount : 0,
           truncatedBytesOnLoad: log ? log.truncatedBytesOnLoad : 0,
+          ...(log && log.topic.configs.cleanupPolicy === 'compact' ? cleanerStatusOf(log) : {}),
           ...(error ? { error: error.message } : {}),
         };
       }),
@@ -514,6 +520,14 @@ export class LogNode {
     await Promise.all(this.slots().map(({ slot }) => slot.log?.close()));
     this.logger.info('log-node closed');
   }
+}
+
+function cleanerStatusOf(
+  log: PartitionLog,
+): Pick<PartitionStatus, 'cleanedThroughOffset' | 'dirtyRatio'> {
+  const cleanedThroughOffset = log.cleanedThroughOffset;
+  const share = dirtyBytesOf(log.closedSegments(), cleanedThroughOffset);
+  return { cleanedThroughOffset, dirtyRatio: dirtyRatioOf(share) };
 }
 
 function infoOf(topic: LogTopic): TopicInfo {

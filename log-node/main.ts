@@ -169,7 +169,7 @@ export function registerLogNodeCommand(program: Command): void {
     .addOption(
       new Option(
         '--cleaner-min-dirty-ratio <ratio>',
-        'compact a partition once this share of its closed records is superseded (0..1)',
+        'clean a compacted partition once its closed bytes past its cleaned-through point are this share of its closed bytes (0..1)',
       )
         .env('TAILBASE_CLEANER_MIN_DIRTY_RATIO')
         .argParser(parseRatio)

@@ -12,6 +12,13 @@ import type { TopicConfigs } from '../shared/topics.js';
 import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
 import { type LoadedPartition, loadPartition } from './log-loader.js';
+import {
+  type CleanerCheckpoint,
+  checkpointFits,
+  readCleanerCheckpoint,
+  removeCleanerCheckpoint,
+  writeCleanerCheckpoint,
+} from './cleaner-checkpoint.js';
 import { lastSequenceOf, type ProducerAppend, ProducerState } from './producer-state.js';
 import type { ReadBuffers } from './read-buffers.js';
 import { RecoveryPoint } from './recovery-point.js';
@@ -32,6 +39,8 @@ export interface AppendAck {
 export interface PartitionTopic {
   readonly name: string;
   readonly configs: TopicConfigs;
+  /** Which topic of this name (a name dropped and created again is the next); 0 if absent. */
+  readonly incarnation?: number;
 }
 
 interface PendingAppend {
@@ -106,6 +115,8 @@ export class PartitionLog {
   private readonly segmentOptions: SegmentOptions;
   readonly truncatedBytesOnLoad: number;
   private readonly recoveryPoint: RecoveryPoint;
+  /** As stored, once it fitted the loaded log (cleaner-checkpoint.ts); null: all dirty. */
+  private cleanerCheckpoint: CleanerCheckpoint | null = null;
 
   private constructor(
     topic: PartitionTopic,
@@ -132,6 +143,7 @@ export class PartitionLog {
     this.producers = loaded.producers;
     this.truncatedBytesOnLoad = loaded.truncatedBytes;
     const { io } = this.segmentOptions;
+    this.loadCleanerCheckpoint();
     this.recoveryPoint = RecoveryPoint.open(io, dir, loaded.recoveryPoint, {
       writeThrough: this.segmentOptions.writeThrough,
       intervalMs: config.recoveryPointIntervalMs,
@@ -158,6 +170,23 @@ export class PartitionLog {
       nowMs: this.clock.nowMs(),
       logger: this.logger,
     });
+  }
+
+  /** The cleaner's point as stored, kept only if it fits the segments just loaded. */
+  private loadCleanerCheckpoint(): void {
+    const { io } = this.segmentOptions;
+    const stored = readCleanerCheckpoint(io, this.dir);
+    const fits =
+      stored !== null &&
+      checkpointFits(stored, {
+        incarnation: this.topic.incarnation ?? 0,
+        closedEndOffset: this.active.baseOffset,
+      });
+    if (stored !== null && !fits) {
+      this.logger.warn({ stored }, "the cleaner's point does not fit this log: all of it is dirty");
+      removeCleanerCheckpoint(io, this.dir);
+    }
+    this.cleanerCheckpoint = fits ? stored : null;
   }
 
   /** Opens a partition; a corrupt log yields a failed partition that refuses reads and appends. */
@@ -349,6 +378,7 @@ export class PartitionLog {
       this.producers = loaded.producers;
       this.visibleActiveBytes = active.state.sizeBytes;
       for (const segment of old) segment.retire();
+      this.loadCleanerCheckpoint();
       this.logger.warn({ err: cause }, 'disk full: the round was refused and nothing of it kept');
       return true;
     } catch (error) {
@@ -563,9 +593,20 @@ export class PartitionLog {
     return this.segments.slice(0, -1);
   }
 
-  /** The active segment, for the cleaner's key scan; only its visible bytes may be read. */
-  activeForScan(): { segment: Segment; untilBytes: number } {
-    return { segment: this.active, untilBytes: this.visibleActiveBytes };
+  /**
+   * Offsets below this are clean (cleaner-checkpoint.ts): the stored point, or the log start when
+   * retention removed what it covered, or when there is none.
+   */
+  get cleanedThroughOffset(): number {
+    return Math.max(this.cleanerCheckpoint?.cleanedThroughOffset ?? 0, this.logStartOffset);
+  }
+
+  /** Stores the point after a pass whose swaps below it are all durable. */
+  markCleanedThrough(offset: number): void {
+    assert(offset <= this.active.baseOffset, 'only closed segments are ever clean');
+    const point = { cleanedThroughOffset: offset, incarnation: this.topic.incarnation ?? 0 };
+    writeCleanerCheckpoint(this.segmentOptions.io, this.dir, point);
+    this.cleanerCheckpoint = point;
   }
 
   /** Swaps a closed segment for its compacted copy (already durable under the same name). */

@@ -5,7 +5,11 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LogRecord } from '../../shared/batch-codec.js';
+import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
+import { CLEANER_CHECKPOINT_FILE } from '../../log-node/cleaner-checkpoint.js';
+import type { CleanSummary } from '../../log-node/log-cleaner.js';
+import type { PartitionStatus } from '../../log-node/log-node.js';
+import { CLEANED_SUFFIX, segmentPath } from '../../log-node/segment-files.js';
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { freePort } from '../harness/free-port.js';
@@ -203,5 +207,122 @@ describe('log-node compaction under kill -9', () => {
     client.close();
     await node.stop();
     node = null;
+  });
+});
+
+// Proves the cleaned-through point never gets ahead of the swaps it covers, and that one left
+// behind by a kill -9 only costs work: a real log-node, one partition, tombstones due at once.
+// A directory in the way of a file stops the pass at that file (open answers EISDIR), so the kill
+// lands exactly between two steps: before any swap (the copy cannot be written), and after every
+// swap but before the point's write.
+describe('log-node compaction point under kill -9', () => {
+  const TOPIC = 'docs';
+  const record = (key: string, value: string | null): LogRecord => ({
+    key,
+    // The listener takes documents: JSON objects.
+    value: value === null ? null : Buffer.from(JSON.stringify({ value })),
+    timestampMs: Date.now(),
+  });
+
+  it('stays where the last durable pass left it, and the log loses nothing', async () => {
+    dir = tempDir('compaction-point-kill');
+    const kafkaPort = await freePort();
+    const args = [
+      ...['--data', dir.path, '--port', '0', '--partitions', '1', '--fsync', 'interval'],
+      ...['--segment-bytes-max', '1000', '--batch-bytes-max', '1000'],
+      ...['--cleaner-interval-ms', '3600000', '--cleaner-min-dirty-ratio', '0.01'],
+      ...['--delete-retention-ms', '0', '--kafka-port', String(kafkaPort)],
+    ];
+    const connect = () => KafkaLogClient.connect({ bootstrap: [`127.0.0.1:${kafkaPort}`] });
+    const partitionDir = partitionDirOf(dir.path, TOPIC, 0);
+    const written = new Map<number, LogRecord>();
+    node = await spawnNode('log-node', args);
+    let client = await connect();
+    const append = async (records: LogRecord[]) => {
+      const ack = await client.append(TOPIC, 0, encodeBatch(records));
+      records.forEach((r, i) => written.set(ack.baseOffset + i, r));
+    };
+    const clean = async () => {
+      const response = await fetch(`${node!.url}/internal/admin/clean`, { method: 'POST' });
+      const { partitions } = (await response.json()) as { partitions: CleanSummary[] };
+      return partitions.find((s) => s.topic === TOPIC)!;
+    };
+    const point = async () => {
+      const response = await fetch(`${node!.url}/internal/status`);
+      const { partitions } = (await response.json()) as { partitions: PartitionStatus[] };
+      return partitions.find((s) => s.topic === TOPIC)!.cleanedThroughOffset;
+    };
+    /** kill -9 with the directory in the way, then a restart with it gone. */
+    const killAndRestart = async (inTheWay: string) => {
+      await node!.kill('SIGKILL');
+      client.close();
+      fs.rmdirSync(inTheWay);
+      node = await spawnNode('log-node', args);
+      client = await connect();
+    };
+    /** Every record left is the one written at its offset, and every key's newest value is left. */
+    const verifyLog = async (context: string) => {
+      const left = recordsOf((await readPartition(client, TOPIC, 0)).batches);
+      for (const r of left) {
+        const original = written.get(r.offset)!;
+        expect([r.key, hex(r.value)], `${context}: offset ${r.offset}`).toEqual([
+          original.key,
+          hex(original.value),
+        ]);
+      }
+      const newest = new Map<string, number>();
+      for (const [offset, r] of [...written].sort(([a], [b]) => a - b)) newest.set(r.key, offset);
+      const present = new Set(left.map((r) => r.offset));
+      for (const [key, offset] of newest) {
+        // A tombstone may go (due at once here); the key must then have no record left at all.
+        const kept = written.get(offset)!.value === null ? !left.some((r) => r.key === key) : false;
+        expect(present.has(offset) || kept, `${context}: ${key}'s newest, at ${offset}`).toBe(true);
+      }
+    };
+    try {
+      // Segment 0: K's value; cleaned by a first pass (nothing superseded), the point at its end.
+      await append([record('K', 'v1'), record('a', 'a')]);
+      await append([record('pad', 'p'.repeat(800))]);
+      await append([record('pad2', 'p'.repeat(600))]);
+      await clean();
+      expect(await point()).toBe(3);
+      // The dirty part: K's tombstone (due at once), in a segment closed by the next roll.
+      await append([record('K', null)]);
+      await append([record('pad3', 'p'.repeat(800))]);
+
+      // The copy of segment 0 cannot be written: nothing is swapped, and the point stays.
+      const copyInTheWay = segmentPath(partitionDir, 0, CLEANED_SUFFIX);
+      fs.mkdirSync(copyInTheWay);
+      const stopped = await clean();
+      expect(stopped.error, 'the pass stopped at the copy').toMatch(/EISDIR/);
+      expect(stopped.segmentsCompacted).toBe(0);
+      expect(await point(), 'no swap, no move').toBe(3);
+      await killAndRestart(copyInTheWay);
+      expect(await point(), 'after kill -9, before any swap').toBe(3);
+      await verifyLog('after a kill before the swaps');
+
+      // Every swap is done and durable, the point's write is not: the old point is what is left.
+      const pointInTheWay = path.join(partitionDir, `${CLEANER_CHECKPOINT_FILE}.tmp`);
+      fs.mkdirSync(pointInTheWay);
+      const swapped = await clean();
+      expect(swapped.error, 'the pass stopped at the point').toMatch(/EISDIR/);
+      expect(swapped.segmentsCompacted).toBeGreaterThan(0);
+      await killAndRestart(pointInTheWay);
+      expect(await point(), 'after kill -9 between the swaps and the point').toBe(3);
+      await verifyLog('after a kill between the swaps and the point');
+      const left = recordsOf((await readPartition(client, TOPIC, 0)).batches);
+      expect(
+        left.filter((r) => r.key === 'K'),
+        'the swaps dropped K and its tombstone',
+      ).toEqual([]);
+
+      // The next pass does that part again, and moves the point.
+      const again = await clean();
+      expect(again.error).toBeUndefined();
+      expect(await point()).toBe(5);
+      await verifyLog('after the pass that redid the work');
+    } finally {
+      client.close();
+    }
   });
 });

@@ -1,13 +1,16 @@
 // Proves compaction is invisible to readers of the latest state: for random put/delete histories
 // of several topics (each topic-partition compacted on its own, a key in one topic never
-// superseding the same key in another), the compacted log replays to the same latest value per key as the full history, every record
-// left sits at its original offset unchanged, a read at a removed offset answers the next record
-// left, tombstones go only after deleteRetentionMs, the active segment is never touched, and
-// reads running during compaction see only records of the history; a closed segment below
-// cleanerMinDirtyRatio is left untouched while one above it is compacted; a tombstone stays while a
-// segment left untouched before it still holds an older record of its key; and a closed segment
-// with a corrupt batch stops its partition's compaction with every segment unchanged. The test is
-// about the log-node's own store, so it reaches the node by its in-process binding.
+// superseding the same key in another), the compacted log replays to the same latest value per
+// key as the full history, every record left sits at its original offset unchanged, a read at a
+// removed offset answers the next record left, below the cleaned-through point each key keeps its
+// newest record only and tombstones go only after deleteRetentionMs, the active segment is never
+// touched, and reads running during compaction see only records of the history; a partition whose
+// dirty ratio is under cleanerMinDirtyRatio is left untouched while one over it is cleaned; a
+// tombstone goes only with every older record of its key (one past a full key map stays); a
+// stored point is not believed when it lies past the log after a torn tail or is an earlier
+// incarnation's; and a closed segment with a corrupt batch stops its partition's compaction with
+// every segment unchanged. The test is about the log-node's own store, so it reaches the node by
+// its in-process binding.
 import fs from 'node:fs';
 import path from 'node:path';
 import { pino } from 'pino';
@@ -20,7 +23,12 @@ import {
 } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { createLogger } from '../../shared/logger.js';
-import { type LogNodeOptions, openLogNode } from '../../log-node/index.js';
+import {
+  CLEANER_CHECKPOINT_FILE,
+  writeCleanerCheckpoint,
+} from '../../log-node/cleaner-checkpoint.js';
+import { nodeFileIO } from '../../shared/file-io.js';
+import { type LogNodeOptions, openLogNode, type OpenLogNode } from '../../log-node/index.js';
 import {
   lastOffsetOf,
   partitionDirOf,
@@ -73,12 +81,14 @@ function randomBatch(random: Random, n: number, nowMs: number): LogRecord[] {
   }));
 }
 
+/** Appends a random round to every topic; `histories` gets its records by offset. */
 async function writeHistories(
   client: LogClient,
   random: Random,
   nowMs: number,
+  histories: Histories,
 ): Promise<Histories> {
-  const histories: Histories = new Map(TOPICS.map((topic) => [topic, newHistory()]));
+  for (const topic of TOPICS) if (!histories.has(topic)) histories.set(topic, newHistory());
   // Drawn before sending, so the seed alone decides the history; the offsets come from the acks.
   const planned = Array.from({ length: BATCHES * TOPICS.length }, (_, n) => ({
     topic: random.pick(TOPICS),
@@ -108,28 +118,42 @@ function segmentBases(dataDir: string, topic: string, partition: number): number
     .sort((a, b) => a - b);
 }
 
+/** What a cleaning pass over every closed segment judges by: its time. */
+interface CleanedAt {
+  nowMs: number;
+}
+
 async function checkCompacted(
-  client: LogClient,
+  running: OpenLogNode,
   dataDir: string,
   histories: Histories,
   random: Random,
-  options: { nowMs: number; minDirtyRatio: number },
+  options: CleanedAt,
 ): Promise<number> {
   let removed = 0;
   for (const [topic, history] of histories) {
-    removed += await checkTopicCompacted(client, dataDir, topic, history, random, options);
+    removed += await checkTopicCompacted(running, dataDir, topic, history, random, options);
   }
   return removed;
 }
 
+/** A topic-partition's cleaned-through point and dirty ratio, as the log-node reports them. */
+function cleanerStatus(running: OpenLogNode, topic: string, partition: number) {
+  const status = running.node
+    .status()
+    .partitions.find((s) => s.topic === topic && s.partition === partition)!;
+  return { cleanedThroughOffset: status.cleanedThroughOffset!, dirtyRatio: status.dirtyRatio! };
+}
+
 async function checkTopicCompacted(
-  client: LogClient,
+  running: OpenLogNode,
   dataDir: string,
   topic: string,
   history: History,
   random: Random,
-  options: { nowMs: number; minDirtyRatio: number },
+  options: CleanedAt,
 ): Promise<number> {
+  const client = running.client;
   let removed = 0;
   for (let p = 0; p < PARTITIONS; p++) {
     const at = `topic ${topic} partition ${p}`;
@@ -152,44 +176,20 @@ async function checkTopicCompacted(
     }
     expect(replay(records), `${at}: latest value per key`).toEqual(replay(full.map(([, r]) => r)));
 
-    const latest = new Map<string, number>();
-    for (const [offset, r] of full) latest.set(r.key, offset);
+    // Below the cleaned-through point (the closed segments' end, the map being unbounded here)
+    // each key keeps its newest record below the point, unless that is a tombstone past
+    // deleteRetentionMs at the last pass: then none. The rest (the active segment) is untouched.
+    const { cleanedThroughOffset: until } = cleanerStatus(running, topic, p);
     const bases = segmentBases(dataDir, topic, p);
-    const active = bases[bases.length - 1];
-    // Each closed segment as the cleaner judges it, oldest first: a record is removable when a
-    // later one of its key exists, or it is its key's last write as a tombstone past
-    // deleteRetentionMs and no untouched segment before it still holds an older record of the
-    // key; a segment is compacted when removable records are at least minDirtyRatio of it, or it
-    // holds such a tombstone, and is then left with no removable record; any other segment is
-    // untouched. (One pass judges this on the whole history; a second pass agrees.)
-    const leftBehind = new Set<string>();
-    for (const [i, base] of bases.slice(0, -1).entries()) {
-      const inSegment = full.filter(([offset]) => offset >= base && offset < bases[i + 1]);
-      const expired = ([offset, r]: [number, LogRecord]) =>
-        latest.get(r.key) === offset &&
-        r.value === null &&
-        options.nowMs - r.timestampMs > DELETE_RETENTION_MS &&
-        !leftBehind.has(r.key);
-      const removable = inSegment.filter(
-        ([offset, r]) => latest.get(r.key) !== offset || expired([offset, r]),
-      );
-      const compacted =
-        removable.length > 0 &&
-        (removable.length / inSegment.length >= options.minDirtyRatio || inSegment.some(expired));
-      if (!compacted) {
-        for (const [offset, r] of inSegment)
-          if (latest.get(r.key) !== offset) leftBehind.add(r.key);
-      }
-      const context = `${at} segment ${base}, ${removable.length} of ${inSegment.length} removable`;
-      for (const [offset] of inSegment) {
-        const isRemovable = removable.some(([o]) => o === offset);
-        expect(left.has(offset), `${context}: offset ${offset}`).toBe(!(compacted && isRemovable));
-      }
-    }
-    for (const [offset] of full.filter(([offset]) => offset >= active)) {
-      expect(left.has(offset), `${at} offset ${offset}: the active segment is untouched`).toBe(
-        true,
-      );
+    expect(until, `${at}: cleaned through the closed segments`).toBe(bases[bases.length - 1]);
+    const newest = new Map<string, number>();
+    for (const [offset, r] of full) if (offset < until) newest.set(r.key, offset);
+    for (const [offset, r] of full) {
+      const kept =
+        offset >= until ||
+        (newest.get(r.key) === offset &&
+          (r.value !== null || options.nowMs - r.timestampMs <= DELETE_RETENTION_MS));
+      expect(left.has(offset), `${at} offset ${offset} (cleaned through ${until})`).toBe(kept);
     }
 
     // A read at any offset, removed or not, leads to the first record left at or after it. As in
@@ -215,10 +215,10 @@ async function checkTopicCompacted(
 }
 
 describe('log-node compaction', () => {
-  it('leaves a closed segment below cleanerMinDirtyRatio untouched and compacts one above it', async () => {
+  it('leaves a partition whose dirty ratio is under cleanerMinDirtyRatio untouched, and cleans it once it is over', async () => {
     const dir = tempDir('compaction-ratio');
     const now = 1_800_000_000_000;
-    const running = await openLogNode({
+    const options: LogNodeOptions = {
       dataDir: dir.path,
       partitions: PARTITIONS,
       segmentBytesMax: 1024,
@@ -229,9 +229,9 @@ describe('log-node compaction', () => {
       cleanerMinDirtyRatio: 0.5,
       clock: { nowMs: () => now },
       logger,
-    });
+    };
+    let running = await openLogNode(options);
     try {
-      const client = running.client;
       const topic = TOPICS[0];
       const history = newHistory();
       const put = async (partition: number, key: string) => {
@@ -240,41 +240,58 @@ describe('log-node compaction', () => {
           value: Buffer.from(JSON.stringify({ key, pad: '.'.repeat(40) })),
           timestampMs: now,
         };
-        const ack = await client.append(topic, partition, encodeBatch([record]));
+        const ack = await running.client.append(topic, partition, encodeBatch([record]));
         history[partition].set(ack.baseOffset, record);
       };
+      const histories = new Map([[topic, history]]);
+      const random = seededRandom(testSeed('log-node compaction, below and above the ratio'));
       for (let p = 0; p < PARTITIONS; p++) {
         for (let i = 0; i < 30; i++) await put(p, `k${i}`);
-        const bases = segmentBases(dir.path, topic, p);
-        expect(bases.length, 'three closed segments at least').toBeGreaterThanOrEqual(4);
-        // One key of the first segment written again (below the ratio), every key of the second.
-        await put(p, 'k0');
-        for (let offset = bases[1]; offset < bases[2]; offset++) {
-          await put(p, history[p].get(offset)!.key);
-        }
+        expect(segmentBases(dir.path, topic, p).length).toBeGreaterThanOrEqual(4);
       }
+      // A new log is all dirty: the first pass cleans it (nothing superseded yet) and moves the point.
       await running.cleaner.runOnce();
-      const random = seededRandom(testSeed('log-node compaction, below and above the ratio'));
-      await checkCompacted(running.client, dir.path, new Map([[topic, history]]), random, {
-        nowMs: now,
-        minDirtyRatio: 0.5,
-      });
+      await checkCompacted(running, dir.path, histories, random, { nowMs: now });
       for (let p = 0; p < PARTITIONS; p++) {
-        const [first, second, third] = segmentBases(dir.path, topic, p);
-        const left = new Set(
-          recordsOf((await readPartition(client, topic, p)).batches).map((r) => r.offset),
-        );
-        for (let offset = first; offset < second; offset++) {
-          expect(left.has(offset), `partition ${p}: below the ratio, offset ${offset} kept`).toBe(
-            true,
-          );
-        }
-        for (let offset = second; offset < third; offset++) {
-          expect(left.has(offset), `partition ${p}: above it, offset ${offset} removed`).toBe(
-            false,
-          );
-        }
+        const cleaned = cleanerStatus(running, topic, p);
+        expect(cleaned.dirtyRatio).toBe(0);
+        // Keys of the clean part written again until a closed segment is dirty, under the ratio.
+        for (let i = 0; cleanerStatus(running, topic, p).dirtyRatio === 0; i++)
+          await put(p, `k${i}`);
+        const under = cleanerStatus(running, topic, p);
+        expect(under.dirtyRatio).toBeGreaterThan(0);
+        expect(under.dirtyRatio).toBeLessThan(0.5);
+        expect(under.cleanedThroughOffset).toBe(cleaned.cleanedThroughOffset);
       }
+      const before = await Promise.all(
+        Array.from({ length: PARTITIONS }, (_, p) => readPartition(running.client, topic, p)),
+      );
+      const skipped = await running.cleaner.runOnce();
+      for (let p = 0; p < PARTITIONS; p++) {
+        const summary = skipped.find((s) => s.topic === topic && s.partition === p)!;
+        expect(summary, `partition ${p}: under the ratio`).toMatchObject({ segmentsCompacted: 0 });
+        expect(summary.dirtyRatio).toBeLessThan(0.5);
+        const after = await readPartition(running.client, topic, p);
+        expect(recordsOf(after.batches), `partition ${p} untouched`).toEqual(
+          recordsOf(before[p].batches),
+        );
+      }
+      // Over the ratio, the pass maps the dirty part and drops what it supersedes in the clean one.
+      for (let p = 0; p < PARTITIONS; p++) {
+        for (let i = 0; cleanerStatus(running, topic, p).dirtyRatio < 0.5; i++)
+          await put(p, `k${i % 30}`);
+      }
+      const cleaned = await running.cleaner.runOnce();
+      for (let p = 0; p < PARTITIONS; p++) {
+        const summary = cleaned.find((s) => s.topic === topic && s.partition === p)!;
+        expect(summary.dirtyRatio).toBeGreaterThanOrEqual(0.5);
+        expect(summary.recordsRemoved, `partition ${p}`).toBeGreaterThan(0);
+      }
+      await checkCompacted(running, dir.path, histories, random, { nowMs: now });
+      // The point is durable: a restart keeps it, and the log as it is.
+      await running.stop();
+      running = await openLogNode(options);
+      await checkCompacted(running, dir.path, histories, random, { nowMs: now });
     } finally {
       await running.stop();
       dir.cleanup();
@@ -302,7 +319,7 @@ describe('log-node compaction', () => {
       };
       let running = await openLogNode(options);
       try {
-        const history = await writeHistories(running.client, random, now);
+        const history = await writeHistories(running.client, random, now, new Map());
         const closed = running.node
           .status()
           .partitions.filter((s) => TOPICS.includes(s.topic))
@@ -327,28 +344,33 @@ describe('log-node compaction', () => {
         }
         expect(summaries.reduce((sum, s) => sum + s.segmentsCompacted, 0)).toBeGreaterThan(0);
 
+        const cleanedAt = now;
         now += 1000;
-        const removed = await checkCompacted(running.client, dir.path, history, random, {
-          nowMs: now,
-          minDirtyRatio: cleanerMinDirtyRatio,
+        const removed = await checkCompacted(running, dir.path, history, random, {
+          nowMs: cleanedAt,
         });
         expect(removed).toBeGreaterThan(0);
 
-        // After a restart (indexes of compacted segments rebuilt or reloaded) nothing changes.
+        // After a restart (indexes of compacted segments rebuilt or reloaded, the point read back)
+        // nothing changes, and a pass with nothing dirty changes nothing.
         await running.stop();
         running = await openLogNode(options);
-        await checkCompacted(running.client, dir.path, history, random, {
-          nowMs: now,
-          minDirtyRatio: cleanerMinDirtyRatio,
-        });
+        const idle = await running.cleaner.runOnce();
+        expect(idle.reduce((sum, s) => sum + s.segmentsCompacted, 0)).toBe(0);
+        await checkCompacted(running, dir.path, history, random, { nowMs: cleanedAt });
 
-        // Past deleteRetentionMs the cleaner drops the tombstones too; the latest state is the same.
+        // A second round makes the partitions dirty again; past deleteRetentionMs, that pass drops
+        // the first round's tombstones too (in the clean part); the latest state is the same.
+        await writeHistories(running.client, random, now, history);
         now += DELETE_RETENTION_MS + 1;
-        await running.cleaner.runOnce();
-        await checkCompacted(running.client, dir.path, history, random, {
-          nowMs: now,
-          minDirtyRatio: cleanerMinDirtyRatio,
-        });
+        for (const summary of await running.cleaner.runOnce()) {
+          if (!TOPICS.includes(summary.topic)) continue;
+          expect(
+            summary.dirtyRatio,
+            `${summary.topic} ${summary.partition}`,
+          ).toBeGreaterThanOrEqual(cleanerMinDirtyRatio);
+        }
+        await checkCompacted(running, dir.path, history, random, { nowMs: now });
       } finally {
         await running.stop();
         dir.cleanup();
@@ -381,48 +403,204 @@ describe('log-node compaction: what it must not lose', () => {
     ...options,
   });
 
-  it('keeps a tombstone while a segment before it, skipped by the pass, still holds the key', async () => {
+  /** The records of partition 0 of the topic, as read now. */
+  const recordsNow = async (client: LogClient) =>
+    recordsOf((await readPartition(client, topic, 0)).batches);
+  const pointOf = (running: OpenLogNode) =>
+    running.node.status().partitions.find((s) => s.topic === topic && s.partition === 0)!
+      .cleanedThroughOffset;
+
+  it('drops a tombstone only with every older record of its key, and keeps one past a full map', async () => {
     const dir = tempDir('compaction-tombstone');
     let now = 1_800_000_000_000;
     const deleteRetentionMs = 1000;
     const running = await openLogNode(
-      smallSegments(dir.path, () => now, { deleteRetentionMs, cleanerMinDirtyRatio: 0.5 }),
+      smallSegments(dir.path, () => now, {
+        deleteRetentionMs,
+        cleanerMinDirtyRatio: 0.01,
+        cleanerKeysMax: 4,
+      }),
     );
     try {
       const client = running.client;
       const written: LogRecord[] = [];
       const append = async (records: LogRecord[]) => {
-        await client.append(topic, 0, encodeBatch(records));
+        const ack = await client.append(topic, 0, encodeBatch(records));
         written.push(...records);
+        return ack;
       };
-      const others = Array.from({ length: 9 }, (_, i) => `other${i}`);
-      // Segment A: K and nine other keys, so K's delete leaves it 1/10 dirty (below the ratio).
-      await append([
-        record('K', 'v1', now),
-        ...others.map((key) => record(key, 'x'.repeat(40), now)),
-      ]);
-      // Segment B: K's tombstone; C: one more segment so B is closed.
-      await append([record('K', null, now), record('pad', 'p'.repeat(600), now)]);
+      // Clean part: K's value, then a segment of padding, cleaned by a first pass.
+      await append([record('K', 'v1', now), record('a', 'a', now)]);
+      await append([record('pad', 'p'.repeat(800), now)]);
       await append([record('pad2', 'p'.repeat(600), now)]);
-      expect(segmentBases(dir.path, topic, 0), 'A, B and the active segment').toEqual([0, 10, 12]);
-
-      now += deleteRetentionMs + 500;
       await running.cleaner.runOnce();
-      const afterFirst = recordsOf((await readPartition(client, topic, 0)).batches);
-      expect(replay(afterFirst), 'K stays deleted after a pass that skipped A').toEqual(
-        replay(written),
-      );
+      expect(pointOf(running)).toBe(3);
+      // Dirty part, one segment: pad2 and three keys (all the map holds), then K's tombstone.
+      const three = await append(['x1', 'x2', 'x3'].map((key) => record(key, 'x', now)));
+      const tombstone = await append([record('K', null, now)]);
+      await append([record('pad4', 'p'.repeat(800), now)]);
+      expect(segmentBases(dir.path, topic, 0), 'the map ends inside a closed segment').toEqual([
+        0,
+        3,
+        tombstone.lastOffset + 1,
+      ]);
+      now += deleteRetentionMs + 500;
+
+      // The map fills at the four keys: the pass cleans up to them. K's tombstone, past its
+      // deleteRetentionMs but past the map's end, stays, and so does K's value it deletes.
+      await running.cleaner.runOnce();
+      expect(pointOf(running), 'cleaned through the full map').toBe(three.lastOffset + 1);
+      const afterFirst = await recordsNow(client);
       expect(afterFirst.filter((r) => r.key === 'K').map((r) => r.value)).toEqual([
         Buffer.from('"v1"'),
         null,
       ]);
+      expect(replay(afterFirst)).toEqual(replay(written));
 
-      // Once A is dirty enough to be compacted, the same pass drops K's old value and its tombstone.
-      for (const key of others) await append([record(key, 'y', now)]);
+      // The next pass maps the tombstone: K's value goes, and the tombstone with it.
       await running.cleaner.runOnce();
-      const afterSecond = recordsOf((await readPartition(client, topic, 0)).batches);
+      const afterSecond = await recordsNow(client);
       expect(afterSecond.filter((r) => r.key === 'K')).toEqual([]);
       expect(replay(afterSecond)).toEqual(replay(written));
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
+  /**
+   * A log whose first two records are K's value and K's tombstone (past deleteRetentionMs), then
+   * enough padding to close segments through offset `closedThrough` at least: a cleaner that took
+   * offsets 0 and 1 for clean would drop the tombstone (not in its map) and keep the value, and K
+   * would come back.
+   */
+  const tombstoneBelow = async (
+    client: LogClient,
+    nowMs: number,
+    closedThrough: number,
+  ): Promise<LogRecord[]> => {
+    const written = [record('K', 'v1', nowMs), record('K', null, nowMs)];
+    await client.append(topic, 0, encodeBatch(written.slice(0, 1)));
+    await client.append(topic, 0, encodeBatch(written.slice(1)));
+    for (let i = 0; (await readPartition(client, topic, 0)).endOffset <= closedThrough + 1; i++) {
+      const pad = [record(`pad${i}`, 'p'.repeat(400), nowMs)];
+      await client.append(topic, 0, encodeBatch(pad));
+      written.push(...pad);
+    }
+    return written;
+  };
+
+  /** A node of small segments whose clock the test moves; tombstones are due after 1 s. */
+  const tombstoneNode = (name: string) => {
+    const dir = tempDir(name);
+    const clock = { nowMs: 1_800_000_000_000 };
+    const options = smallSegments(dir.path, () => clock.nowMs, {
+      deleteRetentionMs: 1000,
+      cleanerMinDirtyRatio: 0.01,
+    });
+    return { dir, clock, options, partitionDir: partitionDirOf(dir.path, topic, 0) };
+  };
+
+  /** After a pass, K has no record left (value and tombstone gone together), and none came back. */
+  const expectDeletedAfterPass = async (running: OpenLogNode, written: LogRecord[]) => {
+    await running.cleaner.runOnce();
+    const left = await recordsNow(running.client);
+    expect(left.filter((r) => r.key === 'K')).toEqual([]);
+    expect(replay(left)).toEqual(replay(written));
+  };
+
+  it('distrusts a point ahead of the log after a torn tail: the whole log is dirty again', async () => {
+    const { dir, clock, options, partitionDir } = tombstoneNode('compaction-point-ahead');
+    let running = await openLogNode(options);
+    try {
+      await running.client.append(topic, 0, encodeBatch([record('first', 'f', clock.nowMs)]));
+      await running.stop();
+      // A point past everything closed (as a longer log, cut back, would leave), and a torn tail.
+      writeCleanerCheckpoint(nodeFileIO, partitionDir, { cleanedThroughOffset: 8, incarnation: 0 });
+      const active = path.join(partitionDir, '00000000000000000000.log');
+      fs.appendFileSync(active, Buffer.alloc(30, 7));
+      running = await openLogNode(options);
+      expect(running.node.status().partitions.find((s) => s.topic === topic)).toMatchObject({
+        truncatedBytesOnLoad: 30,
+        cleanedThroughOffset: 0,
+      });
+      // Offsets 1 and 2 (K's value and tombstone) are written after the cut, below the old point.
+      const written = [
+        record('first', 'f', clock.nowMs),
+        ...(await tombstoneBelow(running.client, clock.nowMs, 8)),
+      ];
+      clock.nowMs += 2000;
+      await running.stop();
+      running = await openLogNode(options);
+      expect(pointOf(running), 'the point stays forgotten after a restart').toBe(0);
+      await expectDeletedAfterPass(running, written);
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
+  it("distrusts a point of a dropped topic's earlier incarnation", async () => {
+    const { dir, clock, options, partitionDir } = tombstoneNode('compaction-point-dropped');
+    let running = await openLogNode(options);
+    try {
+      for (let i = 0; i < 6; i++) {
+        await running.client.append(
+          topic,
+          0,
+          encodeBatch([record(`old${i}`, 'o'.repeat(400), clock.nowMs)]),
+        );
+      }
+      await running.cleaner.runOnce();
+      const oldPoint = pointOf(running)!;
+      expect(oldPoint).toBeGreaterThan(2);
+      const stale = fs.readFileSync(path.join(partitionDir, CLEANER_CHECKPOINT_FILE));
+      await running.client.deleteTopic(topic);
+      await running.client.ensureTopic(topic, { deleteRetentionMs: 1000 });
+      const written = await tombstoneBelow(running.client, clock.nowMs, oldPoint);
+      await running.stop();
+      // The earlier incarnation's file, as if the drop had left it behind.
+      fs.writeFileSync(path.join(partitionDir, CLEANER_CHECKPOINT_FILE), stale);
+      clock.nowMs += 2000;
+      running = await openLogNode(options);
+      expect(pointOf(running)).toBe(0);
+      await expectDeletedAfterPass(running, written);
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
+  it('counts a point below the log start (retention removed what it covered) from the log start', async () => {
+    const { dir, clock, options } = tombstoneNode('compaction-point-retention');
+    let running = await openLogNode(options);
+    const statusNow = () =>
+      running.node.status().partitions.find((s) => s.topic === topic && s.partition === 0)!;
+    const pad = async (i: number) =>
+      running.client.append(
+        topic,
+        0,
+        encodeBatch([record(`pad${i}`, 'p'.repeat(800), clock.nowMs)]),
+      );
+    try {
+      for (let i = 0; i < 4; i++) await pad(i);
+      await running.cleaner.runOnce();
+      expect(pointOf(running)).toBe(3);
+      for (let i = 4; i < 8; i++) await pad(i);
+      // A while under the delete policy: retention removes every closed segment.
+      await running.client.ensureTopic(topic, { cleanupPolicy: 'delete', retentionBytes: 0 });
+      await running.cleaner.runOnce();
+      const { logStartOffset } = statusNow();
+      expect(logStartOffset).toBe(7);
+      await running.client.ensureTopic(topic, { cleanupPolicy: 'compact' });
+      expect(statusNow()).toMatchObject({ cleanedThroughOffset: 7, dirtyRatio: 0 });
+      await running.stop();
+      running = await openLogNode(options);
+      expect(statusNow()).toMatchObject({ cleanedThroughOffset: 7, logStartOffset: 7 });
+      // Cleaned again from there: the point moves on from the log start.
+      for (let i = 8; i < 10; i++) await pad(i);
+      await running.cleaner.runOnce();
+      expect(statusNow().cleanedThroughOffset).toBe(9);
     } finally {
       await running.stop();
       dir.cleanup();
