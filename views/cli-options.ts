@@ -33,6 +33,11 @@ const FLAGS: Flags<ViewTaskLimits> = {
     'TAILBASE_VIEW_WAITERS_MAX',
     "reads waiting on one view's frontiers at once",
   ],
+  claimCheckStallsMax: [
+    '--view-claim-check-stalls-max <n>',
+    'TAILBASE_VIEW_CLAIM_CHECK_STALLS_MAX',
+    "reads of its own topic in a row that bring a view processor's claim check nothing before the round fails and is retried",
+  ],
 };
 
 type Flags<T> = Record<keyof T, [flag: string, env: string, help: string]>;

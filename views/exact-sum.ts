@@ -47,3 +47,16 @@ export function unscaled(s: bigint): number {
   }
   return negative ? -result : result;
 }
+
+/**
+ * A scaled sum as stored: hexadecimal (`0x…`, `-0x…`), whose conversion is linear in its ~270
+ * digits where decimal's is not (9 µs to write and 3.5 µs to read back, against 0.3 and 1.1 here).
+ */
+export function sumText(s: bigint): string {
+  return s < 0n ? `-0x${(-s).toString(16)}` : `0x${s.toString(16)}`;
+}
+
+/** A stored scaled sum: sumText's, or the decimal text states were written with before it. */
+export function sumFromText(text: string): bigint {
+  return text.startsWith('-') ? -BigInt(text.slice(1)) : BigInt(text);
+}

@@ -12,7 +12,7 @@ import { assert } from '../shared/assert.js';
 import { KEY_BYTES_MAX } from '../shared/batch-codec.js';
 import type { ParsedView } from '../shared/view-definition.js';
 import { eventTimeMs, windowBound, windowStarts } from '../shared/view-window.js';
-import { scaled, unscaled } from './exact-sum.js';
+import { scaled, sumFromText, sumText, unscaled } from './exact-sum.js';
 import { sortableNumber } from './sortable.js';
 import {
   INDEXES_PRUNED,
@@ -59,6 +59,11 @@ export class GroupingArithmetic {
    * a round of a hot group reads and writes its totals once, not once a record.
    */
   private readonly round = new Map<string, RoundTotals | null>();
+  /**
+   * The totals endRound wrote (null: emptied), which the outputs of the round's groups are read
+   * from, not parsed back from `groups`; cleared when the next round begins.
+   */
+  private readonly written = new Map<string, RoundTotals | null>();
   /** Whether `meta` holds INDEXES_PRUNED; a state begun empty takes it with its first round. */
   private pruned = false;
 
@@ -95,18 +100,19 @@ export class GroupingArithmetic {
   /** Begins a round, inside its transaction: nothing of an aborted round is carried over. */
   startRound(): void {
     this.round.clear();
+    this.written.clear();
   }
 
   /** Writes the totals of the groups the round touched, inside its transaction. */
   endRound(): void {
     for (const [group, totals] of this.round) {
+      this.written.set(group, totals);
       if (totals === null) {
         this.state.groups.remove(group);
         continue;
       }
       const sums: GroupTotals['sums'] = {};
-      for (const [field, [sum, n]] of Object.entries(totals.sums))
-        sums[field] = [sum.toString(), n];
+      for (const [field, [sum, n]] of Object.entries(totals.sums)) sums[field] = [sumText(sum), n];
       this.state.groups.put(group, { keys: totals.keys, count: totals.count, sums });
     }
     this.round.clear();
@@ -181,8 +187,9 @@ export class GroupingArithmetic {
   /** The output document of a group, as JSON text; null when no document is in it. */
   output(group: string): string | null {
     assert(this.round.size === 0, 'a group output is read after its round is written (endRound)');
-    const totals = this.state.groups.get(group);
-    if (totals === undefined) return null;
+    const written = this.written.get(group);
+    const totals = written === undefined ? this.storedTotals(group) : written;
+    if (totals === null) return null;
     const out: Record<string, unknown> = {};
     this.view.groupBy.forEach((field, i) => {
       out[field] = totals.keys[i];
@@ -198,15 +205,15 @@ export class GroupingArithmetic {
     return JSON.stringify(out);
   }
 
-  private aggregate(group: string, totals: GroupTotals, fn: string, field: string): unknown {
+  private aggregate(group: string, totals: RoundTotals, fn: string, field: string): unknown {
     switch (fn) {
       case 'count':
         return totals.count;
       case 'sum':
-        return finiteOrNull(unscaled(BigInt(totals.sums[field][0])));
+        return finiteOrNull(unscaled(totals.sums[field][0]));
       case 'avg': {
         const [sum, n] = totals.sums[field];
-        return n === 0 ? null : finiteOrNull(unscaled(BigInt(sum)) / n);
+        return n === 0 ? null : finiteOrNull(unscaled(sum) / n);
       }
       case 'min':
       case 'max':
@@ -261,11 +268,17 @@ export class GroupingArithmetic {
   /** A group's totals as the round left them, or as stored; null: no document in it. */
   private totalsOf(group: string): RoundTotals | null {
     const inRound = this.round.get(group);
-    if (inRound !== undefined) return inRound;
+    return inRound === undefined ? this.storedTotals(group) : inRound;
+  }
+
+  /** A group's totals as `groups` holds them; null: no document in it. */
+  private storedTotals(group: string): RoundTotals | null {
     const stored = this.state.groups.get(group);
     if (stored === undefined) return null;
     const sums: RoundTotals['sums'] = {};
-    for (const [field, [sum, n]] of Object.entries(stored.sums)) sums[field] = [BigInt(sum), n];
+    for (const [field, [sum, n]] of Object.entries(stored.sums)) {
+      sums[field] = [sumFromText(sum), n];
+    }
     return { keys: stored.keys, count: stored.count, sums };
   }
 

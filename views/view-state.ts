@@ -20,7 +20,7 @@ export interface Contribution {
   at: [number, number, number];
 }
 
-/** A group's running totals: exact sums as decimal BigInt text of value·2^1074. */
+/** A group's running totals: exact sums as BigInt text of value·2^1074 (exact-sum.ts sumText). */
 export interface GroupTotals {
   keys: unknown[];
   count: number;

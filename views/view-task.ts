@@ -23,7 +23,7 @@ import {
   type LogRecord,
   type StoredRecord,
 } from '../shared/batch-codec.js';
-import { isUnknownTopic } from '../shared/errors.js';
+import { isUnknownTopic, TailbaseError } from '../shared/errors.js';
 import { matches } from '../shared/filter/index.js';
 import type { FetchedPartition, FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
@@ -50,6 +50,11 @@ export interface ViewTaskLimits {
   retryMs: number;
   /** Reads waiting on this view's frontiers at once. */
   waitersMax: number;
+  /**
+   * Fetches in a row of the claim check that read nothing of any partition it has yet to read
+   * through what it appended; past it the round fails and is retried, its output unpublished.
+   */
+  claimCheckStallsMax: number;
 }
 
 export const VIEW_TASK_LIMITS_DEFAULT: Readonly<ViewTaskLimits> = Object.freeze({
@@ -58,6 +63,7 @@ export const VIEW_TASK_LIMITS_DEFAULT: Readonly<ViewTaskLimits> = Object.freeze(
   appendRecordsMax: 1000,
   retryMs: 200,
   waitersMax: 10_000,
+  claimCheckStallsMax: 3,
 });
 
 /** The LMDB file of a view's state, in its directory. */
@@ -154,6 +160,8 @@ export class ViewTask {
    * through: the log only appends, so what was checked is never read again (claimedBeforeAppended).
    */
   private readonly checkedThrough = new Map<number, number>();
+  /** A round applied or appended what no publication has covered yet. */
+  private unpublished = false;
 
   constructor(
     target: ViewTaskTarget,
@@ -321,10 +329,14 @@ export class ViewTask {
           this.holdUntil = null;
           continue;
         }
-        const produced = await this.produceOutbox();
+        // Owed until published: a round that fails after it applied or appended (its claim
+        // check) is published by the next, which may apply and append nothing.
+        if (applied) this.unpublished = true;
+        if (await this.produceOutbox()) this.unpublished = true;
         if (await this.fencedAfterAppend()) return;
-        if ((applied || produced) && !this.stopped) {
+        if (this.unpublished && !this.stopped) {
           this.waiters.publish(this.frontiers(), this.appended);
+          this.unpublished = false;
           this.events.published();
         }
       } catch (error) {
@@ -421,7 +433,11 @@ export class ViewTask {
    * Reads the view's topic from where the read-back or an earlier check stopped up to the last
    * offset appended in each partition (one fetch of them all at a time, no wait), for a claim above
    * this run's epoch; writes nothing. A read-back that lags a large outbox moves one fetch a round,
-   * so a check from the read-back alone would read its whole rest again every round.
+   * so a check from the read-back alone would read its whole rest again every round. A partition
+   * is asked again until it has been read through what was appended: a Fetch answer is bounded
+   * (Kafka's fetch.max.bytes) and filled in the order asked, so one that others filled comes back
+   * with no records although the log holds some past the offset asked. Answers that move no
+   * partition, claimCheckStallsMax in a row, fail the round rather than let it pass unchecked.
    */
   private async claimedBeforeAppended(): Promise<boolean> {
     const from = new Map<number, number>();
@@ -432,6 +448,7 @@ export class ViewTask {
       );
       if (start <= last) from.set(partition, start);
     }
+    let stalls = 0;
     while (from.size > 0) {
       const asked = [...from].map(([partition, offset]) => ({
         topic: this.topic,
@@ -443,6 +460,7 @@ export class ViewTask {
         waitMs: 0,
         signal: this.abort.signal,
       });
+      let moved = false;
       for (const outcome of fetched) {
         if ('error' in outcome) throw outcome.error;
         const { partition } = outcome;
@@ -456,9 +474,21 @@ export class ViewTask {
           }
           next = Math.max(next, batch.header.baseOffset + batch.header.lastOffsetDelta + 1);
         }
-        if (next > offset) this.checkedThrough.set(partition, Math.min(next, last + 1) - 1);
-        if (next === offset || next > last) from.delete(partition);
+        if (next === offset) continue;
+        moved = true;
+        this.checkedThrough.set(partition, Math.min(next, last + 1) - 1);
+        if (next > last) from.delete(partition);
         else from.set(partition, next);
+      }
+      stalls = moved ? 0 : stalls + 1;
+      if (stalls >= this.limits.claimCheckStallsMax) {
+        throw new TailbaseError(
+          503,
+          'view_claim_check_stalled',
+          `the view's topic answered ${stalls} reads in a row with nothing of partitions ` +
+            'appended to this round: their output is not published until they are read',
+          { topic: this.topic, partitions: Object.fromEntries(from) },
+        );
       }
     }
     return false;

@@ -10,6 +10,7 @@ import { encodeBatch } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { parseViewDefinition, type ViewDefinition } from '../../shared/view-definition.js';
+import { claimHeaders, claimKey } from '../../shared/view-epoch.js';
 import {
   VIEW_TASK_LIMITS_DEFAULT,
   ViewTask,
@@ -17,8 +18,56 @@ import {
   type ViewTaskLimits,
 } from '../../views/view-task.js';
 import { tempDir } from '../harness/temp-dir.js';
+import { isClaimBatch } from './view-check.js';
 
 export { interceptLog } from '../harness/intercept-log.js';
+
+/**
+ * Appends another processor's claim to `topic` through `writer`: partition 0's, then one in
+ * `partition` carrying its epoch.
+ */
+export async function appendLateClaim(
+  writer: LogClient,
+  topic: string,
+  partitions: number,
+  partition: number,
+): Promise<void> {
+  const claim = (p: number, epoch: number | null) =>
+    encodeBatch([
+      {
+        key: claimKey(p, partitions),
+        value: null,
+        timestampMs: Date.now(),
+        headers: claimHeaders(epoch),
+      },
+    ]);
+  const { lastOffset: epoch } = await writer.append(topic, 0, claim(0, null));
+  if (partition !== 0) await writer.append(topic, partition, claim(partition, epoch));
+}
+
+/**
+ * `log`, but the first output append to `topic` after `arm()` (to `only`, when given) lands after
+ * a late claim in its partition, appended through `writer`.
+ */
+export function claimingLog(
+  log: LogClient,
+  writer: LogClient,
+  topic: string,
+  partitions: number,
+  only?: number,
+): { log: LogClient; arm: () => void } {
+  let armed = false;
+  const proxy = interceptLog(log, {
+    append: async (to, partition, bytes, ...rest) => {
+      if (armed && to === topic && (only ?? partition) === partition && !isClaimBatch(bytes)) {
+        armed = false;
+        await appendLateClaim(writer, topic, partitions, partition);
+      }
+      return log.append(to, partition, bytes, ...rest);
+    },
+  });
+  return { log: proxy, arm: () => void (armed = true) };
+}
 
 export interface ViewTaskRig {
   node: OpenLogNode;

@@ -8,17 +8,9 @@
 // group's current member for the view, committed them). A log-node in-process; the late claim
 // is appended by hand, at the moment of the owner's first output append after the write.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeBatch } from '../../shared/batch-codec.js';
 import type { LogClient } from '../../shared/log-api.js';
-import { claimHeaders, claimKey } from '../../shared/view-epoch.js';
-import {
-  expectedView,
-  isClaimBatch,
-  lastOffsets,
-  readSourceDocuments,
-  viewThrough,
-} from './view-check.js';
-import { interceptLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
+import { expectedView, lastOffsets, readSourceDocuments, viewThrough } from './view-check.js';
+import { claimingLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
@@ -35,34 +27,6 @@ describe('a claim that lands between the read-back and the append', () => {
     Object.fromEntries(
       expectedView(DEFINITION, await readSourceDocuments(rig.node.client, SOURCE, PARTITIONS)),
     );
-  /** A claim of another processor: partition 0's, then one in `partition` with its epoch. */
-  const lateClaim = async (partition: number) => {
-    const claim = (p: number, epoch: number | null) =>
-      encodeBatch([
-        {
-          key: claimKey(p, PARTITIONS),
-          value: null,
-          timestampMs: Date.now(),
-          headers: claimHeaders(epoch),
-        },
-      ]);
-    const { lastOffset: epoch } = await rig.node.client.append(TOPIC, 0, claim(0, null));
-    if (partition !== 0) await rig.node.client.append(TOPIC, partition, claim(partition, epoch));
-  };
-  /** The log, but the first output append after `arm()` lands after a late claim. */
-  const claimingLog = (log: LogClient) => {
-    let armed = false;
-    const proxy = interceptLog(log, {
-      append: async (topic, partition, bytes, ...rest) => {
-        if (armed && topic === TOPIC && !isClaimBatch(bytes)) {
-          armed = false;
-          await lateClaim(partition);
-        }
-        return log.append(topic, partition, bytes, ...rest);
-      },
-    });
-    return { log: proxy, arm: () => (armed = true) };
-  };
   const startTask = (log: LogClient, deposed: () => void = () => undefined) =>
     rig.start({
       topic: TOPIC,
@@ -80,7 +44,7 @@ describe('a claim that lands between the read-back and the append', () => {
 
   it('publishes nothing of the fenced round; the next owner publishes the write', async () => {
     for (const [i, country] of ['AT', 'BE', 'CH', 'DE'].entries()) await write(`o${i}`, country);
-    const { log, arm } = claimingLog(rig.node.client);
+    const { log, arm } = claimingLog(rig.node.client, rig.node.client, TOPIC, PARTITIONS);
     let deposed = false;
     const first = startTask(log, () => (deposed = true));
     // Caught up and published: the held output is out.

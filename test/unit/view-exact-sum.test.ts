@@ -1,9 +1,10 @@
 // Proves the views' exact sums: a double scaled by 2^1074 comes back as itself; two doubles
 // summed exactly and rounded once equal JavaScript's correctly rounded a + b; a sum does not
-// depend on the order of its terms, nor on terms added and taken back; and the sortable text of a
-// number sorts as the number and decodes to it.
+// depend on the order of its terms, nor on terms added and taken back; a sum's stored text (and
+// the decimal text of older states) reads back as the sum; and the sortable text of a number
+// sorts as the number and decodes to it.
 import { describe, expect, it } from 'vitest';
-import { scaled, unscaled } from '../../views/exact-sum.js';
+import { scaled, sumFromText, sumText, unscaled } from '../../views/exact-sum.js';
 import { sortableNumber } from '../../views/sortable.js';
 import { seededRandom, testSeed } from '../harness/random.js';
 
@@ -76,6 +77,19 @@ describe('exact sums of doubles', () => {
     expect(0.1 + 0.2 + 0.3).not.toBe(0.3 + 0.2 + 0.1);
     const exact = unscaled(scaled(0.1) + scaled(0.2) + scaled(0.3));
     expect(unscaled(scaled(0.3) + scaled(0.2) + scaled(0.1))).toBe(exact);
+  });
+
+  it('reads back the text a sum is stored as, and the decimal text of states written before', () => {
+    for (let round = 0; round < 200; round++) {
+      const sum = Array.from({ length: random.int(0, 10) }, anyDouble).reduce(
+        (s, x) => s + scaled(x),
+        0n,
+      );
+      expect(sumText(sum)).toMatch(/^-?0x[0-9a-f]+$/);
+      expect(sumFromText(sumText(sum))).toBe(sum);
+      expect(sumFromText(sum.toString())).toBe(sum);
+    }
+    expect(sumText(-scaled(1))).toBe(`-0x${scaled(1).toString(16)}`);
   });
 });
 
