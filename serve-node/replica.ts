@@ -15,7 +15,8 @@ import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX, type SearchStoreOptions } from './search-store.js';
 import { StepView } from './step-view.js';
 import { fenceViewRecords, NO_VIEW_TOPICS, type TopicFences } from './view-fence.js';
-import type { CollectionMergeStep, MergePolicy } from './segment-merges.js';
+import type { FreePagesStep } from './free-pages.js';
+import type { CollectionMergeStep, MergePolicy, MergeWait } from './segment-merges.js';
 import { currentBootId } from '../shared/boot-id.js';
 import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
@@ -262,6 +263,13 @@ export class Replica {
    */
   mergeStep(msMax: number, policy: MergePolicy): CollectionMergeStep | null {
     const step = this.search.mergeSegments(performance.now() + msMax, policy);
+    if (step !== null) this.dirty = true;
+    return step;
+  }
+
+  /** A step giving the search store's free pages back (free-pages.ts), for at most `msMax`. */
+  freePagesStep(msMax: number, policy: MergePolicy): FreePagesStep | MergeWait | null {
+    const step = this.search.freePagesStep(performance.now() + msMax, policy);
     if (step !== null) this.dirty = true;
     return step;
   }
