@@ -9,7 +9,9 @@ import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../../shared/logger.js';
+import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { DEFAULT_LIMITS } from '../../serve-node/config.js';
 import { Replica } from '../../serve-node/replica.js';
 import { SEARCH_FILE, WAL_SUFFIX } from '../../serve-node/search-store.js';
@@ -83,6 +85,36 @@ describe('free pages of the search store', () => {
     expect(freePages(replica.dir)).toBe(0);
     expect(fileBytes(replica.dir)).toBeLessThanOrEqual(bytes - free * 4096);
     expect(answers(replica)).toEqual(before);
+  });
+
+  it("go back in the serving loop's steps after the merge, with no applied answer to start them", async () => {
+    const replica = openReplica();
+    load(replica, 2_000, 20);
+    const logger = createLogger('test', 'silent');
+    const errors = vi.spyOn(logger, 'error');
+    const steps = new BackgroundSteps({
+      replica: () => replica,
+      stepDocsMax: 50,
+      stepMsMax: 10,
+      retryMsMax: 5_000,
+      merges: { quietMs: 200, writtenPercent: 10, stepMsMax: 5 },
+      paused: () => null,
+      onSwapped: () => undefined,
+      logger,
+    });
+    try {
+      steps.kick();
+      await vi.waitFor(
+        () => {
+          expect(replica.mergesDue({ quietMs: 200, writtenPercent: 10 })).toEqual([]);
+          expect(freePages(replica.dir)).toBe(0);
+        },
+        { timeout: 20_000, interval: 50 },
+      );
+      expect(errors).not.toHaveBeenCalled();
+    } finally {
+      await steps.stop();
+    }
   });
 
   it('wait for writes to pause, as merges do', () => {
