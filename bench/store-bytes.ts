@@ -17,7 +17,7 @@ import { Command } from 'commander';
 import { open } from 'lmdb';
 import { BATCH_HEADER_BYTES } from '../shared/batch-codec.js';
 import { request, settled } from './api-workloads.js';
-import { diskUsage, type DiskUsage } from './disk-usage.js';
+import { diskUsage, diskUsageAtRest, type DiskUsage } from './disk-usage.js';
 import { startEmbedded } from './embedded.js';
 import { TAILBASE_BIN } from './processes.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
@@ -34,9 +34,6 @@ const GET_READS = 2_000;
  */
 const APPLIED_WAIT_MS_MAX = 900_000;
 const APPLIED_POLL_MS = 200;
-/** Bytes on disk are at rest once two readings this far apart agree (at most REST_POLLS_MAX). */
-const REST_POLL_MS = 3_000;
-const REST_POLLS_MAX = 100;
 /** The batch length field follows the 8-byte base offset; the batch is 12 bytes longer. */
 const BATCH_LENGTH_AT = 8;
 const BATCH_PREFIX_BYTES = 12;
@@ -70,21 +67,6 @@ async function load(url: string, documents: number): Promise<number> {
     });
   }
   return raw;
-}
-
-/**
- * Bytes on disk once they stop moving: background steps after the load (segment merges, free
- * pages given back) change them for a while after the status shows no merge due.
- */
-async function atRest(dir: string): Promise<DiskUsage> {
-  let last = diskUsage(dir);
-  for (let polls = 0; polls < REST_POLLS_MAX; polls++) {
-    await new Promise((resolve) => setTimeout(resolve, REST_POLL_MS));
-    const now = diskUsage(dir);
-    if (now.totalBytes === last.totalBytes) return now;
-    last = now;
-  }
-  return last;
 }
 
 /** Waits until the serve-node has applied every record of the log: searchable. */
@@ -276,7 +258,7 @@ async function measureBuild(
         `process CPU ${cpuUs.toFixed(0)} us a document\n`,
     );
     printUsage('running, after the load', diskUsage(dir), raw);
-    printUsage('running, at rest', await atRest(dir), raw);
+    printUsage('running, at rest', await diskUsageAtRest(dir), raw);
     process.stdout.write(`  GET p50 ${(await getP50Ms(server.url, documents)).toFixed(3)} ms\n`);
   } finally {
     await server.stop();
