@@ -56,6 +56,8 @@ export class Replica {
   private readonly unflushed: boolean;
   /** Whether a store has committed since the last flush(). */
   private dirty = true;
+  /** Whether the search store's WAL file was emptied since the last commit flushed. */
+  private walTrimmed = false;
 
   constructor(
     readonly dir: string,
@@ -282,10 +284,15 @@ export class Replica {
    * committed since the last flush.
    */
   flush(): void {
-    if (!this.dirty) return;
+    if (!this.dirty) {
+      // A flush that finds nothing new: the stores are idle, and the WAL's bytes can go.
+      if (!this.walTrimmed) this.walTrimmed = this.search.trimWal();
+      return;
+    }
     this.search.flush();
     this.docs.flush();
     this.dirty = false;
+    this.walTrimmed = false;
   }
 
   /** The collections with a segment merge due, under way or waiting for writes to pause. */

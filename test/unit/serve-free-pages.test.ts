@@ -3,8 +3,8 @@
 // shrinks at the next checkpoint, every answer (hits, exact scores, totals, filters, facets) as
 // before; a step waits for writes to pause as a merge does; a store created before (auto_vacuum
 // NONE) is opened and read as it was, with nothing to give back; and the WAL file is cut back to
-// its bound when it starts over. Real replicas (LMDB and SQLite in temp dirs), fed through their
-// apply path.
+// its bound when it starts over, and emptied once the store is idle. Real replicas (LMDB and
+// SQLite in temp dirs), fed through their apply path.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -147,6 +147,19 @@ describe('free pages of the search store', () => {
     load(reference, 1_000, 25);
     mergeAll(reference);
     expect(answers(replica)).toEqual(answers(reference));
+  });
+
+  it('leave the WAL file empty once a flush finds the store idle', () => {
+    const replica = openReplica();
+    load(replica, 1_000, 100);
+    const walBytes = () => statSync(join(replica.dir, SEARCH_FILE + WAL_SUFFIX)).size;
+    const before = answers(replica);
+    replica.flush();
+    // A checkpoint of commits just made leaves the WAL file as long as they made it.
+    expect(walBytes()).toBeGreaterThan(0);
+    replica.flush();
+    expect(walBytes()).toBe(0);
+    expect(answers(replica)).toEqual(before);
   });
 
   it('leave the WAL file at its bound once it starts over', () => {
