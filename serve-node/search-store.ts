@@ -189,7 +189,7 @@ export class SearchStore {
       options.reader === true
         ? null
         : ftsWriteConfig(options.automergeSegments ?? DEFAULT_LIMITS.ftsAutomergeSegments);
-    // Before anything creates the file's first table, when alone SQLite takes it (free-pages.ts).
+    // Set before anything creates the file's first table: SQLite takes it only then (free-pages.ts).
     if (options.reader !== true) this.db.pragma('auto_vacuum = INCREMENTAL');
     this.db.pragma('journal_mode = WAL');
     this.db.pragma('synchronous = NORMAL');
@@ -616,8 +616,8 @@ export class SearchStore {
    */
   /**
    * Gives free pages back to the file system (free-pages.ts) once writes have paused for the
-   * merge policy's quiet time, so pages a merge freed go back before a busy writer would reuse
-   * them; null when none can be.
+   * merge policy's quiet time: a busy writer would take them again at once. Null when none can
+   * be.
    */
   freePagesStep(deadlineMs: number, policy: MergePolicy): FreePagesStep | MergeWait | null {
     if (this.freePages.count() === 0) return null;
