@@ -46,3 +46,24 @@ export function diskUsage(dir: string): DiskUsage {
   walk('');
   return usage;
 }
+
+/** Readings of diskUsageAtRest: this far apart, at most this many. */
+const REST_POLL_MS = 3_000;
+const REST_POLLS_MAX = 100;
+
+/**
+ * Bytes on disk once they stop moving (two readings REST_POLL_MS apart agree, at most
+ * REST_POLLS_MAX readings): a serve-node's background steps (segment merges, then free pages
+ * given back and its WAL cut back) go on changing them for a while after its status shows no
+ * merge due.
+ */
+export async function diskUsageAtRest(dir: string): Promise<DiskUsage> {
+  let last = diskUsage(dir);
+  for (let polls = 0; polls < REST_POLLS_MAX; polls++) {
+    await new Promise((resolve) => setTimeout(resolve, REST_POLL_MS));
+    const now = diskUsage(dir);
+    if (now.totalBytes === last.totalBytes) return now;
+    last = now;
+  }
+  return last;
+}

@@ -7,7 +7,7 @@ import { createReadStream, existsSync, readdirSync, writeFileSync } from 'node:f
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { request, settled } from './api-workloads.js';
-import { diskUsage, type DiskUsage } from './disk-usage.js';
+import { diskUsageAtRest, type DiskUsage } from './disk-usage.js';
 import { startEmbedded } from './embedded.js';
 import { LatencyHistogram } from './latency-histogram.js';
 import { runLoad } from './load.js';
@@ -348,7 +348,7 @@ export async function runTailbaseAtSize(
     const [readDuringLoad] = (await (duringLoad as ReadProbe).stop()).map((h) => h.summary());
     await settled(url, waitMsMax(documents));
     const settledS = (performance.now() - started) / 1000;
-    const disk = diskUsage(dir);
+    const disk = await diskUsageAtRest(dir);
     const memory = readMemorySplit(server.pid);
     const peakRssBytes = server.peakRssBytes();
     const [readIdle] = (await probeReads(url, PROBE_READS_IDLE).done).map((h) => h.summary());

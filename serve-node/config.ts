@@ -155,6 +155,12 @@ export interface ServeNodeLimits extends FieldParamLimits {
    */
   sqliteMmapBytesMax: number;
   /**
+   * The length the search store's WAL file is cut back to when it starts over after a
+   * checkpoint (PRAGMA journal_size_limit): bytes on disk at rest, against growing the file
+   * again at the next run of commits.
+   */
+  sqliteWalBytesKeptMax: number;
+  /**
    * The share of a thread's time measuring bytes on disk (GET /v1/collections) may take: a
    * measurement reads every page of the search store, so it is answered again from the last one
    * until 100 / this times what that one took has passed (duty-bound.ts).
@@ -216,6 +222,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   storeFlushMs: 1_000,
   sqliteCacheBytesMax: 2_000 * 1024,
   sqliteMmapBytesMax: 0,
+  sqliteWalBytesKeptMax: 4 * 1024 * 1024,
   storeBytesDutyPercentMax: 10,
   ...FIELD_PARAM_LIMITS_DEFAULT,
 };
@@ -229,6 +236,7 @@ export function searchStoreOptions(limits: ServeNodeLimits): {
   automergeSegments: number;
   cacheBytesMax: number;
   mmapBytesMax: number;
+  walBytesKeptMax: number;
 } {
   return {
     topkListedDfMin: limits.searchTopkListedDfMin,
@@ -236,5 +244,6 @@ export function searchStoreOptions(limits: ServeNodeLimits): {
     automergeSegments: limits.ftsAutomergeSegments,
     cacheBytesMax: limits.sqliteCacheBytesMax,
     mmapBytesMax: limits.sqliteMmapBytesMax,
+    walBytesKeptMax: limits.sqliteWalBytesKeptMax,
   };
 }

@@ -15,7 +15,8 @@ import { prepareRecord, type PreparedRecord } from './prepared-record.js';
 import { SearchStore, SEARCH_FILE, WAL_SUFFIX, type SearchStoreOptions } from './search-store.js';
 import { StepView } from './step-view.js';
 import { fenceViewRecords, NO_VIEW_TOPICS, type TopicFences } from './view-fence.js';
-import type { CollectionMergeStep, MergePolicy } from './segment-merges.js';
+import type { FreePagesStep } from './free-pages.js';
+import type { CollectionMergeStep, MergePolicy, MergeWait } from './segment-merges.js';
 import { currentBootId } from '../shared/boot-id.js';
 import { flushAndClearMarker, markUnflushed } from './unflushed-marker.js';
 
@@ -55,6 +56,8 @@ export class Replica {
   private readonly unflushed: boolean;
   /** Whether a store has committed since the last flush(). */
   private dirty = true;
+  /** Whether the search store's WAL file was emptied since the last commit flushed. */
+  private walTrimmed = false;
 
   constructor(
     readonly dir: string,
@@ -266,6 +269,13 @@ export class Replica {
     return step;
   }
 
+  /** A step giving the search store's free pages back (free-pages.ts), for at most `msMax`. */
+  freePagesStep(msMax: number, policy: MergePolicy): FreePagesStep | MergeWait | null {
+    const step = this.search.freePagesStep(performance.now() + msMax, policy);
+    if (step !== null) this.dirty = true;
+    return step;
+  }
+
   /**
    * Makes both stores durable at their checkpoints of now, the search store first: each is then
    * what a power loss leaves at the latest (LMDB rolls back to its sync point, lmdb-sync-point.ts;
@@ -274,10 +284,15 @@ export class Replica {
    * committed since the last flush.
    */
   flush(): void {
-    if (!this.dirty) return;
+    if (!this.dirty) {
+      // A flush that finds nothing new: the stores are idle, and the WAL's bytes can go.
+      if (!this.walTrimmed) this.walTrimmed = this.search.trimWal();
+      return;
+    }
     this.search.flush();
     this.docs.flush();
     this.dirty = false;
+    this.walTrimmed = false;
   }
 
   /** The collections with a segment merge due, under way or waiting for writes to pause. */

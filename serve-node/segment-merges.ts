@@ -95,8 +95,8 @@ export class SegmentMerges {
   ): MergeStep | null {
     const tableId = this.due(policy)[0];
     if (tableId === undefined) return null;
-    const quietForMs = performance.now() - this.lastWriteMs;
-    if (quietForMs < policy.quietMs) return { waitMs: policy.quietMs - quietForMs };
+    const waitMs = this.quietWaitMs(policy);
+    if (waitMs > 0) return { waitMs };
     const { merge } = tableOf(tableId);
     const finished = this.db.transaction(() => {
       do {
@@ -111,6 +111,11 @@ export class SegmentMerges {
       this.documentsAtMerge.set(tableId, this.documents.get(tableId) as number);
     }
     return { merged: { tableId, finished } };
+  }
+
+  /** How long writes must still pause to have paused for the policy's quiet time; 0: they have. */
+  quietWaitMs(policy: MergePolicy): number {
+    return Math.max(0, policy.quietMs - (performance.now() - this.lastWriteMs));
   }
 
   private isDue(tableId: number, policy: MergePolicy): boolean {
