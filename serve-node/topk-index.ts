@@ -118,11 +118,6 @@ function knownScanRowsMax(listedDfMin: number): number {
   return Math.min(listedDfMin * KNOWN_SCAN_LISTED_DF_MINS, KNOWN_SCAN_ROWS_MAX);
 }
 
-/** A posting a transaction adds (+1) to or removes (-1) from a list. */
-interface PostingChange extends TermPosting {
-  net: number;
-}
-
 export class TopkIndex {
   private readonly pending = new Map<number, { table: FtsTable; changes: RowChange[] }>();
   private readonly tokenizers: FtsTokenizers;
@@ -457,46 +452,32 @@ export class TopkIndex {
     unlistedDropped.flush();
     if (unlisted.length > 0) this.statements.deleteTerms.run(JSON.stringify(unlisted));
     if (Object.keys(dfs).length > 0) this.statements.setDfs.run(JSON.stringify(dfs));
-    const changed = new Map<number, Map<number, PostingChange>>();
-    for (const { change, ids, tfs, len } of rows) {
-      const net = change.added ? 1 : -1;
-      for (let i = 0; i < ids.length; i++) {
-        if (this.keptIn.get(ids[i]) !== transaction) continue;
-        const listedId = ofTable.listedIds.get(ids[i]);
-        let list = changed.get(listedId);
-        if (list === undefined) {
-          list = new Map();
-          changed.set(listedId, list);
-        }
-        // A row added and removed in one transaction (written twice in a batch) nets out.
-        const earlier = list.get(change.row);
-        if (earlier === undefined) {
-          list.set(change.row, { tf: tfs[i], len, row: change.row, net });
-        } else {
-          if (earlier.tf !== tfs[i] || earlier.len !== len)
-            assert(false, `row ${change.row} changed`);
-          earlier.net += net;
-        }
-      }
-    }
-    // A removed row's postings stay in their segments: one entry a row, counting its postings
-    // in the lists listed before and after (the others' are gone with their lists).
+    // A row added and removed in one transaction (written twice in a batch) nets out: it is in
+    // no list. Another removed row's postings stay in their segments: one entry a row, counting
+    // its postings in the lists listed before and after (the others' are gone with them).
+    const rowNets = new Map<number, number>();
+    for (const { row, added } of changes)
+      rowNets.set(row, (rowNets.get(row) ?? 0) + (added ? 1 : -1));
     const removedPostings = new Map<number, number>();
     const added = new Map<number, TermPosting[]>();
-    for (const [id, list] of changed) {
-      for (const change of list.values()) {
-        assert(change.net >= -1 && change.net <= 1, `row ${change.row} changed twice`);
-        if (change.net < 0) {
-          removedPostings.set(change.row, (removedPostings.get(change.row) ?? 0) + 1);
-        } else if (change.net > 0) {
-          let postings = added.get(id);
-          if (postings === undefined) {
-            postings = [];
-            added.set(id, postings);
-          }
-          postings.push(change);
+    for (const { change, ids, tfs, len } of rows) {
+      const net = rowNets.get(change.row)!;
+      assert(net >= -1 && net <= 1, `row ${change.row} changed twice`);
+      if (net === 0) continue;
+      let kept = 0;
+      for (let i = 0; i < ids.length; i++) {
+        if (this.keptIn.get(ids[i]) !== transaction) continue;
+        kept += 1;
+        if (net < 0) continue;
+        const listedId = ofTable.listedIds.get(ids[i]);
+        let postings = added.get(listedId);
+        if (postings === undefined) {
+          postings = [];
+          added.set(listedId, postings);
         }
+        postings.push({ tf: tfs[i], len, row: change.row });
       }
+      if (net < 0 && kept > 0) removedPostings.set(change.row, kept);
     }
     for (const [row, postings] of removedPostings) this.removed.add(table.id, row, postings);
     const dropped = new DroppedPostings(this.removed, table.id);
