@@ -3,7 +3,10 @@
  * its own short transaction, so reads and the apply loop go on between them:
  * 1. the re-indexes after settings changes (Replica.reindexStep, table-builds.ts);
  * 2. with none to step, deleting the rows of the tables re-indexes replaced (retired-tables.ts);
- * 3. with neither, merging a table's FTS5 segments once writes have paused (segment-merges.ts).
+ * 3. with neither, merging the segments of the top-k lists that writes left due a merge
+ *    (topk-segments.ts), as they come: a search merges a run a segment;
+ * 4. with none of those, merging a table's FTS5 segments once writes have paused
+ *    (segment-merges.ts).
  * The loop runs while a step can be taken and is started again after every applied answer (a
  * settings record starts a re-index; a collection whose LMDB lagged after a crash can go on once
  * its fetcher caught it up), on a timer after a failed step (a collection nobody writes to brings
@@ -84,12 +87,14 @@ export class BackgroundSteps {
       if (this.stopped) return;
       let step;
       let retiredRows: number | null = null;
+      let topkMerged: number | null = null;
       let merge = null;
       try {
         step = replica().reindexStep(stepDocsMax, stepMsMax);
         // With no re-index step to take, the rows of tables they replaced are deleted.
         if (step === null) retiredRows = replica().retiredRowsStep(stepMsMax);
-        if (step === null && retiredRows === null) {
+        if (step === null && retiredRows === null) topkMerged = replica().topkMergeStep(stepMsMax);
+        if (step === null && retiredRows === null && topkMerged === null) {
           merge = replica().mergeStep(this.options.merges.stepMsMax, this.options.merges);
         }
       } catch (error) {
@@ -106,7 +111,7 @@ export class BackgroundSteps {
         this.runAfter(merge.waitMs);
         return;
       }
-      if (step === null && retiredRows === null && merge === null) return;
+      if (step === null && retiredRows === null && topkMerged === null && merge === null) return;
       if (step?.swapped) {
         logger.info({ collection: step.collection }, 're-indexed with the new settings');
         onSwapped(step.collection);

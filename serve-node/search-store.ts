@@ -598,6 +598,21 @@ export class SearchStore {
   }
 
   /**
+   * A step merging the segments of top-k lists due a merge (topk-segments.ts), in one
+   * transaction, until `deadlineMs` (performance.now()) passes: the terms merged, or null when
+   * none is due.
+   */
+  mergeTopkSegments(deadlineMs: number): number | null {
+    if (!this.topk.mayMerge()) return null;
+    try {
+      return this.db.transaction(() => this.topk.mergeStep(deadlineMs))();
+    } catch (error) {
+      this.forgetCaches();
+      throw error;
+    }
+  }
+
+  /**
    * Deletes rows retired tables left in the shared tables, in one transaction, until
    * `deadlineMs` (performance.now()) passes: the rows deleted, or null when none are left.
    */

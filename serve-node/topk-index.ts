@@ -145,6 +145,11 @@ export class TopkIndex {
   private readonly sources = new WeakMap<FtsTable, FtsPostings>();
   private readonly segments: TopkSegments;
   private readonly removed: RemovedRows;
+  /**
+   * Listed terms (their ids in `topk_terms`) whose segments may be due a merge, for mergeStep:
+   * each checked there, as a term may have gone since.
+   */
+  private readonly mergesDue = new Set<number>();
   private readonly statements: Record<
     | 'settings'
     | 'setSettings'
@@ -153,7 +158,9 @@ export class TopkIndex {
     | 'insertTerm'
     | 'setDfs'
     | 'listedTerms'
-    | 'deleteTerms',
+    | 'deleteTerms'
+    | 'termTable'
+    | 'termsOfSegments',
     Statement
   >;
 
@@ -170,9 +177,9 @@ export class TopkIndex {
      */
     private readonly knownTermsMax: number,
     /** Segments of a term's tier merged into one (TopkSegments). */
-    mergeSegmentsMin: number,
-    /** Only the writer's connection upgrades the lists of an earlier layout. */
-    writer: boolean,
+    private readonly mergeSegmentsMin: number,
+    /** Only the writer's connection upgrades the lists of an earlier layout, and merges. */
+    private readonly writer: boolean,
   ) {
     assert(Number.isSafeInteger(listedDfMin) && listedDfMin >= 1, 'listedDfMin is at least 1');
     assert(Number.isSafeInteger(knownTermsMax) && knownTermsMax >= 0, 'knownTermsMax is >= 0');
@@ -181,7 +188,7 @@ export class TopkIndex {
     }
     db.exec(TOPK_SCHEMA);
     this.tokenizers = new FtsTokenizers(db);
-    this.segments = new TopkSegments(db, mergeSegmentsMin);
+    this.segments = new TopkSegments(db, this.mergeSegmentsMin);
     this.removed = new RemovedRows(db);
     const prepare = (sql: string) => db.prepare(sql);
     this.statements = {
@@ -199,10 +206,15 @@ export class TopkIndex {
           'WHERE topk_terms.id = CAST(d.key AS INTEGER)',
       ),
       deleteTerms: prepare('DELETE FROM topk_terms WHERE id IN (SELECT value FROM json_each(?))'),
+      termTable: prepare('SELECT table_id FROM topk_terms WHERE id = ?').pluck(),
+      termsOfSegments: prepare(
+        'SELECT term_id FROM topk_segments GROUP BY term_id HAVING count(*) >= ?',
+      ).pluck(),
       listedTerms: prepare(
         'SELECT id, term FROM topk_terms WHERE table_id = ? AND df >= ? ORDER BY id',
       ).raw(),
     };
+    this.findMergesDue();
   }
 
   /**
@@ -249,6 +261,43 @@ export class TopkIndex {
   forget(): void {
     this.pending.clear();
     this.forgetTerms();
+    this.findMergesDue();
+  }
+
+  /** The terms with segments enough to be due a merge, from the store (the writer's only). */
+  private findMergesDue(): void {
+    this.mergesDue.clear();
+    if (!this.writer) return;
+    for (const id of this.statements.termsOfSegments.all(this.mergeSegmentsMin) as number[]) {
+      this.mergesDue.add(id);
+    }
+  }
+
+  /** Whether a term's segments may be due a merge (mergeStep). */
+  mayMerge(): boolean {
+    return this.mergesDue.size > 0;
+  }
+
+  /**
+   * Merges the segments of terms due a merge (TopkSegments.merge), a term at a time, until
+   * `deadlineMs` (performance.now()) passes, one term at least: the terms merged, or null when
+   * none is due. Called in a transaction of its own.
+   */
+  mergeStep(deadlineMs: number): number | null {
+    if (this.mergesDue.size === 0) return null;
+    let merged = 0;
+    for (const id of this.mergesDue) {
+      this.mergesDue.delete(id);
+      const tableId = this.statements.termTable.get(id) as number | undefined;
+      if (tableId !== undefined) {
+        const dropped = new DroppedPostings(this.removed, tableId);
+        this.segments.merge(id, dropped);
+        dropped.flush();
+      }
+      merged += 1;
+      if (performance.now() >= deadlineMs) break;
+    }
+    return merged;
   }
 
   /** Folds the transaction's changes into the lists; called last in every writing transaction. */
@@ -480,9 +529,9 @@ export class TopkIndex {
       if (net < 0 && kept > 0) removedPostings.set(change.row, kept);
     }
     for (const [row, postings] of removedPostings) this.removed.add(table.id, row, postings);
-    const dropped = new DroppedPostings(this.removed, table.id);
-    for (const [id, postings] of added) this.segments.add(id, postings, dropped);
-    dropped.flush();
+    for (const [id, postings] of added) {
+      if (this.segments.add(id, postings)) this.mergesDue.add(id);
+    }
     for (const [id, term] of built) this.segments.build(id, this.sourceOf(table).postingsOf(term));
   }
 

@@ -2,9 +2,10 @@
  * A listed term's list as segments (FORMAT.md): each writing transaction adds its new postings of
  * the term as a new segment, built whole in memory and written in key order, reading no block;
  * segments of one tier (their postings within a power of `mergeSegmentsMin`) are merged into one
- * once there are `mergeSegmentsMin` of them, dropping the postings of removed rows
- * (topk-removed.ts). A posting is so rewritten once a tier, O(log N) times, and a term holds at
- * most `mergeSegmentsMin - 1` segments a tier, which bounds the runs a search merges.
+ * once there are `mergeSegmentsMin` of them (in the background: background-steps.ts), dropping
+ * the postings of removed rows (topk-removed.ts). A posting is so rewritten once a tier, O(log N)
+ * times, and a term merged holds at most `mergeSegmentsMin - 1` segments a tier, which bounds the
+ * runs a search merges.
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
@@ -91,26 +92,35 @@ export class TopkSegments {
   }
 
   /**
-   * `postings` (of rows the list does not hold yet, in any order) as a new segment of term `id`,
-   * then the term's segments merged while a tier holds `mergeSegmentsMin` of them.
+   * `postings` (of rows the list does not hold yet, in any order) as a new segment of term `id`:
+   * answers whether a tier of the term's segments is due a merge (merge).
    */
-  add(id: number, postings: TermPosting[], dropped: DroppedPostings): void {
+  add(id: number, postings: TermPosting[]): boolean {
     const segments = this.statements.segments.all(id) as Segment[];
     const segment = segments.reduce((max, each) => Math.max(max, each.segment + 1), 0);
     this.write(id, segment, postings);
     segments.push({ segment, postings: postings.length });
-    for (;;) {
-      const tiers = new Map<number, Segment[]>();
-      for (const each of segments) {
-        const tier = tierOf(each.postings, this.mergeSegmentsMin);
-        tiers.set(tier, [...(tiers.get(tier) ?? []), each]);
-      }
-      const full = [...tiers.values()].find((tier) => tier.length >= this.mergeSegmentsMin);
-      if (full === undefined) return;
-      const merged = this.merge(id, full, dropped);
+    return this.fullTier(segments) !== undefined;
+  }
+
+  /** Term `id`'s segments merged while a tier holds `mergeSegmentsMin` of them. */
+  merge(id: number, dropped: DroppedPostings): void {
+    const segments = this.statements.segments.all(id) as Segment[];
+    for (let full = this.fullTier(segments); full !== undefined; full = this.fullTier(segments)) {
+      const merged = this.mergeSegments(id, full, dropped);
       for (const each of full) segments.splice(segments.indexOf(each), 1);
       if (merged !== null) segments.push(merged);
     }
+  }
+
+  /** The segments of a tier that holds `mergeSegmentsMin` of them, if any. */
+  private fullTier(segments: readonly Segment[]): Segment[] | undefined {
+    const tiers = new Map<number, Segment[]>();
+    for (const each of segments) {
+      const tier = tierOf(each.postings, this.mergeSegmentsMin);
+      tiers.set(tier, [...(tiers.get(tier) ?? []), each]);
+    }
+    return [...tiers.values()].find((tier) => tier.length >= this.mergeSegmentsMin);
   }
 
   /** The list of a term that has none (crossing the threshold, or rebuilt): one segment. */
@@ -134,7 +144,7 @@ export class TopkSegments {
    * `segments` of term `id` merged into one, numbered as the lowest of them, without the postings
    * of removed rows: null when none is left.
    */
-  private merge(
+  private mergeSegments(
     id: number,
     segments: readonly Segment[],
     dropped: DroppedPostings,

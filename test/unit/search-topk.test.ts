@@ -10,7 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../../shared/logger.js';
+import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { parseFilter } from '../../shared/filter/parse.js';
 import { parseSort } from '../../shared/filter/parse-lists.js';
@@ -95,7 +97,11 @@ function zipfCorpus(random: () => number, count: number, version: number): Doc[]
 
 class Feed {
   private readonly next = new Map<string, number>();
-  constructor(private readonly replica: Replica) {}
+  constructor(
+    private readonly replica: Replica,
+    /** Whether the lists' merges are taken after each apply (else left to the test). */
+    private readonly merges = true,
+  ) {}
 
   apply(topic: string, partition: number, records: LogRecord[]): void {
     const at = this.next.get(`${topic}/${partition}`) ?? 0;
@@ -103,6 +109,8 @@ class Feed {
     this.replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
     this.next.set(`${topic}/${partition}`, at + records.length);
     while (this.replica.reindexStep(100) !== null);
+    // The lists' merges, as the background steps take them between applied answers.
+    while (this.merges && this.replica.topkMergeStep() !== null);
   }
 
   docs(docs: Array<{ key: string; value: unknown }>, partitionOf: (i: number) => number): void {
@@ -640,6 +648,39 @@ describe('top-k lists', () => {
     const rebuilt = await rebuiltLists(merging.replica, merging.dir);
     expectSameLines(rebuilt.postings, merged.postings, 'postings rebuilt');
     expect(expectRemovedRowsCounted(merging.dir)).toBe(0);
+  });
+
+  it('have their segments merged by the background steps, the postings unchanged', async () => {
+    const { replica, dir } = tempReplica(2);
+    feedHistory(new Feed(replica, false), randomOf(seed), 1500);
+    const unmerged = dumpLists(dir);
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBeGreaterThan(11);
+    const logger = createLogger('test', 'silent');
+    const errors = vi.spyOn(logger, 'error');
+    const steps = new BackgroundSteps({
+      replica: () => replica,
+      stepDocsMax: 50,
+      stepMsMax: 5,
+      retryMsMax: 5_000,
+      merges: { quietMs: 0, writtenPercent: 0, stepMsMax: 5 },
+      paused: () => null,
+      onSwapped: () => undefined,
+      logger,
+    });
+    try {
+      steps.kick();
+      await vi.waitFor(() => expect(segmentsOfTerms(dir)[0]).toBeLessThanOrEqual(11), {
+        timeout: 20_000,
+        interval: 50,
+      });
+      expect(errors).not.toHaveBeenCalled();
+    } finally {
+      await steps.stop();
+    }
+    const merged = dumpLists(dir);
+    expectSameLines(merged.terms, unmerged.terms, 'terms merged');
+    expectSameLines(merged.postings, unmerged.postings, 'postings merged');
+    expectRemovedRowsCounted(dir);
   });
 
   it('drop the list of a term falling below listed_df_min, counting off its removed rows', async () => {
