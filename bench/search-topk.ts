@@ -156,6 +156,8 @@ export function load(
       }),
     );
     pending = pending.map(() => []);
+    // As the serve-node's background steps do between applied answers: the lists' merges.
+    while (replica.topkMergeStep() !== null);
     // As the serve-node does on its storeFlushMs interval: without it SQLite's WAL only grows.
     replica.flush();
   };
