@@ -173,6 +173,8 @@ export function load(
   for (let step = 0; step < 100_000; step++) {
     if (replica.mergeStep(1_000, { quietMs: 0, writtenPercent: 0 }) === null) break;
   }
+  // And then each top-k list merged into one segment.
+  while (replica.topkMergeStep(1_000, 0) !== null);
   const cpu = process.cpuUsage(cpuStarted);
   return {
     replica,

@@ -6,7 +6,10 @@
  * 3. with neither, merging the segments of the top-k lists that writes left due a merge
  *    (topk-segments.ts), as they come: a search merges a run a segment;
  * 4. with none of those, merging a table's FTS5 segments once writes have paused
- *    (segment-merges.ts).
+ *    (segment-merges.ts);
+ * 5. with none due either, merging each top-k list of several segments into one where its
+ *    smaller segments hold `mergeWrittenPercent` of its largest, so a search reads one run a
+ *    frequency while writes pause.
  * The loop runs while a step can be taken and is started again after every applied answer (a
  * settings record starts a re-index; a collection whose LMDB lagged after a crash can go on once
  * its fetcher caught it up), on a timer after a failed step (a collection nobody writes to brings
@@ -96,6 +99,10 @@ export class BackgroundSteps {
         if (step === null && retiredRows === null) topkMerged = replica().topkMergeStep(stepMsMax);
         if (step === null && retiredRows === null && topkMerged === null) {
           merge = replica().mergeStep(this.options.merges.stepMsMax, this.options.merges);
+          if (merge === null) {
+            const { writtenPercent } = this.options.merges;
+            topkMerged = replica().topkMergeStep(stepMsMax, writtenPercent);
+          }
         }
       } catch (error) {
         // The step rolled back: the loop starts again after a pause, or at the next applied

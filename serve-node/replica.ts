@@ -258,10 +258,11 @@ export class Replica {
 
   /**
    * A step merging the segments of top-k lists due a merge, for at most `msMax` (one term at
-   * least): the terms merged, or null when none is due.
+   * least): the terms merged, or null when none is due. With `wholeWrittenPercent` (writes have
+   * paused), whole lists too (SearchStore.mergeTopkSegments).
    */
-  topkMergeStep(msMax = Infinity): number | null {
-    const merged = this.search.mergeTopkSegments(performance.now() + msMax);
+  topkMergeStep(msMax = Infinity, wholeWrittenPercent: number | null = null): number | null {
+    const merged = this.search.mergeTopkSegments(performance.now() + msMax, wholeWrittenPercent);
     if (merged !== null) this.dirty = true;
     return merged;
   }

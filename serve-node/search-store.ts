@@ -598,14 +598,14 @@ export class SearchStore {
   }
 
   /**
-   * A step merging the segments of top-k lists due a merge (topk-segments.ts), in one
-   * transaction, until `deadlineMs` (performance.now()) passes: the terms merged, or null when
-   * none is due.
+   * A step merging the segments of top-k lists due a merge (TopkIndex.mergeStep: whole lists too
+   * with `wholeWrittenPercent`), in one transaction, until `deadlineMs` (performance.now())
+   * passes: the terms merged, or null when none is due.
    */
-  mergeTopkSegments(deadlineMs: number): number | null {
-    if (!this.topk.mayMerge()) return null;
+  mergeTopkSegments(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
+    if (!this.topk.mayMerge(wholeWrittenPercent)) return null;
     try {
-      return this.db.transaction(() => this.topk.mergeStep(deadlineMs))();
+      return this.db.transaction(() => this.topk.mergeStep(deadlineMs, wholeWrittenPercent))();
     } catch (error) {
       this.forgetCaches();
       throw error;

@@ -150,6 +150,8 @@ export class TopkIndex {
    * each checked there, as a term may have gone since.
    */
   private readonly mergesDue = new Set<number>();
+  /** Listed terms of more than one segment (as mergesDue), for mergeStep's whole merges. */
+  private readonly unmerged = new Set<number>();
   private readonly statements: Record<
     | 'settings'
     | 'setSettings'
@@ -267,31 +269,42 @@ export class TopkIndex {
   /** The terms with segments enough to be due a merge, from the store (the writer's only). */
   private findMergesDue(): void {
     this.mergesDue.clear();
+    this.unmerged.clear();
     if (!this.writer) return;
     for (const id of this.statements.termsOfSegments.all(this.mergeSegmentsMin) as number[]) {
       this.mergesDue.add(id);
     }
-  }
-
-  /** Whether a term's segments may be due a merge (mergeStep). */
-  mayMerge(): boolean {
-    return this.mergesDue.size > 0;
+    for (const id of this.statements.termsOfSegments.all(2) as number[]) this.unmerged.add(id);
   }
 
   /**
-   * Merges the segments of terms due a merge (TopkSegments.merge), a term at a time, until
-   * `deadlineMs` (performance.now()) passes, one term at least: the terms merged, or null when
-   * none is due. Called in a transaction of its own.
+   * Whether a term's segments may be due a merge (mergeStep): a tier's, or with
+   * `wholeWrittenPercent` (not null) a whole list's.
    */
-  mergeStep(deadlineMs: number): number | null {
-    if (this.mergesDue.size === 0) return null;
+  mayMerge(wholeWrittenPercent: number | null): boolean {
+    return this.mergesDue.size > 0 || (wholeWrittenPercent !== null && this.unmerged.size > 0);
+  }
+
+  /**
+   * Merges the segments of terms due a merge, a term at a time, until `deadlineMs`
+   * (performance.now()) passes, one term at least: the terms merged, or null when none is due.
+   * Full tiers first (TopkSegments.merge); with none, and `wholeWrittenPercent` not null (writes
+   * have paused), each term of several segments whose smaller ones hold at least that percent of
+   * its largest's postings has them all merged into one (TopkSegments.mergeAll), so a search
+   * reads one run a frequency once writes pause. Called in a transaction of its own.
+   */
+  mergeStep(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
+    const whole = this.mergesDue.size === 0;
+    const due = whole ? this.unmerged : this.mergesDue;
+    if (due.size === 0 || (whole && wholeWrittenPercent === null)) return null;
     let merged = 0;
-    for (const id of this.mergesDue) {
-      this.mergesDue.delete(id);
+    for (const id of due) {
+      due.delete(id);
       const tableId = this.statements.termTable.get(id) as number | undefined;
       if (tableId !== undefined) {
         const dropped = new DroppedPostings(this.removed, tableId);
-        this.segments.merge(id, dropped);
+        if (!whole) this.segments.merge(id, dropped);
+        else this.segments.mergeAll(id, wholeWrittenPercent!, dropped);
         dropped.flush();
       }
       merged += 1;
@@ -531,6 +544,7 @@ export class TopkIndex {
     for (const [row, postings] of removedPostings) this.removed.add(table.id, row, postings);
     for (const [id, postings] of added) {
       if (this.segments.add(id, postings)) this.mergesDue.add(id);
+      this.unmerged.add(id);
     }
     for (const [id, term] of built) this.segments.build(id, this.sourceOf(table).postingsOf(term));
   }

@@ -113,6 +113,19 @@ export class TopkSegments {
     }
   }
 
+  /**
+   * Term `id`'s segments merged into one where the smaller ones hold at least `writtenPercent`
+   * of its largest's postings (fewer: they wait for more writes, as a merge rewrites them all).
+   */
+  mergeAll(id: number, writtenPercent: number, dropped: DroppedPostings): void {
+    const segments = this.statements.segments.all(id) as Segment[];
+    if (segments.length < 2) return;
+    const largest = Math.max(...segments.map((each) => each.postings));
+    const total = segments.reduce((sum, each) => sum + each.postings, 0);
+    if ((total - largest) * 100 < writtenPercent * largest) return;
+    this.mergeSegments(id, segments, dropped);
+  }
+
   /** The segments of a tier that holds `mergeSegmentsMin` of them, if any. */
   private fullTier(segments: readonly Segment[]): Segment[] | undefined {
     const tiers = new Map<number, Segment[]>();
