@@ -156,6 +156,8 @@ export function load(
       }),
     );
     pending = pending.map(() => []);
+    // As the serve-node's background steps do between applied answers: the lists' merges.
+    while (replica.topkMergeStep() !== null);
     // As the serve-node does on its storeFlushMs interval: without it SQLite's WAL only grows.
     replica.flush();
   };
@@ -171,6 +173,8 @@ export function load(
   for (let step = 0; step < 100_000; step++) {
     if (replica.mergeStep(1_000, { quietMs: 0, writtenPercent: 0 }) === null) break;
   }
+  // And then each top-k list merged into one segment.
+  while (replica.topkMergeStep(1_000, 0) !== null);
   const cpu = process.cpuUsage(cpuStarted);
   return {
     replica,

@@ -47,6 +47,7 @@ import {
   applySliceValues,
   type ApplySliceLimits,
   searchTopkListedDfMinOption,
+  searchTopkMergeSegmentsOption,
   ftsAutomergeSegmentsOption,
   type MemoryLimits,
 } from '../serve-node/main.js';
@@ -115,6 +116,8 @@ export interface EmbeddedOptions {
   viewLimits?: Partial<ViewTaskLimits>;
   /** Rows a term must be in for the search store to keep its top-k list (serve-node/topk-index.ts). */
   searchTopkListedDfMin?: number;
+  /** Segments of a tier of a top-k list merged into one (ServeNodeLimits.searchTopkMergeSegments). */
+  searchTopkMergeSegments?: number;
   /** FTS5's automerge of the search tables (ServeNodeLimits.ftsAutomergeSegments). */
   ftsAutomergeSegments?: number;
   /** The serve-node's cache bounds (serve-node/memory-bounds.ts); absent: its defaults. */
@@ -383,6 +386,8 @@ function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
   return {
     limits: {
       searchTopkListedDfMin: listedDfMin,
+      searchTopkMergeSegments:
+        options.searchTopkMergeSegments ?? DEFAULT_LIMITS.searchTopkMergeSegments,
       ftsAutomergeSegments: options.ftsAutomergeSegments ?? DEFAULT_LIMITS.ftsAutomergeSegments,
       ...options.memoryLimits,
       ...options.applySliceLimits,
@@ -533,6 +538,7 @@ export function registerStartCommand(program: Command): void {
       ),
     )
     .addOption(searchTopkListedDfMinOption())
+    .addOption(searchTopkMergeSegmentsOption())
     .addOption(applyThreadNiceOption())
     .addOption(ftsAutomergeSegmentsOption())
     .addOption(
@@ -564,6 +570,7 @@ export function registerStartCommand(program: Command): void {
         scanHereLimitMax: number;
         applyThreadNice: number;
         searchTopkListedDfMin: number;
+        searchTopkMergeSegments: number;
         ftsAutomergeSegments: number;
         log?: string[];
         clusterSecret?: string;
@@ -590,6 +597,7 @@ export function registerStartCommand(program: Command): void {
           : null,
         viewLimits: viewLimitValues(flags),
         searchTopkListedDfMin: flags.searchTopkListedDfMin,
+        searchTopkMergeSegments: flags.searchTopkMergeSegments,
         ftsAutomergeSegments: flags.ftsAutomergeSegments,
         memoryLimits: memoryLimitValues(flags),
         applySliceLimits: applySliceValues(flags),

@@ -3,8 +3,14 @@
  * its own short transaction, so reads and the apply loop go on between them:
  * 1. the re-indexes after settings changes (Replica.reindexStep, table-builds.ts);
  * 2. with none to step, deleting the rows of the tables re-indexes replaced (retired-tables.ts);
- * 3. with neither, merging a table's FTS5 segments once writes have paused (segment-merges.ts);
- * 4. with nothing to merge, giving free pages back to the file system (free-pages.ts).
+ * 3. with neither, merging the segments of the top-k lists that writes left due a merge
+ *    (topk-segments.ts), as they come: a search merges a run a segment;
+ * 4. with none of those, merging a table's FTS5 segments once writes have paused
+ *    (segment-merges.ts);
+ * 5. with none due either, merging each top-k list of several segments into one where its
+ *    smaller segments hold `mergeWrittenPercent` of its largest, so a search reads one run a
+ *    frequency while writes pause;
+ * 6. with nothing to merge, giving free pages back to the file system (free-pages.ts).
  * The loop runs while a step can be taken and is started again after every applied answer (a
  * settings record starts a re-index; a collection whose LMDB lagged after a crash can go on once
  * its fetcher caught it up), on a timer after a failed step (a collection nobody writes to brings
@@ -85,18 +91,24 @@ export class BackgroundSteps {
       if (this.stopped) return;
       let step;
       let retiredRows: number | null = null;
+      let topkMerged: number | null = null;
       let merge = null;
       let freed = null;
       try {
         step = replica().reindexStep(stepDocsMax, stepMsMax);
         // With no re-index step to take, the rows of tables they replaced are deleted.
         if (step === null) retiredRows = replica().retiredRowsStep(stepMsMax);
-        if (step === null && retiredRows === null) {
+        if (step === null && retiredRows === null) topkMerged = replica().topkMergeStep(stepMsMax);
+        if (step === null && retiredRows === null && topkMerged === null) {
           merge = replica().mergeStep(this.options.merges.stepMsMax, this.options.merges);
-        }
-        // With nothing left to merge, the pages merges freed go back to the file system.
-        if (step === null && retiredRows === null && merge === null) {
-          freed = replica().freePagesStep(this.options.merges.stepMsMax, this.options.merges);
+          if (merge === null) {
+            const { writtenPercent } = this.options.merges;
+            topkMerged = replica().topkMergeStep(stepMsMax, writtenPercent);
+            // With nothing left to merge, the pages merges freed go back to the file system.
+            if (topkMerged === null) {
+              freed = replica().freePagesStep(this.options.merges.stepMsMax, this.options.merges);
+            }
+          }
         }
       } catch (error) {
         // The step rolled back: the loop starts again after a pause, or at the next applied
@@ -111,7 +123,8 @@ export class BackgroundSteps {
       // applied answer.
       if (merge !== null && 'waitMs' in merge) return this.runAfter(merge.waitMs);
       if (freed !== null && 'waitMs' in freed) return this.runAfter(freed.waitMs);
-      if (step === null && retiredRows === null && merge === null && freed === null) return;
+      const tookNone = step === null && retiredRows === null && topkMerged === null;
+      if (tookNone && merge === null && freed === null) return;
       if (step?.swapped) {
         logger.info({ collection: step.collection }, 're-indexed with the new settings');
         onSwapped(step.collection);

@@ -86,6 +86,12 @@ export interface ServeNodeLimits extends FieldParamLimits {
    */
   searchTopkKnownTermsMax: number;
   /**
+   * Segments of one tier of a term's top-k list (topk-segments.ts: their postings within a power
+   * of this) that are merged into one: a posting is rewritten once a tier, and a search merges
+   * one run a segment and frequency, fewer than this many segments a tier.
+   */
+  searchTopkMergeSegments: number;
+  /**
    * FTS5's `automerge` of every table the apply thread writes: segments of one level that start
    * an incremental merge of them. Every apply transaction leaves a segment, and each merge rewrites
    * what it merges, so a document is rewritten about once a level (the levels, log base this,
@@ -205,6 +211,7 @@ export const DEFAULT_LIMITS: ServeNodeLimits = {
   searchTotalExactMax: 10_000,
   searchTopkListedDfMin: 1_000,
   searchTopkKnownTermsMax: 1_000_000,
+  searchTopkMergeSegments: 8,
   ftsAutomergeSegments: 8,
   queryBytesMax: 1_024,
   queryTermsMax: 32,
@@ -233,6 +240,7 @@ export const DEFAULT_HOST = '127.0.0.1';
 export function searchStoreOptions(limits: ServeNodeLimits): {
   topkListedDfMin: number;
   topkKnownTermsMax: number;
+  topkMergeSegmentsMin: number;
   automergeSegments: number;
   cacheBytesMax: number;
   mmapBytesMax: number;
@@ -241,6 +249,7 @@ export function searchStoreOptions(limits: ServeNodeLimits): {
   return {
     topkListedDfMin: limits.searchTopkListedDfMin,
     topkKnownTermsMax: limits.searchTopkKnownTermsMax,
+    topkMergeSegmentsMin: limits.searchTopkMergeSegments,
     automergeSegments: limits.ftsAutomergeSegments,
     cacheBytesMax: limits.sqliteCacheBytesMax,
     mmapBytesMax: limits.sqliteMmapBytesMax,

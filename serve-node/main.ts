@@ -44,6 +44,17 @@ export function searchTopkListedDfMinOption(): Option {
   );
 }
 
+/** Segments of a tier of a top-k list merged into one, a flag of `serve-node` and of `tailbase start`. */
+export function searchTopkMergeSegmentsOption(): Option {
+  return integerOption(
+    '--search-topk-merge-segments <n>',
+    "segments of one tier of a term's top-k list merged into one in the background",
+    'TAILBASE_SEARCH_TOPK_MERGE_SEGMENTS',
+    DEFAULT_LIMITS.searchTopkMergeSegments,
+    2,
+  );
+}
+
 export function ftsAutomergeSegmentsOption(): Option {
   return integerOption(
     '--fts-automerge-segments <n>',
@@ -331,6 +342,7 @@ export function registerServeNodeCommand(
       ),
     )
     .addOption(searchTopkListedDfMinOption())
+    .addOption(searchTopkMergeSegmentsOption())
     .addOption(ftsAutomergeSegmentsOption())
     .addOption(
       integerOption(
@@ -424,6 +436,7 @@ export function registerServeNodeCommand(
         reindexStepMsMax: flags.reindexStepMsMax as number,
         dropStepDocsMax: flags.dropStepDocsMax as number,
         searchTopkListedDfMin: flags.searchTopkListedDfMin as number,
+        searchTopkMergeSegments: flags.searchTopkMergeSegments as number,
         ftsAutomergeSegments: flags.ftsAutomergeSegments as number,
         mergeQuietMs: flags.mergeQuietMs as number,
         mergeWrittenPercent: flags.mergeWrittenPercent as number,

@@ -260,6 +260,17 @@ export class Replica {
   }
 
   /**
+   * A step merging the segments of top-k lists due a merge, for at most `msMax` (one term at
+   * least): the terms merged, or null when none is due. With `wholeWrittenPercent` (writes have
+   * paused), whole lists too (SearchStore.mergeTopkSegments).
+   */
+  topkMergeStep(msMax = Infinity, wholeWrittenPercent: number | null = null): number | null {
+    const merged = this.search.mergeTopkSegments(performance.now() + msMax, wholeWrittenPercent);
+    if (merged !== null) this.dirty = true;
+    return merged;
+  }
+
+  /**
    * With no re-index step to take and no retired rows left, a step merging a table's FTS5
    * segments once writes have paused (segment-merges.ts), for at most `msMax`.
    */

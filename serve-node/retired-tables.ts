@@ -1,7 +1,7 @@
 /**
  * Tables no collection answers from any more (replaced by a re-index, or a build given up), whose
  * rows in the shared B-trees (`doc_rows`, `field_values`, `field_flags`, `sort_values`,
- * `topk_terms`, `topk_blocks`) are
+ * `topk_terms`, `topk_segments`, `topk_blocks`, `topk_removed`) are
  * deleted a chunk at a time after their FTS5 table is dropped, so no one transaction deletes a
  * whole collection's rows: on the filters bench's store those deletes were 63 ms of a 105 ms swap
  * for 13,484 documents, and they grow with the collection. (An FTS5 table can only be dropped
@@ -25,10 +25,15 @@ const CHUNK_DELETES = [
     '(SELECT table_id, field, flag, row FROM field_flags WHERE table_id = @table LIMIT @rows)',
   'DELETE FROM sort_values WHERE (table_id, field, row) IN ' +
     '(SELECT table_id, field, row FROM sort_values WHERE table_id = @table LIMIT @rows)',
-  // Blocks before terms: a block names its table only through its term.
-  'DELETE FROM topk_blocks WHERE (term_id, tf, len, tie) IN ' +
-    '(SELECT b.term_id, b.tf, b.len, b.tie FROM topk_terms t ' +
+  // Blocks and segments before terms: they name their table only through their term.
+  'DELETE FROM topk_blocks WHERE (term_id, segment, tf, len, tie) IN ' +
+    '(SELECT b.term_id, b.segment, b.tf, b.len, b.tie FROM topk_terms t ' +
     'JOIN topk_blocks b ON b.term_id = t.id WHERE t.table_id = @table LIMIT @rows)',
+  'DELETE FROM topk_segments WHERE (term_id, segment) IN ' +
+    '(SELECT s.term_id, s.segment FROM topk_terms t ' +
+    'JOIN topk_segments s ON s.term_id = t.id WHERE t.table_id = @table LIMIT @rows)',
+  'DELETE FROM topk_removed WHERE (table_id, row) IN ' +
+    '(SELECT table_id, row FROM topk_removed WHERE table_id = @table LIMIT @rows)',
   'DELETE FROM topk_terms WHERE id IN ' +
     '(SELECT id FROM topk_terms WHERE table_id = @table LIMIT @rows)',
 ];

@@ -71,10 +71,13 @@ export const WAL_SUFFIX = '-wal';
  * 9 held each collection's documents in one key space, where 10 moves it to the next at each
  * drop; opening 9 reads it as key space 0 (DocStore.upgradeDroppingMarks); a serve-node of
  * version 9 finding version 10 replays rather than read a collection created again after a drop
- * as empty.
+ * as empty. Versions 8 to 10 kept each term's list in one set of blocks, rewritten a block a
+ * posting, where 11 keeps it in segments (topk-segments.ts) and removed rows apart
+ * (topk-removed.ts): opening drops the lists and builds them again; a serve-node of version 10
+ * finding version 11 replays rather than miss the segments' postings.
  */
-const SEARCH_LAYOUT_VERSION = 10;
-const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6, 7, 8, 9];
+const SEARCH_LAYOUT_VERSION = 11;
+const SEARCH_LAYOUTS_UPGRADED = [4, 5, 6, 7, 8, 9, 10];
 
 /** One connection's memory bounds as SQLite says them (PRAGMA cache_size and mmap_size). */
 export interface SqliteConnectionMemory {
@@ -105,6 +108,8 @@ export interface SearchStoreOptions {
   topkListedDfMin: number;
   /** Terms whose document frequency the writer keeps in memory (ServeNodeLimits.searchTopkKnownTermsMax). */
   topkKnownTermsMax?: number;
+  /** Segments of a tier of a term's list merged into one (ServeNodeLimits.searchTopkMergeSegments). */
+  topkMergeSegmentsMin?: number;
   /** FTS5's `automerge` of the tables this writer opens (ServeNodeLimits.ftsAutomergeSegments). */
   automergeSegments?: number;
   /** This connection's page cache (ServeNodeLimits.sqliteCacheBytesMax); absent: SQLite's. */
@@ -228,6 +233,7 @@ export class SearchStore {
       this.db,
       options.topkListedDfMin,
       options.topkKnownTermsMax ?? DEFAULT_LIMITS.searchTopkKnownTermsMax,
+      options.topkMergeSegmentsMin ?? DEFAULT_LIMITS.searchTopkMergeSegments,
       options.reader !== true,
     );
     this.retired = new RetiredTables(this.db);
@@ -637,6 +643,21 @@ export class SearchStore {
   mergesDue(policy: MergePolicy): string[] {
     const due = this.merges.due(policy);
     return [...new Set(due.map((id) => this.statements.tableCollection.get(id) as string))];
+  }
+
+  /**
+   * A step merging the segments of top-k lists due a merge (TopkIndex.mergeStep: whole lists too
+   * with `wholeWrittenPercent`), in one transaction, until `deadlineMs` (performance.now())
+   * passes: the terms merged, or null when none is due.
+   */
+  mergeTopkSegments(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
+    if (!this.topk.mayMerge(wholeWrittenPercent)) return null;
+    try {
+      return this.db.transaction(() => this.topk.mergeStep(deadlineMs, wholeWrittenPercent))();
+    } catch (error) {
+      this.forgetCaches();
+      throw error;
+    }
   }
 
   /**

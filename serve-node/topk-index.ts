@@ -18,19 +18,13 @@
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { assert } from '../shared/assert.js';
-import { rowOf, type FtsTable } from './fts-table.js';
+import type { FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { FtsPostings } from './topk-source.js';
 import { TermIds, TermValues } from './topk-term-ids.js';
-import {
-  comparePostings,
-  decodeBlock,
-  encodeBlock,
-  splitBlocks,
-  tieOf,
-  TIE_OFFSETS,
-  type Posting,
-} from './topk-blocks.js';
+import { comparePostings, decodeBlock, type Posting } from './topk-blocks.js';
+import { DroppedPostings, RemovedRows, TOPK_REMOVED_SCHEMA } from './topk-removed.js';
+import { TOPK_SEGMENTS_SCHEMA, TopkSegments, type TermPosting } from './topk-segments.js';
 
 const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
@@ -38,34 +32,30 @@ const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_terms (
     id INTEGER PRIMARY KEY, table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL);
   CREATE UNIQUE INDEX IF NOT EXISTS topk_terms_by_term ON topk_terms (table_id, term);
-  CREATE TABLE IF NOT EXISTS topk_blocks (
-    term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL, tie INTEGER NOT NULL,
-    postings BLOB NOT NULL, PRIMARY KEY (term_id, tf, len, tie)) WITHOUT ROWID;
+  ${TOPK_SEGMENTS_SCHEMA}
+  ${TOPK_REMOVED_SCHEMA}
 `;
 
 /**
  * Layouts 6 (the term's text in every posting) and 7 (a B-tree entry a posting, 18.5 bytes) kept
- * their postings in `topk_postings`: the lists are dropped, and open() builds them again in
- * blocks.
+ * their postings in `topk_postings`, layouts 8 to 10 a list in one set of blocks (`topk_blocks`
+ * without a `segment` column) rewritten in place, layout 8 with every term's row in
+ * `topk_terms`: the lists are dropped, and open() builds them again.
  */
 function dropEarlierLists(db: Database.Database): void {
-  const earlier = db
-    .prepare("SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'topk_postings'")
-    .pluck();
-  if (earlier.get() === 0) return;
-  db.exec(
-    'DROP TABLE topk_postings; DROP TABLE IF EXISTS topk_terms; DROP TABLE IF EXISTS topk_settings',
+  const count = (sql: string) => db.prepare(sql).pluck().get() as number;
+  const postings = count(
+    "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND name = 'topk_postings'",
   );
-}
-
-/**
- * Layout 8 kept every term's document frequency in `topk_terms`; this one keeps the listed terms'
- * only (no other term has blocks, so nothing else refers to their rows).
- */
-function dropUnlistedTerms(db: Database.Database): void {
-  if (db.pragma('user_version', { simple: true }) !== 8) return;
+  const blocks = count("SELECT count(*) FROM pragma_table_info('topk_blocks')");
+  const segmented = count(
+    "SELECT count(*) FROM pragma_table_info('topk_blocks') WHERE name = 'segment'",
+  );
+  if (postings === 0 && (blocks === 0 || segmented === 1)) return;
   db.exec(
-    'DELETE FROM topk_terms WHERE df < (SELECT listed_df_min FROM topk_settings WHERE id = 0)',
+    'DROP TABLE IF EXISTS topk_postings; DROP TABLE IF EXISTS topk_blocks; ' +
+      'DROP TABLE IF EXISTS topk_segments; DROP TABLE IF EXISTS topk_removed; ' +
+      'DROP TABLE IF EXISTS topk_terms; DROP TABLE IF EXISTS topk_settings',
   );
 }
 
@@ -128,19 +118,6 @@ function knownScanRowsMax(listedDfMin: number): number {
   return Math.min(listedDfMin * KNOWN_SCAN_LISTED_DF_MINS, KNOWN_SCAN_ROWS_MAX);
 }
 
-/** A posting a transaction adds (+1) to or removes (-1) from a list. */
-interface PostingChange extends Posting {
-  tf: number;
-  net: number;
-}
-
-/** A stored block: its key (the first posting's `len` and tie) and its postings. */
-interface StoredBlock {
-  len: number;
-  tie: number;
-  postings: Buffer;
-}
-
 export class TopkIndex {
   private readonly pending = new Map<number, { table: FtsTable; changes: RowChange[] }>();
   private readonly tokenizers: FtsTokenizers;
@@ -166,6 +143,15 @@ export class TopkIndex {
   private stamp = 0;
   /** By table object, not id: an id given again comes with another table. */
   private readonly sources = new WeakMap<FtsTable, FtsPostings>();
+  private readonly segments: TopkSegments;
+  private readonly removed: RemovedRows;
+  /**
+   * Listed terms (their ids in `topk_terms`) whose segments may be due a merge, for mergeStep:
+   * each checked there, as a term may have gone since.
+   */
+  private readonly mergesDue = new Set<number>();
+  /** Listed terms of more than one segment (as mergesDue), for mergeStep's whole merges. */
+  private readonly unmerged = new Set<number>();
   private readonly statements: Record<
     | 'settings'
     | 'setSettings'
@@ -173,17 +159,10 @@ export class TopkIndex {
     | 'tableTerms'
     | 'insertTerm'
     | 'setDfs'
-    | 'floorBlock'
-    | 'firstBlock'
-    | 'nextBlock'
-    | 'insertBlock'
-    | 'updateBlock'
-    | 'deleteBlock'
-    | 'deleteList'
     | 'listedTerms'
     | 'deleteTerms'
-    | 'deleteTableTerms'
-    | 'deleteBlocks',
+    | 'termTable'
+    | 'termsOfSegments',
     Statement
   >;
 
@@ -199,22 +178,21 @@ export class TopkIndex {
      * it they are all forgotten, and read again from FTS5 as they are next written.
      */
     private readonly knownTermsMax: number,
-    /** Only the writer's connection upgrades the lists of an earlier layout. */
-    writer: boolean,
+    /** Segments of a term's tier merged into one (TopkSegments). */
+    private readonly mergeSegmentsMin: number,
+    /** Only the writer's connection upgrades the lists of an earlier layout, and merges. */
+    private readonly writer: boolean,
   ) {
     assert(Number.isSafeInteger(listedDfMin) && listedDfMin >= 1, 'listedDfMin is at least 1');
     assert(Number.isSafeInteger(knownTermsMax) && knownTermsMax >= 0, 'knownTermsMax is >= 0');
     if (writer) {
       dropEarlierLists(db);
-      db.exec(TOPK_SCHEMA);
-      dropUnlistedTerms(db);
-    } else {
-      db.exec(TOPK_SCHEMA);
     }
+    db.exec(TOPK_SCHEMA);
     this.tokenizers = new FtsTokenizers(db);
+    this.segments = new TopkSegments(db, this.mergeSegmentsMin);
+    this.removed = new RemovedRows(db);
     const prepare = (sql: string) => db.prepare(sql);
-    const blocks = 'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ?';
-    const key = 'term_id = ? AND tf = ? AND len = ? AND tie = ?';
     this.statements = {
       settings: prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
       setSettings: prepare(
@@ -230,36 +208,30 @@ export class TopkIndex {
           'WHERE topk_terms.id = CAST(d.key AS INTEGER)',
       ),
       deleteTerms: prepare('DELETE FROM topk_terms WHERE id IN (SELECT value FROM json_each(?))'),
-      floorBlock: prepare(`${blocks} AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1`),
-      firstBlock: prepare(`${blocks} ORDER BY len, tie LIMIT 1`),
-      nextBlock: prepare(
-        'SELECT len, tie FROM topk_blocks WHERE term_id = ? AND tf = ? AND (len, tie) > (?, ?) ' +
-          'ORDER BY len, tie LIMIT 1',
-      ),
-      insertBlock: prepare(
-        'INSERT INTO topk_blocks (term_id, tf, len, tie, postings) VALUES (?, ?, ?, ?, ?)',
-      ),
-      updateBlock: prepare(`UPDATE topk_blocks SET postings = ? WHERE ${key}`),
-      deleteBlock: prepare(`DELETE FROM topk_blocks WHERE ${key}`),
-      deleteList: prepare('DELETE FROM topk_blocks WHERE term_id = ?'),
+      termTable: prepare('SELECT table_id FROM topk_terms WHERE id = ?').pluck(),
+      termsOfSegments: prepare(
+        'SELECT term_id FROM topk_segments GROUP BY term_id HAVING count(*) >= ?',
+      ).pluck(),
       listedTerms: prepare(
         'SELECT id, term FROM topk_terms WHERE table_id = ? AND df >= ? ORDER BY id',
       ).raw(),
-      deleteTableTerms: prepare('DELETE FROM topk_terms WHERE table_id = ?'),
-      deleteBlocks: prepare(
-        'DELETE FROM topk_blocks WHERE term_id IN (SELECT id FROM topk_terms WHERE table_id = ?)',
-      ),
     };
+    this.findMergesDue();
   }
 
   /**
    * Builds every table's lists from its FTS5 index when the store has none of this
-   * `listedDfMin` (a store of an earlier layout, or another setting): once, in a transaction.
+   * `listedDfMin` (a store of an earlier layout, or another setting): once, in a transaction,
+   * every list of the store deleted first (a retired table's too, which no one reads).
    */
   open(tables: readonly FtsTable[]): void {
     if (this.statements.settings.get() === this.listedDfMin) return;
     this.forgetTerms();
     this.db.transaction(() => {
+      this.db.exec(
+        'DELETE FROM topk_blocks; DELETE FROM topk_segments; DELETE FROM topk_removed; ' +
+          'DELETE FROM topk_terms',
+      );
       for (const table of tables) this.rebuild(table);
       this.statements.setSettings.run(this.listedDfMin);
     })();
@@ -291,6 +263,54 @@ export class TopkIndex {
   forget(): void {
     this.pending.clear();
     this.forgetTerms();
+    this.findMergesDue();
+  }
+
+  /** The terms with segments enough to be due a merge, from the store (the writer's only). */
+  private findMergesDue(): void {
+    this.mergesDue.clear();
+    this.unmerged.clear();
+    if (!this.writer) return;
+    for (const id of this.statements.termsOfSegments.all(this.mergeSegmentsMin) as number[]) {
+      this.mergesDue.add(id);
+    }
+    for (const id of this.statements.termsOfSegments.all(2) as number[]) this.unmerged.add(id);
+  }
+
+  /**
+   * Whether a term's segments may be due a merge (mergeStep): a tier's, or with
+   * `wholeWrittenPercent` (not null) a whole list's.
+   */
+  mayMerge(wholeWrittenPercent: number | null): boolean {
+    return this.mergesDue.size > 0 || (wholeWrittenPercent !== null && this.unmerged.size > 0);
+  }
+
+  /**
+   * Merges the segments of terms due a merge, a term at a time, until `deadlineMs`
+   * (performance.now()) passes, one term at least: the terms merged, or null when none is due.
+   * Full tiers first (TopkSegments.merge); with none, and `wholeWrittenPercent` not null (writes
+   * have paused), each term of several segments whose smaller ones hold at least that percent of
+   * its largest's postings has them all merged into one (TopkSegments.mergeAll), so a search
+   * reads one run a frequency once writes pause. Called in a transaction of its own.
+   */
+  mergeStep(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
+    const whole = this.mergesDue.size === 0;
+    const due = whole ? this.unmerged : this.mergesDue;
+    if (due.size === 0 || (whole && wholeWrittenPercent === null)) return null;
+    let merged = 0;
+    for (const id of due) {
+      due.delete(id);
+      const tableId = this.statements.termTable.get(id) as number | undefined;
+      if (tableId !== undefined) {
+        const dropped = new DroppedPostings(this.removed, tableId);
+        if (!whole) this.segments.merge(id, dropped);
+        else this.segments.mergeAll(id, wholeWrittenPercent!, dropped);
+        dropped.flush();
+      }
+      merged += 1;
+      if (performance.now() >= deadlineMs) break;
+    }
+    return merged;
   }
 
   /** Folds the transaction's changes into the lists; called last in every writing transaction. */
@@ -464,6 +484,9 @@ export class TopkIndex {
     for (const { added } of changes) rowsAdded += added ? 1 : -1;
     const ofTable = this.knownOf(table, rowsAdded, touched, transaction);
     const termIds = this.termIdsOf(table.id);
+    // The removed rows as they were before this transaction's: an unlisted term's postings of a
+    // row it removes were never counted in its entry.
+    const unlistedDropped = new DroppedPostings(this.removed, table.id);
     for (const id of touched) {
       const delta = this.deltas.get(id);
       const after = this.dfBefore(ofTable, table, id, delta) + delta;
@@ -474,7 +497,7 @@ export class TopkIndex {
       const listedId = ofTable.listedIds.get(id);
       if (listedId !== NOT_LISTED && !isListed) {
         // A term's list goes before its id can: a new term may be given the id again.
-        this.statements.deleteList.run(listedId);
+        this.segments.deleteList(listedId, unlistedDropped);
         unlisted.push(listedId);
         ofTable.listedIds.set(id, NOT_LISTED);
       } else if (listedId !== NOT_LISTED) {
@@ -488,93 +511,42 @@ export class TopkIndex {
       }
       ofTable.dfs.set(id, after);
     }
+    unlistedDropped.flush();
     if (unlisted.length > 0) this.statements.deleteTerms.run(JSON.stringify(unlisted));
     if (Object.keys(dfs).length > 0) this.statements.setDfs.run(JSON.stringify(dfs));
-    const changed = new Map<number, Map<number, PostingChange>>();
+    // A row added and removed in one transaction (written twice in a batch) nets out: it is in
+    // no list. Another removed row's postings stay in their segments: one entry a row, counting
+    // its postings in the lists listed before and after (the others' are gone with them).
+    const rowNets = new Map<number, number>();
+    for (const { row, added } of changes)
+      rowNets.set(row, (rowNets.get(row) ?? 0) + (added ? 1 : -1));
+    const removedPostings = new Map<number, number>();
+    const added = new Map<number, TermPosting[]>();
     for (const { change, ids, tfs, len } of rows) {
-      const net = change.added ? 1 : -1;
+      const net = rowNets.get(change.row)!;
+      assert(net >= -1 && net <= 1, `row ${change.row} changed twice`);
+      if (net === 0) continue;
+      let kept = 0;
       for (let i = 0; i < ids.length; i++) {
         if (this.keptIn.get(ids[i]) !== transaction) continue;
+        kept += 1;
+        if (net < 0) continue;
         const listedId = ofTable.listedIds.get(ids[i]);
-        let list = changed.get(listedId);
-        if (list === undefined) {
-          list = new Map();
-          changed.set(listedId, list);
+        let postings = added.get(listedId);
+        if (postings === undefined) {
+          postings = [];
+          added.set(listedId, postings);
         }
-        // A row added and removed in one transaction (written twice in a batch) nets out.
-        const earlier = list.get(change.row);
-        if (earlier === undefined) {
-          list.set(change.row, { tf: tfs[i], len, row: change.row, net });
-        } else {
-          if (earlier.tf !== tfs[i] || earlier.len !== len)
-            assert(false, `row ${change.row} changed`);
-          earlier.net += net;
-        }
+        postings.push({ tf: tfs[i], len, row: change.row });
       }
+      if (net < 0 && kept > 0) removedPostings.set(change.row, kept);
     }
-    for (const [id, list] of changed) this.changeList(id, [...list.values()]);
-    for (const [id, term] of built) this.buildList(this.sourceOf(table), id, term);
-  }
-
-  /** A term's posting changes, each run's in order, applied a block at a time. */
-  private changeList(id: number, changes: PostingChange[]): void {
-    for (const run of runsOf(changes.filter((change) => change.net !== 0))) {
-      this.changeRun(id, run[0].tf, run);
+    for (const [row, postings] of removedPostings) this.removed.add(table.id, row, postings);
+    for (const [id, postings] of added) {
+      if (this.segments.add(id, postings)) this.mergesDue.add(id);
+      this.unmerged.add(id);
     }
-  }
-
-  /**
-   * One run's changes (in order) applied to the blocks they fall in: the last block whose first
-   * posting is not after the change, or the run's first block for a change before every block.
-   * Each block touched is read and written once, split where it outgrows BLOCK_POSTINGS_MAX.
-   */
-  private changeRun(id: number, tf: number, changes: readonly PostingChange[]): void {
-    let at = 0;
-    while (at < changes.length) {
-      const first = changes[at];
-      const block = (this.statements.floorBlock.get(id, tf, first.len, tieOf(first.row)) ??
-        this.statements.firstBlock.get(id, tf)) as StoredBlock | undefined;
-      const next =
-        block === undefined
-          ? undefined
-          : (this.statements.nextBlock.raw().get(id, tf, block.len, block.tie) as
-              [number, number] | undefined);
-      let end = at;
-      while (
-        end < changes.length &&
-        (next === undefined ||
-          comparePostings(changes[end], { len: next[0], row: rowOfTie(next[1]) }) < 0)
-      ) {
-        end++;
-      }
-      const postings = block === undefined ? [] : decodeBlock(block.postings);
-      const merged = mergeChanges(postings, changes.slice(at, end), id);
-      this.writeBlocks(id, tf, block, merged);
-      at = end;
-    }
-  }
-
-  /** `merged` in place of `block` (none: a run's first postings). */
-  private writeBlocks(
-    id: number,
-    tf: number,
-    block: StoredBlock | undefined,
-    merged: readonly Posting[],
-  ): void {
-    const parts = splitBlocks(merged);
-    const keep =
-      block !== undefined &&
-      parts.length > 0 &&
-      parts[0][0].len === block.len &&
-      tieOf(parts[0][0].row) === block.tie;
-    if (block !== undefined) {
-      if (keep)
-        this.statements.updateBlock.run(encodeBlock(parts[0]), id, tf, block.len, block.tie);
-      else this.statements.deleteBlock.run(id, tf, block.len, block.tie);
-    }
-    for (const part of keep ? parts.slice(1) : parts) {
-      this.statements.insertBlock.run(id, tf, part[0].len, tieOf(part[0].row), encodeBlock(part));
-    }
+    for (const [id, term] of built) this.segments.build(id, this.sourceOf(table).postingsOf(term));
   }
 
   /**
@@ -616,71 +588,16 @@ export class TopkIndex {
     });
   }
 
-  /** The term's list, from FTS5's postings of it and its rows' sizes. */
-  private buildList(source: FtsPostings, id: number, term: string): void {
-    this.statements.deleteList.run(id);
-    for (const run of runsOf(source.postingsOf(term))) {
-      this.writeBlocks(id, run[0].tf, undefined, run);
-    }
-  }
-
-  /** The table's document frequencies and lists made again from its FTS5 index. */
+  /** The table's document frequencies and lists made from its FTS5 index, where it has none. */
   private rebuild(table: FtsTable): void {
-    this.statements.deleteBlocks.run(table.id);
-    this.statements.deleteTableTerms.run(table.id);
     if (!hasTopkLists(table)) return;
     const source = this.sourceOf(table);
     source.copyFrequencies(table.id, this.listedDfMin);
     const listed = this.statements.listedTerms.all(table.id, this.listedDfMin) as Array<
       [number, string]
     >;
-    for (const [id, term] of listed) this.buildList(source, id, term);
+    for (const [id, term] of listed) this.segments.build(id, source.postingsOf(term));
   }
-}
-
-/** Postings grouped by frequency, each group in the run's order. */
-function runsOf<T extends Posting & { tf: number }>(postings: T[]): T[][] {
-  postings.sort((a, b) => a.tf - b.tf || comparePostings(a, b));
-  const runs: T[][] = [];
-  for (const posting of postings) {
-    const last = runs[runs.length - 1];
-    if (last !== undefined && last[0].tf === posting.tf) last.push(posting);
-    else runs.push([posting]);
-  }
-  return runs;
-}
-
-/** The row of a block's tie key (tieOf's inverse). */
-function rowOfTie(tie: number): number {
-  return rowOf(Math.floor(tie / TIE_OFFSETS), tie % TIE_OFFSETS);
-}
-
-/**
- * A block's postings with a run of changes merged in, in order: an added posting must not be
- * there yet, a removed one must (asserted: the lists follow FTS5's rows exactly).
- */
-function mergeChanges(
-  postings: readonly Posting[],
-  changes: readonly PostingChange[],
-  id: number,
-): Posting[] {
-  const merged: Posting[] = [];
-  let at = 0;
-  for (const change of changes) {
-    while (at < postings.length && comparePostings(postings[at], change) < 0) {
-      merged.push(postings[at++]);
-    }
-    const present = at < postings.length && comparePostings(postings[at], change) === 0;
-    if (change.net > 0) {
-      assert(!present, `term ${id} already lists row ${change.row}`);
-      merged.push({ len: change.len, row: change.row });
-    } else {
-      assert(present, `term ${id} has no posting of row ${change.row}`);
-      at++;
-    }
-  }
-  while (at < postings.length) merged.push(postings[at++]);
-  return merged;
 }
 
 /** A posting of a list as stored, with its term and frequency: for checks and figures. */
@@ -689,19 +606,31 @@ export interface StoredPosting extends Posting {
   tf: number;
 }
 
-/** Every posting of a table's lists (null: of every table), in term, frequency and run order. */
+/**
+ * Every posting of a table's lists (null: of every table) as a search sees it, the union of a
+ * term's segments without removed rows, in table, term, frequency and run order.
+ */
 export function* storedPostings(
   db: Database.Database,
   tableId: number | null,
 ): Generator<StoredPosting> {
-  const blocks = db
+  const terms = db
     .prepare(
-      'SELECT t.term, b.tf, b.postings FROM topk_blocks b JOIN topk_terms t ON t.id = b.term_id ' +
-        'WHERE ? IS NULL OR t.table_id = ? ORDER BY t.table_id, t.term, b.tf, b.len, b.tie',
+      'SELECT id, table_id, term FROM topk_terms WHERE ? IS NULL OR table_id = ? ' +
+        'ORDER BY table_id, term',
     )
     .raw()
-    .iterate(tableId, tableId) as Iterable<[string, number, Buffer]>;
-  for (const [term, tf, bytes] of blocks) {
-    for (const posting of decodeBlock(bytes)) yield { term, tf, ...posting };
+    .all(tableId, tableId) as Array<[number, number, string]>;
+  const blocks = db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw();
+  const removed = new RemovedRows(db);
+  for (const [id, table, term] of terms) {
+    const isRemoved = removed.testerOf(table);
+    const postings: StoredPosting[] = [];
+    for (const [tf, bytes] of blocks.all(id) as Array<[number, Buffer]>) {
+      for (const posting of decodeBlock(bytes)) {
+        if (!isRemoved(posting.row)) postings.push({ term, tf, ...posting });
+      }
+    }
+    yield* postings.sort((a, b) => a.tf - b.tf || comparePostings(a, b));
   }
 }

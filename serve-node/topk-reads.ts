@@ -30,6 +30,7 @@ import { FtsStats } from './fts-stats.js';
 import { partitionOfRow, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { hasTopkLists } from './topk-index.js';
+import { RemovedRows } from './topk-removed.js';
 import { documentFrequencyStatement, FtsPostings } from './topk-source.js';
 import {
   before,
@@ -141,11 +142,13 @@ export class TopkReads {
   /** By table name, as `stats`: a term's rows do not follow the weights. */
   private readonly frequencies = new Map<string, Statement>();
   private readonly streams: StreamStatements;
+  private readonly removed: RemovedRows;
   private readonly statements: Record<'settings' | 'term', Statement>;
 
   constructor(private readonly db: Database.Database) {
     this.tokenizers = new FtsTokenizers(db);
     this.streams = prepareStreamStatements(db);
+    this.removed = new RemovedRows(db);
     this.statements = {
       settings: db.prepare('SELECT listed_df_min FROM topk_settings WHERE id = 0').pluck(),
       term: db.prepare('SELECT id, df FROM topk_terms WHERE table_id = ? AND term = ?').raw(),
@@ -193,6 +196,7 @@ export class TopkReads {
     const avgdl = totals.tokens / totals.rows;
     // One stream a distinct term; a word given twice counts twice, as bm25() counts phrases.
     const byTerm = new Map<string, WordStream>();
+    const isRemoved = this.removed.testerOf(table.id);
     const streams = found.map(({ term, termId, df }) => {
       let stream = byTerm.get(term);
       if (stream === undefined) {
@@ -200,7 +204,7 @@ export class TopkReads {
         stream =
           termId === null
             ? new MemoryStream(this.postingsOf(table).postingsOf(term), idf, avgdl, partitions)
-            : new TermStream(this.streams, termId, df, idf, avgdl, partitions);
+            : new TermStream(this.streams, termId, df, idf, avgdl, partitions, isRemoved);
         byTerm.set(term, stream);
       }
       return stream;

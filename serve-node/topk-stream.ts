@@ -44,8 +44,9 @@ export function before(a: TopkRow, b: TopkRow): boolean {
   return a.row < b.row;
 }
 
-/** A run of the list: the blocks of one weighted frequency, best first. */
+/** A run of the list: the blocks of one segment and weighted frequency, best first. */
 interface Run {
+  segment: number;
   tf: number;
   /** The key of the block being read, for the next one's seek. */
   block: [number, number];
@@ -76,23 +77,23 @@ export interface StreamStatements {
 
 export function prepareStreamStatements(db: Database.Database): StreamStatements {
   return {
-    // A run's first block comes with its frequency: one seek a run.
+    // A run's first block comes with its segment and frequency: one seek a run.
     nextRun: db
       .prepare(
-        'SELECT tf, len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf > ? ' +
-          'ORDER BY tf, len, tie LIMIT 1',
+        'SELECT segment, tf, len, tie, postings FROM topk_blocks WHERE term_id = ? ' +
+          'AND (segment, tf) > (?, ?) ORDER BY segment, tf, len, tie LIMIT 1',
       )
       .raw(),
     nextBlock: db
       .prepare(
-        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ? ' +
-          'AND (len, tie) > (?, ?) ORDER BY len, tie LIMIT 1',
+        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND segment = ? ' +
+          'AND tf = ? AND (len, tie) > (?, ?) ORDER BY len, tie LIMIT 1',
       )
       .raw(),
     floorBlock: db
       .prepare(
-        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND tf = ? ' +
-          'AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1',
+        'SELECT len, tie, postings FROM topk_blocks WHERE term_id = ? AND segment = ? ' +
+          'AND tf = ? AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1',
       )
       .raw(),
     wholeList: db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw(),
@@ -193,15 +194,19 @@ export class TermStream implements WordStream {
     private readonly idf: number,
     private readonly avgdl: number,
     private readonly partitions: ReadonlySet<number> | null,
+    /** Rows removed whose postings segments still hold (topk-removed.ts): skipped. */
+    private readonly isRemoved: (row: number) => boolean,
   ) {
-    let next = statements.nextRun.get(termId, -Infinity) as
-      [number, number, number, Buffer] | undefined;
+    let next = statements.nextRun.get(termId, -1, -Infinity) as
+      [number, number, number, number, Buffer] | undefined;
     while (next !== undefined) {
-      const [tf, len, tie, postings] = next;
+      const [segment, tf, len, tie, postings] = next;
       const reader = new BlockReader(postings);
-      this.runs.push({ tf, block: [len, tie], reader, head: null, looked: null });
-      next = statements.nextRun.get(termId, tf) as typeof next;
+      this.runs.push({ segment, tf, block: [len, tie], reader, head: null, looked: null });
+      next = statements.nextRun.get(termId, segment, tf) as typeof next;
     }
+    // By frequency, as frequencyIn and partMax take them; a row is in one segment only.
+    this.runs.sort((a, b) => a.tf - b.tf || a.segment - b.segment);
     for (const run of this.runs) this.advance(run);
   }
 
@@ -248,7 +253,7 @@ export class TermStream implements WordStream {
   private lookedBlock(run: Run, key: [number, number]): LookedBlock | null {
     const { looked } = run;
     if (looked !== null && !after(looked.first, key) && !after(key, looked.last)) return looked;
-    const found = this.statements.floorBlock.get(this.termId, run.tf, ...key) as
+    const found = this.statements.floorBlock.get(this.termId, run.segment, run.tf, ...key) as
       [number, number, Buffer] | undefined;
     if (found === undefined) return null;
     const [blockLen, blockTie, postings] = found;
@@ -277,13 +282,14 @@ export class TermStream implements WordStream {
   /** Every row's frequency of the term, from every block of its list. */
   private decodeAll(): Map<number, number> {
     const byRow = new Map<number, number>();
-    for (const [tf, block] of this.statements.wholeList.iterate(this.termId) as Iterable<
+    // all(), not iterate(): the connection answers the removed rows' lookups meanwhile.
+    for (const [tf, block] of this.statements.wholeList.all(this.termId) as Array<
       [number, Buffer]
     >) {
       const reader = new BlockReader(block);
       for (let posting = reader.next(); posting !== null; posting = reader.next()) {
-        byRow.set(posting.row, tf);
         this.examined += 1;
+        if (!this.isRemoved(posting.row)) byRow.set(posting.row, tf);
       }
     }
     return byRow;
@@ -311,8 +317,12 @@ export class TermStream implements WordStream {
     for (;;) {
       let posting = run.reader?.next() ?? null;
       if (posting === null && run.reader !== null) {
-        const next = this.statements.nextBlock.get(this.termId, run.tf, ...run.block) as
-          [number, number, Buffer] | undefined;
+        const next = this.statements.nextBlock.get(
+          this.termId,
+          run.segment,
+          run.tf,
+          ...run.block,
+        ) as [number, number, Buffer] | undefined;
         run.reader = next === undefined ? null : new BlockReader(next[2]);
         if (next !== undefined) run.block = [next[0], next[1]];
         posting = run.reader?.next() ?? null;
@@ -324,6 +334,7 @@ export class TermStream implements WordStream {
       this.examined += 1;
       const partition = partitionOfRow(posting.row);
       if (this.partitions !== null && !this.partitions.has(partition)) continue;
+      if (this.isRemoved(posting.row)) continue;
       const score = this.part(run.tf, posting.len);
       run.head = { row: posting.row, partition, score, len: posting.len };
       return;

@@ -3,7 +3,8 @@
 // and serves every document and search hit again; and that layout 4 (before table_builds) is
 // upgraded in place, without a replay, as are layouts 6 (top-k postings naming their term by text),
 // 7 (a B-tree entry a posting), 8 (every term's document frequency, not only the listed
-// terms') and 9 (LMDB documents in one key space a collection: read as space 0)
+// terms'), 9 (LMDB documents in one key space a collection: read as space 0) and 10 (a list
+// in one set of blocks, not in segments)
 // (test/integration/serve-node-partitions.test.ts
 // covers stores holding partitions the node no longer hosts).
 import fs from 'node:fs';
@@ -20,6 +21,7 @@ const layoutSix = logAndServeNodes('store-layout-6');
 const layoutSeven = logAndServeNodes('store-layout-7');
 const layoutEight = logAndServeNodes('store-layout-8');
 const layoutNine = logAndServeNodes('store-layout-9');
+const layoutTen = logAndServeNodes('store-layout-10');
 /** Every term listed, so the upgraded lists show each word's document frequency. */
 const everyTermListed = { limits: { ...DEFAULT_LIMITS, searchTopkListedDfMin: 1 } };
 
@@ -49,7 +51,7 @@ async function stoppedStore(fixture: typeof layoutFour): Promise<{ first: string
   return { first, file: path.join(first, SEARCH_FILE) };
 }
 
-/** The store opened again by a serve-node, which upgraded it in place to layout 10. */
+/** The store opened again by a serve-node, which upgraded it in place to layout 11. */
 async function reopenedInPlace(
   fixture: typeof layoutFour,
   first: string,
@@ -61,13 +63,13 @@ async function reopenedInPlace(
   expect(fixture.storeDirs()).toEqual([first]);
   expect((await serve.search('c', { q: 'word2' })).hits.map((hit) => hit.key)).toEqual(['c']);
   const upgraded = new Database(file, { readonly: true });
-  expect(upgraded.pragma('user_version', { simple: true })).toBe(10);
+  expect(upgraded.pragma('user_version', { simple: true })).toBe(11);
   return upgraded;
 }
 
 /**
- * The lists of layout 9, built from the FTS5 table: its terms (not the stale one the old lists
- * held), blocks of postings, and no table of an earlier layout's.
+ * The lists of layout 11, built from the FTS5 table: its terms (not the stale one the old lists
+ * held), segments of blocks of postings, and no table of an earlier layout's.
  */
 function expectListsRebuilt(db: Database.Database): void {
   const terms = db.prepare('SELECT term, df FROM topk_terms ORDER BY term').raw().all();
@@ -76,16 +78,27 @@ function expectListsRebuilt(db: Database.Database): void {
   const tables = db.prepare("SELECT name FROM sqlite_schema WHERE name GLOB 'topk_*'").pluck();
   expect(tables.all()).not.toContain('topk_postings');
   const columns = db.prepare("SELECT name FROM pragma_table_info('topk_blocks')").pluck();
-  expect(columns.all()).toEqual(['term_id', 'tf', 'len', 'tie', 'postings']);
+  expect(columns.all()).toEqual(['term_id', 'segment', 'tf', 'len', 'tie', 'postings']);
+  const segments = db.prepare('SELECT count(*) FROM topk_segments').pluck().get();
+  expect(segments).toBe(terms.length);
 }
 
+/** Layout 8 to 10's blocks: a term's list in one set, rewritten where a posting lands. */
+const LAYOUT_TEN_BLOCKS = `
+  DROP TABLE topk_blocks; DROP TABLE topk_segments; DROP TABLE topk_removed;
+  CREATE TABLE topk_blocks (
+    term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL, tie INTEGER NOT NULL,
+    postings BLOB NOT NULL, PRIMARY KEY (term_id, tf, len, tie)) WITHOUT ROWID;
+`;
+
 describe('serve-node search store layout', () => {
-  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 10', async () => {
+  it('opens a layout-4 store (no table_builds, no top-k lists) in place and upgrades it to layout 11', async () => {
     const { first, file } = await stoppedStore(layoutFour);
     const old = new Database(file);
     old.exec(
       'DROP TABLE table_builds; DROP TABLE topk_settings; DROP TABLE topk_terms; ' +
-        'DROP TABLE topk_blocks; PRAGMA user_version = 4;',
+        'DROP TABLE topk_blocks; DROP TABLE topk_segments; DROP TABLE topk_removed; ' +
+        'PRAGMA user_version = 4;',
     );
     old.close();
 
@@ -102,7 +115,8 @@ describe('serve-node search store layout', () => {
     const old = new Database(file);
     // Layout 6's lists, holding a term FTS5 does not: kept, the upgrade would show it.
     old.exec(`
-      DROP TABLE topk_blocks; DROP TABLE topk_terms;
+      DROP TABLE topk_blocks; DROP TABLE topk_segments; DROP TABLE topk_removed;
+      DROP TABLE topk_terms;
       CREATE TABLE topk_terms (table_id INTEGER NOT NULL, term TEXT NOT NULL, df INTEGER NOT NULL,
         PRIMARY KEY (table_id, term)) WITHOUT ROWID;
       CREATE TABLE topk_postings (table_id INTEGER NOT NULL, term TEXT NOT NULL, tf REAL NOT NULL,
@@ -124,7 +138,8 @@ describe('serve-node search store layout', () => {
     const old = new Database(file);
     // Layout 7's lists, holding a term FTS5 does not: kept, the upgrade would show it.
     old.exec(`
-      DROP TABLE topk_blocks; DELETE FROM topk_terms;
+      DROP TABLE topk_blocks; DROP TABLE topk_segments; DROP TABLE topk_removed;
+      DELETE FROM topk_terms;
       CREATE TABLE topk_postings (term_id INTEGER NOT NULL, tf REAL NOT NULL, len INTEGER NOT NULL,
         partition INTEGER NOT NULL, row INTEGER NOT NULL,
         PRIMARY KEY (term_id, tf, len, partition, row)) WITHOUT ROWID;
@@ -145,7 +160,7 @@ describe('serve-node search store layout', () => {
     // Layout 8 held every term: at the default threshold, none of the four words is listed.
     old.exec(`
       UPDATE topk_settings SET listed_df_min = ${DEFAULT_LIMITS.searchTopkListedDfMin};
-      DELETE FROM topk_blocks; DELETE FROM topk_terms;
+      ${LAYOUT_TEN_BLOCKS} DELETE FROM topk_terms;
       INSERT INTO topk_terms (table_id, term, df)
         SELECT t.id, 'word' || n.value, 1 FROM fts_tables t, json_each('[0, 1, 2, 3]') AS n;
       PRAGMA user_version = 8;
@@ -168,6 +183,23 @@ describe('serve-node search store layout', () => {
     upgraded.close();
     const scan = await layoutNine.serveNode!.client.scan('c', { limit: 10 });
     expect(scan.items.map((item) => item.key)).toEqual(['a', 'b', 'c', 'd']);
+  });
+
+  it('opens a layout-10 store (a list in one set of blocks) in place and builds it in segments', async () => {
+    const { first, file } = await stoppedStore(layoutTen);
+    const old = new Database(file);
+    // Layout 10's lists, holding a term FTS5 does not: kept, the upgrade would show it.
+    old.exec(`
+      ${LAYOUT_TEN_BLOCKS} DELETE FROM topk_terms;
+      INSERT INTO topk_terms (id, table_id, term, df) VALUES (1, 1, 'stale', 9);
+      INSERT INTO topk_blocks VALUES (1, 1, 1, 0, x'010000');
+      PRAGMA user_version = 10;
+    `);
+    old.close();
+
+    const upgraded = await reopenedInPlace(layoutTen, first, file);
+    expectListsRebuilt(upgraded);
+    upgraded.close();
   });
 
   it('replays the log into new stores when it finds an older layout', async () => {

@@ -18,6 +18,7 @@ import {
   type ViewTaskLimits,
 } from '../../views/view-task.js';
 import { tempDir } from '../harness/temp-dir.js';
+import { interceptLog } from '../harness/intercept-log.js';
 import { isClaimBatch } from './view-check.js';
 
 export { interceptLog } from '../harness/intercept-log.js';

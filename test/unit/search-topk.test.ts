@@ -10,7 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createLogger } from '../../shared/logger.js';
+import { BackgroundSteps } from '../../serve-node/background-steps.js';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { parseFilter } from '../../shared/filter/parse.js';
 import { parseSort } from '../../shared/filter/parse-lists.js';
@@ -21,6 +23,7 @@ import { FtsTokenizers } from '../../serve-node/fts-tokens.js';
 import { Replica } from '../../serve-node/replica.js';
 import { SearchReads, type FieldQuery } from '../../serve-node/search-reads.js';
 import { SEARCH_FILE } from '../../serve-node/search-store.js';
+import { decodeBlock } from '../../serve-node/topk-blocks.js';
 import { storedPostings } from '../../serve-node/topk-index.js';
 import { seededRandom, testSeed } from '../harness/index.js';
 
@@ -52,10 +55,10 @@ const dirs: string[] = [];
 const replicas: Replica[] = [];
 let seed: number;
 
-function tempReplica(): { replica: Replica; dir: string } {
+function tempReplica(topkMergeSegmentsMin?: number): { replica: Replica; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'search-topk-'));
   dirs.push(dir);
-  const replica = new Replica(dir, { topkListedDfMin: LISTED_DF_MIN });
+  const replica = new Replica(dir, { topkListedDfMin: LISTED_DF_MIN, topkMergeSegmentsMin });
   replicas.push(replica);
   return { replica, dir };
 }
@@ -94,7 +97,11 @@ function zipfCorpus(random: () => number, count: number, version: number): Doc[]
 
 class Feed {
   private readonly next = new Map<string, number>();
-  constructor(private readonly replica: Replica) {}
+  constructor(
+    private readonly replica: Replica,
+    /** Whether the lists' merges are taken after each apply (else left to the test). */
+    private readonly merges = true,
+  ) {}
 
   apply(topic: string, partition: number, records: LogRecord[]): void {
     const at = this.next.get(`${topic}/${partition}`) ?? 0;
@@ -102,6 +109,8 @@ class Feed {
     this.replica.applyMany([{ topic, partition, fromOffset: at, batches }]);
     this.next.set(`${topic}/${partition}`, at + records.length);
     while (this.replica.reindexStep(100) !== null);
+    // The lists' merges, as the background steps take them between applied answers.
+    while (this.merges && this.replica.topkMergeStep() !== null);
   }
 
   docs(docs: Array<{ key: string; value: unknown }>, partitionOf: (i: number) => number): void {
@@ -223,6 +232,57 @@ async function rebuiltLists(replica: Replica, dir: string): Promise<ReturnType<t
   writable.close();
   replicas.push(new Replica(dir, { topkListedDfMin: LISTED_DF_MIN }));
   return dumpLists(dir);
+}
+
+/**
+ * The store's removed rows (topk_removed) against the postings its segments hold: each entry
+ * counts exactly the postings of its row left in blocks, at least one, and the rows that are
+ * no document's any more (not in doc_rows) are the rows of those entries. Answers the entries.
+ */
+function expectRemovedRowsCounted(dir: string): number {
+  const db = openStore(dir);
+  try {
+    const held = new Map<string, number>();
+    const blocks = db
+      .prepare(
+        'SELECT t.table_id, b.postings FROM topk_blocks b JOIN topk_terms t ON t.id = b.term_id',
+      )
+      .raw()
+      .all() as Array<[number, Buffer]>;
+    const live = new Set(
+      (db.prepare('SELECT table_id, row FROM doc_rows').raw().all() as number[][]).map((r) =>
+        r.join(' '),
+      ),
+    );
+    for (const [table, bytes] of blocks) {
+      for (const { row } of decodeBlock(bytes)) {
+        const key = `${table} ${row}`;
+        if (!live.has(key)) held.set(key, (held.get(key) ?? 0) + 1);
+      }
+    }
+    const entries = db
+      .prepare('SELECT table_id, row, postings FROM topk_removed')
+      .raw()
+      .all() as number[][];
+    const counted = new Map(entries.map(([table, row, postings]) => [`${table} ${row}`, postings]));
+    expect(counted, `seed ${seed}`).toEqual(held);
+    return entries.length;
+  } finally {
+    db.close();
+  }
+}
+
+/** Each listed term's segments, most first. */
+function segmentsOfTerms(dir: string): number[] {
+  const db = openStore(dir);
+  try {
+    return db
+      .prepare('SELECT count(*) AS n FROM topk_segments GROUP BY term_id ORDER BY n DESC')
+      .pluck()
+      .all() as number[];
+  } finally {
+    db.close();
+  }
 }
 
 /** Lines that differ: a short message rather than a diff of every posting. */
@@ -525,6 +585,133 @@ describe('top-k lists', () => {
     const lived = dumpLists(dir);
     const rebuilt = await rebuiltLists(replica, dir);
     expect(lived.postings.length).toBeGreaterThan(1000);
+    expectSameLines(rebuilt.terms, lived.terms, 'terms rebuilt');
+    expectSameLines(rebuilt.postings, lived.postings, 'postings rebuilt');
+  });
+
+  it('are the same whether segments merge at twos or never, with each removed row counted exactly', async () => {
+    // The same history into stores whose terms' segments merge as soon as two are of a tier,
+    // and never: a removed row's postings stay in unmerged segments and go in merged ones.
+    // Documents of new keys after the history: lists grown past their sizes at the deletes, so
+    // merges at twos reach the segments holding the removed rows.
+    const feedBoth = (replica: Replica) => {
+      const random = randomOf(seed);
+      const feed = new Feed(replica);
+      const final = feedHistory(feed, random, 1500);
+      const more = zipfCorpus(random, 1500, 2).map((doc) => ({ ...doc, key: `more-${doc.key}` }));
+      feed.docs(more, (i) => i % PARTITIONS);
+      return [...final, ...more];
+    };
+    const merging = tempReplica(2);
+    const never = tempReplica(1_000_000);
+    const docs = feedBoth(merging.replica);
+    feedBoth(never.replica);
+    const [merged, unmerged] = [dumpLists(merging.dir), dumpLists(never.dir)];
+    expect(merged.postings.length).toBeGreaterThan(1000);
+    expectSameLines(merged.terms, unmerged.terms, 'terms merged');
+    expectSameLines(merged.postings, unmerged.postings, 'postings merged');
+    const removedUnmerged = expectRemovedRowsCounted(never.dir);
+    const removedMerged = expectRemovedRowsCounted(merging.dir);
+    // Deletes and rewrites left removed rows; merges dropped most of their postings.
+    expect(removedUnmerged, `seed ${seed}`).toBeGreaterThan(100);
+    expect(removedMerged, `seed ${seed}`).toBeLessThan(removedUnmerged);
+    // Merging at twos: a segment a tier at most, a tier a doubling of postings (at most 1,500).
+    expect(segmentsOfTerms(merging.dir)[0], `seed ${seed}`).toBeLessThanOrEqual(11);
+    expect(segmentsOfTerms(never.dir)[0], `seed ${seed}`).toBeGreaterThan(11);
+    // And searches rank as FTS5 does through every segment, skipping the removed rows.
+    const common = [...frequencies(docs)].sort((a, b) => b[1] - a[1]).slice(0, 3);
+    for (const { dir } of [merging, never]) {
+      const db = openStore(dir);
+      try {
+        const table = openFtsTable(
+          db,
+          db
+            .prepare(
+              'SELECT t.id, t.settings FROM fts_tables t JOIN collection_tables c ' +
+                "ON c.table_id = t.id WHERE c.collection = 'docs'",
+            )
+            .get() as { id: number; settings: string },
+        );
+        const reads = new SearchReads(db, () => table);
+        const all = Array.from({ length: PARTITIONS }, (_, p) => p);
+        for (const [word] of common) {
+          const found = reads.search('docs', all, parseQuery(word, limits), DEPTH, 0);
+          expectSameTop(found.matches, ftsRanking(db, word).slice(0, DEPTH));
+        }
+        const two = `${common[0][0]} ${common[2][0]}`;
+        const found = reads.search('docs', all, parseQuery(two, limits), DEPTH, TOTAL_EXACT_MAX);
+        expectSameTop(found.matches, ftsRanking(db, two).slice(0, DEPTH));
+      } finally {
+        db.close();
+      }
+    }
+    const rebuilt = await rebuiltLists(merging.replica, merging.dir);
+    expectSameLines(rebuilt.postings, merged.postings, 'postings rebuilt');
+    expect(expectRemovedRowsCounted(merging.dir)).toBe(0);
+  });
+
+  it('have their segments merged by the background steps into one a term, the postings unchanged', async () => {
+    const { replica, dir } = tempReplica(2);
+    feedHistory(new Feed(replica, false), randomOf(seed), 1500);
+    const unmerged = dumpLists(dir);
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBeGreaterThan(11);
+    const logger = createLogger('test', 'silent');
+    const errors = vi.spyOn(logger, 'error');
+    const steps = new BackgroundSteps({
+      replica: () => replica,
+      stepDocsMax: 50,
+      stepMsMax: 5,
+      retryMsMax: 5_000,
+      merges: { quietMs: 0, writtenPercent: 0, stepMsMax: 5 },
+      paused: () => null,
+      onSwapped: () => undefined,
+      logger,
+    });
+    try {
+      steps.kick();
+      // Full tiers first, then (writes paused, any share written) each list whole.
+      await vi.waitFor(() => expect(segmentsOfTerms(dir)[0]).toBe(1), {
+        timeout: 20_000,
+        interval: 50,
+      });
+      expect(errors).not.toHaveBeenCalled();
+    } finally {
+      await steps.stop();
+    }
+    const merged = dumpLists(dir);
+    expectSameLines(merged.terms, unmerged.terms, 'terms merged');
+    expectSameLines(merged.postings, unmerged.postings, 'postings merged');
+    expectRemovedRowsCounted(dir);
+  });
+
+  it('drop the list of a term falling below listed_df_min, counting off its removed rows', async () => {
+    const { replica, dir } = tempReplica(1_000_000);
+    const feed = new Feed(replica);
+    feed.apply(SETTINGS_TOPIC, 0, [{ ...record({ key: 'docs', value: SETTINGS }) }]);
+    const doc = (i: number, body: string) => ({
+      key: `k${i}`,
+      value: { title: `t${i}`, body, n: i },
+    });
+    const held = Array.from({ length: LISTED_DF_MIN + 10 }, (_, i) =>
+      doc(i, `fading steady w${i}`),
+    );
+    const filler = Array.from({ length: LISTED_DF_MIN }, (_, i) => doc(100 + i, 'steady'));
+    feed.docs([...held, ...filler], () => 0);
+    // Five rows removed while 'fading' stays listed: each an entry counting its two postings.
+    feed.docs(
+      held.slice(0, 5).map(({ key }) => ({ key, value: null })),
+      () => 0,
+    );
+    expect(expectRemovedRowsCounted(dir)).toBe(5);
+    // Then 'fading' falls below the threshold: its list goes, and with it a posting of each.
+    feed.docs(
+      held.slice(5, 20).map(({ key }) => ({ key, value: null })),
+      () => 0,
+    );
+    const lived = dumpLists(dir);
+    expect(lived.terms.map((line) => line.split(' ')[0])).toEqual(['steady']);
+    expect(expectRemovedRowsCounted(dir)).toBe(20);
+    const rebuilt = await rebuiltLists(replica, dir);
     expectSameLines(rebuilt.terms, lived.terms, 'terms rebuilt');
     expectSameLines(rebuilt.postings, lived.postings, 'postings rebuilt');
   });

@@ -430,21 +430,38 @@ describe('re-index after a settings change: failures and restarts', () => {
         { title: 'banana', n: i % 7, tag: i % 2 === 0 ? 'x' : 'y' },
       ]),
     );
+    // Rewritten: 'banana' (in 1,100 rows) is listed, so each old version is a removed row there.
+    fed.apply(
+      'docs',
+      1,
+      Array.from({ length: 10 }, (_, i): [string, unknown] => [
+        `k${i}`,
+        { title: 'banana', n: 7, tag: 'x' },
+      ]),
+    );
     const db = (fed.replica.search as unknown as { db: import('better-sqlite3').Database }).db;
-    const SHARED = ['doc_rows', 'field_values', 'field_flags', 'sort_values'];
+    const SHARED = ['doc_rows', 'field_values', 'field_flags', 'sort_values', 'topk_removed'];
+    const count = (sql: string, tableId: number) => db.prepare(sql).pluck().get(tableId) as number;
+    const TOPK_BY_TERM = ['topk_segments', 'topk_blocks'];
     const rowsOf = (tableId: number) =>
       SHARED.reduce(
+        (n, name) => n + count(`SELECT count(*) FROM ${name} WHERE table_id = ?`, tableId),
+        count('SELECT count(*) FROM topk_terms WHERE table_id = ?', tableId),
+      ) +
+      TOPK_BY_TERM.reduce(
         (n, name) =>
           n +
-          (db
-            .prepare(`SELECT count(*) FROM ${name} WHERE table_id = ?`)
-            .pluck()
-            .get(tableId) as number),
+          count(
+            `SELECT count(*) FROM ${name} WHERE term_id IN ` +
+              '(SELECT id FROM topk_terms WHERE table_id = ?)',
+            tableId,
+          ),
         0,
       );
     const old = db.prepare('SELECT table_id FROM collection_tables').pluck().get() as number;
     const oldRows = rowsOf(old);
     expect(oldRows).toBeGreaterThan(3_000);
+    expect(count('SELECT count(*) FROM topk_removed WHERE table_id = ?', old)).toBe(10);
     fed.settings(SETTINGS[1]);
     fed.finish(2_000);
     const answered = answers(fed.replica);
