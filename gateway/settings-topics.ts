@@ -11,29 +11,37 @@ import type { LogClient } from '../shared/log-api.js';
 import type { TopicConfigs, TopicInfo } from '../shared/topics.js';
 import { type CatalogView, settingsTopics } from '../shared/view-catalog.js';
 
-export interface SettingsTopics {
-  /** The topic the name serves from now, then a rebuild's: each gets the settings record. */
+/** What a settings change of `name` writes, as the catalog read before it says. */
+export interface SettingsTarget {
+  name: string;
+  views: ReadonlyMap<string, CatalogView>;
+  /**
+   * The topic the name serves from now (whose settings a PATCH merges into), then a rebuild's,
+   * which serves next: each gets the settings record.
+   */
   topics: string[];
-  /** The serving topic as the log holds it after the change. */
-  served: TopicInfo;
 }
 
-export async function configureSettingsTopics(
-  log: LogClient,
+export function settingsTarget(
   views: ReadonlyMap<string, CatalogView>,
   name: string,
+): SettingsTarget {
+  return { name, views, topics: settingsTopics(views, name) };
+}
+
+/** Sets the target's topics' configs; the serving topic as the log holds it after the change. */
+export async function configureSettingsTopics(
+  log: LogClient,
+  { name, views, topics }: SettingsTarget,
   topicConfigs: Partial<TopicConfigs>,
   currentViews: () => Promise<ReadonlyMap<string, CatalogView>>,
-): Promise<SettingsTopics> {
-  const topics = settingsTopics(views, name);
-  if (!views.has(name)) {
-    return { topics, served: await log.ensureTopic(name, topicConfigs) };
-  }
+): Promise<TopicInfo> {
+  if (!views.has(name)) return log.ensureTopic(name, topicConfigs);
   try {
     const [served] = await Promise.all(
       topics.map((topic) => log.setTopicConfigs(topic, topicConfigs)),
     );
-    return { topics, served };
+    return served;
   } catch (error) {
     if (!isUnknownTopic(error)) throw error;
     const now = await currentViews();
