@@ -12,6 +12,7 @@ import { answerLogPort, PortLogClient } from '../../shared/port-log-client.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { readSettingsVersions } from '../../gateway/settings-reader.js';
+import { interceptLog } from '../harness/index.js';
 import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
 
 const PARTITIONS = 2;
@@ -85,15 +86,16 @@ describe('a settings change racing the retirement of a view topic', () => {
       armed = false;
       await retire();
     };
-    const wrapped: LogClient = Object.create(log.client) as LogClient;
-    wrapped.ensureTopic = async (name, configs) => {
-      await before(name);
-      return log.client.ensureTopic(name, configs);
-    };
-    wrapped.setTopicConfigs = async (name, configs) => {
-      await before(name);
-      return log.client.setTopicConfigs(name, configs);
-    };
+    const wrapped = interceptLog(log.client, {
+      ensureTopic: async (name, configs) => {
+        await before(name);
+        return log.client.ensureTopic(name, configs);
+      },
+      setTopicConfigs: async (name, configs) => {
+        await before(name);
+        return log.client.setTopicConfigs(name, configs);
+      },
+    });
     return { log: wrapped, arm: () => void (armed = true) };
   }
 

@@ -18,8 +18,6 @@ import {
 } from '../../views/view-task.js';
 import { tempDir } from '../harness/temp-dir.js';
 
-export { interceptLog } from '../harness/intercept-log.js';
-
 export interface ViewTaskRig {
   node: OpenLogNode;
   /** Appends one document of the source per key, in turn. */
