@@ -9,7 +9,7 @@
 import { isUnknownTopic, notFound, TailbaseError } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
 import type { TopicConfigs, TopicInfo } from '../shared/topics.js';
-import { type CatalogView, settingsTopics } from '../shared/view-catalog.js';
+import { type CatalogView, settingsTopics, viewOfTopic } from '../shared/view-catalog.js';
 
 /** What a settings change of `name` writes, as the catalog read before it says. */
 export interface SettingsTarget {
@@ -22,10 +22,30 @@ export interface SettingsTarget {
   topics: string[];
 }
 
+/**
+ * 409 `view_read_only` for the topic of one of a view's versions (serving, rebuilding or retired),
+ * as writes to it are: a name the collection pattern allows, so without this it would be taken
+ * for a collection's and created again once a retired version was deleted. A view's settings are
+ * set by its name, which reaches every version that serves or will.
+ */
 export function settingsTarget(
   views: ReadonlyMap<string, CatalogView>,
   name: string,
 ): SettingsTarget {
+  if (!views.has(name)) {
+    const owner =
+      viewOfTopic(views, name) ??
+      [...views.values()].find((view) => view.retired.includes(name)) ??
+      null;
+    if (owner !== null) {
+      throw new TailbaseError(
+        409,
+        'view_read_only',
+        `${name} is a topic of view ${owner.view.name}: set the view's settings by its name`,
+        { collection: name, view: owner.view.name },
+      );
+    }
+  }
   return { name, views, topics: settingsTopics(views, name) };
 }
 
