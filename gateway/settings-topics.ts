@@ -4,7 +4,7 @@
  * would create it. A view's versions' topics never are: between the read of the catalog and the
  * call, a swap (or a new definition replacing a rebuild) may have retired one, and creating it
  * again would leave a topic that nothing serves, tails or drops. Such a change is refused whole,
- * before any settings record is written.
+ * before any settings record is written (the configs of its other topics may have been set).
  */
 import { isUnknownTopic, notFound, TailbaseError } from '../shared/errors.js';
 import type { LogClient } from '../shared/log-api.js';
@@ -57,25 +57,29 @@ export async function configureSettingsTopics(
   currentViews: () => Promise<ReadonlyMap<string, CatalogView>>,
 ): Promise<TopicInfo> {
   if (!views.has(name)) return log.ensureTopic(name, topicConfigs);
-  try {
-    const [served] = await Promise.all(
-      topics.map((topic) => log.setTopicConfigs(topic, topicConfigs)),
-    );
-    return served;
-  } catch (error) {
-    if (!isUnknownTopic(error)) throw error;
-    const now = await currentViews();
-    if (!now.has(name)) {
-      throw notFound('collection_not_found', `no collection ${name}: the view was dropped`, {
-        collection: name,
-      });
-    }
-    throw new TailbaseError(
-      409,
-      'view_topic_retired',
-      `the topic of view ${name} was retired (a swap, a new definition, a drop) while its ` +
-        `settings were written; nothing was written: send them again`,
-      { collection: name, topics, topicsNow: settingsTopics(now, name) },
-    );
+  // Every call settled before deciding: one refused must not answer while another still runs.
+  const settled = await Promise.allSettled(
+    topics.map((topic) => log.setTopicConfigs(topic, topicConfigs)),
+  );
+  const failures = settled.flatMap((result) =>
+    result.status === 'rejected' ? [result.reason as unknown] : [],
+  );
+  if (failures.length === 0) return (settled[0] as PromiseFulfilledResult<TopicInfo>).value;
+  const other = failures.find((error) => !isUnknownTopic(error));
+  if (other !== undefined) throw other;
+  const configsSet = topics.filter((_, i) => settled[i].status === 'fulfilled');
+  const now = await currentViews();
+  if (!now.has(name)) {
+    throw notFound('collection_not_found', `no collection ${name}: the view was dropped`, {
+      collection: name,
+    });
   }
+  throw new TailbaseError(
+    409,
+    'view_topic_retired',
+    `the topic of view ${name} was retired (a swap, a new definition, a drop) while its ` +
+      `settings were written: the configs may have been set on its other topics (configsSet), ` +
+      `and the settings record was not written: send them again`,
+    { collection: name, topics, topicsNow: settingsTopics(now, name), configsSet },
+  );
 }

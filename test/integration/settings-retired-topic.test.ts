@@ -154,6 +154,57 @@ describe('a settings change racing the retirement of a view topic', () => {
   });
 });
 
+describe('a settings change of a view whose serving topic is retired while its rebuild is set', () => {
+  it("answers once the rebuild's configs call is done, saying they may be set and nothing was written", async () => {
+    const view = 'by_city';
+    const delayMs = 200;
+    let serving: string | undefined;
+    let landed = false;
+    const shaped = interceptLog(log.client, {
+      setTopicConfigs: async (name, configs) => {
+        if (serving === undefined) return log.client.setTopicConfigs(name, configs);
+        if (name === serving) {
+          await log.client.deleteTopic(name);
+          return log.client.setTopicConfigs(name, configs);
+        }
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        const info = await log.client.setTopicConfigs(name, configs);
+        landed = true;
+        return info;
+      },
+    });
+    const { app } = await gatewayApp(shaped, [], { logUrls: [log.url] });
+    await log.client.ensureTopic('orders');
+    for (const n of ['count()', 'sum(amount)']) {
+      const put = await app.request(`/v1/views/${view}`, {
+        method: 'PUT',
+        body: JSON.stringify({ ...DEFINITION, aggregates: { n } }),
+      });
+      expect(put.status).toBe(200);
+    }
+    const rebuilding = (await names(log.client)).find((name) => name.startsWith(`${view}--`))!;
+    const settingsBefore = await readSettingsVersions(log.client, READ_BYTES_MAX);
+    serving = view;
+    const answer = await app.request(`/v1/collections/${view}/settings`, {
+      method: 'PATCH',
+      body: JSON.stringify({ retentionMs: 60_000 }),
+    });
+    expect(landed).toBe(true);
+    expect(answer.status).toBe(409);
+    const { error } = (await answer.json()) as { error: { code: string; message: string } };
+    expect(error).toMatchObject({ code: 'view_topic_retired', configsSet: [rebuilding] });
+    expect(error.message).toMatch(/may have been set/);
+    expect(error.message).toMatch(/settings record was not written/);
+    const configs = (await log.client.topics()).find((t) => t.name === rebuilding)?.configs;
+    expect(configs?.retentionMs).toBe(60_000);
+    expect(await readSettingsVersions(log.client, READ_BYTES_MAX)).toEqual(settingsBefore);
+
+    serving = undefined;
+    const dropped = await app.request(`/v1/views/${view}`, { method: 'DELETE' });
+    expect(dropped.status).toBe(200);
+  });
+});
+
 describe("settings sent to a view's version topic by its name", () => {
   it('409 view_read_only for a rebuild and a retired version: nothing created, nothing written', async () => {
     const view = 'by_region';
