@@ -43,6 +43,8 @@ export interface FeedFencesParts {
   signal: AbortSignal;
   /** Hears how many records below a feed's start each count read. */
   counted(records: number): void;
+  /** Hears each such read begin (1) and end (-1): the gateway sums them for /v1/status. */
+  reading(delta: 1 | -1): void;
 }
 
 export class FeedFences {
@@ -66,7 +68,17 @@ export class FeedFences {
 
   constructor(private readonly parts: FeedFencesParts) {
     const slots = new CallSlots(parts.readsMax);
-    this.slotted = { read: (...args) => slots.run(() => parts.log.read(...args)) };
+    this.slotted = {
+      read: (...args) =>
+        slots.run(async () => {
+          parts.reading(1);
+          try {
+            return await parts.log.read(...args);
+          } finally {
+            parts.reading(-1);
+          }
+        }),
+    };
   }
 
   /**

@@ -97,7 +97,13 @@ function watchedReads(client: LogClient) {
 describe("a feed's epoch counts", () => {
   it(`hold at most ${READS_MAX} reads of ${READ_BYTES_MAX} bytes over ${PARTITIONS} partitions`, async () => {
     const { watched, seen } = watchedReads(log.client);
-    const takes = await countAll(watched, READ_BYTES_MAX);
+    const gauge = { inFlight: 0, inFlightMax: 0 };
+    const takes = await countAll(watched, READ_BYTES_MAX, (delta) => {
+      gauge.inFlight += delta;
+      gauge.inFlightMax = Math.max(gauge.inFlightMax, gauge.inFlight);
+    });
+    // What /v1/status reports: the reads as the log saw them, none left once the counts end.
+    expect(gauge).toEqual({ inFlight: 0, inFlightMax: READS_MAX });
     expect(seen.reads).toBeGreaterThanOrEqual(PARTITIONS);
     expect(seen.inFlightMax).toBe(READS_MAX);
     expect(seen.bytesMax).toBeLessThanOrEqual(READS_MAX * READ_BYTES_MAX);
@@ -119,7 +125,11 @@ describe("a feed's epoch counts", () => {
 });
 
 /** Every partition's count begun in the same turn, as a feed's read answer begins them. */
-async function countAll(watched: LogClient, readBytesMax: number) {
+async function countAll(
+  watched: LogClient,
+  readBytesMax: number,
+  reading: (delta: 1 | -1) => void = () => undefined,
+) {
   const fences = new FeedFences({
     log: watched,
     views: new ViewCatalog(log.client, READ_BYTES_MAX),
@@ -129,6 +139,7 @@ async function countAll(watched: LogClient, readBytesMax: number) {
     readsMax: READS_MAX,
     signal: new AbortController().signal,
     counted: () => undefined,
+    reading,
   });
   const start = EPOCHS.length - 1;
   const firsts = await Promise.all(
