@@ -5,7 +5,9 @@
 // UNKNOWN_TOPIC_OR_PARTITION); and that a settings PATCH of a
 // view whose topic a swap retired between the gateway's read of the catalog and its call to the
 // log is refused (409, or 404 once the view is gone) with the topic still gone and no settings
-// record written, while a collection's first settings still create its topic; and that the
+// record written, while a collection's first settings still create its topic, and the refusal
+// comes only once the calls for the view's other topics have settled (their configs may be set,
+// which it says); and that the
 // topics of a view's versions, which are valid collection names, are refused 409 as writes to them
 // are (a retired one, deleted, is never created again).
 import { MessageChannel } from 'node:worker_threads';
