@@ -341,6 +341,7 @@ async function openFeed(
       readsMax: config.limits.feedEpochReadsMax,
       signal: stop.signal,
       counted: (records) => services.metrics.feedEpochRecords.inc(records),
+      reading: (delta) => (services.feedEpochReads.inFlight += delta),
     });
     /**
      * Sends what one topic-partition's read holds past `offset`, but the records `keptOf` (each

@@ -43,6 +43,8 @@ export interface FeedFencesParts {
   signal: AbortSignal;
   /** Hears how many records below a feed's start each count read. */
   counted(records: number): void;
+  /** Hears each such read begin (1) and end (-1): the gateway sums them for /v1/status. */
+  reading(delta: 1 | -1): void;
 }
 
 export class FeedFences {
@@ -56,10 +58,27 @@ export class FeedFences {
    * partitions begin theirs at once): one listing of every topic serves them all.
    */
   private listing: Promise<readonly PartitionOffsets[]> | null = null;
-  private readonly reads: CallSlots;
+  /**
+   * The log's reads, each in a slot of `readsMax`: a slot per read, not per count, so counts
+   * begun together move forward together, a count's first read waits for others' reads but never
+   * for their whole counts (its log start, chosen before, ages only as long), and they end
+   * together, their checks of the incarnation sharing a read of the topics.
+   */
+  private readonly slotted: Pick<LogClient, 'read'>;
 
   constructor(private readonly parts: FeedFencesParts) {
-    this.reads = new CallSlots(parts.readsMax);
+    const slots = new CallSlots(parts.readsMax);
+    this.slotted = {
+      read: (...args) =>
+        slots.run(async () => {
+          parts.reading(1);
+          try {
+            return await parts.log.read(...args);
+          } finally {
+            parts.reading(-1);
+          }
+        }),
+    };
   }
 
   /**
@@ -144,19 +163,17 @@ export class FeedFences {
       );
     let reached: number;
     try {
-      reached = await this.reads.run(() =>
-        readPartitionRange(
-          log,
-          { topic, partition },
-          from.next,
-          until,
-          { readBytesMax: this.parts.readBytesMax, signal: this.parts.signal },
-          (record) => {
-            if (record.offset >= until) return;
-            counted += 1;
-            greatest = epochAfter(record, greatest).epoch;
-          },
-        ),
+      reached = await readPartitionRange(
+        this.slotted,
+        { topic, partition },
+        from.next,
+        until,
+        { readBytesMax: this.parts.readBytesMax, signal: this.parts.signal },
+        (record) => {
+          if (record.offset >= until) return;
+          counted += 1;
+          greatest = epochAfter(record, greatest).epoch;
+        },
       );
     } catch (error) {
       // Retention moved the log start past the one read first: read again from the new one.

@@ -43,6 +43,8 @@ export interface GatewayServices {
   feeds: Set<AbortController>;
   /** The change feeds' counts of views' partitions' epochs (feed-epochs.ts). */
   feedEpochs: FeedEpochs;
+  /** Their reads below the feeds' starts in flight now, all feeds together (memory-bounds.ts). */
+  feedEpochReads: { inFlight: number };
 }
 
 export function createGatewayServices(
@@ -89,6 +91,7 @@ export function createGatewayServices(
     viewProcessing,
     feeds: new Set(),
     feedEpochs: new FeedEpochs(config.limits.feedEpochPartitionsMax),
+    feedEpochReads: { inFlight: 0 },
   };
 }
 

@@ -43,7 +43,7 @@ export async function readInternalTopic(
  * to read, below `until` when a read answered nothing there (the caller decides what that means).
  */
 export async function readPartitionRange(
-  log: LogClient,
+  log: Pick<LogClient, 'read'>,
   { topic, partition }: { topic: string; partition: number },
   from: number,
   until: number,

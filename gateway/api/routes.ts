@@ -74,7 +74,7 @@ const ndjson = (description: string) => ({
 const SETTINGS_ERRORS = errors(WRITE_ERRORS, {
   400: ['invalid_json', 'invalid_settings', 'invalid_topic_config'],
   404: ['collection_not_found'],
-  409: ['collection_id_collision', 'view_topic_retired'],
+  409: ['collection_id_collision', 'view_topic_retired', VIEW_READ_ONLY],
   413: ['settings_too_large'],
   503: [OUTCOME_UNKNOWN],
 });

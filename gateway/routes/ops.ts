@@ -20,7 +20,7 @@ import { viewRows } from '../view-status.js';
 import { parseApplyWait, waitApplied } from '../wait-applied.js';
 import { parseSettings, parseSettingsPatch, type SettingsRequest } from '../settings.js';
 import { readCollectionSettings, readSearchSettings } from '../settings-reader.js';
-import { configureSettingsTopics } from '../settings-topics.js';
+import { configureSettingsTopics, settingsTarget } from '../settings-topics.js';
 import { decodeUtf8, parseJson, readBody, strictQuery } from '../validation.js';
 import { declaredRoutes } from './declared.js';
 import { docTarget } from './docs.js';
@@ -39,9 +39,8 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
     const { collection: name, query } = docTarget(c, services);
     const sent = requestToken(c, query, services);
     const waitMs = parseApplyWait(query, services);
-    // A view's settings go to its serving version's topic, and to a rebuild's: it serves next.
-    const views = await services.views.current();
-    const [collection] = settingsTopics(views, name);
+    const target = settingsTarget(await services.views.current(), name);
+    const [collection] = target.topics;
     const body = await readBody(
       c,
       config.limits.settingsBytesMax,
@@ -52,10 +51,10 @@ export function opsRoutes(app: Hono, services: GatewayServices, guard: ScopeGuar
       parseJson(decodeUtf8(body, 'settings'), 'settings'),
       collection,
     );
-    const { topics, served } = await configureSettingsTopics(log, views, name, topicConfigs, () =>
+    const served = await configureSettingsTopics(log, target, topicConfigs, () =>
       services.views.current(),
     );
-    const records = topics.map((key) => ({
+    const records = target.topics.map((key) => ({
       key,
       value: Buffer.from(JSON.stringify(settings)),
       timestampMs: Date.now(),

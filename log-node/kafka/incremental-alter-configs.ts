@@ -22,7 +22,11 @@ export function incrementalAlterConfigsHandler({
   topicConfigDefaults,
 }: HandlerDeps): KafkaHandler {
   return async (body: IncrementalAlterConfigsRequest, context: KafkaRequestContext) => {
-    const existing = new Set((await log.topics()).map((topic) => topic.name));
+    // A change learns of a missing topic from setTopicConfigs (UNKNOWN_TOPIC_OR_PARTITION through
+    // kafkaErrorCode); validateOnly changes nothing, so only it needs the listing to say so.
+    const listed = body.validateOnly
+      ? new Set((await log.topics()).map((topic) => topic.name))
+      : null;
     const responses = [];
     for (const resource of body.resources) responses.push(await alter(resource));
     return { throttleTimeMs: 0, responses };
@@ -43,7 +47,7 @@ export function incrementalAlterConfigsHandler({
       if (resourceType !== RESOURCE_TOPIC) {
         return answer(ErrorCode.INVALID_REQUEST, 'only topic configs can be altered');
       }
-      if (!existing.has(resourceName)) {
+      if (listed !== null && !listed.has(resourceName)) {
         return answer(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${resourceName} does not exist`);
       }
       const defaults = topicConfigDefaults(resourceName);
@@ -66,7 +70,7 @@ export function incrementalAlterConfigsHandler({
       if (!parsed.ok) return answer(ErrorCode.INVALID_CONFIG, parsed.message);
       if (body.validateOnly) return answer(ErrorCode.NONE, null);
       try {
-        // Not ensureTopic: a topic dropped since the listing above must not be created again.
+        // Not ensureTopic: a topic missing (or dropped meanwhile) must not be created here.
         await log.setTopicConfigs(resourceName, { ...reset, ...parsed.configs });
         return answer(ErrorCode.NONE, null);
       } catch (error) {

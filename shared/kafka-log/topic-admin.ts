@@ -273,7 +273,9 @@ export class TopicAdmin extends ClientPart {
    * a Kafka broker forwards to its controller and the others answer TOPIC_ALREADY_EXISTS).
    */
   async ensureTopic(name: string, configs: Partial<TopicConfigs> = {}): Promise<TopicInfo> {
-    if (this.verification === 'unverifiable') return this.ensureUnverified(name, configs);
+    if (this.verification === 'unverifiable') {
+      return this.ensureUnverified(name, configs, () => this.uncreatable(name));
+    }
     const snapshot = await this.metadata.current();
     const internal = isInternalTopic(name);
     const numPartitions = internal ? INTERNAL_TOPIC_PARTITIONS : await this.collectionPartitions();
@@ -290,8 +292,7 @@ export class TopicAdmin extends ClientPart {
         value: String(this.config.safety.minInsyncReplicas),
       });
     }
-    const brokers =
-      snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
+    const brokers = this.brokersOf(snapshot);
     const answers = await Promise.all(
       brokers.map((address) =>
         this.pool.connection(address).request(
@@ -331,10 +332,7 @@ export class TopicAdmin extends ClientPart {
         ),
       );
     }
-    const refreshed = await this.metadata.refresh();
-    await this.checkTopics(refreshed, [name]);
-    const [info] = await this.describe(refreshed, [name]);
-    return info;
+    return this.describeOne(name);
   }
 
   /**
@@ -343,25 +341,16 @@ export class TopicAdmin extends ClientPart {
    * the topic answers IncrementalAlterConfigs UNKNOWN_TOPIC_OR_PARTITION: the contract's 404.
    */
   async setTopicConfigs(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
-    if (this.verification === 'unverifiable') {
-      const snapshot = await this.metadata.refresh();
-      if (!snapshot.topics.has(name)) throw noSuchTopic(wireName(this.config, name));
-      return this.ensureUnverified(name, configs);
-    }
+    const missing = () => noSuchTopic(wireName(this.config, name));
+    if (this.verification === 'unverifiable') return this.ensureUnverified(name, configs, missing);
     const entries = configEntriesOf(configs);
     if (entries.length > 0) {
-      const snapshot = await this.metadata.current();
-      const brokers =
-        snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
+      const brokers = this.brokersOf(await this.metadata.current());
       await Promise.all(
         brokers.map((address) => this.alterConfigs(address, wireName(this.config, name), entries)),
       );
     }
-    const refreshed = await this.metadata.refresh();
-    if (!refreshed.topics.has(name)) throw noSuchTopic(wireName(this.config, name));
-    await this.checkTopics(refreshed, [name]);
-    const [info] = await this.describe(refreshed, [name]);
-    return info;
+    return this.describeOne(name, missing);
   }
 
   /**
@@ -370,9 +359,7 @@ export class TopicAdmin extends ClientPart {
    * already gone). Missing everywhere is the log contract's 404.
    */
   async deleteTopic(name: string): Promise<void> {
-    const snapshot = await this.metadata.current();
-    const brokers =
-      snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
+    const brokers = this.brokersOf(await this.metadata.current());
     const answers = await Promise.all(
       brokers.map((address) =>
         this.pool
@@ -408,18 +395,14 @@ export class TopicAdmin extends ClientPart {
 
   /**
    * On a cluster without CreateTopics: a topic that exists, checked as far as Metadata says; one
-   * that does not is an error naming what to create.
+   * that does not is `missing()` (ensureTopic's names what to create, setTopicConfigs' is 404).
    */
-  private async ensureUnverified(name: string, configs: Partial<TopicConfigs>): Promise<TopicInfo> {
-    const snapshot = await this.metadata.refresh();
-    if (!snapshot.topics.has(name)) {
-      throw new TailbaseError(
-        502,
-        'topics_unverified',
-        `topic ${wireName(this.config, name)} does not exist and the Kafka cluster has no CreateTopics: create it (replication factor ${this.config.safety.replicationFactor}, ${MIN_INSYNC_REPLICAS} ${this.config.safety.minInsyncReplicas})`,
-        { topic: wireName(this.config, name) },
-      );
-    }
+  private async ensureUnverified(
+    name: string,
+    configs: Partial<TopicConfigs>,
+    missing: () => TailbaseError,
+  ): Promise<TopicInfo> {
+    const info = await this.describeOne(name, missing);
     if (Object.values(configs).some((value) => value !== undefined)) {
       throw new TailbaseError(
         502,
@@ -428,9 +411,35 @@ export class TopicAdmin extends ClientPart {
         { topic: wireName(this.config, name) },
       );
     }
+    return info;
+  }
+
+  /**
+   * The topic as a fresh Metadata and DescribeConfigs hold it, checked (topic-safety.ts); when
+   * `missing` is given, a topic absent from Metadata is that error rather than whatever the
+   * check or the describe would make of it.
+   */
+  private async describeOne(name: string, missing?: () => TailbaseError): Promise<TopicInfo> {
+    const snapshot = await this.metadata.refresh();
+    if (missing !== undefined && !snapshot.topics.has(name)) throw missing();
     await this.checkTopics(snapshot, [name]);
     const [info] = await this.describe(snapshot, [name]);
     return info;
+  }
+
+  /** A missing topic where the cluster has no CreateTopics: what to create, and how. */
+  private uncreatable(name: string): TailbaseError {
+    return new TailbaseError(
+      502,
+      'topics_unverified',
+      `topic ${wireName(this.config, name)} does not exist and the Kafka cluster has no CreateTopics: create it (replication factor ${this.config.safety.replicationFactor}, ${MIN_INSYNC_REPLICAS} ${this.config.safety.minInsyncReplicas})`,
+      { topic: wireName(this.config, name) },
+    );
+  }
+
+  /** The brokers a topic admin request goes to: every one Metadata names, else the bootstrap. */
+  private brokersOf(snapshot: MetadataSnapshot): readonly BrokerAddress[] {
+    return snapshot.brokers.size > 0 ? [...snapshot.brokers.values()] : this.config.bootstrap;
   }
 
   /**

@@ -69,6 +69,7 @@ function feedOn(epochs: FeedEpochs) {
     readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
     signal: new AbortController().signal,
     counted: () => undefined,
+    reading: () => undefined,
   });
 }
 

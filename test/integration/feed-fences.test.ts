@@ -75,6 +75,7 @@ function feedOn(epochs: FeedEpochs, incarnations: CollectionIncarnations) {
     readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
     signal: new AbortController().signal,
     counted: (records) => (tally.counted += records),
+    reading: () => undefined,
   });
   return { fences, tally };
 }
@@ -135,6 +136,7 @@ describe('FeedFences', () => {
       readsMax: DEFAULT_LIMITS.feedEpochReadsMax,
       signal: new AbortController().signal,
       counted: () => undefined,
+      reading: () => undefined,
     });
     const first = await recordAt(VIEW, 3);
     await expect(fences.kept(VIEW, 0, [[first]])).rejects.toMatchObject({

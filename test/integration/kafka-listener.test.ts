@@ -587,7 +587,7 @@ describe('SASL/PLAIN with the API keys', () => {
     // A topic's configs change with the admin scope only.
     const { client } = kafka.node;
     await client.ensureTopic('altered');
-    const alter = async (key: string) =>
+    const alter = async (key: string, resourceName = 'altered', validateOnly = false) =>
       (
         await (
           await as(key)
@@ -595,11 +595,11 @@ describe('SASL/PLAIN with the API keys', () => {
           resources: [
             {
               resourceType: 2,
-              resourceName: 'altered',
+              resourceName,
               configs: [{ name: 'retention.ms', configOperation: 0, value: '60000' }],
             },
           ],
-          validateOnly: false,
+          validateOnly,
         })
       ).responses[0].errorCode;
     expect(await alter('writer-key-0123456789')).toBe(ErrorCode.TOPIC_AUTHORIZATION_FAILED);
@@ -608,6 +608,13 @@ describe('SASL/PLAIN with the API keys', () => {
     expect(await topic()).not.toBe(60_000);
     expect(await alter('admin-key-01234567890')).toBe(ErrorCode.NONE);
     expect(await topic()).toBe(60_000);
+    // A missing topic is named so, checked or changed, and not created.
+    for (const validateOnly of [true, false]) {
+      expect(await alter('admin-key-01234567890', 'never-made', validateOnly)).toBe(
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+      );
+    }
+    expect((await client.topics()).map((t) => t.name)).not.toContain('never-made');
   });
 
   it('listening off loopback without API keys is refused at start', async () => {

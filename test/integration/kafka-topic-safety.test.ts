@@ -11,6 +11,7 @@ import { spawnEmbedded } from '../harness/embedded.js';
 import { mockClusterAvailable, startMockCluster, type MockCluster } from '../harness/kafka-mock.js';
 import { TAILBASE_BIN } from '../harness/spawn-node.js';
 import { tempDir } from '../harness/temp-dir.js';
+import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { call } from './gateway-harness.js';
 
 /** How long a start that must fail may take: it fails on its first Metadata. */
@@ -101,6 +102,36 @@ describe.skipIf(!mockClusterAvailable())("topic settings on librdkafka's mock cl
     cleanups.push(() => embedded.stop());
     const put = await call(embedded.url, 'PUT', '/v1/collections/orders/docs/o1', { n: 1 });
     expect(put.status).toBe(200);
+  });
+
+  it('setTopicConfigs where the cluster has no CreateTopics: 404 for a missing topic, configs refused', async () => {
+    const cluster = await mock(3, 'topic orders 3 3', 'topic __tailbase_settings 1 3');
+    const log = await KafkaLogClient.connect({
+      bootstrap: cluster.bootstrap.split(','),
+      allowUnverifiedTopics: true,
+    });
+    cleanups.push(() => log.close());
+    const failure = (call: Promise<unknown>) =>
+      call.then(
+        () => null,
+        (e: unknown) => e,
+      );
+    expect((await log.setTopicConfigs('orders', {})).partitions).toBe(3);
+    for (const configs of [{}, { retentionMs: 60_000 }]) {
+      expect(await failure(log.setTopicConfigs('absent', configs))).toMatchObject({
+        status: 404,
+        code: 'unknown_topic',
+      });
+    }
+    expect(await failure(log.setTopicConfigs('orders', { retentionMs: 60_000 }))).toMatchObject({
+      status: 502,
+      code: 'log_unsupported',
+    });
+    expect(await failure(log.ensureTopic('absent'))).toMatchObject({
+      status: 502,
+      code: 'topics_unverified',
+    });
+    expect((await log.topics()).map((topic) => topic.name)).not.toContain('absent');
   });
 
   it('refuses the first write to a collection whose topic another made unlike the others', async () => {

@@ -5,7 +5,7 @@
  * search store (the apply thread's, the key reader's and each read thread's) under those bounds as
  * SQLite reads them back (PRAGMA cache_size and mmap_size on that very connection); without the
  * flags, SQLite's defaults. Each other cache is named with the flag that bounds it, the
- * gateway's (queued writes, change feeds, their epoch counts) too.
+ * gateway's (queued writes, change feeds, their epoch counts, each feed's reads for them) too.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
@@ -91,7 +91,7 @@ describe('memory bounded by configuration', () => {
     expect(lmdb?.current).toBeGreaterThan(0);
   });
 
-  it("names the gateway's queued writes, change feeds and their epoch counts with their flags' limits", async () => {
+  it("names the gateway's queued writes, change feeds, their epoch counts and reads with their flags' limits", async () => {
     const { gateway } = await statusOf([
       '--pending-bytes-max',
       '5000000',
@@ -99,11 +99,20 @@ describe('memory bounded by configuration', () => {
       '7',
       '--feed-epoch-partitions-max',
       '9',
+      '--feed-epoch-reads-max',
+      '5',
     ]);
     expect(gateway).toEqual([
       expect.objectContaining({ flag: 'pending-bytes-max', limit: 5_000_000, current: 0 }),
       expect.objectContaining({ flag: 'feeds-max', limit: 7, current: 0 }),
       expect.objectContaining({ flag: 'feed-epoch-partitions-max', limit: 9, current: 0 }),
+      expect.objectContaining({
+        flag: 'feed-epoch-reads-max',
+        limit: 5,
+        current: 0,
+        unit: 'reads',
+        scope: expect.stringMatching(/^each change feed/),
+      }),
     ]);
   });
 

@@ -5,13 +5,18 @@
 // UNKNOWN_TOPIC_OR_PARTITION); and that a settings PATCH of a
 // view whose topic a swap retired between the gateway's read of the catalog and its call to the
 // log is refused (409, or 404 once the view is gone) with the topic still gone and no settings
-// record written, while a collection's first settings still create its topic.
+// record written, while a collection's first settings still create its topic, and the refusal
+// comes only once the calls for the view's other topics have settled (their configs may be set,
+// which it says); and that the
+// topics of a view's versions, which are valid collection names, are refused 409 as writes to them
+// are (a retired one, deleted, is never created again).
 import { MessageChannel } from 'node:worker_threads';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { answerLogPort, PortLogClient } from '../../shared/port-log-client.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { TailbaseError } from '../../shared/errors.js';
 import { readSettingsVersions } from '../../gateway/settings-reader.js';
+import { interceptLog } from '../harness/index.js';
 import { gatewayApp, startLog, type LogFixture } from './gateway-harness.js';
 
 const PARTITIONS = 2;
@@ -85,15 +90,16 @@ describe('a settings change racing the retirement of a view topic', () => {
       armed = false;
       await retire();
     };
-    const wrapped: LogClient = Object.create(log.client) as LogClient;
-    wrapped.ensureTopic = async (name, configs) => {
-      await before(name);
-      return log.client.ensureTopic(name, configs);
-    };
-    wrapped.setTopicConfigs = async (name, configs) => {
-      await before(name);
-      return log.client.setTopicConfigs(name, configs);
-    };
+    const wrapped = interceptLog(log.client, {
+      ensureTopic: async (name, configs) => {
+        await before(name);
+        return log.client.ensureTopic(name, configs);
+      },
+      setTopicConfigs: async (name, configs) => {
+        await before(name);
+        return log.client.setTopicConfigs(name, configs);
+      },
+    });
     return { log: wrapped, arm: () => void (armed = true) };
   }
 
@@ -147,5 +153,97 @@ describe('a settings change racing the retirement of a view topic', () => {
     const fresh = await patch(app, 'fresh');
     expect(fresh.status).toBe(200);
     expect(await names(log.client)).toContain('fresh');
+  });
+});
+
+describe('a settings change of a view whose serving topic is retired while its rebuild is set', () => {
+  it("answers once the rebuild's configs call is done, saying they may be set and nothing was written", async () => {
+    const view = 'by_city';
+    const delayMs = 200;
+    let serving: string | undefined;
+    let landed = false;
+    const shaped = interceptLog(log.client, {
+      setTopicConfigs: async (name, configs) => {
+        if (serving === undefined) return log.client.setTopicConfigs(name, configs);
+        if (name === serving) {
+          await log.client.deleteTopic(name);
+          return log.client.setTopicConfigs(name, configs);
+        }
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        const info = await log.client.setTopicConfigs(name, configs);
+        landed = true;
+        return info;
+      },
+    });
+    const { app } = await gatewayApp(shaped, [], { logUrls: [log.url] });
+    await log.client.ensureTopic('orders');
+    for (const n of ['count()', 'sum(amount)']) {
+      const put = await app.request(`/v1/views/${view}`, {
+        method: 'PUT',
+        body: JSON.stringify({ ...DEFINITION, aggregates: { n } }),
+      });
+      expect(put.status).toBe(200);
+    }
+    const rebuilding = (await names(log.client)).find((name) => name.startsWith(`${view}--`))!;
+    const settingsBefore = await readSettingsVersions(log.client, READ_BYTES_MAX);
+    serving = view;
+    const answer = await app.request(`/v1/collections/${view}/settings`, {
+      method: 'PATCH',
+      body: JSON.stringify({ retentionMs: 60_000 }),
+    });
+    expect(landed).toBe(true);
+    expect(answer.status).toBe(409);
+    const { error } = (await answer.json()) as { error: { code: string; message: string } };
+    expect(error).toMatchObject({ code: 'view_topic_retired', configsSet: [rebuilding] });
+    expect(error.message).toMatch(/may have been set/);
+    expect(error.message).toMatch(/settings record was not written/);
+    const configs = (await log.client.topics()).find((t) => t.name === rebuilding)?.configs;
+    expect(configs?.retentionMs).toBe(60_000);
+    expect(await readSettingsVersions(log.client, READ_BYTES_MAX)).toEqual(settingsBefore);
+
+    serving = undefined;
+    const dropped = await app.request(`/v1/views/${view}`, { method: 'DELETE' });
+    expect(dropped.status).toBe(200);
+  });
+});
+
+describe("settings sent to a view's version topic by its name", () => {
+  it('409 view_read_only for a rebuild and a retired version: nothing created, nothing written', async () => {
+    const view = 'by_region';
+    const { app } = await gatewayApp(log.client, [], { logUrls: [log.url] });
+    await log.client.ensureTopic('orders');
+    const versions: string[] = [];
+    for (const n of ['count()', 'sum(amount)', 'max(amount)']) {
+      const before = await names(log.client);
+      const put = await app.request(`/v1/views/${view}`, {
+        method: 'PUT',
+        body: JSON.stringify({ ...DEFINITION, aggregates: { n } }),
+      });
+      expect(put.status).toBe(200);
+      versions.push(...(await names(log.client)).filter((name) => !before.includes(name)));
+    }
+    // The view's own topic, the first rebuild's (retired by the second) and the second's.
+    expect(versions).toHaveLength(3);
+    const [, retired, rebuilding] = versions;
+    // What the processor host does with a retired version.
+    await log.client.deleteTopic(retired);
+    const settingsBefore = await readSettingsVersions(log.client, READ_BYTES_MAX);
+    for (const topic of [retired, rebuilding]) {
+      const answer = await app.request(`/v1/collections/${topic}/settings`, {
+        method: 'PUT',
+        body: JSON.stringify({ sortable: ['n'], retentionMs: 60_000 }),
+      });
+      expect(answer.status).toBe(409);
+      expect(await answer.json()).toMatchObject({
+        error: { code: 'view_read_only', collection: topic, view },
+      });
+    }
+    expect(await names(log.client)).not.toContain(retired);
+    const configs = (await log.client.topics()).find((t) => t.name === rebuilding)?.configs;
+    expect(configs?.retentionMs).not.toBe(60_000);
+    expect(await readSettingsVersions(log.client, READ_BYTES_MAX)).toEqual(settingsBefore);
+
+    const dropped = await app.request(`/v1/views/${view}`, { method: 'DELETE' });
+    expect(dropped.status).toBe(200);
   });
 });

@@ -21,8 +21,6 @@ import { tempDir } from '../harness/temp-dir.js';
 import { interceptLog } from '../harness/intercept-log.js';
 import { isClaimBatch } from './view-check.js';
 
-export { interceptLog } from '../harness/intercept-log.js';
-
 /**
  * Appends another processor's claim to `topic` through `writer`: partition 0's, then one in
  * `partition` carrying its epoch.

@@ -17,7 +17,8 @@ import { partitionFor } from '../../shared/partitioner.js';
 import { VIEW_WRITER_USERNAME } from '../../shared/view-api.js';
 import { VIEW_TASK_LIMITS_DEFAULT } from '../../views/view-task.js';
 import { expectedView, lastOffsets, readSourceDocuments, viewThrough } from './view-check.js';
-import { claimingLog, interceptLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
+import { interceptLog } from '../harness/index.js';
+import { claimingLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';

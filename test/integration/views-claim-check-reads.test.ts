@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch, iterateBatches } from '../../shared/batch-codec.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { lastOffsets } from './view-check.js';
-import { interceptLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
+import { interceptLog } from '../harness/index.js';
+import { openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';

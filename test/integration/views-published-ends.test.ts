@@ -16,7 +16,8 @@ import {
   readSourceDocuments,
   viewThrough,
 } from './view-check.js';
-import { interceptLog, openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
+import { interceptLog } from '../harness/index.js';
+import { openViewTaskRig, type ViewTaskRig } from './view-task-rig.js';
 
 const PARTITIONS = 4;
 const SOURCE = 'orders';
