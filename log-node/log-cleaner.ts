@@ -24,7 +24,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import {
   decodeRecords,
   encodeBatch,
-  readBatchHeader,
+  type BatchHeader,
   type StoredRecord,
 } from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
@@ -247,14 +247,13 @@ export class LogCleaner {
     for (const segment of closed) {
       if (segment.state.nextOffset <= from) continue;
       let full = false;
-      await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes) => {
+      await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes, header) => {
         const records = decodeRecords(bytes).filter((record) => record.offset >= from);
         if (latest.size > 0 && latest.size + records.length > keysMax) {
           full = true;
           return false;
         }
         for (const record of records) latest.set(record.key, record.offset);
-        const header = readBatchHeader(bytes)!;
         untilOffset = Math.max(untilOffset, header.baseOffset + header.lastOffsetDelta + 1);
         return true;
       });
@@ -265,9 +264,9 @@ export class LogCleaner {
   }
 
   /**
-   * Every batch of a segment up to `until`, checked, while holding the segment open, in slices of
-   * at most cleanerSliceMsMax with `betweenSlices` (by default a turn of the event loop) after
-   * each. Throws when the segment does not read cleanly to `until`: a key map or a copy that
+   * Every batch of a segment up to `until`, checked, and its header, while holding the segment
+   * open, in slices of at most cleanerSliceMsMax with `betweenSlices` (by default a turn of the
+   * event loop) after each. Throws when the segment does not read cleanly to `until`: a key map or a copy that
    * silently stopped at a damaged batch would lose every record after it; throws PassStopped when
    * the node or the partition closes meanwhile, the partition fails, or the segment was retired
    * and closed (a reloaded set).
@@ -276,7 +275,7 @@ export class LogCleaner {
     log: PartitionLog,
     segment: Segment,
     until: number,
-    visit: (bytes: Buffer) => boolean | void,
+    visit: (bytes: Buffer, header: BatchHeader) => boolean | void,
     betweenSlices: () => Promise<unknown> = yieldToLoop,
   ): Promise<void> {
     const io = this.node.config.fileIO;
@@ -296,7 +295,7 @@ export class LogCleaner {
           segment.fileDescriptor,
           { from, until, verify: true, cursor },
           ({ bytes, header, position }) => {
-            visitorDone = visit(bytes) === false;
+            visitorDone = visit(bytes, header) === false;
             from = position + header.sizeBytes;
             return !visitorDone && performance.now() < sliceEndMs;
           },
@@ -382,7 +381,7 @@ export class LogCleaner {
         log,
         segment,
         segment.state.sizeBytes,
-        (bytes) => {
+        (bytes, header) => {
           const records = decodeRecords(bytes);
           const kept = records.filter((record) => this.isKept(record, pass));
           recordsRemoved += records.length - kept.length;
@@ -392,7 +391,6 @@ export class LogCleaner {
             pending.push(Buffer.from(bytes));
             return;
           }
-          const header = readBatchHeader(bytes)!;
           pending.push(
             encodeBatch(kept, {
               baseOffset: header.baseOffset,
