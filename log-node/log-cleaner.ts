@@ -248,6 +248,8 @@ export class LogCleaner {
       if (segment.state.nextOffset <= from) continue;
       let full = false;
       await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes, header) => {
+        // The segment holding `from` begins with clean batches: not worth decoding.
+        if (header.baseOffset + header.lastOffsetDelta < from) return true;
         const records = decodeRecords(bytes).filter((record) => record.offset >= from);
         if (latest.size > 0 && latest.size + records.length > keysMax) {
           full = true;
