@@ -1,9 +1,10 @@
 /**
  * Background upkeep of closed segments, each topic-partition by its topic's configs: compaction
  * (keep the latest record per key within the topic-partition, drop tombstones after the topic's
- * deleteRetentionMs) and retention (delete whole segments past the topic's retentionMs or
- * retentionBytes). The active segment is never touched. A compacted copy replaces its segment by one
- * atomic rename, so a crash leaves either the old segment or the new one, never neither.
+ * deleteRetentionMs, never in the pass that first sees them) and retention (delete whole segments
+ * past the topic's retentionMs or retentionBytes). The active segment is never touched. A compacted
+ * copy replaces its segment by one atomic rename, so a crash leaves either the old segment or the
+ * new one, never neither.
  *
  * Compaction is Kafka's (compact(), FORMAT.md): a partition is cleaned only once the part of its
  * closed log past its cleaned-through point (cleaner-checkpoint.ts) is cleanerMinDirtyRatio of it,
@@ -64,6 +65,8 @@ class PassStopped extends Error {}
 /** What a compaction pass decides records by. */
 interface CompactionPass {
   deleteRetentionMs: number;
+  /** The point the pass began at: below it the clean part, from it the dirty part. */
+  fromOffset: number;
   /** The newest offset of each key among the dirty records below untilOffset. */
   latest: Map<string, number>;
   /** Where the map ends (exclusive): the pass cleans below it, and its point moves there. */
@@ -202,6 +205,7 @@ export class LogCleaner {
     const { deleteRetentionMs } = log.topic.configs;
     const pass: CompactionPass = {
       deleteRetentionMs,
+      fromOffset: from,
       latest,
       untilOffset,
       nowMs: this.clock.nowMs(),
@@ -325,15 +329,18 @@ export class LogCleaner {
   /**
    * Whether a record survives compaction. Past the map's end everything stays (dirty, unmapped).
    * Below it a record goes when the map holds its key at a newer offset; a record the map does not
-   * supersede is its key's newest below the map's end (the clean part holds one a key), and a
-   * tombstone among those goes past the topic's deleteRetentionMs: every older record of its key
-   * is superseded by it in the map, and goes in this pass, in its segment or an older one.
+   * supersede is its key's newest below the map's end (the clean part holds one a key). A tombstone
+   * among those stays when it is in the dirty part: as in Kafka, a tombstone outlives the pass that
+   * first cleans it, so a reader behind that pass still sees the delete (its timestamp is the
+   * producer's, and the dirty-ratio gate may hold the first pass back for hours). In the clean
+   * part it goes past the topic's deleteRetentionMs: every older record of its key went in the
+   * pass that mapped it.
    */
   private isKept(record: StoredRecord, pass: CompactionPass): boolean {
     if (record.offset >= pass.untilOffset) return true;
     const newest = pass.latest.get(record.key);
     if (newest !== undefined && newest > record.offset) return false;
-    if (record.value !== null) return true;
+    if (record.value !== null || record.offset >= pass.fromOffset) return true;
     return pass.nowMs - record.timestampMs <= pass.deleteRetentionMs;
   }
 
