@@ -9,8 +9,9 @@
 // dirty ratio is under cleanerMinDirtyRatio is left untouched while one over it is cleaned; a
 // tombstone goes only with every older record of its key (one past a full key map stays); a
 // stored point is not believed when it lies past the log after a torn tail or is an earlier
-// incarnation's; and a closed segment with a corrupt batch stops its partition's compaction with
-// every segment unchanged. The test is about the log-node's own store, so it reaches the node by
+// incarnation's; and a closed segment with a corrupt batch stops its partition's compaction: with
+// every segment unchanged when the batch is dirty, after the older segments' swaps when it is
+// clean, the point unmoved. The test is about the log-node's own store, so it reaches the node by
 // its in-process binding.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -675,6 +676,54 @@ describe('log-node compaction: what it must not lose', () => {
       for (let i = 8; i < 10; i++) await pad(i);
       await running.cleaner.runOnce();
       expect(statusNow().cleanedThroughOffset).toBe(9);
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
+  it('stops at a corrupt batch in the clean part after swapping the older segments, and the point stays', async () => {
+    const dir = tempDir('compaction-corrupt-clean');
+    const now = 1_800_000_000_000;
+    const options = smallSegments(dir.path, () => now, { cleanerMinDirtyRatio: 0.01 });
+    let running = await openLogNode(options);
+    try {
+      const client = running.client;
+      // Segment 0: K1's first value; segment 2: X (to be damaged); both cleaned by a first pass.
+      await client.append(topic, 0, encodeBatch([record('K1', 'a', now)]));
+      await client.append(topic, 0, encodeBatch([record('pad', 'p'.repeat(800), now)]));
+      await client.append(topic, 0, encodeBatch([record('X', 'x'.repeat(100), now)]));
+      await client.append(topic, 0, encodeBatch([record('pad2', 'p'.repeat(700), now)]));
+      await client.append(topic, 0, encodeBatch([record('pad3', 'p'.repeat(800), now)]));
+      expect(segmentBases(dir.path, topic, 0)).toEqual([0, 2, 4]);
+      await running.cleaner.runOnce();
+      expect(pointOf(running)).toBe(4);
+      // The dirty part supersedes K1's first value, in segment 0.
+      await client.append(topic, 0, encodeBatch([record('K1', 'a2', now)]));
+      await client.append(topic, 0, encodeBatch([record('pad4', 'p'.repeat(800), now)]));
+      expect(segmentBases(dir.path, topic, 0)).toEqual([0, 2, 4, 6]);
+      await running.stop();
+
+      const partitionDir = partitionDirOf(dir.path, topic, 0);
+      const damaged = path.join(partitionDir, '00000000000000000002.log');
+      const bytes = fs.readFileSync(damaged);
+      bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
+      fs.writeFileSync(damaged, bytes);
+
+      running = await openLogNode(options);
+      const summary = (await running.cleaner.runOnce()).find((s) => s.topic === topic)!;
+      expect(summary).toMatchObject({ segmentsCompacted: 1, recordsRemoved: 1 });
+      expect(summary.error).toMatch(/00000000000000000002\.log.*corrupt batch at byte/);
+      expect(pointOf(running), 'the point stays').toBe(4);
+      expect(fs.readFileSync(damaged).equals(bytes), 'the damaged segment is as it was').toBe(true);
+      expect(fs.readdirSync(partitionDir).filter((n) => n.endsWith('.cleaned'))).toEqual([]);
+      // A read of the partition stops at the damaged batch: segment 0 is read from its file.
+      const swapped = fs.readFileSync(path.join(partitionDir, '00000000000000000000.log'));
+      const left = [...iterateBatches(swapped)].flatMap(({ bytes }) => decodeRecords(bytes));
+      expect(
+        left.map((r) => r.key),
+        "segment 0 was swapped: K1's first value is gone",
+      ).toEqual(['pad']);
     } finally {
       await running.stop();
       dir.cleanup();
