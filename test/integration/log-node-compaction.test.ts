@@ -438,6 +438,13 @@ describe('log-node compaction: what it must not lose', () => {
   const pointOf = (running: OpenLogNode) =>
     running.node.status().partitions.find((s) => s.topic === topic && s.partition === 0)!
       .cleanedThroughOffset;
+  /** Flips one byte in X's value ('x' repeated) in a segment file; answers the bytes written. */
+  const damageX = (segmentFile: string): Buffer => {
+    const bytes = fs.readFileSync(segmentFile);
+    bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
+    fs.writeFileSync(segmentFile, bytes);
+    return bytes;
+  };
   /** Appends padding (to `written`) until a closed segment lies past the point: a pass will run. */
   const dirtyAgain = async (running: OpenLogNode, written: LogRecord[], nowMs: number) => {
     const dirtyRatio = () =>
@@ -706,9 +713,7 @@ describe('log-node compaction: what it must not lose', () => {
 
       const partitionDir = partitionDirOf(dir.path, topic, 0);
       const damaged = path.join(partitionDir, '00000000000000000002.log');
-      const bytes = fs.readFileSync(damaged);
-      bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
-      fs.writeFileSync(damaged, bytes);
+      const bytes = damageX(damaged);
 
       running = await openLogNode(options);
       const summary = (await running.cleaner.runOnce()).find((s) => s.topic === topic)!;
@@ -753,9 +758,7 @@ describe('log-node compaction: what it must not lose', () => {
 
       // One flipped byte in the value of the middle batch of the closed segment.
       const segmentFile = path.join(partitionDirOf(dir.path, topic, 0), '00000000000000000000.log');
-      const bytes = fs.readFileSync(segmentFile);
-      bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
-      fs.writeFileSync(segmentFile, bytes);
+      const bytes = damageX(segmentFile);
 
       const stream = { write: (line: string) => void logged.push(JSON.parse(line)) };
       running = await openLogNode({ ...options, logger: pino({ level: 'error' }, stream) });
