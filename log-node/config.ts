@@ -66,7 +66,10 @@ export interface LogNodeConfig {
   retentionMs: number;
   /** Oldest closed segments are deleted while a partition exceeds this (delete policy). */
   retentionBytes: number;
-  /** Tombstones are kept this long so consumers that were behind still see the delete. */
+  /**
+   * Tombstones are kept this long from their timestamp, and always through the compaction pass that
+   * first sees them, so consumers that were behind still see the delete.
+   */
   deleteRetentionMs: number;
   cleanerIntervalMs: number;
   /**

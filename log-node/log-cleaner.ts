@@ -1,9 +1,10 @@
 /**
  * Background upkeep of closed segments, each topic-partition by its topic's configs: compaction
  * (keep the latest record per key within the topic-partition, drop tombstones after the topic's
- * deleteRetentionMs) and retention (delete whole segments past the topic's retentionMs or
- * retentionBytes). The active segment is never touched. A compacted copy replaces its segment by one
- * atomic rename, so a crash leaves either the old segment or the new one, never neither.
+ * deleteRetentionMs, never in the pass that first sees them) and retention (delete whole segments
+ * past the topic's retentionMs or retentionBytes). The active segment is never touched. A compacted
+ * copy replaces its segment by one atomic rename, so a crash leaves either the old segment or the
+ * new one, never neither.
  *
  * Compaction is Kafka's (compact(), FORMAT.md): a partition is cleaned only once the part of its
  * closed log past its cleaned-through point (cleaner-checkpoint.ts) is cleanerMinDirtyRatio of it,
@@ -24,7 +25,7 @@ import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import {
   decodeRecords,
   encodeBatch,
-  readBatchHeader,
+  type BatchHeader,
   type StoredRecord,
 } from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
@@ -64,6 +65,8 @@ class PassStopped extends Error {}
 /** What a compaction pass decides records by. */
 interface CompactionPass {
   deleteRetentionMs: number;
+  /** The point the pass began at: below it the clean part, from it the dirty part. */
+  fromOffset: number;
   /** The newest offset of each key among the dirty records below untilOffset. */
   latest: Map<string, number>;
   /** Where the map ends (exclusive): the pass cleans below it, and its point moves there. */
@@ -202,6 +205,7 @@ export class LogCleaner {
     const { deleteRetentionMs } = log.topic.configs;
     const pass: CompactionPass = {
       deleteRetentionMs,
+      fromOffset: from,
       latest,
       untilOffset,
       nowMs: this.clock.nowMs(),
@@ -247,14 +251,15 @@ export class LogCleaner {
     for (const segment of closed) {
       if (segment.state.nextOffset <= from) continue;
       let full = false;
-      await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes) => {
+      await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes, header) => {
+        // The segment holding `from` begins with clean batches: not worth decoding.
+        if (header.baseOffset + header.lastOffsetDelta < from) return true;
         const records = decodeRecords(bytes).filter((record) => record.offset >= from);
         if (latest.size > 0 && latest.size + records.length > keysMax) {
           full = true;
           return false;
         }
         for (const record of records) latest.set(record.key, record.offset);
-        const header = readBatchHeader(bytes)!;
         untilOffset = Math.max(untilOffset, header.baseOffset + header.lastOffsetDelta + 1);
         return true;
       });
@@ -265,9 +270,9 @@ export class LogCleaner {
   }
 
   /**
-   * Every batch of a segment up to `until`, checked, while holding the segment open, in slices of
-   * at most cleanerSliceMsMax with `betweenSlices` (by default a turn of the event loop) after
-   * each. Throws when the segment does not read cleanly to `until`: a key map or a copy that
+   * Every batch of a segment up to `until`, checked, and its header, while holding the segment
+   * open, in slices of at most cleanerSliceMsMax with `betweenSlices` (by default a turn of the
+   * event loop) after each. Throws when the segment does not read cleanly to `until`: a key map or a copy that
    * silently stopped at a damaged batch would lose every record after it; throws PassStopped when
    * the node or the partition closes meanwhile, the partition fails, or the segment was retired
    * and closed (a reloaded set).
@@ -276,7 +281,7 @@ export class LogCleaner {
     log: PartitionLog,
     segment: Segment,
     until: number,
-    visit: (bytes: Buffer) => boolean | void,
+    visit: (bytes: Buffer, header: BatchHeader) => boolean | void,
     betweenSlices: () => Promise<unknown> = yieldToLoop,
   ): Promise<void> {
     const io = this.node.config.fileIO;
@@ -296,7 +301,7 @@ export class LogCleaner {
           segment.fileDescriptor,
           { from, until, verify: true, cursor },
           ({ bytes, header, position }) => {
-            visitorDone = visit(bytes) === false;
+            visitorDone = visit(bytes, header) === false;
             from = position + header.sizeBytes;
             return !visitorDone && performance.now() < sliceEndMs;
           },
@@ -324,15 +329,18 @@ export class LogCleaner {
   /**
    * Whether a record survives compaction. Past the map's end everything stays (dirty, unmapped).
    * Below it a record goes when the map holds its key at a newer offset; a record the map does not
-   * supersede is its key's newest below the map's end (the clean part holds one a key), and a
-   * tombstone among those goes past the topic's deleteRetentionMs: every older record of its key
-   * is superseded by it in the map, and goes in this pass, in its segment or an older one.
+   * supersede is its key's newest below the map's end (the clean part holds one a key). A tombstone
+   * among those stays when it is in the dirty part: as in Kafka, a tombstone outlives the pass that
+   * first cleans it, so a reader behind that pass still sees the delete (its timestamp is the
+   * producer's, and the dirty-ratio gate may hold the first pass back for hours). In the clean
+   * part it goes past the topic's deleteRetentionMs: every older record of its key went in the
+   * pass that mapped it.
    */
   private isKept(record: StoredRecord, pass: CompactionPass): boolean {
     if (record.offset >= pass.untilOffset) return true;
     const newest = pass.latest.get(record.key);
     if (newest !== undefined && newest > record.offset) return false;
-    if (record.value !== null) return true;
+    if (record.value !== null || record.offset >= pass.fromOffset) return true;
     return pass.nowMs - record.timestampMs <= pass.deleteRetentionMs;
   }
 
@@ -382,7 +390,7 @@ export class LogCleaner {
         log,
         segment,
         segment.state.sizeBytes,
-        (bytes) => {
+        (bytes, header) => {
           const records = decodeRecords(bytes);
           const kept = records.filter((record) => this.isKept(record, pass));
           recordsRemoved += records.length - kept.length;
@@ -392,7 +400,6 @@ export class LogCleaner {
             pending.push(Buffer.from(bytes));
             return;
           }
-          const header = readBatchHeader(bytes)!;
           pending.push(
             encodeBatch(kept, {
               baseOffset: header.baseOffset,

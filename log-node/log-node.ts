@@ -54,7 +54,6 @@ type PartitionSlot = { log: PartitionLog; error?: undefined } | { log?: undefine
 /** A topic as the node holds it: its configs (which its partitions read) and its hosted slots. */
 interface LogTopic extends PartitionTopic {
   readonly partitions: number;
-  readonly incarnation: number;
   configs: TopicConfigs;
   readonly slots: Map<number, PartitionSlot>;
 }

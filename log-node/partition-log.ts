@@ -39,8 +39,8 @@ export interface AppendAck {
 export interface PartitionTopic {
   readonly name: string;
   readonly configs: TopicConfigs;
-  /** Which topic of this name (a name dropped and created again is the next); 0 if absent. */
-  readonly incarnation?: number;
+  /** Which topic of this name (a name dropped and created again is the next). */
+  readonly incarnation: number;
 }
 
 interface PendingAppend {
@@ -179,7 +179,7 @@ export class PartitionLog {
     const fits =
       stored !== null &&
       checkpointFits(stored, {
-        incarnation: this.topic.incarnation ?? 0,
+        incarnation: this.topic.incarnation,
         closedEndOffset: this.active.baseOffset,
       });
     if (stored !== null && !fits) {
@@ -604,7 +604,7 @@ export class PartitionLog {
   /** Stores the point after a pass whose swaps below it are all durable. */
   markCleanedThrough(offset: number): void {
     assert(offset <= this.active.baseOffset, 'only closed segments are ever clean');
-    const point = { cleanedThroughOffset: offset, incarnation: this.topic.incarnation ?? 0 };
+    const point = { cleanedThroughOffset: offset, incarnation: this.topic.incarnation };
     writeCleanerCheckpoint(this.segmentOptions.io, this.dir, point);
     this.cleanerCheckpoint = point;
   }

@@ -3,13 +3,15 @@
 // superseding the same key in another), the compacted log replays to the same latest value per
 // key as the full history, every record left sits at its original offset unchanged, a read at a
 // removed offset answers the next record left, below the cleaned-through point each key keeps its
-// newest record only and tombstones go only after deleteRetentionMs, the active segment is never
+// newest record only and tombstones go only after deleteRetentionMs and never in the pass that
+// first sees them (a reader behind it still sees the delete), the active segment is never
 // touched, and reads running during compaction see only records of the history; a partition whose
 // dirty ratio is under cleanerMinDirtyRatio is left untouched while one over it is cleaned; a
 // tombstone goes only with every older record of its key (one past a full key map stays); a
 // stored point is not believed when it lies past the log after a torn tail or is an earlier
-// incarnation's; and a closed segment with a corrupt batch stops its partition's compaction with
-// every segment unchanged. The test is about the log-node's own store, so it reaches the node by
+// incarnation's; and a closed segment with a corrupt batch stops its partition's compaction: with
+// every segment unchanged when the batch is dirty, after the older segments' swaps when it is
+// clean, the point unmoved. The test is about the log-node's own store, so it reaches the node by
 // its in-process binding.
 import fs from 'node:fs';
 import path from 'node:path';
@@ -118,9 +120,11 @@ function segmentBases(dataDir: string, topic: string, partition: number): number
     .sort((a, b) => a - b);
 }
 
-/** What a cleaning pass over every closed segment judges by: its time. */
+/** What the last cleaning pass judged by: its time, and where each topic-partition's point was. */
 interface CleanedAt {
   nowMs: number;
+  /** `topic/partition` → the cleaned-through point when the pass began (pointsOf). */
+  pointsBefore: Map<string, number>;
 }
 
 async function checkCompacted(
@@ -143,6 +147,18 @@ function cleanerStatus(running: OpenLogNode, topic: string, partition: number) {
     .status()
     .partitions.find((s) => s.topic === topic && s.partition === partition)!;
   return { cleanedThroughOffset: status.cleanedThroughOffset!, dirtyRatio: status.dirtyRatio! };
+}
+
+/** The topics' partitions' cleaned-through points now, by `topic/partition`. */
+function pointsOf(running: OpenLogNode, topics: Iterable<string>): Map<string, number> {
+  return new Map(
+    [...topics].flatMap((topic) =>
+      Array.from({ length: PARTITIONS }, (_, p): [string, number] => [
+        `${topic}/${p}`,
+        cleanerStatus(running, topic, p).cleanedThroughOffset,
+      ]),
+    ),
+  );
 }
 
 async function checkTopicCompacted(
@@ -177,9 +193,11 @@ async function checkTopicCompacted(
     expect(replay(records), `${at}: latest value per key`).toEqual(replay(full.map(([, r]) => r)));
 
     // Below the cleaned-through point (the closed segments' end, the map being unbounded here)
-    // each key keeps its newest record below the point, unless that is a tombstone past
-    // deleteRetentionMs at the last pass: then none. The rest (the active segment) is untouched.
+    // each key keeps its newest record below the point, unless that is a tombstone the last pass
+    // found in the clean part (below the point it began at) past deleteRetentionMs: then none.
+    // The rest (the active segment) is untouched.
     const { cleanedThroughOffset: until } = cleanerStatus(running, topic, p);
+    const dirtyFrom = options.pointsBefore.get(`${topic}/${p}`)!;
     const bases = segmentBases(dataDir, topic, p);
     expect(until, `${at}: cleaned through the closed segments`).toBe(bases[bases.length - 1]);
     const newest = new Map<string, number>();
@@ -188,7 +206,9 @@ async function checkTopicCompacted(
       const kept =
         offset >= until ||
         (newest.get(r.key) === offset &&
-          (r.value !== null || options.nowMs - r.timestampMs <= DELETE_RETENTION_MS));
+          (r.value !== null ||
+            offset >= dirtyFrom ||
+            options.nowMs - r.timestampMs <= DELETE_RETENTION_MS));
       expect(left.has(offset), `${at} offset ${offset} (cleaned through ${until})`).toBe(kept);
     }
 
@@ -250,8 +270,9 @@ describe('log-node compaction', () => {
         expect(segmentBases(dir.path, topic, p).length).toBeGreaterThanOrEqual(4);
       }
       // A new log is all dirty: the first pass cleans it (nothing superseded yet) and moves the point.
+      let pointsBefore = pointsOf(running, [topic]);
       await running.cleaner.runOnce();
-      await checkCompacted(running, dir.path, histories, random, { nowMs: now });
+      await checkCompacted(running, dir.path, histories, random, { nowMs: now, pointsBefore });
       for (let p = 0; p < PARTITIONS; p++) {
         const cleaned = cleanerStatus(running, topic, p);
         expect(cleaned.dirtyRatio).toBe(0);
@@ -281,17 +302,18 @@ describe('log-node compaction', () => {
         for (let i = 0; cleanerStatus(running, topic, p).dirtyRatio < 0.5; i++)
           await put(p, `k${i % 30}`);
       }
+      pointsBefore = pointsOf(running, [topic]);
       const cleaned = await running.cleaner.runOnce();
       for (let p = 0; p < PARTITIONS; p++) {
         const summary = cleaned.find((s) => s.topic === topic && s.partition === p)!;
         expect(summary.dirtyRatio).toBeGreaterThanOrEqual(0.5);
         expect(summary.recordsRemoved, `partition ${p}`).toBeGreaterThan(0);
       }
-      await checkCompacted(running, dir.path, histories, random, { nowMs: now });
+      await checkCompacted(running, dir.path, histories, random, { nowMs: now, pointsBefore });
       // The point is durable: a restart keeps it, and the log as it is.
       await running.stop();
       running = await openLogNode(options);
-      await checkCompacted(running, dir.path, histories, random, { nowMs: now });
+      await checkCompacted(running, dir.path, histories, random, { nowMs: now, pointsBefore });
     } finally {
       await running.stop();
       dir.cleanup();
@@ -335,6 +357,7 @@ describe('log-node compaction', () => {
         const readers = readPositions.map(({ topic, partition }) =>
           readPartition(client, topic, partition, { maxBytes: 700 }),
         );
+        const firstPointsBefore = pointsOf(running, TOPICS);
         const summaries = await running.cleaner.runOnce();
         for (const [i, read] of (await Promise.all(readers)).entries()) {
           const { topic, partition } = readPositions[i];
@@ -348,6 +371,7 @@ describe('log-node compaction', () => {
         now += 1000;
         const removed = await checkCompacted(running, dir.path, history, random, {
           nowMs: cleanedAt,
+          pointsBefore: firstPointsBefore,
         });
         expect(removed).toBeGreaterThan(0);
 
@@ -357,12 +381,17 @@ describe('log-node compaction', () => {
         running = await openLogNode(options);
         const idle = await running.cleaner.runOnce();
         expect(idle.reduce((sum, s) => sum + s.segmentsCompacted, 0)).toBe(0);
-        await checkCompacted(running, dir.path, history, random, { nowMs: cleanedAt });
+        await checkCompacted(running, dir.path, history, random, {
+          nowMs: cleanedAt,
+          pointsBefore: firstPointsBefore,
+        });
 
         // A second round makes the partitions dirty again; past deleteRetentionMs, that pass drops
-        // the first round's tombstones too (in the clean part); the latest state is the same.
+        // the first round's tombstones (in the clean part) and keeps the second's (in the dirty
+        // part, past deleteRetentionMs too); the latest state is the same.
         await writeHistories(running.client, random, now, history);
         now += DELETE_RETENTION_MS + 1;
+        const pointsBefore = pointsOf(running, TOPICS);
         for (const summary of await running.cleaner.runOnce()) {
           if (!TOPICS.includes(summary.topic)) continue;
           expect(
@@ -370,7 +399,7 @@ describe('log-node compaction', () => {
             `${summary.topic} ${summary.partition}`,
           ).toBeGreaterThanOrEqual(cleanerMinDirtyRatio);
         }
-        await checkCompacted(running, dir.path, history, random, { nowMs: now });
+        await checkCompacted(running, dir.path, history, random, { nowMs: now, pointsBefore });
       } finally {
         await running.stop();
         dir.cleanup();
@@ -409,6 +438,25 @@ describe('log-node compaction: what it must not lose', () => {
   const pointOf = (running: OpenLogNode) =>
     running.node.status().partitions.find((s) => s.topic === topic && s.partition === 0)!
       .cleanedThroughOffset;
+  /** Flips one byte in X's value ('x' repeated) in a segment file; answers the bytes written. */
+  const damageX = (segmentFile: string): Buffer => {
+    const bytes = fs.readFileSync(segmentFile);
+    bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
+    fs.writeFileSync(segmentFile, bytes);
+    return bytes;
+  };
+  /** Appends padding (to `written`) until a closed segment lies past the point: a pass will run. */
+  const dirtyAgain = async (running: OpenLogNode, written: LogRecord[], nowMs: number) => {
+    const dirtyRatio = () =>
+      running.node.status().partitions.find((s) => s.topic === topic && s.partition === 0)!
+        .dirtyRatio!;
+    for (let i = 0; dirtyRatio() === 0; i++) {
+      expect(i, 'a few segments of padding make the partition dirty').toBeLessThan(5);
+      const pad = [record(`dirty${i}`, 'd'.repeat(800), nowMs)];
+      await running.client.append(topic, 0, encodeBatch(pad));
+      written.push(...pad);
+    }
+  };
 
   it('drops a tombstone only with every older record of its key, and keeps one past a full map', async () => {
     const dir = tempDir('compaction-tombstone');
@@ -457,11 +505,18 @@ describe('log-node compaction: what it must not lose', () => {
       ]);
       expect(replay(afterFirst)).toEqual(replay(written));
 
-      // The next pass maps the tombstone: K's value goes, and the tombstone with it.
+      // The next pass maps the tombstone: K's value goes; the tombstone, in the dirty part, stays.
       await running.cleaner.runOnce();
       const afterSecond = await recordsNow(client);
-      expect(afterSecond.filter((r) => r.key === 'K')).toEqual([]);
+      expect(afterSecond.filter((r) => r.key === 'K').map((r) => r.value)).toEqual([null]);
       expect(replay(afterSecond)).toEqual(replay(written));
+
+      // A later pass finds it in the clean part, past deleteRetentionMs: it goes.
+      await dirtyAgain(running, written, now);
+      await running.cleaner.runOnce();
+      const afterThird = await recordsNow(client);
+      expect(afterThird.filter((r) => r.key === 'K')).toEqual([]);
+      expect(replay(afterThird)).toEqual(replay(written));
     } finally {
       await running.stop();
       dir.cleanup();
@@ -501,13 +556,40 @@ describe('log-node compaction: what it must not lose', () => {
     return { dir, clock, options, partitionDir: partitionDirOf(dir.path, topic, 0) };
   };
 
-  /** After a pass, K has no record left (value and tombstone gone together), and none came back. */
-  const expectDeletedAfterPass = async (running: OpenLogNode, written: LogRecord[]) => {
+  /**
+   * After a pass, K's value is gone and its tombstone (dirty when the pass began) left; after the
+   * next, K has no record left; and no key came back.
+   */
+  const expectDeletedAfterTwoPasses = async (
+    running: OpenLogNode,
+    written: LogRecord[],
+    nowMs: number,
+  ) => {
     await running.cleaner.runOnce();
     const left = await recordsNow(running.client);
-    expect(left.filter((r) => r.key === 'K')).toEqual([]);
+    expect(left.filter((r) => r.key === 'K').map((r) => r.value)).toEqual([null]);
     expect(replay(left)).toEqual(replay(written));
+    await dirtyAgain(running, written, nowMs);
+    await running.cleaner.runOnce();
+    const leftAfter = await recordsNow(running.client);
+    expect(leftAfter.filter((r) => r.key === 'K')).toEqual([]);
+    expect(replay(leftAfter)).toEqual(replay(written));
   };
+
+  it('keeps a tombstone past deleteRetentionMs through the pass that first sees it, and drops it in a later one', async () => {
+    const { dir, clock, options } = tombstoneNode('compaction-tombstone-first-seen');
+    const running = await openLogNode(options);
+    try {
+      const written = await tombstoneBelow(running.client, clock.nowMs, 2);
+      expect(pointOf(running), 'K and its tombstone are dirty').toBe(0);
+      // The dirty-ratio gate held the first pass back far past deleteRetentionMs.
+      clock.nowMs += 3_600_000;
+      await expectDeletedAfterTwoPasses(running, written, clock.nowMs);
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
 
   it('distrusts a point ahead of the log after a torn tail: the whole log is dirty again', async () => {
     const { dir, clock, options, partitionDir } = tombstoneNode('compaction-point-ahead');
@@ -533,7 +615,7 @@ describe('log-node compaction: what it must not lose', () => {
       await running.stop();
       running = await openLogNode(options);
       expect(pointOf(running), 'the point stays forgotten after a restart').toBe(0);
-      await expectDeletedAfterPass(running, written);
+      await expectDeletedAfterTwoPasses(running, written, clock.nowMs);
     } finally {
       await running.stop();
       dir.cleanup();
@@ -564,7 +646,7 @@ describe('log-node compaction: what it must not lose', () => {
       clock.nowMs += 2000;
       running = await openLogNode(options);
       expect(pointOf(running)).toBe(0);
-      await expectDeletedAfterPass(running, written);
+      await expectDeletedAfterTwoPasses(running, written, clock.nowMs);
     } finally {
       await running.stop();
       dir.cleanup();
@@ -607,6 +689,52 @@ describe('log-node compaction: what it must not lose', () => {
     }
   });
 
+  it('stops at a corrupt batch in the clean part after swapping the older segments, and the point stays', async () => {
+    const dir = tempDir('compaction-corrupt-clean');
+    const now = 1_800_000_000_000;
+    const options = smallSegments(dir.path, () => now, { cleanerMinDirtyRatio: 0.01 });
+    let running = await openLogNode(options);
+    try {
+      const client = running.client;
+      // Segment 0: K1's first value; segment 2: X (to be damaged); both cleaned by a first pass.
+      await client.append(topic, 0, encodeBatch([record('K1', 'a', now)]));
+      await client.append(topic, 0, encodeBatch([record('pad', 'p'.repeat(800), now)]));
+      await client.append(topic, 0, encodeBatch([record('X', 'x'.repeat(100), now)]));
+      await client.append(topic, 0, encodeBatch([record('pad2', 'p'.repeat(700), now)]));
+      await client.append(topic, 0, encodeBatch([record('pad3', 'p'.repeat(800), now)]));
+      expect(segmentBases(dir.path, topic, 0)).toEqual([0, 2, 4]);
+      await running.cleaner.runOnce();
+      expect(pointOf(running)).toBe(4);
+      // The dirty part supersedes K1's first value, in segment 0.
+      await client.append(topic, 0, encodeBatch([record('K1', 'a2', now)]));
+      await client.append(topic, 0, encodeBatch([record('pad4', 'p'.repeat(800), now)]));
+      expect(segmentBases(dir.path, topic, 0)).toEqual([0, 2, 4, 6]);
+      await running.stop();
+
+      const partitionDir = partitionDirOf(dir.path, topic, 0);
+      const damaged = path.join(partitionDir, '00000000000000000002.log');
+      const bytes = damageX(damaged);
+
+      running = await openLogNode(options);
+      const summary = (await running.cleaner.runOnce()).find((s) => s.topic === topic)!;
+      expect(summary).toMatchObject({ segmentsCompacted: 1, recordsRemoved: 1 });
+      expect(summary.error).toMatch(/00000000000000000002\.log.*corrupt batch at byte/);
+      expect(pointOf(running), 'the point stays').toBe(4);
+      expect(fs.readFileSync(damaged).equals(bytes), 'the damaged segment is as it was').toBe(true);
+      expect(fs.readdirSync(partitionDir).filter((n) => n.endsWith('.cleaned'))).toEqual([]);
+      // A read of the partition stops at the damaged batch: segment 0 is read from its file.
+      const swapped = fs.readFileSync(path.join(partitionDir, '00000000000000000000.log'));
+      const left = [...iterateBatches(swapped)].flatMap(({ bytes }) => decodeRecords(bytes));
+      expect(
+        left.map((r) => r.key),
+        "segment 0 was swapped: K1's first value is gone",
+      ).toEqual(['pad']);
+    } finally {
+      await running.stop();
+      dir.cleanup();
+    }
+  });
+
   it('leaves a partition unchanged and says why when a closed segment holds a corrupt batch', async () => {
     const dir = tempDir('compaction-corrupt');
     const now = 1_800_000_000_000;
@@ -630,9 +758,7 @@ describe('log-node compaction: what it must not lose', () => {
 
       // One flipped byte in the value of the middle batch of the closed segment.
       const segmentFile = path.join(partitionDirOf(dir.path, topic, 0), '00000000000000000000.log');
-      const bytes = fs.readFileSync(segmentFile);
-      bytes[bytes.indexOf('xxxxx') + 10] = 'z'.charCodeAt(0);
-      fs.writeFileSync(segmentFile, bytes);
+      const bytes = damageX(segmentFile);
 
       const stream = { write: (line: string) => void logged.push(JSON.parse(line)) };
       running = await openLogNode({ ...options, logger: pino({ level: 'error' }, stream) });
