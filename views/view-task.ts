@@ -23,7 +23,7 @@ import {
   type LogRecord,
   type StoredRecord,
 } from '../shared/batch-codec.js';
-import { isUnknownTopic, TailbaseError } from '../shared/errors.js';
+import { isUnknownTopic, unavailable } from '../shared/errors.js';
 import { matches } from '../shared/filter/index.js';
 import type { FetchedPartition, FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
@@ -482,8 +482,7 @@ export class ViewTask {
       }
       stalls = moved ? 0 : stalls + 1;
       if (stalls >= this.limits.claimCheckStallsMax) {
-        throw new TailbaseError(
-          503,
+        throw unavailable(
           'view_claim_check_stalled',
           `the view's topic answered ${stalls} reads in a row with nothing of partitions ` +
             'appended to this round: their output is not published until they are read',
