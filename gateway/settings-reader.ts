@@ -60,6 +60,19 @@ export async function readSearchSettings(
   return settings;
 }
 
+/** Whether the collection's last settings record declares settings (a drop's null one does not). */
+export async function settingsDeclared(
+  log: LogClient,
+  collection: string,
+  readBytesMax: number,
+): Promise<boolean> {
+  let declared = false;
+  await forEachSettingsRecord(log, readBytesMax, (key, value) => {
+    if (key === collection) declared = value !== null;
+  });
+  return declared;
+}
+
 /** Collection → the offset of its last settings record (a null one included). */
 export async function readSettingsVersions(
   log: LogClient,

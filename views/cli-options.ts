@@ -36,7 +36,7 @@ const FLAGS: Flags<ViewTaskLimits> = {
   claimCheckStallsMax: [
     '--view-claim-check-stalls-max <n>',
     'TAILBASE_VIEW_CLAIM_CHECK_STALLS_MAX',
-    "reads of its own topic in a row that bring a view processor's claim check nothing before the round fails and is retried",
+    "reads of its own topic in a row that bring a view processor's claim check nothing (each after the first waits up to the fetch wait) before the round fails and is retried",
   ],
 };
 

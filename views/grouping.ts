@@ -56,14 +56,12 @@ export class GroupingArithmetic {
   private readonly keepsLatest: boolean;
   /**
    * The groups a round touched (null: emptied), written to `groups` once at its end (endRound):
-   * a round of a hot group reads and writes its totals once, not once a record.
+   * a round of a hot group reads and writes its totals once, not once a record. Kept until the
+   * next round begins, so the outputs of its groups are read from it, not parsed back from `groups`.
    */
   private readonly round = new Map<string, RoundTotals | null>();
-  /**
-   * The totals endRound wrote (null: emptied), which the outputs of the round's groups are read
-   * from, not parsed back from `groups`; cleared when the next round begins.
-   */
-  private readonly written = new Map<string, RoundTotals | null>();
+  /** Whether endRound wrote `round` (no round runs): its totals are then `groups`'. */
+  private roundEnded = true;
   /** Whether `meta` holds INDEXES_PRUNED; a state begun empty takes it with its first round. */
   private pruned = false;
 
@@ -100,13 +98,12 @@ export class GroupingArithmetic {
   /** Begins a round, inside its transaction: nothing of an aborted round is carried over. */
   startRound(): void {
     this.round.clear();
-    this.written.clear();
+    this.roundEnded = false;
   }
 
   /** Writes the totals of the groups the round touched, inside its transaction. */
   endRound(): void {
     for (const [group, totals] of this.round) {
-      this.written.set(group, totals);
       if (totals === null) {
         this.state.groups.remove(group);
         continue;
@@ -115,7 +112,7 @@ export class GroupingArithmetic {
       for (const [field, [sum, n]] of Object.entries(totals.sums)) sums[field] = [sumText(sum), n];
       this.state.groups.put(group, { keys: totals.keys, count: totals.count, sums });
     }
-    this.round.clear();
+    this.roundEnded = true;
     if (!this.pruned) {
       this.state.meta.put(INDEXES_PRUNED, 1);
       this.pruned = true;
@@ -186,9 +183,12 @@ export class GroupingArithmetic {
 
   /** The output document of a group, as JSON text; null when no document is in it. */
   output(group: string): string | null {
-    assert(this.round.size === 0, 'a group output is read after its round is written (endRound)');
-    const written = this.written.get(group);
-    const totals = written === undefined ? this.storedTotals(group) : written;
+    // A round's start reads the outputs of fenced keys, before it touched any group.
+    assert(
+      this.roundEnded || this.round.size === 0,
+      'a group output is read after its round is written (endRound)',
+    );
+    const totals = this.totalsOf(group);
     if (totals === null) return null;
     const out: Record<string, unknown> = {};
     this.view.groupBy.forEach((field, i) => {
@@ -233,6 +233,7 @@ export class GroupingArithmetic {
   }
 
   private add(key: string, c: Contribution): void {
+    assert(!this.roundEnded, 'a contribution is added inside a round (startRound)');
     const totals = this.totalsOf(c.group) ?? this.emptyTotals(c.keys);
     totals.count += 1;
     for (const field of this.numberFields) {
@@ -249,6 +250,7 @@ export class GroupingArithmetic {
   }
 
   private remove(key: string, c: Contribution): void {
+    assert(!this.roundEnded, 'a contribution is removed inside a round (startRound)');
     const totals = this.totalsOf(c.group);
     if (totals === null) return;
     totals.count -= 1;

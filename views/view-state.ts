@@ -39,6 +39,8 @@ export interface OutboxEntry {
  * projection's state of another layout is rebuilt from the start of its source. A grouping's
  * state is the same in every layout (2 added `watched:<p>`, read as absent where missing), so
  * one of any layout is resumed from, unless its source is a view: `sourceEpoch:<p>` came with 3.
+ * Its sums became hexadecimal text within layout 3 (exact-sum.ts): forward only, as a build
+ * before that throws on a negative one (views/README.md, State layout).
  */
 export const STATE_LAYOUT = 3;
 

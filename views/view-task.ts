@@ -23,7 +23,7 @@ import {
   type LogRecord,
   type StoredRecord,
 } from '../shared/batch-codec.js';
-import { isUnknownTopic, TailbaseError } from '../shared/errors.js';
+import { isUnknownTopic, unavailable } from '../shared/errors.js';
 import { matches } from '../shared/filter/index.js';
 import type { FetchedPartition, FetchOutcome } from '../shared/fetch-answer.js';
 import type { LogClient } from '../shared/log-api.js';
@@ -53,6 +53,7 @@ export interface ViewTaskLimits {
   /**
    * Fetches in a row of the claim check that read nothing of any partition it has yet to read
    * through what it appended; past it the round fails and is retried, its output unpublished.
+   * Each fetch after the first waits up to fetchWaitMs for the records to become readable.
    */
   claimCheckStallsMax: number;
 }
@@ -437,7 +438,9 @@ export class ViewTask {
    * is asked again until it has been read through what was appended: a Fetch answer is bounded
    * (Kafka's fetch.max.bytes) and filled in the order asked, so one that others filled comes back
    * with no records although the log holds some past the offset asked. Answers that move no
-   * partition, claimCheckStallsMax in a row, fail the round rather than let it pass unchecked.
+   * partition, claimCheckStallsMax in a row, fail the round rather than let it pass unchecked;
+   * every one after the first waits up to fetchWaitMs for records to become readable, so the
+   * round fails only after (claimCheckStallsMax - 1) * fetchWaitMs of nothing readable.
    */
   private async claimedBeforeAppended(): Promise<boolean> {
     const from = new Map<number, number>();
@@ -457,7 +460,10 @@ export class ViewTask {
       }));
       const fetched = await this.log.fetch(asked, {
         maxBytes: this.limits.fetchBytesMax,
-        waitMs: 0,
+        // After an answer that brought nothing, nothing is readable yet (an answer always holds a
+        // whole batch of the first partition with data): asked again at once it brings nothing
+        // again, so the log is let wait until the records are readable.
+        waitMs: stalls === 0 ? 0 : this.limits.fetchWaitMs,
         signal: this.abort.signal,
       });
       let moved = false;
@@ -482,8 +488,7 @@ export class ViewTask {
       }
       stalls = moved ? 0 : stalls + 1;
       if (stalls >= this.limits.claimCheckStallsMax) {
-        throw new TailbaseError(
-          503,
+        throw unavailable(
           'view_claim_check_stalled',
           `the view's topic answered ${stalls} reads in a row with nothing of partitions ` +
             'appended to this round: their output is not published until they are read',

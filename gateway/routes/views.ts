@@ -1,6 +1,6 @@
 /**
- * Views: PUT /v1/views/:v declares one (a record in the views topic, then the view's own topic,
- * so it is listed and readable as a collection at once) or redefines one (a rebuild record: the
+ * Views: PUT /v1/views/:v declares one (the view's own topic, then a record in the views topic,
+ * so it is listed and readable as a collection at once; a declaration never names a missing topic) or redefines one (a rebuild record: the
  * new version is built into a topic of its own beside the old, and the processor swaps it in once
  * caught up), GET lists or inspects them, DELETE drops one (null records, then its topics and
  * every serve-node's tables, as a collection drop).
@@ -16,7 +16,7 @@ import {
   SETTINGS_TOPIC,
   VIEWS_TOPIC,
 } from '../../shared/topics.js';
-import { readSearchSettings } from '../settings-reader.js';
+import { readSearchSettings, settingsDeclared } from '../settings-reader.js';
 import {
   definitionOf,
   parseViewDefinition,
@@ -166,6 +166,19 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
     return c.json(info(after, name, declared));
   };
 
+  /**
+   * Whether `name`'s topic, declared by no view, is one a first PUT of a view left before its
+   * declaration (its gateway died between the two): empty, and no collection's settings name it.
+   * Any other is a collection's.
+   */
+  const leftByFirstPut = async (name: string): Promise<boolean> => {
+    const [offsets, declared] = await Promise.all([
+      log.offsets(),
+      settingsDeclared(log, name, config.feedReadBytesMax),
+    ]);
+    return !declared && offsets.every((o) => o.topic !== name || o.endOffset === 0);
+  };
+
   on(API_ROUTES.putView, async (c) => {
     const name = viewName(c);
     const body = await readBody(c, config.limits.viewBytesMax, 'viewBytesMax', 'view_too_large');
@@ -189,7 +202,11 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
     if (existing?.rebuild != null && same(existing.rebuild)) {
       return c.json(info(all, name, existing));
     }
-    if (existing === undefined && topics.some((topic) => topic.name === name)) {
+    if (
+      existing === undefined &&
+      topics.some((topic) => topic.name === name) &&
+      !(await leftByFirstPut(name))
+    ) {
       throw badRequest(
         'view_name_taken',
         `${name} is a collection: a view needs a name of its own`,
@@ -205,8 +222,10 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
       value: encoder.encode(JSON.stringify(definition)),
       timestampMs: Date.now(),
     };
-    const written = await appendViews([record]);
+    // The topic first: a gateway that dies between the two leaves an empty topic, which a PUT
+    // again takes (leftByFirstPut), never a declared view without its topic.
     await log.ensureTopic(name);
+    const written = await appendViews([record]);
     await services.viewProcessing?.settle();
     const after = await views.current();
     const declared = after.get(name);

@@ -15,6 +15,8 @@
  *   - `cut`: the request reaches the listener, and when its answer comes back the answer is
  *     dropped and the client's connection closed: a network failure after the write, before the
  *     acknowledgement;
+ *   - `hold`: the request never reaches the listener and is never answered (`onHeld(n)` says
+ *     when), so a test can kill the client at a point where it waits on that write;
  *   - `forward`.
  * - holds each Fetch answer `fetchAnswerDelayMs` before passing it on (a slow log, as one client
  *   sees it; the answers behind it on the connection wait too, so their order is kept);
@@ -34,7 +36,7 @@ import {
   KafkaFrameSplitter,
 } from '../../shared/kafka/index.js';
 
-export type ProduceFault = 'forward' | 'duplicate' | 'drop-answer' | 'cut';
+export type ProduceFault = 'forward' | 'duplicate' | 'drop-answer' | 'cut' | 'hold';
 
 /** One partition's answer to a Produce: `topic:partition error=E base=B`. */
 export type ProduceAnswerSummary = string[];
@@ -77,11 +79,13 @@ export async function startKafkaProxy(options: {
    * the listener has written the request's batches, and the client does not know it.
    */
   onAnswerDropped?: (n: number) => void;
+  /** Called when Produce request n is held (`hold`): it never reaches the listener. */
+  onHeld?: (n: number) => void;
   fetchAnswerDelayMs?: number;
 }): Promise<KafkaProxy> {
   const stats: KafkaProxyStats = {
     produceRequests: 0,
-    faults: { forward: 0, duplicate: 0, 'drop-answer': 0, cut: 0 },
+    faults: { forward: 0, duplicate: 0, 'drop-answer': 0, cut: 0, hold: 0 },
     duplicateAnswers: [],
     connections: 0,
   };
@@ -143,6 +147,10 @@ export async function startKafkaProxy(options: {
           request.produceNumber = stats.produceRequests;
           request.fault = options.onProduce?.(stats.produceRequests) ?? 'forward';
           stats.faults[request.fault]++;
+          if (request.fault === 'hold') {
+            options.onHeld?.(request.produceNumber);
+            continue;
+          }
         }
         pending.push(request);
         upstream.write(framed(frame));

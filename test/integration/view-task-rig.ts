@@ -23,14 +23,14 @@ import { isClaimBatch } from './view-check.js';
 
 /**
  * Appends another processor's claim to `topic` through `writer`: partition 0's, then one in
- * `partition` carrying its epoch.
+ * `partition` carrying its epoch; answers the epoch (partition 0's claim's offset).
  */
 export async function appendLateClaim(
   writer: LogClient,
   topic: string,
   partitions: number,
   partition: number,
-): Promise<void> {
+): Promise<number> {
   const claim = (p: number, epoch: number | null) =>
     encodeBatch([
       {
@@ -42,6 +42,7 @@ export async function appendLateClaim(
     ]);
   const { lastOffset: epoch } = await writer.append(topic, 0, claim(0, null));
   if (partition !== 0) await writer.append(topic, partition, claim(partition, epoch));
+  return epoch;
 }
 
 /**

@@ -18,6 +18,11 @@ describe('views: the definition contract (tailbase start)', () => {
     expect(
       (await call(url, 'PUT', '/v1/collections/orders/docs/o1', { country: 'FR' })).status,
     ).toBe(200);
+    // A collection with settings and no documents yet: its empty topic is not a view's to take.
+    expect(
+      (await call(url, 'PUT', '/v1/collections/settled/settings', { searchable: ['title'] }))
+        .status,
+    ).toBe(200);
   });
 
   afterAll(async () => {
@@ -102,6 +107,7 @@ describe('views: the definition contract (tailbase start)', () => {
       ['v7', { from: 'orders', filter: 'a = = 1', select: ['a'] }, 400, 'invalid_filter'],
       ['v8', { from: 'v8', select: ['a'] }, 400, 'view_cycle'],
       ['orders', { from: 'by_country', select: ['country'] }, 400, 'view_name_taken'],
+      ['settled', { from: 'orders', select: ['country'] }, 400, 'view_name_taken'],
       ['v9', { from: 'nothing_here', select: ['a'] }, 404, 'source_not_found'],
       [
         'v10',

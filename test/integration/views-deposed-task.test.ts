@@ -13,13 +13,14 @@ import { decodeRecords, encodeBatch, iterateBatches } from '../../shared/batch-c
 import { KafkaLogClient } from '../../shared/kafka-log/index.js';
 import { VIEWS_TOPIC } from '../../shared/topics.js';
 import { VIEW_WRITER_USERNAME } from '../../shared/view-api.js';
-import { claimHeaders, claimKey, epochOf } from '../../shared/view-epoch.js';
+import { epochOf } from '../../shared/view-epoch.js';
 import { ViewHost } from '../../views/view-host.js';
 import { GroupPlacement } from '../../views/view-placement.js';
 import { sleep } from '../harness/spawn-node.js';
 import { tempDir } from '../harness/temp-dir.js';
 import { expectedView, readSourceDocuments } from './view-check.js';
 import { capturingLogger, viewAsApplied, writeOrders } from './view-host-harness.js';
+import { appendLateClaim } from './view-task-rig.js';
 
 const PARTITIONS = 2;
 const VIEW = 'per_country';
@@ -116,18 +117,7 @@ describe('a member whose view task was claimed by another is dealt it again', ()
     async () => {
       await caughtUp();
       // Another member's claim, retried, landing after this member's.
-      const { lastOffset: theirs } = await node.client.append(
-        VIEW,
-        0,
-        encodeBatch([
-          {
-            key: claimKey(0, PARTITIONS),
-            value: null,
-            timestampMs: Date.now(),
-            headers: claimHeaders(null),
-          },
-        ]),
-      );
+      const theirs = await appendLateClaim(node.client, VIEW, PARTITIONS, 0);
       const deadline = Date.now() + WAIT_MS;
       let deposedAt = -1;
       while (deposedAt === -1) {
