@@ -8,11 +8,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
-import { kafkaBrokerOf, kcat, KCAT_INSTALLED } from '../harness/kafka.js';
+import {
+  kafkaBrokerOf,
+  kcat,
+  KCAT_CLIENT_TIMEOUT,
+  kcatConsumeAll,
+  kcatConsumeByKey,
+  KCAT_INSTALLED,
+} from '../harness/kafka.js';
 
 const PARTITIONS = 4;
-/** librdkafka gives up on a record after this, so a broken listener fails the test, not hangs it. */
-const CLIENT_TIMEOUT = ['-X', 'message.timeout.ms=10000', '-X', 'socket.timeout.ms=10000'];
 
 async function http(
   url: string,
@@ -21,23 +26,6 @@ async function http(
   const response = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) });
   const text = await response.text();
   return { status: response.status, body: text ? JSON.parse(text) : {} };
-}
-
-/** `kcat -C -e` of a whole topic as `partition offset key value` lines, NULL for a tombstone. */
-async function consumeAll(broker: string, topic: string): Promise<string[]> {
-  const out = await kcat([
-    '-C',
-    '-b',
-    broker,
-    '-t',
-    topic,
-    '-e',
-    '-Z',
-    '-f',
-    '%p %o %k %s\n',
-    ...CLIENT_TIMEOUT,
-  ]);
-  return out.split('\n').filter((line) => line !== '');
 }
 
 describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process)', () => {
@@ -62,20 +50,11 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
     }));
     await kcat(
       ['-P', '-b', broker, '-t', 'papers', '-K:', '-X', 'partitioner=murmur2_random'].concat(
-        CLIENT_TIMEOUT,
+        KCAT_CLIENT_TIMEOUT,
       ),
       { input: documents.map(({ key, value }) => `${key}:${value}\n`).join('') },
     );
-    const consumed = new Map<string, { partition: number; offset: number; value: string }>();
-    for (const line of await consumeAll(broker, 'papers')) {
-      const [partition, offset, key, ...value] = line.split(' ');
-      expect(consumed.has(key), `${key} consumed twice`).toBe(false);
-      consumed.set(key, {
-        partition: Number(partition),
-        offset: Number(offset),
-        value: value.join(' '),
-      });
-    }
+    const consumed = await kcatConsumeByKey(broker, 'papers');
     expect(consumed.size).toBe(documents.length);
     for (const { key, value } of documents) {
       const read = consumed.get(key)!;
@@ -126,7 +105,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
       written.push({ key, value: null });
     }
 
-    const lines = await consumeAll(broker, 'letters');
+    const lines = await kcatConsumeAll(broker, 'letters');
     expect(lines).toHaveLength(written.length);
     // Per partition, the log's order is the order the writes were acknowledged in.
     const byPartition = new Map<number, string[]>();
@@ -158,7 +137,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
       '-Z',
       '-f',
       '%p %k %s\n',
-      ...CLIENT_TIMEOUT,
+      ...KCAT_CLIENT_TIMEOUT,
     ]);
     const expected = written.map(
       ({ key, value }) => `${partitionFor(key, PARTITIONS)} ${key} ${value ?? 'NULL'}`,
