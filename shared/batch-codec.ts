@@ -266,7 +266,9 @@ export function batchCodec(batch: Uint8Array): number {
 
 /**
  * An uncompressed batch (encodeBatch's) with its records section deflated by `codec`: the header
- * keeps every field but the length, the codec bits and the CRC, which covers the new bytes.
+ * keeps every field but the length, the codec bits and the CRC, which covers the new bytes. A
+ * batch that compressing does not shrink stays as it is (as librdkafka sends it), so a writer's
+ * batch never outgrows the bound it was cut to.
  */
 export function compressBatchSync(batch: Buffer, codec: number): Buffer {
   if (codec === CODECS.none) return batch;
@@ -281,6 +283,7 @@ export async function compressBatch(batch: Buffer, codec: number): Promise<Buffe
 
 function withRecords(batch: Buffer, codec: number, records: Buffer): Buffer {
   assert(batchCodec(batch) === CODECS.none, 'only an uncompressed batch is compressed');
+  if (BATCH_HEADER_BYTES + records.length >= batch.length) return batch;
   const out = Buffer.allocUnsafe(BATCH_HEADER_BYTES + records.length);
   batch.copy(out, 0, 0, BATCH_HEADER_BYTES);
   records.copy(out, BATCH_HEADER_BYTES);

@@ -14,7 +14,8 @@ export type CodecName = keyof typeof CODECS;
  * The codecs this build reads and writes. snappy, lz4 and zstd are refused by name (Kafka's
  * UNSUPPORTED_COMPRESSION_TYPE): Node 20's zlib has none of them, and no package is added yet.
  */
-export const CODECS_SUPPORTED: readonly CodecName[] = ['none', 'gzip'];
+export const CODECS_SUPPORTED = ['none', 'gzip'] as const satisfies readonly CodecName[];
+export type SupportedCodecName = (typeof CODECS_SUPPORTED)[number];
 /**
  * The most bytes a batch's records may inflate to: a small compressed batch must not become
  * gigabytes in memory. Kafka's own batches inflate to at most a few times their 1 MiB default.

@@ -15,6 +15,7 @@ import { iterateBatches } from '../../shared/batch-codec.js';
 import { CODECS } from '../../shared/batch-compression.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
+import { httpJson } from '../harness/http-json.js';
 import {
   kafkaBrokerOf,
   KCAT_CLIENT_TIMEOUT,
@@ -24,12 +25,6 @@ import {
 } from '../harness/kafka.js';
 
 const PARTITIONS = 4;
-
-async function http(url: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(url, { signal: AbortSignal.timeout(15_000) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : {} };
-}
 
 function produceArgs(broker: string, topic: string, codec: string): string[] {
   return [
@@ -114,7 +109,9 @@ describe.skipIf(!KCAT_INSTALLED)('compressed batches against tailbase start', ()
       expect(read.partition).toBe(partitionFor(key, PARTITIONS));
     }
     for (const { key, value } of documents.slice(0, 20)) {
-      const got = await http(`${node.url}/v1/collections/squeezed/docs/${key}?consistency=strong`);
+      const got = await httpJson(
+        `${node.url}/v1/collections/squeezed/docs/${key}?consistency=strong`,
+      );
       expect(got.status).toBe(200);
       expect(got.body).toEqual({
         key,
@@ -122,7 +119,7 @@ describe.skipIf(!KCAT_INSTALLED)('compressed batches against tailbase start', ()
         offset: consumed.get(key)!.offset,
       });
     }
-    const search = await http(
+    const search = await httpJson(
       `${node.url}/v1/collections/squeezed/search?q=zeppelin&limit=1&consistency=strong`,
     );
     expect(search.status).toBe(200);

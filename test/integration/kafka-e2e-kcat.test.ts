@@ -8,6 +8,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
+import { httpJson } from '../harness/http-json.js';
 import {
   kafkaBrokerOf,
   kcat,
@@ -18,15 +19,6 @@ import {
 } from '../harness/kafka.js';
 
 const PARTITIONS = 4;
-
-async function http(
-  url: string,
-  init: RequestInit = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : {} };
-}
 
 describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process)', () => {
   let node: SpawnedEmbedded;
@@ -60,11 +52,13 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
       const read = consumed.get(key)!;
       expect(read.value).toBe(value);
       expect(read.partition).toBe(partitionFor(key, PARTITIONS));
-      const got = await http(`${node.url}/v1/collections/papers/docs/${key}?consistency=strong`);
+      const got = await httpJson(
+        `${node.url}/v1/collections/papers/docs/${key}?consistency=strong`,
+      );
       expect(got.status).toBe(200);
       expect(got.body).toEqual({ key, value: JSON.parse(value), offset: read.offset });
     }
-    const search = await http(
+    const search = await httpJson(
       `${node.url}/v1/collections/papers/search?q=zeppelin&limit=100&consistency=strong`,
     );
     expect(search.status).toBe(200);
@@ -77,7 +71,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
     const written: { key: string; value: string | null }[] = [];
     for (let i = 0; i < 10; i++) {
       const value = { i, text: `put ${i} — é`, big: '12345678901234567890' };
-      const put = await http(`${node.url}/v1/collections/letters/docs/put-${i}`, {
+      const put = await httpJson(`${node.url}/v1/collections/letters/docs/put-${i}`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(value),
@@ -89,7 +83,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
       key: `bulk-${i}`,
       value: { i, nested: { list: [1, 2, i] }, text: `bulk ${i}` },
     }));
-    const posted = await http(`${node.url}/v1/collections/letters/docs`, {
+    const posted = await httpJson(`${node.url}/v1/collections/letters/docs`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-ndjson' },
       body: bulk.map((line) => JSON.stringify(line)).join('\n') + '\n',
@@ -98,7 +92,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
     expect(posted.body.count).toBe(bulk.length);
     for (const { key, value } of bulk) written.push({ key, value: JSON.stringify(value) });
     for (const key of ['put-3', 'bulk-7', 'never-written']) {
-      const deleted = await http(`${node.url}/v1/collections/letters/docs/${key}`, {
+      const deleted = await httpJson(`${node.url}/v1/collections/letters/docs/${key}`, {
         method: 'DELETE',
       });
       expect(deleted.status).toBe(200);
