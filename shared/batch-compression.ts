@@ -22,6 +22,13 @@ export type SupportedCodecName = (typeof CODECS_SUPPORTED)[number];
  */
 export const BATCH_INFLATED_BYTES_MAX_DEFAULT = 64 * 1024 * 1024;
 
+/**
+ * zlib level 1, not Kafka's default 6: on the scale corpus in batches of 1000 records it takes
+ * 7.9 µs of CPU a document against 42.8 for 12% more bytes (6.40 MiB against 5.72 for 14.7 MiB
+ * of NDJSON; bench/log-compression.ts). Inflating costs the same at either level.
+ */
+export const GZIP_LEVEL = 1;
+
 export function codecName(codec: number): string {
   const name = (Object.keys(CODECS) as CodecName[]).find((n) => CODECS[n] === codec);
   return name ?? `unknown (${codec})`;
@@ -69,7 +76,7 @@ export function inflateRecords(
 /** A records section deflated with a supported codec other than none (the cleaner's rewrites). */
 export function deflateRecordsSync(codec: number, records: Uint8Array): Buffer {
   if (codec !== CODECS.gzip) throw new Error(`cannot compress with codec ${codecName(codec)}`);
-  return gzipSync(records);
+  return gzipSync(records, { level: GZIP_LEVEL });
 }
 
 const gzipAsync = promisify(gzip);
@@ -77,5 +84,5 @@ const gzipAsync = promisify(gzip);
 /** deflateRecordsSync on libuv's thread pool, for a writer whose thread serves requests. */
 export function deflateRecords(codec: number, records: Uint8Array): Promise<Buffer> {
   if (codec !== CODECS.gzip) throw new Error(`cannot compress with codec ${codecName(codec)}`);
-  return gzipAsync(records);
+  return gzipAsync(records, { level: GZIP_LEVEL });
 }
