@@ -214,3 +214,41 @@ describe('kafkajs against the Kafka listener', () => {
     }
   });
 });
+
+describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
+  it('a batch whose records inflate past the bound is refused (MESSAGE_TOO_LARGE) and nothing is written', async () => {
+    const kafka = await startKafkaNode({ partitions: 1, batchInflatedBytesMax: 1024 * 1024 });
+    const client = new Kafka({
+      clientId: 'kafkajs-bomb',
+      brokers: [kafka.broker],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+    });
+    const producer = client.producer({ retry: { retries: 0 } });
+    await producer.connect();
+    try {
+      // 2 MiB of one JSON document gzip to a few KB: within batchBytesMax, past the bound inflated.
+      const value = JSON.stringify({ text: 'z'.repeat(2 * 1024 * 1024) });
+      const sent = producer.send({
+        topic: 'bombs',
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        messages: [{ key: 'k', value }],
+      });
+      await expect(sent).rejects.toMatchObject({ type: 'MESSAGE_TOO_LARGE' });
+      const offsets = await kafka.node.client.offsets();
+      expect(offsets.filter((o) => o.topic === 'bombs').every((o) => o.endOffset === 0)).toBe(true);
+      await producer.send({
+        topic: 'bombs',
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        messages: [{ key: 'k', value: JSON.stringify({ text: 'small' }) }],
+      });
+      const { batches } = await readPartition(kafka.node.client, 'bombs', 0);
+      expect(recordsOf(batches).map((r) => r.key)).toEqual(['k']);
+    } finally {
+      await producer.disconnect();
+      await kafka.stop();
+    }
+  });
+});
