@@ -217,7 +217,7 @@ describe('kafkajs against the Kafka listener', () => {
 
 describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
   it('a batch whose records inflate past the bound is refused (MESSAGE_TOO_LARGE) and nothing is written', async () => {
-    const kafka = await startKafkaNode({ partitions: 1, batchInflatedBytesMax: 1024 * 1024 });
+    const kafka = await startKafkaNode({ partitions: 1, batchInflatedBytesMax: 256 * 1024 });
     const client = new Kafka({
       clientId: 'kafkajs-bomb',
       brokers: [kafka.broker],
@@ -227,8 +227,8 @@ describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
     const producer = client.producer({ retry: { retries: 0 } });
     await producer.connect();
     try {
-      // 2 MiB of one JSON document gzip to a few KB: within batchBytesMax, past the bound inflated.
-      const value = JSON.stringify({ text: 'z'.repeat(2 * 1024 * 1024) });
+      // 512 KiB of one JSON document (within recordBytesMax) gzip to a few KB, past the bound inflated.
+      const value = JSON.stringify({ text: 'z'.repeat(512 * 1024) });
       const sent = producer.send({
         topic: 'bombs',
         acks: -1,
