@@ -93,7 +93,7 @@ export interface EmbeddedOptions {
   kafkaAdvertised?: { host?: string; port?: number };
   /** How long start waits for the serve-node to catch up with the log before giving up. */
   readyWaitMsMax: number;
-  gateway?: Pick<GatewayConfigInput, 'limits' | 'writer'>;
+  gateway?: Pick<GatewayConfigInput, 'limits' | 'writer' | 'logCompression'>;
   /** Threads that answer reads; 0: the serve-node's apply thread answers them too. */
   readThreads: number;
   /**

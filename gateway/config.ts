@@ -3,6 +3,7 @@
  * limit it enforces, each named with its unit last.
  */
 import { BATCH_HEADER_BYTES, KEY_BYTES_MAX } from '../shared/batch-codec.js';
+import type { SupportedCodecName } from '../shared/batch-compression.js';
 import { CLOSE_ANSWER_WAIT_MS_MAX } from '../shared/http-server.js';
 import { INTERNAL_SOCKETS_MAX } from '../shared/internal-http.js';
 import { kafkaLogDefaults } from '../shared/kafka-log/index.js';
@@ -112,6 +113,11 @@ export interface GatewayConfig {
   apiKeys: ApiKey[];
   limits: GatewayLimits;
   writer: WriterConfig;
+  /**
+   * The codec of the batches this gateway appends (none or gzip): bytes of the log against the
+   * CPU of deflating here (on libuv's thread pool) and of inflating in every reader of the log.
+   */
+  logCompression: SupportedCodecName;
   /** How often each serve-node's /internal/status is read to learn what it hosts and its lag. */
   topologyRefreshMs: number;
   /** A serve-node that failed a call is skipped for this long unless no replica is left. */
@@ -265,6 +271,7 @@ export function resolveGatewayConfig(input: GatewayConfigInput): GatewayConfig {
     feedTopicsRefreshMs: 1000,
     startWaitMsMax: 30_000,
     closeAnswerWaitMsMax: CLOSE_ANSWER_WAIT_MS_MAX,
+    logCompression: 'none',
     ...input,
     limits: { ...DEFAULT_LIMITS, ...input.limits },
     writer: { ...DEFAULT_WRITER, ...input.writer },

@@ -9,6 +9,7 @@ import {
   onShutdownSignal,
   parseLogUrls,
 } from '../shared/cli-options.js';
+import { CODECS_SUPPORTED, type SupportedCodecName } from '../shared/batch-compression.js';
 import { kafkaLogDefaults } from '../shared/kafka-log/index.js';
 import { createLogger } from '../shared/logger.js';
 import { GET_BATCH_KEYS_MAX } from '../shared/serve-api.js';
@@ -33,6 +34,13 @@ export function addGatewayLimitOptions(command: Command): Command {
   const options = [
     ...limitOptions(LIMIT_HELP, DEFAULT_LIMITS),
     ...limitOptions(WRITER_HELP, DEFAULT_WRITER),
+    new Option(
+      '--log-compression <codec>',
+      'codec of the batches the gateway appends to the log (docs/formats.md weighs the cost)',
+    )
+      .env('TAILBASE_LOG_COMPRESSION')
+      .choices(CODECS_SUPPORTED)
+      .default('none'),
   ];
   for (const option of options) command.addOption(option);
   return command;
@@ -40,7 +48,11 @@ export function addGatewayLimitOptions(command: Command): Command {
 
 /** What the flags of addGatewayLimitOptions were given. */
 export function gatewayLimitValues(flags: Record<string, unknown>) {
-  return { limits: limitValues(LIMIT_HELP, flags), writer: limitValues(WRITER_HELP, flags) };
+  return {
+    limits: limitValues(LIMIT_HELP, flags),
+    writer: limitValues(WRITER_HELP, flags),
+    logCompression: flags.logCompression as SupportedCodecName,
+  };
 }
 
 export function registerGatewayCommand(program: Command): void {

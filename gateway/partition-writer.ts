@@ -34,7 +34,8 @@
  * `write` queues any of them, so a request turned away leaves nothing queued.
  */
 import { assert } from '../shared/assert.js';
-import { encodeBatch, SEQUENCE_MAX, type LogRecord } from '../shared/batch-codec.js';
+import { compressBatch, encodeBatch, SEQUENCE_MAX, type LogRecord } from '../shared/batch-codec.js';
+import { CODECS } from '../shared/batch-compression.js';
 import { TailbaseError, unavailable } from '../shared/errors.js';
 import { connectionRefused } from '../shared/internal-http.js';
 import type { LogClient, ProducerIdentity } from '../shared/log-api.js';
@@ -140,6 +141,8 @@ export class PartitionWriter {
     private readonly config: WriterConfig,
     private readonly logger: Logger,
     private readonly observe: BatchObserver = () => {},
+    /** The codec its batches are compressed with; deflating runs on libuv's thread pool. */
+    private readonly codec: number = CODECS.none,
   ) {}
 
   /** Throws (503 `shutting_down` or `overloaded`) unless `write` would take these records now. */
@@ -323,11 +326,12 @@ export class PartitionWriter {
    */
   private async encode(records: readonly LogRecord[]): Promise<Buffer> {
     this.producer ??= await this.log.initProducerId();
-    return encodeBatch(records, {
+    const batch = encodeBatch(records, {
       producerId: this.producer.producerId,
       producerEpoch: this.producer.producerEpoch,
       baseSequence: this.nextSequence,
     });
+    return compressBatch(batch, this.codec);
   }
 
   /** Starts over under a new identity, asked of the log before the next batch. */

@@ -3,6 +3,7 @@
  * the serve-node topology, the token codec, metrics and the logger.
  */
 import type { LogRecord } from '../shared/batch-codec.js';
+import { CODECS } from '../shared/batch-compression.js';
 import type { ClusterInfo, LogClient } from '../shared/log-api.js';
 import type { Logger } from '../shared/logger.js';
 import { partitionFor } from '../shared/partitioner.js';
@@ -82,7 +83,7 @@ export function createGatewayServices(
     log,
     tokens,
     servedTokens: new ServedTokens(tokens),
-    writers: new WriterPool(log, config.writer, logger, observe),
+    writers: new WriterPool(log, config.writer, logger, observe, CODECS[config.logCompression]),
     topology,
     metrics,
     logger,

@@ -18,6 +18,8 @@ export class WriterPool {
     private readonly config: WriterConfig,
     private readonly logger: Logger,
     private readonly observe: BatchObserver,
+    /** The codec of every batch the writers append (shared/batch-compression.ts). */
+    private readonly codec: number,
   ) {}
 
   /** The topic-partition's writer; 503 `shutting_down` once the pool is closing. */
@@ -34,6 +36,7 @@ export class WriterPool {
         this.config,
         this.logger,
         this.observe,
+        this.codec,
       );
       partitions.set(partition, writer);
     }

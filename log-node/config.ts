@@ -3,6 +3,7 @@
  * default, and is enforced where it is used.
  */
 import { PARTITIONS_MAX } from '../shared/log-api.js';
+import { BATCH_INFLATED_BYTES_MAX_DEFAULT } from '../shared/batch-compression.js';
 import { type FileIO, nodeFileIO } from '../shared/file-io.js';
 import type { CleanupPolicy } from '../shared/topics.js';
 
@@ -39,6 +40,8 @@ export interface LogNodeConfig {
   batchBytesMax: number;
   recordBytesMax: number;
   recordsPerBatchMax: number;
+  /** Bytes a compressed batch's records may inflate to: a larger one is refused (413). */
+  batchInflatedBytesMax: number;
   /** Partitions of a topic, and topic-partitions of one multi-partition append or fetch. */
   partitionsMax: number;
   /** Bytes of batches a read answers with at most (at least one whole batch is always sent). */
@@ -115,6 +118,7 @@ export const logNodeDefaults: Omit<LogNodeConfig, 'dataDir'> = {
   batchBytesMax: 16 * MiB + 64 * 1024,
   recordBytesMax: MiB + 2048,
   recordsPerBatchMax: 10_000,
+  batchInflatedBytesMax: BATCH_INFLATED_BYTES_MAX_DEFAULT,
   partitionsMax: PARTITIONS_MAX,
   readBytesMax: 4 * MiB,
   longPollsMax: 1024,

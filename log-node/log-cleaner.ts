@@ -23,6 +23,8 @@
 import fs from 'node:fs';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import {
+  batchCodec,
+  compressBatchSync,
   decodeRecords,
   encodeBatch,
   type BatchHeader,
@@ -400,17 +402,18 @@ export class LogCleaner {
             pending.push(Buffer.from(bytes));
             return;
           }
-          pending.push(
-            encodeBatch(kept, {
-              baseOffset: header.baseOffset,
-              leaderEpoch: header.leaderEpoch,
-              producerId: header.producerId,
-              producerEpoch: header.producerEpoch,
-              baseSequence: header.baseSequence,
-              offsetDeltas: kept.map((record) => record.offset - header.baseOffset),
-              lastOffsetDelta: header.lastOffsetDelta,
-            }),
-          );
+          const rewritten = encodeBatch(kept, {
+            baseOffset: header.baseOffset,
+            leaderEpoch: header.leaderEpoch,
+            producerId: header.producerId,
+            producerEpoch: header.producerEpoch,
+            baseSequence: header.baseSequence,
+            offsetDeltas: kept.map((record) => record.offset - header.baseOffset),
+            lastOffsetDelta: header.lastOffsetDelta,
+          });
+          // Kept in its producer's codec, as Kafka's cleaner does: compaction must not undo the
+          // bytes compression saved.
+          pending.push(compressBatchSync(rewritten, batchCodec(bytes)));
         },
         writePending,
       );

@@ -22,6 +22,7 @@ const LIMIT_HELP = {
   batchBytesMax: 'largest batch accepted, bytes',
   recordBytesMax: 'largest record accepted, bytes',
   recordsPerBatchMax: 'most records in one batch',
+  batchInflatedBytesMax: 'most bytes a compressed batch may inflate to',
   partitionsMax: 'most partitions a node holds',
   readBytesMax: 'most bytes one read answers with',
   longPollsMax: 'most reads waiting for data at once',

@@ -9,6 +9,15 @@ import { assert } from './assert.js';
 import { crc32c } from './crc32c.js';
 import { badRequest, tooLarge } from './errors.js';
 import { readVarint, VarintCursor, varintBytes, writeVarint } from './varint.js';
+import {
+  BATCH_INFLATED_BYTES_MAX_DEFAULT,
+  CODECS,
+  codecName,
+  deflateRecords,
+  deflateRecordsSync,
+  inflateRecords,
+  isSupportedCodec,
+} from './batch-compression.js';
 
 export const BATCH_MAGIC = 2;
 export const BATCH_HEADER_BYTES = 61;
@@ -30,7 +39,7 @@ export const KEY_BYTES_MAX = 1024;
  * whose zigzag form is a safe integer, so readVarlong reads them back exactly.
  */
 export const TIMESTAMP_SPREAD_MAX = 2 ** 52;
-/** attributes bits 0-2: the compression codec; tailbase stores uncompressed batches only. */
+/** attributes bits 0-2: the compression codec of the records section (batch-compression.ts). */
 export const COMPRESSION_MASK = 0x07;
 /** attributes bit 4 (transactional) and bit 5 (control): transactions are not supported. */
 export const TRANSACTIONAL_BIT = 0x10;
@@ -101,6 +110,8 @@ export interface BatchLimits {
   batchBytesMax: number;
   recordBytesMax: number;
   recordsPerBatchMax: number;
+  /** Bytes a compressed batch's records may inflate to; BATCH_INFLATED_BYTES_MAX_DEFAULT if absent. */
+  batchInflatedBytesMax?: number;
 }
 
 export interface EncodeBatchOptions {
@@ -248,6 +259,59 @@ function writeBytes(buf: Buffer, bytes: Uint8Array | null, at: number): number {
   return end + bytes.length;
 }
 
+/** The codec a batch's attributes name (0: none). */
+export function batchCodec(batch: Uint8Array): number {
+  return asBuffer(batch).readInt16BE(OFF_ATTRIBUTES) & COMPRESSION_MASK;
+}
+
+/**
+ * An uncompressed batch (encodeBatch's) with its records section deflated by `codec`: the header
+ * keeps every field but the length, the codec bits and the CRC, which covers the new bytes. A
+ * batch that compressing does not shrink stays as it is (as librdkafka sends it), so a writer's
+ * batch never outgrows the bound it was cut to.
+ */
+export function compressBatchSync(batch: Buffer, codec: number): Buffer {
+  if (codec === CODECS.none) return batch;
+  return withRecords(batch, codec, deflateRecordsSync(codec, batch.subarray(BATCH_HEADER_BYTES)));
+}
+
+/** compressBatchSync with the deflating on libuv's thread pool. */
+export async function compressBatch(batch: Buffer, codec: number): Promise<Buffer> {
+  if (codec === CODECS.none) return batch;
+  return withRecords(batch, codec, await deflateRecords(codec, batch.subarray(BATCH_HEADER_BYTES)));
+}
+
+function withRecords(batch: Buffer, codec: number, records: Buffer): Buffer {
+  assert(batchCodec(batch) === CODECS.none, 'only an uncompressed batch is compressed');
+  if (BATCH_HEADER_BYTES + records.length >= batch.length) return batch;
+  const out = Buffer.allocUnsafe(BATCH_HEADER_BYTES + records.length);
+  batch.copy(out, 0, 0, BATCH_HEADER_BYTES);
+  records.copy(out, BATCH_HEADER_BYTES);
+  out.writeInt32BE(out.length - LENGTH_FIELD_END, OFF_BATCH_LENGTH);
+  out.writeInt16BE(batch.readInt16BE(OFF_ATTRIBUTES) | codec, OFF_ATTRIBUTES);
+  out.writeUInt32BE(crc32c(out.subarray(BATCH_CRC_START)), OFF_CRC);
+  return out;
+}
+
+/**
+ * The batch with its records section plain: itself when uncompressed, else its header followed
+ * by the inflated records (the layouts of a compressed batch's records lie in this copy).
+ */
+function plainBatch(
+  batch: Buffer,
+  header: BatchHeader,
+  inflatedBytesMax: number,
+): { ok: true; buf: Buffer } | { ok: false; reason: string; detail: string } {
+  const codec = header.attributes & COMPRESSION_MASK;
+  if (codec === CODECS.none) return { ok: true, buf: batch };
+  const inflated = inflateRecords(codec, batch.subarray(BATCH_HEADER_BYTES), inflatedBytesMax);
+  if (!inflated.ok) return inflated;
+  return {
+    ok: true,
+    buf: Buffer.concat([batch.subarray(0, BATCH_HEADER_BYTES), inflated.records]),
+  };
+}
+
 /** Reads the header of the batch at `at`; null when fewer than a header's bytes remain. */
 export function readBatchHeader(bytes: Uint8Array, at = 0): BatchHeader | null {
   if (bytes.length - at < BATCH_HEADER_BYTES) return null;
@@ -295,31 +359,52 @@ export type BatchCheck =
 
 /**
  * Checks the batch at `at` without trusting any of its fields: its length fits the bytes, the
- * magic is known, the CRC matches, it is uncompressed, and the records parse exactly to its end.
+ * magic is known, the CRC matches, its codec is one this build reads and its records inflate
+ * within `inflatedBytesMax`, and the records parse exactly to its end.
  */
 export function checkBatch(
   bytes: Uint8Array,
   at = 0,
   sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
+  inflatedBytesMax = BATCH_INFLATED_BYTES_MAX_DEFAULT,
 ): BatchCheck {
-  const check = checkLayouts(bytes, at, sizeBytesMax);
+  const check = checkLayouts(bytes, at, sizeBytesMax, inflatedBytesMax);
   return check.ok ? { ok: true, header: check.header } : check;
 }
 
-/** checkBatch, keeping the record layouts its walk found (so a caller need not walk again). */
+type LayoutsCheck =
+  | { ok: true; header: BatchHeader; buf: Buffer; layouts: RecordLayout[] }
+  | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string; inflatedTooLarge?: true };
+
+/**
+ * checkBatch, keeping the record layouts its walk found (so a caller need not walk again) and
+ * the bytes they lie in (the inflated copy of a compressed batch).
+ */
 function checkLayouts(
   bytes: Uint8Array,
   at: number,
   sizeBytesMax: number,
-):
-  | { ok: true; header: BatchHeader; layouts: RecordLayout[] }
-  | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
+  inflatedBytesMax: number,
+): LayoutsCheck {
   const frame = checkBatchFrame(bytes, at, sizeBytesMax);
   if (!frame.ok) return frame;
   const { header } = frame;
-  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
+  const plain = plainBatch(
+    asBuffer(bytes.subarray(at, at + header.sizeBytes)),
+    header,
+    inflatedBytesMax,
+  );
+  if (!plain.ok) {
+    return {
+      ok: false,
+      reason: 'corrupt',
+      detail: plain.detail,
+      ...(plain.reason === 'inflated_too_large' ? { inflatedTooLarge: true as const } : {}),
+    };
+  }
+  const layouts = walkRecords(plain.buf, header);
   if (typeof layouts === 'string') return { ok: false, reason: 'corrupt', detail: layouts };
-  return { ok: true, header, layouts };
+  return { ok: true, header, buf: plain.buf, layouts };
 }
 
 /**
@@ -329,14 +414,20 @@ function checkLayouts(
  */
 export function checkRecordSpans(
   bytes: Uint8Array,
+  inflatedBytesMax = BATCH_INFLATED_BYTES_MAX_DEFAULT,
 ):
-  | { ok: true; header: BatchHeader; records: readonly RecordSpan[] }
-  | { ok: false; reason: 'incomplete' | 'corrupt'; detail: string } {
-  const check = checkLayouts(bytes, 0, BATCH_BYTES_FORMAT_MAX);
-  return check.ok ? { ok: true, header: check.header, records: check.layouts } : check;
+  | { ok: true; header: BatchHeader; plain: Buffer; records: readonly RecordSpan[] }
+  | Extract<LayoutsCheck, { ok: false }> {
+  const check = checkLayouts(bytes, 0, BATCH_BYTES_FORMAT_MAX, inflatedBytesMax);
+  return check.ok
+    ? { ok: true, header: check.header, plain: check.buf, records: check.layouts }
+    : check;
 }
 
-/** Where a record's key, value and headers lie in its batch; a length of −1 is null. */
+/**
+ * Where a record's key, value and headers lie in its plain batch (the inflated copy of a
+ * compressed one); a length of −1 is null.
+ */
 export interface RecordSpan {
   keyAt: number;
   keyLength: number;
@@ -348,7 +439,7 @@ export interface RecordSpan {
 
 /**
  * checkBatch but for its walk of the records: the header's length, offset and magic, the bytes
- * present, the CRC, no compression.
+ * present, the CRC (over the records as stored, compressed or not).
  */
 function checkBatchFrame(
   bytes: Uint8Array,
@@ -372,13 +463,6 @@ function checkBatchFrame(
   const body = bytes.subarray(at + BATCH_CRC_START, at + header.sizeBytes);
   if (crc32c(body) !== header.crc) {
     return { ok: false, reason: 'corrupt', detail: 'CRC-32C mismatch' };
-  }
-  if ((header.attributes & COMPRESSION_MASK) !== 0) {
-    return {
-      ok: false,
-      reason: 'corrupt',
-      detail: `compression codec ${header.attributes & COMPRESSION_MASK} is not supported`,
-    };
   }
   return { ok: true, header };
 }
@@ -470,7 +554,9 @@ function layoutsOf(batch: Uint8Array): {
 } {
   const header = readBatchHeader(batch);
   assert(header !== null, 'batch has a header');
-  const buf = asBuffer(batch);
+  const plain = plainBatch(asBuffer(batch), header, BATCH_INFLATED_BYTES_MAX_DEFAULT);
+  if (!plain.ok) throw new Error(`batch is corrupt: ${plain.detail}`);
+  const buf = plain.buf;
   const layouts = walkRecords(buf, header);
   if (typeof layouts === 'string') throw new Error(`batch is corrupt: ${layouts}`);
   return { header, buf, layouts };
@@ -492,7 +578,10 @@ function readHeaders(buf: Buffer, layout: RecordLayout): RecordHeader[] {
   return headers;
 }
 
-/** Decodes a whole batch with any key bytes (internal topics); values are views into the batch. */
+/**
+ * Decodes a whole batch with any key bytes (internal topics); values are views into the batch
+ * (into its inflated copy when compressed).
+ */
 export function decodeRawRecords(batch: Uint8Array): RawRecord[] {
   const { header, buf, layouts } = layoutsOf(batch);
   return rawRecordsOf(header, buf, layouts);
@@ -527,13 +616,21 @@ export function decodeRecords(batch: Uint8Array): StoredRecord[] {
   });
 }
 
-/** Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. */
+/**
+ * Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. A
+ * compressed batch's frame and CRC are checked here and its records when decoded, so a reader
+ * inflates each batch once.
+ */
 export function* iterateBatches(
   bytes: Uint8Array,
 ): Generator<{ header: BatchHeader; bytes: Uint8Array }> {
   let at = 0;
   while (at < bytes.length) {
-    const check = checkBatch(bytes, at);
+    const frame = checkBatchFrame(bytes, at);
+    const check =
+      frame.ok && (frame.header.attributes & COMPRESSION_MASK) !== CODECS.none
+        ? frame
+        : checkBatch(bytes, at);
     if (!check.ok) throw new Error(`batch at byte ${at} is ${check.reason}: ${check.detail}`);
     yield { header: check.header, bytes: bytes.subarray(at, at + check.header.sizeBytes) };
     at += check.header.sizeBytes;
@@ -555,11 +652,12 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
   }
   const early = readBatchHeader(batch);
   if (early !== null && early.magic === BATCH_MAGIC) {
-    if ((early.attributes & COMPRESSION_MASK) !== 0) {
+    const codec = early.attributes & COMPRESSION_MASK;
+    if (!isSupportedCodec(codec)) {
       throw badRequest(
         'unsupported_compression',
-        `batch rejected: compression codec ${early.attributes & COMPRESSION_MASK}; tailbase stores uncompressed batches`,
-        { field: 'attributes', codec: early.attributes & COMPRESSION_MASK },
+        `batch rejected: compression codec ${codec} (${codecName(codec)}) is not supported`,
+        { field: 'attributes', codec },
       );
     }
     if ((early.attributes & (TRANSACTIONAL_BIT | CONTROL_BIT)) !== 0) {
@@ -569,12 +667,19 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
       });
     }
   }
-  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX);
+  const inflatedBytesMax = limits.batchInflatedBytesMax ?? BATCH_INFLATED_BYTES_MAX_DEFAULT;
+  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, inflatedBytesMax);
+  if (!check.ok && check.inflatedTooLarge) {
+    throw tooLarge('batch_inflated_too_large', `batch rejected: ${check.detail}`, {
+      limit: 'batchInflatedBytesMax',
+      max: inflatedBytesMax,
+    });
+  }
   if (!check.ok || check.header.sizeBytes !== batch.length) {
     const detail = check.ok ? 'bytes after the batch' : check.detail;
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);
   }
-  const { header, layouts } = check;
+  const { header, layouts, buf } = check;
   if (header.recordCount > limits.recordsPerBatchMax) {
     throw tooLarge(
       'too_many_records',
@@ -582,7 +687,6 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
       { limit: 'recordsPerBatchMax', max: limits.recordsPerBatchMax, actual: header.recordCount },
     );
   }
-  const buf = asBuffer(batch);
   checkProducerFields(header, layouts);
   layouts.forEach((l, i) => {
     if (l.sizeBytes > limits.recordBytesMax) {

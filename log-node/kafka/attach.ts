@@ -83,6 +83,7 @@ export async function attachKafkaFace(
     // depended on how long the fetch's first pass took): a broker honours any
     // fetch.max.wait.ms up to its own limit.
     fetchWaitMsMax: Math.min(kafkaListenerDefaults.fetchWaitMsMax, config.longPollWaitMsMax),
+    batchInflatedBytesMax: config.batchInflatedBytesMax,
     // Committed offsets live on partition 0 of __consumer_offsets: only its node coordinates.
     handlers: hostsPartitionZero
       ? coordinator.handlers()

@@ -10,6 +10,7 @@ import type { KafkaPeers } from './peers.js';
 import { isLoopback } from '../../shared/cli-options.js';
 import { REQUEST_ELEMENTS_MAX } from '../../shared/kafka/index.js';
 import type { ApiKey } from '../../shared/api-keys.js';
+import { BATCH_INFLATED_BYTES_MAX_DEFAULT } from '../../shared/batch-compression.js';
 
 const MiB = 1024 * 1024;
 
@@ -46,6 +47,8 @@ export interface KafkaListenerLimits {
    * request, past which the partition answers UNKNOWN_SERVER_ERROR (and the listener logs why).
    */
   listOffsetsScanBytesMax: number;
+  /** Bytes a produced batch's records may inflate to (the log's batchInflatedBytesMax). */
+  batchInflatedBytesMax: number;
 }
 
 export const kafkaListenerDefaults: KafkaListenerLimits = {
@@ -59,6 +62,7 @@ export const kafkaListenerDefaults: KafkaListenerLimits = {
   fetchWaitMsMax: 10_000,
   fetchBytesMax: 4 * MiB,
   listOffsetsScanBytesMax: 64 * MiB,
+  batchInflatedBytesMax: BATCH_INFLATED_BYTES_MAX_DEFAULT,
 };
 
 export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {

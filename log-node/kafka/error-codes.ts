@@ -12,6 +12,7 @@ const BY_LOG_CODE: Readonly<Record<string, ErrorCodeValue>> = {
   invalid_record: ErrorCode.INVALID_RECORD,
   unsupported_compression: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
   batch_too_large: ErrorCode.MESSAGE_TOO_LARGE,
+  batch_inflated_too_large: ErrorCode.MESSAGE_TOO_LARGE,
   record_too_large: ErrorCode.MESSAGE_TOO_LARGE,
   too_many_records: ErrorCode.RECORD_LIST_TOO_LARGE,
   sequence_gap: ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER,

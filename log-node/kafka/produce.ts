@@ -19,6 +19,7 @@ import {
   readBatchHeader,
   type RecordSpan,
 } from '../../shared/batch-codec.js';
+import { codecName, isSupportedCodec } from '../../shared/batch-compression.js';
 import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyAt } from '../../shared/partitioner.js';
@@ -123,10 +124,10 @@ export function produceHandler({ log, logCreatingNothing, config }: HandlerDeps)
     if (partitions === null && !creates) {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
     }
-    const batch = oneBatch(records);
+    const batch = oneBatch(records, config.batchInflatedBytesMax);
     if (!('batch' in batch)) return failed(index, batch.errorCode, batch.message);
     const refused = firstNonDocument(
-      batch.batch,
+      batch.plain,
       batch.records,
       index,
       partitions ?? (await topics.clusterPartitions()),
@@ -139,7 +140,7 @@ export function produceHandler({ log, logCreatingNothing, config }: HandlerDeps)
       );
     }
     const forged =
-      refused ?? (context.viewWriter ? null : firstFenceHeader(batch.batch, batch.records));
+      refused ?? (context.viewWriter ? null : firstFenceHeader(batch.plain, batch.records));
     if (forged !== null) {
       return {
         ...failed(index, ErrorCode.INVALID_RECORD, forged.message),
@@ -176,22 +177,36 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
   };
 }
 
-/** A partition's records field as its one batch, or the error that refuses it. */
+/**
+ * A partition's records field as its one batch (stored as sent, compressed or not) with its
+ * records plain (`plain`, where the spans lie: the inflated copy of a compressed batch), or the
+ * error that refuses it.
+ */
 function oneBatch(
   records: Buffer | null,
-): { batch: Buffer; records: readonly RecordSpan[] } | { errorCode: number; message: string } {
+  inflatedBytesMax: number,
+):
+  | { batch: Buffer; plain: Buffer; records: readonly RecordSpan[] }
+  | { errorCode: number; message: string } {
   if (records === null || records.length === 0) {
     return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
   }
-  // Compression is refused by name, before the check (which cannot read compressed records).
+  // A codec this build cannot read is refused by name, before the check reads any records.
   const header = readBatchHeader(records);
-  if (header !== null && header.magic === BATCH_MAGIC && header.attributes & COMPRESSION_MASK) {
+  const codec = header === null ? 0 : header.attributes & COMPRESSION_MASK;
+  if (header !== null && header.magic === BATCH_MAGIC && !isSupportedCodec(codec)) {
     return {
       errorCode: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-      message: `compression codec ${header.attributes & COMPRESSION_MASK}: tailbase stores uncompressed batches (compression.type=none)`,
+      message: `compression codec ${codec} (${codecName(codec)}) is not supported: use gzip or none`,
     };
   }
-  const check = checkRecordSpans(records);
+  const check = checkRecordSpans(records, inflatedBytesMax);
+  if (!check.ok && check.inflatedTooLarge) {
+    return {
+      errorCode: ErrorCode.MESSAGE_TOO_LARGE,
+      message: `record batch refused: ${check.detail}`,
+    };
+  }
   if (!check.ok) {
     return {
       errorCode: ErrorCode.CORRUPT_MESSAGE,
@@ -204,7 +219,7 @@ function oneBatch(
       message: 'a partition carries one record batch (Produce v3 and later)',
     };
   }
-  return { batch: records, records: check.records };
+  return { batch: records, plain: check.plain, records: check.records };
 }
 
 /**

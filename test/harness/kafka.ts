@@ -190,6 +190,52 @@ export function kcat(
   });
 }
 
+/** librdkafka gives up on a record after this, so a broken listener fails a test, not hangs it. */
+export const KCAT_CLIENT_TIMEOUT = [
+  '-X',
+  'message.timeout.ms=10000',
+  '-X',
+  'socket.timeout.ms=10000',
+] as const;
+
+/** `kcat -C -e` of a whole topic as `partition offset key value` lines, NULL for a tombstone. */
+export async function kcatConsumeAll(broker: string, topic: string): Promise<string[]> {
+  const out = await kcat([
+    '-C',
+    '-b',
+    broker,
+    '-t',
+    topic,
+    '-e',
+    '-Z',
+    '-f',
+    '%p %o %k %s\n',
+    ...KCAT_CLIENT_TIMEOUT,
+  ]);
+  return out.split('\n').filter((line) => line !== '');
+}
+
+/**
+ * kcatConsumeAll as each key's one record (partition, offset, value); a key read twice throws,
+ * since each of these topics is written once per key.
+ */
+export async function kcatConsumeByKey(
+  broker: string,
+  topic: string,
+): Promise<Map<string, { partition: number; offset: number; value: string }>> {
+  const consumed = new Map<string, { partition: number; offset: number; value: string }>();
+  for (const line of await kcatConsumeAll(broker, topic)) {
+    const [partition, offset, key, ...value] = line.split(' ');
+    if (consumed.has(key)) throw new Error(`${key} consumed twice from ${topic}`);
+    consumed.set(key, {
+      partition: Number(partition),
+      offset: Number(offset),
+      value: value.join(' '),
+    });
+  }
+  return consumed;
+}
+
 /**
  * The Kafka listener's host:port in a spawned node's output: `tailbase start`'s ready line
  * (`tailbase is ready: URL  Kafka: host:port  (data in ...)`) or `tailbase log-node`'s

@@ -8,37 +8,17 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionFor } from '../../shared/partitioner.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
-import { kafkaBrokerOf, kcat, KCAT_INSTALLED } from '../harness/kafka.js';
+import { httpJson } from '../harness/http-json.js';
+import {
+  kafkaBrokerOf,
+  kcat,
+  KCAT_CLIENT_TIMEOUT,
+  kcatConsumeAll,
+  kcatConsumeByKey,
+  KCAT_INSTALLED,
+} from '../harness/kafka.js';
 
 const PARTITIONS = 4;
-/** librdkafka gives up on a record after this, so a broken listener fails the test, not hangs it. */
-const CLIENT_TIMEOUT = ['-X', 'message.timeout.ms=10000', '-X', 'socket.timeout.ms=10000'];
-
-async function http(
-  url: string,
-  init: RequestInit = {},
-): Promise<{ status: number; body: Record<string, unknown> }> {
-  const response = await fetch(url, { ...init, signal: AbortSignal.timeout(15_000) });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : {} };
-}
-
-/** `kcat -C -e` of a whole topic as `partition offset key value` lines, NULL for a tombstone. */
-async function consumeAll(broker: string, topic: string): Promise<string[]> {
-  const out = await kcat([
-    '-C',
-    '-b',
-    broker,
-    '-t',
-    topic,
-    '-e',
-    '-Z',
-    '-f',
-    '%p %o %k %s\n',
-    ...CLIENT_TIMEOUT,
-  ]);
-  return out.split('\n').filter((line) => line !== '');
-}
 
 describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process)', () => {
   let node: SpawnedEmbedded;
@@ -62,30 +42,23 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
     }));
     await kcat(
       ['-P', '-b', broker, '-t', 'papers', '-K:', '-X', 'partitioner=murmur2_random'].concat(
-        CLIENT_TIMEOUT,
+        KCAT_CLIENT_TIMEOUT,
       ),
       { input: documents.map(({ key, value }) => `${key}:${value}\n`).join('') },
     );
-    const consumed = new Map<string, { partition: number; offset: number; value: string }>();
-    for (const line of await consumeAll(broker, 'papers')) {
-      const [partition, offset, key, ...value] = line.split(' ');
-      expect(consumed.has(key), `${key} consumed twice`).toBe(false);
-      consumed.set(key, {
-        partition: Number(partition),
-        offset: Number(offset),
-        value: value.join(' '),
-      });
-    }
+    const consumed = await kcatConsumeByKey(broker, 'papers');
     expect(consumed.size).toBe(documents.length);
     for (const { key, value } of documents) {
       const read = consumed.get(key)!;
       expect(read.value).toBe(value);
       expect(read.partition).toBe(partitionFor(key, PARTITIONS));
-      const got = await http(`${node.url}/v1/collections/papers/docs/${key}?consistency=strong`);
+      const got = await httpJson(
+        `${node.url}/v1/collections/papers/docs/${key}?consistency=strong`,
+      );
       expect(got.status).toBe(200);
       expect(got.body).toEqual({ key, value: JSON.parse(value), offset: read.offset });
     }
-    const search = await http(
+    const search = await httpJson(
       `${node.url}/v1/collections/papers/search?q=zeppelin&limit=100&consistency=strong`,
     );
     expect(search.status).toBe(200);
@@ -98,7 +71,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
     const written: { key: string; value: string | null }[] = [];
     for (let i = 0; i < 10; i++) {
       const value = { i, text: `put ${i} — é`, big: '12345678901234567890' };
-      const put = await http(`${node.url}/v1/collections/letters/docs/put-${i}`, {
+      const put = await httpJson(`${node.url}/v1/collections/letters/docs/put-${i}`, {
         method: 'PUT',
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(value),
@@ -110,7 +83,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
       key: `bulk-${i}`,
       value: { i, nested: { list: [1, 2, i] }, text: `bulk ${i}` },
     }));
-    const posted = await http(`${node.url}/v1/collections/letters/docs`, {
+    const posted = await httpJson(`${node.url}/v1/collections/letters/docs`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-ndjson' },
       body: bulk.map((line) => JSON.stringify(line)).join('\n') + '\n',
@@ -119,14 +92,14 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
     expect(posted.body.count).toBe(bulk.length);
     for (const { key, value } of bulk) written.push({ key, value: JSON.stringify(value) });
     for (const key of ['put-3', 'bulk-7', 'never-written']) {
-      const deleted = await http(`${node.url}/v1/collections/letters/docs/${key}`, {
+      const deleted = await httpJson(`${node.url}/v1/collections/letters/docs/${key}`, {
         method: 'DELETE',
       });
       expect(deleted.status).toBe(200);
       written.push({ key, value: null });
     }
 
-    const lines = await consumeAll(broker, 'letters');
+    const lines = await kcatConsumeAll(broker, 'letters');
     expect(lines).toHaveLength(written.length);
     // Per partition, the log's order is the order the writes were acknowledged in.
     const byPartition = new Map<number, string[]>();
@@ -158,7 +131,7 @@ describe.skipIf(!KCAT_INSTALLED)('kcat against tailbase start (a spawned process
       '-Z',
       '-f',
       '%p %k %s\n',
-      ...CLIENT_TIMEOUT,
+      ...KCAT_CLIENT_TIMEOUT,
     ]);
     const expected = written.map(
       ({ key, value }) => `${partitionFor(key, PARTITIONS)} ${key} ${value ?? 'NULL'}`,

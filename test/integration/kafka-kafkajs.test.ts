@@ -84,7 +84,39 @@ describe('kafkajs against the Kafka listener', () => {
     }
   });
 
-  it('a compressed batch is refused as UNSUPPORTED_COMPRESSION_TYPE and nothing is written', async () => {
+  it('a GZIP batch is stored as sent (gzip) and reads back as the records sent', async () => {
+    const producer = client.producer({
+      createPartitioner: Partitioners.DefaultPartitioner,
+      retry: { retries: 0 },
+    });
+    await producer.connect();
+    try {
+      const messages = Array.from({ length: 40 }, (_, i) => ({
+        key: `squeezed-${i}`,
+        value: JSON.stringify({ i, text: `the same words again ${i} `.repeat(5) }),
+      }));
+      await producer.send({
+        topic: 'squeezed',
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        messages,
+      });
+      const stored = new Map<string, string>();
+      for (let partition = 0; partition < PARTITIONS; partition++) {
+        const { batches } = await readPartition(kafka.node.client, 'squeezed', partition);
+        expect(batches.every(({ header }) => (header.attributes & 0x07) === 1)).toBe(true);
+        for (const record of recordsOf(batches)) {
+          expect(partitionFor(record.key, PARTITIONS)).toBe(partition);
+          stored.set(record.key, Buffer.from(record.value!).toString('utf8'));
+        }
+      }
+      expect(stored).toEqual(new Map(messages.map(({ key, value }) => [key, value])));
+    } finally {
+      await producer.disconnect();
+    }
+  });
+
+  it('a GZIP batch with a value that is not a document is refused, naming the record, and nothing is written', async () => {
     const producer = client.producer({
       createPartitioner: Partitioners.DefaultPartitioner,
       retry: { retries: 0 },
@@ -92,16 +124,19 @@ describe('kafkajs against the Kafka listener', () => {
     await producer.connect();
     try {
       const sent = producer.send({
-        topic: 'squeezed',
+        topic: 'squeezed-strict',
         acks: -1,
         compression: CompressionTypes.GZIP,
-        messages: [{ key: 'k', value: '{"n":1}' }],
+        messages: [
+          { key: 'k', value: '{"n":1}' },
+          { key: 'k', value: 'not json' },
+        ],
       });
-      await expect(sent).rejects.toMatchObject({ type: 'UNSUPPORTED_COMPRESSION_TYPE' });
+      await expect(sent).rejects.toMatchObject({ type: 'INVALID_RECORD' });
       const offsets = await kafka.node.client.offsets();
-      expect(offsets.filter((o) => o.topic === 'squeezed').every((o) => o.endOffset === 0)).toBe(
-        true,
-      );
+      expect(
+        offsets.filter((o) => o.topic === 'squeezed-strict').every((o) => o.endOffset === 0),
+      ).toBe(true);
     } finally {
       await producer.disconnect();
     }
@@ -176,6 +211,44 @@ describe('kafkajs against the Kafka listener', () => {
       expect((await log.topics()).find((t) => t.name === 'scrap')?.incarnation).toBe(1);
     } finally {
       await admin.disconnect();
+    }
+  });
+});
+
+describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
+  it('a batch whose records inflate past the bound is refused (MESSAGE_TOO_LARGE) and nothing is written', async () => {
+    const kafka = await startKafkaNode({ partitions: 1, batchInflatedBytesMax: 256 * 1024 });
+    const client = new Kafka({
+      clientId: 'kafkajs-bomb',
+      brokers: [kafka.broker],
+      logLevel: logLevel.NOTHING,
+      retry: { retries: 0 },
+    });
+    const producer = client.producer({ retry: { retries: 0 } });
+    await producer.connect();
+    try {
+      // 512 KiB of one JSON document (within recordBytesMax) gzip to a few KB, past the bound inflated.
+      const value = JSON.stringify({ text: 'z'.repeat(512 * 1024) });
+      const sent = producer.send({
+        topic: 'bombs',
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        messages: [{ key: 'k', value }],
+      });
+      await expect(sent).rejects.toMatchObject({ type: 'MESSAGE_TOO_LARGE' });
+      const offsets = await kafka.node.client.offsets();
+      expect(offsets.filter((o) => o.topic === 'bombs').every((o) => o.endOffset === 0)).toBe(true);
+      await producer.send({
+        topic: 'bombs',
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        messages: [{ key: 'k', value: JSON.stringify({ text: 'small' }) }],
+      });
+      const { batches } = await readPartition(kafka.node.client, 'bombs', 0);
+      expect(recordsOf(batches).map((r) => r.key)).toEqual(['k']);
+    } finally {
+      await producer.disconnect();
+      await kafka.stop();
     }
   });
 });

@@ -992,8 +992,8 @@ describe('batch codec damage detection', () => {
     }
   });
 
-  it('rejects compressed batches as corrupt, naming compression, whatever their other bits', () => {
-    for (let codec = 1; codec <= 7; codec++) {
+  it('rejects batches of a codec this build does not read as corrupt, naming it, whatever their other bits', () => {
+    for (let codec = 2; codec <= 7; codec++) {
       for (const other of [0, 0x08, TRANSACTIONAL_BIT, CONTROL_BIT]) {
         const bytes = fixedBatch();
         bytes.writeInt16BE(codec | other, 21);
@@ -1002,6 +1002,14 @@ describe('batch codec damage detection', () => {
         if (!result.ok) expect(result.detail).toMatch(new RegExp(`compression codec ${codec}`));
       }
     }
+  });
+
+  it('rejects a batch marked gzip whose records are not gzip as corrupt, naming gzip', () => {
+    const bytes = fixedBatch();
+    bytes.writeInt16BE(1, 21);
+    const result = checkBatch(reseal(bytes));
+    expect(result).toMatchObject({ ok: false, reason: 'corrupt' });
+    if (!result.ok) expect(result.detail).toMatch(/gzip records/);
   });
 
   it('rejects a batch longer than the caller allows, or shorter than a header, as corrupt', () => {
@@ -1350,8 +1358,8 @@ describe('enforceBatchLimits', () => {
     }
   });
 
-  it('400 unsupported_compression naming the codec for compressed batches, before their CRC', () => {
-    for (let codec = 1; codec <= 7; codec++) {
+  it('400 unsupported_compression naming the codec for batches of a codec this build does not read, before their CRC', () => {
+    for (let codec = 2; codec <= 7; codec++) {
       for (const resealed of [true, false]) {
         const bytes = fixedBatch();
         bytes.writeInt16BE(codec, 21);
