@@ -616,11 +616,6 @@ export class SearchStore {
   }
 
   /**
-   * A step merging the FTS5 segments of a table due a merge (segment-merges.ts), until
-   * `deadlineMs` (performance.now()): null when none is due, or how long to wait for writes to
-   * pause first.
-   */
-  /**
    * Gives free pages back to the file system (free-pages.ts) once writes have paused for the
    * merge policy's quiet time: a busy writer would take them again at once. Null when none can
    * be.
@@ -632,6 +627,11 @@ export class SearchStore {
     return this.freePages.step(deadlineMs);
   }
 
+  /**
+   * A step merging the FTS5 segments of a table due a merge (segment-merges.ts), until
+   * `deadlineMs` (performance.now()): null when none is due, or how long to wait for writes to
+   * pause first.
+   */
   mergeSegments(deadlineMs: number, policy: MergePolicy): CollectionMergeStep | null {
     const step = this.merges.step((id) => this.tableById(id), deadlineMs, policy);
     if (step === null || 'waitMs' in step) return step;
