@@ -291,8 +291,9 @@ export class Replica {
    * Makes both stores durable at their checkpoints of now, the search store first: each is then
    * what a power loss leaves at the latest (LMDB rolls back to its sync point, lmdb-sync-point.ts;
    * SQLite keeps at least its last checkpoint), and as both are flushed between two applied
-   * answers, LMDB's is never ahead of the search store's. Nothing is done when nothing was
-   * committed since the last flush.
+   * answers, LMDB's is never ahead of the search store's. With nothing committed since the last
+   * flush the stores are idle: each such flush tries a TRUNCATE checkpoint of the search store's
+   * WAL (SearchStore.trimWal) until one empties it, and flushes nothing.
    */
   flush(): void {
     if (!this.dirty) {
