@@ -276,14 +276,16 @@ export class Replica {
    */
   mergeStep(msMax: number, policy: MergePolicy): CollectionMergeStep | null {
     const step = this.search.mergeSegments(performance.now() + msMax, policy);
-    if (step !== null) this.dirty = true;
+    // An answer to wait for writes to pause committed nothing.
+    if (step !== null && !('waitMs' in step)) this.dirty = true;
     return step;
   }
 
   /** A step giving the search store's free pages back (free-pages.ts), for at most `msMax`. */
   freePagesStep(msMax: number, policy: MergePolicy): FreePagesStep | MergeWait | null {
     const step = this.search.freePagesStep(performance.now() + msMax, policy);
-    if (step !== null) this.dirty = true;
+    // An answer to wait for writes to pause committed nothing.
+    if (step !== null && !('waitMs' in step)) this.dirty = true;
     return step;
   }
 

@@ -162,6 +162,35 @@ describe('free pages of the search store', () => {
     expect(answers(replica)).toEqual(before);
   });
 
+  // A step that answers to wait for writes to pause commits nothing: with the store flushed, the
+  // next flush finds it idle and empties the WAL.
+  const waits = [
+    // A load's segments, due a merge.
+    { name: 'mergeStep', prepare: (replica: Replica) => load(replica, 1_000, 25) },
+    // Pages a merge freed, and writes after it.
+    {
+      name: 'freePagesStep',
+      prepare: (replica: Replica) => {
+        load(replica, 1_000, 25);
+        mergeAll(replica);
+        load(replica, 50, 25);
+      },
+    },
+  ] as const;
+  for (const { name, prepare } of waits) {
+    it(`leave the store idle when ${name} answers to wait: the next flush empties the WAL`, () => {
+      const replica = openReplica();
+      prepare(replica);
+      replica.flush();
+      const walBytes = () => statSync(join(replica.dir, SEARCH_FILE + WAL_SUFFIX)).size;
+      expect(walBytes()).toBeGreaterThan(0);
+      const step = replica[name](0, { quietMs: 60_000, writtenPercent: 0 });
+      expect(step).toHaveProperty('waitMs');
+      replica.flush();
+      expect(walBytes()).toBe(0);
+    });
+  }
+
   it('leave the WAL file at its bound once it starts over', () => {
     const replica = openReplica();
     const feed = load(replica, 2_000, 500);
