@@ -621,10 +621,11 @@ export class SearchStore {
    * be.
    */
   freePagesStep(deadlineMs: number, policy: MergePolicy): FreePagesStep | MergeWait | null {
-    if (this.freePages.count() === 0) return null;
+    const free = this.freePages.count();
+    if (free === 0) return null;
     const waitMs = this.merges.quietWaitMs(policy);
     if (waitMs > 0) return { waitMs };
-    return this.freePages.step(deadlineMs);
+    return this.freePages.step(deadlineMs, free);
   }
 
   /**
