@@ -53,9 +53,9 @@ const REST_POLLS_MAX = 100;
 
 /**
  * Bytes on disk once they stop moving (two readings REST_POLL_MS apart agree, at most
- * REST_POLLS_MAX readings): a serve-node's background steps (segment merges, then free pages
- * given back and its WAL cut back) go on changing them for a while after its status shows no
- * merge due.
+ * REST_POLLS_MAX readings), taken after `settled` (api-workloads.ts) found the background steps
+ * done: what is left to move is the search store's WAL, emptied by the first flush that finds the
+ * store idle.
  */
 export async function diskUsageAtRest(dir: string): Promise<DiskUsage> {
   let last = diskUsage(dir);

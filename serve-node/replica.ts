@@ -314,6 +314,16 @@ export class Replica {
     return this.search.mergesDue(policy);
   }
 
+  /** Whether top-k list segments are left to merge (SearchStore.topkMergesDue). */
+  topkMergesDue(policy: MergePolicy): boolean {
+    return this.search.topkMergesDue(policy);
+  }
+
+  /** The search store's free pages left to give back to the file system. */
+  freePagesLeft(): number {
+    return this.search.freePagesLeft();
+  }
+
   /**
    * The re-indexes under way, each with the documents copied and the collection's documents
    * (counted once a build, when first asked: writes meanwhile may move it).

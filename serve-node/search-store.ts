@@ -647,6 +647,19 @@ export class SearchStore {
   }
 
   /**
+   * Whether a step merging top-k list segments is left for the background steps (a tier due, or
+   * with writes paused a whole list of several segments under `policy`'s writtenPercent).
+   */
+  topkMergesDue(policy: MergePolicy): boolean {
+    return this.topk.mayMerge(policy.writtenPercent);
+  }
+
+  /** The free pages left for freePagesStep to give back (none for a store created without). */
+  freePagesLeft(): number {
+    return this.freePages.count();
+  }
+
+  /**
    * A step merging the segments of top-k lists due a merge (TopkIndex.mergeStep: whole lists too
    * with `wholeWrittenPercent`), in one transaction, until `deadlineMs` (performance.now())
    * passes: the terms merged, or null when none is due.
