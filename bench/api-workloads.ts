@@ -52,7 +52,7 @@ export async function request(url: string, init: RequestInit = {}) {
 }
 
 const SETTLED_POLL_MS = 100;
-/** The corpus's segment merge, past which the search workload fails. */
+/** The corpus's merges and the free pages they leave given back, past which the search fails. */
 const SETTLED_WAIT_MS_MAX = 60_000;
 
 interface BackgroundWork {
