@@ -52,22 +52,33 @@ export async function request(url: string, init: RequestInit = {}) {
 }
 
 const SETTLED_POLL_MS = 100;
-/** The corpus's segment merge, past which the search workload fails. */
+/** The corpus's merges and the free pages they leave given back, past which the search fails. */
 const SETTLED_WAIT_MS_MAX = 60_000;
 
+interface BackgroundWork {
+  reindexing: unknown[];
+  segmentMerges: unknown[];
+  topkMerges: boolean;
+  freePages: number;
+}
+
+const idle = (node: BackgroundWork) =>
+  node.reindexing.length === 0 &&
+  node.segmentMerges.length === 0 &&
+  !node.topkMerges &&
+  node.freePages === 0;
+
 /**
- * Waits until no serve-node of the gateway at `url` has background work left: no re-index and
- * no segment merge due (a merge starts once writes pause), as an operator would after a bulk
- * load, so reads are measured against the index they will keep meeting, not against its merge.
+ * Waits until no serve-node of the gateway at `url` has background work left: no re-index, no
+ * segment or top-k merge due (merges start once writes pause) and no free pages to give back,
+ * as an operator would after a bulk load, so reads are measured against the index they will keep
+ * meeting, not against steps whose commits clear every read thread's caches.
  */
 export async function settled(url: string, waitMsMax: number): Promise<void> {
   const startedMs = Date.now();
   for (;;) {
     const { body } = await request(`${url}/v1/status`);
-    const nodes = body.serveNodes as Array<{ reindexing: unknown[]; segmentMerges: unknown[] }>;
-    if (nodes.every((node) => node.reindexing.length === 0 && node.segmentMerges.length === 0)) {
-      return;
-    }
+    if ((body.serveNodes as BackgroundWork[]).every(idle)) return;
     if (Date.now() - startedMs > waitMsMax) {
       throw new Error(`background work still under way after ${waitMsMax} ms`);
     }

@@ -48,22 +48,31 @@ export function diskUsage(dir: string): DiskUsage {
 }
 
 /** Readings of diskUsageAtRest: this far apart, at most this many. */
-const REST_POLL_MS = 3_000;
-const REST_POLLS_MAX = 100;
+export interface RestPolls {
+  pollMs: number;
+  pollsMax: number;
+}
+
+const REST_POLLS: RestPolls = { pollMs: 3_000, pollsMax: 100 };
 
 /**
- * Bytes on disk once they stop moving (two readings REST_POLL_MS apart agree, at most
- * REST_POLLS_MAX readings): a serve-node's background steps (segment merges, then free pages
- * given back and its WAL cut back) go on changing them for a while after its status shows no
- * merge due.
+ * Bytes on disk once they stop moving (two readings `pollMs` apart agree), taken after `settled`
+ * (api-workloads.ts) found the background steps done: what is left to move is the search store's
+ * WAL, emptied by the first flush that finds the store idle. Throws when `pollsMax` readings
+ * never agreed: the last would be a figure of a store still moving.
  */
-export async function diskUsageAtRest(dir: string): Promise<DiskUsage> {
+export async function diskUsageAtRest(
+  dir: string,
+  { pollMs, pollsMax }: RestPolls = REST_POLLS,
+): Promise<DiskUsage> {
   let last = diskUsage(dir);
-  for (let polls = 0; polls < REST_POLLS_MAX; polls++) {
-    await new Promise((resolve) => setTimeout(resolve, REST_POLL_MS));
+  for (let polls = 0; polls < pollsMax; polls++) {
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
     const now = diskUsage(dir);
     if (now.totalBytes === last.totalBytes) return now;
     last = now;
   }
-  return last;
+  throw new Error(
+    `${dir}: bytes on disk still moving after ${pollsMax} readings ${pollMs} ms apart (last ${last.totalBytes})`,
+  );
 }

@@ -146,12 +146,19 @@ export async function postCorpus(
   return postLines(url, lines, onFirstAck);
 }
 
-/** `postCorpus` of lines from anywhere; `onAnswer` hears each bulk's time to its answer. */
+export interface PostLinesOptions {
+  /** Hears each bulk's time to its answer. */
+  onAnswer?: (ms: number, documents: number) => void;
+  /** Bulk requests in flight at once (BULK_IN_FLIGHT unless set; 1 posts one after another). */
+  inFlightMax?: number;
+}
+
+/** `postCorpus` of lines from anywhere. */
 export async function postLines(
   url: string,
-  corpusLines: AsyncIterable<string>,
+  corpusLines: AsyncIterable<string> | Iterable<string>,
   onFirstAck: () => void,
-  onAnswer: (ms: number, documents: number) => void = () => {},
+  { onAnswer = () => {}, inFlightMax = BULK_IN_FLIGHT }: PostLinesOptions = {},
 ): Promise<LatencyHistogram> {
   const target = `${url}/v1/collections/${COLLECTION}/docs`;
   const inFlight = new Set<Promise<void>>();
@@ -196,7 +203,7 @@ export async function postLines(
     if (lines.length < BULK_LINES) continue;
     post(lines.join('\n'), lines.length);
     lines = [];
-    if (inFlight.size >= BULK_IN_FLIGHT) await Promise.race(inFlight);
+    if (inFlight.size >= inFlightMax) await Promise.race(inFlight);
   }
   if (lines.length > 0) post(lines.join('\n'), lines.length);
   await Promise.all(inFlight);

@@ -223,15 +223,12 @@ async function main(): Promise<void> {
       }
     })();
     try {
-      await postLines(
-        server.url,
-        corpusLines(documents),
-        () => {},
-        (ms, n) => {
+      await postLines(server.url, corpusLines(documents), () => {}, {
+        onAnswer: (ms, n) => {
           answers.push(ms);
           acked += n;
         },
-      );
+      });
     } finally {
       done = true;
       clearInterval(threads);

@@ -15,6 +15,8 @@ import { gzipSync } from 'node:zlib';
 import Database from 'better-sqlite3';
 import { Command } from 'commander';
 import { open } from 'lmdb';
+import { DOCS_FILE } from '../serve-node/doc-store.js';
+import { SEARCH_FILE } from '../serve-node/search-store.js';
 import { BATCH_HEADER_BYTES } from '../shared/batch-codec.js';
 import { request, settled } from './api-workloads.js';
 import { diskUsage, diskUsageAtRest, type DiskUsage } from './disk-usage.js';
@@ -22,11 +24,9 @@ import { startEmbedded } from './embedded.js';
 import { TAILBASE_BIN } from './processes.js';
 import { makeBenchDir, removeBenchDirs } from './references.js';
 import { keyOfScale, scaleDoc } from './scale-corpus.js';
-import { COLLECTION, SETTINGS } from './scale-tailbase.js';
+import { COLLECTION, postLines, SETTINGS } from './scale-tailbase.js';
 import { seededRandom } from './seeded-random.js';
 
-/** Lines a bulk request carries, as the scale group posts them. */
-const BULK_LINES = 5_000;
 const GET_READS = 2_000;
 /**
  * Applying and settling 10^5 documents takes 20-200 s on the shared 2-core machine; past this the
@@ -47,25 +47,21 @@ interface Row {
 const mib = (bytes: number) => (bytes / 2 ** 20).toFixed(1);
 const ratio = (bytes: number, raw: number) => (bytes / raw).toFixed(2);
 
+/** The scale group's first `documents` under its settings, a bulk request at a time: raw bytes. */
 async function load(url: string, documents: number): Promise<number> {
   await request(`${url}/v1/collections/${COLLECTION}/settings`, {
     method: 'PUT',
     body: JSON.stringify(SETTINGS),
   });
   let raw = 0;
-  for (let first = 0; first < documents; first += BULK_LINES) {
-    const lines: string[] = [];
-    for (let i = first; i < Math.min(documents, first + BULK_LINES); i++) {
-      lines.push(JSON.stringify(scaleDoc(i)));
+  function* lines(): Generator<string> {
+    for (let i = 0; i < documents; i++) {
+      const line = JSON.stringify(scaleDoc(i));
+      raw += Buffer.byteLength(line) + 1;
+      yield line;
     }
-    const body = lines.join('\n') + '\n';
-    raw += Buffer.byteLength(body);
-    await request(`${url}/v1/collections/${COLLECTION}/docs`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/x-ndjson' },
-      body,
-    });
   }
+  await postLines(url, lines(), () => {}, { inFlightMax: 1 });
   return raw;
 }
 
@@ -267,8 +263,8 @@ async function measureBuild(
   const stores = storesDir(dir);
   const rows = [
     ...logRows(join(dir, 'log')),
-    ...(await lmdbRows(join(stores, 'docs.mdb'))),
-    ...sqliteRows(join(stores, 'search.sqlite')),
+    ...(await lmdbRows(join(stores, DOCS_FILE))),
+    ...sqliteRows(join(stores, SEARCH_FILE)),
   ];
   process.stdout.write(`  raw NDJSON: ${mib(raw)} MiB, ${documents} documents\n`);
   for (const { name, bytes, detail } of rows) {

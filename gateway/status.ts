@@ -73,6 +73,8 @@ export function clusterStatus(
     limitConflicts: node.limitConflicts,
     reindexing: node.status?.reindexing ?? [],
     segmentMerges: node.status?.segmentMerges ?? [],
+    topkMerges: node.status?.topkMerges ?? false,
+    freePages: node.status?.freePages ?? 0,
     memory: node.status?.memory ?? [],
   }));
   const collections = collectionRows(partitions.filter((row) => !row.internal));

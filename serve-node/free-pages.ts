@@ -10,6 +10,7 @@
  */
 import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
+import { assert } from '../shared/assert.js';
 
 /** `PRAGMA auto_vacuum`'s value for INCREMENTAL. */
 const AUTO_VACUUM_INCREMENTAL = 2;
@@ -41,11 +42,11 @@ export class FreePages {
 
   /**
    * Gives back free pages in one transaction until `deadlineMs` (performance.now()) has passed
-   * (one command at least) or none are left; null when there are none.
+   * (one command at least) or none are left. `before` is count(), which the caller read to know
+   * there are some (at least one).
    */
-  step(deadlineMs: number): FreePagesStep | null {
-    const before = this.count();
-    if (before === 0) return null;
+  step(deadlineMs: number, before: number): FreePagesStep {
+    assert(before > 0, `a free-pages step needs free pages, not ${before}`);
     const left = this.db.transaction(() => {
       let free = before;
       do {

@@ -276,14 +276,16 @@ export class Replica {
    */
   mergeStep(msMax: number, policy: MergePolicy): CollectionMergeStep | null {
     const step = this.search.mergeSegments(performance.now() + msMax, policy);
-    if (step !== null) this.dirty = true;
+    // An answer to wait for writes to pause committed nothing.
+    if (step !== null && !('waitMs' in step)) this.dirty = true;
     return step;
   }
 
   /** A step giving the search store's free pages back (free-pages.ts), for at most `msMax`. */
   freePagesStep(msMax: number, policy: MergePolicy): FreePagesStep | MergeWait | null {
     const step = this.search.freePagesStep(performance.now() + msMax, policy);
-    if (step !== null) this.dirty = true;
+    // An answer to wait for writes to pause committed nothing.
+    if (step !== null && !('waitMs' in step)) this.dirty = true;
     return step;
   }
 
@@ -291,8 +293,9 @@ export class Replica {
    * Makes both stores durable at their checkpoints of now, the search store first: each is then
    * what a power loss leaves at the latest (LMDB rolls back to its sync point, lmdb-sync-point.ts;
    * SQLite keeps at least its last checkpoint), and as both are flushed between two applied
-   * answers, LMDB's is never ahead of the search store's. Nothing is done when nothing was
-   * committed since the last flush.
+   * answers, LMDB's is never ahead of the search store's. With nothing committed since the last
+   * flush the stores are idle: each such flush tries a TRUNCATE checkpoint of the search store's
+   * WAL (SearchStore.trimWal) until one empties it, and flushes nothing.
    */
   flush(): void {
     if (!this.dirty) {
@@ -309,6 +312,16 @@ export class Replica {
   /** The collections with a segment merge due, under way or waiting for writes to pause. */
   mergesDue(policy: MergePolicy): string[] {
     return this.search.mergesDue(policy);
+  }
+
+  /** Whether top-k list segments are left to merge (SearchStore.topkMergesDue). */
+  topkMergesDue(policy: MergePolicy): boolean {
+    return this.search.topkMergesDue(policy);
+  }
+
+  /** The search store's free pages left to give back to the file system. */
+  freePagesLeft(): number {
+    return this.search.freePagesLeft();
   }
 
   /**

@@ -616,22 +616,23 @@ export class SearchStore {
   }
 
   /**
-   * A step merging the FTS5 segments of a table due a merge (segment-merges.ts), until
-   * `deadlineMs` (performance.now()): null when none is due, or how long to wait for writes to
-   * pause first.
-   */
-  /**
    * Gives free pages back to the file system (free-pages.ts) once writes have paused for the
    * merge policy's quiet time: a busy writer would take them again at once. Null when none can
    * be.
    */
   freePagesStep(deadlineMs: number, policy: MergePolicy): FreePagesStep | MergeWait | null {
-    if (this.freePages.count() === 0) return null;
+    const free = this.freePages.count();
+    if (free === 0) return null;
     const waitMs = this.merges.quietWaitMs(policy);
     if (waitMs > 0) return { waitMs };
-    return this.freePages.step(deadlineMs);
+    return this.freePages.step(deadlineMs, free);
   }
 
+  /**
+   * A step merging the FTS5 segments of a table due a merge (segment-merges.ts), until
+   * `deadlineMs` (performance.now()): null when none is due, or how long to wait for writes to
+   * pause first.
+   */
   mergeSegments(deadlineMs: number, policy: MergePolicy): CollectionMergeStep | null {
     const step = this.merges.step((id) => this.tableById(id), deadlineMs, policy);
     if (step === null || 'waitMs' in step) return step;
@@ -643,6 +644,19 @@ export class SearchStore {
   mergesDue(policy: MergePolicy): string[] {
     const due = this.merges.due(policy);
     return [...new Set(due.map((id) => this.statements.tableCollection.get(id) as string))];
+  }
+
+  /**
+   * Whether a step merging top-k list segments is left for the background steps (a tier due, or
+   * with writes paused a whole list of several segments under `policy`'s writtenPercent).
+   */
+  topkMergesDue(policy: MergePolicy): boolean {
+    return this.topk.mayMerge(policy.writtenPercent);
+  }
+
+  /** The free pages left for freePagesStep to give back (none for a store created without). */
+  freePagesLeft(): number {
+    return this.freePages.count();
   }
 
   /**

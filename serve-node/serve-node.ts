@@ -466,6 +466,8 @@ export class ServeNode implements ServeNodeCore {
       ...(this.lastResume === undefined ? {} : { lastResume: this.lastResume }),
       reindexing: this.current.reindexing(),
       segmentMerges: this.current.mergesDue(this.mergePolicy),
+      topkMerges: this.current.topkMergesDue(this.mergePolicy),
+      freePages: this.current.freePagesLeft(),
       applySlices: {
         msMax: this.limits.applySliceMsMax,
         bytesMax: this.limits.applySliceBytesMax,

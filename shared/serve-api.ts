@@ -206,6 +206,13 @@ export interface ServeStatus {
    * of its documents written), under way or waiting for writes to pause (absent before stop 22).
    */
   segmentMerges?: string[];
+  /** Whether top-k list segments are due a merge, as writes left them or once they pause. */
+  topkMerges?: boolean;
+  /**
+   * The search store's free pages the background steps are to give back to the file system
+   * once writes pause (0 for a store created without auto_vacuum INCREMENTAL).
+   */
+  freePages?: number;
   /** Every cache and buffer that holds memory, with its bound (absent from older serve-nodes). */
   memory?: MemoryBound[];
   /**

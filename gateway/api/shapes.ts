@@ -526,6 +526,15 @@ export const Status = Type.Object({
         description:
           'collections whose search index is due a merge of its segments, under way or waiting for writes to pause',
       }),
+      topkMerges: Type.Boolean({
+        description:
+          'whether segments of the top-k lists are due a merge, as writes left them or once writes pause',
+      }),
+      freePages: Type.Integer({
+        minimum: 0,
+        description:
+          "the search store's free pages still to give back to the file system once writes pause",
+      }),
       memory: Type.Array(MemoryBound, {
         description:
           "each cache and buffer of the node with its bound; empty while the node's status is unknown",

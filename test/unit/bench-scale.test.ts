@@ -1,11 +1,12 @@
 // Proves the scale bench measures what it says: its corpus is a function of seed and index with
-// the sizes and word shares the issue asks for, disk bytes land in the right component, memory
+// the sizes and word shares the issue asks for, disk bytes land in the right component (at rest
+// only once two readings agree, never a figure still moving), memory
 // splits into anonymous and mapped, sizes follow the flags, and the chart is log-log.
 import { closeSync, fsyncSync, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { diskUsage } from '../../bench/disk-usage.js';
+import { diskUsage, diskUsageAtRest } from '../../bench/disk-usage.js';
 import { readMemorySplit } from '../../bench/memory-split.js';
 import { renderCurves } from '../../bench/scale-chart.js';
 import {
@@ -95,6 +96,25 @@ describe('diskUsage', () => {
     expect(usage.totalBytes).toBe(
       usage.logBytes + usage.lmdbBytes + usage.sqliteBytes + usage.otherBytes,
     );
+  });
+
+  it('at rest: the bytes once two readings agree, and an error when they never do', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'bench-scale-disk-'));
+    dirs.push(dir);
+    writeDurable(join(dir, 'search.sqlite'), 64 * 1024);
+    const polls = { pollMs: 20, pollsMax: 5 };
+    expect((await diskUsageAtRest(dir, polls)).sqliteBytes).toBe(64 * 1024);
+    // A file that grows by a block between any two readings, as a store still writing.
+    let bytes = 64 * 1024;
+    const growing = setInterval(() => {
+      bytes += 64 * 1024;
+      writeDurable(join(dir, 'search.sqlite'), bytes);
+    }, 5);
+    try {
+      await expect(diskUsageAtRest(dir, polls)).rejects.toThrow(/still moving after 5 readings/);
+    } finally {
+      clearInterval(growing);
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 // Proves that the search store gives its free pages back to the file system
 // (serve-node/free-pages.ts): after segment merges free pages, steps move them out and the file
 // shrinks at the next checkpoint, every answer (hits, exact scores, totals, filters, facets) as
-// before; a step waits for writes to pause as a merge does; a store created before (auto_vacuum
+// before; the pages left, and the top-k merges due, are counted for the status until steps have
+// taken them; a step waits for writes to pause as a merge does; a store created before (auto_vacuum
 // NONE) is opened and read as it was, with nothing to give back; and the WAL file is cut back to
 // its bound when it starts over, and emptied once the store is idle. Real replicas (LMDB and
 // SQLite in temp dirs), fed through their apply path.
@@ -107,6 +108,8 @@ describe('free pages of the search store', () => {
       await vi.waitFor(
         () => {
           expect(replica.mergesDue({ quietMs: 200, writtenPercent: 10 })).toEqual([]);
+          expect(replica.topkMergesDue({ quietMs: 200, writtenPercent: 10 })).toBe(false);
+          expect(replica.freePagesLeft()).toBe(0);
           expect(freePages(replica.dir)).toBe(0);
         },
         { timeout: 20_000, interval: 50 },
@@ -115,6 +118,23 @@ describe('free pages of the search store', () => {
     } finally {
       await steps.stop();
     }
+  });
+
+  it('are counted for the status, as are top-k merges due, until steps have taken them', () => {
+    const replica = openReplica();
+    const policy = { quietMs: 0, writtenPercent: 10 };
+    load(replica, 2_000, 20);
+    expect(replica.topkMergesDue(policy)).toBe(true);
+    for (let steps = 0; replica.topkMergeStep(0, policy.writtenPercent) !== null; steps++) {
+      expect(steps).toBeLessThan(STEPS_MAX);
+    }
+    expect(replica.topkMergesDue(policy)).toBe(false);
+    mergeAll(replica);
+    replica.flush();
+    expect(replica.freePagesLeft()).toBeGreaterThan(10);
+    expect(replica.freePagesLeft()).toBe(freePages(replica.dir));
+    giveBackAll(replica);
+    expect(replica.freePagesLeft()).toBe(0);
   });
 
   it('wait for writes to pause, as merges do', () => {
@@ -161,6 +181,35 @@ describe('free pages of the search store', () => {
     expect(walBytes()).toBe(0);
     expect(answers(replica)).toEqual(before);
   });
+
+  // A step that answers to wait for writes to pause commits nothing: with the store flushed, the
+  // next flush finds it idle and empties the WAL.
+  const waits = [
+    // A load's segments, due a merge.
+    { name: 'mergeStep', prepare: (replica: Replica) => load(replica, 1_000, 25) },
+    // Pages a merge freed, and writes after it.
+    {
+      name: 'freePagesStep',
+      prepare: (replica: Replica) => {
+        load(replica, 1_000, 25);
+        mergeAll(replica);
+        load(replica, 50, 25);
+      },
+    },
+  ] as const;
+  for (const { name, prepare } of waits) {
+    it(`leave the store idle when ${name} answers to wait: the next flush empties the WAL`, () => {
+      const replica = openReplica();
+      prepare(replica);
+      replica.flush();
+      const walBytes = () => statSync(join(replica.dir, SEARCH_FILE + WAL_SUFFIX)).size;
+      expect(walBytes()).toBeGreaterThan(0);
+      const step = replica[name](0, { quietMs: 60_000, writtenPercent: 0 });
+      expect(step).toHaveProperty('waitMs');
+      replica.flush();
+      expect(walBytes()).toBe(0);
+    });
+  }
 
   it('leave the WAL file at its bound once it starts over', () => {
     const replica = openReplica();
