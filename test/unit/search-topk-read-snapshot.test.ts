@@ -1,0 +1,119 @@
+// Proves a read connection's search sees one commit of the top-k lists whole: a merge the writer
+// commits between two statements of a search (segments merged into one, a removed row's entry
+// deleted with its last posting) neither brings back a removed row nor gives a row twice.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Database, { type Statement } from 'better-sqlite3';
+import { afterEach, describe, expect, it } from 'vitest';
+import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
+import { parseQuery } from '../../serve-node/fts-query.js';
+import { Replica } from '../../serve-node/replica.js';
+import { SEARCH_FILE, SearchStore } from '../../serve-node/search-store.js';
+
+const LISTED_DF_MIN = 5;
+/** A tier merge never falls due by itself: the test commits the merge where it wants it. */
+const MERGE_SEGMENTS_NEVER = 1_000_000;
+const WORD = 'apple';
+const LIMITS = { queryBytesMax: 1024, queryTermsMax: 32 };
+/** Postings a segment holds: more than a block's 64, so a run reads a second block. */
+const SEGMENT_DOCS = 150;
+
+const dirs: string[] = [];
+const closers: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const close of closers.splice(0).reverse()) await close();
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function record(key: string, value: unknown): LogRecord {
+  const bytes = value === null ? null : Buffer.from(JSON.stringify(value));
+  return { key, value: bytes, timestampMs: 1_700_000_000_000 };
+}
+
+/** A writer and a read connection on one store, as the apply and a read thread have them. */
+function stores(): {
+  replica: Replica;
+  reader: SearchStore;
+  apply: (records: LogRecord[]) => void;
+} {
+  const dir = mkdtempSync(join(tmpdir(), 'search-topk-snapshot-'));
+  dirs.push(dir);
+  const options = { topkListedDfMin: LISTED_DF_MIN, topkMergeSegmentsMin: MERGE_SEGMENTS_NEVER };
+  const replica = new Replica(dir, options);
+  closers.push(() => replica.close());
+  let next = 0;
+  const apply = (records: LogRecord[]) => {
+    const batches = encodeBatch(records, { baseOffset: next });
+    replica.applyMany([{ topic: 'docs', partition: 0, fromOffset: next, batches }]);
+    next += records.length;
+  };
+  // One frequency and length: rows come in offset order, a segment's after the one before.
+  const docs = (from: number) =>
+    Array.from({ length: SEGMENT_DOCS }, (_, i) => record(`d${from + i}`, { body: `${WORD} x` }));
+  apply(docs(0));
+  apply(docs(SEGMENT_DOCS));
+  const reader = new SearchStore(join(dir, SEARCH_FILE), { ...options, reader: true });
+  closers.push(() => reader.close());
+  return { replica, reader, apply };
+}
+
+/**
+ * Runs `search` with `commit` run once just before the first statement whose SQL holds `before`:
+ * a hook between two statements of one search (every statement of better-sqlite3 shares one
+ * prototype, whose `get` is wrapped while the search runs).
+ */
+function withCommitBefore<T>(before: string, commit: () => void, search: () => T): T {
+  const scratch = new Database(':memory:');
+  const proto = Object.getPrototypeOf(scratch.prepare('SELECT 1')) as { get: Statement['get'] };
+  scratch.close();
+  const get = proto.get;
+  let armed = true;
+  proto.get = function (this: Statement, ...params: unknown[]) {
+    if (armed && this.source.includes(before)) {
+      armed = false;
+      commit();
+    }
+    return get.apply(this, params);
+  };
+  try {
+    return search();
+  } finally {
+    proto.get = get;
+    expect(armed, `no statement of the search holds ${before}`).toBe(false);
+  }
+}
+
+/** Every whole list of several segments merged into one, in one commit of the writer. */
+function mergeWhole(replica: Replica): void {
+  expect(replica.topkMergeStep(Infinity, 0)).toBeGreaterThan(0);
+}
+
+function keysOf(reader: SearchStore, depth: number): string[] {
+  const found = reader.search('docs', [0], parseQuery(WORD, LIMITS), depth, 0);
+  return found.matches.map((match) => match.key);
+}
+
+describe('a read connection search', () => {
+  it('skips a row whose removal a merge commits mid-search, its entry gone with its posting', () => {
+    const { replica, reader, apply } = stores();
+    apply([record('d3', null)]);
+    const keys = withCommitBefore(
+      'FROM topk_removed WHERE table_id = ? AND row = ?',
+      () => mergeWhole(replica),
+      () => keysOf(reader, 10),
+    );
+    expect(keys).toEqual(['d0', 'd1', 'd2', 'd4', 'd5', 'd6', 'd7', 'd8', 'd9', 'd10']);
+  });
+
+  it('gives each row once when a merge commits between two blocks of a run', () => {
+    const { replica, reader } = stores();
+    const depth = SEGMENT_DOCS + 50;
+    const keys = withCommitBefore(
+      'AND (len, tie) > (?, ?) ORDER BY len, tie LIMIT 1',
+      () => mergeWhole(replica),
+      () => keysOf(reader, depth),
+    );
+    expect(keys).toEqual(Array.from({ length: depth }, (_, i) => `d${i}`));
+  });
+});
