@@ -684,6 +684,48 @@ describe('top-k lists', () => {
     expectRemovedRowsCounted(dir);
   });
 
+  it('have their due segments merged by the background steps while a re-index runs', async () => {
+    const { replica, dir } = tempReplica(2);
+    const feed = new Feed(replica, false);
+    feed.docs(zipfCorpus(randomOf(seed), 1500, 0), (i) => i % PARTITIONS);
+    // Written in 16 transactions, none merged: a common term holds a segment of each.
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBeGreaterThan(11);
+    // The settings record alone: its re-index is the background steps', a few rows a step, and
+    // each step adds a segment to each listed term of the new table it writes.
+    const settings = record({ key: 'docs', value: SETTINGS });
+    const batches = encodeBatch([settings], { baseOffset: 0 });
+    replica.applyMany([{ topic: SETTINGS_TOPIC, partition: 0, fromOffset: 0, batches }]);
+    expect(replica.search.buildOf('docs')).toBeDefined();
+    const logger = createLogger('test', 'silent');
+    const errors = vi.spyOn(logger, 'error');
+    let reindexed = false;
+    const steps: BackgroundSteps = new BackgroundSteps({
+      replica: () => replica,
+      stepDocsMax: 10,
+      stepMsMax: 5,
+      retryMsMax: 5_000,
+      // No FTS5 merge and no whole list merge: only the tiers' merges.
+      merges: { quietMs: 60_000, writtenPercent: 1_000_000, stepMsMax: 5 },
+      // The loop ends as soon as the re-index has swapped, before any step after it.
+      paused: () => {
+        if (replica.search.buildOf('docs') === undefined) {
+          reindexed = true;
+          void steps.stop();
+        }
+        return null;
+      },
+      onSwapped: () => undefined,
+      logger,
+    });
+    steps.kick();
+    await vi.waitFor(() => expect(reindexed).toBe(true), { timeout: 60_000, interval: 50 });
+    await steps.stop();
+    expect(errors).not.toHaveBeenCalled();
+    // Merging at twos between the re-index's steps: a segment a tier at most (a tier a doubling
+    // of postings, at most 1,500), and one its last step added.
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBeLessThanOrEqual(12);
+  });
+
   it('drop the list of a term falling below listed_df_min, counting off its removed rows', async () => {
     const { replica, dir } = tempReplica(1_000_000);
     const feed = new Feed(replica);
