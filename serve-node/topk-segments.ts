@@ -115,15 +115,19 @@ export class TopkSegments {
 
   /**
    * Term `id`'s segments merged into one where the smaller ones hold at least `writtenPercent`
-   * of its largest's postings (fewer: they wait for more writes, as a merge rewrites them all).
+   * of its largest's postings, or where at least `writtenPercent` of them are removed rows'
+   * (`df` the term's rows: its segments hold each live row once), even a list of one segment
+   * (fewer: they wait for more writes, as a merge rewrites them all).
    */
-  mergeAll(id: number, writtenPercent: number, dropped: DroppedPostings): void {
+  mergeAll(id: number, df: number, writtenPercent: number, dropped: DroppedPostings): void {
     const segments = this.statements.segments.all(id) as Segment[];
-    if (segments.length < 2) return;
+    if (segments.length === 0) return;
     const largest = Math.max(...segments.map((each) => each.postings));
     const total = segments.reduce((sum, each) => sum + each.postings, 0);
-    if ((total - largest) * 100 < writtenPercent * largest) return;
-    this.mergeSegments(id, segments, dropped);
+    assert(total >= df, `term ${id}'s segments hold ${total} postings of ${df} rows`);
+    const written = segments.length >= 2 && (total - largest) * 100 >= writtenPercent * largest;
+    const dead = (total - df) * 100 >= writtenPercent * total && total > df;
+    if (written || dead) this.mergeSegments(id, segments, dropped);
   }
 
   /** The segments of a tier that holds `mergeSegmentsMin` of them, if any. */

@@ -726,6 +726,44 @@ describe('top-k lists', () => {
     expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBeLessThanOrEqual(12);
   });
 
+  it('rewrite a list of one segment once deletes leave writtenPercent of its postings dead', async () => {
+    let { replica, dir } = tempReplica();
+    const feed = new Feed(replica, false);
+    const docs = Array.from({ length: 90 }, (_, i) => ({
+      key: `k${i}`,
+      value: { title: `t${i}`, body: `apple w${i % 7}`, n: i },
+    }));
+    feed.docs(docs, () => 0);
+    expect(segmentsOfTerms(dir), 'one transaction, one segment').toEqual([1]);
+    const removeKeys = (from: number, to: number) =>
+      feed.docs(
+        docs.slice(from, to).map(({ key }) => ({ key, value: null })),
+        () => 0,
+      );
+    // 8 dead of 90: below 10 percent, the list is looked at and waits.
+    removeKeys(0, 8);
+    expect(replica.topkMergeStep(Infinity, 10)).toBe(1);
+    expect(expectRemovedRowsCounted(dir)).toBe(8);
+    // 9 dead of 90: 'apple' (the one listed term) is rewritten without them.
+    removeKeys(8, 9);
+    expect(replica.topkMergeStep(Infinity, 10)).toBe(1);
+    expect(expectRemovedRowsCounted(dir)).toBe(0);
+    const merged = dumpLists(dir);
+    expect(merged.postings.filter((line) => line.startsWith('apple ')).length).toBe(81);
+    // Found again on opening: 9 dead of 81 postings.
+    removeKeys(9, 18);
+    await replica.close();
+    replicas.splice(replicas.indexOf(replica), 1);
+    replica = new Replica(dir, { topkListedDfMin: LISTED_DF_MIN });
+    replicas.push(replica);
+    expect(expectRemovedRowsCounted(dir)).toBe(9);
+    expect(replica.topkMergeStep(Infinity, 10)).toBe(1);
+    expect(expectRemovedRowsCounted(dir)).toBe(0);
+    expect(segmentsOfTerms(dir)).toEqual([1]);
+    const rebuilt = await rebuiltLists(replica, dir);
+    expectSameLines(rebuilt.postings, dumpLists(dir).postings, 'postings rebuilt');
+  });
+
   it('drop the list of a term falling below listed_df_min, counting off its removed rows', async () => {
     const { replica, dir } = tempReplica(1_000_000);
     const feed = new Feed(replica);
