@@ -641,7 +641,7 @@ export function* storedPostings(
   const blocks = db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw();
   const removed = new RemovedRows(db);
   for (const [id, table, term] of terms) {
-    const isRemoved = removed.testerOf(table);
+    const isRemoved = removed.of(table).has;
     const postings: StoredPosting[] = [];
     for (const [tf, bytes] of blocks.all(id) as Array<[number, Buffer]>) {
       for (const posting of decodeBlock(bytes)) {

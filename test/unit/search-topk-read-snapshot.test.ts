@@ -59,30 +59,41 @@ function stores(): {
 }
 
 /**
- * Runs `search` with `commit` run once just before the first statement whose SQL holds `before`:
- * a hook between two statements of one search (every statement of better-sqlite3 shares one
- * prototype, whose `get` is wrapped while the search runs).
+ * Runs `read` with `before` called ahead of every statement `get` of it: a hook between two
+ * statements of one search (every statement of better-sqlite3 shares one prototype, whose `get`
+ * is wrapped while `read` runs).
  */
-function withCommitBefore<T>(before: string, commit: () => void, search: () => T): T {
+function withHook<T>(before: (statement: Statement) => void, read: () => T): T {
   const scratch = new Database(':memory:');
   const proto = Object.getPrototypeOf(scratch.prepare('SELECT 1')) as { get: Statement['get'] };
   scratch.close();
   const get = proto.get;
-  let armed = true;
   proto.get = function (this: Statement, ...params: unknown[]) {
-    if (armed && this.source.includes(before)) {
-      armed = false;
-      commit();
-    }
+    before(this);
     return get.apply(this, params);
   };
   try {
-    return search();
+    return read();
   } finally {
     proto.get = get;
-    expect(armed, `no statement of the search holds ${before}`).toBe(false);
   }
 }
+
+/** Runs `search` with `commit` run once, just before its first statement whose SQL holds `sql`. */
+function withCommitBefore<T>(sql: string, commit: () => void, search: () => T): T {
+  let armed = true;
+  const found = withHook((statement) => {
+    if (armed && statement.source.includes(sql)) {
+      armed = false;
+      commit();
+    }
+  }, search);
+  expect(armed, `no statement of the search holds ${sql}`).toBe(false);
+  return found;
+}
+
+/** A removed row's look-up (topk-removed.ts). */
+const REMOVED_LOOKUP = 'FROM topk_removed WHERE table_id = ? AND row = ?';
 
 /** Every whole list of several segments merged into one, in one commit of the writer. */
 function mergeWhole(replica: Replica): void {
@@ -99,7 +110,7 @@ describe('a read connection search', () => {
     const { replica, reader, apply } = stores();
     apply([record('d3', null)]);
     const keys = withCommitBefore(
-      'FROM topk_removed WHERE table_id = ? AND row = ?',
+      REMOVED_LOOKUP,
       () => mergeWhole(replica),
       () => keysOf(reader, 10),
     );
@@ -115,5 +126,19 @@ describe('a read connection search', () => {
       () => keysOf(reader, depth),
     );
     expect(keys).toEqual(Array.from({ length: depth }, (_, i) => `d${i}`));
+  });
+
+  it('looks a removed row up once between commits, however many searches read it', () => {
+    const { reader, apply } = stores();
+    apply([record('d3', null), record('d7', null)]);
+    let lookups = 0;
+    const count = (statement: Statement) => {
+      if (statement.source.includes(REMOVED_LOOKUP)) lookups += 1;
+    };
+    expect(withHook(count, () => keysOf(reader, 10))).toContain('d11');
+    const first = lookups;
+    expect(first).toBeGreaterThan(0);
+    expect(withHook(count, () => keysOf(reader, 10))).toContain('d11');
+    expect(lookups).toBe(first);
   });
 });
