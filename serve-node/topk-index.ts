@@ -22,9 +22,9 @@ import type { FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { FtsPostings } from './topk-source.js';
 import { TermIds, TermValues } from './topk-term-ids.js';
-import { comparePostings, decodeBlock, type Posting } from './topk-blocks.js';
+import { decodeBlock, type Posting } from './topk-blocks.js';
 import { DroppedPostings, RemovedRows, TOPK_REMOVED_SCHEMA } from './topk-removed.js';
-import { TOPK_SEGMENTS_SCHEMA, TopkSegments, type TermPosting } from './topk-segments.js';
+import { runsOf, TOPK_SEGMENTS_SCHEMA, TopkSegments, type TermPosting } from './topk-segments.js';
 
 const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
@@ -648,6 +648,7 @@ export function* storedPostings(
         if (!isRemoved(posting.row)) postings.push({ term, tf, ...posting });
       }
     }
-    yield* postings.sort((a, b) => a.tf - b.tf || comparePostings(a, b));
+    // In run order, each row once (a row twice is a list gone apart from FTS5's rows).
+    for (const run of runsOf(postings)) yield* run;
   }
 }
