@@ -764,6 +764,35 @@ describe('top-k lists', () => {
     expectSameLines(rebuilt.postings, dumpLists(dir).postings, 'postings rebuilt');
   });
 
+  it('are written by a whole merge in the very blocks a list built at once has', async () => {
+    const { replica, dir } = tempReplica(2);
+    feedHistory(new Feed(replica), randomOf(seed), 1500);
+    while (replica.topkMergeStep(Infinity, 0) !== null);
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBe(1);
+    const blocks = () => {
+      const db = openStore(dir);
+      try {
+        const id = ftsTableOf(db).slice(4);
+        return (
+          db
+            .prepare(
+              'SELECT t.term, b.tf, b.len, b.tie, hex(b.postings) FROM topk_blocks b ' +
+                `JOIN topk_terms t ON t.id = b.term_id WHERE t.table_id = ${id} ` +
+                'ORDER BY t.term, b.tf, b.len, b.tie',
+            )
+            .raw()
+            .all() as unknown[][]
+        ).map((row) => row.join(' '));
+      } finally {
+        db.close();
+      }
+    };
+    const merged = blocks();
+    await rebuiltLists(replica, dir);
+    expect(merged.length).toBeGreaterThan(100);
+    expectSameLines(merged, blocks(), 'blocks rebuilt');
+  });
+
   it('drop the list of a term falling below listed_df_min, counting off its removed rows', async () => {
     const { replica, dir } = tempReplica(1_000_000);
     const feed = new Feed(replica);
