@@ -9,7 +9,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { encodeBatch, type LogRecord } from '../../shared/batch-codec.js';
 import { parseQuery } from '../../serve-node/fts-query.js';
 import { Replica } from '../../serve-node/replica.js';
+import { rowOf } from '../../serve-node/fts-table.js';
 import { SEARCH_FILE, SearchStore } from '../../serve-node/search-store.js';
+import { RemovedRows } from '../../serve-node/topk-removed.js';
+import { prepareStreamStatements, TermStream } from '../../serve-node/topk-stream.js';
 
 const LISTED_DF_MIN = 5;
 /** A tier merge never falls due by itself: the test commits the merge where it wants it. */
@@ -36,6 +39,7 @@ function stores(): {
   replica: Replica;
   reader: SearchStore;
   apply: (records: LogRecord[]) => void;
+  dir: string;
 } {
   const dir = mkdtempSync(join(tmpdir(), 'search-topk-snapshot-'));
   dirs.push(dir);
@@ -55,7 +59,7 @@ function stores(): {
   apply(docs(SEGMENT_DOCS));
   const reader = new SearchStore(join(dir, SEARCH_FILE), { ...options, reader: true });
   closers.push(() => reader.close());
-  return { replica, reader, apply };
+  return { replica, reader, apply, dir };
 }
 
 /**
@@ -140,5 +144,34 @@ describe('a read connection search', () => {
     expect(first).toBeGreaterThan(0);
     expect(withHook(count, () => keysOf(reader, 10))).toContain('d11');
     expect(lookups).toBe(first);
+  });
+
+  it('reads the removed rows in one scan, not a look-up a posting, when a list is decoded whole', () => {
+    const { apply, dir } = stores();
+    apply([record('d3', null), record('d7', null)]);
+    const db = new Database(join(dir, SEARCH_FILE), { readonly: true });
+    closers.push(() => void db.close());
+    const [termId, tableId, df] = db
+      .prepare('SELECT id, table_id, df FROM topk_terms WHERE term = ?')
+      .raw()
+      .get(WORD) as number[];
+    const removed = new RemovedRows(db).of(tableId);
+    const stream = new TermStream(prepareStreamStatements(db), termId, df, 1, 2, null, removed);
+    let lookups = 0;
+    const whole = withHook(
+      (statement) => {
+        if (statement.source.includes(REMOVED_LOOKUP)) lookups += 1;
+      },
+      () => {
+        // A row's frequency asked in block after block, until the stream decodes its whole list.
+        for (let offset = 0; stream.wholeList() === null && offset < 2 * SEGMENT_DOCS; offset++) {
+          stream.frequencyIn(rowOf(0, offset), 2);
+        }
+        return stream.wholeList();
+      },
+    );
+    expect(whole?.size).toBe(2 * SEGMENT_DOCS - 2);
+    expect(whole?.has(rowOf(0, 3))).toBe(false);
+    expect(lookups).toBe(0);
   });
 });
