@@ -1,10 +1,12 @@
 /**
  * The search store's work in the background, one step after another on the serving thread, each
  * its own short transaction, so reads and the apply loop go on between them:
- * 1. the re-indexes after settings changes (Replica.reindexStep, table-builds.ts);
- * 2. with none to step, deleting the rows of the tables re-indexes replaced (retired-tables.ts);
- * 3. with neither, merging the segments of the top-k lists that writes left due a merge
- *    (topk-segments.ts), as they come: a search merges a run a segment;
+ * 1. merging the segments of the top-k lists that writes left due a merge (topk-segments.ts),
+ *    as they come, first: a search and a write read a run a segment, and every apply and every
+ *    re-index step adds a segment to each listed term it touches, so a long re-index must not
+ *    hold them back;
+ * 2. with none due, the re-indexes after settings changes (Replica.reindexStep, table-builds.ts);
+ * 3. with none to step, deleting the rows of the tables re-indexes replaced (retired-tables.ts);
  * 4. with none of those, merging a table's FTS5 segments once writes have paused
  *    (segment-merges.ts);
  * 5. with none due either, merging each top-k list of several segments into one where its
@@ -89,16 +91,18 @@ export class BackgroundSteps {
     while (!this.stopped) {
       await paused();
       if (this.stopped) return;
-      let step;
+      let step: ReturnType<Replica['reindexStep']> = null;
       let retiredRows: number | null = null;
       let topkMerged: number | null = null;
       let merge = null;
       let freed = null;
       try {
-        step = replica().reindexStep(stepDocsMax, stepMsMax);
+        topkMerged = replica().topkMergeStep(stepMsMax);
+        if (topkMerged === null) step = replica().reindexStep(stepDocsMax, stepMsMax);
         // With no re-index step to take, the rows of tables they replaced are deleted.
-        if (step === null) retiredRows = replica().retiredRowsStep(stepMsMax);
-        if (step === null && retiredRows === null) topkMerged = replica().topkMergeStep(stepMsMax);
+        if (topkMerged === null && step === null) {
+          retiredRows = replica().retiredRowsStep(stepMsMax);
+        }
         if (step === null && retiredRows === null && topkMerged === null) {
           merge = replica().mergeStep(this.options.merges.stepMsMax, this.options.merges);
           if (merge === null) {

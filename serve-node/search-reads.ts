@@ -125,9 +125,9 @@ export class SearchReads {
   ) {
     this.queries = new QueryCache(db, QUERY_SHAPES_CACHED);
     this.facetValues = new FacetValues(db);
-    this.topk = new TopkReads(db);
-    this.filterShares = new FilterShares(db, this.queries);
     this.stamp = writeStamp(db);
+    this.topk = new TopkReads(db, this.stamp);
+    this.filterShares = new FilterShares(db, this.queries);
   }
 
   /**

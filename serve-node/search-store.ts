@@ -342,19 +342,34 @@ export class SearchStore {
     return this.topk.knownTermsHeld();
   }
 
+  /**
+   * `read` in one read transaction: its statements (a list's runs and blocks, its removed rows,
+   * FTS5's rows, the keys) see one commit, where each alone would see the latest, and a merge
+   * committed between two of them would give a row twice or a removed row back. A read
+   * connection's caches follow that commit first (followWriter).
+   */
+  private inSnapshot<T>(read: () => T): T {
+    return this.db
+      .transaction(() => {
+        if (this.ftsConfig === null) this.followWriter();
+        return read();
+      })
+      .deferred();
+  }
+
   /** SearchReads.search: the best matches of a query and their number. */
   search(...args: Parameters<SearchReads['search']>): ReturnType<SearchReads['search']> {
-    return this.reads.search(...args);
+    return this.inSnapshot(() => this.reads.search(...args));
   }
 
   /** SearchReads.facets: the count of each value of some fields over a query's matches. */
   facets(...args: Parameters<SearchReads['facets']>): ReturnType<SearchReads['facets']> {
-    return this.reads.facets(...args);
+    return this.inSnapshot(() => this.reads.facets(...args));
   }
 
   /** SearchReads.scanKeys: the keys of a filtered or sorted scan. */
   scanKeys(...args: Parameters<SearchReads['scanKeys']>): ReturnType<SearchReads['scanKeys']> {
-    return this.reads.scanKeys(...args);
+    return this.inSnapshot(() => this.reads.scanKeys(...args));
   }
 
   /** The settings the collection is indexed with (the defaults before any). */

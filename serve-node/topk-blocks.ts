@@ -22,7 +22,7 @@ export interface Posting {
 }
 
 /** Offsets stay below 2^53 / ROW_PARTITIONS (rowOf): the tie key packs a partition above them. */
-export const TIE_OFFSETS = 2 ** 53 / ROW_PARTITIONS;
+const TIE_OFFSETS = 2 ** 53 / ROW_PARTITIONS;
 
 /**
  * The order of equal scores (partition, then offset) as one integer: with `len`, a block's key.

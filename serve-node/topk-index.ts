@@ -22,9 +22,9 @@ import type { FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { FtsPostings } from './topk-source.js';
 import { TermIds, TermValues } from './topk-term-ids.js';
-import { comparePostings, decodeBlock, type Posting } from './topk-blocks.js';
+import { decodeBlock, type Posting } from './topk-blocks.js';
 import { DroppedPostings, RemovedRows, TOPK_REMOVED_SCHEMA } from './topk-removed.js';
-import { TOPK_SEGMENTS_SCHEMA, TopkSegments, type TermPosting } from './topk-segments.js';
+import { runsOf, TOPK_SEGMENTS_SCHEMA, TopkSegments, type TermPosting } from './topk-segments.js';
 
 const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
@@ -150,7 +150,10 @@ export class TopkIndex {
    * each checked there, as a term may have gone since.
    */
   private readonly mergesDue = new Set<number>();
-  /** Listed terms of more than one segment (as mergesDue), for mergeStep's whole merges. */
+  /**
+   * Listed terms of more than one segment, or with postings of removed rows (as mergesDue), for
+   * mergeStep's whole merges.
+   */
   private readonly unmerged = new Set<number>();
   private readonly statements: Record<
     | 'settings'
@@ -162,7 +165,8 @@ export class TopkIndex {
     | 'listedTerms'
     | 'deleteTerms'
     | 'termTable'
-    | 'termsOfSegments',
+    | 'termsOfSegments'
+    | 'termsUnmerged',
     Statement
   >;
 
@@ -208,9 +212,14 @@ export class TopkIndex {
           'WHERE topk_terms.id = CAST(d.key AS INTEGER)',
       ),
       deleteTerms: prepare('DELETE FROM topk_terms WHERE id IN (SELECT value FROM json_each(?))'),
-      termTable: prepare('SELECT table_id FROM topk_terms WHERE id = ?').pluck(),
+      termTable: prepare('SELECT table_id, df FROM topk_terms WHERE id = ?').raw(),
       termsOfSegments: prepare(
         'SELECT term_id FROM topk_segments GROUP BY term_id HAVING count(*) >= ?',
+      ).pluck(),
+      // A term's segments hold each live row once: more postings than rows are removed rows'.
+      termsUnmerged: prepare(
+        'SELECT s.term_id FROM topk_segments s JOIN topk_terms t ON t.id = s.term_id ' +
+          'GROUP BY s.term_id HAVING count(*) >= 2 OR sum(s.postings) > max(t.df)',
       ).pluck(),
       listedTerms: prepare(
         'SELECT id, term FROM topk_terms WHERE table_id = ? AND df >= ? ORDER BY id',
@@ -274,7 +283,7 @@ export class TopkIndex {
     for (const id of this.statements.termsOfSegments.all(this.mergeSegmentsMin) as number[]) {
       this.mergesDue.add(id);
     }
-    for (const id of this.statements.termsOfSegments.all(2) as number[]) this.unmerged.add(id);
+    for (const id of this.statements.termsUnmerged.all() as number[]) this.unmerged.add(id);
   }
 
   /**
@@ -290,8 +299,9 @@ export class TopkIndex {
    * (performance.now()) passes, one term at least: the terms merged, or null when none is due.
    * Full tiers first (TopkSegments.merge); with none, and `wholeWrittenPercent` not null (writes
    * have paused), each term of several segments whose smaller ones hold at least that percent of
-   * its largest's postings has them all merged into one (TopkSegments.mergeAll), so a search
-   * reads one run a frequency once writes pause. Called in a transaction of its own.
+   * its largest's postings, or whose postings are that percent removed rows', has them all
+   * merged into one (TopkSegments.mergeAll), so a search reads one run a frequency and few dead
+   * postings once writes pause. Called in a transaction of its own.
    */
   mergeStep(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
     const whole = this.mergesDue.size === 0;
@@ -300,11 +310,12 @@ export class TopkIndex {
     let merged = 0;
     for (const id of due) {
       due.delete(id);
-      const tableId = this.statements.termTable.get(id) as number | undefined;
-      if (tableId !== undefined) {
+      const term = this.statements.termTable.get(id) as [number, number] | undefined;
+      if (term !== undefined) {
+        const [tableId, df] = term;
         const dropped = new DroppedPostings(this.removed, tableId);
         if (!whole) this.segments.merge(id, dropped);
-        else this.segments.mergeAll(id, wholeWrittenPercent!, dropped);
+        else this.segments.mergeAll(id, df, wholeWrittenPercent!, dropped);
         dropped.flush();
       }
       merged += 1;
@@ -540,6 +551,12 @@ export class TopkIndex {
         postings.push({ tf: tfs[i], len, row: change.row });
       }
       if (net < 0 && kept > 0) removedPostings.set(change.row, kept);
+      // Its dead postings wait for a whole merge: no segment added marks the term otherwise.
+      if (net < 0) {
+        for (const id of ids) {
+          if (this.keptIn.get(id) === transaction) this.unmerged.add(ofTable.listedIds.get(id));
+        }
+      }
     }
     for (const [row, postings] of removedPostings) this.removed.add(table.id, row, postings);
     for (const [id, postings] of added) {
@@ -624,13 +641,14 @@ export function* storedPostings(
   const blocks = db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw();
   const removed = new RemovedRows(db);
   for (const [id, table, term] of terms) {
-    const isRemoved = removed.testerOf(table);
+    const isRemoved = removed.of(table).has;
     const postings: StoredPosting[] = [];
     for (const [tf, bytes] of blocks.all(id) as Array<[number, Buffer]>) {
       for (const posting of decodeBlock(bytes)) {
         if (!isRemoved(posting.row)) postings.push({ term, tf, ...posting });
       }
     }
-    yield* postings.sort((a, b) => a.tf - b.tf || comparePostings(a, b));
+    // In run order, each row once (a row twice is a list gone apart from FTS5's rows).
+    for (const run of runsOf(postings)) yield* run;
   }
 }

@@ -30,7 +30,7 @@ import { FtsStats } from './fts-stats.js';
 import { partitionOfRow, type FtsTable } from './fts-table.js';
 import { FtsTokenizers } from './fts-tokens.js';
 import { hasTopkLists } from './topk-index.js';
-import { RemovedRows } from './topk-removed.js';
+import { RemovedRows, type RemovedRowsOf } from './topk-removed.js';
 import { documentFrequencyStatement, FtsPostings } from './topk-source.js';
 import {
   before,
@@ -143,9 +143,18 @@ export class TopkReads {
   private readonly frequencies = new Map<string, Statement>();
   private readonly streams: StreamStatements;
   private readonly removed: RemovedRows;
+  /**
+   * By table object (an id given again comes with another): its removed rows as of the commit
+   * `stamp` names (write-stamp.ts), shared by the searches until another commit.
+   */
+  private readonly removedOf = new WeakMap<FtsTable, { stamp: number; rows: RemovedRowsOf }>();
   private readonly statements: Record<'settings' | 'term', Statement>;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(
+    private readonly db: Database.Database,
+    /** Moves with every commit the connection sees (SearchReads' write stamp). */
+    private readonly stamp: () => number,
+  ) {
     this.tokenizers = new FtsTokenizers(db);
     this.streams = prepareStreamStatements(db);
     this.removed = new RemovedRows(db);
@@ -196,7 +205,7 @@ export class TopkReads {
     const avgdl = totals.tokens / totals.rows;
     // One stream a distinct term; a word given twice counts twice, as bm25() counts phrases.
     const byTerm = new Map<string, WordStream>();
-    const isRemoved = this.removed.testerOf(table.id);
+    const removed = this.removedRowsOf(table);
     const streams = found.map(({ term, termId, df }) => {
       let stream = byTerm.get(term);
       if (stream === undefined) {
@@ -204,7 +213,7 @@ export class TopkReads {
         stream =
           termId === null
             ? new MemoryStream(this.postingsOf(table).postingsOf(term), idf, avgdl, partitions)
-            : new TermStream(this.streams, termId, df, idf, avgdl, partitions, isRemoved);
+            : new TermStream(this.streams, termId, df, idf, avgdl, partitions, removed);
         byTerm.set(term, stream);
       }
       return stream;
@@ -307,6 +316,17 @@ export class TopkReads {
       this.matches.set(table.name, statement);
     }
     return statement;
+  }
+
+  /** The table's removed rows as of the commit read, kept until the next. */
+  private removedRowsOf(table: FtsTable): RemovedRowsOf {
+    const stamp = this.stamp();
+    let kept = this.removedOf.get(table);
+    if (kept === undefined || kept.stamp !== stamp) {
+      kept = { stamp, rows: this.removed.of(table.id) };
+      this.removedOf.set(table, kept);
+    }
+    return kept.rows;
   }
 
   private postingsOf(table: FtsTable): FtsPostings {

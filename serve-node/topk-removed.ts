@@ -16,17 +16,67 @@ export const TOPK_REMOVED_SCHEMA = `
     PRIMARY KEY (table_id, row)) WITHOUT ROWID;
 `;
 
+/**
+ * Rows a connection keeps answers of, by table, between commits: past it they are forgotten and
+ * looked up again (about 50 bytes a row).
+ */
+const KNOWN_ROWS_MAX = 100_000;
+
+type RemovedStatements = Record<
+  'any' | 'has' | 'rows' | 'insert' | 'deleteIfAll' | 'countOff',
+  Statement
+>;
+
+/**
+ * Which rows of one table are removed, as of one commit: free while the table has none (a load,
+ * a rebuild), else a look-up a row, each answered once, or none at all once the table's removed
+ * rows are read whole (readWhole).
+ */
+export class RemovedRowsOf {
+  private readonly known = new Map<number, boolean>();
+  /** Every removed row of the table, once read whole. */
+  private whole: Set<number> | null = null;
+  private readonly any: boolean;
+
+  constructor(
+    private readonly statements: RemovedStatements,
+    private readonly tableId: number,
+  ) {
+    this.any = statements.any.get(tableId) === 1;
+  }
+
+  readonly has = (row: number): boolean => {
+    if (!this.any) return false;
+    if (this.whole !== null) return this.whole.has(row);
+    let removed = this.known.get(row);
+    if (removed === undefined) {
+      removed = this.statements.has.get(this.tableId, row) !== undefined;
+      if (this.known.size >= KNOWN_ROWS_MAX) this.known.clear();
+      this.known.set(row, removed);
+    }
+    return removed;
+  };
+
+  /**
+   * The table's removed rows read in one range scan where they are at most `rowsMax` (the rows
+   * about to be looked up: fewer rows read than look-ups made), so `has` asks SQLite nothing.
+   */
+  readWhole(rowsMax: number): void {
+    if (!this.any || this.whole !== null) return;
+    const rows = this.statements.rows.all(this.tableId, rowsMax + 1) as number[];
+    if (rows.length <= rowsMax) this.whole = new Set(rows);
+  }
+}
+
 export class RemovedRows {
-  private readonly statements: Record<
-    'any' | 'has' | 'insert' | 'deleteIfAll' | 'countOff',
-    Statement
-  >;
+  private readonly statements: RemovedStatements;
 
   constructor(db: Database.Database) {
     const prepare = (sql: string) => db.prepare(sql);
     this.statements = {
       any: prepare('SELECT EXISTS (SELECT 1 FROM topk_removed WHERE table_id = ?)').pluck(),
       has: prepare('SELECT 1 FROM topk_removed WHERE table_id = ? AND row = ?').pluck(),
+      rows: prepare('SELECT row FROM topk_removed WHERE table_id = ? LIMIT ?').pluck(),
       insert: prepare('INSERT INTO topk_removed (table_id, row, postings) VALUES (?, ?, ?)'),
       deleteIfAll: prepare(
         'DELETE FROM topk_removed WHERE table_id = ? AND row = ? AND postings = ?',
@@ -38,21 +88,9 @@ export class RemovedRows {
     };
   }
 
-  /**
-   * A test of whether a row of the table is removed, as of now: free while the table has no
-   * removed row (a load, a rebuild), else a lookup a row, each answered once.
-   */
-  testerOf(tableId: number): (row: number) => boolean {
-    if (this.statements.any.get(tableId) === 0) return () => false;
-    const known = new Map<number, boolean>();
-    return (row) => {
-      let removed = known.get(row);
-      if (removed === undefined) {
-        removed = this.statements.has.get(tableId, row) !== undefined;
-        known.set(row, removed);
-      }
-      return removed;
-    };
+  /** The table's removed rows as of now: to be asked again after another commit. */
+  of(tableId: number): RemovedRowsOf {
+    return new RemovedRowsOf(this.statements, tableId);
   }
 
   /** `row` removed while `postings` postings of it are in segments of the table's lists. */
@@ -83,7 +121,7 @@ export class DroppedPostings {
     private readonly removed: RemovedRows,
     private readonly tableId: number,
   ) {
-    this.isRemoved = removed.testerOf(tableId);
+    this.isRemoved = removed.of(tableId).has;
   }
 
   /** Whether `row` is removed; if so, a posting of it is counted as dropped. */

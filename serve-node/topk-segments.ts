@@ -52,9 +52,10 @@ export class TopkSegments {
     | 'segments'
     | 'insertSegment'
     | 'deleteSegment'
-    | 'segmentBlocks'
+    | 'nextFrequency'
+    | 'runBlocks'
     | 'insertBlock'
-    | 'deleteSegmentBlocks'
+    | 'deleteRunBlocks'
     | 'listBlocks'
     | 'deleteList'
     | 'deleteSegments',
@@ -77,14 +78,21 @@ export class TopkSegments {
         'INSERT INTO topk_segments (term_id, segment, postings) VALUES (?, ?, ?)',
       ),
       deleteSegment: prepare('DELETE FROM topk_segments WHERE term_id = ? AND segment = ?'),
-      segmentBlocks: prepare(
-        'SELECT tf, postings FROM topk_blocks WHERE term_id = ? AND segment = ?',
-      ).raw(),
+      nextFrequency: prepare(
+        'SELECT tf FROM topk_blocks WHERE term_id = ? AND segment = ? AND tf > ? ' +
+          'ORDER BY tf LIMIT 1',
+      ).pluck(),
+      runBlocks: prepare(
+        'SELECT postings FROM topk_blocks WHERE term_id = ? AND segment = ? AND tf = ? ' +
+          'ORDER BY len, tie',
+      ).pluck(),
       insertBlock: prepare(
         'INSERT INTO topk_blocks (term_id, segment, tf, len, tie, postings) ' +
           'VALUES (?, ?, ?, ?, ?, ?)',
       ),
-      deleteSegmentBlocks: prepare('DELETE FROM topk_blocks WHERE term_id = ? AND segment = ?'),
+      deleteRunBlocks: prepare(
+        'DELETE FROM topk_blocks WHERE term_id = ? AND segment = ? AND tf = ?',
+      ),
       listBlocks: prepare('SELECT postings FROM topk_blocks WHERE term_id = ?').pluck(),
       deleteList: prepare('DELETE FROM topk_blocks WHERE term_id = ?'),
       deleteSegments: prepare('DELETE FROM topk_segments WHERE term_id = ?'),
@@ -115,15 +123,19 @@ export class TopkSegments {
 
   /**
    * Term `id`'s segments merged into one where the smaller ones hold at least `writtenPercent`
-   * of its largest's postings (fewer: they wait for more writes, as a merge rewrites them all).
+   * of its largest's postings, or where at least `writtenPercent` of them are removed rows'
+   * (`df` the term's rows: its segments hold each live row once), even a list of one segment
+   * (fewer: they wait for more writes, as a merge rewrites them all).
    */
-  mergeAll(id: number, writtenPercent: number, dropped: DroppedPostings): void {
+  mergeAll(id: number, df: number, writtenPercent: number, dropped: DroppedPostings): void {
     const segments = this.statements.segments.all(id) as Segment[];
-    if (segments.length < 2) return;
+    if (segments.length === 0) return;
     const largest = Math.max(...segments.map((each) => each.postings));
     const total = segments.reduce((sum, each) => sum + each.postings, 0);
-    if ((total - largest) * 100 < writtenPercent * largest) return;
-    this.mergeSegments(id, segments, dropped);
+    assert(total >= df, `term ${id}'s segments hold ${total} postings of ${df} rows`);
+    const written = segments.length >= 2 && (total - largest) * 100 >= writtenPercent * largest;
+    const dead = (total - df) * 100 >= writtenPercent * total && total > df;
+    if (written || dead) this.mergeSegments(id, segments, dropped);
   }
 
   /** The segments of a tier that holds `mergeSegmentsMin` of them, if any. */
@@ -155,48 +167,101 @@ export class TopkSegments {
 
   /**
    * `segments` of term `id` merged into one, numbered as the lowest of them, without the postings
-   * of removed rows: null when none is left.
+   * of removed rows: null when none is left. A run at a time, lowest frequency first: each
+   * segment's run of the frequency is read in its order and the runs merged by their heads, so
+   * memory holds one run of the list and nothing is sorted; the blocks are those a list built
+   * whole would have.
    */
   private mergeSegments(
     id: number,
     segments: readonly Segment[],
     dropped: DroppedPostings,
   ): Segment | null {
-    const postings: TermPosting[] = [];
-    for (const { segment } of segments) {
-      // all(), not iterate(): the connection answers the removed rows' lookups meanwhile.
-      for (const [tf, block] of this.statements.segmentBlocks.all(id, segment) as Array<
-        [number, Buffer]
-      >) {
-        for (const posting of decodeBlock(block)) {
-          if (!dropped.drops(posting.row)) postings.push({ tf, ...posting });
+    const numbers = segments.map((each) => each.segment);
+    const segment = Math.min(...numbers);
+    let postings = 0;
+    for (const tf of this.frequenciesOf(id, numbers)) {
+      const runs: Posting[][] = [];
+      for (const each of numbers) {
+        const run: Posting[] = [];
+        // all(), not iterate(): the connection answers the removed rows' lookups meanwhile.
+        for (const block of this.statements.runBlocks.all(id, each, tf) as Buffer[]) {
+          for (const posting of decodeBlock(block)) {
+            if (!dropped.drops(posting.row)) run.push(posting);
+          }
         }
+        this.statements.deleteRunBlocks.run(id, each, tf);
+        if (run.length > 0) runs.push(run);
       }
-      this.statements.deleteSegmentBlocks.run(id, segment);
-      this.statements.deleteSegment.run(id, segment);
+      const run = mergedRuns(runs);
+      if (run.length > 0) this.writeRun(id, segment, tf, run);
+      postings += run.length;
     }
-    const segment = Math.min(...segments.map((each) => each.segment));
-    this.write(id, segment, postings);
-    return postings.length === 0 ? null : { segment, postings: postings.length };
+    for (const each of numbers) this.statements.deleteSegment.run(id, each);
+    if (postings === 0) return null;
+    this.statements.insertSegment.run(id, segment, postings);
+    return { segment, postings };
+  }
+
+  /** The frequencies of runs in `segments` of term `id`, ascending: a seek a run. */
+  private frequenciesOf(id: number, segments: readonly number[]): number[] {
+    const tfs = new Set<number>();
+    for (const segment of segments) {
+      let tf = this.statements.nextFrequency.get(id, segment, -Infinity) as number | undefined;
+      for (
+        ;
+        tf !== undefined;
+        tf = this.statements.nextFrequency.get(id, segment, tf) as typeof tf
+      ) {
+        tfs.add(tf);
+      }
+    }
+    return [...tfs].sort((a, b) => a - b);
   }
 
   /** A segment's blocks and its row: each run cut evenly into blocks, in key order. */
   private write(id: number, segment: number, postings: TermPosting[]): void {
     if (postings.length === 0) return;
-    for (const run of runsOf(postings)) {
-      for (const block of splitBlocks(run)) {
-        const first = block[0];
-        this.statements.insertBlock.run(
-          id,
-          segment,
-          run[0].tf,
-          first.len,
-          tieOf(first.row),
-          encodeBlock(block),
-        );
-      }
-    }
+    for (const run of runsOf(postings)) this.writeRun(id, segment, run[0].tf, run);
     this.statements.insertSegment.run(id, segment, postings.length);
+  }
+
+  /** One run of a segment (postings in the run's order), cut evenly into blocks. */
+  private writeRun(id: number, segment: number, tf: number, run: readonly Posting[]): void {
+    for (const block of splitBlocks(run)) {
+      const first = block[0];
+      this.statements.insertBlock.run(
+        id,
+        segment,
+        tf,
+        first.len,
+        tieOf(first.row),
+        encodeBlock(block),
+      );
+    }
+  }
+}
+
+/**
+ * Runs of one frequency, each in the run's order, merged into one in that order by their heads;
+ * a row in two is a list gone apart from FTS5's rows (asserted).
+ */
+function mergedRuns(runs: readonly Posting[][]): Posting[] {
+  if (runs.length === 1) return runs[0];
+  const merged: Posting[] = [];
+  const at = runs.map(() => 0);
+  for (;;) {
+    let best = -1;
+    for (let i = 0; i < runs.length; i++) {
+      const head = runs[i][at[i]];
+      if (head === undefined) continue;
+      if (best === -1 || comparePostings(head, runs[best][at[best]]) < 0) best = i;
+    }
+    if (best === -1) return merged;
+    const head = runs[best][at[best]++];
+    const last = merged[merged.length - 1];
+    assert(last === undefined || last.row !== head.row, `row ${head.row} listed twice`);
+    merged.push(head);
   }
 }
 

@@ -10,6 +10,7 @@ import type Database from 'better-sqlite3';
 import type { Statement } from 'better-sqlite3';
 import { partitionOfRow } from './fts-table.js';
 import { BlockReader, tieOf, type Posting } from './topk-blocks.js';
+import type { RemovedRowsOf } from './topk-removed.js';
 
 /** bm25()'s constants in fts5_aux.c. */
 const K1 = 1.2;
@@ -195,7 +196,7 @@ export class TermStream implements WordStream {
     private readonly avgdl: number,
     private readonly partitions: ReadonlySet<number> | null,
     /** Rows removed whose postings segments still hold (topk-removed.ts): skipped. */
-    private readonly isRemoved: (row: number) => boolean,
+    private readonly removed: RemovedRowsOf,
   ) {
     let next = statements.nextRun.get(termId, -1, -Infinity) as
       [number, number, number, number, Buffer] | undefined;
@@ -282,6 +283,8 @@ export class TermStream implements WordStream {
   /** Every row's frequency of the term, from every block of its list. */
   private decodeAll(): Map<number, number> {
     const byRow = new Map<number, number>();
+    // Its postings are df and the removed rows': a range scan of fewer rows than that, if any.
+    this.removed.readWhole(this.df);
     // all(), not iterate(): the connection answers the removed rows' lookups meanwhile.
     for (const [tf, block] of this.statements.wholeList.all(this.termId) as Array<
       [number, Buffer]
@@ -289,7 +292,7 @@ export class TermStream implements WordStream {
       const reader = new BlockReader(block);
       for (let posting = reader.next(); posting !== null; posting = reader.next()) {
         this.examined += 1;
-        if (!this.isRemoved(posting.row)) byRow.set(posting.row, tf);
+        if (!this.removed.has(posting.row)) byRow.set(posting.row, tf);
       }
     }
     return byRow;
@@ -334,7 +337,7 @@ export class TermStream implements WordStream {
       this.examined += 1;
       const partition = partitionOfRow(posting.row);
       if (this.partitions !== null && !this.partitions.has(partition)) continue;
-      if (this.isRemoved(posting.row)) continue;
+      if (this.removed.has(posting.row)) continue;
       const score = this.part(run.tf, posting.len);
       run.head = { row: posting.row, partition, score, len: posting.len };
       return;

@@ -684,6 +684,115 @@ describe('top-k lists', () => {
     expectRemovedRowsCounted(dir);
   });
 
+  it('have their due segments merged by the background steps while a re-index runs', async () => {
+    const { replica, dir } = tempReplica(2);
+    const feed = new Feed(replica, false);
+    feed.docs(zipfCorpus(randomOf(seed), 1500, 0), (i) => i % PARTITIONS);
+    // Written in 16 transactions, none merged: a common term holds a segment of each.
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBeGreaterThan(11);
+    // The settings record alone: its re-index is the background steps', a few rows a step, and
+    // each step adds a segment to each listed term of the new table it writes.
+    const settings = record({ key: 'docs', value: SETTINGS });
+    const batches = encodeBatch([settings], { baseOffset: 0 });
+    replica.applyMany([{ topic: SETTINGS_TOPIC, partition: 0, fromOffset: 0, batches }]);
+    expect(replica.search.buildOf('docs')).toBeDefined();
+    const logger = createLogger('test', 'silent');
+    const errors = vi.spyOn(logger, 'error');
+    let reindexed = false;
+    const steps: BackgroundSteps = new BackgroundSteps({
+      replica: () => replica,
+      stepDocsMax: 10,
+      stepMsMax: 5,
+      retryMsMax: 5_000,
+      // No FTS5 merge and no whole list merge: only the tiers' merges.
+      merges: { quietMs: 60_000, writtenPercent: 1_000_000, stepMsMax: 5 },
+      // The loop ends as soon as the re-index has swapped, before any step after it.
+      paused: () => {
+        if (replica.search.buildOf('docs') === undefined) {
+          reindexed = true;
+          void steps.stop();
+        }
+        return null;
+      },
+      onSwapped: () => undefined,
+      logger,
+    });
+    steps.kick();
+    await vi.waitFor(() => expect(reindexed).toBe(true), { timeout: 60_000, interval: 50 });
+    await steps.stop();
+    expect(errors).not.toHaveBeenCalled();
+    // Merging at twos between the re-index's steps: a segment a tier at most (a tier a doubling
+    // of postings, at most 1,500), and one its last step added.
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBeLessThanOrEqual(12);
+  });
+
+  it('rewrite a list of one segment once deletes leave writtenPercent of its postings dead', async () => {
+    let { replica, dir } = tempReplica();
+    const feed = new Feed(replica, false);
+    const docs = Array.from({ length: 90 }, (_, i) => ({
+      key: `k${i}`,
+      value: { title: `t${i}`, body: `apple w${i % 7}`, n: i },
+    }));
+    feed.docs(docs, () => 0);
+    expect(segmentsOfTerms(dir), 'one transaction, one segment').toEqual([1]);
+    const removeKeys = (from: number, to: number) =>
+      feed.docs(
+        docs.slice(from, to).map(({ key }) => ({ key, value: null })),
+        () => 0,
+      );
+    // 8 dead of 90: below 10 percent, the list is looked at and waits.
+    removeKeys(0, 8);
+    expect(replica.topkMergeStep(Infinity, 10)).toBe(1);
+    expect(expectRemovedRowsCounted(dir)).toBe(8);
+    // 9 dead of 90: 'apple' (the one listed term) is rewritten without them.
+    removeKeys(8, 9);
+    expect(replica.topkMergeStep(Infinity, 10)).toBe(1);
+    expect(expectRemovedRowsCounted(dir)).toBe(0);
+    const merged = dumpLists(dir);
+    expect(merged.postings.filter((line) => line.startsWith('apple ')).length).toBe(81);
+    // Found again on opening: 9 dead of 81 postings.
+    removeKeys(9, 18);
+    await replica.close();
+    replicas.splice(replicas.indexOf(replica), 1);
+    replica = new Replica(dir, { topkListedDfMin: LISTED_DF_MIN });
+    replicas.push(replica);
+    expect(expectRemovedRowsCounted(dir)).toBe(9);
+    expect(replica.topkMergeStep(Infinity, 10)).toBe(1);
+    expect(expectRemovedRowsCounted(dir)).toBe(0);
+    expect(segmentsOfTerms(dir)).toEqual([1]);
+    const rebuilt = await rebuiltLists(replica, dir);
+    expectSameLines(rebuilt.postings, dumpLists(dir).postings, 'postings rebuilt');
+  });
+
+  it('are written by a whole merge in the very blocks a list built at once has', async () => {
+    const { replica, dir } = tempReplica(2);
+    feedHistory(new Feed(replica), randomOf(seed), 1500);
+    while (replica.topkMergeStep(Infinity, 0) !== null);
+    expect(segmentsOfTerms(dir)[0], `seed ${seed}`).toBe(1);
+    const blocks = () => {
+      const db = openStore(dir);
+      try {
+        const id = ftsTableOf(db).slice(4);
+        return (
+          db
+            .prepare(
+              'SELECT t.term, b.tf, b.len, b.tie, hex(b.postings) FROM topk_blocks b ' +
+                `JOIN topk_terms t ON t.id = b.term_id WHERE t.table_id = ${id} ` +
+                'ORDER BY t.term, b.tf, b.len, b.tie',
+            )
+            .raw()
+            .all() as unknown[][]
+        ).map((row) => row.join(' '));
+      } finally {
+        db.close();
+      }
+    };
+    const merged = blocks();
+    await rebuiltLists(replica, dir);
+    expect(merged.length).toBeGreaterThan(100);
+    expectSameLines(merged, blocks(), 'blocks rebuilt');
+  });
+
   it('drop the list of a term falling below listed_df_min, counting off its removed rows', async () => {
     const { replica, dir } = tempReplica(1_000_000);
     const feed = new Feed(replica);
