@@ -10,6 +10,7 @@ import { crc32c } from './crc32c.js';
 import { badRequest, tooLarge } from './errors.js';
 import { readVarint, VarintCursor, varintBytes, writeVarint } from './varint.js';
 import {
+  BATCH_INFLATED_BYTES_FORMAT_MAX,
   BATCH_INFLATED_BYTES_MAX_DEFAULT,
   CODECS,
   codecName,
@@ -366,7 +367,7 @@ export function checkBatch(
   bytes: Uint8Array,
   at = 0,
   sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
-  inflatedBytesMax = BATCH_INFLATED_BYTES_MAX_DEFAULT,
+  inflatedBytesMax = BATCH_INFLATED_BYTES_FORMAT_MAX,
 ): BatchCheck {
   const check = checkLayouts(bytes, at, sizeBytesMax, inflatedBytesMax);
   return check.ok ? { ok: true, header: check.header } : check;
@@ -554,7 +555,7 @@ function layoutsOf(batch: Uint8Array): {
 } {
   const header = readBatchHeader(batch);
   assert(header !== null, 'batch has a header');
-  const plain = plainBatch(asBuffer(batch), header, BATCH_INFLATED_BYTES_MAX_DEFAULT);
+  const plain = plainBatch(asBuffer(batch), header, BATCH_INFLATED_BYTES_FORMAT_MAX);
   if (!plain.ok) throw new Error(`batch is corrupt: ${plain.detail}`);
   const buf = plain.buf;
   const layouts = walkRecords(buf, header);

@@ -4,6 +4,7 @@
  * Kafka compresses the records section only (the 61-byte header stays plain) and the CRC-32C
  * covers the compressed bytes, so a batch is stored and served as its producer compressed it.
  */
+import { constants as bufferConstants } from 'node:buffer';
 import { promisify } from 'node:util';
 import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 
@@ -21,6 +22,12 @@ export type SupportedCodecName = (typeof CODECS_SUPPORTED)[number];
  * gigabytes in memory. Kafka's own batches inflate to at most a few times their 1 MiB default.
  */
 export const BATCH_INFLATED_BYTES_MAX_DEFAULT = 64 * 1024 * 1024;
+/**
+ * The most bytes a stored batch's records are inflated to when read: the format's bound (a
+ * Buffer's), never an append limit, so a batch acknowledged under a raised batchInflatedBytesMax
+ * is never called corrupt by recovery, the cleaner or a reader.
+ */
+export const BATCH_INFLATED_BYTES_FORMAT_MAX = bufferConstants.MAX_LENGTH;
 
 /**
  * zlib level 1, not Kafka's default 6: on the scale corpus in batches of 1000 records it takes

@@ -159,6 +159,8 @@ describe('gzip batches', () => {
       code: 'batch_inflated_too_large',
       details: { max: BATCH_INFLATED_BYTES_MAX_DEFAULT },
     });
-    expect(() => decodeRecords(bomb)).toThrow(/batchInflatedBytesMax/);
+    // A reader of stored batches is bounded by the format, not the append limit: it inflates the
+    // zeros and finds no records in them.
+    expect(() => decodeRecords(bomb)).toThrow(/batch is corrupt/);
   });
 });
