@@ -618,28 +618,28 @@ export function decodeRecords(batch: Uint8Array): StoredRecord[] {
 }
 
 /**
- * Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. A
- * compressed batch's frame and CRC are checked here and its records when decoded, so a reader
- * inflates each batch once.
+ * Checks a stored batch as a reader of the log does: the frame and the CRC, and for an
+ * uncompressed batch the record walk. A compressed batch's records are checked when decoded, so a
+ * reader inflates each batch once; the CRC is paid once either way.
  */
+export function checkStoredBatch(bytes: Uint8Array, at = 0): BatchCheck {
+  const frame = checkBatchFrame(bytes, at);
+  if (!frame.ok || (frame.header.attributes & COMPRESSION_MASK) !== CODECS.none) return frame;
+  const { header } = frame;
+  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
+  return typeof layouts === 'string' ? { ok: false, reason: 'corrupt', detail: layouts } : frame;
+}
+
+/** Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. */
 export function* iterateBatches(
   bytes: Uint8Array,
 ): Generator<{ header: BatchHeader; bytes: Uint8Array }> {
   let at = 0;
   while (at < bytes.length) {
-    const frame = checkBatchFrame(bytes, at);
-    if (!frame.ok) throw new Error(`batch at byte ${at} is ${frame.reason}: ${frame.detail}`);
-    const { header } = frame;
-    const batch = bytes.subarray(at, at + header.sizeBytes);
-    // The frame check paid the CRC: an uncompressed batch's records are walked, not checked again.
-    if ((header.attributes & COMPRESSION_MASK) === CODECS.none) {
-      const layouts = walkRecords(asBuffer(batch), header);
-      if (typeof layouts === 'string') {
-        throw new Error(`batch at byte ${at} is corrupt: ${layouts}`);
-      }
-    }
-    yield { header, bytes: batch };
-    at += header.sizeBytes;
+    const check = checkStoredBatch(bytes, at);
+    if (!check.ok) throw new Error(`batch at byte ${at} is ${check.reason}: ${check.detail}`);
+    yield { header: check.header, bytes: bytes.subarray(at, at + check.header.sizeBytes) };
+    at += check.header.sizeBytes;
   }
 }
 

@@ -53,6 +53,13 @@ export type Inflated =
       detail: string;
     };
 
+let inflates = 0;
+
+/** How many records sections this process has inflated: lets a test see a batch inflated once. */
+export function inflateCount(): number {
+  return inflates;
+}
+
 /** The records section of a compressed batch inflated, or why it cannot be. */
 export function inflateRecords(
   codec: number,
@@ -66,6 +73,7 @@ export function inflateRecords(
       detail: `compression codec ${codec} (${codecName(codec)}) is not supported; tailbase reads ${CODECS_SUPPORTED.join(', ')}`,
     };
   }
+  inflates++;
   try {
     return { ok: true, records: gunzipSync(compressed, { maxOutputLength: inflatedBytesMax }) };
   } catch (error) {
