@@ -643,6 +643,14 @@ export function* iterateBatches(
   }
 }
 
+function tooManyRecords(header: BatchHeader, limits: BatchLimits) {
+  return tooLarge(
+    'too_many_records',
+    `batch of ${header.recordCount} records exceeds recordsPerBatchMax`,
+    { limit: 'recordsPerBatchMax', max: limits.recordsPerBatchMax, actual: header.recordCount },
+  );
+}
+
 /**
  * Enforces the configured batch limits on a producer's batch (413 or 400 with the limit or field
  * named), and the rules only a producer's batch meets (checkProducerFields). Batches the log-node
@@ -672,10 +680,29 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
         actual: early.attributes,
       });
     }
+    // Before the inflate: a count past the limit needs no records read to be refused (a plain
+    // batch's count is checked against its bytes first, where a lie is invalid_batch).
+    if (codec !== CODECS.none && early.recordCount > limits.recordsPerBatchMax) {
+      throw tooManyRecords(early, limits);
+    }
   }
   const inflatedBytesMax = limits.batchInflatedBytesMax ?? BATCH_INFLATED_BYTES_MAX_DEFAULT;
-  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, inflatedBytesMax);
+  // A record's bytes count its length varint, so the records section is the sum of its records:
+  // past recordCount x recordBytesMax some record is too large, and zlib stops there.
+  const recordsBytesMax =
+    early !== null && early.recordCount > 0
+      ? early.recordCount * limits.recordBytesMax
+      : inflatedBytesMax;
+  const capBytes = Math.min(inflatedBytesMax, recordsBytesMax);
+  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, capBytes);
   if (!check.ok && check.inflatedTooLarge) {
+    if (capBytes < inflatedBytesMax) {
+      throw tooLarge(
+        'record_too_large',
+        `batch rejected: its records inflate past recordCount x recordBytesMax (${capBytes} bytes)`,
+        { limit: 'recordBytesMax', max: limits.recordBytesMax, inflatedBytesMax: capBytes },
+      );
+    }
     throw tooLarge('batch_inflated_too_large', `batch rejected: ${check.detail}`, {
       limit: 'batchInflatedBytesMax',
       max: inflatedBytesMax,
@@ -686,13 +713,7 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);
   }
   const { header, layouts, buf } = check;
-  if (header.recordCount > limits.recordsPerBatchMax) {
-    throw tooLarge(
-      'too_many_records',
-      `batch of ${header.recordCount} records exceeds recordsPerBatchMax`,
-      { limit: 'recordsPerBatchMax', max: limits.recordsPerBatchMax, actual: header.recordCount },
-    );
-  }
+  if (header.recordCount > limits.recordsPerBatchMax) throw tooManyRecords(header, limits);
   checkProducerFields(header, layouts);
   layouts.forEach((l, i) => {
     if (l.sizeBytes > limits.recordBytesMax) {
