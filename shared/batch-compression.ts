@@ -10,7 +10,7 @@ import { gunzipSync, gzip, gzipSync } from 'node:zlib';
 
 /** Kafka's codec numbers. */
 export const CODECS = { none: 0, gzip: 1, snappy: 2, lz4: 3, zstd: 4 } as const;
-export type CodecName = keyof typeof CODECS;
+type CodecName = keyof typeof CODECS;
 /**
  * The codecs this build reads and writes. snappy, lz4 and zstd are refused by name (Kafka's
  * UNSUPPORTED_COMPRESSION_TYPE): Node 20's zlib has none of them, and no package is added yet.
@@ -34,7 +34,7 @@ export const BATCH_INFLATED_BYTES_FORMAT_MAX = bufferConstants.MAX_LENGTH;
  * 7.9 µs of CPU a document against 42.8 for 12% more bytes (6.40 MiB against 5.72 for 14.7 MiB
  * of NDJSON; bench/log-compression.ts). Inflating costs the same at either level.
  */
-export const GZIP_LEVEL = 1;
+const GZIP_LEVEL = 1;
 
 export function codecName(codec: number): string {
   const name = (Object.keys(CODECS) as CodecName[]).find((n) => CODECS[n] === codec);
@@ -45,7 +45,7 @@ export function isSupportedCodec(codec: number): boolean {
   return CODECS_SUPPORTED.some((name) => CODECS[name] === codec);
 }
 
-export type Inflated =
+type Inflated =
   | { ok: true; records: Buffer }
   | {
       ok: false;
