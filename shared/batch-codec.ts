@@ -643,6 +643,17 @@ export function* iterateBatches(
   }
 }
 
+/**
+ * The most bytes an append inflates a producer's compressed records to: batchInflatedBytesMax, or
+ * less where the header says so. A record's bytes count its length varint, so the records section
+ * is the sum of its records: past recordCount x recordBytesMax some record is too large.
+ */
+export function inflateCapOf(header: BatchHeader | null, limits: BatchLimits): number {
+  const inflatedBytesMax = limits.batchInflatedBytesMax ?? BATCH_INFLATED_BYTES_MAX_DEFAULT;
+  if (header === null || header.recordCount < 1) return inflatedBytesMax;
+  return Math.min(inflatedBytesMax, header.recordCount * limits.recordBytesMax);
+}
+
 function tooManyRecords(header: BatchHeader, limits: BatchLimits) {
   return tooLarge(
     'too_many_records',
@@ -687,13 +698,7 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
     }
   }
   const inflatedBytesMax = limits.batchInflatedBytesMax ?? BATCH_INFLATED_BYTES_MAX_DEFAULT;
-  // A record's bytes count its length varint, so the records section is the sum of its records:
-  // past recordCount x recordBytesMax some record is too large, and zlib stops there.
-  const recordsBytesMax =
-    early !== null && early.recordCount > 0
-      ? early.recordCount * limits.recordBytesMax
-      : inflatedBytesMax;
-  const capBytes = Math.min(inflatedBytesMax, recordsBytesMax);
+  const capBytes = inflateCapOf(early, limits);
   const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, capBytes);
   if (!check.ok && check.inflatedTooLarge) {
     if (capBytes < inflatedBytesMax) {
