@@ -216,17 +216,23 @@ describe('kafkajs against the Kafka listener', () => {
   });
 });
 
+/** A kafkajs producer that never retries: a refusal is the answer the test reads. */
+async function connectedProducer(kafka: KafkaNode, clientId: string) {
+  const client = new Kafka({
+    clientId,
+    brokers: [kafka.broker],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+  });
+  const producer = client.producer({ retry: { retries: 0 } });
+  await producer.connect();
+  return producer;
+}
+
 describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
   it('a batch whose records inflate past the bound is refused (MESSAGE_TOO_LARGE) and nothing is written', async () => {
     const kafka = await startKafkaNode({ partitions: 1, batchInflatedBytesMax: 256 * 1024 });
-    const client = new Kafka({
-      clientId: 'kafkajs-bomb',
-      brokers: [kafka.broker],
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 0 },
-    });
-    const producer = client.producer({ retry: { retries: 0 } });
-    await producer.connect();
+    const producer = await connectedProducer(kafka, 'kafkajs-bomb');
     try {
       // 512 KiB of one JSON document (within recordBytesMax) gzip to a few KB, past the bound inflated.
       const value = JSON.stringify({ text: 'z'.repeat(512 * 1024) });
@@ -257,14 +263,7 @@ describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
 describe('kafkajs GZIP past recordCount x recordBytesMax', () => {
   it('a batch whose one record inflates past recordBytesMax is refused (MESSAGE_TOO_LARGE) after one bounded inflate', async () => {
     const kafka = await startKafkaNode({ partitions: 1 });
-    const client = new Kafka({
-      clientId: 'kafkajs-record-bomb',
-      brokers: [kafka.broker],
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 0 },
-    });
-    const producer = client.producer({ retry: { retries: 0 } });
-    await producer.connect();
+    const producer = await connectedProducer(kafka, 'kafkajs-record-bomb');
     try {
       // 2 MiB of one document gzip to a few KB: past the 1 MiB recordBytesMax, within 64 MiB.
       const value = JSON.stringify({ text: 'z'.repeat(2 * 1024 * 1024) });
