@@ -6,7 +6,7 @@ import {
   BATCH_BYTES_FORMAT_MAX,
   BATCH_HEADER_BYTES,
   type BatchHeader,
-  checkBatch,
+  checkStoredBatch,
   readBatchHeader,
 } from '../shared/batch-codec.js';
 import type { FileIO } from '../shared/file-io.js';
@@ -29,7 +29,8 @@ export interface ScanOptions {
   from?: number;
   until: number;
   /**
-   * Check every batch's CRC and structure (recovery, rebuilds); headers only otherwise. A batch on
+   * Check every batch's CRC and structure (recovery, rebuilds), a compressed batch's records only
+   * when a visitor decodes them, so none is inflated twice; headers only otherwise. A batch on
    * disk is bounded by the format and by `until`, never by batchBytesMax, which bounds new appends
    * and may have been higher when the batch was written.
    */
@@ -128,7 +129,7 @@ export function scanBatches(
         return { kind: 'invalid', position, reason: 'incomplete', detail: 'batch cut short' };
       }
       const start = position - chunk.start;
-      const check = checkBatch(chunk.buffer.subarray(start, start + header.sizeBytes), 0);
+      const check = checkStoredBatch(chunk.buffer.subarray(start, start + header.sizeBytes), 0);
       if (!check.ok)
         return { kind: 'invalid', position, reason: check.reason, detail: check.detail };
       const keepGoing = visit({

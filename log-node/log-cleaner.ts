@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import { setImmediate as yieldToLoop } from 'node:timers/promises';
 import {
   batchCodec,
-  compressBatchSync,
+  compressBatch,
   decodeRecords,
   encodeBatch,
   type BatchHeader,
@@ -375,11 +375,15 @@ export class LogCleaner {
     const { O_CREAT, O_TRUNC, O_WRONLY, O_RDONLY } = fs.constants;
     const fd = io.open(cleanedPath, O_WRONLY | O_CREAT | O_TRUNC);
     let position = 0;
-    /** A slice's kept batches, written together after it. */
-    let pending: Buffer[] = [];
+    /**
+     * A slice's kept batches, written together after it; a rewrite to compress is deflated on
+     * libuv's thread pool meanwhile, so cleanerSliceMsMax bounds the slice, not a deflate.
+     */
+    let pending: (Buffer | Promise<Buffer>)[] = [];
     const writePending = async () => {
-      const buffers = pending;
+      const slice = pending;
       pending = [];
+      const buffers = await Promise.all(slice);
       // A slice that kept nothing has no write to wait for: the thread is given back all the same.
       if (buffers.length === 0) return yieldToLoop();
       await writevAll(io, fd, buffers, position);
@@ -413,7 +417,7 @@ export class LogCleaner {
           });
           // Kept in its producer's codec, as Kafka's cleaner does: compaction must not undo the
           // bytes compression saved.
-          pending.push(compressBatchSync(rewritten, batchCodec(bytes)));
+          pending.push(compressBatch(rewritten, batchCodec(bytes)));
         },
         writePending,
       );

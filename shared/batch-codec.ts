@@ -10,6 +10,7 @@ import { crc32c } from './crc32c.js';
 import { badRequest, tooLarge } from './errors.js';
 import { readVarint, VarintCursor, varintBytes, writeVarint } from './varint.js';
 import {
+  BATCH_INFLATED_BYTES_FORMAT_MAX,
   BATCH_INFLATED_BYTES_MAX_DEFAULT,
   CODECS,
   codecName,
@@ -366,7 +367,7 @@ export function checkBatch(
   bytes: Uint8Array,
   at = 0,
   sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
-  inflatedBytesMax = BATCH_INFLATED_BYTES_MAX_DEFAULT,
+  inflatedBytesMax = BATCH_INFLATED_BYTES_FORMAT_MAX,
 ): BatchCheck {
   const check = checkLayouts(bytes, at, sizeBytesMax, inflatedBytesMax);
   return check.ok ? { ok: true, header: check.header } : check;
@@ -554,7 +555,7 @@ function layoutsOf(batch: Uint8Array): {
 } {
   const header = readBatchHeader(batch);
   assert(header !== null, 'batch has a header');
-  const plain = plainBatch(asBuffer(batch), header, BATCH_INFLATED_BYTES_MAX_DEFAULT);
+  const plain = plainBatch(asBuffer(batch), header, BATCH_INFLATED_BYTES_FORMAT_MAX);
   if (!plain.ok) throw new Error(`batch is corrupt: ${plain.detail}`);
   const buf = plain.buf;
   const layouts = walkRecords(buf, header);
@@ -617,24 +618,48 @@ export function decodeRecords(batch: Uint8Array): StoredRecord[] {
 }
 
 /**
- * Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. A
- * compressed batch's frame and CRC are checked here and its records when decoded, so a reader
- * inflates each batch once.
+ * Checks a stored batch as a reader of the log does: the frame and the CRC, and for an
+ * uncompressed batch the record walk. A compressed batch's records are checked when decoded, so a
+ * reader inflates each batch once; the CRC is paid once either way.
  */
+export function checkStoredBatch(bytes: Uint8Array, at = 0): BatchCheck {
+  const frame = checkBatchFrame(bytes, at);
+  if (!frame.ok || (frame.header.attributes & COMPRESSION_MASK) !== CODECS.none) return frame;
+  const { header } = frame;
+  const layouts = walkRecords(asBuffer(bytes.subarray(at, at + header.sizeBytes)), header);
+  return typeof layouts === 'string' ? { ok: false, reason: 'corrupt', detail: layouts } : frame;
+}
+
+/** Walks concatenated batches (a read answer); throws at the first incomplete or corrupt one. */
 export function* iterateBatches(
   bytes: Uint8Array,
 ): Generator<{ header: BatchHeader; bytes: Uint8Array }> {
   let at = 0;
   while (at < bytes.length) {
-    const frame = checkBatchFrame(bytes, at);
-    const check =
-      frame.ok && (frame.header.attributes & COMPRESSION_MASK) !== CODECS.none
-        ? frame
-        : checkBatch(bytes, at);
+    const check = checkStoredBatch(bytes, at);
     if (!check.ok) throw new Error(`batch at byte ${at} is ${check.reason}: ${check.detail}`);
     yield { header: check.header, bytes: bytes.subarray(at, at + check.header.sizeBytes) };
     at += check.header.sizeBytes;
   }
+}
+
+/**
+ * The most bytes an append inflates a producer's compressed records to: batchInflatedBytesMax, or
+ * less where the header says so. A record's bytes count its length varint, so the records section
+ * is the sum of its records: past recordCount x recordBytesMax some record is too large.
+ */
+export function inflateCapOf(header: BatchHeader | null, limits: BatchLimits): number {
+  const inflatedBytesMax = limits.batchInflatedBytesMax ?? BATCH_INFLATED_BYTES_MAX_DEFAULT;
+  if (header === null || header.recordCount < 1) return inflatedBytesMax;
+  return Math.min(inflatedBytesMax, header.recordCount * limits.recordBytesMax);
+}
+
+function tooManyRecords(header: BatchHeader, limits: BatchLimits) {
+  return tooLarge(
+    'too_many_records',
+    `batch of ${header.recordCount} records exceeds recordsPerBatchMax`,
+    { limit: 'recordsPerBatchMax', max: limits.recordsPerBatchMax, actual: header.recordCount },
+  );
 }
 
 /**
@@ -666,10 +691,23 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
         actual: early.attributes,
       });
     }
+    // Before the inflate: a count past the limit needs no records read to be refused (a plain
+    // batch's count is checked against its bytes first, where a lie is invalid_batch).
+    if (codec !== CODECS.none && early.recordCount > limits.recordsPerBatchMax) {
+      throw tooManyRecords(early, limits);
+    }
   }
   const inflatedBytesMax = limits.batchInflatedBytesMax ?? BATCH_INFLATED_BYTES_MAX_DEFAULT;
-  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, inflatedBytesMax);
+  const capBytes = inflateCapOf(early, limits);
+  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, capBytes);
   if (!check.ok && check.inflatedTooLarge) {
+    if (capBytes < inflatedBytesMax) {
+      throw tooLarge(
+        'record_too_large',
+        `batch rejected: its records inflate past recordCount x recordBytesMax (${capBytes} bytes)`,
+        { limit: 'recordBytesMax', max: limits.recordBytesMax, inflatedBytesMax: capBytes },
+      );
+    }
     throw tooLarge('batch_inflated_too_large', `batch rejected: ${check.detail}`, {
       limit: 'batchInflatedBytesMax',
       max: inflatedBytesMax,
@@ -680,13 +718,7 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);
   }
   const { header, layouts, buf } = check;
-  if (header.recordCount > limits.recordsPerBatchMax) {
-    throw tooLarge(
-      'too_many_records',
-      `batch of ${header.recordCount} records exceeds recordsPerBatchMax`,
-      { limit: 'recordsPerBatchMax', max: limits.recordsPerBatchMax, actual: header.recordCount },
-    );
-  }
+  if (header.recordCount > limits.recordsPerBatchMax) throw tooManyRecords(header, limits);
   checkProducerFields(header, layouts);
   layouts.forEach((l, i) => {
     if (l.sizeBytes > limits.recordBytesMax) {

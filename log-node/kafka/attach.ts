@@ -84,6 +84,9 @@ export async function attachKafkaFace(
     // fetch.max.wait.ms up to its own limit.
     fetchWaitMsMax: Math.min(kafkaListenerDefaults.fetchWaitMsMax, config.longPollWaitMsMax),
     batchInflatedBytesMax: config.batchInflatedBytesMax,
+    batchBytesMax: config.batchBytesMax,
+    recordBytesMax: config.recordBytesMax,
+    recordsPerBatchMax: config.recordsPerBatchMax,
     // Committed offsets live on partition 0 of __consumer_offsets: only its node coordinates.
     handlers: hostsPartitionZero
       ? coordinator.handlers()

@@ -11,6 +11,7 @@ import { isLoopback } from '../../shared/cli-options.js';
 import { REQUEST_ELEMENTS_MAX } from '../../shared/kafka/index.js';
 import type { ApiKey } from '../../shared/api-keys.js';
 import { BATCH_INFLATED_BYTES_MAX_DEFAULT } from '../../shared/batch-compression.js';
+import { logNodeDefaults } from '../config.js';
 
 const MiB = 1024 * 1024;
 
@@ -49,6 +50,13 @@ export interface KafkaListenerLimits {
   listOffsetsScanBytesMax: number;
   /** Bytes a produced batch's records may inflate to (the log's batchInflatedBytesMax). */
   batchInflatedBytesMax: number;
+  /**
+   * The log's batchBytesMax, recordBytesMax and recordsPerBatchMax: what Produce refuses from a
+   * compressed batch's header before inflating it (the append checks them all again).
+   */
+  batchBytesMax: number;
+  recordBytesMax: number;
+  recordsPerBatchMax: number;
 }
 
 export const kafkaListenerDefaults: KafkaListenerLimits = {
@@ -63,6 +71,9 @@ export const kafkaListenerDefaults: KafkaListenerLimits = {
   fetchBytesMax: 4 * MiB,
   listOffsetsScanBytesMax: 64 * MiB,
   batchInflatedBytesMax: BATCH_INFLATED_BYTES_MAX_DEFAULT,
+  batchBytesMax: logNodeDefaults.batchBytesMax,
+  recordBytesMax: logNodeDefaults.recordBytesMax,
+  recordsPerBatchMax: logNodeDefaults.recordsPerBatchMax,
 };
 
 export interface KafkaListenerOptions extends Partial<KafkaListenerLimits> {

@@ -14,12 +14,14 @@
  */
 import {
   BATCH_MAGIC,
+  type BatchLimits,
   checkRecordSpans,
   COMPRESSION_MASK,
+  inflateCapOf,
   readBatchHeader,
   type RecordSpan,
 } from '../../shared/batch-codec.js';
-import { codecName, isSupportedCodec } from '../../shared/batch-compression.js';
+import { CODECS, codecName, isSupportedCodec } from '../../shared/batch-compression.js';
 import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyAt } from '../../shared/partitioner.js';
@@ -124,7 +126,7 @@ export function produceHandler({ log, logCreatingNothing, config }: HandlerDeps)
     if (partitions === null && !creates) {
       return failed(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, `topic ${topic} does not exist`);
     }
-    const batch = oneBatch(records, config.batchInflatedBytesMax);
+    const batch = oneBatch(records, config);
     if (!('batch' in batch)) return failed(index, batch.errorCode, batch.message);
     const refused = firstNonDocument(
       batch.plain,
@@ -184,7 +186,7 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
  */
 function oneBatch(
   records: Buffer | null,
-  inflatedBytesMax: number,
+  limits: BatchLimits,
 ):
   | { batch: Buffer; plain: Buffer; records: readonly RecordSpan[] }
   | { errorCode: number; message: string } {
@@ -200,11 +202,26 @@ function oneBatch(
       message: `compression codec ${codec} (${codecName(codec)}) is not supported: use gzip or none`,
     };
   }
-  const check = checkRecordSpans(records, inflatedBytesMax);
+  // Refused from the header where it suffices, before paying an inflate.
+  if (records.length > limits.batchBytesMax) {
+    return {
+      errorCode: ErrorCode.MESSAGE_TOO_LARGE,
+      message: `record batch of ${records.length} bytes exceeds batchBytesMax (${limits.batchBytesMax})`,
+    };
+  }
+  const compressed = header !== null && header.magic === BATCH_MAGIC && codec !== CODECS.none;
+  if (compressed && header.recordCount > limits.recordsPerBatchMax) {
+    return {
+      errorCode: ErrorCode.RECORD_LIST_TOO_LARGE,
+      message: `record batch of ${header.recordCount} records exceeds recordsPerBatchMax (${limits.recordsPerBatchMax})`,
+    };
+  }
+  const capBytes = inflateCapOf(header, limits);
+  const check = checkRecordSpans(records, capBytes);
   if (!check.ok && check.inflatedTooLarge) {
     return {
       errorCode: ErrorCode.MESSAGE_TOO_LARGE,
-      message: `record batch refused: ${check.detail}`,
+      message: `record batch refused: its records inflate past ${capBytes} bytes (batchInflatedBytesMax, or recordCount x recordBytesMax when less)`,
     };
   }
   if (!check.ok) {

@@ -8,6 +8,7 @@
 import { CompressionTypes, Kafka, logLevel, Partitioners } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../shared/batch-codec.js';
+import { inflateCount } from '../../shared/batch-compression.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { readPartition, recordsOf } from '../harness/log-batches.js';
 import { startKafkaNode, type KafkaNode } from '../harness/kafka.js';
@@ -215,17 +216,23 @@ describe('kafkajs against the Kafka listener', () => {
   });
 });
 
+/** A kafkajs producer that never retries: a refusal is the answer the test reads. */
+async function connectedProducer(kafka: KafkaNode, clientId: string) {
+  const client = new Kafka({
+    clientId,
+    brokers: [kafka.broker],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 0 },
+  });
+  const producer = client.producer({ retry: { retries: 0 } });
+  await producer.connect();
+  return producer;
+}
+
 describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
   it('a batch whose records inflate past the bound is refused (MESSAGE_TOO_LARGE) and nothing is written', async () => {
     const kafka = await startKafkaNode({ partitions: 1, batchInflatedBytesMax: 256 * 1024 });
-    const client = new Kafka({
-      clientId: 'kafkajs-bomb',
-      brokers: [kafka.broker],
-      logLevel: logLevel.NOTHING,
-      retry: { retries: 0 },
-    });
-    const producer = client.producer({ retry: { retries: 0 } });
-    await producer.connect();
+    const producer = await connectedProducer(kafka, 'kafkajs-bomb');
     try {
       // 512 KiB of one JSON document (within recordBytesMax) gzip to a few KB, past the bound inflated.
       const value = JSON.stringify({ text: 'z'.repeat(512 * 1024) });
@@ -246,6 +253,34 @@ describe('kafkajs GZIP past the listener batchInflatedBytesMax', () => {
       });
       const { batches } = await readPartition(kafka.node.client, 'bombs', 0);
       expect(recordsOf(batches).map((r) => r.key)).toEqual(['k']);
+    } finally {
+      await producer.disconnect();
+      await kafka.stop();
+    }
+  });
+});
+
+describe('kafkajs GZIP past recordCount x recordBytesMax', () => {
+  it('a batch whose one record inflates past recordBytesMax is refused (MESSAGE_TOO_LARGE) after one bounded inflate', async () => {
+    const kafka = await startKafkaNode({ partitions: 1 });
+    const producer = await connectedProducer(kafka, 'kafkajs-record-bomb');
+    try {
+      // 2 MiB of one document gzip to a few KB: past the 1 MiB recordBytesMax, within 64 MiB.
+      const value = JSON.stringify({ text: 'z'.repeat(2 * 1024 * 1024) });
+      const before = inflateCount();
+      const sent = producer.send({
+        topic: 'record-bombs',
+        acks: -1,
+        compression: CompressionTypes.GZIP,
+        messages: [{ key: 'k', value }],
+      });
+      await expect(sent).rejects.toMatchObject({ type: 'MESSAGE_TOO_LARGE' });
+      // Produce refuses it at its own inflate, capped by the header's count: the append never runs.
+      expect(inflateCount() - before, 'inflates').toBe(1);
+      const offsets = await kafka.node.client.offsets();
+      expect(
+        offsets.filter((o) => o.topic === 'record-bombs').every((o) => o.endOffset === 0),
+      ).toBe(true);
     } finally {
       await producer.disconnect();
       await kafka.stop();

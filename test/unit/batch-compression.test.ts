@@ -21,7 +21,11 @@ import {
   iterateBatches,
   type LogRecord,
 } from '../../shared/batch-codec.js';
-import { BATCH_INFLATED_BYTES_MAX_DEFAULT, CODECS } from '../../shared/batch-compression.js';
+import {
+  BATCH_INFLATED_BYTES_MAX_DEFAULT,
+  CODECS,
+  inflateCount,
+} from '../../shared/batch-compression.js';
 import { crc32c } from '../../shared/crc32c.js';
 import { TailbaseError } from '../../shared/errors.js';
 
@@ -63,6 +67,13 @@ function gzipBatchOf(
   bytes.writeInt16BE(CODECS.gzip, 21);
   bytes.writeUInt32BE(crc32c(bytes.subarray(BATCH_CRC_START)), 17);
   return bytes;
+}
+
+/** A one-record plain batch whose header claims `recordCount` records (a bomb's lie). */
+function claiming(recordCount: number): Buffer {
+  const plain = encodeBatch([{ key: 'k', value: null, timestampMs: 1 }]);
+  plain.writeInt32BE(recordCount, BATCH_HEADER_BYTES - 4);
+  return plain;
 }
 
 function rejection(run: () => unknown): TailbaseError {
@@ -152,13 +163,40 @@ describe('gzip batches', () => {
   });
 
   it('a zip bomb (80 MiB of zeros in 80 KB) is refused under the default bound', () => {
-    const bomb = gzipBatchOf(gzipSync(Buffer.alloc(80 * MiB)));
+    // Its header claims as many records as a batch may hold, so recordBytesMax does not stop it.
+    const bomb = gzipBatchOf(gzipSync(Buffer.alloc(80 * MiB)), claiming(limits.recordsPerBatchMax));
     expect(bomb.length).toBeLessThan(MiB);
     expect(rejection(() => enforceBatchLimits(bomb, limits))).toMatchObject({
       status: 413,
       code: 'batch_inflated_too_large',
       details: { max: BATCH_INFLATED_BYTES_MAX_DEFAULT },
     });
-    expect(() => decodeRecords(bomb)).toThrow(/batchInflatedBytesMax/);
+    // A reader of stored batches is bounded by the format, not the append limit: it inflates the
+    // zeros and finds no records in them.
+    expect(() => decodeRecords(bomb)).toThrow(/batch is corrupt/);
+  });
+
+  it('a bomb claiming too many records is refused 413 too_many_records without an inflate', () => {
+    const bomb = gzipBatchOf(gzipSync(Buffer.alloc(MiB)), claiming(limits.recordsPerBatchMax + 1));
+    const before = inflateCount();
+    expect(rejection(() => enforceBatchLimits(bomb, limits))).toMatchObject({
+      status: 413,
+      code: 'too_many_records',
+      details: { limit: 'recordsPerBatchMax', actual: limits.recordsPerBatchMax + 1 },
+    });
+    expect(inflateCount() - before, 'inflates').toBe(0);
+  });
+
+  it('a bomb claiming few records stops inflating at recordCount x recordBytesMax: 413 record_too_large', () => {
+    const bomb = gzipBatchOf(gzipSync(Buffer.alloc(80 * MiB)), claiming(2));
+    expect(rejection(() => enforceBatchLimits(bomb, limits))).toMatchObject({
+      status: 413,
+      code: 'record_too_large',
+      details: {
+        limit: 'recordBytesMax',
+        max: limits.recordBytesMax,
+        inflatedBytesMax: 2 * limits.recordBytesMax,
+      },
+    });
   });
 });
