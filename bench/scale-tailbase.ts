@@ -90,16 +90,24 @@ export interface ScaleRunOptions {
 const searchPath = (q: string, extra = '') =>
   `/v1/collections/${COLLECTION}/search?q=${encodeURIComponent(q)}&limit=10${extra}`;
 
-function waitMsMax(documents: number): number {
-  return Math.max(WAIT_MS_MIN, documents * WAIT_MS_PER_DOC_MAX);
+/** How long a load's apply, a rebuild or a settle of `documents` may take: `msPerDoc` each, or the least. */
+export function waitMsMax(documents: number, msPerDoc = WAIT_MS_PER_DOC_MAX): number {
+  return Math.max(WAIT_MS_MIN, documents * msPerDoc);
 }
 
 async function sleep(ms: number): Promise<void> {
   await new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Until a strong search answers: every write acknowledged before it is applied. */
-export async function strongSearch(url: string, documents: number): Promise<void> {
+/**
+ * Until a strong search answers: every write acknowledged before it is applied, given up after
+ * `waitMs` (by default waitMsMax of the documents).
+ */
+export async function strongSearch(
+  url: string,
+  documents: number,
+  waitMs = waitMsMax(documents),
+): Promise<void> {
   const startedMs = Date.now();
   const strong = `${url}${searchPath(COMMON_TERM, `&consistency=strong&wait_ms=${STRONG_WAIT_MS}`)}`;
   for (;;) {
@@ -120,14 +128,14 @@ export async function strongSearch(url: string, documents: number): Promise<void
       );
     }
     if (response?.ok) return;
-    if (Date.now() - startedMs > waitMsMax(documents)) {
+    if (Date.now() - startedMs > waitMs) {
       // Whether the apply is slow or stopped: the records it had left (when the status answers:
       // its own failure must not hide this one).
       const { body } = await request(`${url}/v1/status`).catch(() => ({
         body: {} as Record<string, unknown>,
       }));
       throw new Error(
-        `a strong search still answers ${response?.status ?? 'nothing'} ${waitMsMax(documents)} ms after the load: ${body.lagRecords} records not applied (status: ${JSON.stringify(body.collections)})`,
+        `a strong search still answers ${response?.status ?? 'nothing'} ${waitMs} ms after the load: ${body.lagRecords} records not applied (status: ${JSON.stringify(body.collections)})`,
       );
     }
   }

@@ -239,7 +239,8 @@ function measure(replica: Replica, query: Query, msMax: number): Record<SearchPl
   return measured;
 }
 
-function quantile(sorted: number[], q: number): number {
+/** The q-quantile of ascending `sorted`. */
+export function quantile(sorted: number[], q: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil(q * sorted.length) - 1)];
 }
 
