@@ -6,6 +6,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import {
+  batchCodec,
   type BatchHeader,
   checkBatch,
   decodeRecords,
@@ -86,6 +87,19 @@ export function readSegmentFiles(
     }
     return { file: name, baseOffset: Number(name.slice(0, 20)), batches };
   });
+}
+
+/** The codecs (`batchCodec`) of the batches stored in a topic's segment files, all partitions. */
+export function storedCodecs(dataDir: string, topic: string): Set<number> {
+  const topicDir = path.join(dataDir, 'log', 'topics', topic);
+  const codecs = new Set<number>();
+  for (const partition of fs.readdirSync(topicDir)) {
+    if (!/^\d+$/.test(partition)) continue;
+    for (const segment of readSegmentFiles(path.join(topicDir, partition))) {
+      for (const { bytes } of segment.batches) codecs.add(batchCodec(bytes));
+    }
+  }
+  return codecs;
 }
 
 /**

@@ -3,27 +3,12 @@
  * stored gzip, and what PUT, bulk and DELETE wrote is what a strong GET answers and search finds
  * (the serve-node applies the inflated records), and what kcat -C reads back.
  */
-import fs from 'node:fs';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CODECS } from '../../shared/batch-compression.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
 import { httpJson } from '../harness/http-json.js';
 import { kafkaBrokerOf, kcatConsumeAll, KCAT_INSTALLED } from '../harness/kafka.js';
-import { readSegmentFiles } from '../harness/log-batches.js';
-
-/** The codecs of the batches stored in a topic's segment files, all partitions. */
-function storedCodecs(dataDir: string, topic: string): Set<number> {
-  const topicDir = path.join(dataDir, 'log', 'topics', topic);
-  const codecs = new Set<number>();
-  for (const partition of fs.readdirSync(topicDir)) {
-    if (!/^\d+$/.test(partition)) continue;
-    for (const segment of readSegmentFiles(path.join(topicDir, partition))) {
-      for (const { header } of segment.batches) codecs.add(header.attributes & 0x07);
-    }
-  }
-  return codecs;
-}
+import { storedCodecs } from '../harness/log-batches.js';
 
 describe('tailbase start --log-compression gzip', () => {
   let node: SpawnedEmbedded;

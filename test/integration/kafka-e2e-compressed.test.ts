@@ -6,23 +6,21 @@
  * (kcat's librdkafka 2.0.2 sends gzip, snappy and lz4 plain to a broker whose Produce starts at
  * v3, as Kafka 4's does: it checks those codecs against Produce v0.)
  */
-import { execFile } from 'node:child_process';
-import fs from 'node:fs';
-import path from 'node:path';
 import { CompressionTypes, Kafka, logLevel, Partitioners } from 'kafkajs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { iterateBatches } from '../../shared/batch-codec.js';
 import { CODECS } from '../../shared/batch-compression.js';
 import { partitionFor } from '../../shared/partitioner.js';
 import { spawnEmbedded, type SpawnedEmbedded } from '../harness/embedded.js';
 import { httpJson } from '../harness/http-json.js';
 import {
   kafkaBrokerOf,
+  kcat,
   KCAT_CLIENT_TIMEOUT,
   kcatConsumeAll,
   kcatConsumeByKey,
   KCAT_INSTALLED,
 } from '../harness/kafka.js';
+import { storedCodecs } from '../harness/log-batches.js';
 
 const PARTITIONS = 4;
 
@@ -43,22 +41,6 @@ function produceArgs(broker: string, topic: string, codec: string): string[] {
     'linger.ms=50',
     ...KCAT_CLIENT_TIMEOUT,
   ];
-}
-
-/** The codecs of the batches stored in a topic's segment files. */
-function storedCodecs(dataDir: string, topic: string): Set<number> {
-  const codecs = new Set<number>();
-  const topicDir = path.join(dataDir, 'log', 'topics', topic);
-  for (const partition of fs.readdirSync(topicDir)) {
-    const dir = path.join(topicDir, partition);
-    if (!fs.statSync(dir).isDirectory()) continue;
-    for (const file of fs.readdirSync(dir).filter((name) => name.endsWith('.log'))) {
-      for (const { header } of iterateBatches(fs.readFileSync(path.join(dir, file)))) {
-        codecs.add(header.attributes & 0x07);
-      }
-    }
-  }
-  return codecs;
 }
 
 /** Documents that compress (librdkafka sends a batch plain when compressing does not pay). */
@@ -134,15 +116,10 @@ describe.skipIf(!KCAT_INSTALLED)('compressed batches against tailbase start', ()
         .map(({ key, value }) => `${key}:${value}\n`)
         .join('');
       // kcat exits 1 once a record is not delivered; its stderr says why, per record.
-      const stderr = await new Promise<string>((resolve) => {
-        const child = execFile(
-          'kcat',
-          produceArgs(broker, topic, codec),
-          { timeout: 20_000, killSignal: 'SIGKILL' },
-          (error, _stdout, err) => resolve(error ? err : 'kcat exited 0'),
-        );
-        child.stdin!.end(input);
-      });
+      const stderr = await kcat(produceArgs(broker, topic, codec), { input }).then(
+        () => 'kcat exited 0',
+        (error: Error) => error.message,
+      );
       expect(stderr).toMatch(/Delivery failed for message: Broker: Unsupported compression type/);
       expect(await kcatConsumeAll(broker, topic)).toEqual([]);
     },
