@@ -44,6 +44,7 @@ import {
 import type { ViewProgress } from '../../shared/view-api.js';
 import type { LogRecord } from '../../shared/batch-codec.js';
 import { declaredRoutes } from './declared.js';
+import { topicOffsets } from '../../shared/topic-offsets.js';
 
 const VIEWS_PARTITION = 0;
 const encoder = new TextEncoder();
@@ -172,11 +173,13 @@ export function viewRoutes(app: Hono, services: GatewayServices, guard: ScopeGua
    * Any other is a collection's.
    */
   const leftByFirstPut = async (name: string): Promise<boolean> => {
+    // Every partition's end: one without a leader is not an empty one (503, not taken over).
+    const partitions = Array.from({ length: services.cluster.partitions }, (_, p) => p);
     const [offsets, declared] = await Promise.all([
-      log.offsets(),
+      topicOffsets(log, name, partitions),
       settingsDeclared(log, name, config.feedReadBytesMax),
     ]);
-    return !declared && offsets.every((o) => o.topic !== name || o.endOffset === 0);
+    return !declared && [...offsets.values()].every((o) => o.endOffset === 0);
   };
 
   on(API_ROUTES.putView, async (c) => {
