@@ -75,7 +75,7 @@ import { viewWriterKafka, type ViewProcessing } from '../shared/view-api.js';
 import { viewLimitOptions, viewLimitValues } from '../views/cli-options.js';
 import type { ViewTaskLimits } from '../views/view-task.js';
 import type { LogWorkerData, LogWorkerInfo } from './log-worker.js';
-import { startNodeThread } from './node-thread.js';
+import { portsOf, startNodeThread, type WorkerLog } from './node-thread.js';
 import { defaultReadThreads, startReadPool } from './read-pool.js';
 import { readyBanner } from './ready-banner.js';
 import type { ServeWorkerData } from './serve-worker.js';
@@ -401,7 +401,7 @@ function serveNodeOf(options: EmbeddedOptions): ServeWorkerData['node'] {
  */
 async function startViewThread(
   options: EmbeddedOptions,
-  log: ViewsWorkerData['log'],
+  log: WorkerLog,
   serve: ServeClient,
   onDeath: (error: Error) => void,
 ): Promise<{ client: PortViewClient; stop(): Promise<void> }> {
@@ -443,7 +443,7 @@ async function startViewThread(
       progress: progress.port2,
       limits: options.viewLimits,
     } satisfies ViewsWorkerData,
-    [...('port' in log ? [log.port] : []), calls.port2, told.port2, progress.port2],
+    [...portsOf(log), calls.port2, told.port2, progress.port2],
     onDeath,
   ).catch((error: unknown) => {
     // The thread's ends close with it, but not when it failed before taking them: these would

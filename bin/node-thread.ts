@@ -4,7 +4,9 @@
  * stops it when asked. The protocol is three messages: started, stopped, failed.
  */
 import { parentPort, Worker, type MessagePort, type Transferable } from 'node:worker_threads';
-import { flushLogs } from '../shared/logger.js';
+import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
+import { flushLogs, type Logger } from '../shared/logger.js';
+import { PortLogClient } from '../shared/port-log-client.js';
 
 type NodeThreadMessage = { started: true; info: unknown } | { stopped: true } | { failed: string };
 
@@ -98,4 +100,26 @@ export async function runNodeWorker<Node extends { stop(): Promise<void> }>(
   } catch (error) {
     tell({ failed: error instanceof Error ? error.message : String(error) });
   }
+}
+
+/**
+ * How a node thread reaches the log: the log-node thread's port, or the external log's URLs and
+ * how to reach it (`--log`).
+ */
+export type WorkerLog = { port: MessagePort } | { urls: string[]; options: ConnectLogOptions };
+
+/** The ports `log` carries: what the main thread transfers to the worker and the worker closes. */
+export function portsOf(log: WorkerLog): MessagePort[] {
+  return 'port' in log ? [log.port] : [];
+}
+
+/** Connects the worker to its log; closing a port's client fails its calls with `stoppedMessage`. */
+export async function connectWorkerLog(
+  log: WorkerLog,
+  logger: Logger,
+  stoppedMessage: string,
+): Promise<ConnectedLog> {
+  if ('urls' in log) return connectLog(log.urls, { ...log.options, logger });
+  const client = new PortLogClient(log.port);
+  return { log: client, close: () => client.close(new Error(stoppedMessage)) };
 }

@@ -7,17 +7,15 @@
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
 import { openServeNode, ReadThreadsHub, type ServeNodeOptions } from '../serve-node/index.js';
-import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
 import { createLogger } from '../shared/logger.js';
-import { PortLogClient } from '../shared/port-log-client.js';
 import { answerServePort } from '../shared/port-serve-client.js';
-import { runNodeWorker } from './node-thread.js';
+import { connectWorkerLog, portsOf, runNodeWorker, type WorkerLog } from './node-thread.js';
 import { niceThisThread } from './thread-nice.js';
 
 export interface ServeWorkerData {
   dataDir: string;
   /** The log-node thread's port, or the external log's URLs and how to reach it. */
-  log: { port: MessagePort } | { urls: string[]; options: ConnectLogOptions };
+  log: WorkerLog;
   servePort: MessagePort;
   /** The read threads' channel (serve-node/read-threads.ts), when reads run on threads of their own. */
   readChannel?: string;
@@ -32,17 +30,11 @@ export interface ServeWorkerData {
 const data = workerData as ServeWorkerData;
 const logger = createLogger(data.loggerName ?? 'tailbase').child({ role: 'serve-node' });
 
-async function connected(): Promise<ConnectedLog> {
-  if ('urls' in data.log) return connectLog(data.log.urls, { ...data.log.options, logger });
-  const log = new PortLogClient(data.log.port);
-  return { log, close: () => log.close(new Error('the serve-node stopped')) };
-}
-
 await runNodeWorker(
   async () => {
     const nice = niceThisThread(data.applyThreadNice ?? 0);
     if (nice !== null) logger.info({ nice }, 'the apply thread runs at a lower priority');
-    const log = await connected();
+    const log = await connectWorkerLog(data.log, logger, 'the serve-node stopped');
     const serve = await openServeNode(
       { ...data.node, dataDir: data.dataDir, logger },
       log.log,
@@ -63,5 +55,5 @@ await runNodeWorker(
       },
     };
   },
-  () => ('port' in data.log ? [data.log.port, data.servePort] : [data.servePort]),
+  () => [...portsOf(data.log), data.servePort],
 );

@@ -7,14 +7,12 @@
  * and `progress` (shared/port-view-client.ts).
  */
 import { workerData, type MessagePort } from 'node:worker_threads';
-import { connectLog, type ConnectedLog, type ConnectLogOptions } from '../shared/log-connect.js';
 import { createLogger } from '../shared/logger.js';
-import { PortLogClient } from '../shared/port-log-client.js';
 import { answerViewPort } from '../shared/port-view-client.js';
 import { ViewHost } from '../views/view-host.js';
 import { standalonePlacementTelling } from '../views/view-placement.js';
 import type { ViewTaskLimits } from '../views/view-task.js';
-import { runNodeWorker } from './node-thread.js';
+import { connectWorkerLog, portsOf, runNodeWorker, type WorkerLog } from './node-thread.js';
 
 export interface ViewsWorkerData {
   /** Where the views' state directories live. */
@@ -23,7 +21,7 @@ export interface ViewsWorkerData {
    * The log-node thread's port, or the external log's URLs and how to reach it (`options.kafka`
    * the view writer's: viewWriterKafka).
    */
-  log: { port: MessagePort } | { urls: string[]; options: ConnectLogOptions };
+  log: WorkerLog;
   /** The gateway's calls to the processors. */
   calls: MessagePort;
   /** The processors' calls to the gateway: whether a topic is served. */
@@ -36,17 +34,9 @@ export interface ViewsWorkerData {
 const data = workerData as ViewsWorkerData;
 const logger = createLogger('tailbase').child({ role: 'views' });
 
-async function connected(): Promise<ConnectedLog> {
-  if ('urls' in data.log) {
-    return connectLog(data.log.urls, { ...data.log.options, logger });
-  }
-  const log = new PortLogClient(data.log.port);
-  return { log, close: () => log.close(new Error('the view processors stopped')) };
-}
-
 await runNodeWorker(
   async () => {
-    const log = await connected();
+    const log = await connectWorkerLog(data.log, logger, 'the view processors stopped');
     let host: ViewHost | null = null;
     const gateway = answerViewPort(
       data.calls,
@@ -81,5 +71,5 @@ await runNodeWorker(
       },
     };
   },
-  () => [...('port' in data.log ? [data.log.port] : []), data.calls, data.told, data.progress],
+  () => [...portsOf(data.log), data.calls, data.told, data.progress],
 );

@@ -402,7 +402,7 @@ export class TopicAdmin extends ClientPart {
     configs: Partial<TopicConfigs>,
     missing: () => TailbaseError,
   ): Promise<TopicInfo> {
-    const info = await this.describeOne(name, missing);
+    const snapshot = await this.refreshed(name, missing);
     if (Object.values(configs).some((value) => value !== undefined)) {
       throw new TailbaseError(
         502,
@@ -411,17 +411,26 @@ export class TopicAdmin extends ClientPart {
         { topic: wireName(this.config, name) },
       );
     }
-    return info;
+    return this.checkedInfo(snapshot, name);
+  }
+
+  /** The topic as a fresh Metadata and DescribeConfigs hold it, checked (topic-safety.ts). */
+  private async describeOne(name: string, missing?: () => TailbaseError): Promise<TopicInfo> {
+    return this.checkedInfo(await this.refreshed(name, missing), name);
   }
 
   /**
-   * The topic as a fresh Metadata and DescribeConfigs hold it, checked (topic-safety.ts); when
-   * `missing` is given, a topic absent from Metadata is that error rather than whatever the
-   * check or the describe would make of it.
+   * A fresh Metadata; when `missing` is given, a topic absent from it is that error rather than
+   * whatever the check or the describe would make of it.
    */
-  private async describeOne(name: string, missing?: () => TailbaseError): Promise<TopicInfo> {
+  private async refreshed(name: string, missing?: () => TailbaseError): Promise<MetadataSnapshot> {
     const snapshot = await this.metadata.refresh();
     if (missing !== undefined && !snapshot.topics.has(name)) throw missing();
+    return snapshot;
+  }
+
+  /** The topic as `snapshot` and DescribeConfigs hold it, checked (topic-safety.ts). */
+  private async checkedInfo(snapshot: MetadataSnapshot, name: string): Promise<TopicInfo> {
     await this.checkTopics(snapshot, [name]);
     const [info] = await this.describe(snapshot, [name]);
     return info;

@@ -131,6 +131,15 @@ describe.skipIf(!mockClusterAvailable())("topic settings on librdkafka's mock cl
       status: 502,
       code: 'topics_unverified',
     });
+    // Configs the cluster cannot set are refused before the topic is checked: an odd topic's
+    // are log_unsupported, not its partition count.
+    await cluster.command('topic odd 4 3');
+    for (const refused of [
+      () => log.setTopicConfigs('odd', { retentionMs: 60_000 }),
+      () => log.ensureTopic('odd', { retentionMs: 60_000 }),
+    ]) {
+      expect(await failure(refused())).toMatchObject({ status: 502, code: 'log_unsupported' });
+    }
     expect((await log.topics()).map((topic) => topic.name)).not.toContain('absent');
   });
 
