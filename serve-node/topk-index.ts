@@ -244,6 +244,8 @@ export class TopkIndex {
       for (const table of tables) this.rebuild(table);
       this.statements.setSettings.run(this.listedDfMin);
     })();
+    // The rebuild numbered terms afresh: the ids the constructor found due name other terms now.
+    this.findMergesDue();
   }
 
   /** A row indexed in (`added`) or removed from `table`, with the column texts FTS5 was given. */
