@@ -310,19 +310,25 @@ export class TopkIndex {
     const due = whole ? this.unmerged : this.mergesDue;
     if (due.size === 0 || (whole && wholeWrittenPercent === null)) return null;
     let merged = 0;
+    const droppedOf = new Map<number, DroppedPostings>();
     for (const id of due) {
       due.delete(id);
       const term = this.statements.termTable.get(id) as [number, number] | undefined;
       if (term !== undefined) {
         const [tableId, df] = term;
-        const dropped = new DroppedPostings(this.removed, tableId);
+        let dropped = droppedOf.get(tableId);
+        if (dropped === undefined) {
+          dropped = new DroppedPostings(this.removed, tableId);
+          droppedOf.set(tableId, dropped);
+        }
         if (!whole) this.segments.merge(id, dropped);
         else this.segments.mergeAll(id, df, wholeWrittenPercent!, dropped);
-        dropped.flush();
       }
       merged += 1;
       if (performance.now() >= deadlineMs) break;
     }
+    // Each row's count is a total over the terms merged: flushed once a table, the sums are the same.
+    for (const dropped of droppedOf.values()) dropped.flush();
     return merged;
   }
 
