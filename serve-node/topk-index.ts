@@ -549,7 +549,11 @@ export class TopkIndex {
       for (let i = 0; i < ids.length; i++) {
         if (this.keptIn.get(ids[i]) !== transaction) continue;
         kept += 1;
-        if (net < 0) continue;
+        // Its dead postings wait for a whole merge: no segment added marks the term otherwise.
+        if (net < 0) {
+          this.unmerged.add(ofTable.listedIds.get(ids[i]));
+          continue;
+        }
         const listedId = ofTable.listedIds.get(ids[i]);
         let postings = added.get(listedId);
         if (postings === undefined) {
@@ -559,12 +563,6 @@ export class TopkIndex {
         postings.push({ tf: tfs[i], len, row: change.row });
       }
       if (net < 0 && kept > 0) removedPostings.set(change.row, kept);
-      // Its dead postings wait for a whole merge: no segment added marks the term otherwise.
-      if (net < 0) {
-        for (const id of ids) {
-          if (this.keptIn.get(id) === transaction) this.unmerged.add(ofTable.listedIds.get(id));
-        }
-      }
     }
     for (const [row, postings] of removedPostings) this.removed.add(table.id, row, postings);
     for (const [id, postings] of added) {
