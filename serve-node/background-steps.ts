@@ -107,6 +107,12 @@ export class BackgroundSteps {
           merge = replica().mergeStep(this.options.merges.stepMsMax, this.options.merges);
           if (merge === null) {
             const { writtenPercent } = this.options.merges;
+            // Whole lists are merged once writes pause, as FTS5's segments are: mid-load each
+            // would be rewritten again at the next write to it.
+            const wait = replica().quietWaitMs(this.options.merges);
+            if (wait > 0 && replica().topkMergesDue(this.options.merges)) {
+              return this.runAfter(wait);
+            }
             topkMerged = replica().topkMergeStep(stepMsMax, writtenPercent);
             // With nothing left to merge, the pages merges freed go back to the file system.
             if (topkMerged === null) {

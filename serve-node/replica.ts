@@ -314,6 +314,11 @@ export class Replica {
     return this.search.mergesDue(policy);
   }
 
+  /** How long writes must still pause for `policy`'s quiet time (SearchStore.quietWaitMs). */
+  quietWaitMs(policy: MergePolicy): number {
+    return this.search.quietWaitMs(policy);
+  }
+
   /** Whether top-k list segments are left to merge (SearchStore.topkMergesDue). */
   topkMergesDue(policy: MergePolicy): boolean {
     return this.search.topkMergesDue(policy);

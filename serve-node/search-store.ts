@@ -661,6 +661,11 @@ export class SearchStore {
     return [...new Set(due.map((id) => this.statements.tableCollection.get(id) as string))];
   }
 
+  /** How long writes must still pause to have paused for `policy`'s quiet time; 0: they have. */
+  quietWaitMs(policy: MergePolicy): number {
+    return this.merges.quietWaitMs(policy);
+  }
+
   /**
    * Whether a step merging top-k list segments is left for the background steps (a tier due, or
    * with writes paused a whole list of several segments under `policy`'s writtenPercent).
