@@ -64,6 +64,12 @@ export function hasTopkLists(table: FtsTable): boolean {
   return table.settings.tokenizer !== 'trigram';
 }
 
+/** A step of TopkIndex.mergeStep: the terms it took, and whether it rewrote any of their lists. */
+export interface TopkMergeStep {
+  terms: number;
+  rewrote: boolean;
+}
+
 interface RowChange {
   row: number;
   /** The row's column texts, as FTS5 indexed them. */
@@ -298,18 +304,20 @@ export class TopkIndex {
 
   /**
    * Merges the segments of terms due a merge, a term at a time, until `deadlineMs`
-   * (performance.now()) passes, one term at least: the terms merged, or null when none is due.
+   * (performance.now()) passes, one term at least: the terms taken and whether any segment was
+   * rewritten, or null when none is due.
    * Full tiers first (TopkSegments.merge); with none, and `wholeWrittenPercent` not null (writes
    * have paused), each term of several segments whose smaller ones hold at least that percent of
    * its largest's postings, or whose postings are that percent removed rows', has them all
    * merged into one (TopkSegments.mergeAll), so a search reads one run a frequency and few dead
    * postings once writes pause. Called in a transaction of its own.
    */
-  mergeStep(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
+  mergeStep(deadlineMs: number, wholeWrittenPercent: number | null): TopkMergeStep | null {
     const whole = this.mergesDue.size === 0;
     const due = whole ? this.unmerged : this.mergesDue;
     if (due.size === 0 || (whole && wholeWrittenPercent === null)) return null;
-    let merged = 0;
+    let terms = 0;
+    let rewrote = false;
     const droppedOf = new Map<number, DroppedPostings>();
     for (const id of due) {
       due.delete(id);
@@ -321,15 +329,17 @@ export class TopkIndex {
           dropped = new DroppedPostings(this.removed, tableId);
           droppedOf.set(tableId, dropped);
         }
-        if (!whole) this.segments.merge(id, dropped);
-        else this.segments.mergeAll(id, df, wholeWrittenPercent!, dropped);
+        const merged = whole
+          ? this.segments.mergeAll(id, df, wholeWrittenPercent!, dropped)
+          : this.segments.merge(id, dropped);
+        rewrote ||= merged;
       }
-      merged += 1;
+      terms += 1;
       if (performance.now() >= deadlineMs) break;
     }
     // Each row's count is a total over the terms merged: flushed once a table, the sums are the same.
     for (const dropped of droppedOf.values()) dropped.flush();
-    return merged;
+    return { terms, rewrote };
   }
 
   /** Folds the transaction's changes into the lists; called last in every writing transaction. */

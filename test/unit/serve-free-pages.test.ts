@@ -252,6 +252,26 @@ describe('free pages of the search store', () => {
     });
   }
 
+  it('leave the store idle when whole top-k merges find nothing to rewrite: the next flush empties the WAL', () => {
+    const replica = openReplica();
+    const feed = load(replica, 2_000, 20);
+    mergeAll(replica);
+    for (let steps = 0; replica.topkMergeStep(0, 10) !== null; steps++) {
+      expect(steps).toBeLessThan(STEPS_MAX);
+    }
+    // A posting more for lists of 1,000 and more: far under 10% of their largest segments.
+    feed.apply('docs', 0, [['after', doc(1)]]);
+    replica.flush();
+    const walBytes = () => statSync(join(replica.dir, SEARCH_FILE + WAL_SUFFIX)).size;
+    expect(walBytes()).toBeGreaterThan(0);
+    expect(replica.topkMergesDue({ quietMs: 0, writtenPercent: 10 })).toBe(true);
+    for (let steps = 0; replica.topkMergeStep(0, 10) !== null; steps++) {
+      expect(steps).toBeLessThan(STEPS_MAX);
+    }
+    replica.flush();
+    expect(walBytes()).toBe(0);
+  });
+
   it('leave the WAL file at its bound once it starts over', () => {
     const replica = openReplica();
     const feed = load(replica, 2_000, 500);
