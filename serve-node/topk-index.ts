@@ -25,6 +25,7 @@ import { TermIds, TermValues } from './topk-term-ids.js';
 import { decodeBlock, type Posting } from './topk-blocks.js';
 import { DroppedPostings, RemovedRows, TOPK_REMOVED_SCHEMA } from './topk-removed.js';
 import { runsOf, TOPK_SEGMENTS_SCHEMA, TopkSegments, type TermPosting } from './topk-segments.js';
+import { prepareListBlocks } from './topk-stream.js';
 
 const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
@@ -654,7 +655,7 @@ export function* storedPostings(
     )
     .raw()
     .all(tableId, tableId) as Array<[number, number, string]>;
-  const blocks = db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw();
+  const blocks = prepareListBlocks(db);
   const removed = new RemovedRows(db);
   for (const [id, table, term] of terms) {
     const isRemoved = removed.of(table).has;

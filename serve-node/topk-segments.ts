@@ -19,6 +19,7 @@ import {
   type Posting,
 } from './topk-blocks.js';
 import type { DroppedPostings } from './topk-removed.js';
+import { prepareListBlocks } from './topk-stream.js';
 
 export const TOPK_SEGMENTS_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_segments (
@@ -93,7 +94,7 @@ export class TopkSegments {
       deleteRunBlocks: prepare(
         'DELETE FROM topk_blocks WHERE term_id = ? AND segment = ? AND tf = ?',
       ),
-      listBlocks: prepare('SELECT postings FROM topk_blocks WHERE term_id = ?').pluck(),
+      listBlocks: prepareListBlocks(db),
       deleteList: prepare('DELETE FROM topk_blocks WHERE term_id = ?'),
       deleteSegments: prepare('DELETE FROM topk_segments WHERE term_id = ?'),
     };
@@ -166,7 +167,7 @@ export class TopkSegments {
    * of removed rows among them counted as `dropped`.
    */
   deleteList(id: number, dropped: DroppedPostings): void {
-    for (const block of this.statements.listBlocks.all(id) as Buffer[]) {
+    for (const [, block] of this.statements.listBlocks.all(id) as Array<[number, Buffer]>) {
       for (const { row } of decodeBlock(block)) dropped.drops(row);
     }
     this.statements.deleteList.run(id);
