@@ -2,7 +2,7 @@
 // (serve-node/free-pages.ts): after segment merges free pages, steps move them out and the file
 // shrinks at the next checkpoint, every answer (hits, exact scores, totals, filters, facets) as
 // before; the pages left, and the top-k merges due, are counted for the status until steps have
-// taken them; a step waits for writes to pause as a merge does, and so do whole top-k merges; a
+// taken them (none after a rebuild of the lists); a step waits for writes to pause as a merge does, and so do whole top-k merges; a
 // store created before (auto_vacuum NONE) is opened and read as it was, with nothing to give
 // back; and the WAL file is cut back to its bound when it starts over, and emptied once the store
 // is idle. Real replicas (LMDB and
@@ -176,6 +176,22 @@ describe('free pages of the search store', () => {
     expect(replica.freePagesLeft()).toBe(freePages(replica.dir));
     giveBackAll(replica);
     expect(replica.freePagesLeft()).toBe(0);
+  });
+
+  it('count no top-k merge due once a store is opened with another threshold, its lists rebuilt whole', async () => {
+    const replica = openReplica();
+    load(replica, 2_000, 20);
+    const policy = { quietMs: 0, writtenPercent: 10 };
+    expect(replica.topkMergesDue(policy)).toBe(true);
+    await replica.close();
+    replicas.splice(replicas.indexOf(replica), 1);
+    const rebuilt = new Replica(replica.dir, {
+      topkListedDfMin: DEFAULT_LIMITS.searchTopkListedDfMin / 2,
+      walBytesKeptMax: WAL_BYTES_KEPT_MAX,
+    });
+    replicas.push(rebuilt);
+    // Each list is one segment of live rows: the ids the store held before name other terms.
+    expect(rebuilt.topkMergesDue(policy)).toBe(false);
   });
 
   it('wait for writes to pause, as merges do', () => {
