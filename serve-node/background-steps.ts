@@ -93,23 +93,30 @@ export class BackgroundSteps {
       if (this.stopped) return;
       let step: ReturnType<Replica['reindexStep']> = null;
       let retiredRows: number | null = null;
-      let topkMerged: number | null = null;
+      // The terms a top-k merge step took (null: none was due), whether or not it rewrote a list.
+      let topkTaken: number | null = null;
       let merge = null;
       let freed = null;
       try {
-        topkMerged = replica().topkMergeStep(stepMsMax);
-        if (topkMerged === null) step = replica().reindexStep(stepDocsMax, stepMsMax);
+        topkTaken = replica().topkMergeStep(stepMsMax);
+        if (topkTaken === null) step = replica().reindexStep(stepDocsMax, stepMsMax);
         // With no re-index step to take, the rows of tables they replaced are deleted.
-        if (topkMerged === null && step === null) {
+        if (topkTaken === null && step === null) {
           retiredRows = replica().retiredRowsStep(stepMsMax);
         }
-        if (step === null && retiredRows === null && topkMerged === null) {
+        if (step === null && retiredRows === null && topkTaken === null) {
           merge = replica().mergeStep(this.options.merges.stepMsMax, this.options.merges);
           if (merge === null) {
             const { writtenPercent } = this.options.merges;
-            topkMerged = replica().topkMergeStep(stepMsMax, writtenPercent);
+            // Whole lists are merged once writes pause, as FTS5's segments are: mid-load each
+            // would be rewritten again at the next write to it.
+            const wait = replica().quietWaitMs(this.options.merges);
+            if (wait > 0 && replica().topkMergesDue(this.options.merges)) {
+              return this.runAfter(wait);
+            }
+            topkTaken = replica().topkMergeStep(stepMsMax, writtenPercent);
             // With nothing left to merge, the pages merges freed go back to the file system.
-            if (topkMerged === null) {
+            if (topkTaken === null) {
               freed = replica().freePagesStep(this.options.merges.stepMsMax, this.options.merges);
             }
           }
@@ -127,7 +134,7 @@ export class BackgroundSteps {
       // applied answer.
       if (merge !== null && 'waitMs' in merge) return this.runAfter(merge.waitMs);
       if (freed !== null && 'waitMs' in freed) return this.runAfter(freed.waitMs);
-      const tookNone = step === null && retiredRows === null && topkMerged === null;
+      const tookNone = step === null && retiredRows === null && topkTaken === null;
       if (tookNone && merge === null && freed === null) return;
       if (step?.swapped) {
         logger.info({ collection: step.collection }, 're-indexed with the new settings');

@@ -261,13 +261,14 @@ export class Replica {
 
   /**
    * A step merging the segments of top-k lists due a merge, for at most `msMax` (one term at
-   * least): the terms merged, or null when none is due. With `wholeWrittenPercent` (writes have
+   * least): the terms taken, or null when none is due. With `wholeWrittenPercent` (writes have
    * paused), whole lists too (SearchStore.mergeTopkSegments).
    */
   topkMergeStep(msMax = Infinity, wholeWrittenPercent: number | null = null): number | null {
-    const merged = this.search.mergeTopkSegments(performance.now() + msMax, wholeWrittenPercent);
-    if (merged !== null) this.dirty = true;
-    return merged;
+    const step = this.search.mergeTopkSegments(performance.now() + msMax, wholeWrittenPercent);
+    // A step that only checked whole lists committed nothing: the store stays idle.
+    if (step?.rewrote) this.dirty = true;
+    return step === null ? null : step.terms;
   }
 
   /**
@@ -312,6 +313,11 @@ export class Replica {
   /** The collections with a segment merge due, under way or waiting for writes to pause. */
   mergesDue(policy: MergePolicy): string[] {
     return this.search.mergesDue(policy);
+  }
+
+  /** How long writes must still pause for `policy`'s quiet time (SearchStore.quietWaitMs). */
+  quietWaitMs(policy: MergePolicy): number {
+    return this.search.quietWaitMs(policy);
   }
 
   /** Whether top-k list segments are left to merge (SearchStore.topkMergesDue). */

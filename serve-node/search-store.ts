@@ -45,7 +45,7 @@ import { SearchReads } from './search-reads.js';
 import { searchCollectionBytes } from './search-bytes.js';
 import { TableBuilds, type TableBuild } from './table-builds.js';
 import { DEFAULT_LIMITS } from './config.js';
-import { TopkIndex } from './topk-index.js';
+import { TopkIndex, type TopkMergeStep } from './topk-index.js';
 import type { PartitionChange, PreparedRecord } from './prepared-record.js';
 
 export { MARK_CLOSE, MARK_OPEN } from './highlighter.js';
@@ -661,6 +661,11 @@ export class SearchStore {
     return [...new Set(due.map((id) => this.statements.tableCollection.get(id) as string))];
   }
 
+  /** How long writes must still pause to have paused for `policy`'s quiet time; 0: they have. */
+  quietWaitMs(policy: MergePolicy): number {
+    return this.merges.quietWaitMs(policy);
+  }
+
   /**
    * Whether a step merging top-k list segments is left for the background steps (a tier due, or
    * with writes paused a whole list of several segments under `policy`'s writtenPercent).
@@ -677,9 +682,9 @@ export class SearchStore {
   /**
    * A step merging the segments of top-k lists due a merge (TopkIndex.mergeStep: whole lists too
    * with `wholeWrittenPercent`), in one transaction, until `deadlineMs` (performance.now())
-   * passes: the terms merged, or null when none is due.
+   * passes: the terms taken and whether their lists were rewritten, or null when none is due.
    */
-  mergeTopkSegments(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
+  mergeTopkSegments(deadlineMs: number, wholeWrittenPercent: number | null): TopkMergeStep | null {
     if (!this.topk.mayMerge(wholeWrittenPercent)) return null;
     try {
       return this.db.transaction(() => this.topk.mergeStep(deadlineMs, wholeWrittenPercent))();

@@ -25,6 +25,7 @@ import { TermIds, TermValues } from './topk-term-ids.js';
 import { decodeBlock, type Posting } from './topk-blocks.js';
 import { DroppedPostings, RemovedRows, TOPK_REMOVED_SCHEMA } from './topk-removed.js';
 import { runsOf, TOPK_SEGMENTS_SCHEMA, TopkSegments, type TermPosting } from './topk-segments.js';
+import { prepareListBlocks } from './topk-stream.js';
 
 const TOPK_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_settings (
@@ -62,6 +63,12 @@ function dropEarlierLists(db: Database.Database): void {
 /** A trigram table's words are phrases of several tokens: no list answers one. */
 export function hasTopkLists(table: FtsTable): boolean {
   return table.settings.tokenizer !== 'trigram';
+}
+
+/** A step of TopkIndex.mergeStep: the terms it took, and whether it rewrote any of their lists. */
+export interface TopkMergeStep {
+  terms: number;
+  rewrote: boolean;
 }
 
 interface RowChange {
@@ -244,6 +251,8 @@ export class TopkIndex {
       for (const table of tables) this.rebuild(table);
       this.statements.setSettings.run(this.listedDfMin);
     })();
+    // The rebuild numbered terms afresh: the ids the constructor found due name other terms now.
+    this.findMergesDue();
   }
 
   /** A row indexed in (`added`) or removed from `table`, with the column texts FTS5 was given. */
@@ -296,32 +305,42 @@ export class TopkIndex {
 
   /**
    * Merges the segments of terms due a merge, a term at a time, until `deadlineMs`
-   * (performance.now()) passes, one term at least: the terms merged, or null when none is due.
+   * (performance.now()) passes, one term at least: the terms taken and whether any segment was
+   * rewritten, or null when none is due.
    * Full tiers first (TopkSegments.merge); with none, and `wholeWrittenPercent` not null (writes
    * have paused), each term of several segments whose smaller ones hold at least that percent of
    * its largest's postings, or whose postings are that percent removed rows', has them all
    * merged into one (TopkSegments.mergeAll), so a search reads one run a frequency and few dead
    * postings once writes pause. Called in a transaction of its own.
    */
-  mergeStep(deadlineMs: number, wholeWrittenPercent: number | null): number | null {
+  mergeStep(deadlineMs: number, wholeWrittenPercent: number | null): TopkMergeStep | null {
     const whole = this.mergesDue.size === 0;
     const due = whole ? this.unmerged : this.mergesDue;
     if (due.size === 0 || (whole && wholeWrittenPercent === null)) return null;
-    let merged = 0;
+    let terms = 0;
+    let rewrote = false;
+    const droppedOf = new Map<number, DroppedPostings>();
     for (const id of due) {
       due.delete(id);
       const term = this.statements.termTable.get(id) as [number, number] | undefined;
       if (term !== undefined) {
         const [tableId, df] = term;
-        const dropped = new DroppedPostings(this.removed, tableId);
-        if (!whole) this.segments.merge(id, dropped);
-        else this.segments.mergeAll(id, df, wholeWrittenPercent!, dropped);
-        dropped.flush();
+        let dropped = droppedOf.get(tableId);
+        if (dropped === undefined) {
+          dropped = new DroppedPostings(this.removed, tableId);
+          droppedOf.set(tableId, dropped);
+        }
+        const merged = whole
+          ? this.segments.mergeAll(id, df, wholeWrittenPercent!, dropped)
+          : this.segments.merge(id, dropped);
+        rewrote ||= merged;
       }
-      merged += 1;
+      terms += 1;
       if (performance.now() >= deadlineMs) break;
     }
-    return merged;
+    // Each row's count is a total over the terms merged: flushed once a table, the sums are the same.
+    for (const dropped of droppedOf.values()) dropped.flush();
+    return { terms, rewrote };
   }
 
   /** Folds the transaction's changes into the lists; called last in every writing transaction. */
@@ -541,7 +560,11 @@ export class TopkIndex {
       for (let i = 0; i < ids.length; i++) {
         if (this.keptIn.get(ids[i]) !== transaction) continue;
         kept += 1;
-        if (net < 0) continue;
+        // Its dead postings wait for a whole merge: no segment added marks the term otherwise.
+        if (net < 0) {
+          this.unmerged.add(ofTable.listedIds.get(ids[i]));
+          continue;
+        }
         const listedId = ofTable.listedIds.get(ids[i]);
         let postings = added.get(listedId);
         if (postings === undefined) {
@@ -551,12 +574,6 @@ export class TopkIndex {
         postings.push({ tf: tfs[i], len, row: change.row });
       }
       if (net < 0 && kept > 0) removedPostings.set(change.row, kept);
-      // Its dead postings wait for a whole merge: no segment added marks the term otherwise.
-      if (net < 0) {
-        for (const id of ids) {
-          if (this.keptIn.get(id) === transaction) this.unmerged.add(ofTable.listedIds.get(id));
-        }
-      }
     }
     for (const [row, postings] of removedPostings) this.removed.add(table.id, row, postings);
     for (const [id, postings] of added) {
@@ -638,7 +655,7 @@ export function* storedPostings(
     )
     .raw()
     .all(tableId, tableId) as Array<[number, number, string]>;
-  const blocks = db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw();
+  const blocks = prepareListBlocks(db);
   const removed = new RemovedRows(db);
   for (const [id, table, term] of terms) {
     const isRemoved = removed.of(table).has;

@@ -19,6 +19,7 @@ import {
   type Posting,
 } from './topk-blocks.js';
 import type { DroppedPostings } from './topk-removed.js';
+import { prepareListBlocks } from './topk-stream.js';
 
 export const TOPK_SEGMENTS_SCHEMA = `
   CREATE TABLE IF NOT EXISTS topk_segments (
@@ -93,7 +94,7 @@ export class TopkSegments {
       deleteRunBlocks: prepare(
         'DELETE FROM topk_blocks WHERE term_id = ? AND segment = ? AND tf = ?',
       ),
-      listBlocks: prepare('SELECT postings FROM topk_blocks WHERE term_id = ?').pluck(),
+      listBlocks: prepareListBlocks(db),
       deleteList: prepare('DELETE FROM topk_blocks WHERE term_id = ?'),
       deleteSegments: prepare('DELETE FROM topk_segments WHERE term_id = ?'),
     };
@@ -111,31 +112,39 @@ export class TopkSegments {
     return this.fullTier(segments) !== undefined;
   }
 
-  /** Term `id`'s segments merged while a tier holds `mergeSegmentsMin` of them. */
-  merge(id: number, dropped: DroppedPostings): void {
+  /**
+   * Term `id`'s segments merged while a tier holds `mergeSegmentsMin` of them: whether any
+   * was.
+   */
+  merge(id: number, dropped: DroppedPostings): boolean {
     const segments = this.statements.segments.all(id) as Segment[];
+    let rewrote = false;
     for (let full = this.fullTier(segments); full !== undefined; full = this.fullTier(segments)) {
       const merged = this.mergeSegments(id, full, dropped);
+      rewrote = true;
       for (const each of full) segments.splice(segments.indexOf(each), 1);
       if (merged !== null) segments.push(merged);
     }
+    return rewrote;
   }
 
   /**
    * Term `id`'s segments merged into one where the smaller ones hold at least `writtenPercent`
    * of its largest's postings, or where at least `writtenPercent` of them are removed rows'
    * (`df` the term's rows: its segments hold each live row once), even a list of one segment
-   * (fewer: they wait for more writes, as a merge rewrites them all).
+   * (fewer: they wait for more writes, as a merge rewrites them all): whether they were.
    */
-  mergeAll(id: number, df: number, writtenPercent: number, dropped: DroppedPostings): void {
+  mergeAll(id: number, df: number, writtenPercent: number, dropped: DroppedPostings): boolean {
     const segments = this.statements.segments.all(id) as Segment[];
-    if (segments.length === 0) return;
+    if (segments.length === 0) return false;
     const largest = Math.max(...segments.map((each) => each.postings));
     const total = segments.reduce((sum, each) => sum + each.postings, 0);
     assert(total >= df, `term ${id}'s segments hold ${total} postings of ${df} rows`);
     const written = segments.length >= 2 && (total - largest) * 100 >= writtenPercent * largest;
     const dead = (total - df) * 100 >= writtenPercent * total && total > df;
-    if (written || dead) this.mergeSegments(id, segments, dropped);
+    if (!written && !dead) return false;
+    this.mergeSegments(id, segments, dropped);
+    return true;
   }
 
   /** The segments of a tier that holds `mergeSegmentsMin` of them, if any. */
@@ -158,7 +167,7 @@ export class TopkSegments {
    * of removed rows among them counted as `dropped`.
    */
   deleteList(id: number, dropped: DroppedPostings): void {
-    for (const block of this.statements.listBlocks.all(id) as Buffer[]) {
+    for (const [, block] of this.statements.listBlocks.all(id) as Array<[number, Buffer]>) {
       for (const { row } of decodeBlock(block)) dropped.drops(row);
     }
     this.statements.deleteList.run(id);

@@ -97,8 +97,13 @@ export function prepareStreamStatements(db: Database.Database): StreamStatements
           'AND tf = ? AND (len, tie) <= (?, ?) ORDER BY len DESC, tie DESC LIMIT 1',
       )
       .raw(),
-    wholeList: db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw(),
+    wholeList: prepareListBlocks(db),
   };
+}
+
+/** Every block of a term's list, each as [tf, postings]: for reading or dropping a list whole. */
+export function prepareListBlocks(db: Database.Database): Statement {
+  return db.prepare('SELECT tf, postings FROM topk_blocks WHERE term_id = ?').raw();
 }
 
 /** A word's rows best first, and a row's frequency of it: from its list, or from FTS5. */

@@ -2,9 +2,10 @@
 // (serve-node/free-pages.ts): after segment merges free pages, steps move them out and the file
 // shrinks at the next checkpoint, every answer (hits, exact scores, totals, filters, facets) as
 // before; the pages left, and the top-k merges due, are counted for the status until steps have
-// taken them; a step waits for writes to pause as a merge does; a store created before (auto_vacuum
-// NONE) is opened and read as it was, with nothing to give back; and the WAL file is cut back to
-// its bound when it starts over, and emptied once the store is idle. Real replicas (LMDB and
+// taken them (none after a rebuild of the lists); a step waits for writes to pause as a merge does, and so do whole top-k merges; a
+// store created before (auto_vacuum NONE) is opened and read as it was, with nothing to give
+// back; and the WAL file is cut back to its bound when it starts over, and emptied once the store
+// is idle. Real replicas (LMDB and
 // SQLite in temp dirs), fed through their apply path.
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -120,6 +121,46 @@ describe('free pages of the search store', () => {
     }
   });
 
+  it("merge top-k lists whole in the serving loop's steps only once writes pause", async () => {
+    const replica = openReplica();
+    const feed = load(replica, 2_000, 20);
+    mergeAll(replica);
+    for (let steps = 0; replica.topkMergeStep(0, 10) !== null; steps++) {
+      expect(steps).toBeLessThan(STEPS_MAX);
+    }
+    const policy = { quietMs: 1_500, writtenPercent: 10 };
+    const wholeSteps = vi.spyOn(replica, 'topkMergeStep');
+    const wholeCalls = () => wholeSteps.mock.calls.filter(([, percent]) => percent !== undefined);
+    const steps = new BackgroundSteps({
+      replica: () => replica,
+      stepDocsMax: 50,
+      stepMsMax: 10,
+      retryMsMax: 5_000,
+      merges: { ...policy, stepMsMax: 5 },
+      paused: () => null,
+      onSwapped: () => undefined,
+      logger: createLogger('test', 'silent'),
+    });
+    try {
+      // Applies far more often than the quiet time, each new postings for lists of several
+      // segments (too few for an FTS5 merge): no step may merge a list whole meanwhile.
+      for (let write = 0; write < 10; write++) {
+        feed.apply('docs', 0, [[`w${write}`, doc(write)]]);
+        steps.kick();
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(replica.topkMergesDue(policy)).toBe(true);
+      }
+      expect(wholeCalls()).toEqual([]);
+      await vi.waitFor(() => expect(replica.topkMergesDue(policy)).toBe(false), {
+        timeout: 20_000,
+        interval: 50,
+      });
+      expect(wholeCalls().length).toBeGreaterThan(0);
+    } finally {
+      await steps.stop();
+    }
+  });
+
   it('are counted for the status, as are top-k merges due, until steps have taken them', () => {
     const replica = openReplica();
     const policy = { quietMs: 0, writtenPercent: 10 };
@@ -135,6 +176,22 @@ describe('free pages of the search store', () => {
     expect(replica.freePagesLeft()).toBe(freePages(replica.dir));
     giveBackAll(replica);
     expect(replica.freePagesLeft()).toBe(0);
+  });
+
+  it('count no top-k merge due once a store is opened with another threshold, its lists rebuilt whole', async () => {
+    const replica = openReplica();
+    load(replica, 2_000, 20);
+    const policy = { quietMs: 0, writtenPercent: 10 };
+    expect(replica.topkMergesDue(policy)).toBe(true);
+    await replica.close();
+    replicas.splice(replicas.indexOf(replica), 1);
+    const rebuilt = new Replica(replica.dir, {
+      topkListedDfMin: DEFAULT_LIMITS.searchTopkListedDfMin / 2,
+      walBytesKeptMax: WAL_BYTES_KEPT_MAX,
+    });
+    replicas.push(rebuilt);
+    // Each list is one segment of live rows: the ids the store held before name other terms.
+    expect(rebuilt.topkMergesDue(policy)).toBe(false);
   });
 
   it('wait for writes to pause, as merges do', () => {
@@ -210,6 +267,26 @@ describe('free pages of the search store', () => {
       expect(walBytes()).toBe(0);
     });
   }
+
+  it('leave the store idle when whole top-k merges find nothing to rewrite: the next flush empties the WAL', () => {
+    const replica = openReplica();
+    const feed = load(replica, 2_000, 20);
+    mergeAll(replica);
+    for (let steps = 0; replica.topkMergeStep(0, 10) !== null; steps++) {
+      expect(steps).toBeLessThan(STEPS_MAX);
+    }
+    // A posting more for lists of 1,000 and more: far under 10% of their largest segments.
+    feed.apply('docs', 0, [['after', doc(1)]]);
+    replica.flush();
+    const walBytes = () => statSync(join(replica.dir, SEARCH_FILE + WAL_SUFFIX)).size;
+    expect(walBytes()).toBeGreaterThan(0);
+    expect(replica.topkMergesDue({ quietMs: 0, writtenPercent: 10 })).toBe(true);
+    for (let steps = 0; replica.topkMergeStep(0, 10) !== null; steps++) {
+      expect(steps).toBeLessThan(STEPS_MAX);
+    }
+    replica.flush();
+    expect(walBytes()).toBe(0);
+  });
 
   it('leave the WAL file at its bound once it starts over', () => {
     const replica = openReplica();
