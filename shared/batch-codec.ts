@@ -361,15 +361,14 @@ export type BatchCheck =
 /**
  * Checks the batch at `at` without trusting any of its fields: its length fits the bytes, the
  * magic is known, the CRC matches, its codec is one this build reads and its records inflate
- * within `inflatedBytesMax`, and the records parse exactly to its end.
+ * within the format's bound, and the records parse exactly to its end.
  */
 export function checkBatch(
   bytes: Uint8Array,
   at = 0,
   sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
-  inflatedBytesMax = BATCH_INFLATED_BYTES_FORMAT_MAX,
 ): BatchCheck {
-  const check = checkLayouts(bytes, at, sizeBytesMax, inflatedBytesMax);
+  const check = checkLayouts(bytes, at, sizeBytesMax, BATCH_INFLATED_BYTES_FORMAT_MAX);
   return check.ok ? { ok: true, header: check.header } : check;
 }
 
