@@ -32,7 +32,7 @@ import {
 } from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
 import { scanBatches, scanCursor } from './batch-scanner.js';
-import { dirtyBytesOf, dirtyRatioOf } from './cleaner-checkpoint.js';
+import { dirtyShareOf } from './cleaner-checkpoint.js';
 import type { Clock } from './clock.js';
 import { CorruptLogError } from './log-loader.js';
 import type { LogNode } from './log-node.js';
@@ -196,12 +196,10 @@ export class LogCleaner {
    */
   private async compact(log: PartitionLog, summary: CleanSummary): Promise<void> {
     const closed = log.closedSegments();
-    const from = log.cleanedThroughOffset;
-    const share = dirtyBytesOf(closed, from);
+    const { cleanedThroughOffset: from, dirtyBytes, dirtyRatio } = dirtyShareOf(log);
     summary.cleanedThroughOffset = from;
-    summary.dirtyRatio = dirtyRatioOf(share);
-    if (share.dirtyBytes === 0 || summary.dirtyRatio < this.node.config.cleanerMinDirtyRatio)
-      return;
+    summary.dirtyRatio = dirtyRatio;
+    if (dirtyBytes === 0 || dirtyRatio < this.node.config.cleanerMinDirtyRatio) return;
     const { latest, untilOffset } = await this.latestOffsets(log, closed, from);
     if (untilOffset <= from) return;
     const { deleteRetentionMs } = log.topic.configs;
