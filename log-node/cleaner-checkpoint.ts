@@ -85,7 +85,7 @@ interface SizedSegment {
  * is estimated by its offsets), and of all of them: what Kafka's min.cleanable.dirty.ratio
  * weighs. The active segment is neither: it is never cleaned.
  */
-export function dirtyBytesOf(
+function dirtyBytesOf(
   closed: readonly SizedSegment[],
   cleanedThroughOffset: number,
 ): { dirtyBytes: number; totalBytes: number } {
@@ -105,6 +105,19 @@ export function dirtyBytesOf(
 }
 
 /** Dirty bytes over closed bytes; 0 for a partition with no closed byte. */
-export function dirtyRatioOf(share: { dirtyBytes: number; totalBytes: number }): number {
+function dirtyRatioOf(share: { dirtyBytes: number; totalBytes: number }): number {
   return share.totalBytes === 0 ? 0 : share.dirtyBytes / share.totalBytes;
+}
+
+/**
+ * Where the cleaner stands on a log: its point and the closed bytes past it, as the cleaner's gate
+ * weighs them and the partition status shows them.
+ */
+export function dirtyShareOf(log: {
+  closedSegments(): readonly SizedSegment[];
+  readonly cleanedThroughOffset: number;
+}): { cleanedThroughOffset: number; dirtyBytes: number; dirtyRatio: number } {
+  const { cleanedThroughOffset } = log;
+  const share = dirtyBytesOf(log.closedSegments(), cleanedThroughOffset);
+  return { cleanedThroughOffset, dirtyBytes: share.dirtyBytes, dirtyRatio: dirtyRatioOf(share) };
 }

@@ -32,7 +32,7 @@ import {
 } from '../shared/batch-codec.js';
 import type { Logger } from '../shared/logger.js';
 import { scanBatches, scanCursor } from './batch-scanner.js';
-import { dirtyBytesOf, dirtyRatioOf } from './cleaner-checkpoint.js';
+import { dirtyShareOf } from './cleaner-checkpoint.js';
 import type { Clock } from './clock.js';
 import { CorruptLogError } from './log-loader.js';
 import type { LogNode } from './log-node.js';
@@ -196,12 +196,10 @@ export class LogCleaner {
    */
   private async compact(log: PartitionLog, summary: CleanSummary): Promise<void> {
     const closed = log.closedSegments();
-    const from = log.cleanedThroughOffset;
-    const share = dirtyBytesOf(closed, from);
+    const { cleanedThroughOffset: from, dirtyBytes, dirtyRatio } = dirtyShareOf(log);
     summary.cleanedThroughOffset = from;
-    summary.dirtyRatio = dirtyRatioOf(share);
-    if (share.dirtyBytes === 0 || summary.dirtyRatio < this.node.config.cleanerMinDirtyRatio)
-      return;
+    summary.dirtyRatio = dirtyRatio;
+    if (dirtyBytes === 0 || dirtyRatio < this.node.config.cleanerMinDirtyRatio) return;
     const { latest, untilOffset } = await this.latestOffsets(log, closed, from);
     if (untilOffset <= from) return;
     const { deleteRetentionMs } = log.topic.configs;
@@ -218,8 +216,9 @@ export class LogCleaner {
       if (log.isClosed || !log.closedSegments().includes(segment)) {
         throw new PassStopped('the segment set changed');
       }
-      if (!(await this.anyRemovable(log, segment, pass))) continue;
-      const rewritten = await this.rewrite(log, segment, pass);
+      const removableAt = await this.firstRemovableAt(log, segment, pass);
+      if (removableAt === null) continue;
+      const rewritten = await this.rewrite(log, segment, pass, removableAt);
       // A later segment's tombstone may be dropped only once every older record of its key is.
       if (rewritten === null) throw new PassStopped('the segment left the set');
       summary.bytesBefore += segment.state.sizeBytes;
@@ -283,7 +282,7 @@ export class LogCleaner {
     log: PartitionLog,
     segment: Segment,
     until: number,
-    visit: (bytes: Buffer, header: BatchHeader) => boolean | void,
+    visit: (bytes: Buffer, header: BatchHeader, position: number) => boolean | void,
     betweenSlices: () => Promise<unknown> = yieldToLoop,
   ): Promise<void> {
     const io = this.node.config.fileIO;
@@ -303,7 +302,7 @@ export class LogCleaner {
           segment.fileDescriptor,
           { from, until, verify: true, cursor },
           ({ bytes, header, position }) => {
-            visitorDone = visit(bytes, header) === false;
+            visitorDone = visit(bytes, header, position) === false;
             from = position + header.sizeBytes;
             return !visitorDone && performance.now() < sliceEndMs;
           },
@@ -346,28 +345,35 @@ export class LogCleaner {
     return pass.nowMs - record.timestampMs <= pass.deleteRetentionMs;
   }
 
-  /** Whether the pass removes anything from a segment (it is rewritten only then). */
-  private async anyRemovable(
+  /**
+   * The byte position of the segment's first batch the pass removes a record of, or null when it
+   * removes none (the segment is rewritten only then).
+   */
+  private async firstRemovableAt(
     log: PartitionLog,
     segment: Segment,
     pass: CompactionPass,
-  ): Promise<boolean> {
-    let removable = false;
-    await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes) => {
-      removable = decodeRecords(bytes).some((record) => !this.isKept(record, pass));
-      return !removable;
+  ): Promise<number | null> {
+    let removableAt: number | null = null;
+    await this.forEachBatch(log, segment, segment.state.sizeBytes, (bytes, _header, position) => {
+      if (decodeRecords(bytes).every((record) => this.isKept(record, pass))) return true;
+      removableAt = position;
+      return false;
     });
-    return removable;
+    return removableAt;
   }
 
   /**
    * Writes the compacted copy beside the segment, makes it durable, and renames it into place;
    * null (the copy deleted, nothing renamed) when the segment left the partition's set meanwhile.
+   * The batches before `removableAt` and those past the pass's map are copied undecoded: isKept
+   * keeps every record of them.
    */
   private async rewrite(
     log: PartitionLog,
     segment: Segment,
     pass: CompactionPass,
+    removableAt: number,
   ): Promise<{ segment: Segment; recordsRemoved: number } | null> {
     const { dir, baseOffset } = segment;
     const cleanedPath = segmentPath(dir, baseOffset, CLEANED_SUFFIX);
@@ -396,13 +402,17 @@ export class LogCleaner {
         log,
         segment,
         segment.state.sizeBytes,
-        (bytes, header) => {
+        (bytes, header, at) => {
+          // The scan's chunk is read into again by the next slice: keep a copy.
+          if (at < removableAt || header.baseOffset >= pass.untilOffset) {
+            pending.push(Buffer.from(bytes));
+            return;
+          }
           const records = decodeRecords(bytes);
           const kept = records.filter((record) => this.isKept(record, pass));
           recordsRemoved += records.length - kept.length;
           if (kept.length === 0) return;
           if (kept.length === records.length) {
-            // The scan's chunk is read into again by the next slice: keep a copy.
             pending.push(Buffer.from(bytes));
             return;
           }

@@ -26,7 +26,7 @@ import {
 } from '../shared/topics.js';
 import type { Clock } from './clock.js';
 import type { ClusterMeta } from './cluster-meta.js';
-import { dirtyBytesOf, dirtyRatioOf } from './cleaner-checkpoint.js';
+import { dirtyShareOf } from './cleaner-checkpoint.js';
 import type { LogNodeConfig } from './config.js';
 import {
   diskFull,
@@ -524,9 +524,8 @@ export class LogNode {
 function cleanerStatusOf(
   log: PartitionLog,
 ): Pick<PartitionStatus, 'cleanedThroughOffset' | 'dirtyRatio'> {
-  const cleanedThroughOffset = log.cleanedThroughOffset;
-  const share = dirtyBytesOf(log.closedSegments(), cleanedThroughOffset);
-  return { cleanedThroughOffset, dirtyRatio: dirtyRatioOf(share) };
+  const { cleanedThroughOffset, dirtyRatio } = dirtyShareOf(log);
+  return { cleanedThroughOffset, dirtyRatio };
 }
 
 function infoOf(topic: LogTopic): TopicInfo {

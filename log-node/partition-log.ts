@@ -13,7 +13,6 @@ import type { Clock } from './clock.js';
 import type { LogNodeConfig } from './config.js';
 import { type LoadedPartition, loadPartition } from './log-loader.js';
 import {
-  type CleanerCheckpoint,
   checkpointFits,
   readCleanerCheckpoint,
   removeCleanerCheckpoint,
@@ -115,8 +114,11 @@ export class PartitionLog {
   private readonly segmentOptions: SegmentOptions;
   readonly truncatedBytesOnLoad: number;
   private readonly recoveryPoint: RecoveryPoint;
-  /** As stored, once it fitted the loaded log (cleaner-checkpoint.ts); null: all dirty. */
-  private cleanerCheckpoint: CleanerCheckpoint | null = null;
+  /**
+   * The cleaner's point as stored, once it fitted the loaded log (cleaner-checkpoint.ts); null:
+   * all dirty. Its incarnation is the topic's then, so only the offset is kept.
+   */
+  private storedCleanedThroughOffset: number | null = null;
 
   private constructor(
     topic: PartitionTopic,
@@ -186,7 +188,7 @@ export class PartitionLog {
       this.logger.warn({ stored }, "the cleaner's point does not fit this log: all of it is dirty");
       removeCleanerCheckpoint(io, this.dir);
     }
-    this.cleanerCheckpoint = fits ? stored : null;
+    this.storedCleanedThroughOffset = fits ? stored.cleanedThroughOffset : null;
   }
 
   /** Opens a partition; a corrupt log yields a failed partition that refuses reads and appends. */
@@ -598,15 +600,17 @@ export class PartitionLog {
    * retention removed what it covered, or when there is none.
    */
   get cleanedThroughOffset(): number {
-    return Math.max(this.cleanerCheckpoint?.cleanedThroughOffset ?? 0, this.logStartOffset);
+    return Math.max(this.storedCleanedThroughOffset ?? 0, this.logStartOffset);
   }
 
   /** Stores the point after a pass whose swaps below it are all durable. */
   markCleanedThrough(offset: number): void {
     assert(offset <= this.active.baseOffset, 'only closed segments are ever clean');
-    const point = { cleanedThroughOffset: offset, incarnation: this.topic.incarnation };
-    writeCleanerCheckpoint(this.segmentOptions.io, this.dir, point);
-    this.cleanerCheckpoint = point;
+    writeCleanerCheckpoint(this.segmentOptions.io, this.dir, {
+      cleanedThroughOffset: offset,
+      incarnation: this.topic.incarnation,
+    });
+    this.storedCleanedThroughOffset = offset;
   }
 
   /** Swaps a closed segment for its compacted copy (already durable under the same name). */

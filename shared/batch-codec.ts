@@ -7,7 +7,7 @@
 import { isUtf8 } from 'node:buffer';
 import { assert } from './assert.js';
 import { crc32c } from './crc32c.js';
-import { badRequest, tooLarge } from './errors.js';
+import { badRequest, type TailbaseError, tooLarge } from './errors.js';
 import { readVarint, VarintCursor, varintBytes, writeVarint } from './varint.js';
 import {
   BATCH_INFLATED_BYTES_FORMAT_MAX,
@@ -361,15 +361,14 @@ export type BatchCheck =
 /**
  * Checks the batch at `at` without trusting any of its fields: its length fits the bytes, the
  * magic is known, the CRC matches, its codec is one this build reads and its records inflate
- * within `inflatedBytesMax`, and the records parse exactly to its end.
+ * within the format's bound, and the records parse exactly to its end.
  */
 export function checkBatch(
   bytes: Uint8Array,
   at = 0,
   sizeBytesMax = BATCH_BYTES_FORMAT_MAX,
-  inflatedBytesMax = BATCH_INFLATED_BYTES_FORMAT_MAX,
 ): BatchCheck {
-  const check = checkLayouts(bytes, at, sizeBytesMax, inflatedBytesMax);
+  const check = checkLayouts(bytes, at, sizeBytesMax, BATCH_INFLATED_BYTES_FORMAT_MAX);
   return check.ok ? { ok: true, header: check.header } : check;
 }
 
@@ -663,11 +662,15 @@ function tooManyRecords(header: BatchHeader, limits: BatchLimits) {
 }
 
 /**
- * Enforces the configured batch limits on a producer's batch (413 or 400 with the limit or field
- * named), and the rules only a producer's batch meets (checkProducerFields). Batches the log-node
- * writes itself, the cleaner's rewrites with their offset gaps, never come through here.
+ * The limits a producer's batch meets before any of its records is read, from its length and
+ * header alone: batchBytesMax, a codec this build reads, no transactional batch, a compressed
+ * batch's count within recordsPerBatchMax. Answers the header (null when the bytes hold none) and
+ * the most bytes its records may inflate to (inflateCapOf); throws the refusal as a TailbaseError.
  */
-export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): BatchHeader {
+export function enforceHeaderLimits(
+  batch: Uint8Array,
+  limits: BatchLimits,
+): { header: BatchHeader | null; capBytes: number } {
   if (batch.length > limits.batchBytesMax) {
     throw tooLarge('batch_too_large', `batch of ${batch.length} bytes exceeds batchBytesMax`, {
       limit: 'batchBytesMax',
@@ -697,22 +700,38 @@ export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): Batc
       throw tooManyRecords(early, limits);
     }
   }
+  return { header: early, capBytes: inflateCapOf(early, limits) };
+}
+
+/** The refusal of a batch whose records inflated past `capBytes`, enforceHeaderLimits' bound. */
+export function inflatedTooLarge(
+  capBytes: number,
+  limits: BatchLimits,
+  detail: string,
+): TailbaseError {
   const inflatedBytesMax = limits.batchInflatedBytesMax ?? BATCH_INFLATED_BYTES_MAX_DEFAULT;
-  const capBytes = inflateCapOf(early, limits);
-  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, capBytes);
-  if (!check.ok && check.inflatedTooLarge) {
-    if (capBytes < inflatedBytesMax) {
-      throw tooLarge(
-        'record_too_large',
-        `batch rejected: its records inflate past recordCount x recordBytesMax (${capBytes} bytes)`,
-        { limit: 'recordBytesMax', max: limits.recordBytesMax, inflatedBytesMax: capBytes },
-      );
-    }
-    throw tooLarge('batch_inflated_too_large', `batch rejected: ${check.detail}`, {
-      limit: 'batchInflatedBytesMax',
-      max: inflatedBytesMax,
-    });
+  if (capBytes < inflatedBytesMax) {
+    return tooLarge(
+      'record_too_large',
+      `batch rejected: its records inflate past recordCount x recordBytesMax (${capBytes} bytes)`,
+      { limit: 'recordBytesMax', max: limits.recordBytesMax, inflatedBytesMax: capBytes },
+    );
   }
+  return tooLarge('batch_inflated_too_large', `batch rejected: ${detail}`, {
+    limit: 'batchInflatedBytesMax',
+    max: inflatedBytesMax,
+  });
+}
+
+/**
+ * Enforces the configured batch limits on a producer's batch (413 or 400 with the limit or field
+ * named), and the rules only a producer's batch meets (checkProducerFields). Batches the log-node
+ * writes itself, the cleaner's rewrites with their offset gaps, never come through here.
+ */
+export function enforceBatchLimits(batch: Uint8Array, limits: BatchLimits): BatchHeader {
+  const { capBytes } = enforceHeaderLimits(batch, limits);
+  const check = checkLayouts(batch, 0, BATCH_BYTES_FORMAT_MAX, capBytes);
+  if (!check.ok && check.inflatedTooLarge) throw inflatedTooLarge(capBytes, limits, check.detail);
   if (!check.ok || check.header.sizeBytes !== batch.length) {
     const detail = check.ok ? 'bytes after the batch' : check.detail;
     throw badRequest('invalid_batch', `batch rejected: ${detail}`);

@@ -13,15 +13,12 @@
  * duplicate (DUPLICATE_BATCH_MESSAGE), which tailbase's gateway checks and other clients ignore.
  */
 import {
-  BATCH_MAGIC,
   type BatchLimits,
   checkRecordSpans,
-  COMPRESSION_MASK,
-  inflateCapOf,
-  readBatchHeader,
+  enforceHeaderLimits,
+  inflatedTooLarge,
   type RecordSpan,
 } from '../../shared/batch-codec.js';
-import { CODECS, codecName, isSupportedCodec } from '../../shared/batch-compression.js';
 import { DUPLICATE_BATCH_MESSAGE } from '../../shared/kafka-log/errors.js';
 import type { LogClient } from '../../shared/log-api.js';
 import { partitionOfKeyAt } from '../../shared/partitioner.js';
@@ -179,6 +176,11 @@ function failed(index: number, errorCode: number, errorMessage: string | null): 
   };
 }
 
+/** A refusal of the log's (a TailbaseError) as a partition's Kafka error. */
+function refusal(error: unknown): { errorCode: number; message: string | null } {
+  return { errorCode: kafkaErrorCode(error), message: kafkaErrorMessage(error) };
+}
+
 /**
  * A partition's records field as its one batch (stored as sent, compressed or not) with its
  * records plain (`plain`, where the spans lie: the inflated copy of a compressed batch), or the
@@ -189,40 +191,19 @@ function oneBatch(
   limits: BatchLimits,
 ):
   | { batch: Buffer; plain: Buffer; records: readonly RecordSpan[] }
-  | { errorCode: number; message: string } {
+  | { errorCode: number; message: string | null } {
   if (records === null || records.length === 0) {
     return { errorCode: ErrorCode.CORRUPT_MESSAGE, message: 'the partition carries no batch' };
   }
-  // A codec this build cannot read is refused by name, before the check reads any records.
-  const header = readBatchHeader(records);
-  const codec = header === null ? 0 : header.attributes & COMPRESSION_MASK;
-  if (header !== null && header.magic === BATCH_MAGIC && !isSupportedCodec(codec)) {
-    return {
-      errorCode: ErrorCode.UNSUPPORTED_COMPRESSION_TYPE,
-      message: `compression codec ${codec} (${codecName(codec)}) is not supported: use gzip or none`,
-    };
+  let capBytes: number;
+  try {
+    ({ capBytes } = enforceHeaderLimits(records, limits));
+  } catch (error) {
+    return refusal(error);
   }
-  // Refused from the header where it suffices, before paying an inflate.
-  if (records.length > limits.batchBytesMax) {
-    return {
-      errorCode: ErrorCode.MESSAGE_TOO_LARGE,
-      message: `record batch of ${records.length} bytes exceeds batchBytesMax (${limits.batchBytesMax})`,
-    };
-  }
-  const compressed = header !== null && header.magic === BATCH_MAGIC && codec !== CODECS.none;
-  if (compressed && header.recordCount > limits.recordsPerBatchMax) {
-    return {
-      errorCode: ErrorCode.RECORD_LIST_TOO_LARGE,
-      message: `record batch of ${header.recordCount} records exceeds recordsPerBatchMax (${limits.recordsPerBatchMax})`,
-    };
-  }
-  const capBytes = inflateCapOf(header, limits);
   const check = checkRecordSpans(records, capBytes);
   if (!check.ok && check.inflatedTooLarge) {
-    return {
-      errorCode: ErrorCode.MESSAGE_TOO_LARGE,
-      message: `record batch refused: its records inflate past ${capBytes} bytes (batchInflatedBytesMax, or recordCount x recordBytesMax when less)`,
-    };
+    return refusal(inflatedTooLarge(capBytes, limits, check.detail));
   }
   if (!check.ok) {
     return {

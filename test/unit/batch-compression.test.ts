@@ -12,6 +12,7 @@ import {
   BATCH_HEADER_BYTES,
   batchCodec,
   checkBatch,
+  checkRecordSpans,
   compressBatch,
   compressBatchSync,
   decodeRawRecords,
@@ -158,7 +159,7 @@ describe('gzip batches', () => {
       code: 'batch_inflated_too_large',
       details: { limit: 'batchInflatedBytesMax', max: MiB },
     });
-    expect(checkBatch(gzip, 0, undefined, MiB)).toMatchObject({ ok: false, reason: 'corrupt' });
+    expect(checkRecordSpans(gzip, MiB)).toMatchObject({ ok: false, reason: 'corrupt' });
     expect(enforceBatchLimits(gzip, { ...limits, batchInflatedBytesMax: 3 * MiB })).toBeDefined();
   });
 
